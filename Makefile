@@ -1,0 +1,64 @@
+# Thin wrapper over CMake. The README's two commands:
+#   make demo   build and run the main job
+#   make test   build and run the whole test suite
+# Build options pass through: make SIMD=1 BLAS=1 CUDA=1 test
+# Other targets: make (build into build/), make install PREFIX=/usr/local,
+#   make asan (sanitizer suite), make fuzz (bounded libFuzzer run), make bench
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+TYPE     ?= Release
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE    ?= cmake
+GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+onoff = $(if $(filter 1 ON on yes YES true,$(1)),ON,OFF)
+OPTS := -DCMAKE_BUILD_TYPE=$(TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+        -DTOPOS_SIMD=$(call onoff,$(SIMD)) -DTOPOS_BLAS=$(call onoff,$(BLAS)) \
+        -DTOPOS_CUDA=$(call onoff,$(CUDA)) -DTOPOS_ACCELERATE=$(call onoff,$(ACCELERATE)) \
+        -DTOPOS_METAL=$(call onoff,$(METAL))
+ifdef BLAS_VENDOR
+OPTS += -DTOPOS_BLAS_VENDOR=$(BLAS_VENDOR)
+endif
+
+.PHONY: all deps configure build demo test asan fuzz install bench clean
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh
+
+configure: deps
+	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(OPTS) >/dev/null
+
+build: configure
+	@$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@$(BUILD)/bin/topos demo
+
+test: build
+	@$(BUILD)/bin/topos_tests
+
+# ASan + UBSan over the whole suite (clang).
+asan: deps
+	@CC=clang $(CMAKE) -S . -B build-asan $(GEN) -DCMAKE_BUILD_TYPE=Debug -DTOPOS_SANITIZE=ON \
+	   -DTOPOS_SIMD=$(call onoff,$(SIMD)) -DTOPOS_BLAS=$(call onoff,$(BLAS)) >/dev/null
+	@$(CMAKE) --build build-asan -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/topos_tests
+
+# Bounded libFuzzer run over every target; FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@CC=clang $(CMAKE) -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPOS_FUZZ=ON >/dev/null
+	@$(CMAKE) --build build-fuzz -j $(JOBS)
+	@sh scripts/run-fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	@$(BUILD)/bin/topos bench all
+
+install: build
+	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf build build-asan build-fuzz

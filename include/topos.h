@@ -1,0 +1,11 @@
+/* topos — tensor programs on the hardware people already own.
+ * Umbrella header: include this one. Tiers: base -> tensor -> ops -> graph ->
+ * engine -> backend; quant and io (GGUF) beside them; nn and models on top. */
+#ifndef TOPOS_H
+#define TOPOS_H
+
+#include "topos/base.h"
+#include "topos/tensor.h"
+#include "topos/ops.h"
+
+#endif

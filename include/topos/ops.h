@@ -1,0 +1,148 @@
+/* topos — ops tier: the closed set of primitive operations.
+ *
+ * Each op is one row of TOPOS_OP_LIST; everything else (enum, names, arity,
+ * the shape rule, the reference forward kernel and, in the graph tier, the
+ * backward rule) is derived from that row by name:
+ *   row X(ADD, add, 2)  =>  TOPOS_OP_ADD, "add", tp_shape_add, tp_forward_add,
+ *                           tp_backward_add.
+ *
+ * The reference forward kernels are the specification of topos: plain loops
+ * over logical indices through strides with a fixed summation order. Every
+ * faster path is tested against their bits.
+ *   - matmul: each output seeded with the first product a[i,0]*b[0,j], then k
+ *     ascending; batch axes must be identical (no implicit broadcast).
+ *   - sum, sum_along, log_softmax, log_sum_exp: seeded from the first element,
+ *     then ascending (row-major logical order for sum).
+ *   - fold and scatter: zero-seeded, windows / indices in ascending order.
+ *   - bf16/f16: computed in f32, rounded once per op; reductions accumulate in f32.
+ * Binary elementwise ops require equal shapes and dtypes: broadcasting is
+ * always an explicit view (broadcast, broadcast_along).
+ * Edge rules: maximum propagates NaN and orders -0 < +0; step(a, t) is 1 when
+ * a >= t (ties give 1); relu(x) = maximum(x, 0), so relu(-0) = +0 and its
+ * subgradient at 0 is 1. */
+#ifndef TOPOS_OPS_H
+#define TOPOS_OPS_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(ENUM, lower_name, arity) — arity counts tensor operands. */
+#define TOPOS_OP_LIST(X)           \
+  X(ADD, add, 2)                   \
+  X(SUB, sub, 2)                   \
+  X(MUL, mul, 2)                   \
+  X(DIV, div, 2)                   \
+  X(NEG, neg, 1)                   \
+  X(EXP, exp, 1)                   \
+  X(LN, ln, 1)                     \
+  X(SQRT, sqrt, 1)                 \
+  X(TANH, tanh, 1)                 \
+  X(POW, pow, 2)                   \
+  X(MAXIMUM, maximum, 2)           \
+  X(RELU, relu, 1)                 \
+  X(STEP, step, 2)                 \
+  X(MATMUL, matmul, 2)             \
+  X(TRANSPOSE, transpose, 1)       \
+  X(PERMUTE, permute, 1)           \
+  X(RESHAPE, reshape, 1)           \
+  X(NARROW, narrow, 1)             \
+  X(PAD, pad, 1)                   \
+  X(BROADCAST, broadcast, 1)       \
+  X(BROADCAST_ALONG, broadcast_along, 1) \
+  X(SUM, sum, 1)                   \
+  X(SUM_ALONG, sum_along, 1)       \
+  X(UNFOLD, unfold, 1)             \
+  X(FOLD, fold, 1)                 \
+  X(GATHER, gather, 2)             \
+  X(SCATTER, scatter, 2)           \
+  X(LOG_SOFTMAX, log_softmax, 1)   \
+  X(LOG_SUM_EXP, log_sum_exp, 1)
+
+typedef enum topos_op {
+#define TOPOS_OP_ENUM_ROW(E, lower, arity) TOPOS_OP_##E,
+  TOPOS_OP_LIST(TOPOS_OP_ENUM_ROW)
+#undef TOPOS_OP_ENUM_ROW
+  TOPOS_OP_COUNT
+} topos_op;
+
+/* Attributes of the ops that have them; unused fields are ignored.
+ *   sum_along, log_softmax, log_sum_exp: axis
+ *   narrow:          axis, start, length (window, > 0)
+ *   pad:             axis, start, length (= the padded extent)
+ *   broadcast_along: axis (insert position 0..rank), length (= count)
+ *   broadcast:       rank, shape (operand must have volume 1)
+ *   reshape:         rank, shape (one extent may be -1)
+ *   permute:         rank (must equal the operand's), order
+ *   unfold:          axis, size, step, dilation (axis -> (count, size))
+ *   fold:            axis, size, step, dilation, length (= the folded extent);
+ *                    the operand's axes (axis, axis+1) are (count, size)
+ *   gather:          table [V, ...], indices i32 [N] -> [N, ...]
+ *   scatter:         values [N, ...], indices i32 [N], length (= rows V) -> [V, ...] */
+typedef struct topos_op_attrs {
+  int axis;
+  int64_t start;
+  int64_t length;
+  int64_t size, step, dilation;
+  int rank;
+  int64_t shape[TOPOS_MAX_RANK];
+  int order[TOPOS_MAX_RANK];
+} topos_op_attrs;
+
+/* What an op produces: used for record-time shape checks. */
+typedef struct topos_tensor_desc {
+  topos_dtype dtype;
+  int rank;
+  int64_t shape[TOPOS_MAX_RANK];
+} topos_tensor_desc;
+
+TOPOS_API const char *topos_op_name(topos_op op);
+TOPOS_API int topos_op_arity(topos_op op);
+/* 1 for ops whose reference forward returns a view (transpose, permute,
+ * narrow, broadcast, broadcast_along, unfold; reshape when possible). */
+TOPOS_API int topos_op_is_view(topos_op op);
+TOPOS_API topos_status topos_op_parse(const char *name, topos_op *out);
+
+/* The shape and dtype rule. On failure the message names the op and the
+ * operand shapes, e.g. "add: shapes [2,3] and [3,2] differ". */
+TOPOS_API topos_status topos_op_infer(topos_op op, const topos_tensor_desc *inputs,
+                                      const topos_op_attrs *attrs, topos_tensor_desc *out);
+/* Runs the reference kernel. inputs has topos_op_arity(op) entries. */
+TOPOS_API topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
+                                        const topos_op_attrs *attrs, topos_tensor **out);
+/* Fills a descriptor from a tensor. */
+TOPOS_API topos_tensor_desc topos_tensor_describe(const topos_tensor *t);
+
+/* Eager conveniences over topos_op_forward (reference kernels). */
+TOPOS_API topos_status topos_add(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_sub(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_mul(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_div(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_pow(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_maximum(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_step(topos_tensor *a, topos_tensor *threshold, topos_tensor **out);
+TOPOS_API topos_status topos_neg(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_exp(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_ln(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_sqrt(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_tanh(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_relu(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_matmul(topos_tensor *a, topos_tensor *b, topos_tensor **out);
+TOPOS_API topos_status topos_sum(topos_tensor *a, topos_tensor **out);
+TOPOS_API topos_status topos_sum_along(topos_tensor *a, int axis, topos_tensor **out);
+TOPOS_API topos_status topos_pad(topos_tensor *a, int axis, int64_t start, int64_t extent,
+                                 topos_tensor **out);
+TOPOS_API topos_status topos_fold(topos_tensor *a, int axis, int64_t size, int64_t step,
+                                  int64_t dilation, int64_t extent, topos_tensor **out);
+TOPOS_API topos_status topos_gather(topos_tensor *table, topos_tensor *indices, topos_tensor **out);
+TOPOS_API topos_status topos_scatter(topos_tensor *values, topos_tensor *indices, int64_t rows,
+                                     topos_tensor **out);
+TOPOS_API topos_status topos_log_softmax(topos_tensor *a, int axis, topos_tensor **out);
+TOPOS_API topos_status topos_log_sum_exp(topos_tensor *a, int axis, topos_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/* Internal layout of tensors and storage, shared by the tiers above (ops
+ * kernels, quant, io). Public code sees only the opaque handle. */
+#ifndef TP_TENSOR_INTERNAL_H
+#define TP_TENSOR_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "topos/tensor.h"
+
+typedef struct tp_storage {
+  atomic_long refs;
+  topos_storage_kind kind;
+  void *data; /* first byte of the storage */
+  size_t bytes;
+  topos_release_fn release; /* heap: NULL (topos frees); else the owner's callback */
+  void *context;
+} tp_storage;
+
+struct topos_tensor {
+  atomic_long refs;
+  topos_dtype dtype;
+  int rank;
+  int64_t shape[TOPOS_MAX_RANK];
+  int64_t strides[TOPOS_MAX_RANK]; /* elements; 0 = broadcast */
+  int64_t offset;                  /* elements from storage->data */
+  int64_t volume;
+  tp_storage *storage;
+};
+
+/* Element size in bytes for plain (non-block) dtypes; 0 for block-quantized. */
+size_t tp_dtype_size(topos_dtype dtype);
+
+/* New contiguous tensor with uninitialised contents (kernels write every element). */
+topos_status tp_tensor_empty(topos_dtype dtype, int rank, const int64_t *shape, topos_tensor **out);
+/* A new handle over t's storage with the given layout (no checks beyond
+ * bounds: every reachable element must lie inside the storage). */
+topos_status tp_tensor_view(topos_tensor *t, int rank, const int64_t *shape,
+                            const int64_t *strides, int64_t offset, topos_tensor **out);
+/* Row-major contiguous strides for shape. */
+void tp_contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
+/* Checked product of extents (each > 0); TOPOS_ERR_OVERFLOW / TOPOS_ERR_SHAPE. */
+topos_status tp_shape_volume(int rank, const int64_t *shape, int64_t *out);
+/* "[2,3,4]" into buf (NUL-terminated, truncated if needed); returns buf. */
+const char *tp_shape_string(int rank, const int64_t *shape, char *buf, size_t size);
+
+/* Byte address of the element at the tensor's offset (plain dtypes), or of the
+ * block containing it (block dtypes: offset is whole blocks). */
+static inline char *tp_tensor_base(const topos_tensor *t) {
+  if (t->dtype < TOPOS_DTYPE_COUNT && tp_dtype_size(t->dtype) > 0)
+    return (char *)t->storage->data + (size_t)t->offset * tp_dtype_size(t->dtype);
+  return (char *)t->storage->data +
+         (size_t)(t->offset / topos_dtype_block_size(t->dtype)) *
+             (size_t)topos_dtype_block_bytes(t->dtype);
+}
+
+/* Odometer over a shape: advances index (rank entries) in row-major order;
+ * returns false after the last element. */
+static inline bool tp_index_next(int rank, const int64_t *shape, int64_t *index) {
+  for (int axis = rank - 1; axis >= 0; --axis) {
+    if (++index[axis] < shape[axis]) return true;
+    index[axis] = 0;
+  }
+  return false;
+}
+
+/* Element offset (in elements from storage start) of a logical index. */
+static inline int64_t tp_tensor_element_offset(const topos_tensor *t, const int64_t *index) {
+  int64_t off = t->offset;
+  for (int axis = 0; axis < t->rank; ++axis) off += index[axis] * t->strides[axis];
+  return off;
+}
+
+#endif

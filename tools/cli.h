@@ -1,0 +1,22 @@
+/* The topos CLI: each subcommand is one file that registers itself with
+ * TOPOS_COMMAND; tools/main.c dispatches on argv[1]. Nested groups (gguf
+ * inspect, bench ladder) register as "gguf" and parse their own argv. */
+#ifndef TOPOS_CLI_H
+#define TOPOS_CLI_H
+
+#include <stdio.h>
+
+#include "topos.h"
+
+typedef int (*tp_command_fn)(int argc, char **argv); /* argv[0] is the subcommand name */
+void tp_command_register(const char *name, const char *summary, tp_command_fn fn);
+
+#define TOPOS_COMMAND(name, summary, fn)                                   \
+  __attribute__((constructor)) static void tp_register_command_##fn(void) { \
+    tp_command_register(name, summary, fn);                                \
+  }
+
+/* Prints "topos NAME: <message>: <topos_last_error()>" to stderr; returns 1. */
+int tp_cli_fail(const char *command, topos_status status, const char *what);
+
+#endif

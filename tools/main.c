@@ -1,0 +1,55 @@
+/* topos CLI entry point: dispatches to the registered subcommands. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+
+typedef struct {
+  const char *name;
+  const char *summary;
+  tp_command_fn fn;
+} tp_command;
+
+static tp_command tp_commands[64];
+static int tp_command_count;
+
+void tp_command_register(const char *name, const char *summary, tp_command_fn fn) {
+  if (tp_command_count < (int)(sizeof tp_commands / sizeof tp_commands[0]))
+    tp_commands[tp_command_count++] = (tp_command){name, summary, fn};
+}
+
+int tp_cli_fail(const char *command, topos_status status, const char *what) {
+  fprintf(stderr, "topos %s: %s: %s (%s)\n", command, what, topos_last_error(),
+          topos_status_name(status));
+  return 1;
+}
+
+static int tp_compare_commands(const void *a, const void *b) {
+  return strcmp(((const tp_command *)a)->name, ((const tp_command *)b)->name);
+}
+
+static void tp_usage(FILE *out) {
+  fprintf(out, "topos %s — tensor programs, GGUF models and quantized kernels\n\n", topos_version());
+  fprintf(out, "usage: topos COMMAND [ARGS...]\n\ncommands:\n");
+  for (int i = 0; i < tp_command_count; ++i)
+    fprintf(out, "  %-12s %s\n", tp_commands[i].name, tp_commands[i].summary);
+  fprintf(out, "\n'topos COMMAND --help' describes one command.\n");
+}
+
+int main(int argc, char **argv) {
+  qsort(tp_commands, (size_t)tp_command_count, sizeof tp_commands[0], tp_compare_commands);
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    tp_usage(stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("topos %s\n", topos_version());
+    return 0;
+  }
+  for (int i = 0; i < tp_command_count; ++i)
+    if (strcmp(argv[1], tp_commands[i].name) == 0) return tp_commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "topos: unknown command '%s'\n\n", argv[1]);
+  tp_usage(stderr);
+  return 2;
+}
