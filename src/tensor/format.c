@@ -60,12 +60,18 @@ static void tp_put_value(tp_writer *w, topos_dtype dtype, const char *p) {
   }
   char text[40];
   size_t size = tp_dtype_size(dtype);
-  for (int digits = 1; digits <= 17; ++digits) {
+  int digits = 1;
+  for (; digits <= 17; ++digits) {
     snprintf(text, sizeof text, "%.*g", digits, v.f);
     unsigned char back[8];
     tp_store(dtype, back, tp_value_of_double(strtod(text, NULL)));
     if (memcmp(back, p, size) == 0) break;
   }
+  /* Few digits can force an exponent ("1e+01"); moderate magnitudes read
+   * better positionally, which needs as many digits as the integer part. */
+  int exponent = v.f != 0 ? (int)floor(log10(fabs(v.f))) : 0;
+  if (strchr(text, 'e') && exponent >= digits && exponent < 16)
+    snprintf(text, sizeof text, "%.*g", exponent + 1, v.f);
   tp_puts(w, text);
 }
 
