@@ -27,6 +27,19 @@
  * was asked for (roots and observed nodes), never for what it happened to
  * compute; anything else is TOPOS_ERR_NOT_READABLE.
  *
+ * Gradients. Every primitive op has one backward rule (src/graph/backward.c)
+ * composed of primitive ops; the engine route (topos_run_backward) evaluates
+ * it on tensors, the recorded route (topos_tape_differentiate) records it as
+ * nodes, so both give the same bits. The reverse sweep visits nodes from the
+ * loss down; only nodes that received a gradient run their rule, and shape-only
+ * operands (both operands of step, the indices of gather and scatter) receive
+ * none, so nothing behind them is differentiated (no NaN leaks through them).
+ * Accumulation order is fixed: a node's gradient is zeros + c1 for its first
+ * contribution, then + c2, + c3 ... where contributions arrive in reverse
+ * recording order of the consuming nodes and, within one consumer, in operand
+ * order. Ties: maximum routes the gradient to its left operand (step(a, b) is
+ * a >= b); relu's subgradient at 0 is 1.
+ *
  * Threads. A tape is used by one thread at a time. A network is immutable and
  * may be shared by any number of threads running it concurrently. Parameters,
  * runs and fields are plain values: one writer at a time.
