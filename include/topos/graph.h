@@ -250,7 +250,7 @@ typedef struct topos_feed {
   topos_tensor *value; /* dtype and shape must equal the input's */
 } topos_feed;
 
-/* What a run computes and keeps. With roots == NULL and n_roots == 0 the run
+/* What a run computes and keeps. With no roots and nothing observed the run
  * is complete: every node is computed and readable, backward allowed. Else
  * only ancestors of roots and observe are computed, only roots and observe are
  * readable, and backward is allowed only when `backward` is set (then every

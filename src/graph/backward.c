@@ -297,3 +297,7 @@ const uint8_t tp_backward_reads[TOPOS_OP_COUNT] = {
     [TOPOS_OP_LOG_SOFTMAX] = R_Y,
     [TOPOS_OP_LOG_SUM_EXP] = R_A | R_Y,
 };
+
+uint8_t tp_backward_reads_of(topos_op op) {
+  return ((int)op >= 0 && op < TOPOS_OP_COUNT) ? tp_backward_reads[op] : 0;
+}

@@ -97,6 +97,33 @@ const char *tp_node_label(const tp_node *node); /* op name or source kind */
 /* Marks (flags[i] = 1) every ancestor of the flagged nodes, including them. */
 void tp_graph_mark_ancestors(const tp_graph *graph, uint8_t *flags);
 
+/* ---- schedules: what a run computes, keeps and releases.
+ * Built from declared roots/observe (or "complete": everything), shared by the
+ * interpreter (topos_network_forward) and compiled plans, so a plan runs
+ * exactly the interpreter's kernel calls. */
+typedef struct tp_schedule {
+  tp_graph *graph;           /* retained */
+  tp_run_posture posture;
+  uint8_t *wanted;           /* count flags: evaluated */
+  uint8_t *readable;         /* count flags: answer topos_run_read */
+  uint8_t *required;         /* count flags: read by a backward rule (backward plans) */
+  uint32_t *last_use;        /* count entries: last wanted consumer, UINT32_MAX if none */
+  uint32_t *release_start;   /* count + 1 offsets into release_list */
+  uint32_t *release_list;    /* values released right after node i (forward-only) */
+} tp_schedule;
+
+/* The backward column's "reads" mask of an op (bit j: operand j, 0x80: its
+ * output); defined with the rules in backward.c. */
+uint8_t tp_backward_reads_of(topos_op op);
+
+/* n_roots == 0 && n_observe == 0: a complete schedule (everything). */
+topos_status tp_schedule_build(tp_graph *graph, const topos_sym *roots, size_t n_roots,
+                               const topos_sym *observe, size_t n_observe, int backward,
+                               tp_schedule *out);
+void tp_schedule_free(tp_schedule *schedule);
+topos_status tp_schedule_execute(const tp_schedule *schedule, const topos_params *params,
+                                 const topos_feed *feeds, size_t n_feeds, topos_run **out);
+
 /* ---- fields */
 topos_status tp_field_new(tp_graph *graph, topos_field **out);
 

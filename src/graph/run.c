@@ -114,10 +114,94 @@ static topos_status declare(const tp_graph *graph, const topos_sym *syms, size_t
   return TOPOS_OK;
 }
 
-static topos_status run_forward(const tp_graph *graph, const topos_params *params,
-                                const topos_feed *feeds, size_t n_feeds,
-                                const topos_forward_options *options, topos_run *run,
-                                uint8_t *wanted, uint32_t *last_use, topos_tensor **fed) {
+void tp_schedule_free(tp_schedule *schedule) {
+  if (!schedule) return;
+  free(schedule->wanted);
+  free(schedule->readable);
+  free(schedule->required);
+  free(schedule->last_use);
+  free(schedule->release_start);
+  free(schedule->release_list);
+  if (schedule->graph) tp_graph_release(schedule->graph);
+  memset(schedule, 0, sizeof *schedule);
+}
+
+static topos_status schedule_fill(tp_schedule *sc, const topos_sym *roots, size_t n_roots,
+                                  const topos_sym *observe, size_t n_observe, int backward) {
+  const tp_graph *graph = sc->graph;
+  uint32_t n = graph->count;
+  bool complete = n_roots == 0 && n_observe == 0;
+  if (complete) {
+    sc->posture = TP_RUN_COMPLETE;
+    memset(sc->wanted, 1, n);
+    memset(sc->readable, 1, n);
+  } else {
+    sc->posture = backward ? TP_RUN_TRAINING : TP_RUN_OBSERVED;
+    TP_TRY(declare(graph, roots, n_roots, "root", sc->readable));
+    TP_TRY(declare(graph, observe, n_observe, "observed node", sc->readable));
+    memcpy(sc->wanted, sc->readable, n);
+    tp_graph_mark_ancestors(graph, sc->wanted);
+  }
+  for (uint32_t i = 0; i < n; ++i) sc->last_use[i] = UINT32_MAX;
+  uint32_t releases = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const tp_node *node = &graph->nodes[i];
+    if (!sc->wanted[i] || node->kind != TOPOS_NODE_OP) continue;
+    int arity = topos_op_arity(node->op);
+    uint8_t reads = tp_backward_reads_of(node->op);
+    for (int j = 0; j < arity; ++j) {
+      sc->last_use[node->operands[j]] = i;
+      if (reads & (1u << j)) sc->required[node->operands[j]] = 1;
+    }
+    if (reads & 0x80u) sc->required[i] = 1;
+  }
+  /* forward-only: each unreadable value is released right after its last consumer */
+  if (sc->posture == TP_RUN_OBSERVED)
+    for (uint32_t i = 0; i < n; ++i)
+      if (sc->wanted[i] && !sc->readable[i] && sc->last_use[i] != UINT32_MAX) ++releases;
+  sc->release_list = malloc(((size_t)releases + 1) * sizeof *sc->release_list);
+  if (!sc->release_list) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "forward: out of memory");
+  memset(sc->release_start, 0, ((size_t)n + 1) * sizeof *sc->release_start);
+  if (sc->posture != TP_RUN_OBSERVED) return TOPOS_OK;
+  for (uint32_t i = 0; i < n; ++i)
+    if (sc->wanted[i] && !sc->readable[i] && sc->last_use[i] != UINT32_MAX)
+      ++sc->release_start[sc->last_use[i] + 1];
+  for (uint32_t i = 0; i < n; ++i) sc->release_start[i + 1] += sc->release_start[i];
+  uint32_t *fill = calloc(n ? n : 1, sizeof *fill);
+  if (!fill) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "forward: out of memory");
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!sc->wanted[i] || sc->readable[i] || sc->last_use[i] == UINT32_MAX) continue;
+    uint32_t at = sc->last_use[i];
+    sc->release_list[sc->release_start[at] + fill[at]++] = i;
+  }
+  free(fill);
+  return TOPOS_OK;
+}
+
+topos_status tp_schedule_build(tp_graph *graph, const topos_sym *roots, size_t n_roots,
+                               const topos_sym *observe, size_t n_observe, int backward,
+                               tp_schedule *out) {
+  memset(out, 0, sizeof *out);
+  size_t n = graph->count ? graph->count : 1;
+  out->graph = tp_graph_retain(graph);
+  out->wanted = calloc(n, 1);
+  out->readable = calloc(n, 1);
+  out->required = calloc(n, 1);
+  out->last_use = malloc(n * sizeof *out->last_use);
+  out->release_start = malloc((n + 1) * sizeof *out->release_start);
+  topos_status s;
+  if (!out->wanted || !out->readable || !out->required || !out->last_use || !out->release_start)
+    s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "forward: out of memory");
+  else
+    s = schedule_fill(out, roots, n_roots, observe, n_observe, backward);
+  if (s != TOPOS_OK) tp_schedule_free(out);
+  return s;
+}
+
+static topos_status execute(const tp_schedule *sc, const topos_params *params,
+                            const topos_feed *feeds, size_t n_feeds, topos_run *run,
+                            topos_tensor **fed) {
+  const tp_graph *graph = sc->graph;
   uint32_t n = graph->count;
   if (graph->n_parameters > 0) {
     if (!params)
@@ -131,40 +215,43 @@ static topos_status run_forward(const tp_graph *graph, const topos_params *param
   }
   if (n_feeds && !feeds) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "forward: feeds is NULL");
   for (size_t k = 0; k < n_feeds; ++k) TP_TRY(check_feed(graph, &feeds[k], k, fed));
-
-  bool complete = !options || (options->n_roots == 0 && options->n_observe == 0);
-  if (complete) {
-    run->posture = TP_RUN_COMPLETE;
-    memset(wanted, 1, n);
-    memset(run->readable, 1, n);
-  } else {
-    run->posture = options->backward ? TP_RUN_TRAINING : TP_RUN_OBSERVED;
-    TP_TRY(declare(graph, options->roots, options->n_roots, "root", run->readable));
-    TP_TRY(declare(graph, options->observe, options->n_observe, "observed node", run->readable));
-    memcpy(wanted, run->readable, n);
-    tp_graph_mark_ancestors(graph, wanted);
-  }
-  bool release = run->posture == TP_RUN_OBSERVED;
-  if (release) {
-    for (uint32_t i = 0; i < n; ++i) last_use[i] = UINT32_MAX;
-    for (uint32_t i = 0; i < n; ++i) {
-      const tp_node *node = &graph->nodes[i];
-      if (!wanted[i] || node->kind != TOPOS_NODE_OP) continue;
-      for (int j = 0; j < topos_op_arity(node->op); ++j) last_use[node->operands[j]] = i;
-    }
-  }
+  run->posture = sc->posture;
+  memcpy(run->readable, sc->readable, n);
   for (uint32_t i = 0; i < n; ++i) {
-    if (!wanted[i]) continue;
+    if (!sc->wanted[i]) continue;
     TP_TRY(evaluate(graph, params, fed, run->values, i));
-    if (!release || graph->nodes[i].kind != TOPOS_NODE_OP) continue;
-    for (int j = 0; j < topos_op_arity(graph->nodes[i].op); ++j) {
-      uint32_t o = graph->nodes[i].operands[j];
-      if (last_use[o] == i && !run->readable[o]) {
-        topos_tensor_release(run->values[o]);
-        run->values[o] = NULL;
-      }
+    for (uint32_t r = sc->release_start[i]; r < sc->release_start[i + 1]; ++r) {
+      uint32_t o = sc->release_list[r];
+      topos_tensor_release(run->values[o]);
+      run->values[o] = NULL;
     }
   }
+  return TOPOS_OK;
+}
+
+topos_status tp_schedule_execute(const tp_schedule *sc, const topos_params *params,
+                                 const topos_feed *feeds, size_t n_feeds, topos_run **out) {
+  *out = NULL;
+  tp_graph *graph = sc->graph;
+  size_t n = graph->count ? graph->count : 1;
+  topos_run *run = calloc(1, sizeof *run);
+  topos_tensor **fed = calloc(n, sizeof *fed);
+  if (run) {
+    run->graph = tp_graph_retain(graph);
+    run->values = calloc(n, sizeof *run->values);
+    run->readable = calloc(n, 1);
+  }
+  topos_status s;
+  if (!run || !run->values || !run->readable || !fed)
+    s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "forward: out of memory");
+  else
+    s = execute(sc, params, feeds, n_feeds, run, fed);
+  free(fed);
+  if (s != TOPOS_OK) {
+    topos_run_free(run);
+    return s;
+  }
+  *out = run;
   return TOPOS_OK;
 }
 
@@ -173,31 +260,14 @@ topos_status topos_network_forward(const topos_network *net, const topos_params 
                                    const topos_forward_options *options, topos_run **out) {
   if (out) *out = NULL;
   if (!net || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "forward: NULL argument");
-  tp_graph *graph = net->graph;
-  size_t n = graph->count ? graph->count : 1;
-  topos_run *run = calloc(1, sizeof *run);
-  uint8_t *wanted = calloc(n, 1);
-  uint32_t *last_use = malloc(n * sizeof *last_use);
-  topos_tensor **fed = calloc(n, sizeof *fed);
-  if (run) {
-    run->graph = tp_graph_retain(graph);
-    run->values = calloc(n, sizeof *run->values);
-    run->readable = calloc(n, 1);
-  }
-  topos_status s;
-  if (!run || !run->values || !run->readable || !wanted || !last_use || !fed)
-    s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "forward: out of memory");
-  else
-    s = run_forward(graph, params, feeds, n_feeds, options, run, wanted, last_use, fed);
-  free(wanted);
-  free(last_use);
-  free(fed);
-  if (s != TOPOS_OK) {
-    topos_run_free(run);
-    return s;
-  }
-  *out = run;
-  return TOPOS_OK;
+  tp_schedule sc;
+  topos_forward_options none = {NULL, 0, NULL, 0, 0};
+  if (!options) options = &none;
+  TP_TRY(tp_schedule_build(net->graph, options->roots, options->n_roots, options->observe,
+                           options->n_observe, options->backward, &sc));
+  topos_status s = tp_schedule_execute(&sc, params, feeds, n_feeds, out);
+  tp_schedule_free(&sc);
+  return s;
 }
 
 topos_status topos_run_read(const topos_run *run, topos_sym sym, topos_tensor **out) {
