@@ -8,5 +8,6 @@
 #include "topos/tensor.h"
 #include "topos/ops.h"
 #include "topos/graph.h"
+#include "topos/engine.h"
 
 #endif
