@@ -229,6 +229,11 @@ TOPOS_API size_t topos_params_count(const topos_params *params);
 TOPOS_API topos_sym topos_params_symbol(const topos_params *params, size_t i);
 /* The parameter's name (NULL if unnamed); owned by params. */
 TOPOS_API const char *topos_params_name(const topos_params *params, topos_sym sym);
+/* After topos_network_reopen + seal: parameters for the grown network that
+ * keep old's values (shared, not copied) for the parameters it already had and
+ * fresh copies of the initials for new ones. */
+TOPOS_API topos_status topos_params_carry(const topos_params *old, const topos_network *net,
+                                          topos_params **out);
 /* Gives one new reference to the current value. */
 TOPOS_API topos_status topos_params_get(const topos_params *params, topos_sym sym,
                                         topos_tensor **out);
@@ -288,7 +293,12 @@ TOPOS_API topos_status topos_run_recorded_gradients(const topos_run *run, size_t
                                                     topos_field **out);
 
 /* ---- fields: one tensor per node (gradients, optimizer state) */
+/* An empty field over the network's nodes (every entry reads as zeros):
+ * a starting point for optimizer state. */
+TOPOS_API topos_status topos_field_new(const topos_network *net, topos_field **out);
 TOPOS_API void topos_field_free(topos_field *field);
+/* Stores value (retained) as sym's entry; dtype and shape must match the node. */
+TOPOS_API topos_status topos_field_set(topos_field *field, topos_sym sym, topos_tensor *value);
 /* Gives one new reference; a node without an entry reads as zeros of its shape. */
 TOPOS_API topos_status topos_field_get(const topos_field *field, topos_sym sym,
                                        topos_tensor **out);

@@ -93,6 +93,36 @@ topos_status topos_params_copy(const topos_params *params, topos_params **out) {
   return TOPOS_OK;
 }
 
+topos_status topos_params_carry(const topos_params *old, const topos_network *net,
+                               topos_params **out) {
+  if (out) *out = NULL;
+  if (!old || !net || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "params_carry: NULL argument");
+  const tp_graph *graph = net->graph;
+  if (old->origin != graph->origin)
+    return tp_fail(TOPOS_ERR_FOREIGN, "params_carry: parameters belong to another network");
+  if (old->count > graph->n_parameters)
+    return tp_fail(TOPOS_ERR_STATE, "params_carry: %zu parameters but the network has only %u",
+                   old->count, graph->n_parameters);
+  topos_params *p = params_alloc(graph->origin, graph->n_parameters);
+  if (!p) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_carry: out of memory");
+  for (size_t i = 0; i < p->count; ++i) {
+    const tp_node *node = &graph->nodes[graph->parameters[i]];
+    bool failed = false;
+    p->nodes[i] = graph->parameters[i];
+    p->names[i] = dup_name(node->name, &failed);
+    topos_status s = TOPOS_OK;
+    if (failed) s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_carry: out of memory");
+    else if (i < old->count) p->values[i] = topos_tensor_retain(old->values[i]);
+    else s = fresh_copy(node->value, &p->values[i]);
+    if (s != TOPOS_OK) {
+      topos_params_free(p);
+      return s;
+    }
+  }
+  *out = p;
+  return TOPOS_OK;
+}
+
 size_t topos_params_count(const topos_params *params) { return params ? params->count : 0; }
 
 topos_sym topos_params_symbol(const topos_params *params, size_t i) {

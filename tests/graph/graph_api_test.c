@@ -458,3 +458,107 @@ TEST(graph_reopen_keeps_symbols) {
   topos_network_free(other);
   small_model_free(&m);
 }
+
+TEST(graph_params_carry_after_reopen) {
+  small_model m;
+  CHECK_OK(small_model_new(&m, 1));
+  int64_t ws[] = {3, 2};
+  topos_tensor *trained = tg_random(TOPOS_F64, 2, ws, 42, -1, 1);
+  CHECK_OK(topos_params_set(m.params, m.w, trained));
+  topos_tape *tape = NULL;
+  CHECK_OK(topos_network_reopen(&m.net, &tape));
+  topos_tensor *bias0 = NULL;
+  CHECK_OK(topos_tensor_scalar(TOPOS_F64, 0.25, &bias0));
+  topos_sym bias = topos_tape_parameter(tape, bias0, "bias");
+  topos_tensor_release(bias0);
+  topos_sym shifted = topos_tape_add(tape, m.loss, bias);
+  CHECK_OK(topos_tape_seal(&tape, &m.net));
+  topos_run *run = NULL;
+  CHECK_STATUS(topos_network_forward(m.net, m.params, NULL, 0, NULL, &run), TOPOS_ERR_STATE);
+  topos_params *carried = NULL;
+  CHECK_OK(topos_params_carry(m.params, m.net, &carried));
+  CHECK_EQ_INT(topos_params_count(carried), 2);
+  topos_tensor *w = NULL, *b = NULL;
+  CHECK_OK(topos_params_get(carried, m.w, &w));
+  CHECK_TENSOR_BITS(w, trained);
+  CHECK_OK(topos_params_get(carried, bias, &b));
+  double bv;
+  CHECK_OK(topos_tensor_read_f64(b, &bv, 1));
+  CHECK_BITS_F64(bv, 0.25);
+  CHECK_OK(topos_network_forward(m.net, carried, NULL, 0, NULL, &run));
+  double l, s;
+  CHECK(tg_read_scalar(run, m.loss, &l));
+  CHECK(tg_read_scalar(run, shifted, &s));
+  CHECK_BITS_F64(s, l + 0.25);
+  topos_run_free(run);
+  topos_tensor_release(w);
+  topos_tensor_release(b);
+  topos_tensor_release(trained);
+  topos_params_free(carried);
+  small_model_free(&m);
+}
+
+TEST(graph_field_new_and_set) {
+  small_model m;
+  CHECK_OK(small_model_new(&m, 1));
+  topos_field *field = NULL;
+  CHECK_OK(topos_field_new(m.net, &field));
+  CHECK(!topos_field_has(field, m.w));
+  topos_tensor *z = NULL;
+  CHECK_OK(topos_field_get(field, m.w, &z));
+  CHECK_EQ_INT(topos_tensor_volume(z), 6);
+  topos_tensor_release(z);
+  int64_t ws[] = {3, 2}, bad[] = {2, 3};
+  topos_tensor *v = tg_random(TOPOS_F64, 2, ws, 43, -1, 1), *wrong = tg_random(TOPOS_F64, 2, bad, 44, -1, 1);
+  topos_tensor *narrow = tg_random(TOPOS_F32, 2, ws, 45, -1, 1);
+  CHECK_STATUS(topos_field_set(field, m.w, wrong), TOPOS_ERR_SHAPE);
+  CHECK_STATUS(topos_field_set(field, m.w, narrow), TOPOS_ERR_DTYPE);
+  CHECK_OK(topos_field_set(field, m.w, v));
+  CHECK(topos_field_has(field, m.w));
+  topos_tensor *back = NULL;
+  CHECK_OK(topos_field_get(field, m.w, &back));
+  CHECK(back == v);
+  topos_tensor_release(back);
+  topos_tensor_release(v);
+  topos_tensor_release(wrong);
+  topos_tensor_release(narrow);
+  topos_field_free(field);
+  small_model_free(&m);
+}
+
+#include <pthread.h>
+
+typedef struct {
+  const small_model *m;
+  double loss;
+  topos_status status;
+} runner;
+
+static void *run_once(void *arg) {
+  runner *r = arg;
+  topos_run *run = NULL;
+  topos_field *grads = NULL;
+  r->status = topos_network_forward(r->m->net, r->m->params, NULL, 0, NULL, &run);
+  if (r->status == TOPOS_OK) r->status = topos_run_backward(run, r->m->loss, &grads);
+  if (r->status == TOPOS_OK && !tg_read_scalar(run, r->m->loss, &r->loss)) r->status = TOPOS_ERR_INTERNAL;
+  topos_field_free(grads);
+  topos_run_free(run);
+  return NULL;
+}
+
+TEST(graph_network_runs_concurrently) {
+  small_model m;
+  CHECK_OK(small_model_new(&m, 1));
+  runner r[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; ++i) {
+    r[i] = (runner){&m, 0, TOPOS_ERR_INTERNAL};
+    CHECK(pthread_create(&threads[i], NULL, run_once, &r[i]) == 0);
+  }
+  for (int i = 0; i < 4; ++i) pthread_join(threads[i], NULL);
+  for (int i = 0; i < 4; ++i) {
+    CHECK_OK(r[i].status);
+    CHECK_BITS_F64(r[i].loss, r[0].loss);
+  }
+  small_model_free(&m);
+}
