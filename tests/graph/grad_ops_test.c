@@ -238,3 +238,61 @@ TEST(grad_log_softmax_log_sum_exp) {
     CHECK_GRADS(1, b, build_log_sum_exp, &axis);
   }
 }
+
+/* Engine route == recorded route, bit for bit, for every op in f32 and bf16
+ * (no finite differences: those need f64). */
+TEST(grad_routes_agree_bitwise_for_every_op_in_f32_and_bf16) {
+  static const topos_dtype dtypes[] = {TOPOS_F32, TOPOS_BF16};
+  int64_t sa[] = {3, 4}, sb[] = {4, 2}, unit[] = {1, 1}, table[] = {4, 3}, values[] = {5, 3};
+  int64_t ws[] = {2, 9, 3}, fs[] = {2, 3, 2, 3};
+  window_ctx strided = {1, 2, 3, 2};
+  int axis = 1;
+  for (int d = 0; d < 2; ++d) {
+    topos_dtype dt = dtypes[d];
+    struct {
+      tg_build_fn build;
+      int n;
+      int rank;
+      const int64_t *shape[2];
+      double lo[2], hi[2];
+      void *ctx;
+    } cases[] = {
+        {build_add, 2, 2, {S23, S23}, {-2, -2}, {2, 2}, NULL},
+        {build_sub, 2, 2, {S23, S23}, {-2, -2}, {2, 2}, NULL},
+        {build_mul, 2, 2, {S23, S23}, {-2, -2}, {2, 2}, NULL},
+        {build_div, 2, 2, {S23, S23}, {-2, 0.5}, {2, 2}, NULL},
+        {build_pow, 2, 2, {S23, S23}, {0.5, -1.5}, {2, 2.5}, NULL},
+        {build_maximum, 2, 2, {S23, S23}, {-2, -2}, {2, 2}, NULL},
+        {build_step, 2, 2, {S23, S23}, {-2, -2}, {2, 2}, NULL},
+        {build_neg, 1, 2, {S23}, {-2}, {2}, NULL},
+        {build_exp, 1, 2, {S23}, {-2}, {2}, NULL},
+        {build_ln, 1, 2, {S23}, {0.3}, {3}, NULL},
+        {build_sqrt, 1, 2, {S23}, {0.3}, {3}, NULL},
+        {build_tanh, 1, 2, {S23}, {-2}, {2}, NULL},
+        {build_relu, 1, 2, {S23}, {-2}, {2}, NULL},
+        {build_matmul, 2, 2, {sa, sb}, {-1, -1}, {1, 1}, NULL},
+        {build_transpose, 1, 2, {S23}, {-1}, {1}, NULL},
+        {build_sum, 1, 3, {S234}, {-1}, {1}, NULL},
+        {build_permute, 1, 3, {S234}, {-1}, {1}, NULL},
+        {build_reshape, 1, 3, {S234}, {-1}, {1}, NULL},
+        {build_narrow, 1, 3, {S234}, {-1}, {1}, NULL},
+        {build_pad, 1, 2, {S23}, {-1}, {1}, NULL},
+        {build_broadcast, 1, 2, {unit}, {-1}, {1}, NULL},
+        {build_broadcast_along, 1, 2, {S23}, {-1}, {1}, NULL},
+        {build_sum_along, 1, 3, {S234}, {-1}, {1}, &axis},
+        {build_unfold, 1, 3, {ws}, {-1}, {1}, &strided},
+        {build_fold, 1, 4, {fs}, {-1}, {1}, &strided},
+        {build_gather, 1, 2, {table}, {-1}, {1}, NULL},
+        {build_scatter, 1, 2, {values}, {-1}, {1}, NULL},
+        {build_log_softmax, 1, 3, {S234}, {-3}, {3}, &axis},
+        {build_log_sum_exp, 1, 3, {S234}, {-3}, {3}, &axis},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+      topos_tensor *p[2] = {NULL, NULL};
+      for (int k = 0; k < cases[c].n; ++k)
+        p[k] = tg_random(dt, k == 1 && cases[c].build == build_matmul ? 2 : cases[c].rank,
+                         cases[c].shape[k], 700 + c * 2 + (uint64_t)k, cases[c].lo[k], cases[c].hi[k]);
+      CHECK_GRAD_PARITY(cases[c].n, p, cases[c].build, cases[c].ctx);
+    }
+  }
+}
