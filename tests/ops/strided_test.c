@@ -57,14 +57,15 @@ static topos_tensor *make_view(ot_pool *p, int kind, topos_dtype dt, uint64_t se
   return ot_keep(p, view);
 }
 
-static const topos_dtype kDts[] = {TOPOS_F32, TOPOS_F64, TOPOS_BF16};
+static const topos_dtype kDts[] = {TOPOS_F32, TOPOS_F64, TOPOS_BF16, TOPOS_F16};
+#define DTS 4
 
 TEST(ops_strided_elementwise_match_contiguous) {
   const topos_op binary[] = {TOPOS_OP_ADD, TOPOS_OP_SUB,     TOPOS_OP_MUL, TOPOS_OP_DIV,
                              TOPOS_OP_POW, TOPOS_OP_MAXIMUM, TOPOS_OP_STEP};
   const topos_op unary[] = {TOPOS_OP_NEG,  TOPOS_OP_EXP,  TOPOS_OP_LN,
                             TOPOS_OP_SQRT, TOPOS_OP_TANH, TOPOS_OP_RELU};
-  for (int d = 0; d < 3; ++d) {
+  for (int d = 0; d < DTS; ++d) {
     ot_pool p = {{0}, 0};
     topos_tensor *views[VIEW_KINDS];
     for (int k = 0; k < VIEW_KINDS; ++k) {
@@ -87,7 +88,7 @@ TEST(ops_strided_elementwise_match_contiguous) {
 }
 
 TEST(ops_strided_reductions_match_contiguous) {
-  for (int d = 0; d < 3; ++d) {
+  for (int d = 0; d < DTS; ++d) {
     ot_pool p = {{0}, 0};
     for (int k = 0; k < VIEW_KINDS; ++k) {
       topos_tensor *v = make_view(&p, k, kDts[d], 20 + (uint64_t)k);
@@ -121,7 +122,7 @@ TEST(ops_strided_reductions_match_contiguous) {
 }
 
 TEST(ops_strided_matmul_match_contiguous) {
-  for (int d = 0; d < 3; ++d) {
+  for (int d = 0; d < DTS; ++d) {
     ot_pool p = {{0}, 0};
     topos_tensor *b = NULL;
     double v[30];
@@ -154,7 +155,7 @@ TEST(ops_strided_matmul_match_contiguous) {
 }
 
 TEST(ops_strided_gather_scatter_match_contiguous) {
-  for (int d = 0; d < 3; ++d) {
+  for (int d = 0; d < DTS; ++d) {
     ot_pool p = {{0}, 0};
     /* indices with stride 2: [5,1] windows of an i32 [9] reshaped to [5] */
     int32_t raw[9] = {3, 9, 0, 9, 3, 9, 1, 9, 2};

@@ -270,3 +270,24 @@ TEST(ops_forward_checks_before_running) {
   CHECK(d.dtype == TOPOS_F32 && d.rank == 2 && d.shape[0] == 2 && d.shape[1] == 3);
   ot_free(&p);
 }
+
+TEST(ops_forward_quantized_outer_views_only) {
+  int64_t s[] = {2, 64};
+  topos_tensor *q = NULL, *r = NULL;
+  CHECK_OK(topos_tensor_zeros(TOPOS_Q8_0, 2, s, &q));
+  topos_op_attrs at;
+  memset(&at, 0, sizeof at);
+  at.axis = 0;
+  at.start = 1;
+  at.length = 1;
+  CHECK_OK(topos_op_forward(TOPOS_OP_NARROW, &q, &at, &r));
+  CHECK(topos_tensor_dtype(r) == TOPOS_Q8_0 && topos_tensor_shape(r)[0] == 1);
+  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(q));
+  topos_tensor_release(r);
+  r = NULL;
+  CHECK_STATUS(topos_exp(q, &r), TOPOS_ERR_DTYPE);
+  CHECK_ERROR_HAS("exp: operand [2,64] of dtype q8_0 is block-quantized");
+  CHECK_STATUS(topos_op_forward(TOPOS_OP_TRANSPOSE, &q, &at, &r), TOPOS_ERR_DTYPE);
+  CHECK(r == NULL);
+  topos_tensor_release(q);
+}
