@@ -63,8 +63,11 @@ static inline tp_value tp_value_of_double(double f) {
 
 /* New contiguous tensor with uninitialised contents (kernels write every element). */
 topos_status tp_tensor_empty(topos_dtype dtype, int rank, const int64_t *shape, topos_tensor **out);
-/* A new handle over t's storage with the given layout (no checks beyond
- * bounds: every reachable element must lie inside the storage). */
+/* A new handle over t's storage with the given layout. Checks only that the
+ * shape is valid, every reachable element lies inside the storage
+ * (TOPOS_ERR_RANGE) and, for block dtypes, that the last axis stays contiguous
+ * in whole blocks with block-aligned outer strides and offset (TOPOS_ERR_DTYPE).
+ * Negative strides are allowed. */
 topos_status tp_tensor_view(topos_tensor *t, int rank, const int64_t *shape,
                             const int64_t *strides, int64_t offset, topos_tensor **out);
 /* Row-major contiguous strides for shape. */
