@@ -2,76 +2,84 @@
  * zeros, fold is the exact adjoint of unfold, gather/scatter by i32 rows. */
 #include "ops_util.h"
 
+static const topos_dtype kDts[] = {TOPOS_F32, TOPOS_F64, TOPOS_BF16};
+
 TEST(ops_views_share_storage) {
-  ot_pool p = {{0}, 0};
-  int64_t s[] = {2, 3};
-  const double v[6] = {1, 2, 3, 4, 5, 6};
-  topos_tensor *x = ot_make(&p, TOPOS_F32, 2, s, v), *r;
-  CHECK(x);
-  topos_op_attrs at = ot_attrs();
-  r = ot_run(&p, TOPOS_OP_TRANSPOSE, x, NULL, &at);
-  int64_t st[] = {3, 2};
-  CHECK_VALUES(&p, r, 2, st, 1, 4, 2, 5, 3, 6);
-  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
-  at.rank = 2;
-  at.order[0] = 1;
-  at.order[1] = 0;
-  r = ot_run(&p, TOPOS_OP_PERMUTE, x, NULL, &at);
-  CHECK_VALUES(&p, r, 2, st, 1, 4, 2, 5, 3, 6);
-  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
-  at = ot_attrs();
-  at.rank = 2;
-  at.shape[0] = -1;
-  at.shape[1] = 2;
-  r = ot_run(&p, TOPOS_OP_RESHAPE, x, NULL, &at);
-  CHECK_VALUES(&p, r, 2, st, 1, 2, 3, 4, 5, 6);
-  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
-  at = ot_attrs();
-  at.axis = 1;
-  at.start = 1;
-  at.length = 2;
-  r = ot_run(&p, TOPOS_OP_NARROW, x, NULL, &at);
-  int64_t sn[] = {2, 2};
-  CHECK_VALUES(&p, r, 2, sn, 2, 3, 5, 6);
-  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
-  at = ot_attrs();
-  at.axis = 1;
-  at.length = 2;
-  r = ot_run(&p, TOPOS_OP_BROADCAST_ALONG, x, NULL, &at);
-  int64_t sb[] = {2, 2, 3};
-  CHECK_VALUES(&p, r, 3, sb, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6);
-  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
-  at = ot_attrs();
-  at.axis = 1;
-  at.size = 2;
-  at.step = 1;
-  at.dilation = 1;
-  r = ot_run(&p, TOPOS_OP_UNFOLD, x, NULL, &at);
-  int64_t su[] = {2, 2, 2};
-  CHECK_VALUES(&p, r, 3, su, 1, 2, 2, 3, 4, 5, 5, 6);
-  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
-  const double one[1] = {7};
-  topos_tensor *c = ot_make(&p, TOPOS_BF16, 0, NULL, one);
-  at = ot_attrs();
-  at.rank = 2;
-  at.shape[0] = 2;
-  at.shape[1] = 2;
-  r = ot_run(&p, TOPOS_OP_BROADCAST, c, NULL, &at);
-  CHECK_VALUES(&p, r, 2, sn, 7, 7, 7, 7);
-  ot_free(&p);
+  for (int d = 0; d < 3; ++d) {
+    ot_pool p = {{0}, 0};
+    int64_t s[] = {2, 3};
+    const double v[6] = {1, 2, 3, 4, 5, 6};
+    topos_tensor *x = ot_make(&p, kDts[d], 2, s, v), *r;
+    CHECK(x);
+    topos_op_attrs at = ot_attrs();
+    r = ot_run(&p, TOPOS_OP_TRANSPOSE, x, NULL, &at);
+    int64_t st[] = {3, 2};
+    CHECK_VALUES(&p, r, 2, st, 1, 4, 2, 5, 3, 6);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
+    at.rank = 2;
+    at.order[0] = 1;
+    at.order[1] = 0;
+    r = ot_run(&p, TOPOS_OP_PERMUTE, x, NULL, &at);
+    CHECK_VALUES(&p, r, 2, st, 1, 4, 2, 5, 3, 6);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
+    at = ot_attrs();
+    at.rank = 2;
+    at.shape[0] = -1;
+    at.shape[1] = 2;
+    r = ot_run(&p, TOPOS_OP_RESHAPE, x, NULL, &at);
+    CHECK_VALUES(&p, r, 2, st, 1, 2, 3, 4, 5, 6);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
+    at = ot_attrs();
+    at.axis = 1;
+    at.start = 1;
+    at.length = 2;
+    r = ot_run(&p, TOPOS_OP_NARROW, x, NULL, &at);
+    int64_t sn[] = {2, 2};
+    CHECK_VALUES(&p, r, 2, sn, 2, 3, 5, 6);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
+    at = ot_attrs();
+    at.axis = 1;
+    at.length = 2;
+    r = ot_run(&p, TOPOS_OP_BROADCAST_ALONG, x, NULL, &at);
+    int64_t sb[] = {2, 2, 3};
+    CHECK_VALUES(&p, r, 3, sb, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
+    at = ot_attrs();
+    at.axis = 1;
+    at.size = 2;
+    at.step = 1;
+    at.dilation = 1;
+    r = ot_run(&p, TOPOS_OP_UNFOLD, x, NULL, &at);
+    int64_t su[] = {2, 2, 2};
+    CHECK_VALUES(&p, r, 3, su, 1, 2, 2, 3, 4, 5, 5, 6);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(x));
+    const double one[1] = {7};
+    topos_tensor *c = ot_make(&p, kDts[d], 0, NULL, one);
+    at = ot_attrs();
+    at.rank = 2;
+    at.shape[0] = 2;
+    at.shape[1] = 2;
+    r = ot_run(&p, TOPOS_OP_BROADCAST, c, NULL, &at);
+    CHECK_VALUES(&p, r, 2, sn, 7, 7, 7, 7);
+    CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(c));
+    ot_free(&p);
+  }
 }
 
 TEST(ops_pad_places_inside_zeros) {
   ot_pool p = {{0}, 0};
   int64_t s[] = {2, 2}, so[] = {2, 5}, so0[] = {3, 2};
   const double v[4] = {1, -2, 3, -0.0};
-  topos_tensor *x = ot_make(&p, TOPOS_F64, 2, s, v), *r;
-  CHECK(x);
-  CHECK_OK(topos_pad(x, 1, 2, 5, &r));
-  CHECK_VALUES(&p, ot_keep(&p, r), 2, so, 0, 0, 1, -2, 0, 0, 0, 3, -0.0, 0);
-  CHECK(signbit(ot_at(r, 8)) && !signbit(ot_at(r, 9)));
-  CHECK_OK(topos_pad(x, 0, 0, 3, &r));
-  CHECK_VALUES(&p, ot_keep(&p, r), 2, so0, 1, -2, 3, -0.0, 0, 0);
+  topos_tensor *x = NULL, *r;
+  for (int d = 0; d < 3; ++d) {
+    x = ot_make(&p, kDts[d], 2, s, v);
+    CHECK(x);
+    CHECK_OK(topos_pad(x, 1, 2, 5, &r));
+    CHECK_VALUES(&p, ot_keep(&p, r), 2, so, 0, 0, 1, -2, 0, 0, 0, 3, -0.0, 0);
+    CHECK(signbit(ot_at(r, 8)) && !signbit(ot_at(r, 9)));
+    CHECK_OK(topos_pad(x, 0, 0, 3, &r));
+    CHECK_VALUES(&p, ot_keep(&p, r), 2, so0, 1, -2, 3, -0.0, 0, 0);
+  }
   /* integer data moves too */
   int32_t iv[3] = {5, -6, 7};
   topos_tensor *i = ot_i32(&p, 3, iv);
@@ -88,16 +96,18 @@ TEST(ops_fold_hand_case) {
   ot_pool p = {{0}, 0};
   int64_t s[] = {3, 3}, so[] = {5};
   const double v[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-  topos_tensor *x = ot_make(&p, TOPOS_BF16, 2, s, v), *r;
-  CHECK(x);
-  CHECK_OK(topos_fold(x, 0, 3, 1, 1, 5, &r));
-  CHECK_VALUES(&p, ot_keep(&p, r), 1, so, 1, 2, 3, 2, 1);
-  /* step 2, dilation 2 over extent 7: windows at 0 and 2, positions +0 +2 +4 -> 0,2,4 and 2,4,6 */
   int64_t s2[] = {2, 3}, so2[] = {7};
   const double w[6] = {1, 2, 3, 10, 20, 30};
-  x = ot_make(&p, TOPOS_F32, 2, s2, w);
-  CHECK_OK(topos_fold(x, 0, 3, 2, 2, 7, &r));
-  CHECK_VALUES(&p, ot_keep(&p, r), 1, so2, 1, 0, 12, 0, 23, 0, 30);
+  for (int d = 0; d < 3; ++d) {
+    topos_tensor *x = ot_make(&p, kDts[d], 2, s, v), *r;
+    CHECK(x);
+    CHECK_OK(topos_fold(x, 0, 3, 1, 1, 5, &r));
+    CHECK_VALUES(&p, ot_keep(&p, r), 1, so, 1, 2, 3, 2, 1);
+    /* step 2, dilation 2 over extent 7: windows at 0 and 2 cover 0,2,4 and 2,4,6 */
+    x = ot_make(&p, kDts[d], 2, s2, w);
+    CHECK_OK(topos_fold(x, 0, 3, 2, 2, 7, &r));
+    CHECK_VALUES(&p, ot_keep(&p, r), 1, so2, 1, 0, 12, 0, 23, 0, 30);
+  }
   ot_free(&p);
 }
 
@@ -156,13 +166,17 @@ TEST(ops_gather_rows) {
   int64_t s[] = {4, 2}, so[] = {3, 2}, s1[] = {4}, so1[] = {3};
   const double v[8] = {0, 1, 10, 11, 20, 21, 30, 31};
   int32_t idx[3] = {2, 0, 2};
-  topos_tensor *t = ot_make(&p, TOPOS_BF16, 2, s, v), *i = ot_i32(&p, 3, idx), *r;
-  CHECK(t && i);
-  CHECK_OK(topos_gather(t, i, &r));
-  CHECK_VALUES(&p, ot_keep(&p, r), 2, so, 20, 21, 0, 1, 20, 21);
-  topos_tensor *t1 = ot_make(&p, TOPOS_F64, 1, s1, v);
-  CHECK_OK(topos_gather(t1, i, &r));
-  CHECK_VALUES(&p, ot_keep(&p, r), 1, so1, 10, 0, 10);
+  topos_tensor *t = NULL, *i = ot_i32(&p, 3, idx), *r;
+  CHECK(i);
+  for (int d = 0; d < 3; ++d) {
+    t = ot_make(&p, kDts[d], 2, s, v);
+    CHECK(t);
+    CHECK_OK(topos_gather(t, i, &r));
+    CHECK_VALUES(&p, ot_keep(&p, r), 2, so, 20, 21, 0, 1, 20, 21);
+    topos_tensor *t1 = ot_make(&p, kDts[d], 1, s1, v);
+    CHECK_OK(topos_gather(t1, i, &r));
+    CHECK_VALUES(&p, ot_keep(&p, r), 1, so1, 10, 0, 10);
+  }
   int32_t bad[3] = {0, 4, 1};
   i = ot_i32(&p, 3, bad);
   CHECK_STATUS(topos_gather(t, i, &r), TOPOS_ERR_RANGE);
