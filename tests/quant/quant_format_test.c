@@ -251,3 +251,30 @@ TEST(quant_special_rows_all_formats) {
               tp_quant_traits_of(types[t])->suffix, y[100]);
   }
 }
+
+/* NaN, infinities and values beyond f16 range must not reach undefined
+ * behaviour (float -> int conversions are guarded; UBSan checks this test):
+ * the bytes are unspecified, as in ggml, but every path stays in bounds and
+ * finite rows elsewhere in the same call are unaffected. */
+TEST(quant_non_finite_inputs_stay_defined) {
+  static const topos_dtype types[] = {TOPOS_F16,  TOPOS_BF16, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0,
+                                      TOPOS_Q5_1, TOPOS_Q8_0, TOPOS_Q8_1, TOPOS_Q2_K, TOPOS_Q3_K,
+                                      TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q8_K};
+  static float x[512], y[512], clean[256];
+  static uint8_t q[1024], q_clean[1024];
+  qt_fill_gaussian(x, 512, 77);
+  memcpy(clean, x + 256, sizeof clean);
+  x[3] = NAN;
+  x[40] = INFINITY;
+  x[41] = -INFINITY;
+  x[77] = 3e38f;
+  x[200] = -1e30f;
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
+    CHECK_OK(topos_quantize_row(types[t], x, q, 512));
+    CHECK_OK(topos_dequantize_row(types[t], q, y, 512));
+    CHECK_OK(topos_quantize_row(types[t], clean, q_clean, 256));
+    const size_t half = qt_row_bytes(types[t], 256);
+    CHECK_MSG(memcmp(q + half, q_clean, half) == 0, "%s: a bad block leaked into the next",
+              tp_quant_traits_of(types[t])->suffix);
+  }
+}
