@@ -75,6 +75,7 @@ topos_status topos_plan_compile(const topos_network *net, const topos_request *r
     return tp_fail_context(s, "plan_compile");
   }
   plan->numerics = request->numerics;
+  plan->schedule.exact = request->numerics == TOPOS_NUMERICS_EXACT;
   analyse(plan);
   *out = plan;
   return TOPOS_OK;
