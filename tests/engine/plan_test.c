@@ -180,7 +180,8 @@ TEST(plan_describe_golden) {
       "     3  tanh             f32[2,3]             freed after 4\n"
       "     4  sum              f32[]                kept\n"
       "plan: forward; 4 of 5 nodes evaluated, 1 readable; numerics exact\n"
-      "live volume: peak 12 elements at node 1, retain-all 19\n";
+      "live volume: peak 12 elements at node 1, retain-all 19\n"
+      "arena: 128 bytes for 3 buffers, 192 without reuse\n";
   CHECK_MSG(strcmp(text, expected) == 0, "describe gave:\n%s", text);
   /* a short buffer is truncated but still reports the full length */
   char small[8];
@@ -196,7 +197,8 @@ TEST(plan_describe_golden) {
       "     3  tanh             f32[2,3]             retained\n"
       "     4  sum              f32[]                kept\n"
       "plan: retain; 4 of 5 nodes evaluated, 1 readable; numerics exact\n"
-      "live volume: retain-all 19, release floor 13 at node 4\n";
+      "live volume: retain-all 19, release floor 13 at node 4\n"
+      "arena: 192 bytes for 3 buffers, 192 without reuse\n";
   CHECK_MSG(strcmp(text, expected_backward) == 0, "describe gave:\n%s", text);
   topos_plan_free(plan);
   topos_network_free(net);
