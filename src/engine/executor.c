@@ -27,8 +27,7 @@ static void unlock(atomic_flag *flag) { atomic_flag_clear_explicit(flag, memory_
 
 /* ---- recycled headers */
 
-static void spare_push(tp_exec *ex, topos_tensor *t) {
-  if (!tp_tensor_recycle(t)) return; /* someone else holds it: it was released instead */
+static void spare_keep(tp_exec *ex, topos_tensor *t) {
   lock(&ex->spare_lock);
   if (ex->n_spares == ex->cap_spares) {
     size_t next = ex->cap_spares ? ex->cap_spares * 2 : 64;
@@ -44,6 +43,15 @@ static void spare_push(tp_exec *ex, topos_tensor *t) {
   }
   ex->spares[ex->n_spares++] = t;
   unlock(&ex->spare_lock);
+}
+
+static void spare_push(tp_exec *ex, topos_tensor *t) {
+  if (tp_tensor_recycle(t)) spare_keep(ex, t); /* else someone else holds it: released */
+}
+
+/* headers released by kernels and the sweep while the run's provider is in */
+static void provide_recycle(tp_provider *self, topos_tensor *bare) {
+  spare_keep((tp_exec *)self, bare);
 }
 
 static topos_tensor *provide_header(tp_provider *self) {
@@ -110,6 +118,7 @@ static topos_status exec_new(topos_plan *plan, tp_exec **out) {
   ex->provider.header = provide_header;
   ex->provider.place = provide_place;
   ex->provider.scratch = provide_scratch;
+  ex->provider.recycle = provide_recycle;
   ex->plan = plan;
   atomic_flag_clear(&ex->spare_lock);
   ex->run.graph = tp_graph_retain(graph);
@@ -293,6 +302,8 @@ topos_status tp_exec_forward(topos_plan *plan, const topos_params *params,
 /* ---- engine-route backward: the shared sweep over the eager algebra, with
  * the context's provider installed and its buffers lent to the algebra */
 
+static void drop_to_spares(void *context, topos_tensor *t) { spare_push(context, t); }
+
 static topos_status run_backward(const topos_run *run, uint32_t loss, topos_field **out) {
   tp_exec *ex = EXEC_OF(run, run);
   tp_graph *graph = run->graph;
@@ -304,6 +315,8 @@ static topos_status run_backward(const topos_run *run, uint32_t loss, topos_fiel
   alg.cap_slots = ex->cap_slots;
   alg.log = ex->log;
   alg.cap_log = ex->cap_log;
+  alg.drop = drop_to_spares;
+  alg.drop_context = ex;
   tp_provider *previous = tp_provider_install(&ex->provider);
   int posture = tp_numerics_enter(run->exact);
   topos_status s = tp_sweep(&alg.base, graph, loss, NULL, ex->grads);

@@ -34,6 +34,11 @@ oom:
   return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "backward: out of memory");
 }
 
+static void drop(tp_eager_algebra *alg, topos_tensor *t) {
+  if (alg->drop) alg->drop(alg->drop_context, t);
+  else topos_tensor_release(t);
+}
+
 static topos_tensor *get(tp_eager_algebra *alg, tp_handle h) {
   return (h >= 0 && (size_t)h < alg->n_slots) ? alg->slots[h] : NULL;
 }
@@ -94,7 +99,7 @@ static void eager_collect(tp_algebra *self, size_t mark, const tp_handle *keep, 
     bool kept = false;
     for (size_t j = 0; j < n_keep && !kept; ++j) kept = keep[j] == (tp_handle)h;
     if (kept) continue;
-    topos_tensor_release(alg->slots[h]);
+    if (alg->slots[h]) drop(alg, alg->slots[h]);
     alg->slots[h] = NULL;
   }
   alg->n_log = mark < alg->n_log ? mark : alg->n_log;
@@ -103,7 +108,7 @@ static void eager_collect(tp_algebra *self, size_t mark, const tp_handle *keep, 
 static void eager_release(tp_algebra *self, tp_handle h) {
   tp_eager_algebra *alg = eager(self);
   if (h < 0 || (size_t)h >= alg->n_slots) return;
-  topos_tensor_release(alg->slots[h]);
+  if (alg->slots[h]) drop(alg, alg->slots[h]);
   alg->slots[h] = NULL;
 }
 

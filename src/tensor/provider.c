@@ -66,6 +66,16 @@ topos_tensor *tp_tensor_header_new(void) {
 
 void tp_tensor_header_free(topos_tensor *t) { free(t); }
 
+void tp_tensor_header_discard(topos_tensor *t) {
+  tp_provider *p = tp_current_provider;
+  if (p && p->recycle) {
+    t->storage = NULL;
+    p->recycle(p, t);
+  } else {
+    free(t);
+  }
+}
+
 bool tp_tensor_recycle(topos_tensor *t) {
   if (!t) return false;
   if (atomic_load_explicit(&t->refs, memory_order_acquire) != 1) {

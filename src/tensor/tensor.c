@@ -231,7 +231,7 @@ void topos_tensor_release(topos_tensor *t) {
   if (!t) return;
   if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
   tp_storage_release(t->storage);
-  free(t);
+  tp_tensor_header_discard(t); /* inside a plan run: kept for reuse */
 }
 
 /* ---- views over the same storage */

@@ -98,7 +98,9 @@ static inline char *tp_tensor_base(const topos_tensor *t) {
  *              offset in it for a new contiguous plain-dtype tensor, or false
  *              (then the heap);
  *   scratch(): raw 64-byte-aligned kernel scratch, valid until the provider's
- *              owner rewinds it, or NULL (then the heap).
+ *              owner rewinds it, or NULL (then the heap);
+ *   recycle(): takes a header whose last reference went (its storage already
+ *              released) instead of free().
  * A destination (tp_tensor_destination_arm) is one-shot and comes first: the
  * next new contiguous tensor of its dtype and volume is laid over the
  * destination's bytes (the op's result lands in the buffer a plan assigned).
@@ -109,6 +111,7 @@ struct tp_provider {
   topos_tensor *(*header)(tp_provider *self);
   bool (*place)(tp_provider *self, size_t bytes, tp_storage **storage, size_t *byte_offset);
   void *(*scratch)(tp_provider *self, size_t bytes);
+  void (*recycle)(tp_provider *self, topos_tensor *bare);
 };
 /* Installs p (NULL: none) for the calling thread; returns the previous one. */
 tp_provider *tp_provider_install(tp_provider *p);
@@ -124,6 +127,9 @@ bool tp_tensor_place(topos_dtype dtype, int rank, const int64_t *shape, int64_t 
 topos_tensor *tp_tensor_header_new(void);
 /* Frees a header that holds no storage (a recycled one). */
 void tp_tensor_header_free(topos_tensor *t);
+/* A header whose last reference went: to the provider if one is installed,
+ * else free(). */
+void tp_tensor_header_discard(topos_tensor *t);
 /* If the caller holds t's only reference, drops its storage and returns the
  * bare header for reuse (true); otherwise releases the caller's reference
  * (false). NULL gives false. */
