@@ -489,6 +489,9 @@ static topos_status tp_serialize(const topos_gguf_writer *w, tp_sink *s) {
       return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: data section size overflows");
     offset += padded;
   }
+  /* The data section (and the padding before it) exists only with tensors:
+   * a metadata-only file ends after its last key/value, whatever the alignment. */
+  if (w->n_tensors == 0) return tp_sink_flush(s);
   uint64_t pos = s->written + s->buffered;
   TP_TRY(tp_sink_zeros(s, (size_t)((a - pos % a) % a)));
   for (size_t i = 0; i < w->n_tensors; ++i) {
