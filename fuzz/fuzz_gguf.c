@@ -2,7 +2,13 @@
  * inputs that open, walk every key through every getter, every array
  * element, every tensor (info, bytes, a topos tensor over the mapping and a
  * few of its bytes), then re-serialize the whole file with the writer and
- * require the result to open again (a valid file must round-trip). */
+ * require the result to open again (a valid file must round-trip).
+ *
+ * Seeds (fuzz/corpus/fuzz_gguf/, .bin because *.gguf is git-ignored): files
+ * from our writer: metadata.bin (every value type), tensors.bin (f32/f16/q8_0,
+ * alignment 8), kquant.bin (q4_K + iq2_xxs) and tiny-llama.bin from
+ * `topos gguf make-test-llama OUT --dim 8 --heads 2 --kv-heads 1 --ff 8
+ * --vocab 6 --layers 1 --ctx 16`. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -274,8 +274,18 @@ topos_status topos_gguf_writer_copy_kv(topos_gguf_writer *w, const topos_gguf *f
   TP_TRY(topos_gguf_kv_at(from, kv_index, &kv));
   const tp_gguf_kv_entry *e = &from->kv[kv_index];
   const uint8_t *base = from->mapping->base;
-  if (e->type != TOPOS_GGUF_ARRAY && e->type != TOPOS_GGUF_STRING)
-    return tp_add_scalar(w, e->key, e->type, base + e->value_pos);
+  if (e->type != TOPOS_GGUF_ARRAY && e->type != TOPOS_GGUF_STRING) {
+    /* File bytes are little-endian; tp_add_scalar takes host order. */
+    const uint8_t *p = base + e->value_pos;
+    size_t es = tp_gguf_scalar_size(e->type); /* read only the value's own bytes */
+    uint8_t u8 = p[0];
+    uint16_t u16 = es >= 2 ? tp_le16(p) : 0;
+    uint32_t u32 = es >= 4 ? tp_le32(p) : 0;
+    uint64_t u64 = es >= 8 ? tp_le64(p) : 0;
+    const void *host = es == 1 ? (const void *)&u8 : es == 2 ? (const void *)&u16
+                       : es == 4 ? (const void *)&u32 : (const void *)&u64;
+    return tp_add_scalar(w, e->key, e->type, host);
+  }
   TP_TRY(tp_check_key(w, e->key));
   /* The reader validated these bytes; they are already little-endian. */
   tp_bytes b = {0};
