@@ -251,3 +251,40 @@ TEST(parallel_for_from_two_threads_at_once) {
   CHECK(racers[0].ok && racers[1].ok);
   CHECK_OK(topos_set_threads(saved));
 }
+
+TEST(threads_default_comes_from_env_else_cores) {
+  CHECK_EQ_INT(tp_threads_default_for("3"), 3);
+  CHECK_EQ_INT(tp_threads_default_for(" 256 "), 256);
+  int cores = tp_threads_default_for(NULL);
+  CHECK(cores >= 1 && cores <= 256);
+  CHECK_EQ_INT(tp_threads_default_for("zero"), cores);
+  CHECK_EQ_INT(tp_threads_default_for("0"), cores);
+  CHECK_EQ_INT(tp_threads_default_for("1000"), cores);
+}
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+TEST(parallel_for_works_in_a_forked_child) {
+  int saved = topos_threads();
+  CHECK_OK(topos_set_threads(3));
+  static atomic_int visits[90];
+  tt_visit_ctx ctx = {.visits = visits, .grain = 1};
+  tp_parallel_for(90, 1, tt_visit, &ctx); /* the parent's pool exists */
+  fflush(NULL);
+  pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    alarm(60); /* a child stuck waiting on the parent's workers dies instead of hanging */
+    for (int i = 0; i < 90; ++i) atomic_store(&visits[i], 0);
+    tt_visit_ctx child_ctx = {.visits = visits, .grain = 1};
+    tp_parallel_for(90, 1, tt_visit, &child_ctx);
+    int ok = atomic_load(&child_ctx.ranges) == 3;
+    for (int i = 0; i < 90; ++i) ok = ok && atomic_load(&visits[i]) == 1;
+    _exit(ok ? 0 : 3);
+  }
+  int status = 0;
+  CHECK(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_OK(topos_set_threads(saved));
+}
