@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "tensor/tensor_internal.h"
 
@@ -12,7 +13,11 @@ static _Thread_local tp_provider *tp_current_provider;
 static _Thread_local topos_tensor *tp_current_destination;
 static atomic_uint_fast64_t tp_heap_count;
 
-uint64_t tp_heap_allocations(void) { return atomic_load_explicit(&tp_heap_count, memory_order_relaxed); }
+/* Also counts the base tier's aligned allocations (tp_alloc_aligned), so
+ * whatever a kernel or backend allocates that way shows up too. */
+uint64_t tp_heap_allocations(void) {
+  return atomic_load_explicit(&tp_heap_count, memory_order_relaxed) + tp_heap_allocation_count();
+}
 
 void tp_heap_allocations_add(uint64_t n) {
   atomic_fetch_add_explicit(&tp_heap_count, n, memory_order_relaxed);

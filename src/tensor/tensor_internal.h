@@ -146,7 +146,8 @@ void *tp_scratch_alloc(size_t bytes, bool *heap);
 void tp_scratch_free(void *p, bool heap);
 
 /* Heap allocations made for tensors (headers, storage handles, buffers) and
- * kernel scratch since start, all threads; tp_heap_allocations_add lets the
+ * kernel scratch since start, all threads, plus the base tier's aligned
+ * allocations (tp_heap_allocation_count); tp_heap_allocations_add lets the
  * tiers above count their own per-run allocations into the same total. */
 uint64_t tp_heap_allocations(void);
 void tp_heap_allocations_add(uint64_t n);
