@@ -343,3 +343,81 @@ TEST(plan_pattern_hook_fuses_invisibly) {
   topos_plan_free(plan);
   topos_network_free(net);
 }
+
+/* ---- one plan, many threads: each run gets its own context */
+
+#include <pthread.h>
+
+typedef struct {
+  const topos_plan *plan;
+  const topos_params *params;
+  topos_sym loss, w;
+  topos_tensor *loss_value, *gradient;
+  topos_status status;
+} thread_job;
+
+static void *train_once(void *arg) {
+  thread_job *job = arg;
+  for (int repeat = 0; repeat < 5 && job->status == TOPOS_OK; ++repeat) {
+    topos_run *run = NULL;
+    topos_field *field = NULL;
+    topos_tensor_release(job->loss_value);
+    topos_tensor_release(job->gradient);
+    job->loss_value = job->gradient = NULL;
+    job->status = topos_plan_forward(job->plan, job->params, NULL, 0, &run);
+    if (job->status == TOPOS_OK) job->status = topos_run_backward(run, job->loss, &field);
+    if (job->status == TOPOS_OK) job->status = topos_run_read(run, job->loss, &job->loss_value);
+    if (job->status == TOPOS_OK) job->status = topos_field_get(field, job->w, &job->gradient);
+    topos_field_free(field);
+    topos_run_free(run);
+  }
+  return NULL;
+}
+
+TEST(plan_runs_concurrently_from_many_threads) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  topos_params *params = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t xs[] = {16, 8}, ws[] = {8, 8};
+  topos_tensor *xv = tg_random(TOPOS_F32, 2, xs, 95, -1, 1), *wv = tg_random(TOPOS_F32, 2, ws, 96, -1, 1);
+  topos_sym x = topos_tape_constant(tape, xv), w = topos_tape_parameter(tape, wv, "w");
+  topos_tensor_release(xv);
+  topos_tensor_release(wv);
+  topos_sym h = topos_tape_tanh(tape, topos_tape_matmul(tape, x, w));
+  topos_sym loss = topos_tape_sum(tape, topos_tape_mul(tape, h, topos_tape_matmul(tape, h, w)));
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  CHECK_OK(topos_params_from_network(net, &params));
+  topos_request req = {&loss, 1, NULL, 0, 1, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  topos_run *oracle = NULL;
+  topos_field *want = NULL;
+  topos_tensor *want_loss = NULL, *want_grad = NULL;
+  CHECK_OK(tp_oracle_run(net, params, NULL, 0, 1, &oracle));
+  CHECK_OK(topos_run_backward(oracle, loss, &want));
+  CHECK_OK(topos_run_read(oracle, loss, &want_loss));
+  CHECK_OK(topos_field_get(want, w, &want_grad));
+  thread_job jobs[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; ++i) {
+    jobs[i] = (thread_job){plan, params, loss, w, NULL, NULL, TOPOS_OK};
+    CHECK(pthread_create(&threads[i], NULL, train_once, &jobs[i]) == 0);
+  }
+  for (int i = 0; i < 4; ++i) pthread_join(threads[i], NULL);
+  int all_equal = 1;
+  for (int i = 0; i < 4; ++i) {
+    all_equal &= jobs[i].status == TOPOS_OK && topos_tensor_bits_equal(jobs[i].loss_value, want_loss) &&
+                 topos_tensor_bits_equal(jobs[i].gradient, want_grad);
+    topos_tensor_release(jobs[i].loss_value);
+    topos_tensor_release(jobs[i].gradient);
+  }
+  CHECK(all_equal);
+  topos_tensor_release(want_loss);
+  topos_tensor_release(want_grad);
+  topos_field_free(want);
+  topos_run_free(oracle);
+  topos_plan_free(plan);
+  topos_params_free(params);
+  topos_network_free(net);
+}
