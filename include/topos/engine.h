@@ -66,14 +66,14 @@ typedef struct topos_plan topos_plan;
 /* What a plan evaluates and stores; element counts, not bytes. */
 typedef struct topos_plan_stats {
   uint32_t nodes;           /* nodes in the network */
-  uint32_t evaluated;       /* after pruning */
+  uint32_t evaluated;       /* after pruning (a fused group counts once) */
   uint32_t readable;        /* roots and observed nodes */
   int64_t retain_all;       /* elements if every evaluated value were kept */
   int64_t peak;             /* forward plans: peak live elements; backward: the release floor */
   uint32_t peak_node;       /* node at which the peak is reached */
   int64_t arena_bytes;      /* static buffer plan: one arena holding every fresh result */
   int64_t unshared_bytes;   /* the same results without buffer reuse */
-  uint32_t steps;           /* kernel calls or fused steps a run performs (sources included) */
+  uint32_t steps;           /* kernel calls and fused steps a run performs */
   uint32_t fused;           /* steps that replace a group of nodes (patterns) */
 } topos_plan_stats;
 
@@ -97,7 +97,7 @@ TOPOS_API topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_s
  * caller's tensor), "view" (no bytes of its own), "arena [A,B)" (its byte
  * range in the run's arena) or "-" (fused away); then the summary lines
  *   "plan: forward|retain; E of N nodes evaluated, R readable; numerics exact|fast"
- *   "steps: S (F fused)"
+ *   "steps: S (F fused)"   (kernel calls and fused steps per run)
  *   "live volume: peak P elements at node I, retain-all T"           (forward)
  *   "live volume: retain-all T, release floor F at node I"           (backward)
  *   "arena: A bytes for B buffers, U without reuse"

@@ -99,6 +99,7 @@ void tp_exec_destroy(tp_exec *ex) {
   free(ex->spares);
   tp_storage_release(ex->arena);
   tp_storage_release(ex->scratch);
+  tp_storage_release(ex->next_scratch);
   free(ex->run.values);
   free(ex->fed);
   free(ex->grads);
@@ -151,6 +152,11 @@ static topos_status exec_reset(tp_exec *ex) {
   }
   if (!ex->arena && plan->buffers.arena_bytes > 0)
     TP_TRY(tp_storage_heap((size_t)plan->buffers.arena_bytes, false, &ex->arena));
+  if (ex->next_scratch) { /* sized by the last run (see presize) */
+    tp_storage_release(ex->scratch);
+    ex->scratch = ex->next_scratch;
+    ex->next_scratch = NULL;
+  }
   if (ex->scratch &&
       (atomic_load(&ex->scratch->refs) != 1 || ex->scratch->bytes < ex->scratch_demand)) {
     tp_storage_release(ex->scratch);
@@ -161,6 +167,19 @@ static topos_status exec_reset(tp_exec *ex) {
   ex->scratch_used = 0;
   ex->scratch_demand = 0;
   return TOPOS_OK;
+}
+
+/* At the end of a forward or backward pass that outgrew the scratch: the
+ * next run's scratch is allocated now, so the second step is already
+ * allocation-free (the current one may still be referenced by this run). */
+static void presize(tp_exec *ex) {
+  size_t have = ex->scratch ? ex->scratch->bytes : 0;
+  if (ex->scratch_demand <= have) return;
+  if (ex->next_scratch && ex->next_scratch->bytes >= ex->scratch_demand) return;
+  tp_storage_release(ex->next_scratch);
+  ex->next_scratch = NULL;
+  if (tp_storage_heap(ex->scratch_demand, false, &ex->next_scratch) != TOPOS_OK)
+    ex->next_scratch = NULL; /* the next run sizes it instead */
 }
 
 /* Drops one user (the run or the field); the last one returns the context to
@@ -291,6 +310,7 @@ topos_status tp_exec_forward(topos_plan *plan, const topos_params *params,
   topos_status s = exec_run(ex, params, feeds, n_feeds);
   tp_numerics_leave(posture);
   tp_provider_install(previous);
+  presize(ex);
   if (s != TOPOS_OK) {
     run_release(&ex->run);
     return s;
@@ -337,6 +357,7 @@ static topos_status run_backward(const topos_run *run, uint32_t loss, topos_fiel
     if (alg.slots[k]) spare_push(ex, alg.slots[k]);
   tp_numerics_leave(posture);
   tp_provider_install(previous);
+  presize(ex);
   if (alg.slots != ex->slots || alg.cap_slots != ex->cap_slots) tp_heap_allocations_add(1);
   if (alg.log != ex->log || alg.cap_log != ex->cap_log) tp_heap_allocations_add(1);
   ex->slots = alg.slots;

@@ -32,7 +32,7 @@ static void analyse(topos_plan *plan) {
   for (uint32_t i = 0; i < graph->count; ++i) {
     if (!plan->evaluated[i]) continue;
     ++st->evaluated;
-    ++st->steps;
+    st->steps += graph->nodes[i].kind == TOPOS_NODE_OP;
     st->readable += sc->readable[i];
     int64_t v = node_volume(&graph->nodes[i]);
     st->retain_all += v;

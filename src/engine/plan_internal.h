@@ -48,6 +48,7 @@ struct tp_exec {
   topos_tensor **fed;         /* count entries, per run */
   tp_storage *arena;          /* buffer plan bytes */
   tp_storage *scratch;        /* bump region: kernel temporaries, backward values */
+  tp_storage *next_scratch;   /* sized at the end of a run that outgrew scratch */
   size_t scratch_used, scratch_demand;
   atomic_flag spare_lock;
   topos_tensor **spares;      /* recycled headers */

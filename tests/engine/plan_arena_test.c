@@ -157,7 +157,7 @@ TEST(plan_training_step_allocates_nothing_in_steady_state) {
   uint64_t before = 0;
   double first = 0, last = 0;
   for (int step = 0; step < 12; ++step) {
-    if (step == 4) before = tp_heap_allocations();
+    if (step == 1) before = tp_heap_allocations(); /* the first step sizes everything */
     topos_run *run = NULL;
     topos_field *grads = NULL;
     CHECK_OK(topos_plan_forward(plan, params, &feed, 1, &run));
@@ -171,7 +171,8 @@ TEST(plan_training_step_allocates_nothing_in_steady_state) {
     topos_field_free(grads);
   }
   uint64_t steady = tp_heap_allocations() - before;
-  CHECK_MSG(steady == 0, "%llu heap allocations in 8 steady-state steps", (unsigned long long)steady);
+  CHECK_MSG(steady == 0, "%llu heap allocations in 11 steps after the first",
+            (unsigned long long)steady);
   CHECK(last < first);
   /* the same loop through the interpreter allocates (the count is live) */
   before = tp_heap_allocations();
@@ -315,7 +316,7 @@ TEST(plan_pattern_hook_fuses_invisibly) {
   topos_plan_stats st;
   CHECK_OK(topos_plan_stats_get(plan, &st));
   CHECK_EQ_INT(st.fused, 1);
-  CHECK_EQ_INT(st.steps, 5); /* x, fused(n1,e1), n2, e2, sum */
+  CHECK_EQ_INT(st.steps, 4); /* fused(n1,e1), n2, e2, sum */
   char text[2048];
   topos_plan_describe(plan, text, sizeof text);
   CHECK_MSG(strstr(text, "fused:exp_neg") && strstr(text, "fused into 2"), "%s", text);

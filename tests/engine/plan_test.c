@@ -180,7 +180,7 @@ TEST(plan_describe_golden) {
       "     3  tanh             f32[2,3]             freed after 4    arena [64,128)\n"
       "     4  sum              f32[]                kept             arena [0,64)\n"
       "plan: forward; 4 of 5 nodes evaluated, 1 readable; numerics exact\n"
-      "steps: 4 (0 fused)\n"
+      "steps: 3 (0 fused)\n"
       "live volume: peak 12 elements at node 1, retain-all 19\n"
       "arena: 128 bytes for 3 buffers, 192 without reuse\n";
   CHECK_MSG(strcmp(text, expected) == 0, "describe gave:\n%s", text);
@@ -198,7 +198,7 @@ TEST(plan_describe_golden) {
       "     3  tanh             f32[2,3]             retained         arena [64,128)\n"
       "     4  sum              f32[]                kept             arena [128,192)\n"
       "plan: retain; 4 of 5 nodes evaluated, 1 readable; numerics exact\n"
-      "steps: 4 (0 fused)\n"
+      "steps: 3 (0 fused)\n"
       "live volume: retain-all 19, release floor 13 at node 4\n"
       "arena: 192 bytes for 3 buffers, 192 without reuse\n";
   CHECK_MSG(strcmp(text, expected_backward) == 0, "describe gave:\n%s", text);
