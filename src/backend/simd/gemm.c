@@ -86,6 +86,25 @@ typedef struct {
 /* Below this many flops per extra thread, threads cost more than they give. */
 #define TP_GEMM_MIN_FLOPS_PER_THREAD (INT64_C(4) << 20)
 
+static tp_simd_gemm_tuning tp_gemm_tuning; /* zeros: the defaults */
+static _Thread_local int64_t tp_gemm_last_rects;
+
+void tp_simd_gemm_set_tuning(const tp_simd_gemm_tuning *tuning) {
+  if (tuning)
+    tp_gemm_tuning = *tuning;
+  else
+    memset(&tp_gemm_tuning, 0, sizeof tp_gemm_tuning);
+}
+
+int64_t tp_simd_gemm_last_rectangles(void) { return tp_gemm_last_rects; }
+
+/* The table's blocking with the test overrides applied. */
+static void tp_gemm_tuned_blocking(int mr, int nr, int64_t *mc, int64_t *kc, int64_t *nc) {
+  if (tp_gemm_tuning.mc > 0) *mc = (tp_gemm_tuning.mc + mr - 1) / mr * mr;
+  if (tp_gemm_tuning.kc > 0) *kc = tp_gemm_tuning.kc;
+  if (tp_gemm_tuning.nc > 0) *nc = (tp_gemm_tuning.nc + nr - 1) / nr * nr;
+}
+
 static void tp_gemm_grid_choose(tp_gemm_grid *g, int64_t m, int64_t n, int64_t k, int mr, int nr,
                                 int threads) {
   g->m = m;
@@ -96,7 +115,9 @@ static void tp_gemm_grid_choose(tp_gemm_grid *g, int64_t m, int64_t n, int64_t k
   g->col_panels = (n + nr - 1) / nr;
   /* flops = 2mnk, computed in double: the extents may be large. */
   double flops = 2.0 * (double)m * (double)n * (double)k;
-  double useful = flops / (double)TP_GEMM_MIN_FLOPS_PER_THREAD;
+  int64_t min_flops = tp_gemm_tuning.min_flops_per_thread > 0 ? tp_gemm_tuning.min_flops_per_thread
+                                                              : TP_GEMM_MIN_FLOPS_PER_THREAD;
+  double useful = flops / (double)min_flops;
   int64_t limit = threads < 1 ? 1 : threads;
   if (useful < (double)limit) limit = useful < 1.0 ? 1 : (int64_t)useful;
   double best_cost = -1.0;

@@ -46,6 +46,19 @@ topos_status tp_simd_gemm_f64_isa(tp_simd_isa isa, int64_t m, int64_t n, int64_t
                                   int64_t a_row_stride, int64_t a_col_stride, const double *b,
                                   int64_t b_row_stride, int64_t b_col_stride, double *c, int64_t ldc);
 
+/* Test hooks. Overrides the cache blocking of every kernel (mc, kc, nc; 0
+ * keeps the table's value; mc and nc are rounded up to the register tile)
+ * and the work below which no extra thread is used; NULL restores the
+ * defaults. Not thread-safe against concurrent GEMMs: call from tests only.
+ * None of it may change a result bit — the tests check exactly that. */
+typedef struct {
+  int64_t mc, kc, nc;
+  int64_t min_flops_per_thread;
+} tp_simd_gemm_tuning;
+void tp_simd_gemm_set_tuning(const tp_simd_gemm_tuning *tuning);
+/* Rectangles (thread work items) of the last GEMM this thread ran. */
+int64_t tp_simd_gemm_last_rectangles(void);
+
 /* Describes the kernel tp_simd_gemm_<dtype> uses now, e.g.
  * "avx512 f32 12x32 mc=... kc=... nc=..." (static storage). dtype_bits: 32/64. */
 const char *tp_simd_gemm_describe(int dtype_bits);
