@@ -179,13 +179,18 @@ static void TP_FN(tp_gemm_worker_)(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
-static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m, int64_t n,
+static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_entry, int64_t m,
+                                        int64_t n,
                                         int64_t k, const TP_T *a, int64_t ars, int64_t acs,
                                         const TP_T *b, int64_t brs, int64_t bcs, TP_T *c,
                                         int64_t ldc) {
   TP_TRY(tp_gemm_check_args(TP_STRINGIFY(TP_S), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
                             (int64_t)sizeof(TP_T)));
+  tp_gemm_last_rects = 0;
   if (m == 0 || n == 0) return TOPOS_OK;
+  TP_FN(tp_gemm_blocking_) blocking = *table_entry;
+  const TP_FN(tp_gemm_blocking_) *bl = &blocking;
+  tp_gemm_tuned_blocking(blocking.mr, blocking.nr, &blocking.mc, &blocking.kc, &blocking.nc);
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
@@ -210,6 +215,7 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * bl, int
   if (!job.work)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "simd gemm %s: cannot allocate %zu bytes of packing buffers",
                    TP_STRINGIFY(TP_S), bytes);
+  tp_gemm_last_rects = rects;
   if (rects == 1)
     TP_FN(tp_gemm_worker_)(&job, 0, 1);
   else
