@@ -1,0 +1,229 @@
+/* Internal: the GEMM driver for one dtype, included by gemm.c once per dtype
+ * with TP_T (element type) and TP_S (suffix: f32, f64) defined.
+ *
+ * Loop nest over one thread's rectangle of C (BLIS order, with our row-major
+ * C the vector dimension is n, so the roles of A and B are swapped against
+ * BLIS's column-major description):
+ *
+ *   for ic in m step MC:            packed A block (MC x KC) lives in L3
+ *     for pc in k step KC:          depth panels, ascending — never reordered
+ *       pack A[ic.., pc..]
+ *       for jc in n step NC:        packed B block (KC x NC) lives in L2
+ *         pack B[pc.., jc..]
+ *         for ir in mc step MR:     A micro-panel (MR x KC) stays in L1
+ *           for jr in nc step NR:   B micro-panels stream from L2
+ *             microkernel(C tile, accumulate = pc > 0)
+ *
+ * Each C element is touched once per depth panel, in ascending pc, and the
+ * kernel continues the element's FMA chain from the stored value: the bits do
+ * not depend on MC/NC/KC, on which thread owns the element, or on the ISA. */
+
+#define TP_CAT_(a, b) a##b
+#define TP_CAT(a, b) TP_CAT_(a, b)
+#define TP_FN(name) TP_CAT(name, TP_S)
+
+typedef struct {
+  tp_simd_isa isa;
+  const char *name;
+  int mr, nr;
+  int64_t mc, kc, nc; /* mc multiple of mr, nc multiple of nr */
+  void (*kernel)(int64_t kc, const TP_T *a, const TP_T *b, TP_T *c, int64_t ldc, int accumulate);
+} TP_FN(tp_gemm_blocking_);
+
+/* A[0..mc)[0..kc) -> MR-row panels: panel q holds dst[q*kc*MR + p*MR + r] =
+ * A[q*MR + r][p], rows past mc are zero. */
+static inline void TP_FN(tp_gemm_pack_a_panel_)(int64_t rows, int64_t kc, const TP_T *a, int64_t ars,
+                                                int64_t acs, int mr, TP_T *restrict dst) {
+  if (acs == 1) {
+    /* Row-major source: read each row contiguously, scatter into the panel. */
+    for (int64_t r = 0; r < rows; ++r) {
+      const TP_T *src = a + r * ars;
+      for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = src[p];
+    }
+  } else {
+    for (int64_t p = 0; p < kc; ++p) {
+      const TP_T *src = a + p * acs;
+      for (int64_t r = 0; r < rows; ++r) dst[p * mr + r] = src[r * ars];
+    }
+  }
+  if (rows < mr)
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t r = rows; r < mr; ++r) dst[p * mr + r] = 0;
+}
+
+/* Fixed-MR copy of a full row-major panel, so the compiler unrolls the rows. */
+#define TP_GEMM_PACK_A_FIXED(MRV)                                                           \
+  static void TP_FN(TP_CAT(tp_gemm_pack_a_rows##MRV, _))(int64_t kc, const TP_T *a,          \
+                                                           int64_t ars, TP_T *restrict dst) { \
+    for (int64_t p = 0; p < kc; ++p) {                                                      \
+      for (int r = 0; r < MRV; ++r) dst[p * MRV + r] = a[r * ars + p];                      \
+    }                                                                                       \
+  }
+TP_GEMM_PACK_A_FIXED(4)
+TP_GEMM_PACK_A_FIXED(6)
+TP_GEMM_PACK_A_FIXED(8)
+TP_GEMM_PACK_A_FIXED(12)
+#undef TP_GEMM_PACK_A_FIXED
+
+static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_t ars, int64_t acs,
+                                   int mr, TP_T *restrict dst) {
+  for (int64_t i = 0; i < mc; i += mr, dst += kc * mr) {
+    int64_t rows = mc - i < mr ? mc - i : mr;
+    const TP_T *src = a + i * ars;
+    if (acs == 1 && rows == mr) {
+      switch (mr) {
+        case 4: TP_FN(tp_gemm_pack_a_rows4_)(kc, src, ars, dst); continue;
+        case 6: TP_FN(tp_gemm_pack_a_rows6_)(kc, src, ars, dst); continue;
+        case 8: TP_FN(tp_gemm_pack_a_rows8_)(kc, src, ars, dst); continue;
+        case 12: TP_FN(tp_gemm_pack_a_rows12_)(kc, src, ars, dst); continue;
+        default: break;
+      }
+    }
+    TP_FN(tp_gemm_pack_a_panel_)(rows, kc, src, ars, acs, mr, dst);
+  }
+}
+
+/* B[0..kc)[0..nc) -> NR-column panels: panel q holds dst[q*kc*NR + p*NR + j] =
+ * B[p][q*NR + j], columns past nc are zero. */
+static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_t brs, int64_t bcs,
+                                   int nr, TP_T *restrict dst) {
+  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+    int64_t cols = nc - j0 < nr ? nc - j0 : nr;
+    const TP_T *src = b + j0 * bcs;
+    if (bcs == 1) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const TP_T *row = src + p * brs;
+        TP_T *out = dst + p * nr;
+        for (int64_t j = 0; j < cols; ++j) out[j] = row[j];
+        for (int64_t j = cols; j < nr; ++j) out[j] = 0;
+      }
+    } else {
+      /* Transposed source: read each column contiguously along the depth. */
+      for (int64_t j = 0; j < cols; ++j) {
+        const TP_T *col = src + j * bcs;
+        for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = col[p * brs];
+      }
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = cols; j < nr; ++j) dst[p * nr + j] = 0;
+    }
+  }
+}
+
+/* One thread's rectangle: C[0..m)[0..n) = A[0..m)[0..k) . B[0..k)[0..n). */
+static void TP_FN(tp_gemm_rect_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m, int64_t n, int64_t k,
+                                 const TP_T *a, int64_t ars, int64_t acs, const TP_T *b, int64_t brs,
+                                 int64_t bcs, TP_T *c, int64_t ldc, TP_T *apack, TP_T *bpack) {
+  const int mr = bl->mr, nr = bl->nr;
+  _Alignas(64) TP_T edge[TP_GEMM_MAX_TILE];
+  for (int64_t ic = 0; ic < m; ic += bl->mc) {
+    int64_t mc = m - ic < bl->mc ? m - ic : bl->mc;
+    for (int64_t pc = 0; pc < k; pc += bl->kc) {
+      int64_t kc = k - pc < bl->kc ? k - pc : bl->kc;
+      int accumulate = pc > 0;
+      TP_FN(tp_gemm_pack_a_)(mc, kc, a + ic * ars + pc * acs, ars, acs, mr, apack);
+      for (int64_t jc = 0; jc < n; jc += bl->nc) {
+        int64_t nc = n - jc < bl->nc ? n - jc : bl->nc;
+        TP_FN(tp_gemm_pack_b_)(kc, nc, b + pc * brs + jc * bcs, brs, bcs, nr, bpack);
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          int64_t rows = mc - ir < mr ? mc - ir : mr;
+          const TP_T *ap = apack + ir * kc;
+          TP_T *crow = c + (ic + ir) * ldc + jc;
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            int64_t cols = nc - jr < nr ? nc - jr : nr;
+            const TP_T *bp = bpack + jr * kc;
+            if (rows == mr && cols == nr) {
+              bl->kernel(kc, ap, bp, crow + jr, ldc, accumulate);
+              continue;
+            }
+            /* Edge tile: run the full kernel on a buffer, copy the valid part.
+             * Valid elements see exactly the operations of a full tile. */
+            for (int64_t r = 0; r < mr; ++r)
+              for (int64_t j = 0; j < nr; ++j)
+                edge[r * nr + j] = accumulate && r < rows && j < cols ? crow[r * ldc + jr + j] : 0;
+            bl->kernel(kc, ap, bp, edge, nr, accumulate);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t j = 0; j < cols; ++j) crow[r * ldc + jr + j] = edge[r * nr + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+typedef struct {
+  const TP_FN(tp_gemm_blocking_) * bl;
+  tp_gemm_grid grid;
+  int64_t m, n, k;
+  const TP_T *a;
+  int64_t ars, acs;
+  const TP_T *b;
+  int64_t brs, bcs;
+  TP_T *c;
+  int64_t ldc;
+  TP_T *work;            /* per rectangle: apack then bpack */
+  int64_t apack_elems, bpack_elems;
+} TP_FN(tp_gemm_job_);
+
+static void TP_FN(tp_gemm_worker_)(void *ctx, int64_t begin, int64_t end) {
+  const TP_FN(tp_gemm_job_) *job = ctx;
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t r0, r1, c0, c1;
+    tp_gemm_grid_rect(&job->grid, t, &r0, &r1, &c0, &c1);
+    if (r0 >= r1 || c0 >= c1) continue;
+    /* Workspace by rectangle index, not by thread: any scheduling works. */
+    TP_T *apack = job->work + t * (job->apack_elems + job->bpack_elems);
+    TP_T *bpack = apack + job->apack_elems;
+    TP_FN(tp_gemm_rect_)(job->bl, r1 - r0, c1 - c0, job->k, job->a + r0 * job->ars, job->ars,
+                         job->acs, job->b + c0 * job->bcs, job->brs, job->bcs,
+                         job->c + r0 * job->ldc + c0, job->ldc, apack, bpack);
+  }
+}
+
+static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_entry, int64_t m,
+                                        int64_t n,
+                                        int64_t k, const TP_T *a, int64_t ars, int64_t acs,
+                                        const TP_T *b, int64_t brs, int64_t bcs, TP_T *c,
+                                        int64_t ldc) {
+  TP_TRY(tp_gemm_check_args(TP_STRINGIFY(TP_S), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+                            (int64_t)sizeof(TP_T)));
+  tp_gemm_last_rects = 0;
+  if (m == 0 || n == 0) return TOPOS_OK;
+  TP_FN(tp_gemm_blocking_) blocking = *table_entry;
+  const TP_FN(tp_gemm_blocking_) *bl = &blocking;
+  tp_gemm_tuned_blocking(blocking.mr, blocking.nr, &blocking.mc, &blocking.kc, &blocking.nc);
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
+    return TOPOS_OK;
+  }
+  TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0};
+  tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, tp_simd_threads());
+  /* Packing buffers sized for the largest rectangle (extents already fit
+   * int64 with room: checked above). */
+  int64_t kc = k < bl->kc ? k : bl->kc;
+  int64_t rows = tp_gemm_round_up(job.grid.rows_per_rect, bl->mr);
+  int64_t cols = tp_gemm_round_up(job.grid.cols_per_rect, bl->nr);
+  if (rows > bl->mc) rows = bl->mc;
+  if (cols > bl->nc) cols = bl->nc;
+  /* Round to a cache line so every panel of every rectangle stays aligned. */
+  int64_t line = 64 / (int64_t)sizeof(TP_T);
+  job.apack_elems = tp_gemm_round_up(rows * kc, line);
+  job.bpack_elems = tp_gemm_round_up(cols * kc, line);
+  int64_t rects = job.grid.row_rects * job.grid.col_rects;
+  size_t bytes = (size_t)(rects * (job.apack_elems + job.bpack_elems)) * sizeof(TP_T);
+  job.work = tp_gemm_alloc(bytes);
+  if (!job.work)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "simd gemm %s: cannot allocate %zu bytes of packing buffers",
+                   TP_STRINGIFY(TP_S), bytes);
+  tp_gemm_last_rects = rects;
+  if (rects == 1)
+    TP_FN(tp_gemm_worker_)(&job, 0, 1);
+  else
+    tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
+  free(job.work);
+  return TOPOS_OK;
+}
+
+#undef TP_FN
+#undef TP_CAT
+#undef TP_CAT_
