@@ -1,0 +1,36 @@
+/* Internal: what the built-in rungs need from the platform — which vector
+ * ISA the default kernels may use and a fork-join loop over outputs.
+ *
+ * Stand-ins until branch `base` lands src/base/cpu.h and src/base/threads.h
+ * (topos_cpu_has with the TOPOS_DISABLE_ISA mask, tp_parallel_for,
+ * topos_threads): same shapes, so switching touches only platform.c. */
+#ifndef TP_BACKEND_PLATFORM_H
+#define TP_BACKEND_PLATFORM_H
+
+#include <stdint.h>
+
+typedef enum tp_vector_isa {
+  TP_VECTOR_BASELINE, /* what the library is compiled for (SSE2 on x86-64) */
+  TP_VECTOR_AVX2,     /* AVX2 + FMA */
+  TP_VECTOR_AVX512,   /* AVX-512 F/BW/DQ/VL */
+} tp_vector_isa;
+
+/* The strongest ISA the CPU, the OS and TOPOS_DISABLE_ISA (avx512, avx2,
+ * all) allow. Detected once. */
+tp_vector_isa tp_vector_isa_best(void);
+const char *tp_vector_isa_name(tp_vector_isa isa);
+
+/* Threads the built-in rungs use (>= 1): the test/bench override, else
+ * TOPOS_THREADS, else the online cores. */
+int tp_backend_threads(void);
+/* 0 returns to the default. */
+void tp_backend_set_threads(int threads);
+
+/* Calls fn(ctx, begin, end) on disjoint chunks covering [0, n), each at
+ * least `grain` long (but the last), on up to tp_backend_threads() threads;
+ * returns when all have returned. Callers split outputs, never reductions,
+ * so the chunking never changes a bit. */
+void tp_backend_parallel_for(int64_t n, int64_t grain,
+                             void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
+
+#endif
