@@ -95,15 +95,4 @@ static inline topos_status tp_new_output(const topos_tensor_desc *desc, topos_te
   return tp_tensor_empty(desc->dtype, desc->rank, desc->shape, out);
 }
 
-/* Split of a shape around `axis`: outer (product before), extent, inner
- * (product after). Products are bounded by the operand's volume. */
-static inline void tp_split_axis(const topos_tensor *t, int axis, int64_t *outer, int64_t *extent,
-                                 int64_t *inner) {
-  *outer = 1;
-  *inner = 1;
-  for (int i = 0; i < axis; ++i) *outer *= t->shape[i];
-  for (int i = axis + 1; i < t->rank; ++i) *inner *= t->shape[i];
-  *extent = t->shape[axis];
-}
-
 #endif

@@ -20,6 +20,13 @@ enum {
   tp_view_gather = 0, tp_view_scatter = 0, tp_view_log_softmax = 0, tp_view_log_sum_exp = 0,
 };
 
+/* topos_op_forward describes operands in a fixed array. */
+#define TP_MAX_ARITY 2
+#define TP_ARITY_CHECK(E, lower, arity) \
+  _Static_assert(arity >= 1 && arity <= TP_MAX_ARITY, #lower ": arity outside 1..2");
+TOPOS_OP_LIST(TP_ARITY_CHECK)
+#undef TP_ARITY_CHECK
+
 #define TP_TABLE_ROW(E, lower, arity) \
   [TOPOS_OP_##E] = {#lower, arity, tp_view_##lower, tp_shape_##lower, tp_forward_##lower},
 const tp_op_info tp_op_table[TOPOS_OP_COUNT] = {TOPOS_OP_LIST(TP_TABLE_ROW)};
@@ -113,7 +120,7 @@ topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
   if (!inputs || !out)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "%s: NULL inputs or output", info->name);
   *out = NULL;
-  topos_tensor_desc descs[2];
+  topos_tensor_desc descs[TP_MAX_ARITY];
   for (int i = 0; i < info->arity; ++i) {
     if (!inputs[i]) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "%s: operand %d is NULL", info->name, i);
     descs[i] = topos_tensor_describe(inputs[i]);

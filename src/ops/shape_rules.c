@@ -277,10 +277,12 @@ topos_status tp_shape_pad(const topos_tensor_desc *in, const topos_op_attrs *att
                    "pad: axis %d of %s (extent %lld) placed at %lld does not fit extent %lld",
                    attrs->axis, tp_str(a).s, (long long)extent, (long long)attrs->start,
                    (long long)attrs->length);
-  int64_t shape[TOPOS_MAX_RANK];
-  memcpy(shape, a->shape, sizeof shape);
-  shape[attrs->axis] = attrs->length;
-  return tp_set(out, a->dtype, a->rank, shape);
+  topos_tensor_desc target = *a;
+  target.shape[attrs->axis] = attrs->length;
+  if (tp_volume(&target) < 0)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "pad: result %s overflows", tp_str(&target).s);
+  *out = target;
+  return TOPOS_OK;
 }
 
 topos_status tp_shape_broadcast(const topos_tensor_desc *in, const topos_op_attrs *attrs,

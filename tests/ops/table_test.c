@@ -270,3 +270,112 @@ TEST(ops_forward_checks_before_running) {
   CHECK(d.dtype == TOPOS_F32 && d.rank == 2 && d.shape[0] == 2 && d.shape[1] == 3);
   ot_free(&p);
 }
+
+TEST(ops_forward_quantized_outer_views_only) {
+  int64_t s[] = {2, 64};
+  topos_tensor *q = NULL, *r = NULL;
+  CHECK_OK(topos_tensor_zeros(TOPOS_Q8_0, 2, s, &q));
+  topos_op_attrs at;
+  memset(&at, 0, sizeof at);
+  at.axis = 0;
+  at.start = 1;
+  at.length = 1;
+  CHECK_OK(topos_op_forward(TOPOS_OP_NARROW, &q, &at, &r));
+  CHECK(topos_tensor_dtype(r) == TOPOS_Q8_0 && topos_tensor_shape(r)[0] == 1);
+  CHECK(topos_tensor_storage_id(r) == topos_tensor_storage_id(q));
+  topos_tensor_release(r);
+  r = NULL;
+  CHECK_STATUS(topos_exp(q, &r), TOPOS_ERR_DTYPE);
+  CHECK_ERROR_HAS("exp: operand [2,64] of dtype q8_0 is block-quantized");
+  CHECK_STATUS(topos_op_forward(TOPOS_OP_TRANSPOSE, &q, &at, &r), TOPOS_ERR_DTYPE);
+  CHECK(r == NULL);
+  topos_tensor_release(q);
+}
+
+/* Every row of the table runs through topos_op_forward on a sample and
+ * produces what topos_op_infer promised. A new op without a sample fails
+ * here, so no row goes untested. */
+static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at) {
+  int64_t s23[] = {2, 3}, s32[] = {3, 2};
+  const double v[6] = {0.5, 1, 2, 3, 4, 5};
+  int32_t idx[2] = {1, 0};
+  *at = ot_attrs();
+  in[0] = ot_make(p, TOPOS_F32, 2, s23, v);
+  in[1] = ot_make(p, TOPOS_F32, 2, s23, v);
+  switch (op) {
+    case TOPOS_OP_ADD: case TOPOS_OP_SUB: case TOPOS_OP_MUL: case TOPOS_OP_DIV:
+    case TOPOS_OP_NEG: case TOPOS_OP_EXP: case TOPOS_OP_LN: case TOPOS_OP_SQRT:
+    case TOPOS_OP_TANH: case TOPOS_OP_POW: case TOPOS_OP_MAXIMUM: case TOPOS_OP_RELU:
+    case TOPOS_OP_STEP: case TOPOS_OP_TRANSPOSE: case TOPOS_OP_SUM:
+      return 1;
+    case TOPOS_OP_MATMUL:
+      in[1] = ot_make(p, TOPOS_F32, 2, s32, v);
+      return 1;
+    case TOPOS_OP_PERMUTE:
+      at->rank = 2;
+      at->order[0] = 1;
+      return 1;
+    case TOPOS_OP_RESHAPE:
+      at->rank = 1;
+      at->shape[0] = -1;
+      return 1;
+    case TOPOS_OP_NARROW: case TOPOS_OP_PAD:
+      at->axis = 1;
+      at->start = 1;
+      at->length = op == TOPOS_OP_PAD ? 5 : 2;
+      return 1;
+    case TOPOS_OP_BROADCAST:
+      in[0] = ot_make(p, TOPOS_F32, 0, NULL, v);
+      at->rank = 2;
+      at->shape[0] = 3;
+      at->shape[1] = 4;
+      return 1;
+    case TOPOS_OP_BROADCAST_ALONG:
+      at->axis = 2;
+      at->length = 3;
+      return 1;
+    case TOPOS_OP_SUM_ALONG: case TOPOS_OP_LOG_SOFTMAX: case TOPOS_OP_LOG_SUM_EXP:
+      at->axis = 1;
+      return 1;
+    case TOPOS_OP_UNFOLD:
+      at->axis = 1;
+      at->size = 2;
+      at->step = 1;
+      at->dilation = 1;
+      return 1;
+    case TOPOS_OP_FOLD:
+      at->axis = 0;
+      at->size = 3;
+      at->step = 1;
+      at->dilation = 1;
+      at->length = 4; /* fold: (2, 3) windows over extent 4 */
+      return 1;
+    case TOPOS_OP_GATHER:
+      in[1] = ot_i32(p, 2, idx);
+      return 1;
+    case TOPOS_OP_SCATTER:
+      in[1] = ot_i32(p, 2, idx);
+      at->length = 4;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+TEST(ops_every_row_runs_and_matches_its_rule) {
+  ot_pool p = {{0}, 0};
+  for (int op = 0; op < TOPOS_OP_COUNT; ++op) {
+    topos_tensor *in[2];
+    topos_op_attrs at;
+    CHECK_MSG(sample(&p, (topos_op)op, in, &at), "no sample for op %s", topos_op_name((topos_op)op));
+    topos_tensor_desc d[2] = {topos_tensor_describe(in[0]), topos_tensor_describe(in[1])}, want;
+    CHECK_OK(topos_op_infer((topos_op)op, d, &at, &want));
+    topos_tensor *out = ot_run(&p, (topos_op)op, in[0], in[1], &at);
+    CHECK_MSG(out, "%s: %s", topos_op_name((topos_op)op), topos_last_error());
+    topos_tensor_desc got = topos_tensor_describe(out);
+    CHECK(memcmp(&got, &want, sizeof got) == 0);
+    CHECK_EQ_INT(topos_op_is_view((topos_op)op),
+                 topos_tensor_storage_id(out) == topos_tensor_storage_id(in[0]));
+  }
+  ot_free(&p);
+}
