@@ -8,6 +8,9 @@
  * lane that is seeded with the first product a[i,0]*b[0,j] and then adds the
  * products in k order: the reference's bits, at vector speed.
  *
+ * Broadcasts are written x - 0 (exact for every x, and folded away by the
+ * compiler); 0 + x would turn -0 into +0.
+ *
  * Tile: MR = 6 rows by NR = two vectors of columns. ap holds MR values per k
  * step (rows past the edge are zero), bp holds NR values per k step. */
 #include <stdint.h>
@@ -35,7 +38,7 @@
       memcpy(&b0, bp, sizeof b0);                                                                \
       memcpy(&b1, bp + W, sizeof b1);                                                            \
       _Pragma("GCC unroll 6") for (int r = 0; r < TP_UK_MR; ++r) {                               \
-        V va = (V){0} + ap[r];                                                                   \
+        V va = ap[r] - (V){0};                                                                  \
         acc[r][0] = va * b0;                                                                     \
         acc[r][1] = va * b1;                                                                     \
       }                                                                                          \
@@ -56,7 +59,7 @@
       memcpy(&b1, bp + p * NR + W, sizeof b1);                                                   \
       const T *a = ap + p * TP_UK_MR;                                                            \
       _Pragma("GCC unroll 6") for (int r = 0; r < TP_UK_MR; ++r) {                               \
-        V va = (V){0} + a[r];                                                                    \
+        V va = a[r] - (V){0};                                                                   \
         acc[r][0] += va * b0;                                                                    \
         acc[r][1] += va * b1;                                                                    \
       }                                                                                          \
