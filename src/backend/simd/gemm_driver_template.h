@@ -83,6 +83,23 @@ static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_
   }
 }
 
+#define TP_GEMM_PACK_B_FIXED(NRV)                                                           \
+  static void TP_FN(TP_CAT(tp_gemm_pack_b_rows##NRV, _))(int64_t kc, const TP_T *b,          \
+                                                           int64_t brs, TP_T *restrict dst) { \
+    for (int64_t p = 0; p < kc; ++p) {                                                      \
+      TP_T row[NRV];                                                                        \
+      for (int j = 0; j < NRV; ++j) row[j] = b[p * brs + j];                                \
+      for (int j = 0; j < NRV; ++j) dst[p * NRV + j] = row[j];                              \
+    }                                                                                       \
+  }
+TP_GEMM_PACK_B_FIXED(4)
+TP_GEMM_PACK_B_FIXED(6)
+TP_GEMM_PACK_B_FIXED(8)
+TP_GEMM_PACK_B_FIXED(12)
+TP_GEMM_PACK_B_FIXED(16)
+TP_GEMM_PACK_B_FIXED(32)
+#undef TP_GEMM_PACK_B_FIXED
+
 /* B[0..kc)[0..nc) -> NR-column panels: panel q holds dst[q*kc*NR + p*NR + j] =
  * B[p][q*NR + j], columns past nc are zero. */
 static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_t brs, int64_t bcs,
@@ -90,6 +107,17 @@ static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_
   for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
     int64_t cols = nc - j0 < nr ? nc - j0 : nr;
     const TP_T *src = b + j0 * bcs;
+    if (bcs == 1 && cols == nr) {
+      switch (nr) { /* fixed-size row copies; a generic loop becomes memcpy calls */
+        case 4: TP_FN(tp_gemm_pack_b_rows4_)(kc, src, brs, dst); continue;
+        case 6: TP_FN(tp_gemm_pack_b_rows6_)(kc, src, brs, dst); continue;
+        case 8: TP_FN(tp_gemm_pack_b_rows8_)(kc, src, brs, dst); continue;
+        case 12: TP_FN(tp_gemm_pack_b_rows12_)(kc, src, brs, dst); continue;
+        case 16: TP_FN(tp_gemm_pack_b_rows16_)(kc, src, brs, dst); continue;
+        case 32: TP_FN(tp_gemm_pack_b_rows32_)(kc, src, brs, dst); continue;
+        default: break;
+      }
+    }
     if (bcs == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         const TP_T *row = src + p * brs;
