@@ -253,7 +253,7 @@ TG_BLOCKING_TEST(f64, double)
   TEST(simd_gemm_##S##_threads_same_bits) {                                                     \
     /* Split even small problems; the second tuning also makes many depth     \
      * panels and column blocks, so shared B packing runs block after block. */ \
-    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1}, {24, 7, 64, 1}};                \
+    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1}, {96, 7, 64, 1}};                \
     static const tg_case cases[] = {{150, 170, 90, TG_PLAIN, TG_PLAIN, 2},                      \
                                     {37, 300, 20, {1, 1, 0}, TG_PLAIN, 0},                      \
                                     {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0}};                      \
