@@ -8,6 +8,7 @@
  * before dlopen, says so, and prints the core OpenBLAS then picked
  * (--keep-openblas-env leaves them alone). */
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,6 +67,11 @@ static double tp_bench_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static void tp_bench_sleep(double seconds) {
+  struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
 static uint64_t tp_bench_next(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15u);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
@@ -73,21 +79,30 @@ static uint64_t tp_bench_next(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-/* Best time of each of two calls, run alternately (the machine is shared:
- * interleaving exposes both to the same background load): at least 3 rounds,
- * and until `seconds` have passed. */
+/* Best time of each of two calls, measured in alternating blocks of three
+ * (the machine is shared: alternating exposes both to the same background
+ * load), for at least `seconds` in all. Before each block of `call_a` the
+ * bench sleeps 0.3 s: OpenBLAS's workers keep spinning (yielding) for a while
+ * after each call and would otherwise compete with our threads. */
 #define TP_BENCH_PAIR(best_a, call_a, best_b, call_b, seconds)                     \
   do {                                                                             \
     double start_all_ = tp_bench_now();                                            \
     (best_a) = (best_b) = 1e30;                                                    \
-    for (int rep_ = 0; rep_ < 3 || (tp_bench_now() - start_all_ < (seconds) && rep_ < 500); ++rep_) { \
-      double t0_ = tp_bench_now();                                                 \
-      call_a;                                                                      \
-      double t1_ = tp_bench_now();                                                 \
-      call_b;                                                                      \
-      double t2_ = tp_bench_now();                                                 \
-      if (t1_ - t0_ < (best_a)) (best_a) = t1_ - t0_;                              \
-      if (t2_ - t1_ < (best_b)) (best_b) = t2_ - t1_;                              \
+    for (int round_ = 0; round_ < 2 || (tp_bench_now() - start_all_ < (seconds) && round_ < 100); \
+         ++round_) {                                                               \
+      tp_bench_sleep(0.3);                                                         \
+      for (int rep_ = 0; rep_ < 3; ++rep_) {                                       \
+        double t0_ = tp_bench_now();                                               \
+        call_a;                                                                    \
+        double t1_ = tp_bench_now();                                               \
+        if (t1_ - t0_ < (best_a)) (best_a) = t1_ - t0_;                            \
+      }                                                                            \
+      for (int rep_ = 0; rep_ < 3; ++rep_) {                                       \
+        double t0_ = tp_bench_now();                                               \
+        call_b;                                                                    \
+        double t1_ = tp_bench_now();                                               \
+        if (t1_ - t0_ < (best_b)) (best_b) = t1_ - t0_;                            \
+      }                                                                            \
     }                                                                              \
   } while (0)
 
@@ -159,7 +174,7 @@ static int tp_bench_parse_list(const char *text, int64_t *out, int cap) {
 
 static int tp_bench_gemm_main(int argc, char **argv) {
   int64_t sizes[16] = {512, 1024, 2048}, threads[16] = {1, 2};
-  int nsizes = 3, nthreads = 2, keep_env = 0, do32 = 1, do64 = 1;
+  int nsizes = 3, nthreads = 2, keep_env = 0, no_peer = 0, do32 = 1, do64 = 1;
   double seconds = 1.0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
@@ -172,11 +187,22 @@ static int tp_bench_gemm_main(int argc, char **argv) {
       ++i;
       do32 = strcmp(argv[i], "f64") != 0;
       do64 = strcmp(argv[i], "f32") != 0;
+    } else if (strcmp(argv[i], "--blocking") == 0 && i + 1 < argc) {
+      /* mc,kc,nc override (0 keeps the table's value), for tuning. */
+      tp_simd_gemm_tuning tuning = {0, 0, 0, 0};
+      if (sscanf(argv[++i], "%" SCNd64 ",%" SCNd64 ",%" SCNd64, &tuning.mc, &tuning.kc, &tuning.nc) != 3) {
+        fprintf(stderr, "bench-gemm: --blocking wants MC,KC,NC\n");
+        return 2;
+      }
+      tp_simd_gemm_set_tuning(&tuning);
+    } else if (strcmp(argv[i], "--no-peer") == 0) {
+      no_peer = 1;
     } else if (strcmp(argv[i], "--keep-openblas-env") == 0) {
       keep_env = 1;
     } else {
       printf("usage: topos bench-gemm [--sizes 512,1024,2048] [--threads 1,2] [--dtype f32|f64|both]\n"
-             "                        [--seconds S (per measurement, default 1)] [--keep-openblas-env]\n"
+             "                        [--seconds S (per measurement, default 1)] [--keep-openblas-env] [--no-peer]\n"
+             "                        [--blocking MC,KC,NC (override, 0 = table value)]\n"
              "Square C = A.B, GFLOP/s (best of repeats) of topos's SIMD GEMM and of OpenBLAS\n"
              "(dlopen libopenblas.so.0) in the same run; ratio = ours / OpenBLAS.\n");
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
@@ -187,8 +213,11 @@ static int tp_bench_gemm_main(int argc, char **argv) {
     }
   }
   tp_peer peer;
-  tp_bench_open_peer(&peer, keep_env);
-  if (peer.handle)
+  memset(&peer, 0, sizeof peer);
+  if (!no_peer) tp_bench_open_peer(&peer, keep_env);
+  if (no_peer)
+    printf("peer: not measured (--no-peer)\n");
+  else if (peer.handle)
     printf("peer: OpenBLAS, core %s\n", peer.corename ? peer.corename() : "(unknown)");
   else
     printf("peer: not available (libopenblas.so.0: %s)\n", dlerror());

@@ -237,9 +237,11 @@ const char *tp_simd_gemm_describe(int dtype_bits) {
   if (dtype_bits == 64) {
     const tp_gemm_blocking_f64 *bl = tp_gemm_lookup_f64(isa);
     if (bl) name = bl->name, mc = bl->mc, kc = bl->kc, nc = bl->nc;
+    if (bl) tp_gemm_tuned_blocking(bl->mr, bl->nr, &mc, &kc, &nc);
   } else {
     const tp_gemm_blocking_f32 *bl = tp_gemm_lookup_f32(isa);
     if (bl) name = bl->name, mc = bl->mc, kc = bl->kc, nc = bl->nc;
+    if (bl) tp_gemm_tuned_blocking(bl->mr, bl->nr, &mc, &kc, &nc);
   }
   if (!name) return "none";
   snprintf(text, sizeof texts[0], "%s mc=%lld kc=%lld nc=%lld", name, (long long)mc, (long long)kc,

@@ -83,6 +83,23 @@ static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_
   }
 }
 
+#define TP_GEMM_PACK_B_FIXED(NRV)                                                           \
+  static void TP_FN(TP_CAT(tp_gemm_pack_b_rows##NRV, _))(int64_t kc, const TP_T *b,          \
+                                                           int64_t brs, TP_T *restrict dst) { \
+    for (int64_t p = 0; p < kc; ++p) {                                                      \
+      TP_T row[NRV];                                                                        \
+      for (int j = 0; j < NRV; ++j) row[j] = b[p * brs + j];                                \
+      for (int j = 0; j < NRV; ++j) dst[p * NRV + j] = row[j];                              \
+    }                                                                                       \
+  }
+TP_GEMM_PACK_B_FIXED(4)
+TP_GEMM_PACK_B_FIXED(6)
+TP_GEMM_PACK_B_FIXED(8)
+TP_GEMM_PACK_B_FIXED(12)
+TP_GEMM_PACK_B_FIXED(16)
+TP_GEMM_PACK_B_FIXED(32)
+#undef TP_GEMM_PACK_B_FIXED
+
 /* B[0..kc)[0..nc) -> NR-column panels: panel q holds dst[q*kc*NR + p*NR + j] =
  * B[p][q*NR + j], columns past nc are zero. */
 static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_t brs, int64_t bcs,
@@ -90,6 +107,17 @@ static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_
   for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
     int64_t cols = nc - j0 < nr ? nc - j0 : nr;
     const TP_T *src = b + j0 * bcs;
+    if (bcs == 1 && cols == nr) {
+      switch (nr) { /* fixed-size row copies; a generic loop becomes memcpy calls */
+        case 4: TP_FN(tp_gemm_pack_b_rows4_)(kc, src, brs, dst); continue;
+        case 6: TP_FN(tp_gemm_pack_b_rows6_)(kc, src, brs, dst); continue;
+        case 8: TP_FN(tp_gemm_pack_b_rows8_)(kc, src, brs, dst); continue;
+        case 12: TP_FN(tp_gemm_pack_b_rows12_)(kc, src, brs, dst); continue;
+        case 16: TP_FN(tp_gemm_pack_b_rows16_)(kc, src, brs, dst); continue;
+        case 32: TP_FN(tp_gemm_pack_b_rows32_)(kc, src, brs, dst); continue;
+        default: break;
+      }
+    }
     if (bcs == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         const TP_T *row = src + p * brs;
@@ -109,42 +137,49 @@ static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_
   }
 }
 
-/* One thread's rectangle: C[0..m)[0..n) = A[0..m)[0..k) . B[0..k)[0..n). */
+/* The macro-kernel: C[0..mc)[0..nc) (+)= packed A block . packed B block. */
+static void TP_FN(tp_gemm_macro_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t mc, int64_t nc,
+                                  int64_t kc, const TP_T *apack, const TP_T *bpack, TP_T *c,
+                                  int64_t ldc, int accumulate) {
+  const int mr = bl->mr, nr = bl->nr;
+  _Alignas(64) TP_T edge[TP_GEMM_MAX_TILE];
+  for (int64_t ir = 0; ir < mc; ir += mr) {
+    int64_t rows = mc - ir < mr ? mc - ir : mr;
+    const TP_T *ap = apack + ir * kc;
+    TP_T *crow = c + ir * ldc;
+    for (int64_t jr = 0; jr < nc; jr += nr) {
+      int64_t cols = nc - jr < nr ? nc - jr : nr;
+      const TP_T *bp = bpack + jr * kc;
+      if (rows == mr && cols == nr) {
+        bl->kernel(kc, ap, bp, crow + jr, ldc, accumulate);
+        continue;
+      }
+      /* Edge tile: run the full kernel on a buffer, copy the valid part.
+       * Valid elements see exactly the operations of a full tile. */
+      for (int64_t r = 0; r < mr; ++r)
+        for (int64_t j = 0; j < nr; ++j)
+          edge[r * nr + j] = accumulate && r < rows && j < cols ? crow[r * ldc + jr + j] : 0;
+      bl->kernel(kc, ap, bp, edge, nr, accumulate);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) crow[r * ldc + jr + j] = edge[r * nr + j];
+    }
+  }
+}
+
+/* One thread's rectangle: C[0..m)[0..n) = A[0..m)[0..k) . B[0..k)[0..n),
+ * packing its own A and B blocks. */
 static void TP_FN(tp_gemm_rect_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m, int64_t n, int64_t k,
                                  const TP_T *a, int64_t ars, int64_t acs, const TP_T *b, int64_t brs,
                                  int64_t bcs, TP_T *c, int64_t ldc, TP_T *apack, TP_T *bpack) {
-  const int mr = bl->mr, nr = bl->nr;
-  _Alignas(64) TP_T edge[TP_GEMM_MAX_TILE];
   for (int64_t ic = 0; ic < m; ic += bl->mc) {
     int64_t mc = m - ic < bl->mc ? m - ic : bl->mc;
     for (int64_t pc = 0; pc < k; pc += bl->kc) {
       int64_t kc = k - pc < bl->kc ? k - pc : bl->kc;
-      int accumulate = pc > 0;
-      TP_FN(tp_gemm_pack_a_)(mc, kc, a + ic * ars + pc * acs, ars, acs, mr, apack);
+      TP_FN(tp_gemm_pack_a_)(mc, kc, a + ic * ars + pc * acs, ars, acs, bl->mr, apack);
       for (int64_t jc = 0; jc < n; jc += bl->nc) {
         int64_t nc = n - jc < bl->nc ? n - jc : bl->nc;
-        TP_FN(tp_gemm_pack_b_)(kc, nc, b + pc * brs + jc * bcs, brs, bcs, nr, bpack);
-        for (int64_t ir = 0; ir < mc; ir += mr) {
-          int64_t rows = mc - ir < mr ? mc - ir : mr;
-          const TP_T *ap = apack + ir * kc;
-          TP_T *crow = c + (ic + ir) * ldc + jc;
-          for (int64_t jr = 0; jr < nc; jr += nr) {
-            int64_t cols = nc - jr < nr ? nc - jr : nr;
-            const TP_T *bp = bpack + jr * kc;
-            if (rows == mr && cols == nr) {
-              bl->kernel(kc, ap, bp, crow + jr, ldc, accumulate);
-              continue;
-            }
-            /* Edge tile: run the full kernel on a buffer, copy the valid part.
-             * Valid elements see exactly the operations of a full tile. */
-            for (int64_t r = 0; r < mr; ++r)
-              for (int64_t j = 0; j < nr; ++j)
-                edge[r * nr + j] = accumulate && r < rows && j < cols ? crow[r * ldc + jr + j] : 0;
-            bl->kernel(kc, ap, bp, edge, nr, accumulate);
-            for (int64_t r = 0; r < rows; ++r)
-              for (int64_t j = 0; j < cols; ++j) crow[r * ldc + jr + j] = edge[r * nr + j];
-          }
-        }
+        TP_FN(tp_gemm_pack_b_)(kc, nc, b + pc * brs + jc * bcs, brs, bcs, bl->nr, bpack);
+        TP_FN(tp_gemm_macro_)(bl, mc, nc, kc, apack, bpack, c + ic * ldc + jc, ldc, pc > 0);
       }
     }
   }
@@ -160,10 +195,13 @@ typedef struct {
   int64_t brs, bcs;
   TP_T *c;
   int64_t ldc;
-  TP_T *work;            /* per rectangle: apack then bpack */
+  TP_T *work; /* per rectangle: apack then bpack (shared mode: apacks, then one bpack) */
   int64_t apack_elems, bpack_elems;
+  /* shared mode: the depth panel and column block in progress */
+  int64_t pc, kc, jc, nc;
 } TP_FN(tp_gemm_job_);
 
+/* Independent mode: each rectangle packs its own A and B. */
 static void TP_FN(tp_gemm_worker_)(void *ctx, int64_t begin, int64_t end) {
   const TP_FN(tp_gemm_job_) *job = ctx;
   for (int64_t t = begin; t < end; ++t) {
@@ -179,11 +217,38 @@ static void TP_FN(tp_gemm_worker_)(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
+/* Shared mode, step 1: NR-panels [begin, end) of the current B block. */
+static void TP_FN(tp_gemm_shared_pack_b_)(void *ctx, int64_t begin, int64_t end) {
+  const TP_FN(tp_gemm_job_) *job = ctx;
+  const int64_t nr = job->bl->nr;
+  int64_t j0 = begin * nr, j1 = end * nr < job->nc ? end * nr : job->nc;
+  TP_T *bpack = job->work + job->grid.row_rects * job->apack_elems;
+  TP_FN(tp_gemm_pack_b_)(job->kc, j1 - j0, job->b + job->pc * job->brs + (job->jc + j0) * job->bcs,
+                         job->brs, job->bcs, (int)nr, bpack + j0 * job->kc);
+}
+
+/* Shared mode, step 2: row rectangles [begin, end) times the B block; each
+ * packs its A rows once per depth panel (at the first column block). */
+static void TP_FN(tp_gemm_shared_rows_)(void *ctx, int64_t begin, int64_t end) {
+  const TP_FN(tp_gemm_job_) *job = ctx;
+  const TP_T *bpack = job->work + job->grid.row_rects * job->apack_elems;
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t r0, r1, c0, c1;
+    tp_gemm_grid_rect(&job->grid, t, &r0, &r1, &c0, &c1);
+    if (r0 >= r1) continue;
+    TP_T *apack = job->work + t * job->apack_elems;
+    if (job->jc == 0)
+      TP_FN(tp_gemm_pack_a_)(r1 - r0, job->kc, job->a + r0 * job->ars + job->pc * job->acs,
+                             job->ars, job->acs, job->bl->mr, apack);
+    TP_FN(tp_gemm_macro_)(job->bl, r1 - r0, job->nc, job->kc, apack, bpack,
+                          job->c + r0 * job->ldc + job->jc, job->ldc, job->pc > 0);
+  }
+}
+
 static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_entry, int64_t m,
-                                        int64_t n,
-                                        int64_t k, const TP_T *a, int64_t ars, int64_t acs,
-                                        const TP_T *b, int64_t brs, int64_t bcs, TP_T *c,
-                                        int64_t ldc) {
+                                        int64_t n, int64_t k, const TP_T *a, int64_t ars,
+                                        int64_t acs, const TP_T *b, int64_t brs, int64_t bcs,
+                                        TP_T *c, int64_t ldc) {
   TP_TRY(tp_gemm_check_args(TP_STRINGIFY(TP_S), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
                             (int64_t)sizeof(TP_T)));
   tp_gemm_last_rects = 0;
@@ -196,30 +261,47 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
     return TOPOS_OK;
   }
-  TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0};
+  TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0, 0, 0, 0, 0};
   tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, tp_simd_threads());
+  int64_t rects = job.grid.row_rects * job.grid.col_rects;
+  /* Rows-only partitions share one packed B block per (depth panel, column
+   * block), packed by all threads together: no thread repacks all of B. Each
+   * rectangle then keeps its whole A rows packed (so at most mc of them). */
+  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc;
   /* Packing buffers sized for the largest rectangle (extents already fit
    * int64 with room: checked above). */
   int64_t kc = k < bl->kc ? k : bl->kc;
   int64_t rows = tp_gemm_round_up(job.grid.rows_per_rect, bl->mr);
-  int64_t cols = tp_gemm_round_up(job.grid.cols_per_rect, bl->nr);
+  int64_t cols = tp_gemm_round_up(shared ? n : job.grid.cols_per_rect, bl->nr);
   if (rows > bl->mc) rows = bl->mc;
   if (cols > bl->nc) cols = bl->nc;
   /* Round to a cache line so every panel of every rectangle stays aligned. */
   int64_t line = 64 / (int64_t)sizeof(TP_T);
   job.apack_elems = tp_gemm_round_up(rows * kc, line);
   job.bpack_elems = tp_gemm_round_up(cols * kc, line);
-  int64_t rects = job.grid.row_rects * job.grid.col_rects;
-  size_t bytes = (size_t)(rects * (job.apack_elems + job.bpack_elems)) * sizeof(TP_T);
+  size_t bytes = (size_t)(shared ? rects * job.apack_elems + job.bpack_elems
+                                 : rects * (job.apack_elems + job.bpack_elems)) *
+                 sizeof(TP_T);
   job.work = tp_gemm_alloc(bytes);
   if (!job.work)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "simd gemm %s: cannot allocate %zu bytes of packing buffers",
                    TP_STRINGIFY(TP_S), bytes);
   tp_gemm_last_rects = rects;
-  if (rects == 1)
+  if (rects == 1) {
     TP_FN(tp_gemm_worker_)(&job, 0, 1);
-  else
+  } else if (!shared) {
     tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
+  } else {
+    for (job.pc = 0; job.pc < k; job.pc += bl->kc) {
+      job.kc = k - job.pc < bl->kc ? k - job.pc : bl->kc;
+      for (job.jc = 0; job.jc < n; job.jc += bl->nc) {
+        job.nc = n - job.jc < bl->nc ? n - job.jc : bl->nc;
+        int64_t panels = (job.nc + bl->nr - 1) / bl->nr;
+        tp_simd_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
+        tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);
+      }
+    }
+  }
   free(job.work);
   return TOPOS_OK;
 }

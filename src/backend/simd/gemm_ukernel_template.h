@@ -8,7 +8,8 @@
  * register file, so the fully unrolled loops stay in registers.
  *
  *   PREFETCH_B(ptr) prefetches packed B some steps ahead (B streams from L2);
- *   the A micro-panel is reused across a whole row of tiles and sits in L1. */
+ *   the A micro-panel is reused across a whole row of tiles and sits in L1.
+ *   PREFETCH_C(ptr) fetches the C tile of the next call (the tile to the right). */
 #ifndef TP_BACKEND_SIMD_GEMM_UKERNEL_TEMPLATE_H
 #define TP_BACKEND_SIMD_GEMM_UKERNEL_TEMPLATE_H
 
@@ -24,9 +25,12 @@
       }                                                                                          \
     } else {                                                                                     \
       TP_GEMM_PRAGMA_UNROLL for (int r = 0; r < MR; ++r) {                                       \
-        PREFETCH_C(c + r * ldc);                                                                 \
         TP_GEMM_PRAGMA_UNROLL for (int v = 0; v < NV; ++v) acc[r][v] = ZERO();                   \
       }                                                                                          \
+    }                                                                                            \
+    /* The next tile to the right is usually next: start fetching its C. */                     \
+    TP_GEMM_PRAGMA_UNROLL for (int r = 0; r < MR; ++r) {                                         \
+      TP_GEMM_PRAGMA_UNROLL for (int v = 0; v < NV; ++v) PREFETCH_C(c + r * ldc + (NV + v) * W); \
     }                                                                                            \
     for (int64_t p = 0; p < kc; ++p) {                                                           \
       VT bv[NV];                                                                                 \

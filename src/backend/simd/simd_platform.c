@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *tp_simd_isa_name(tp_simd_isa isa) {
@@ -111,19 +112,101 @@ int tp_simd_threads(void) {
   return cores >= 1 && cores <= 1024 ? (int)cores : 1;
 }
 
+/* A small persistent pool: workers spin briefly after each job (back-to-back
+ * GEMMs then start in microseconds, and the other cores stay awake), then
+ * sleep on a condition variable. One dispatch at a time; a call made while
+ * another is in flight (or from inside a job) runs inline. */
+enum { TP_SIMD_MAX_THREADS = 64 };
+#define TP_SIMD_SPIN_NS 200000 /* 0.2 ms */
+
 typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake, done_cond;
+  pthread_t ids[TP_SIMD_MAX_THREADS];
+  int workers;
+  atomic_int busy;          /* a dispatch is in flight */
+  atomic_uint generation;   /* bumped per job */
+  atomic_int quit;
+  /* the current job */
   void (*fn)(void *ctx, int64_t begin, int64_t end);
   void *ctx;
-  int64_t begin, end;
-} tp_simd_chunk;
+  int64_t n, chunks;
+  /* (generation << 32) | next chunk index: a worker that wakes late for an
+   * old job sees another generation and claims nothing. */
+  atomic_ullong claim;
+  atomic_llong done_chunks;
+} tp_simd_pool;
 
-static void *tp_simd_chunk_main(void *arg) {
-  tp_simd_chunk *chunk = arg;
-  chunk->fn(chunk->ctx, chunk->begin, chunk->end);
-  return NULL;
+static tp_simd_pool tp_simd_the_pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                        .wake = PTHREAD_COND_INITIALIZER,
+                                        .done_cond = PTHREAD_COND_INITIALIZER};
+static _Thread_local int tp_simd_in_job;
+
+static double tp_simd_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-enum { TP_SIMD_MAX_THREADS = 64 };
+static inline void tp_simd_pause(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+/* Claims and runs chunks of job `generation` until none is left. The job's
+ * fields were published before the generation, so they are read after it. */
+static void tp_simd_pool_work(tp_simd_pool *pool, unsigned generation) {
+  int64_t chunks = pool->chunks;
+  for (;;) {
+    unsigned long long c = atomic_load(&pool->claim);
+    if ((unsigned)(c >> 32) != generation) return;
+    int64_t i = (int64_t)(c & 0xffffffffu);
+    if (i >= chunks) return;
+    if (!atomic_compare_exchange_weak(&pool->claim, &c, c + 1)) continue;
+    tp_simd_in_job = 1;
+    pool->fn(pool->ctx, i * pool->n / pool->chunks, (i + 1) * pool->n / pool->chunks);
+    tp_simd_in_job = 0;
+    if (atomic_fetch_add(&pool->done_chunks, 1) + 1 == chunks) {
+      pthread_mutex_lock(&pool->lock);
+      pthread_cond_broadcast(&pool->done_cond);
+      pthread_mutex_unlock(&pool->lock);
+    }
+  }
+}
+
+static void *tp_simd_worker_main(void *arg) {
+  tp_simd_pool *pool = arg;
+  unsigned seen = atomic_load(&pool->generation);
+  for (;;) {
+    double start = tp_simd_now_ns();
+    unsigned spins = 0;
+    while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->quit)) {
+      tp_simd_pause();
+      if ((++spins & 255) == 0 && tp_simd_now_ns() - start > TP_SIMD_SPIN_NS) {
+        pthread_mutex_lock(&pool->lock);
+        while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->quit))
+          pthread_cond_wait(&pool->wake, &pool->lock);
+        pthread_mutex_unlock(&pool->lock);
+      }
+    }
+    if (atomic_load(&pool->quit)) return NULL;
+    seen = atomic_load(&pool->generation);
+    tp_simd_pool_work(pool, seen);
+  }
+}
+
+static void tp_simd_pool_shutdown(void) {
+  tp_simd_pool *pool = &tp_simd_the_pool;
+  pthread_mutex_lock(&pool->lock);
+  atomic_store(&pool->quit, 1);
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+  for (int i = 0; i < pool->workers; ++i) pthread_join(pool->ids[i], NULL);
+  pool->workers = 0;
+}
 
 void tp_simd_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t begin, int64_t end),
                           void *ctx) {
@@ -133,22 +216,39 @@ void tp_simd_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_
   int64_t threads = tp_simd_threads();
   if (threads > TP_SIMD_MAX_THREADS) threads = TP_SIMD_MAX_THREADS;
   if (chunks > threads) chunks = threads;
-  if (chunks <= 1) {
+  tp_simd_pool *pool = &tp_simd_the_pool;
+  int expected = 0;
+  if (chunks <= 1 || tp_simd_in_job || !atomic_compare_exchange_strong(&pool->busy, &expected, 1)) {
     fn(ctx, 0, n);
     return;
   }
-  tp_simd_chunk work[TP_SIMD_MAX_THREADS];
-  pthread_t ids[TP_SIMD_MAX_THREADS];
-  int started[TP_SIMD_MAX_THREADS] = {0};
-  for (int64_t i = 0; i < chunks; ++i)
-    work[i] = (tp_simd_chunk){fn, ctx, i * n / chunks, (i + 1) * n / chunks};
-  for (int64_t i = 1; i < chunks; ++i)
-    started[i] = pthread_create(&ids[i], NULL, tp_simd_chunk_main, &work[i]) == 0;
-  fn(ctx, work[0].begin, work[0].end);
-  for (int64_t i = 1; i < chunks; ++i) {
-    if (started[i])
-      pthread_join(ids[i], NULL);
-    else /* could not start a thread: do its share here */
-      fn(ctx, work[i].begin, work[i].end);
+  /* Grow the pool to chunks - 1 workers (the caller works too). */
+  while (pool->workers < chunks - 1 && !atomic_load(&pool->quit)) {
+    if (pool->workers == 0 && atexit(tp_simd_pool_shutdown) != 0) break;
+    if (pthread_create(&pool->ids[pool->workers], NULL, tp_simd_worker_main, pool) != 0) break;
+    ++pool->workers;
   }
+  pool->fn = fn;
+  pool->ctx = ctx;
+  pool->n = n;
+  pool->chunks = chunks;
+  atomic_store(&pool->done_chunks, 0);
+  unsigned generation = atomic_load(&pool->generation) + 1;
+  atomic_store(&pool->claim, (unsigned long long)generation << 32);
+  pthread_mutex_lock(&pool->lock);
+  atomic_store(&pool->generation, generation);
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+  tp_simd_pool_work(pool, generation); /* with no workers at all, this runs every chunk */
+  double start = tp_simd_now_ns();
+  unsigned spins = 0;
+  while (atomic_load(&pool->done_chunks) < chunks) {
+    tp_simd_pause();
+    if ((++spins & 255) == 0 && tp_simd_now_ns() - start > TP_SIMD_SPIN_NS) {
+      pthread_mutex_lock(&pool->lock);
+      while (atomic_load(&pool->done_chunks) < chunks) pthread_cond_wait(&pool->done_cond, &pool->lock);
+      pthread_mutex_unlock(&pool->lock);
+    }
+  }
+  atomic_store(&pool->busy, 0);
 }

@@ -251,17 +251,20 @@ TG_BLOCKING_TEST(f64, double)
  * rectangle is really used. */
 #define TG_THREADS_TEST(S, T)                                                                   \
   TEST(simd_gemm_##S##_threads_same_bits) {                                                     \
-    static const tp_simd_gemm_tuning eager = {0, 0, 0, 1}; /* split even small problems */      \
+    /* Split even small problems; the second tuning also makes many depth     \
+     * panels and column blocks, so shared B packing runs block after block. */ \
+    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1}, {96, 7, 64, 1}};                \
     static const tg_case cases[] = {{150, 170, 90, TG_PLAIN, TG_PLAIN, 2},                      \
                                     {37, 300, 20, {1, 1, 0}, TG_PLAIN, 0},                      \
                                     {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0}};                      \
     int ok = 1;                                                                                 \
     char why[256] = "";                                                                         \
-    tp_simd_gemm_set_tuning(&eager);                                                            \
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && ok; ++ci) {                      \
+    for (size_t ti = 0; ti < 2 * sizeof cases / sizeof cases[0] && ok; ++ti) {                 \
+      size_t ci = ti / 2;                                                                       \
+      tp_simd_gemm_set_tuning(&tunings[ti % 2]);                                                \
       tg_problem_##S p;                                                                         \
       T *want = NULL;                                                                           \
-      ok = tg_make_##S(&p, cases[ci], 11 + ci);                                                 \
+      ok = tg_make_##S(&p, cases[ci], 11 + ti);                                                 \
       if (ok) want = malloc((size_t)p.c_elems * sizeof(T));                                     \
       ok = ok && want;                                                                          \
       static const int threads[] = {1, 2, 3, 2, 1};                                             \
@@ -269,7 +272,7 @@ TG_BLOCKING_TEST(f64, double)
         tp_simd_set_threads(threads[t]);                                                        \
         ok = tg_run_##S(&p, tp_simd_isa_best()) == TOPOS_OK;                                    \
         if (ok && threads[t] > 1 && tp_simd_gemm_last_rectangles() < 2) {                       \
-          snprintf(why, sizeof why, "case %zu: %d threads used 1 rectangle", ci, threads[t]);   \
+          snprintf(why, sizeof why, "case %zu: %d threads used 1 rectangle", ti, threads[t]);   \
           ok = 0;                                                                               \
         }                                                                                       \
         if (!ok) break;                                                                         \
@@ -277,7 +280,7 @@ TG_BLOCKING_TEST(f64, double)
           ok = !tg_verify_##S(&p, why, sizeof why);                                             \
           memcpy(want, p.c, (size_t)p.c_elems * sizeof(T));                                     \
         } else if (!tg_same_bits_##S(want, p.c, p.c_elems)) {                                   \
-          snprintf(why, sizeof why, "case %zu: %d threads changed bits", ci, threads[t]);       \
+          snprintf(why, sizeof why, "case %zu: %d threads changed bits", ti, threads[t]);       \
           ok = 0;                                                                               \
         }                                                                                       \
       }                                                                                         \
