@@ -113,7 +113,7 @@ static topos_backend_state tp_ensure(topos_backend backend) {
     const tp_kernels *k = tp_kernels_of(backend);
     if (!k) {
       snprintf(slot->reason, sizeof slot->reason, "not compiled (build with %s=ON)",
-               tp_option_names[backend]);
+               (unsigned)backend < TOPOS_BACKEND_COUNT ? tp_option_names[backend] : "?");
       state = TOPOS_BACKEND_NOT_COMPILED;
     } else if (k->setup && k->setup() != TOPOS_OK) {
       snprintf(slot->reason, sizeof slot->reason, "%s", topos_last_error());

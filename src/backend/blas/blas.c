@@ -53,7 +53,7 @@ TP_BLAS_GEMM(double, f64, cblas_dgemm)
 static const char *tp_blas_describe(void) {
   static char text[160];
 #if defined(TOPOS_BLAS_VENDOR_openblas)
-  snprintf(text, sizeof text, "OpenBLAS %s, core %s", openblas_get_config(), openblas_get_corename());
+  snprintf(text, sizeof text, "%s, core %s", openblas_get_config(), openblas_get_corename());
 #elif defined(TOPOS_BLAS_VENDOR_blis)
   snprintf(text, sizeof text, "BLIS (CBLAS)");
 #else
