@@ -97,8 +97,11 @@ static inline TP_V TP_VM_FN(tp_vtanh_)(TP_V x) {
   TP_V e = TP_VM_FN(tp_vexp_)(TP_VMIN(TP_VADD(a, a), TP_VSET(20.0f)));
   TP_V q = TP_VDIV(TP_VSET(2.0f), TP_VADD(e, TP_VSET(1.0f)));
   TP_V large = TP_VSUB(TP_VSET(1.0f), q);
-  large = TP_VCAST_F(TP_VI_OR(TP_VCAST_I(large), TP_VI_AND(TP_VCAST_I(x), sign_bit)));
   TP_V y = TP_VSELECT(TP_VCMP(a, TP_VSET(0.55f), _CMP_LT_OQ), small, large);
+  /* tanh is odd and |small| < |x|: the sign of x, also for -0 (which the
+   * polynomial would turn into +0). */
+  y = TP_VCAST_F(TP_VI_OR(TP_VI_AND(TP_VCAST_I(y), TP_VI_SET(0x7fffffff)),
+                          TP_VI_AND(TP_VCAST_I(x), sign_bit)));
   return TP_VSELECT(TP_VCMP(x, x, _CMP_UNORD_Q), x, y);
 }
 
