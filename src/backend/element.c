@@ -166,8 +166,13 @@ topos_status topos_element_map(const topos_element *element, topos_map_op op, co
                    topos_map_op_name(op));
   const unsigned char *x = in;
   unsigned char *y = out;
-  for (int64_t i = 0; i < count; ++i)
-    TP_TRY(element->apply(op, x + (size_t)i * element->size, y + (size_t)i * element->size));
+  for (int64_t i = 0; i < count; ++i) {
+    topos_status s = element->apply(op, x + (size_t)i * element->size, y + (size_t)i * element->size);
+    if (s == TOPOS_UNSUPPORTED)
+      return tp_fail(s, "element map %s: apply does not support %s", element->name,
+                     topos_map_op_name(op));
+    if (s != TOPOS_OK) return s;
+  }
   return TOPOS_OK;
 }
 
