@@ -188,10 +188,10 @@ static int tp_bench_throughput(int argc, char **argv) {
     const char *name;
     int only_default, none;
     topos_numerics posture;
-  } rows[] = {{"reference", 0, 1, TOPOS_EXACT},
-              {"default exact", 1, 0, TOPOS_EXACT},
-              {"all exact", 0, 0, TOPOS_EXACT},
-              {"all fast", 0, 0, TOPOS_FAST}};
+  } rows[] = {{"reference", 0, 1, TOPOS_NUMERICS_EXACT},
+              {"default exact", 1, 0, TOPOS_NUMERICS_EXACT},
+              {"all exact", 0, 0, TOPOS_NUMERICS_EXACT},
+              {"all fast", 0, 0, TOPOS_NUMERICS_FAST}};
   if (!json) printf("MLP 1024 -> 2048 tanh -> 512, batch %lld, f32 (ms/step, best of %d)\n", (long long)batch, steps);
   for (size_t r = with_reference ? 0 : 1; r < sizeof rows / sizeof rows[0]; ++r) {
     for (int b = 0; b < TOPOS_BACKEND_COUNT; ++b)

@@ -7,6 +7,9 @@
 #include "topos/base.h"
 #include "topos/tensor.h"
 #include "topos/ops.h"
+#include "topos/quant.h"
+#include "topos/graph.h"
+#include "topos/engine.h"
 #include "topos/backend.h"
 
 #endif

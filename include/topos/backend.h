@@ -10,8 +10,8 @@
  * built-in path. A member that fails poisons itself: it keeps the reason for
  * topos_backend_status() and declines from then on. Slow, never wrong.
  *
- * Numerics. TOPOS_EXACT computes the reference bits in every build: only
- * members whose coverage is bit-identical serve it. TOPOS_FAST (the default)
+ * Numerics. TOPOS_NUMERICS_EXACT computes the reference bits in every build: only
+ * members whose coverage is bit-identical serve it. TOPOS_NUMERICS_FAST (the default)
  * also admits envelope members, which reorder float sums (f32 products stay
  * within NMSE 1e-6 of the reference) and are bitwise repeatable run to run
  * and at every thread count. The posture is a thread-local value; an engine
@@ -19,18 +19,20 @@
 #ifndef TOPOS_BACKEND_H
 #define TOPOS_BACKEND_H
 
+#include "engine.h"
 #include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- numerics posture (thread-local; every new thread starts in TOPOS_FAST) */
-typedef enum topos_numerics { TOPOS_FAST = 0, TOPOS_EXACT = 1 } topos_numerics;
-
+/* ---- numerics posture (thread-local; every new thread starts in Fast).
+ * topos_numerics (TOPOS_NUMERICS_FAST, TOPOS_NUMERICS_EXACT) is the engine's
+ * request field; plans enter it while they run. Eager op calls use the
+ * calling thread's posture, set here. */
 TOPOS_API topos_numerics topos_numerics_current(void);
 /* Sets this thread's posture and returns the previous one, for
- *   topos_numerics saved = topos_numerics_enter(TOPOS_EXACT); ...;
+ *   topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT); ...;
  *   topos_numerics_restore(saved); */
 TOPOS_API topos_numerics topos_numerics_enter(topos_numerics numerics);
 TOPOS_API void topos_numerics_restore(topos_numerics previous);
@@ -70,7 +72,7 @@ typedef enum topos_formula {
 } topos_formula;
 
 /* How a backend serves a formula. Bit-identical serves both postures;
- * envelope serves TOPOS_FAST only. */
+ * envelope serves Fast only. */
 typedef enum topos_fidelity {
   TOPOS_FIDELITY_ABSENT = 0,
   TOPOS_FIDELITY_BIT_IDENTICAL,

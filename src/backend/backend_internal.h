@@ -47,11 +47,6 @@ extern const tp_kernels tp_kernels_accelerate;
 extern const tp_kernels tp_kernels_metal;
 #endif
 
-/* ---- posture (numerics.c) */
-topos_numerics tp_numerics_current(void);
-topos_numerics tp_numerics_enter(topos_numerics numerics);
-void tp_numerics_restore(topos_numerics previous);
-
 /* ---- the chain (chain.c). Run a task through the formula's chain:
  * TOPOS_OK when a member served it, TOPOS_UNSUPPORTED when every member
  * declined (the caller runs its built-in path), TOPOS_ERR_BACKEND in loud

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "backend/backend_internal.h"
+#include "base/numerics.h"
 
 #define E TOPOS_FIDELITY_ENVELOPE
 #define B TOPOS_FIDELITY_BIT_IDENTICAL
@@ -213,7 +214,7 @@ static topos_status tp_run_kernel(const tp_kernels *k, const tp_task_ref *t) {
 
 static topos_status tp_chain_run(const tp_task_ref *t) {
   tp_last_served = TOPOS_BACKEND_COUNT;
-  topos_numerics posture = tp_numerics_current();
+  int exact = tp_numerics_exact();
   int64_t work = tp_task_work(t);
   const char *formula = topos_formula_name(t->formula);
   for (int i = 0; i < TP_CHAIN_MAX; ++i) {
@@ -221,7 +222,7 @@ static topos_status tp_chain_run(const tp_task_ref *t) {
     if (member == TOPOS_BACKEND_COUNT) break;
     topos_fidelity fidelity = tp_coverage[member][t->formula];
     if (fidelity == TOPOS_FIDELITY_ABSENT) continue;
-    if (fidelity == TOPOS_FIDELITY_ENVELOPE && posture == TOPOS_EXACT) continue;
+    if (fidelity == TOPOS_FIDELITY_ENVELOPE && exact) continue;
     if (!topos_backend_enabled(member)) continue;
     if (work < tp_thresholds[member][t->formula]) continue;
     const tp_kernels *k = tp_kernels_of(member);

@@ -1,9 +1,6 @@
 /* Internal: what the built-in rungs need from the platform — which vector
  * ISA the default kernels may use and a fork-join loop over outputs.
- *
- * Stand-ins until branch `base` lands src/base/cpu.h and src/base/threads.h
- * (topos_cpu_has with the TOPOS_DISABLE_ISA mask, tp_parallel_for,
- * topos_threads): same shapes, so switching touches only platform.c. */
+ * Thin names over base/cpu.h and base/threads.h (platform.c). */
 #ifndef TP_BACKEND_PLATFORM_H
 #define TP_BACKEND_PLATFORM_H
 
@@ -20,10 +17,9 @@ typedef enum tp_vector_isa {
 tp_vector_isa tp_vector_isa_best(void);
 const char *tp_vector_isa_name(tp_vector_isa isa);
 
-/* Threads the built-in rungs use (>= 1): the test/bench override, else
- * TOPOS_THREADS, else the online cores. */
+/* Threads the built-in rungs use (>= 1): topos_threads(). */
 int tp_backend_threads(void);
-/* 0 returns to the default. */
+/* topos_set_threads; 0 returns to the default (TOPOS_THREADS or the cores). */
 void tp_backend_set_threads(int threads);
 
 /* Calls fn(ctx, begin, end) on disjoint chunks covering [0, n), each at

@@ -74,22 +74,22 @@ static void *bt_posture_of_new_thread(void *arg) {
 
 TEST(backend_numerics_posture_is_scoped_and_thread_local) {
   topos_numerics outer = topos_numerics_current();
-  CHECK_EQ_INT(outer, TOPOS_FAST);
-  topos_numerics saved = topos_numerics_enter(TOPOS_EXACT);
-  CHECK_EQ_INT(saved, TOPOS_FAST);
-  CHECK_EQ_INT(topos_numerics_current(), TOPOS_EXACT);
-  topos_numerics other = TOPOS_EXACT;
+  CHECK_EQ_INT(outer, TOPOS_NUMERICS_FAST);
+  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
+  CHECK_EQ_INT(saved, TOPOS_NUMERICS_FAST);
+  CHECK_EQ_INT(topos_numerics_current(), TOPOS_NUMERICS_EXACT);
+  topos_numerics other = TOPOS_NUMERICS_EXACT;
   pthread_t id;
   CHECK(pthread_create(&id, NULL, bt_posture_of_new_thread, &other) == 0);
   pthread_join(id, NULL);
-  topos_numerics inner = topos_numerics_enter(TOPOS_FAST);
+  topos_numerics inner = topos_numerics_enter(TOPOS_NUMERICS_FAST);
   topos_numerics_restore(inner);
   topos_numerics now = topos_numerics_current();
   topos_numerics_restore(saved);
-  CHECK_EQ_INT(other, TOPOS_FAST); /* a new thread starts Fast */
-  CHECK_EQ_INT(now, TOPOS_EXACT);
-  CHECK_EQ_INT(topos_numerics_current(), TOPOS_FAST);
-  CHECK(strcmp(topos_numerics_name(TOPOS_EXACT), "exact") == 0);
+  CHECK_EQ_INT(other, TOPOS_NUMERICS_FAST); /* a new thread starts Fast */
+  CHECK_EQ_INT(now, TOPOS_NUMERICS_EXACT);
+  CHECK_EQ_INT(topos_numerics_current(), TOPOS_NUMERICS_FAST);
+  CHECK(strcmp(topos_numerics_name(TOPOS_NUMERICS_EXACT), "exact") == 0);
 }
 
 /* A member that fails poisons itself, keeps the reason, and the task still
@@ -99,7 +99,7 @@ TEST(backend_failure_poisons_and_falls_back) {
   int64_t sa[2] = {20, 30}, sb[2] = {30, 10};
   topos_tensor *a = bt_random(TOPOS_F32, 2, sa, 21), *b = bt_random(TOPOS_F32, 2, sb, 22);
   topos_tensor *c = NULL, *c2 = NULL;
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   tp_backend_inject_failure(TOPOS_BACKEND_DEFAULT);
   topos_status s = topos_matmul(a, b, &c);
   char reason[320];
@@ -167,7 +167,7 @@ TEST(backend_loud_mode_reports_unavailable_member) {
   topos_status st = topos_matmul(a, a, &c);
   char message[512];
   snprintf(message, sizeof message, "%s", topos_last_error());
-  topos_numerics_enter(TOPOS_EXACT); /* Exact never asks envelope members */
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT); /* Exact never asks envelope members */
   topos_tensor *c2 = NULL;
   topos_status exact = topos_matmul(a, a, &c2);
   topos_tensor_release(a), topos_tensor_release(c), topos_tensor_release(c2);

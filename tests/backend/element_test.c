@@ -27,7 +27,7 @@ static topos_status bt_serving_map(const topos_element *self, topos_map_op op, c
 
 TEST(element_override_routes_products_and_maps) {
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   int64_t sa[3] = {2, 9, 11}, sb[3] = {2, 11, 5};
   topos_tensor *a = bt_random(TOPOS_F32, 3, sa, 61), *b = bt_random(TOPOS_F32, 3, sb, 62);
   topos_tensor *plain = NULL, *declined = NULL, *served = NULL, *mapped = NULL;

@@ -114,7 +114,7 @@ TEST(backend_elementwise_bits_do_not_depend_on_threads) {
 /* Exact maps are the reference's libm bits (special values included). */
 TEST(backend_exact_maps_match_reference) {
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   enum { N = 4096 };
   double *v = malloc(N * sizeof(double));
   CHECK(v);
@@ -152,7 +152,7 @@ TEST(backend_exact_maps_match_reference) {
  * returns a view with the same stride-0 axis; values equal the reference. */
 TEST(backend_map_over_broadcast_view_keeps_the_view) {
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   int64_t srow[1] = {1000};
   topos_tensor *row = bt_random(TOPOS_F32, 1, srow, 44), *spread = NULL, *y = NULL, *ref = NULL;
   int ok = row && topos_tensor_broadcast_along(row, 0, 64, &spread) == TOPOS_OK &&

@@ -12,7 +12,7 @@ static void bt_exact_product(topos_dtype dtype) {
   int64_t sa[2] = {BT_BIG, BT_BIG + 3}, sb[2] = {BT_BIG + 3, BT_BIG + 1};
   topos_tensor *a = bt_random(dtype, 2, sa, 1), *b = bt_random(dtype, 2, sb, 2), *c = NULL;
   double *ref = bt_reference_matmul(a, b);
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   topos_status s = topos_matmul(a, b, &c);
   int same = s == TOPOS_OK && bt_bits_equal(c, ref, BT_BIG * (BT_BIG + 1));
   topos_backend served = tp_backend_last_served();
@@ -31,7 +31,7 @@ TEST(backend_fast_f32_product_within_envelope_and_repeatable) {
   topos_tensor *a = bt_random(TOPOS_F32, 2, sa, 3), *b = bt_random(TOPOS_F32, 2, sb, 4);
   topos_tensor *c1 = NULL, *c2 = NULL;
   double *ref = bt_reference_matmul(a, b);
-  topos_numerics_enter(TOPOS_FAST);
+  topos_numerics_enter(TOPOS_NUMERICS_FAST);
   topos_status s1 = topos_matmul(a, b, &c1), s2 = topos_matmul(a, b, &c2);
   double nmse = s1 == TOPOS_OK ? bt_nmse(c1, ref, sa[0] * sb[1]) : INFINITY;
   int repeat = s2 == TOPOS_OK && topos_tensor_bits_equal(c1, c2);
@@ -52,7 +52,7 @@ TEST(backend_fast_f32_product_within_envelope_and_repeatable) {
  * reversed operands, in both postures, equal to the reference bits in Exact. */
 TEST(backend_exact_product_over_views) {
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   int64_t sbase[2] = {70, 90};
   topos_tensor *base = bt_random(TOPOS_F32, 2, sbase, 5);
   topos_tensor *at = NULL, *bn = NULL, *row = NULL, *spread = NULL, *c = NULL, *c2 = NULL;
@@ -81,7 +81,7 @@ TEST(backend_exact_product_over_views) {
 /* Batched products go through the seam one matrix at a time. */
 TEST(backend_batched_product_matches_per_matrix_reference) {
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_EXACT);
+  topos_numerics_enter(TOPOS_NUMERICS_EXACT);
   int64_t sa[3] = {3, 17, 33}, sb[3] = {3, 33, 9};
   topos_tensor *a = bt_random(TOPOS_F64, 3, sa, 7), *b = bt_random(TOPOS_F64, 3, sb, 8), *c = NULL;
   int ok = topos_matmul(a, b, &c) == TOPOS_OK;
@@ -113,7 +113,7 @@ TEST(backend_product_bits_do_not_depend_on_threads) {
   topos_tensor *a = bt_random(TOPOS_F32, 2, sa, 9), *b = bt_random(TOPOS_F32, 2, sb, 10);
   int ok = a && b;
   for (int posture = 0; ok && posture < 2; ++posture) {
-    topos_numerics_enter(posture ? TOPOS_EXACT : TOPOS_FAST);
+    topos_numerics_enter(posture ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST);
     topos_tensor *first = NULL;
     for (int threads = 1; ok && threads <= 3; ++threads) {
       tp_backend_set_threads(threads);
@@ -163,7 +163,7 @@ TEST(backend_default_rung_edges_match_reference_loop) {
  * and run on the default rung (Fast posture, whatever is compiled). */
 TEST(backend_declines_fall_through_to_default) {
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_FAST);
+  topos_numerics_enter(TOPOS_NUMERICS_FAST);
   int64_t s2[2] = {2, 2};
   topos_tensor *a = bt_random(TOPOS_F32, 2, s2, 12), *b = bt_random(TOPOS_F32, 2, s2, 13), *c = NULL;
   topos_status s = topos_matmul(a, b, &c);

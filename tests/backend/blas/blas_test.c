@@ -6,7 +6,7 @@
 TEST(blas_serves_transposed_and_narrowed_views_in_fast) {
   if (topos_backend_status(TOPOS_BACKEND_BLAS) != TOPOS_OK) SKIP("blas not ready");
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_FAST);
+  topos_numerics_enter(TOPOS_NUMERICS_FAST);
   int64_t s[2] = {160, 150};
   topos_tensor *base = bt_random(TOPOS_F32, 2, s, 71), *bt = NULL, *an = NULL, *c = NULL;
   int ok = base && topos_tensor_transpose(base, &bt) == TOPOS_OK &&   /* [150,160] transposed */

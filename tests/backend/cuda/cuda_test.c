@@ -22,7 +22,7 @@ static void bt_cuda_product(topos_dtype dtype, int transposed_b) {
     SKIP(why);
   }
   bt_scope scope = bt_enter();
-  topos_numerics_enter(TOPOS_FAST);
+  topos_numerics_enter(TOPOS_NUMERICS_FAST);
   topos_backend_set_enabled(TOPOS_BACKEND_BLAS, 0); /* so cuda is first in line */
   topos_backend_set_enabled(TOPOS_BACKEND_SIMD, 0);
   int64_t sa[2] = {700, 520}, sb[2] = {520, 610}, sbt[2] = {610, 520};

@@ -152,7 +152,7 @@ TEST(vmath_fast_map_through_the_op) {
   int64_t s[1] = {50000};
   topos_tensor *x = bt_random(TOPOS_F32, 1, s, 52), *f1 = NULL, *f2 = NULL;
   CHECK(x);
-  topos_numerics_enter(TOPOS_FAST);
+  topos_numerics_enter(TOPOS_NUMERICS_FAST);
   int ok = topos_tanh(x, &f1) == TOPOS_OK && topos_tanh(x, &f2) == TOPOS_OK;
   topos_backend served = tp_backend_last_served();
   double *ref = malloc(50000 * 8);
