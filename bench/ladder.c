@@ -43,6 +43,7 @@ typedef struct tp_peer {
 } tp_peer;
 
 static int tp_json;
+static const char *tp_only_rung; /* --rung NAME: measure one rung */
 
 static double tp_now(void) {
   struct timespec ts;
@@ -144,6 +145,7 @@ static void tp_bench_gemm(const tp_peer *peer, const int *sizes, int nsizes, int
         }
         for (int r = 0; r < TP_RUNG_COUNT; ++r) {
           if (r == TP_RUNG_NAIVE && (threads > 1 || n > naive_max)) continue;
+          if (tp_only_rung && strcmp(tp_only_rung, tp_rung_names[r]) != 0) continue;
           if (!tp_gemm_run((tp_rung)r, f64, &t)) continue; /* not compiled / declined */
           double best;
           TP_TIME_BEST(best, tp_gemm_run((tp_rung)r, f64, &t));
@@ -265,6 +267,7 @@ static int tp_bench_ladder(int argc, char **argv) {
     else if (strcmp(argv[i], "--maps") == 0) do_gemm = do_bias = 0;
     else if (strcmp(argv[i], "--bias") == 0) do_gemm = do_map = 0;
     else if (strcmp(argv[i], "--naive-max") == 0 && i + 1 < argc) naive_max = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--rung") == 0 && i + 1 < argc) tp_only_rung = argv[++i];
     else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       nsizes = 0;
       for (char *p = argv[++i]; *p && nsizes < 8;) {
@@ -274,7 +277,7 @@ static int tp_bench_ladder(int argc, char **argv) {
       }
     } else {
       fprintf(stderr, "usage: topos bench ladder [--json] [--gemm|--maps|--bias] [--sizes 512,1024,2048]\n"
-                      "       [--naive-max N] [--keep-openblas-env]\n");
+                      "       [--naive-max N] [--rung naive|default|simd|blas] [--keep-openblas-env]\n");
       return 2;
     }
   }
@@ -299,8 +302,8 @@ static int tp_bench_ladder(int argc, char **argv) {
     }
   }
   if (restarted)
-    printf("%snote: this bench removed %s from its own environment for the OpenBLAS peer and the blas rung%s\n",
-           tp_json ? "{\"note\":\"" : "", restarted, tp_json ? "\"}" : "");
+    printf("%sthis bench removed %s from its own environment for the OpenBLAS peer and the blas rung%s\n",
+           tp_json ? "{\"note\":\"" : "note: ", restarted, tp_json ? "\"}" : "");
   tp_peer peer;
   tp_open_peer(&peer);
   if (!tp_json) {

@@ -33,7 +33,7 @@ typedef void (*tp_uk_f32)(int64_t, const float *, const float *, float *, int64_
 typedef void (*tp_uk_f64)(int64_t, const double *, const double *, double *, int64_t, int, int,
                           int);
 
-enum { TP_MR = 6, TP_KC = 256, TP_MC = 96, TP_NC = 1024 };
+enum { TP_MR = 6, TP_KC = 256, TP_MC = 96, TP_NC = 512 };
 
 typedef struct tp_uk_choice {
   tp_uk_f32 f32;
