@@ -130,9 +130,9 @@ typedef struct {
   /* the current job */
   void (*fn)(void *ctx, int64_t begin, int64_t end);
   void *ctx;
-  int64_t n, chunks;
-  /* (generation << 32) | next chunk index: a worker that wakes late for an
-   * old job sees another generation and claims nothing. */
+  int64_t n;
+  /* generation << 32 | chunks << 16 | next chunk index: a worker that wakes
+   * late for an old job sees another generation and claims nothing. */
   atomic_ullong claim;
   atomic_llong done_chunks;
 } tp_simd_pool;
@@ -156,18 +156,19 @@ static inline void tp_simd_pause(void) {
 #endif
 }
 
-/* Claims and runs chunks of job `generation` until none is left. The job's
- * fields were published before the generation, so they are read after it. */
+/* Claims and runs chunks of job `generation` until none is left. The claim
+ * word alone decides (generation, chunk count, next index); the job's other
+ * fields are read only after a successful claim, and the caller cannot start
+ * the next job before this chunk is counted done. */
 static void tp_simd_pool_work(tp_simd_pool *pool, unsigned generation) {
-  int64_t chunks = pool->chunks;
   for (;;) {
     unsigned long long c = atomic_load(&pool->claim);
     if ((unsigned)(c >> 32) != generation) return;
-    int64_t i = (int64_t)(c & 0xffffffffu);
+    int64_t chunks = (int64_t)((c >> 16) & 0xffffu), i = (int64_t)(c & 0xffffu);
     if (i >= chunks) return;
     if (!atomic_compare_exchange_weak(&pool->claim, &c, c + 1)) continue;
     tp_simd_in_job = 1;
-    pool->fn(pool->ctx, i * pool->n / pool->chunks, (i + 1) * pool->n / pool->chunks);
+    pool->fn(pool->ctx, i * pool->n / chunks, (i + 1) * pool->n / chunks);
     tp_simd_in_job = 0;
     if (atomic_fetch_add(&pool->done_chunks, 1) + 1 == chunks) {
       pthread_mutex_lock(&pool->lock);
@@ -231,10 +232,9 @@ void tp_simd_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_
   pool->fn = fn;
   pool->ctx = ctx;
   pool->n = n;
-  pool->chunks = chunks;
   atomic_store(&pool->done_chunks, 0);
   unsigned generation = atomic_load(&pool->generation) + 1;
-  atomic_store(&pool->claim, (unsigned long long)generation << 32);
+  atomic_store(&pool->claim, (unsigned long long)generation << 32 | (unsigned long long)chunks << 16);
   pthread_mutex_lock(&pool->lock);
   atomic_store(&pool->generation, generation);
   pthread_cond_broadcast(&pool->wake);
