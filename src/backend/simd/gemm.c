@@ -127,8 +127,10 @@ static void tp_gemm_grid_choose(tp_gemm_grid *g, int64_t m, int64_t n, int64_t k
       double rows = (double)(((g->row_panels + tm - 1) / tm) * mr);
       double cols = (double)(((g->col_panels + tn - 1) / tn) * nr);
       /* Compute of the largest rectangle plus its packing (A rows cost about
-       * twice B columns: a transpose against a copy), in depth units. */
-      double cost = rows * cols + 32.0 * (2.0 * rows + cols);
+       * twice B columns: a transpose against a copy), in depth units. A
+       * rows-only partition packs B together (see the driver). */
+      double b_cols = tn == 1 ? cols / (double)tm : cols;
+      double cost = rows * cols + 32.0 * (2.0 * rows + b_cols);
       if (best_cost < 0 || cost < best_cost * (1 - 1e-12)) {
         best_cost = cost;
         g->row_rects = tm;
@@ -176,7 +178,7 @@ static const tp_gemm_blocking_f32 tp_gemm_table_f32[] = {
 #if defined(__x86_64__)
     {TP_SIMD_ISA_AVX2, "avx2 f32 6x16", TP_GEMM_AVX2_F32_MR, TP_GEMM_AVX2_F32_NR, 3072, 384, 512,
      tp_gemm_ukernel_avx2_f32},
-    {TP_SIMD_ISA_AVX512, "avx512 f32 12x32", TP_GEMM_AVX512_F32_MR, TP_GEMM_AVX512_F32_NR, 3072,
+    {TP_SIMD_ISA_AVX512, "avx512 f32 14x32", TP_GEMM_AVX512_F32_MR, TP_GEMM_AVX512_F32_NR, 3072,
      384, 512, tp_gemm_ukernel_avx512_f32},
 #endif
 #if defined(__aarch64__)

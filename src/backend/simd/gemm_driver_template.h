@@ -63,6 +63,8 @@ TP_GEMM_PACK_A_FIXED(4)
 TP_GEMM_PACK_A_FIXED(6)
 TP_GEMM_PACK_A_FIXED(8)
 TP_GEMM_PACK_A_FIXED(12)
+TP_GEMM_PACK_A_FIXED(14)
+TP_GEMM_PACK_A_FIXED(16)
 #undef TP_GEMM_PACK_A_FIXED
 
 static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_t ars, int64_t acs,
@@ -76,6 +78,8 @@ static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_
         case 6: TP_FN(tp_gemm_pack_a_rows6_)(kc, src, ars, dst); continue;
         case 8: TP_FN(tp_gemm_pack_a_rows8_)(kc, src, ars, dst); continue;
         case 12: TP_FN(tp_gemm_pack_a_rows12_)(kc, src, ars, dst); continue;
+        case 14: TP_FN(tp_gemm_pack_a_rows14_)(kc, src, ars, dst); continue;
+        case 16: TP_FN(tp_gemm_pack_a_rows16_)(kc, src, ars, dst); continue;
         default: break;
       }
     }
@@ -256,6 +260,17 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   TP_FN(tp_gemm_blocking_) blocking = *table_entry;
   const TP_FN(tp_gemm_blocking_) *bl = &blocking;
   tp_gemm_tuned_blocking(blocking.mr, blocking.nr, &blocking.mc, &blocking.kc, &blocking.nc);
+  /* Even depth panels (k = 512 with kc = 384 runs 256 + 256, not 384 + 128:
+   * a thin last panel pays the C load/store for little work). The panel
+   * edges never change a bit. Same for column blocks. */
+  if (k > 0) {
+    int64_t panels = (k + blocking.kc - 1) / blocking.kc;
+    blocking.kc = (k + panels - 1) / panels;
+  }
+  {
+    int64_t blocks = (n + blocking.nc - 1) / blocking.nc;
+    blocking.nc = tp_gemm_round_up((n + blocks - 1) / blocks, blocking.nr);
+  }
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
