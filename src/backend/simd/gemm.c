@@ -4,6 +4,7 @@
  * microkernels are the only ISA-specific code (gemm_kernels_*.c). */
 #include "backend/simd/gemm.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,44 @@ static int64_t tp_gemm_round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-static void *tp_gemm_alloc(size_t bytes) {
+/* Packing workspace. Large blocks from malloc are fresh mmaps, and touching
+ * a fresh multi-megabyte buffer page by page costs about as much as packing
+ * into it, so the last workspace is kept for the next call (one slot: a
+ * concurrent GEMM just allocates its own). It stays reachable until exit. */
+typedef struct {
+  void *ptr;
+  size_t bytes;
+} tp_gemm_workspace;
+
+static _Atomic(tp_gemm_workspace *) tp_gemm_cached_workspace;
+
+static tp_gemm_workspace *tp_gemm_workspace_acquire(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
-  return aligned_alloc(64, rounded ? rounded : 64);
+  if (!rounded) rounded = 64;
+  tp_gemm_workspace *ws = atomic_exchange(&tp_gemm_cached_workspace, NULL);
+  if (ws && ws->bytes >= rounded) return ws;
+  if (ws) {
+    free(ws->ptr);
+  } else {
+    ws = malloc(sizeof *ws);
+    if (!ws) return NULL;
+  }
+  ws->ptr = aligned_alloc(64, rounded);
+  ws->bytes = ws->ptr ? rounded : 0;
+  if (!ws->ptr) {
+    free(ws);
+    return NULL;
+  }
+  return ws;
+}
+
+static void tp_gemm_workspace_release(tp_gemm_workspace *ws) {
+  /* Park it; a workspace another GEMM parked meanwhile is freed. */
+  tp_gemm_workspace *other = atomic_exchange(&tp_gemm_cached_workspace, ws);
+  if (other) {
+    free(other->ptr);
+    free(other);
+  }
 }
 
 /* |extent - 1| * |stride| summed over the axes fits int64 (and a margin for

@@ -87,14 +87,23 @@ static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_
   }
 }
 
-#define TP_GEMM_PACK_B_FIXED(NRV)                                                           \
-  static void TP_FN(TP_CAT(tp_gemm_pack_b_rows##NRV, _))(int64_t kc, const TP_T *b,          \
-                                                           int64_t brs, TP_T *restrict dst) { \
-    for (int64_t p = 0; p < kc; ++p) {                                                      \
-      TP_T row[NRV];                                                                        \
-      for (int j = 0; j < NRV; ++j) row[j] = b[p * brs + j];                                \
-      for (int j = 0; j < NRV; ++j) dst[p * NRV + j] = row[j];                              \
-    }                                                                                       \
+/* Row-major B, `panels` full NR-panels: walk B row by row (one contiguous
+ * run of panels * NR values per depth step, which the hardware prefetcher
+ * follows; a panel at a time would touch a new page every NR values) and
+ * deal each row out to the panels. Fixed NR so the copies are unrolled. */
+#define TP_GEMM_PACK_B_FIXED(NRV)                                                              \
+  static void TP_FN(TP_CAT(tp_gemm_pack_b_rows##NRV, _))(int64_t kc, int64_t panels,           \
+                                                           const TP_T *b, int64_t brs,         \
+                                                           TP_T *restrict dst) {               \
+    for (int64_t p = 0; p < kc; ++p) {                                                         \
+      const TP_T *row = b + p * brs;                                                           \
+      TP_T *out = dst + p * NRV;                                                               \
+      for (int64_t q = 0; q < panels; ++q) {                                                   \
+        TP_T v[NRV];                                                                           \
+        for (int j = 0; j < NRV; ++j) v[j] = row[q * NRV + j];                                 \
+        for (int j = 0; j < NRV; ++j) out[q * kc * NRV + j] = v[j];                            \
+      }                                                                                        \
+    }                                                                                          \
   }
 TP_GEMM_PACK_B_FIXED(4)
 TP_GEMM_PACK_B_FIXED(6)
@@ -108,20 +117,27 @@ TP_GEMM_PACK_B_FIXED(32)
  * B[p][q*NR + j], columns past nc are zero. */
 static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_t brs, int64_t bcs,
                                    int nr, TP_T *restrict dst) {
-  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+  int64_t j0 = 0;
+  if (bcs == 1 && nc >= nr) {
+    int64_t full = nc / nr;
+    int done = 1;
+    switch (nr) {
+      case 4: TP_FN(tp_gemm_pack_b_rows4_)(kc, full, b, brs, dst); break;
+      case 6: TP_FN(tp_gemm_pack_b_rows6_)(kc, full, b, brs, dst); break;
+      case 8: TP_FN(tp_gemm_pack_b_rows8_)(kc, full, b, brs, dst); break;
+      case 12: TP_FN(tp_gemm_pack_b_rows12_)(kc, full, b, brs, dst); break;
+      case 16: TP_FN(tp_gemm_pack_b_rows16_)(kc, full, b, brs, dst); break;
+      case 32: TP_FN(tp_gemm_pack_b_rows32_)(kc, full, b, brs, dst); break;
+      default: done = 0; break;
+    }
+    if (done) {
+      j0 = full * nr;
+      dst += full * kc * nr;
+    }
+  }
+  for (; j0 < nc; j0 += nr, dst += kc * nr) {
     int64_t cols = nc - j0 < nr ? nc - j0 : nr;
     const TP_T *src = b + j0 * bcs;
-    if (bcs == 1 && cols == nr) {
-      switch (nr) { /* fixed-size row copies; a generic loop becomes memcpy calls */
-        case 4: TP_FN(tp_gemm_pack_b_rows4_)(kc, src, brs, dst); continue;
-        case 6: TP_FN(tp_gemm_pack_b_rows6_)(kc, src, brs, dst); continue;
-        case 8: TP_FN(tp_gemm_pack_b_rows8_)(kc, src, brs, dst); continue;
-        case 12: TP_FN(tp_gemm_pack_b_rows12_)(kc, src, brs, dst); continue;
-        case 16: TP_FN(tp_gemm_pack_b_rows16_)(kc, src, brs, dst); continue;
-        case 32: TP_FN(tp_gemm_pack_b_rows32_)(kc, src, brs, dst); continue;
-        default: break;
-      }
-    }
     if (bcs == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         const TP_T *row = src + p * brs;
@@ -297,7 +313,8 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   size_t bytes = (size_t)(shared ? rects * job.apack_elems + job.bpack_elems
                                  : rects * (job.apack_elems + job.bpack_elems)) *
                  sizeof(TP_T);
-  job.work = tp_gemm_alloc(bytes);
+  tp_gemm_workspace *ws = tp_gemm_workspace_acquire(bytes);
+  job.work = ws ? ws->ptr : NULL;
   if (!job.work)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "simd gemm %s: cannot allocate %zu bytes of packing buffers",
                    TP_STRINGIFY(TP_S), bytes);
@@ -317,7 +334,7 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
       }
     }
   }
-  free(job.work);
+  tp_gemm_workspace_release(ws);
   return TOPOS_OK;
 }
 
