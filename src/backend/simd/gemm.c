@@ -229,8 +229,8 @@ static const tp_gemm_blocking_f64 tp_gemm_table_f64[] = {
 #if defined(__x86_64__)
     {TP_SIMD_ISA_AVX2, "avx2 f64 6x8", TP_GEMM_AVX2_F64_MR, TP_GEMM_AVX2_F64_NR, 3072, 256, 512,
      tp_gemm_ukernel_avx2_f64},
-    {TP_SIMD_ISA_AVX512, "avx512 f64 12x16", TP_GEMM_AVX512_F64_MR, TP_GEMM_AVX512_F64_NR, 3072,
-     256, 512, tp_gemm_ukernel_avx512_f64},
+    {TP_SIMD_ISA_AVX512, "avx512 f64 14x16", TP_GEMM_AVX512_F64_MR, TP_GEMM_AVX512_F64_NR, 3072,
+     256, 256, tp_gemm_ukernel_avx512_f64},
 #endif
 #if defined(__aarch64__)
     {TP_SIMD_ISA_NEON, "neon f64 8x6", TP_GEMM_NEON_F64_MR, TP_GEMM_NEON_F64_NR, 2048, 256, 384,
