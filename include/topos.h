@@ -7,5 +7,8 @@
 #include "topos/base.h"
 #include "topos/tensor.h"
 #include "topos/ops.h"
+#include "topos/quant.h"
+#include "topos/graph.h"
+#include "topos/engine.h"
 
 #endif

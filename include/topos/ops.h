@@ -19,7 +19,18 @@
  * always an explicit view (broadcast, broadcast_along).
  * Edge rules: maximum propagates NaN and orders -0 < +0; step(a, t) is 1 when
  * a >= t (ties give 1); relu(x) = maximum(x, 0), so relu(-0) = +0 and its
- * subgradient at 0 is 1. */
+ * subgradient at 0 is 1.
+ * log_softmax / log_sum_exp with a non-finite peak (the lane maximum):
+ * log_softmax follows its formula, so a lane holding +inf, a NaN, or only
+ * -inf is NaN throughout; log_sum_exp gives the peak when it is infinite
+ * (only -inf => -inf, any +inf => +inf) and NaN when a NaN is present.
+ * fold and scatter are zero-seeded, so they turn -0 sums into +0.
+ * Dtypes: arithmetic takes float dtypes only; integer tensors (i32 indices)
+ * have no arithmetic and are refused with TOPOS_ERR_DTYPE; binary ops never
+ * mix dtypes (TOPOS_ERR_DTYPE naming both). Views, pad and gather move any
+ * plain dtype. Block-quantized tensors are refused by every op except views
+ * that keep the packed last axis (message: use the quantized product or
+ * dequantize). */
 #ifndef TOPOS_OPS_H
 #define TOPOS_OPS_H
 

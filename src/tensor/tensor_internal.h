@@ -30,11 +30,44 @@ struct topos_tensor {
 
 /* Element size in bytes for plain (non-block) dtypes; 0 for block-quantized. */
 size_t tp_dtype_size(topos_dtype dtype);
+/* i8, i16, i32, i64. */
+int tp_dtype_is_integer(topos_dtype dtype);
+
+/* ---- storage (storage.c). Both constructors return one reference. */
+/* Heap bytes, 64-byte aligned; zeroed when `zero`. */
+topos_status tp_storage_heap(size_t bytes, bool zero, tp_storage **out);
+/* Caller or mapped bytes; `release` (may be NULL) runs once after the last release. */
+topos_status tp_storage_wrap(void *data, size_t bytes, topos_storage_kind kind,
+                             topos_release_fn release, void *context, tp_storage **out);
+void tp_storage_retain(tp_storage *s);
+void tp_storage_release(tp_storage *s); /* NULL is fine */
+
+/* ---- one element of a plain dtype (element.c), with topos_tensor_convert's
+ * rules: float->float and int->float round to nearest even (f64 and integers
+ * reach f16/bf16 through f32); float->int truncates toward zero and
+ * saturates, NaN is refused; int->int saturates. */
+typedef struct tp_value {
+  bool is_int; /* the value came from an integer dtype: i is exact */
+  int64_t i;
+  double f; /* always set (for integers: (double)i) */
+} tp_value;
+tp_value tp_load(topos_dtype dtype, const void *p);
+/* false only for NaN into an integer dtype (nothing is written then). */
+bool tp_store(topos_dtype dtype, void *p, tp_value v);
+float tp_value_f32(tp_value v);
+double tp_value_f64(tp_value v);
+static inline tp_value tp_value_of_double(double f) {
+  tp_value v = {false, 0, f};
+  return v;
+}
 
 /* New contiguous tensor with uninitialised contents (kernels write every element). */
 topos_status tp_tensor_empty(topos_dtype dtype, int rank, const int64_t *shape, topos_tensor **out);
-/* A new handle over t's storage with the given layout (no checks beyond
- * bounds: every reachable element must lie inside the storage). */
+/* A new handle over t's storage with the given layout. Checks only that the
+ * shape is valid, every reachable element lies inside the storage
+ * (TOPOS_ERR_RANGE) and, for block dtypes, that the last axis stays contiguous
+ * in whole blocks with block-aligned outer strides and offset (TOPOS_ERR_DTYPE).
+ * Negative strides are allowed. */
 topos_status tp_tensor_view(topos_tensor *t, int rank, const int64_t *shape,
                             const int64_t *strides, int64_t offset, topos_tensor **out);
 /* Row-major contiguous strides for shape. */
