@@ -11,6 +11,7 @@
 
 #include "backend/simd/gemm_kernels.h"
 #include "base/error.h"
+#include "base/threads.h"
 
 #define TP_STRINGIFY_(x) #x
 #define TP_STRINGIFY(x) TP_STRINGIFY_(x)

@@ -293,7 +293,7 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
     return TOPOS_OK;
   }
   TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0, 0, 0, 0, 0};
-  tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, tp_simd_threads());
+  tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, topos_threads());
   int64_t rects = job.grid.row_rects * job.grid.col_rects;
   /* Rows-only partitions share one packed B block per (depth panel, column
    * block), packed by all threads together: no thread repacks all of B. Each
@@ -322,15 +322,15 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   if (rects == 1) {
     TP_FN(tp_gemm_worker_)(&job, 0, 1);
   } else if (!shared) {
-    tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
+    tp_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
   } else {
     for (job.pc = 0; job.pc < k; job.pc += bl->kc) {
       job.kc = k - job.pc < bl->kc ? k - job.pc : bl->kc;
       for (job.jc = 0; job.jc < n; job.jc += bl->nc) {
         job.nc = n - job.jc < bl->nc ? n - job.jc : bl->nc;
         int64_t panels = (job.nc + bl->nr - 1) / bl->nr;
-        tp_simd_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
-        tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);
+        tp_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
+        tp_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);
       }
     }
   }
