@@ -123,7 +123,8 @@ static uint64_t tp_bench_next(uint64_t *state) {
     }                                                                                            \
     double flops = 2.0 * (double)n * (double)n * (double)n, ours, theirs = 0;                    \
     topos_status st = TOPOS_OK;                                                                  \
-    tp_simd_set_threads(threads);                                                                \
+    int saved_threads = topos_threads();                                                         \
+    topos_set_threads(threads);                                                                  \
     if (peer->handle) {                                                                          \
       peer->set_threads(threads);                                                                \
       TP_BENCH_PAIR(ours, st = tp_simd_gemm_##S(n, n, n, a, n, 1, b, n, 1, c, n), theirs,        \
@@ -135,7 +136,7 @@ static uint64_t tp_bench_next(uint64_t *state) {
       TP_BENCH_PAIR(ours, st = tp_simd_gemm_##S(n, n, n, a, n, 1, b, n, 1, c, n), theirs,        \
                     (void)0, seconds);                                                           \
     }                                                                                            \
-    tp_simd_set_threads(0);                                                                      \
+    topos_set_threads(saved_threads);                                                            \
     if (st != TOPOS_OK) {                                                                        \
       free(a), free(b), free(c), free(c_peer);                                                   \
       return tp_cli_fail("bench-gemm", st, "tp_simd_gemm_" #S);                                  \

@@ -4,12 +4,14 @@
  * microkernels are the only ISA-specific code (gemm_kernels_*.c). */
 #include "backend/simd/gemm.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/simd/gemm_kernels.h"
 #include "base/error.h"
+#include "base/threads.h"
 
 #define TP_STRINGIFY_(x) #x
 #define TP_STRINGIFY(x) TP_STRINGIFY_(x)
@@ -18,9 +20,44 @@ static int64_t tp_gemm_round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-static void *tp_gemm_alloc(size_t bytes) {
+/* Packing workspace. Large blocks from malloc are fresh mmaps, and touching
+ * a fresh multi-megabyte buffer page by page costs about as much as packing
+ * into it, so the last workspace is kept for the next call (one slot: a
+ * concurrent GEMM just allocates its own). It stays reachable until exit. */
+typedef struct {
+  void *ptr;
+  size_t bytes;
+} tp_gemm_workspace;
+
+static _Atomic(tp_gemm_workspace *) tp_gemm_cached_workspace;
+
+static tp_gemm_workspace *tp_gemm_workspace_acquire(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
-  return aligned_alloc(64, rounded ? rounded : 64);
+  if (!rounded) rounded = 64;
+  tp_gemm_workspace *ws = atomic_exchange(&tp_gemm_cached_workspace, NULL);
+  if (ws && ws->bytes >= rounded) return ws;
+  if (ws) {
+    free(ws->ptr);
+  } else {
+    ws = malloc(sizeof *ws);
+    if (!ws) return NULL;
+  }
+  ws->ptr = aligned_alloc(64, rounded);
+  ws->bytes = ws->ptr ? rounded : 0;
+  if (!ws->ptr) {
+    free(ws);
+    return NULL;
+  }
+  return ws;
+}
+
+static void tp_gemm_workspace_release(tp_gemm_workspace *ws) {
+  /* Park it; a workspace another GEMM parked meanwhile is freed. */
+  tp_gemm_workspace *other = atomic_exchange(&tp_gemm_cached_workspace, ws);
+  if (other) {
+    free(other->ptr);
+    free(other);
+  }
 }
 
 /* |extent - 1| * |stride| summed over the axes fits int64 (and a margin for
@@ -127,8 +164,10 @@ static void tp_gemm_grid_choose(tp_gemm_grid *g, int64_t m, int64_t n, int64_t k
       double rows = (double)(((g->row_panels + tm - 1) / tm) * mr);
       double cols = (double)(((g->col_panels + tn - 1) / tn) * nr);
       /* Compute of the largest rectangle plus its packing (A rows cost about
-       * twice B columns: a transpose against a copy), in depth units. */
-      double cost = rows * cols + 32.0 * (2.0 * rows + cols);
+       * twice B columns: a transpose against a copy), in depth units. A
+       * rows-only partition packs B together (see the driver). */
+      double b_cols = tn == 1 ? cols / (double)tm : cols;
+      double cost = rows * cols + 32.0 * (2.0 * rows + b_cols);
       if (best_cost < 0 || cost < best_cost * (1 - 1e-12)) {
         best_cost = cost;
         g->row_rects = tm;
@@ -176,7 +215,7 @@ static const tp_gemm_blocking_f32 tp_gemm_table_f32[] = {
 #if defined(__x86_64__)
     {TP_SIMD_ISA_AVX2, "avx2 f32 6x16", TP_GEMM_AVX2_F32_MR, TP_GEMM_AVX2_F32_NR, 3072, 384, 512,
      tp_gemm_ukernel_avx2_f32},
-    {TP_SIMD_ISA_AVX512, "avx512 f32 12x32", TP_GEMM_AVX512_F32_MR, TP_GEMM_AVX512_F32_NR, 3072,
+    {TP_SIMD_ISA_AVX512, "avx512 f32 14x32", TP_GEMM_AVX512_F32_MR, TP_GEMM_AVX512_F32_NR, 3072,
      384, 512, tp_gemm_ukernel_avx512_f32},
 #endif
 #if defined(__aarch64__)
@@ -191,8 +230,8 @@ static const tp_gemm_blocking_f64 tp_gemm_table_f64[] = {
 #if defined(__x86_64__)
     {TP_SIMD_ISA_AVX2, "avx2 f64 6x8", TP_GEMM_AVX2_F64_MR, TP_GEMM_AVX2_F64_NR, 3072, 256, 512,
      tp_gemm_ukernel_avx2_f64},
-    {TP_SIMD_ISA_AVX512, "avx512 f64 12x16", TP_GEMM_AVX512_F64_MR, TP_GEMM_AVX512_F64_NR, 3072,
-     256, 512, tp_gemm_ukernel_avx512_f64},
+    {TP_SIMD_ISA_AVX512, "avx512 f64 14x16", TP_GEMM_AVX512_F64_MR, TP_GEMM_AVX512_F64_NR, 3072,
+     256, 256, tp_gemm_ukernel_avx512_f64},
 #endif
 #if defined(__aarch64__)
     {TP_SIMD_ISA_NEON, "neon f64 8x6", TP_GEMM_NEON_F64_MR, TP_GEMM_NEON_F64_NR, 2048, 256, 384,

@@ -20,14 +20,14 @@
  * cannot be allocated: TOPOS_ERR_OUT_OF_MEMORY (C untouched).
  * m == 0 or n == 0 does nothing; k == 0 sets C to zero.
  *
- * Threads: tp_simd_threads() workers split C into disjoint rectangles; k is
+ * Threads: topos_threads() workers (tp_parallel_for) split C into disjoint rectangles; k is
  * never split. */
 #ifndef TP_BACKEND_SIMD_GEMM_H
 #define TP_BACKEND_SIMD_GEMM_H
 
 #include <stdint.h>
 
-#include "backend/simd/simd_platform.h"
+#include "backend/simd/simd_isa.h"
 #include "topos/base.h"
 
 topos_status tp_simd_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,

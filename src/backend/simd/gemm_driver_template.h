@@ -63,6 +63,8 @@ TP_GEMM_PACK_A_FIXED(4)
 TP_GEMM_PACK_A_FIXED(6)
 TP_GEMM_PACK_A_FIXED(8)
 TP_GEMM_PACK_A_FIXED(12)
+TP_GEMM_PACK_A_FIXED(14)
+TP_GEMM_PACK_A_FIXED(16)
 #undef TP_GEMM_PACK_A_FIXED
 
 static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_t ars, int64_t acs,
@@ -76,6 +78,8 @@ static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_
         case 6: TP_FN(tp_gemm_pack_a_rows6_)(kc, src, ars, dst); continue;
         case 8: TP_FN(tp_gemm_pack_a_rows8_)(kc, src, ars, dst); continue;
         case 12: TP_FN(tp_gemm_pack_a_rows12_)(kc, src, ars, dst); continue;
+        case 14: TP_FN(tp_gemm_pack_a_rows14_)(kc, src, ars, dst); continue;
+        case 16: TP_FN(tp_gemm_pack_a_rows16_)(kc, src, ars, dst); continue;
         default: break;
       }
     }
@@ -83,14 +87,23 @@ static void TP_FN(tp_gemm_pack_a_)(int64_t mc, int64_t kc, const TP_T *a, int64_
   }
 }
 
-#define TP_GEMM_PACK_B_FIXED(NRV)                                                           \
-  static void TP_FN(TP_CAT(tp_gemm_pack_b_rows##NRV, _))(int64_t kc, const TP_T *b,          \
-                                                           int64_t brs, TP_T *restrict dst) { \
-    for (int64_t p = 0; p < kc; ++p) {                                                      \
-      TP_T row[NRV];                                                                        \
-      for (int j = 0; j < NRV; ++j) row[j] = b[p * brs + j];                                \
-      for (int j = 0; j < NRV; ++j) dst[p * NRV + j] = row[j];                              \
-    }                                                                                       \
+/* Row-major B, `panels` full NR-panels: walk B row by row (one contiguous
+ * run of panels * NR values per depth step, which the hardware prefetcher
+ * follows; a panel at a time would touch a new page every NR values) and
+ * deal each row out to the panels. Fixed NR so the copies are unrolled. */
+#define TP_GEMM_PACK_B_FIXED(NRV)                                                              \
+  static void TP_FN(TP_CAT(tp_gemm_pack_b_rows##NRV, _))(int64_t kc, int64_t panels,           \
+                                                           const TP_T *b, int64_t brs,         \
+                                                           TP_T *restrict dst) {               \
+    for (int64_t p = 0; p < kc; ++p) {                                                         \
+      const TP_T *row = b + p * brs;                                                           \
+      TP_T *out = dst + p * NRV;                                                               \
+      for (int64_t q = 0; q < panels; ++q) {                                                   \
+        TP_T v[NRV];                                                                           \
+        for (int j = 0; j < NRV; ++j) v[j] = row[q * NRV + j];                                 \
+        for (int j = 0; j < NRV; ++j) out[q * kc * NRV + j] = v[j];                            \
+      }                                                                                        \
+    }                                                                                          \
   }
 TP_GEMM_PACK_B_FIXED(4)
 TP_GEMM_PACK_B_FIXED(6)
@@ -104,20 +117,27 @@ TP_GEMM_PACK_B_FIXED(32)
  * B[p][q*NR + j], columns past nc are zero. */
 static void TP_FN(tp_gemm_pack_b_)(int64_t kc, int64_t nc, const TP_T *b, int64_t brs, int64_t bcs,
                                    int nr, TP_T *restrict dst) {
-  for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+  int64_t j0 = 0;
+  if (bcs == 1 && nc >= nr) {
+    int64_t full = nc / nr;
+    int done = 1;
+    switch (nr) {
+      case 4: TP_FN(tp_gemm_pack_b_rows4_)(kc, full, b, brs, dst); break;
+      case 6: TP_FN(tp_gemm_pack_b_rows6_)(kc, full, b, brs, dst); break;
+      case 8: TP_FN(tp_gemm_pack_b_rows8_)(kc, full, b, brs, dst); break;
+      case 12: TP_FN(tp_gemm_pack_b_rows12_)(kc, full, b, brs, dst); break;
+      case 16: TP_FN(tp_gemm_pack_b_rows16_)(kc, full, b, brs, dst); break;
+      case 32: TP_FN(tp_gemm_pack_b_rows32_)(kc, full, b, brs, dst); break;
+      default: done = 0; break;
+    }
+    if (done) {
+      j0 = full * nr;
+      dst += full * kc * nr;
+    }
+  }
+  for (; j0 < nc; j0 += nr, dst += kc * nr) {
     int64_t cols = nc - j0 < nr ? nc - j0 : nr;
     const TP_T *src = b + j0 * bcs;
-    if (bcs == 1 && cols == nr) {
-      switch (nr) { /* fixed-size row copies; a generic loop becomes memcpy calls */
-        case 4: TP_FN(tp_gemm_pack_b_rows4_)(kc, src, brs, dst); continue;
-        case 6: TP_FN(tp_gemm_pack_b_rows6_)(kc, src, brs, dst); continue;
-        case 8: TP_FN(tp_gemm_pack_b_rows8_)(kc, src, brs, dst); continue;
-        case 12: TP_FN(tp_gemm_pack_b_rows12_)(kc, src, brs, dst); continue;
-        case 16: TP_FN(tp_gemm_pack_b_rows16_)(kc, src, brs, dst); continue;
-        case 32: TP_FN(tp_gemm_pack_b_rows32_)(kc, src, brs, dst); continue;
-        default: break;
-      }
-    }
     if (bcs == 1) {
       for (int64_t p = 0; p < kc; ++p) {
         const TP_T *row = src + p * brs;
@@ -256,13 +276,24 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   TP_FN(tp_gemm_blocking_) blocking = *table_entry;
   const TP_FN(tp_gemm_blocking_) *bl = &blocking;
   tp_gemm_tuned_blocking(blocking.mr, blocking.nr, &blocking.mc, &blocking.kc, &blocking.nc);
+  /* Even depth panels (k = 512 with kc = 384 runs 256 + 256, not 384 + 128:
+   * a thin last panel pays the C load/store for little work). The panel
+   * edges never change a bit. Same for column blocks. */
+  if (k > 0) {
+    int64_t panels = (k + blocking.kc - 1) / blocking.kc;
+    blocking.kc = (k + panels - 1) / panels;
+  }
+  {
+    int64_t blocks = (n + blocking.nc - 1) / blocking.nc;
+    blocking.nc = tp_gemm_round_up((n + blocks - 1) / blocks, blocking.nr);
+  }
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
     return TOPOS_OK;
   }
   TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0, 0, 0, 0, 0};
-  tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, tp_simd_threads());
+  tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, topos_threads());
   int64_t rects = job.grid.row_rects * job.grid.col_rects;
   /* Rows-only partitions share one packed B block per (depth panel, column
    * block), packed by all threads together: no thread repacks all of B. Each
@@ -282,7 +313,8 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   size_t bytes = (size_t)(shared ? rects * job.apack_elems + job.bpack_elems
                                  : rects * (job.apack_elems + job.bpack_elems)) *
                  sizeof(TP_T);
-  job.work = tp_gemm_alloc(bytes);
+  tp_gemm_workspace *ws = tp_gemm_workspace_acquire(bytes);
+  job.work = ws ? ws->ptr : NULL;
   if (!job.work)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "simd gemm %s: cannot allocate %zu bytes of packing buffers",
                    TP_STRINGIFY(TP_S), bytes);
@@ -290,19 +322,19 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   if (rects == 1) {
     TP_FN(tp_gemm_worker_)(&job, 0, 1);
   } else if (!shared) {
-    tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
+    tp_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
   } else {
     for (job.pc = 0; job.pc < k; job.pc += bl->kc) {
       job.kc = k - job.pc < bl->kc ? k - job.pc : bl->kc;
       for (job.jc = 0; job.jc < n; job.jc += bl->nc) {
         job.nc = n - job.jc < bl->nc ? n - job.jc : bl->nc;
         int64_t panels = (job.nc + bl->nr - 1) / bl->nr;
-        tp_simd_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
-        tp_simd_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);
+        tp_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
+        tp_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);
       }
     }
   }
-  free(job.work);
+  tp_gemm_workspace_release(ws);
   return TOPOS_OK;
 }
 

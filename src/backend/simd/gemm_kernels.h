@@ -29,9 +29,9 @@ typedef void (*tp_gemm_ukernel_f64)(int64_t kc, const double *a, const double *b
 #define TP_GEMM_AVX2_F32_NR 16
 #define TP_GEMM_AVX2_F64_MR 6
 #define TP_GEMM_AVX2_F64_NR 8
-#define TP_GEMM_AVX512_F32_MR 12
+#define TP_GEMM_AVX512_F32_MR 14
 #define TP_GEMM_AVX512_F32_NR 32
-#define TP_GEMM_AVX512_F64_MR 12
+#define TP_GEMM_AVX512_F64_MR 14
 #define TP_GEMM_AVX512_F64_NR 16
 #define TP_GEMM_NEON_F32_MR 8
 #define TP_GEMM_NEON_F32_NR 12

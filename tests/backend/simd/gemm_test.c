@@ -259,6 +259,7 @@ TG_BLOCKING_TEST(f64, double)
                                     {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0}};                      \
     int ok = 1;                                                                                 \
     char why[256] = "";                                                                         \
+    int saved_threads = topos_threads();                                                        \
     for (size_t ti = 0; ti < 2 * sizeof cases / sizeof cases[0] && ok; ++ti) {                 \
       size_t ci = ti / 2;                                                                       \
       tp_simd_gemm_set_tuning(&tunings[ti % 2]);                                                \
@@ -269,7 +270,8 @@ TG_BLOCKING_TEST(f64, double)
       ok = ok && want;                                                                          \
       static const int threads[] = {1, 2, 3, 2, 1};                                             \
       for (size_t t = 0; t < sizeof threads / sizeof threads[0] && ok; ++t) {                   \
-        tp_simd_set_threads(threads[t]);                                                        \
+        ok = topos_set_threads(threads[t]) == TOPOS_OK;                                         \
+        if (!ok) break;                                                                         \
         ok = tg_run_##S(&p, tp_simd_isa_best()) == TOPOS_OK;                                    \
         if (ok && threads[t] > 1 && tp_simd_gemm_last_rectangles() < 2) {                       \
           snprintf(why, sizeof why, "case %zu: %d threads used 1 rectangle", ti, threads[t]);   \
@@ -287,7 +289,7 @@ TG_BLOCKING_TEST(f64, double)
       free(want);                                                                               \
       tg_free_##S(&p);                                                                          \
     }                                                                                           \
-    tp_simd_set_threads(0);                                                                     \
+    topos_set_threads(saved_threads);                                                           \
     tp_simd_gemm_set_tuning(NULL);                                                              \
     CHECK_MSG(ok, "%s", why[0] ? why : "setup or run failed");                                  \
   }
