@@ -27,9 +27,6 @@
 #include "backend/backend_internal.h"
 #include "backend/platform.h"
 #include "tools/cli.h"
-#ifdef TOPOS_HAVE_SIMD
-#include "backend/simd/simd_platform.h"
-#endif
 
 typedef void (*tp_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
                             const float *, int, float, float *, int);
@@ -67,12 +64,7 @@ static void tp_fill(void *p, int64_t count, int f64, uint64_t seed) {
   }
 }
 
-static void tp_set_threads(int threads) {
-  tp_backend_set_threads(threads);
-#ifdef TOPOS_HAVE_SIMD
-  tp_simd_set_threads(threads);
-#endif
-}
+static void tp_set_threads(int threads) { tp_backend_set_threads(threads); }
 
 /* ---- gemm */
 typedef enum { TP_RUNG_NAIVE, TP_RUNG_DEFAULT, TP_RUNG_SIMD, TP_RUNG_BLAS, TP_RUNG_COUNT } tp_rung;

@@ -51,7 +51,6 @@ static topos_status tp_simd_map_f32(topos_map_op op, const void *in, void *out, 
 
 #define TP_SIMD_GEMM(T, sfx)                                                                  \
   static topos_status tp_simd_member_gemm_##sfx(const topos_gemm_task *t) {                   \
-    tp_simd_set_threads(tp_backend_threads());                                                \
     return tp_simd_gemm_##sfx(t->m, t->n, t->k, t->a, t->a_row_stride, t->a_col_stride, t->b, \
                               t->b_row_stride, t->b_col_stride, t->c,                         \
                               t->c_row_stride < t->n ? t->n : t->c_row_stride);               \
