@@ -88,8 +88,13 @@ static void *tp_gemm_buffer(size_t bytes) {
     const T *a = t->a, *b = t->b;                                                                \
     T *c = t->c;                                                                                 \
     int64_t nc_max = (TP_NC + nr - 1) / nr * nr;                                                 \
-    T *ap = tp_gemm_buffer((size_t)TP_MC * TP_KC * sizeof(T));                                   \
-    T *bp = tp_gemm_buffer((size_t)nc_max * TP_KC * sizeof(T));                                  \
+    /* buffers sized to this rectangle, so small products stay small */                         \
+    int64_t rows = i_end - i_begin, cols = j_end - j_begin;                                      \
+    int64_t kc_max = t->k < TP_KC ? t->k : TP_KC;                                                \
+    int64_t mc_max = rows < TP_MC ? (rows + TP_MR - 1) / TP_MR * TP_MR : TP_MC;                  \
+    int64_t nb = cols < nc_max ? (cols + nr - 1) / nr * nr : nc_max;                             \
+    T *ap = tp_gemm_buffer((size_t)(mc_max * kc_max) * sizeof(T));                               \
+    T *bp = tp_gemm_buffer((size_t)(nb * kc_max) * sizeof(T));                                   \
     if (!ap || !bp) {                                                                            \
       free(ap);                                                                                  \
       free(bp);                                                                                  \
@@ -155,6 +160,12 @@ static void *tp_gemm_buffer(size_t bytes) {
   }                                                                                              \
                                                                                                  \
   topos_status tp_default_gemm_##sfx(const topos_gemm_task *t) {                                 \
+    /* Below a few thousand multiply-adds packing costs more than it saves;                      \
+     * the plain loops give the same bits. */                                                     \
+    if ((double)t->m * (double)t->n * (double)t->k < 4096.0) {                                   \
+      tp_reference_gemm_##sfx(t);                                                                \
+      return TOPOS_OK;                                                                           \
+    }                                                                                            \
     tp_uk_choice uk = tp_uk_pick();                                                              \
     tp_gemm_job_##sfx job = {t, uk.sfx, 2 * uk.vector_bytes / (int)sizeof(T), 1, 0};             \
     int64_t row_panels = (t->m + TP_MR - 1) / TP_MR;                                             \
