@@ -206,6 +206,18 @@ static void tp_bench_maps(void) {
 }
 
 /* ---- bias-add over a broadcast view, through the op API */
+/* The naive walk: an index vector and a stride dot product per element. */
+static void tp_odometer_add(const topos_tensor *x, const topos_tensor *b, float *dst) {
+  const float *px = topos_tensor_data(x), *pb = topos_tensor_data(b);
+  const int64_t *sx = topos_tensor_strides(x), *sb = topos_tensor_strides(b);
+  const int64_t *shape = topos_tensor_shape(x);
+  int64_t index[2] = {0, 0}, volume = shape[0] * shape[1];
+  for (int64_t e = 0; e < volume; ++e) {
+    dst[e] = px[index[0] * sx[0] + index[1] * sx[1]] + pb[index[0] * sb[0] + index[1] * sb[1]];
+    if (++index[1] == shape[1]) index[1] = 0, ++index[0];
+  }
+}
+
 static int tp_bench_bias(void) {
   const int64_t rows = 2048, cols = 1024;
   int64_t shape[2] = {rows, cols};
@@ -218,20 +230,30 @@ static int tp_bench_bias(void) {
     return tp_cli_fail("bench ladder", s, "bias-add setup");
   }
   if (!tp_json) printf("\nbias-add f32 [%lld,%lld] + broadcast row (Gelem/s)\n", (long long)rows, (long long)cols);
-  const char *walks[] = {"odometer", "runs"};
-  for (int w = 0; w < 2; ++w)
+  /* odometer: the naive walk, an index vector and a stride dot product per
+   * element; reference: the op's reference kernel (default rung switched
+   * off); runs: the default rung's run walker. */
+  const char *walks[] = {"odometer", "reference", "runs"};
+  float *dst = malloc((size_t)(rows * cols) * sizeof(float));
+  for (int w = 0; w < 3 && dst; ++w)
     for (int threads = 1; threads <= 2; ++threads) {
+      if (w == 0 && threads > 1) continue;
       tp_set_threads(threads);
-      topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, w == 1);
+      topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, w == 2);
       double best;
-      TP_TIME_BEST(best, (topos_add(x, spread, &y), topos_tensor_release(y)));
+      if (w == 0) {
+        TP_TIME_BEST(best, tp_odometer_add(x, spread, dst));
+      } else {
+        TP_TIME_BEST(best, (topos_add(x, spread, &y), topos_tensor_release(y)));
+      }
       double ge = (double)(rows * cols) / best * 1e-9;
       if (tp_json)
         printf("{\"bench\":\"bias_add\",\"walk\":\"%s\",\"dtype\":\"f32\",\"n\":%lld,\"threads\":%d,"
                "\"gelems\":%.3f}\n", walks[w], (long long)(rows * cols), threads, ge);
       else
-        printf("%-9s threads %d %9.3f\n", walks[w], threads, ge);
+        printf("%-10s threads %d %9.3f\n", walks[w], threads, ge);
     }
+  free(dst);
   topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, 1);
   tp_set_threads(0);
   topos_tensor_release(spread), topos_tensor_release(bias), topos_tensor_release(x);
