@@ -51,6 +51,24 @@ static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
   return TP_VSELECT(TP_VCMP(x, x, _CMP_UNORD_Q), x, y);
 }
 
+/* exp for y in [0, 20] (tanh's exp(2|x|), clamped): the same polynomial,
+ * one power-of-two factor (n <= 29), no special values to sort out. */
+static inline TP_V TP_VM_FN(tp_vexp_tanh_)(TP_V y) {
+  TP_V n = TP_VROUND(TP_VMUL(y, TP_VSET(1.44269504088896341f)));
+  TP_V r = TP_VFMA(n, TP_VSET(-0.693359375f), y);
+  r = TP_VFMA(n, TP_VSET(2.12194440e-4f), r);
+  TP_V p = TP_VSET(1.0f / 5040.0f);
+  p = TP_VFMA(p, r, TP_VSET(1.0f / 720.0f));
+  p = TP_VFMA(p, r, TP_VSET(1.0f / 120.0f));
+  p = TP_VFMA(p, r, TP_VSET(1.0f / 24.0f));
+  p = TP_VFMA(p, r, TP_VSET(1.0f / 6.0f));
+  p = TP_VFMA(p, r, TP_VSET(0.5f));
+  p = TP_VFMA(p, r, TP_VSET(1.0f));
+  p = TP_VFMA(p, r, TP_VSET(1.0f));
+  TP_V scale = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(TP_VCVTI(n), TP_VI_SET(127)), 23));
+  return TP_VMUL(p, scale);
+}
+
 static inline TP_V TP_VM_FN(tp_vln_)(TP_V x) {
   TP_V sub = TP_VCMP(x, TP_VSET(1.17549435e-38f), _CMP_LT_OQ);
   TP_V xs = TP_VSELECT(sub, TP_VMUL(x, TP_VSET(8388608.0f)), x);
@@ -94,7 +112,7 @@ static inline TP_V TP_VM_FN(tp_vtanh_)(TP_V x) {
   p = TP_VFMA(p, z, TP_VSET(1.3333333333333333e-1f));
   p = TP_VFMA(p, z, TP_VSET(-3.3333333333333331e-1f));
   TP_V small = TP_VFMA(TP_VMUL(x, z), p, x);
-  TP_V e = TP_VM_FN(tp_vexp_)(TP_VMIN(TP_VADD(a, a), TP_VSET(20.0f)));
+  TP_V e = TP_VM_FN(tp_vexp_tanh_)(TP_VMIN(TP_VADD(a, a), TP_VSET(20.0f)));
   TP_V q = TP_VDIV(TP_VSET(2.0f), TP_VADD(e, TP_VSET(1.0f)));
   TP_V large = TP_VSUB(TP_VSET(1.0f), q);
   TP_V y = TP_VSELECT(TP_VCMP(a, TP_VSET(0.55f), _CMP_LT_OQ), small, large);
