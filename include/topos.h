@@ -10,6 +10,7 @@
 #include "topos/quant.h"
 #include "topos/graph.h"
 #include "topos/engine.h"
+#include "topos/gguf.h"
 #include "topos/backend.h"
 
 #endif
