@@ -298,7 +298,8 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   /* Rows-only partitions share one packed B block per (depth panel, column
    * block), packed by all threads together: no thread repacks all of B. Each
    * rectangle then keeps its whole A rows packed (so at most mc of them). */
-  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc;
+  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc &&
+               !tp_gemm_tuning.no_shared_b;
   /* Packing buffers sized for the largest rectangle (extents already fit
    * int64 with room: checked above). */
   int64_t kc = k < bl->kc ? k : bl->kc;
