@@ -257,7 +257,8 @@ TG_BLOCKING_TEST(f64, double)
                                                   {96, 7, 64, 1, 1}};                           \
     static const tg_case cases[] = {{150, 170, 90, TG_PLAIN, TG_PLAIN, 2},                      \
                                     {37, 300, 20, {1, 1, 0}, TG_PLAIN, 0},                      \
-                                    {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0}};                      \
+                                    {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0},                       \
+                                    {120, 600, 20, TG_PLAIN, TG_PLAIN, 1}};                     \
     int ok = 1;                                                                                 \
     char why[256] = "";                                                                         \
     int saved_threads = topos_threads();                                                        \
