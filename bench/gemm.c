@@ -175,8 +175,9 @@ static int tp_bench_parse_list(const char *text, int64_t *out, int cap) {
 
 static int tp_bench_gemm_main(int argc, char **argv) {
   int64_t sizes[16] = {512, 1024, 2048}, threads[16] = {1, 2};
-  int nsizes = 3, nthreads = 2, keep_env = 0, no_peer = 0, do32 = 1, do64 = 1;
+  int nsizes = 3, nthreads = 2, keep_env = 0, no_peer = 0, tuned = 0, do32 = 1, do64 = 1;
   double seconds = 1.0;
+  tp_simd_gemm_tuning tuning = {0, 0, 0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       nsizes = tp_bench_parse_list(argv[++i], sizes, 16);
@@ -190,12 +191,15 @@ static int tp_bench_gemm_main(int argc, char **argv) {
       do64 = strcmp(argv[i], "f32") != 0;
     } else if (strcmp(argv[i], "--blocking") == 0 && i + 1 < argc) {
       /* mc,kc,nc override (0 keeps the table's value), for tuning. */
-      tp_simd_gemm_tuning tuning = {0, 0, 0, 0};
       if (sscanf(argv[++i], "%" SCNd64 ",%" SCNd64 ",%" SCNd64, &tuning.mc, &tuning.kc, &tuning.nc) != 3) {
         fprintf(stderr, "bench-gemm: --blocking wants MC,KC,NC\n");
         return 2;
       }
-      tp_simd_gemm_set_tuning(&tuning);
+      tuned = 1;
+    } else if (strcmp(argv[i], "--no-shared-b") == 0) {
+      /* A/B switch for tuning: every thread packs its own B. */
+      tuning.no_shared_b = 1;
+      tuned = 1;
     } else if (strcmp(argv[i], "--no-peer") == 0) {
       no_peer = 1;
     } else if (strcmp(argv[i], "--keep-openblas-env") == 0) {
@@ -203,7 +207,7 @@ static int tp_bench_gemm_main(int argc, char **argv) {
     } else {
       printf("usage: topos bench-gemm [--sizes 512,1024,2048] [--threads 1,2] [--dtype f32|f64|both]\n"
              "                        [--seconds S (per measurement, default 1)] [--keep-openblas-env] [--no-peer]\n"
-             "                        [--blocking MC,KC,NC (override, 0 = table value)]\n"
+             "                        [--blocking MC,KC,NC (override, 0 = table value)] [--no-shared-b]\n"
              "Square C = A.B, GFLOP/s (best of repeats) of topos's SIMD GEMM and of OpenBLAS\n"
              "(dlopen libopenblas.so.0) in the same run; ratio = ours / OpenBLAS.\n");
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
@@ -213,6 +217,7 @@ static int tp_bench_gemm_main(int argc, char **argv) {
       return 2;
     }
   }
+  if (tuned) tp_simd_gemm_set_tuning(&tuning);
   tp_peer peer;
   memset(&peer, 0, sizeof peer);
   if (!no_peer) tp_bench_open_peer(&peer, keep_env);

@@ -48,12 +48,14 @@ topos_status tp_simd_gemm_f64_isa(tp_simd_isa isa, int64_t m, int64_t n, int64_t
 
 /* Test hooks. Overrides the cache blocking of every kernel (mc, kc, nc; 0
  * keeps the table's value; mc and nc are rounded up to the register tile)
- * and the work below which no extra thread is used; NULL restores the
+ * the work below which no extra thread is used, and whether threads may
+ * share B packing; NULL restores the
  * defaults. Not thread-safe against concurrent GEMMs: call from tests only.
  * None of it may change a result bit — the tests check exactly that. */
 typedef struct {
   int64_t mc, kc, nc;
   int64_t min_flops_per_thread;
+  int no_shared_b; /* 1: every thread rectangle packs its own B (no shared packing) */
 } tp_simd_gemm_tuning;
 void tp_simd_gemm_set_tuning(const tp_simd_gemm_tuning *tuning);
 /* Rectangles (thread work items) of the last GEMM this thread ran. */

@@ -205,6 +205,10 @@ static void TP_FN(tp_gemm_rect_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m,
   }
 }
 
+#ifndef TP_GEMM_SHARED_BLOCKS
+#define TP_GEMM_SHARED_BLOCKS 8
+#endif
+
 typedef struct {
   const TP_FN(tp_gemm_blocking_) * bl;
   tp_gemm_grid grid;
@@ -247,8 +251,8 @@ static void TP_FN(tp_gemm_shared_pack_b_)(void *ctx, int64_t begin, int64_t end)
                          job->brs, job->bcs, (int)nr, bpack + j0 * job->kc);
 }
 
-/* Shared mode, step 2: row rectangles [begin, end) times the B block; each
- * packs its A rows once per depth panel (at the first column block). */
+/* Shared mode, step 2: row rectangles [begin, end) times the shared B block;
+ * each packs its A rows once per depth panel (at the first shared block). */
 static void TP_FN(tp_gemm_shared_rows_)(void *ctx, int64_t begin, int64_t end) {
   const TP_FN(tp_gemm_job_) *job = ctx;
   const TP_T *bpack = job->work + job->grid.row_rects * job->apack_elems;
@@ -260,8 +264,14 @@ static void TP_FN(tp_gemm_shared_rows_)(void *ctx, int64_t begin, int64_t end) {
     if (job->jc == 0)
       TP_FN(tp_gemm_pack_a_)(r1 - r0, job->kc, job->a + r0 * job->ars + job->pc * job->acs,
                              job->ars, job->acs, job->bl->mr, apack);
-    TP_FN(tp_gemm_macro_)(job->bl, r1 - r0, job->nc, job->kc, apack, bpack,
-                          job->c + r0 * job->ldc + job->jc, job->ldc, job->pc > 0);
+    /* The shared block spans several L2-sized column blocks: go through
+     * them one at a time (panels are consecutive, so block j starts at
+     * column j of the packed buffer). */
+    for (int64_t j = 0; j < job->nc; j += job->bl->nc) {
+      int64_t width = job->nc - j < job->bl->nc ? job->nc - j : job->bl->nc;
+      TP_FN(tp_gemm_macro_)(job->bl, r1 - r0, width, job->kc, apack, bpack + j * job->kc,
+                            job->c + r0 * job->ldc + job->jc + j, job->ldc, job->pc > 0);
+    }
   }
 }
 
@@ -295,17 +305,21 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0, 0, 0, 0, 0};
   tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, topos_threads());
   int64_t rects = job.grid.row_rects * job.grid.col_rects;
-  /* Rows-only partitions share one packed B block per (depth panel, column
-   * block), packed by all threads together: no thread repacks all of B. Each
-   * rectangle then keeps its whole A rows packed (so at most mc of them). */
-  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc;
+  /* Rows-only partitions share the packed B of a depth panel (up to
+   * TP_GEMM_SHARED_BLOCKS column blocks of it at once), packed by all
+   * threads together: no thread repacks all of B, and there are two
+   * fork-joins per depth panel (pack, then compute), not per column block.
+   * Each rectangle keeps its whole A rows packed (so at most mc of them). */
+  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc &&
+               !tp_gemm_tuning.no_shared_b;
+  int64_t shared_width = bl->nc * TP_GEMM_SHARED_BLOCKS;
   /* Packing buffers sized for the largest rectangle (extents already fit
    * int64 with room: checked above). */
   int64_t kc = k < bl->kc ? k : bl->kc;
   int64_t rows = tp_gemm_round_up(job.grid.rows_per_rect, bl->mr);
   int64_t cols = tp_gemm_round_up(shared ? n : job.grid.cols_per_rect, bl->nr);
   if (rows > bl->mc) rows = bl->mc;
-  if (cols > bl->nc) cols = bl->nc;
+  if (cols > (shared ? shared_width : bl->nc)) cols = shared ? shared_width : bl->nc;
   /* Round to a cache line so every panel of every rectangle stays aligned. */
   int64_t line = 64 / (int64_t)sizeof(TP_T);
   job.apack_elems = tp_gemm_round_up(rows * kc, line);
@@ -326,8 +340,8 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   } else {
     for (job.pc = 0; job.pc < k; job.pc += bl->kc) {
       job.kc = k - job.pc < bl->kc ? k - job.pc : bl->kc;
-      for (job.jc = 0; job.jc < n; job.jc += bl->nc) {
-        job.nc = n - job.jc < bl->nc ? n - job.jc : bl->nc;
+      for (job.jc = 0; job.jc < n; job.jc += shared_width) {
+        job.nc = n - job.jc < shared_width ? n - job.jc : shared_width;
         int64_t panels = (job.nc + bl->nr - 1) / bl->nr;
         tp_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
         tp_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);

@@ -216,7 +216,7 @@ TG_STRIDES_TEST(f64)
  * ragged last blocks — and still the default blocking's bits. */
 #define TG_BLOCKING_TEST(S, T)                                                                   \
   TEST(simd_gemm_##S##_small_blocks_same_bits) {                                                 \
-    static const tp_simd_gemm_tuning tunings[] = {{1, 1, 1, 0}, {24, 7, 64, 0}, {36, 50, 40, 0}}; \
+    static const tp_simd_gemm_tuning tunings[] = {{1, 1, 1, 0, 0}, {24, 7, 64, 0, 0}, {36, 50, 40, 0, 0}}; \
     tg_problem_##S p;                                                                            \
     tg_case cs = {53, 71, 103, {1, 1, 2}, TG_PLAIN, 3};                                          \
     CHECK(tg_make_##S(&p, cs, 7));                                                               \
@@ -251,18 +251,20 @@ TG_BLOCKING_TEST(f64, double)
  * rectangle is really used. */
 #define TG_THREADS_TEST(S, T)                                                                   \
   TEST(simd_gemm_##S##_threads_same_bits) {                                                     \
-    /* Split even small problems; the second tuning also makes many depth     \
-     * panels and column blocks, so shared B packing runs block after block. */ \
-    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1}, {96, 7, 64, 1}};                \
+    /* Split even small problems; the others also make many depth panels and \
+     * column blocks, with shared B packing and without. */                   \
+    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1, 0}, {96, 7, 64, 1, 0},           \
+                                                  {96, 7, 64, 1, 1}};                           \
     static const tg_case cases[] = {{150, 170, 90, TG_PLAIN, TG_PLAIN, 2},                      \
                                     {37, 300, 20, {1, 1, 0}, TG_PLAIN, 0},                      \
-                                    {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0}};                      \
+                                    {200, 9, 33, TG_PLAIN, {1, 1, 1}, 0},                       \
+                                    {120, 600, 20, TG_PLAIN, TG_PLAIN, 1}};                     \
     int ok = 1;                                                                                 \
     char why[256] = "";                                                                         \
     int saved_threads = topos_threads();                                                        \
-    for (size_t ti = 0; ti < 2 * sizeof cases / sizeof cases[0] && ok; ++ti) {                 \
-      size_t ci = ti / 2;                                                                       \
-      tp_simd_gemm_set_tuning(&tunings[ti % 2]);                                                \
+    for (size_t ti = 0; ti < 3 * sizeof cases / sizeof cases[0] && ok; ++ti) {                 \
+      size_t ci = ti / 3;                                                                       \
+      tp_simd_gemm_set_tuning(&tunings[ti % 3]);                                                \
       tg_problem_##S p;                                                                         \
       T *want = NULL;                                                                           \
       ok = tg_make_##S(&p, cases[ci], 11 + ti);                                                 \
