@@ -7,5 +7,7 @@
 #include "topos/base.h"
 #include "topos/tensor.h"
 #include "topos/ops.h"
+#include "topos/quant.h"
+#include "topos/gguf.h"
 
 #endif
