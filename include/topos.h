@@ -9,5 +9,7 @@
 #include "topos/ops.h"
 #include "topos/quant.h"
 #include "topos/gguf.h"
+#include "topos/tokenizer.h"
+#include "topos/sampler.h"
 
 #endif
