@@ -8,6 +8,8 @@
 #include "topos/tensor.h"
 #include "topos/ops.h"
 #include "topos/quant.h"
+#include "topos/graph.h"
+#include "topos/engine.h"
 #include "topos/gguf.h"
 #include "topos/tokenizer.h"
 #include "topos/sampler.h"

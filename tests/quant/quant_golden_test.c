@@ -120,13 +120,6 @@ TEST(quant_golden_vec_dot_matches_ggml_generic) {
 
 /* ---- bulk: 256 rows of varied scale, outliers and zeros; hashes only */
 
-static uint64_t qt_splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 static uint64_t qt_fnv1a64(const void *data, size_t size) {
   const uint8_t *p = data;
   uint64_t h = 0xCBF29CE484222325ull;
@@ -139,7 +132,7 @@ static void qt_bulk_inputs(float *x) {
   uint64_t state = 42;
   for (int r = 0; r < TG_BULK_ROWS; ++r)
     for (int c = 0; c < TG_ROW; ++c) {
-      uint64_t z = qt_splitmix64(&state);
+      uint64_t z = qt_splitmix64_next(&state);
       float v = ldexpf((float)((int64_t)(z >> 40) - (1 << 23)), -(23 + r % 8));
       if ((z & 0xFF) == 0)
         v *= 64.0f;
