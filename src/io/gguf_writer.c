@@ -274,8 +274,18 @@ topos_status topos_gguf_writer_copy_kv(topos_gguf_writer *w, const topos_gguf *f
   TP_TRY(topos_gguf_kv_at(from, kv_index, &kv));
   const tp_gguf_kv_entry *e = &from->kv[kv_index];
   const uint8_t *base = from->mapping->base;
-  if (e->type != TOPOS_GGUF_ARRAY && e->type != TOPOS_GGUF_STRING)
-    return tp_add_scalar(w, e->key, e->type, base + e->value_pos);
+  if (e->type != TOPOS_GGUF_ARRAY && e->type != TOPOS_GGUF_STRING) {
+    /* File bytes are little-endian; tp_add_scalar takes host order. */
+    const uint8_t *p = base + e->value_pos;
+    size_t es = tp_gguf_scalar_size(e->type); /* read only the value's own bytes */
+    uint8_t u8 = p[0];
+    uint16_t u16 = es >= 2 ? tp_le16(p) : 0;
+    uint32_t u32 = es >= 4 ? tp_le32(p) : 0;
+    uint64_t u64 = es >= 8 ? tp_le64(p) : 0;
+    const void *host = es == 1 ? (const void *)&u8 : es == 2 ? (const void *)&u16
+                       : es == 4 ? (const void *)&u32 : (const void *)&u64;
+    return tp_add_scalar(w, e->key, e->type, host);
+  }
   TP_TRY(tp_check_key(w, e->key));
   /* The reader validated these bytes; they are already little-endian. */
   tp_bytes b = {0};
@@ -489,6 +499,9 @@ static topos_status tp_serialize(const topos_gguf_writer *w, tp_sink *s) {
       return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: data section size overflows");
     offset += padded;
   }
+  /* The data section (and the padding before it) exists only with tensors:
+   * a metadata-only file ends after its last key/value, whatever the alignment. */
+  if (w->n_tensors == 0) return tp_sink_flush(s);
   uint64_t pos = s->written + s->buffered;
   TP_TRY(tp_sink_zeros(s, (size_t)((a - pos % a) % a)));
   for (size_t i = 0; i < w->n_tensors; ++i) {

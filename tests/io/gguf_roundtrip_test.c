@@ -466,3 +466,25 @@ TEST(gguf_writer_rejects_bad_input) {
   CHECK(s11 == TOPOS_ERR_BAD_DIMS);
   CHECK(s12 == TOPOS_ERR_BAD_TYPE);
 }
+
+TEST(gguf_metadata_only_file_has_no_data_padding) {
+  /* No tensors: no data section, so a huge alignment costs nothing. */
+  topos_gguf_writer *w;
+  CHECK_OK(topos_gguf_writer_create(&w));
+  topos_status st = topos_gguf_writer_set_alignment(w, 1u << 30);
+  if (st == TOPOS_OK) st = topos_gguf_writer_add_string(w, "general.architecture", "llama");
+  void *bytes = NULL;
+  size_t size = 0;
+  if (st == TOPOS_OK) st = topos_gguf_writer_write_memory(w, &bytes, &size);
+  topos_gguf_writer_destroy(w);
+  CHECK_OK(st);
+  topos_gguf *g;
+  st = topos_gguf_open_memory(bytes, size, &g);
+  int small = size < 200;
+  uint32_t a = st == TOPOS_OK ? topos_gguf_alignment(g) : 0;
+  if (st == TOPOS_OK) topos_gguf_close(g);
+  free(bytes);
+  CHECK_OK(st);
+  CHECK(small);
+  CHECK_EQ_INT(a, 1u << 30);
+}

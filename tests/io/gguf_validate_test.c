@@ -477,3 +477,20 @@ TEST(gguf_unknown_dtype_lists_but_refuses_tensor) {
   CHECK(t == NULL);
   topos_gguf_close(g);
 }
+
+TEST(gguf_open_rejects_non_files) {
+  topos_gguf *g = (topos_gguf *)1;
+  CHECK_STATUS(topos_gguf_open(tt_tmpdir(), &g), TOPOS_ERR_IO);
+  CHECK_ERROR_HAS("is not a regular file");
+  CHECK(g == NULL);
+  char path[600];
+  snprintf(path, sizeof path, "%s/empty.gguf", tt_tmpdir());
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  fclose(f);
+  CHECK_STATUS(topos_gguf_open(path, &g), TOPOS_ERR_TRUNCATED);
+  CHECK_ERROR_HAS("is empty");
+  snprintf(path, sizeof path, "%s/absent.gguf", tt_tmpdir());
+  CHECK_STATUS(topos_gguf_open(path, &g), TOPOS_ERR_IO);
+  CHECK_ERROR_HAS("absent.gguf");
+}
