@@ -276,3 +276,30 @@ TEST(sampler_draw_distribution) {
   for (int i = 0; i < 3; i++) chi2 += (hits[i] - expect[i]) * (hits[i] - expect[i]) / expect[i];
   CHECK_MSG(chi2 < 13.8, "chi-square %.3f for counts %ld %ld %ld", chi2, hits[0], hits[1], hits[2]);
 }
+
+/* top-k picks by partial selection; the kept ids must be the first k of the
+ * full order (logit descending, id ascending), ties included. */
+TEST(sampler_top_k_matches_full_order) {
+  topos_rng rng = topos_rng_seed(5);
+  float l[300];
+  int32_t all[300], some[300];
+  double pa[300], ps[300];
+  for (int iter = 0; iter < 20; iter++) {
+    for (int i = 0; i < 300; i++) l[i] = (float)(topos_rng_next(&rng) % 23) - 11.0f; /* ties */
+    if (iter % 4 == 0) l[iter] = -INFINITY;
+    topos_sampler_params p = plain(1.0f);
+    topos_sampler *s = NULL;
+    size_t n_all, n_some;
+    CHECK_OK(topos_sampler_new(&p, 1, &s));
+    CHECK_OK(topos_sampler_candidates(s, l, 300, all, pa, 300, &n_all));
+    topos_sampler_free(s);
+    p.top_k = 1 + iter * 7;
+    CHECK_OK(topos_sampler_new(&p, 1, &s));
+    CHECK_OK(topos_sampler_candidates(s, l, 300, some, ps, 300, &n_some));
+    topos_sampler_free(s);
+    CHECK_EQ_INT(n_some, (size_t)p.top_k);
+    for (size_t i = 0; i < n_some; i++) CHECK_EQ_INT(some[i], all[i]);
+    for (size_t i = 1; i < n_all; i++)
+      CHECK(l[all[i - 1]] > l[all[i]] || (l[all[i - 1]] == l[all[i]] && all[i - 1] < all[i]));
+  }
+}
