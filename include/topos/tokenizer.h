@@ -168,11 +168,12 @@ TOPOS_API topos_status topos_tokenizer_decode_token_ex(const topos_tokenizer *to
                                                        unsigned flags, char *buf, size_t cap,
                                                        size_t *len);
 
-/* Decodes a sequence as llama.cpp's detokenize: pieces concatenated; when
- * add_space_prefix is on, the leading space of the first piece is dropped
- * (the one encode added), and a leading BOS is skipped. Flags: only
- * TOPOS_DECODE_SPECIAL is meaningful. Capacity rules as decode_token (the
- * text is not NUL-terminated). */
+/* Decodes a sequence as llama.cpp's detokenize: pieces concatenated; a
+ * leading BOS is skipped when the vocabulary adds one (add_bos) and
+ * TOPOS_DECODE_SPECIAL is not set; when add_space_prefix is on, one leading
+ * space of the first remaining piece is dropped (the one encode added).
+ * Flags: only TOPOS_DECODE_SPECIAL is meaningful. Capacity rules as
+ * decode_token (the text is not NUL-terminated). */
 TOPOS_API topos_status topos_tokenizer_decode(const topos_tokenizer *tok, const int32_t *ids,
                                               size_t n_ids, unsigned flags, char *buf, size_t cap,
                                               size_t *len);

@@ -309,3 +309,25 @@ TEST(tokenizer_spm_untyped_byte_pieces) {
   CHECK_EQ_INT(topos_tokenizer_bos(NULL), TOPOS_TOKEN_NONE);
   CHECK_EQ_INT(topos_tokenizer_is_eog(NULL, 0), 0);
 }
+
+/* A leading BOS is skipped only when the vocabulary adds one; otherwise the
+ * space-prefix strip falls on the BOS (as llama.cpp's detokenize). */
+TEST(tokenizer_spm_decode_bos_rule) {
+  tt_vocab v;
+  spm_ids k;
+  spm_vocab(&v, &k, 1);
+  topos_tokenizer_desc d = tt_desc(&v, "llama");
+  d.bos_id = 1, d.eos_id = 2, d.unk_id = 0;
+  d.add_bos = 0;
+  topos_tokenizer *t = NULL;
+  CHECK_OK(topos_tokenizer_new(&d, &t));
+  int32_t seq[] = {1, k.sp_hello};
+  char buf[16];
+  size_t len;
+  CHECK_OK(topos_tokenizer_decode(t, seq, 2, 0, buf, sizeof buf, &len));
+  CHECK(len == 6 && memcmp(buf, " hello", 6) == 0);
+  CHECK_OK(topos_tokenizer_decode(t, seq + 1, 1, 0, buf, sizeof buf, &len));
+  CHECK(len == 5 && memcmp(buf, "hello", 5) == 0);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+}
