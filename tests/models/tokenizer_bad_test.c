@@ -246,3 +246,33 @@ TEST(tokenizer_random_vocabularies_are_safe) {
   }
   CHECK(built >= 50); /* the vocabularies are valid: the test exercises encoding */
 }
+
+/* A byte that has no token and no unknown token to fall back to is an error
+ * naming the byte; the output is untouched. */
+TEST(tokenizer_encode_without_fallback_fails) {
+  tt_vocab v;
+  small_vocab(&v);
+  for (int model = 0; model < 2; model++) {
+    topos_tokenizer_desc d = tt_desc(&v, model ? "gpt2" : "llama");
+    d.types = NULL; /* <unk> is then an ordinary token */
+    topos_tokenizer *t = NULL;
+    CHECK_OK(topos_tokenizer_new(&d, &t));
+    int32_t ids[8] = {-5, -5, -5, -5, -5, -5, -5, -5};
+    size_t count = 99;
+    CHECK_STATUS(topos_tokenizer_encode(t, "a\xC3\xA9", 3, 0, ids, 8, &count), TOPOS_ERR_NOT_FOUND);
+    CHECK_ERROR_HAS(model ? "byte 0xC3" : "byte 0xE2"); /* llama: the ▁ prefix comes first */
+    CHECK_EQ_INT(count, 0);
+    CHECK_EQ_INT(ids[0], -5);
+    /* with an unknown token every such byte becomes it */
+    topos_tokenizer_free(t);
+    d.unk_id = 0;
+    CHECK_OK(topos_tokenizer_new(&d, &t));
+    CHECK_OK(topos_tokenizer_encode(t, "ab", 2, 0, ids, 8, &count));
+    if (model)
+      CHECK_IDS(ids, count, 5); /* the merge "a b" gives "ab" */
+    else
+      CHECK_IDS(ids, count, 0, 0, 0, 5); /* ▁ has no token: its three bytes, then "ab" */
+    topos_tokenizer_free(t);
+  }
+  tt_vocab_free(&v);
+}
