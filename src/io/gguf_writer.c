@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "io/gguf_internal.h"
 
 typedef struct tp_writer_kv {
@@ -142,16 +143,14 @@ static topos_status tp_append_kv(topos_gguf_writer *w, const char *key, tp_bytes
     free(value->p);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: value of key '%.64s'", key);
   }
-  if (w->n_kv == w->cap_kv) {
-    size_t cap = w->cap_kv ? w->cap_kv * 2 : 16;
-    tp_writer_kv *kv = realloc(w->kv, cap * sizeof *kv);
-    if (!kv) {
-      free(value->p);
-      return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: key/value table");
-    }
-    w->kv = kv;
-    w->cap_kv = cap;
+  void *grown;
+  topos_status st = tp_grow_array(w->kv, sizeof *w->kv, w->n_kv, &w->cap_kv, 16,
+                                  "gguf_writer: key/value table", &grown);
+  if (st != TOPOS_OK) {
+    free(value->p);
+    return st;
   }
+  w->kv = grown;
   char *k = strdup(key);
   if (!k) {
     free(value->p);
@@ -356,13 +355,7 @@ static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uin
     return tp_fail(TOPOS_ERR_SHAPE, "gguf_writer: tensor '%s' needs %" PRId64 " bytes of %s, got %zu",
                    name, blocks * info.block_bytes, info.name, bytes);
   if (!data && bytes) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: tensor '%s': NULL data", name);
-  if (w->n_tensors == w->cap_tensors) {
-    size_t cap = w->cap_tensors ? w->cap_tensors * 2 : 16;
-    tp_writer_tensor *t = realloc(w->tensors, cap * sizeof *t);
-    if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: tensor table");
-    w->tensors = t;
-    w->cap_tensors = cap;
-  }
+  TP_GROW(w->tensors, w->n_tensors, w->cap_tensors, 16, "gguf_writer: tensor table");
   char *copy = strdup(name);
   if (!copy) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: tensor name");
   tp_writer_tensor *t = &w->tensors[w->n_tensors++];

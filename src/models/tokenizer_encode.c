@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 #include "tokenizer_internal.h"
 
 /* ---- symbols and candidate pairs */
@@ -32,14 +33,7 @@ static int tp_pair_before(const tp_pair *a, const tp_pair *b) {
 }
 
 static topos_status tp_heap_push(tp_heap *h, tp_pair p) {
-  if (h->count == h->capacity) {
-    size_t cap = h->capacity ? h->capacity * 2 : 64;
-    if (cap > SIZE_MAX / sizeof(tp_pair)) return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: heap");
-    tp_pair *grown = realloc(h->items, cap * sizeof *grown);
-    if (!grown) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu candidate pairs", cap);
-    h->items = grown;
-    h->capacity = cap;
-  }
+  TP_GROW(h->items, h->count, h->capacity, 64, "tokenizer: candidate pairs");
   size_t i = h->count++;
   while (i > 0) {
     size_t parent = (i - 1) / 2;
@@ -236,14 +230,7 @@ typedef struct tp_fragments {
 } tp_fragments;
 
 static topos_status tp_fragments_push(tp_fragments *f, tp_fragment x) {
-  if (f->count == f->capacity) {
-    size_t cap = f->capacity ? f->capacity * 2 : 16;
-    if (cap > SIZE_MAX / sizeof(tp_fragment)) return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer");
-    tp_fragment *grown = realloc(f->items, cap * sizeof *grown);
-    if (!grown) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu fragments", cap);
-    f->items = grown;
-    f->capacity = cap;
-  }
+  TP_GROW(f->items, f->count, f->capacity, 16, "tokenizer: text fragments");
   f->items[f->count++] = x;
   return TOPOS_OK;
 }

@@ -223,7 +223,8 @@ int tp_unicode_to_byte(uint32_t cp) {
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/alloc.h"
+#include "base/error.h"
 
 static uint64_t tp_hash(const char *s, size_t n) {
   uint64_t h = UINT64_C(0xcbf29ce484222325);
@@ -283,15 +284,7 @@ int32_t tp_strmap_get(const tp_strmap *map, const char *key, size_t length) {
 }
 
 topos_status tp_idvec_push(tp_idvec *v, int32_t id) {
-  if (v->count == v->capacity) {
-    size_t cap = v->capacity ? v->capacity * 2 : 64;
-    if (cap > SIZE_MAX / sizeof(int32_t))
-      return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: %zu ids", v->count);
-    int32_t *grown = realloc(v->data, cap * sizeof(int32_t));
-    if (!grown) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu ids", cap);
-    v->data = grown;
-    v->capacity = cap;
-  }
+  TP_GROW(v->data, v->count, v->capacity, 64, "tokenizer: token ids");
   v->data[v->count++] = id;
   return TOPOS_OK;
 }
