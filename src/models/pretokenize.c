@@ -5,7 +5,7 @@
  * one a backtracking regex engine gives. */
 #include <stdlib.h>
 
-#include "../base/error.h"
+#include "base/error.h"
 #include "tokenizer_internal.h"
 
 typedef struct tp_cps {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/error.h"
 #include "topos/sampler.h"
 
 #define TP_SAMPLER_MAX_WINDOW 65536

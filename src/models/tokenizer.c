@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/error.h"
 #include "tokenizer_internal.h"
 
 topos_tokenizer_desc topos_tokenizer_desc_default(void) {

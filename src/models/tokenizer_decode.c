@@ -1,7 +1,7 @@
 /* Decoding: token ids back to bytes, one piece per token. */
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/error.h"
 #include "tokenizer_internal.h"
 
 /* Appends bytes to buf while they fit; *len always counts them all. */

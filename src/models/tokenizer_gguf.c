@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/error.h"
 #include "tokenizer_internal.h"
 
 #define TP_KEY(name) "tokenizer.ggml." name
