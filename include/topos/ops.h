@@ -114,6 +114,7 @@ TOPOS_API int topos_op_arity(topos_op op);
 /* 1 for ops whose reference forward returns a view (transpose, permute,
  * narrow, broadcast, broadcast_along, unfold; reshape when possible). */
 TOPOS_API int topos_op_is_view(topos_op op);
+/* The op whose topos_op_name is name; TOPOS_ERR_NOT_FOUND otherwise. */
 TOPOS_API topos_status topos_op_parse(const char *name, topos_op *out);
 
 /* The shape and dtype rule. On failure the message names the op and the
