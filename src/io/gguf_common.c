@@ -106,39 +106,6 @@ void tp_gguf_load_int(topos_gguf_type type, const uint8_t *p, int64_t *s, uint64
   }
 }
 
-/* Strict UTF-8: shortest form only, no surrogates, nothing above U+10FFFF,
- * and NUL rejected (names become C strings). */
-size_t tp_utf8_first_invalid(const uint8_t *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    uint8_t c = s[i];
-    if (c == 0) return i;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      n = 2; cp = c & 0x1F; min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 3; cp = c & 0x0F; min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 4; cp = c & 0x07; min = 0x10000;
-    } else {
-      return i;
-    }
-    if (len - i < n) return i;
-    for (size_t k = 1; k < n; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += n;
-  }
-  return len;
-}
-
 /* ---- name table */
 static uint64_t tp_fnv1a(const uint8_t *p, size_t len) {
   uint64_t h = 14695981039346656037ull;

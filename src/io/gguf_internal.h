@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "topos/gguf.h"
 
 #define TP_GGUF_MAGIC "GGUF"
@@ -36,10 +37,6 @@ int tp_gguf_type_is_integer(topos_gguf_type type); /* u8..i64, not bool */
  * value (exactly one of the two is meaningful: *is_signed says which). */
 void tp_gguf_load_int(topos_gguf_type type, const uint8_t *p, int64_t *s, uint64_t *u,
                       int *is_signed);
-
-/* UTF-8 validity without NUL bytes (keys and tensor names). Returns the byte
- * position of the first offending byte, or len when valid. */
-size_t tp_utf8_first_invalid(const uint8_t *s, size_t len);
 
 /* ---- the refcounted mapping: lives while the reader or any tensor holds it. */
 typedef struct tp_gguf_mapping {

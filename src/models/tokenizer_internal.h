@@ -6,18 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "topos/tokenizer.h"
-
-/* ---- UTF-8 */
-#define TP_UTF8_INVALID 0xFFFFFFFFu
-/* Decodes one code point of s[0..n) (n >= 1). Returns its byte length (1..4).
- * Invalid, overlong, surrogate or truncated sequences give length 1 and
- * *cp = TP_UTF8_INVALID, so every byte of the input is consumed exactly once. */
-size_t tp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
-/* 1 if all n bytes form valid UTF-8. */
-int tp_utf8_valid(const char *s, size_t n);
-/* Encodes cp (<= 0x10FFFF) into out (4 bytes room), returns the length. */
-size_t tp_utf8_encode(uint32_t cp, unsigned char *out);
 
 /* ---- Unicode classes used by the pre-tokenizers (approximation: see tokenizer.h) */
 typedef enum tp_char_class {
