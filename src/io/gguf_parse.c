@@ -182,7 +182,7 @@ static const tp_ident_kind tp_tensor_name_kind = {"tensor", "tensor info", "name
  * file, valid UTF-8 without NUL, not seen before in `names`. Leaves its
  * printable rendering in shown and counts its bytes into the arena. */
 static topos_status tp_read_ident(tp_cursor *c, const tp_ident_kind *kind, int64_t i,
-                                  tp_name_table *names, size_t *pos, size_t *len, char *shown,
+                                  tp_strmap *names, size_t *pos, size_t *len, char *shown,
                                   size_t shown_size, uint64_t *arena) {
   char what[64];
   snprintf(what, sizeof what, "gguf: %s #%" PRId64 " %s", kind->reading, i, kind->noun);
@@ -199,10 +199,11 @@ static topos_status tp_read_ident(tp_cursor *c, const tp_ident_kind *kind, int64
   *len = (size_t)n;
   TP_TRY(tp_check_name_bytes(c, *pos, *len, kind->owner, i));
   tp_show(c->base + *pos, *len, shown, shown_size);
-  int64_t prev = tp_name_table_insert(names, c->base, *pos, *len, i);
+  /* i < TP_GGUF_MAX_KV, TP_GGUF_MAX_TENSORS (2^24): fits the map's values */
+  int32_t prev = tp_strmap_put(names, (const char *)c->base + *pos, *len, (int32_t)i, false);
   if (prev >= 0)
     return tp_fail(TOPOS_ERR_DUPLICATE,
-                   "gguf: duplicate %s '%s' (%s #%" PRId64 " and #%" PRId64 ")", kind->duplicate,
+                   "gguf: duplicate %s '%s' (%s #%" PRId32 " and #%" PRId64 ")", kind->duplicate,
                    shown, kind->owners, prev, i);
   return tp_add_arena(arena, n);
 }
@@ -429,8 +430,8 @@ topos_status tp_gguf_parse(topos_gguf *g) {
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: %" PRIu64 " key/values", n_kv);
   if (n_tensors > 0 && !(g->tensors = calloc((size_t)n_tensors, sizeof *g->tensors)))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: %" PRIu64 " tensors", n_tensors);
-  TP_TRY(tp_name_table_init(&g->kv_names, g->n_kv));
-  TP_TRY(tp_name_table_init(&g->tensor_names, g->n_tensors));
+  TP_TRY(tp_strmap_init(&g->kv_names, (size_t)g->n_kv, "gguf: key names"));
+  TP_TRY(tp_strmap_init(&g->tensor_names, (size_t)g->n_tensors, "gguf: tensor names"));
 
   uint64_t arena = 0;
   for (int64_t i = 0; i < g->n_kv; ++i) TP_TRY(tp_parse_kv(g, &c, i, &arena));
@@ -451,8 +452,8 @@ void tp_gguf_free_parsed(topos_gguf *g) {
   for (int64_t i = 0; g->kv && i < g->n_kv; ++i) free(g->kv[i].string_pos);
   free(g->kv);
   free(g->tensors);
-  tp_name_table_free(&g->kv_names);
-  tp_name_table_free(&g->tensor_names);
+  tp_strmap_free(&g->kv_names);
+  tp_strmap_free(&g->tensor_names);
   free(g->arena);
   g->kv = NULL;
   g->tensors = NULL;

@@ -111,7 +111,7 @@ topos_status topos_gguf_kv_at(const topos_gguf *g, int64_t index, topos_gguf_kv 
 
 topos_status topos_gguf_find_key(const topos_gguf *g, const char *key, int64_t *index) {
   if (!key) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_find_key: NULL key");
-  int64_t i = tp_name_table_find(&g->kv_names, g->mapping->base, key, strlen(key));
+  int64_t i = tp_strmap_get(&g->kv_names, key, strlen(key));
   if (i < 0) return tp_fail(TOPOS_ERR_NOT_FOUND, "gguf: key '%s' not found", key);
   if (index) *index = i;
   return TOPOS_OK;
@@ -359,7 +359,7 @@ topos_status topos_gguf_tensor_at(const topos_gguf *g, int64_t index, topos_gguf
 
 topos_status topos_gguf_find_tensor(const topos_gguf *g, const char *name, int64_t *index) {
   if (!name) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_find_tensor: NULL name");
-  int64_t i = tp_name_table_find(&g->tensor_names, g->mapping->base, name, strlen(name));
+  int64_t i = tp_strmap_get(&g->tensor_names, name, strlen(name));
   if (i < 0) return tp_fail(TOPOS_ERR_NOT_FOUND, "gguf: tensor '%s' not found", name);
   if (index) *index = i;
   return TOPOS_OK;

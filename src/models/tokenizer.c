@@ -140,11 +140,11 @@ static topos_status tp_load_tokens(topos_tokenizer *t, const topos_tokenizer_des
     at += len;
   }
   t->offsets[n] = at;
-  TP_TRY(tp_strmap_init(&t->token_map, (size_t)n));
+  TP_TRY(tp_strmap_init(&t->token_map, (size_t)n, "tokenizer: token texts"));
   for (int32_t i = 0; i < (int32_t)n; i++) {
     size_t len;
     const char *s = tp_tok_text(t, i, &len);
-    tp_strmap_put(&t->token_map, s, len, i, 1);
+    (void)tp_strmap_put(&t->token_map, s, len, i, true);
   }
   return TOPOS_OK;
 }
@@ -172,7 +172,7 @@ static topos_status tp_load_merges(topos_tokenizer *t, const topos_tokenizer_des
   t->merge_offsets = malloc(((size_t)n + 1) * sizeof *t->merge_offsets);
   if (!t->merge_text || !t->merge_offsets)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %lld merges", (long long)n);
-  TP_TRY(tp_strmap_init(&t->merge_map, (size_t)n));
+  TP_TRY(tp_strmap_init(&t->merge_map, (size_t)n, "tokenizer: merges"));
   size_t at = 0;
   for (int64_t i = 0; i < n; i++) {
     size_t len = tp_len_of(d->merges, d->merge_lengths, i);
@@ -189,7 +189,7 @@ static topos_status tp_load_merges(topos_tokenizer *t, const topos_tokenizer_des
                      (long long)i);
     memcpy(t->merge_text + at, s, len);
     t->merge_offsets[i] = at;
-    tp_strmap_put(&t->merge_map, t->merge_text + at, len, (int32_t)i, 0);
+    (void)tp_strmap_put(&t->merge_map, t->merge_text + at, len, (int32_t)i, false);
     at += len;
   }
   t->merge_offsets[n] = at;

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/alloc.h"
+#include "base/error.h"
 #include "tokenizer_internal.h"
 
 /* ---- classes. ASCII and Latin-1 are exact; above U+00FF the ranges below
@@ -148,70 +150,7 @@ int tp_unicode_to_byte(uint32_t cp) {
   return -1;
 }
 
-/* ---- string map: FNV-1a hashes, linear probing, load <= 1/2. */
-#include <stdlib.h>
-#include <string.h>
-
-#include "base/alloc.h"
-#include "base/error.h"
-
-static uint64_t tp_hash(const char *s, size_t n) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
-topos_status tp_strmap_init(tp_strmap *map, size_t expected) {
-  size_t cap = 16;
-  while (cap / 2 < expected) {
-    if (cap > SIZE_MAX / 4 / sizeof(tp_strmap_entry))
-      return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: table for %zu entries too large", expected);
-    cap *= 2;
-  }
-  map->slots = calloc(cap, sizeof *map->slots);
-  if (!map->slots)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: table of %zu entries", cap);
-  map->mask = cap - 1;
-  return TOPOS_OK;
-}
-
-void tp_strmap_free(tp_strmap *map) {
-  free(map->slots);
-  map->slots = NULL;
-  map->mask = 0;
-}
-
-void tp_strmap_put(tp_strmap *map, const char *key, size_t length, int32_t value, int overwrite) {
-  uint64_t h = tp_hash(key, length);
-  for (size_t i = (size_t)h & map->mask;; i = (i + 1) & map->mask) {
-    tp_strmap_entry *e = &map->slots[i];
-    if (!e->key) {
-      e->key = key ? key : "";
-      e->length = (uint32_t)length;
-      e->value = value;
-      e->hash = h;
-      return;
-    }
-    if (e->hash == h && e->length == length && memcmp(e->key, key, length) == 0) {
-      if (overwrite) e->value = value;
-      return;
-    }
-  }
-}
-
-int32_t tp_strmap_get(const tp_strmap *map, const char *key, size_t length) {
-  if (!map->slots || length > UINT32_MAX) return -1;
-  uint64_t h = tp_hash(key, length);
-  for (size_t i = (size_t)h & map->mask;; i = (i + 1) & map->mask) {
-    const tp_strmap_entry *e = &map->slots[i];
-    if (!e->key) return -1;
-    if (e->hash == h && e->length == length && memcmp(e->key, key, length) == 0) return e->value;
-  }
-}
-
+/* ---- id vector */
 topos_status tp_idvec_push(tp_idvec *v, int32_t id) {
   TP_GROW(v->data, v->count, v->capacity, 64, "tokenizer: token ids");
   v->data[v->count++] = id;
