@@ -94,7 +94,10 @@ static topos_status tp_check_name_bytes(const tp_cursor *c, size_t pos, size_t l
 
 static topos_status tp_add_arena(uint64_t *arena, uint64_t len) {
   /* len is bounded by the file size, so this cannot wrap in practice; checked anyway. */
-  if (len >= UINT64_MAX - *arena) return tp_fail(TOPOS_ERR_OVERFLOW, "gguf: string bytes overflow");
+  if (len >= UINT64_MAX - *arena)
+    return tp_fail(TOPOS_ERR_OVERFLOW,
+                   "gguf: a string of %" PRIu64 " bytes after %" PRIu64 " string bytes overflows",
+                   len, *arena);
   *arena += len + 1;
   return TOPOS_OK;
 }
@@ -357,7 +360,9 @@ static topos_status tp_check_placement(topos_gguf *g) {
 
 static topos_status tp_build_arena(topos_gguf *g, uint64_t arena_bytes) {
   if (arena_bytes == 0) return TOPOS_OK;
-  if (arena_bytes > SIZE_MAX) return tp_fail(TOPOS_ERR_OVERFLOW, "gguf: string arena");
+  if (arena_bytes > SIZE_MAX)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "gguf: %" PRIu64 " bytes of names and strings exceed the size type",
+                   arena_bytes);
   g->arena = malloc((size_t)arena_bytes);
   if (!g->arena)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: %" PRIu64 " bytes of names and strings",

@@ -230,7 +230,10 @@ topos_status topos_gguf_writer_add_array(topos_gguf_writer *w, const char *key,
     return tp_fail(TOPOS_ERR_BAD_TYPE,
                    "gguf_writer: key '%.64s': array elements of type %s need another function",
                    key ? key : "(null)", topos_gguf_type_name(element_type));
-  if (count > SIZE_MAX / es) return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: array size");
+  if (count > SIZE_MAX / es)
+    return tp_fail(TOPOS_ERR_OVERFLOW,
+                   "gguf_writer: key '%.64s': %" PRIu64 " elements of %zu bytes overflow the size type",
+                   key ? key : "(null)", count, es);
   TP_TRY(tp_check_key(w, key));
   if (element_type == TOPOS_GGUF_BOOL)
     for (uint64_t i = 0; i < count; ++i)
@@ -489,7 +492,10 @@ static topos_status tp_serialize(const topos_gguf_writer *w, tp_sink *s) {
     TP_TRY(tp_sink_u64(s, offset));
     uint64_t padded = t->bytes + (a - t->bytes % a) % a;
     if (padded < t->bytes || offset > UINT64_MAX - padded)
-      return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: data section size overflows");
+      return tp_fail(TOPOS_ERR_OVERFLOW,
+                     "gguf_writer: tensor '%s' (%" PRIu64 " bytes at data offset %" PRIu64
+                     ") overflows the data section size",
+                     t->name, t->bytes, offset);
     offset += padded;
   }
   /* The data section (and the padding before it) exists only with tensors:

@@ -44,7 +44,11 @@ topos_status topos_sampler_new(const topos_sampler_params *params, uint64_t seed
   *out = NULL;
   const topos_sampler_params *p = params;
   if (isnan(p->temperature) || isnan(p->frequency_penalty) || isnan(p->presence_penalty))
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: a parameter is NaN");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
+                   "topos_sampler_new: NaN parameter (temperature %g, frequency_penalty %g, "
+                   "presence_penalty %g)",
+                   (double)p->temperature, (double)p->frequency_penalty,
+                   (double)p->presence_penalty);
   if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: top_p %g outside [0, 1]",
                    (double)p->top_p);
@@ -56,7 +60,9 @@ topos_status topos_sampler_new(const topos_sampler_params *params, uint64_t seed
                    "topos_sampler_new: repeat_penalty %g must be finite and > 0",
                    (double)p->repeat_penalty);
   if (isinf(p->frequency_penalty) || isinf(p->presence_penalty))
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: infinite penalty");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
+                   "topos_sampler_new: frequency_penalty %g and presence_penalty %g must be finite",
+                   (double)p->frequency_penalty, (double)p->presence_penalty);
   if (p->penalty_last_n < 0 || p->penalty_last_n > TP_SAMPLER_MAX_WINDOW)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
                    "topos_sampler_new: penalty_last_n %d outside 0..%d", (int)p->penalty_last_n,

@@ -294,7 +294,8 @@ static topos_status tp_split_specials(const topos_tokenizer *t, const char *text
 /* SPM text: an optional leading space, then every ' ' as U+2581. */
 static topos_status tp_spm_fragment(const topos_tokenizer *t, const char *text, size_t n,
                                     int prefix_space, tp_idvec *out) {
-  if (n > (SIZE_MAX - 3) / 3) return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text too long");
+  if (n > (SIZE_MAX - 3) / 3)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text of %zu bytes too long", n);
   char *norm = malloc(3 * n + 3);
   if (!norm) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes", n);
   size_t m = 0;
