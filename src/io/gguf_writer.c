@@ -122,15 +122,24 @@ static void tp_bytes_elements(tp_bytes *b, const void *src, uint64_t count, size
 }
 
 /* ---- key/values */
+/* A key or tensor name the reader will accept: 1..max bytes of UTF-8 (a C
+ * string, so no NUL inside). Uniqueness is the caller's check. */
+static topos_status tp_check_name(const char *kind, const char *name, size_t max) {
+  if (!name) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: NULL %s", kind);
+  size_t len = strlen(name);
+  if (len == 0 || len > max)
+    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: %s '%.64s' has %zu bytes, not 1..%zu",
+                   kind, name, len, max);
+  size_t bad = tp_utf8_first_invalid((const uint8_t *)name, len);
+  if (bad != len)
+    return tp_fail(TOPOS_ERR_BAD_STRING,
+                   "gguf_writer: %s '%.64s' is not valid UTF-8 (byte 0x%02x at position %zu)",
+                   kind, name, (unsigned char)name[bad], bad);
+  return TOPOS_OK;
+}
+
 static topos_status tp_check_key(const topos_gguf_writer *w, const char *key) {
-  if (!key) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: NULL key");
-  size_t len = strlen(key);
-  if (len == 0) return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: empty key");
-  if (len > TOPOS_GGUF_MAX_KEY)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: key of %zu bytes exceeds %d", len,
-                   TOPOS_GGUF_MAX_KEY);
-  if (tp_utf8_first_invalid((const uint8_t *)key, len) != len)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: key '%.64s' is not valid UTF-8", key);
+  TP_TRY(tp_check_name("key", key, TOPOS_GGUF_MAX_KEY));
   for (size_t i = 0; i < w->n_kv; ++i)
     if (strcmp(w->kv[i].key, key) == 0)
       return tp_fail(TOPOS_ERR_DUPLICATE, "gguf_writer: duplicate key '%s'", key);
@@ -321,13 +330,7 @@ topos_status topos_gguf_writer_set_alignment(topos_gguf_writer *w, uint32_t alig
 static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uint32_t ggml_type,
                                      int n_dims, const int64_t *ne, const void *data, size_t bytes,
                                      topos_tensor *hold) {
-  if (!name) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: NULL tensor name");
-  size_t len = strlen(name);
-  if (len == 0 || len > TOPOS_GGUF_MAX_NAME)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: tensor name '%.80s' has %zu bytes, not 1..%d",
-                   name, len, TOPOS_GGUF_MAX_NAME);
-  if (tp_utf8_first_invalid((const uint8_t *)name, len) != len)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: tensor name '%s' is not valid UTF-8", name);
+  TP_TRY(tp_check_name("tensor name", name, TOPOS_GGUF_MAX_NAME));
   for (size_t i = 0; i < w->n_tensors; ++i)
     if (strcmp(w->tensors[i].name, name) == 0)
       return tp_fail(TOPOS_ERR_DUPLICATE, "gguf_writer: duplicate tensor name '%s'", name);
