@@ -310,7 +310,7 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
 
 topos_status topos_tokenizer_new(const topos_tokenizer_desc *desc, topos_tokenizer **out) {
   if (!desc || !out)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_tokenizer_new: desc and out must be set");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_new: desc and out must be set");
   *out = NULL;
   topos_tokenizer *t = calloc(1, sizeof *t);
   if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "topos_tokenizer_new");
@@ -352,9 +352,9 @@ topos_token_type topos_tokenizer_token_type(const topos_tokenizer *t, int32_t id
 topos_status topos_tokenizer_token_text(const topos_tokenizer *t, int32_t id, const char **text,
                                         size_t *length) {
   if (!t || !text || !length)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_tokenizer_token_text: NULL argument");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_token_text: NULL argument");
   if (id < 0 || id >= t->n_tokens)
-    return tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_token_text: id %d outside 0..%d", (int)id,
+    return tp_fail(TOPOS_ERR_RANGE, "tokenizer_token_text: id %d outside 0..%d", (int)id,
                    (int)t->n_tokens - 1);
   *text = tp_tok_text(t, id, length);
   return TOPOS_OK;

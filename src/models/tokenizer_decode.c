@@ -68,9 +68,9 @@ topos_status topos_tokenizer_decode_token_ex(const topos_tokenizer *t, int32_t i
   if (len) *len = 0;
   if (!t || !len || (!buf && cap))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_tokenizer_decode_token: tokenizer, len and buf (when cap > 0) must be set");
+                   "tokenizer_decode_token: tokenizer, len and buf (when cap > 0) must be set");
   if (id < 0 || id >= t->n_tokens)
-    return tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_decode_token: id %d outside 0..%d", (int)id,
+    return tp_fail(TOPOS_ERR_RANGE, "tokenizer_decode_token: id %d outside 0..%d", (int)id,
                    (int)t->n_tokens - 1);
   tp_sink s = {buf, cap, 0};
   tp_piece(t, id, flags, &s);
@@ -87,11 +87,11 @@ topos_status topos_tokenizer_decode(const topos_tokenizer *t, const int32_t *ids
   if (len) *len = 0;
   if (!t || !len || (!ids && n_ids) || (!buf && cap))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_tokenizer_decode: tokenizer, len, ids (when n_ids > 0) and buf (when "
+                   "tokenizer_decode: tokenizer, len, ids (when n_ids > 0) and buf (when "
                    "cap > 0) must be set");
   for (size_t i = 0; i < n_ids; i++)
     if (ids[i] < 0 || ids[i] >= t->n_tokens)
-      return tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_decode: ids[%zu] = %d outside 0..%d", i,
+      return tp_fail(TOPOS_ERR_RANGE, "tokenizer_decode: ids[%zu] = %d outside 0..%d", i,
                      (int)ids[i], (int)t->n_tokens - 1);
   tp_sink s = {buf, cap, 0};
   size_t first = 0;

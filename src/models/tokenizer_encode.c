@@ -319,7 +319,7 @@ topos_status topos_tokenizer_encode(const topos_tokenizer *t, const char *text, 
   if (count) *count = 0;
   if (!t || !count || (!text && len) || (!ids && capacity))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_tokenizer_encode: tokenizer, count, text (when len > 0) and ids (when "
+                   "tokenizer_encode: tokenizer, count, text (when len > 0) and ids (when "
                    "capacity > 0) must be set");
   int add_bos = (flags & TOPOS_TOKENIZE_ADD_BOS) ||
                 ((flags & TOPOS_TOKENIZE_ADD_SPECIAL) && t->add_bos);
@@ -353,7 +353,7 @@ topos_status topos_tokenizer_encode(const topos_tokenizer *t, const char *text, 
     size_t copy = out.count < capacity ? out.count : capacity;
     if (copy) memcpy(ids, out.data, copy * sizeof *ids);
     if (out.count > capacity)
-      st = tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_encode: %zu ids do not fit capacity %zu",
+      st = tp_fail(TOPOS_ERR_RANGE, "tokenizer_encode: %zu ids do not fit capacity %zu",
                    out.count, capacity);
   }
   free(out.data);

@@ -183,7 +183,7 @@ static topos_status tp_from_gguf(const topos_gguf *g, tp_gguf_arrays *a, topos_t
 
 topos_status topos_tokenizer_from_gguf(const topos_gguf *reader, topos_tokenizer **out) {
   if (!reader || !out)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_tokenizer_from_gguf: reader and out must be set");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_from_gguf: reader and out must be set");
   *out = NULL;
   tp_gguf_arrays a;
   memset(&a, 0, sizeof a);
