@@ -66,12 +66,14 @@ topos_sym topos_tape_permute(topos_tape *tape, topos_sym a, const int *order) {
 
 static topos_sym shaped(topos_tape *tape, topos_op op, topos_sym a, int rank,
                         const int64_t *shape) {
+  /* A rank outside 0..TOPOS_MAX_RANK stays as given: the shape rule rejects
+   * it, naming it. A missing shape reads as rank -1, rejected the same way. */
   topos_op_attrs attrs = tp_attrs_none();
   attrs.rank = rank;
-  if (rank > 0 && rank <= TOPOS_MAX_RANK && shape)
-    memcpy(attrs.shape, shape, (size_t)rank * sizeof *shape);
-  else if (rank < 0 || rank > TOPOS_MAX_RANK || (rank > 0 && !shape))
-    attrs.rank = -1; /* let the shape rule reject it with its message */
+  if (rank > 0 && rank <= TOPOS_MAX_RANK) {
+    if (shape) memcpy(attrs.shape, shape, (size_t)rank * sizeof *shape);
+    else attrs.rank = -1;
+  }
   return rec(tape, op, a, TOPOS_SYM_INVALID, &attrs);
 }
 
