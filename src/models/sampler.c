@@ -68,7 +68,7 @@ topos_status topos_sampler_new(const topos_sampler_params *params, uint64_t seed
                    "sampler_new: penalty_last_n %d outside 0..%d", (int)p->penalty_last_n,
                    TP_SAMPLER_MAX_WINDOW);
   topos_sampler *s = calloc(1, sizeof *s);
-  if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "topos_sampler_new");
+  if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "sampler_new: out of memory for the sampler");
   s->p = *p;
   if (p->penalty_last_n > 0) {
     s->window = malloc((size_t)p->penalty_last_n * sizeof *s->window);

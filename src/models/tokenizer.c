@@ -313,7 +313,7 @@ topos_status topos_tokenizer_new(const topos_tokenizer_desc *desc, topos_tokeniz
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_new: desc and out must be set");
   *out = NULL;
   topos_tokenizer *t = calloc(1, sizeof *t);
-  if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "topos_tokenizer_new");
+  if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer_new: out of memory for the tokenizer");
   topos_status st = tp_build(t, desc);
   if (st != TOPOS_OK) {
     topos_tokenizer_free(t);

@@ -74,7 +74,7 @@ topos_status topos_tokenizer_decode_token_ex(const topos_tokenizer *t, int32_t i
                    (int)t->n_tokens - 1);
   tp_sink s = {buf, cap, 0};
   tp_piece(t, id, flags, &s);
-  return tp_finish(&s, "topos_tokenizer_decode_token", len);
+  return tp_finish(&s, "tokenizer_decode_token", len);
 }
 
 topos_status topos_tokenizer_decode_token(const topos_tokenizer *t, int32_t id, char *buf,
@@ -103,5 +103,5 @@ topos_status topos_tokenizer_decode(const topos_tokenizer *t, const int32_t *ids
     if (i == first && t->add_space_prefix) f |= TOPOS_DECODE_STRIP_LEADING_SPACE;
     tp_piece(t, ids[i], f, &s);
   }
-  return tp_finish(&s, "topos_tokenizer_decode", len);
+  return tp_finish(&s, "tokenizer_decode", len);
 }
