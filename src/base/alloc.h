@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/error.h" /* TP_GROW propagates with TP_TRY */
 #include "topos/base.h"
 
 #define TP_DEFAULT_ALIGN ((size_t)64) /* one cache line; a full AVX-512 vector */
