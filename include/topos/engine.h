@@ -68,7 +68,7 @@ typedef struct topos_plan_stats {
   uint32_t nodes;           /* nodes in the network */
   uint32_t evaluated;       /* after pruning (a fused group counts once) */
   uint32_t readable;        /* roots and observed nodes */
-  int64_t retain_all;       /* elements if every evaluated value were kept */
+  int64_t retain_all;       /* elements if every evaluated value were kept (counts saturate at INT64_MAX) */
   int64_t peak;             /* forward plans: peak live elements; backward: the release floor */
   uint32_t peak_node;       /* node at which the peak is reached */
   int64_t arena_bytes;      /* static buffer plan: one arena holding every fresh result */

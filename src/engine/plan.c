@@ -15,6 +15,13 @@
 #include "base/text.h"
 #include "engine/plan_internal.h"
 
+/* Element counts of a described graph may sum past int64 (views of a huge
+ * desc-only input take no memory): the statistics saturate at INT64_MAX. */
+static int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
 static int64_t node_volume(const tp_node *node) {
   int64_t v = 1;
   for (int i = 0; i < node->desc.rank; ++i) v *= node->desc.shape[i];
@@ -35,8 +42,8 @@ static void analyse(topos_plan *plan) {
     st->steps += graph->nodes[i].kind == TOPOS_NODE_OP;
     st->readable += sc->readable[i];
     int64_t v = node_volume(&graph->nodes[i]);
-    st->retain_all += v;
-    live += v;
+    st->retain_all = saturating_add(st->retain_all, v);
+    live = saturating_add(live, v);
     if (live > st->peak) {
       st->peak = live;
       st->peak_node = i;

@@ -167,3 +167,25 @@ TEST(buffer_plan_refuses_results_whose_bytes_overflow) {
     topos_network_free(net);
   }
 }
+
+/* Views of a huge desc-only input take no arena bytes, so such a plan
+ * compiles; its live-volume statistics saturate instead of wrapping. */
+TEST(plan_stats_saturate_on_huge_views) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  topos_tensor_desc desc = {TOPOS_F32, 2, {INT64_C(1) << 31, INT64_C(1) << 31}};
+  topos_sym roots[4];
+  roots[0] = topos_tape_input_desc(tape, &desc, "x");
+  for (int i = 1; i < 4; ++i) roots[i] = topos_tape_transpose(tape, roots[i - 1]);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {roots, 4, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  topos_plan_stats st;
+  CHECK_OK(topos_plan_stats_get(plan, &st));
+  CHECK(st.retain_all == INT64_MAX && st.peak == INT64_MAX);
+  CHECK_EQ_INT(st.arena_bytes, 0);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
