@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "tokenizer_internal.h"
+#include "models/tokenizer_internal.h"
 
 typedef struct tp_cps {
   const uint32_t *cp;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "tokenizer_internal.h"
+#include "models/tokenizer_internal.h"
 
 topos_tokenizer_desc topos_tokenizer_desc_default(void) {
   topos_tokenizer_desc d;

@@ -3,7 +3,7 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "tokenizer_internal.h"
+#include "models/tokenizer_internal.h"
 
 /* One token's piece into the sink; strip drops one leading ' '. */
 static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_text *out) {

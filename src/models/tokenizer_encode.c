@@ -7,7 +7,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
-#include "tokenizer_internal.h"
+#include "models/tokenizer_internal.h"
 
 /* ---- symbols and candidate pairs */
 typedef struct tp_symbol {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "tokenizer_internal.h"
+#include "models/tokenizer_internal.h"
 
 #define TP_KEY(name) "tokenizer.ggml." name
 

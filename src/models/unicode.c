@@ -6,7 +6,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
-#include "tokenizer_internal.h"
+#include "models/tokenizer_internal.h"
 
 /* ---- classes. ASCII and Latin-1 are exact; above U+00FF the ranges below
  * cover the common blocks, and anything not listed counts as a letter (most
