@@ -61,14 +61,7 @@ static inline int tp_check_plans(const char *file, int line, const topos_network
   topos_plan *plans[2][2] = {{NULL, NULL}, {NULL, NULL}};
   topos_tensor *a = NULL, *b = NULL;
   topos_status s = TOPOS_OK;
-#define TP_CHECK_TRY(expr)                                                                   \
-  do {                                                                                       \
-    s = (expr);                                                                              \
-    if (s != TOPOS_OK) {                                                                     \
-      tt_fail_at(file, line, "%s: %s: %s", #expr, topos_status_name(s), topos_last_error()); \
-      goto done;                                                                             \
-    }                                                                                        \
-  } while (0)
+#define TP_CHECK_TRY(expr) TT_TRY_AT(file, line, s, expr)
   if (!all) goto done;
   for (uint32_t i = 0; i < n; ++i) all[i] = topos_network_symbol(net, i);
   for (int exact = 0; exact < 2; ++exact) {
