@@ -190,6 +190,12 @@ static void tp_gemm_grid_rect(const tp_gemm_grid *g, int64_t t, int64_t *r0, int
   if (*c1 > g->n) *c1 = g->n;
 }
 
+/* One step of the shared-B pipeline (see gemm_driver_template.h): depth
+ * panel [pc, pc + kc) times columns [jc, jc + nc). */
+typedef struct {
+  int64_t pc, kc, jc, nc;
+} tp_gemm_step;
+
 /* ---- the driver, per dtype */
 
 #define TP_T float
