@@ -16,7 +16,12 @@
  *
  * Each C element is touched once per depth panel, in ascending pc, and the
  * kernel continues the element's FMA chain from the stored value: the bits do
- * not depend on MC/NC/KC, on which thread owns the element, or on the ISA. */
+ * not depend on MC/NC/KC, on which thread owns the element, or on the ISA.
+ *
+ * With several threads C is cut into rectangles (tp_gemm_grid in gemm.c).
+ * Independent mode runs the nest above per rectangle; shared mode (rows-only
+ * cuts) runs the pc/jc steps as a pipeline with B packed by all threads —
+ * see tp_gemm_shared_region_. */
 
 #define TP_CAT_(a, b) a##b
 #define TP_CAT(a, b) TP_CAT_(a, b)
