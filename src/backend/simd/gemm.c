@@ -179,6 +179,16 @@ static void tp_gemm_grid_choose(tp_gemm_grid *g, int64_t m, int64_t n, int64_t k
   g->cols_per_rect = ((g->col_panels + g->col_rects - 1) / g->col_rects) * nr;
 }
 
+/* The same extents cut into `chunks` row bands only (shared mode). */
+static void tp_gemm_grid_rows_only(tp_gemm_grid *g, int64_t chunks) {
+  if (chunks > g->row_panels) chunks = g->row_panels;
+  if (chunks < 1) chunks = 1;
+  g->row_rects = chunks;
+  g->col_rects = 1;
+  g->rows_per_rect = ((g->row_panels + chunks - 1) / chunks) * g->mr;
+  g->cols_per_rect = g->col_panels * g->nr;
+}
+
 static void tp_gemm_grid_rect(const tp_gemm_grid *g, int64_t t, int64_t *r0, int64_t *r1, int64_t *c0,
                               int64_t *c1) {
   int64_t ti = t / g->col_rects, tj = t % g->col_rects;

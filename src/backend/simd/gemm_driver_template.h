@@ -212,6 +212,8 @@ static void TP_FN(tp_gemm_rect_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m,
 
 #ifndef TP_GEMM_SHARED_BLOCKS
 #define TP_GEMM_SHARED_BLOCKS 8
+#define TP_GEMM_BANDS_PER_THREAD 4
+#define TP_GEMM_SHARED_MAX_A (64.0 * 1024 * 1024)
 #endif
 
 typedef struct {
@@ -227,8 +229,11 @@ typedef struct {
   TP_T *work; /* per rectangle: apack then bpack (shared mode: apacks, then two bpacks) */
   int64_t apack_elems, bpack_elems;
   /* shared mode: steps are (depth panel, shared column block) pairs in
-   * order; region r computes step r - 1 and packs step r */
+   * order; region r computes step r - 1 and packs step r. The work of a
+   * region is 2 x chunks.row_rects pieces claimed from `next`. */
   int64_t shared_width, blocks_per_panel, steps, region;
+  tp_gemm_grid chunks;
+  atomic_llong next;
 } TP_FN(tp_gemm_job_);
 
 /* Independent mode: each rectangle packs its own A and B. */
@@ -266,20 +271,32 @@ static tp_gemm_step TP_FN(tp_gemm_step_)(const TP_FN(tp_gemm_job_) * job, int64_
 }
 
 static TP_T *TP_FN(tp_gemm_shared_bpack_)(const TP_FN(tp_gemm_job_) * job, int64_t s) {
-  return job->work + job->grid.row_rects * job->apack_elems + (s & 1) * job->bpack_elems;
+  return job->work + job->chunks.row_rects * job->apack_elems + (s & 1) * job->bpack_elems;
 }
 
+/* A region's work comes in pieces — compute row band i (pieces 0..C-1),
+ * pack B panel group i (pieces C..2C-1), C = chunks.row_rects, a few per
+ * thread — claimed one at a time by whichever thread is free. On a busy
+ * machine a thread that loses its core for a while then delays its region
+ * by one piece, not by its whole share. Who computes a band never changes
+ * its bits. */
 static void TP_FN(tp_gemm_shared_region_)(void *ctx, int64_t begin, int64_t end) {
-  const TP_FN(tp_gemm_job_) *job = ctx;
+  TP_FN(tp_gemm_job_) *job = ctx;
   const TP_FN(tp_gemm_blocking_) *bl = job->bl;
-  const int64_t rects = job->grid.row_rects, r = job->region;
-  for (int64_t t = begin; t < end; ++t) {
-    if (r >= 1) { /* compute step r - 1 for row rectangle t */
+  const int64_t pieces = job->chunks.row_rects, r = job->region;
+  (void)begin;
+  (void)end;
+  for (;;) {
+    int64_t i = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+    if (i >= 2 * pieces) return;
+    if (i < pieces) {
+      if (r < 1) continue;
+      /* compute step r - 1 for row band i */
       tp_gemm_step st = TP_FN(tp_gemm_step_)(job, r - 1);
       const TP_T *bpack = TP_FN(tp_gemm_shared_bpack_)(job, r - 1);
       int64_t r0, r1, c0, c1;
-      tp_gemm_grid_rect(&job->grid, t, &r0, &r1, &c0, &c1);
-      TP_T *apack = job->work + t * job->apack_elems;
+      tp_gemm_grid_rect(&job->chunks, i, &r0, &r1, &c0, &c1);
+      TP_T *apack = job->work + i * job->apack_elems;
       if (r0 < r1 && st.jc == 0) /* A rows once per depth panel */
         TP_FN(tp_gemm_pack_a_)(r1 - r0, st.kc, job->a + r0 * job->ars + st.pc * job->acs, job->ars,
                                job->acs, bl->mr, apack);
@@ -290,11 +307,13 @@ static void TP_FN(tp_gemm_shared_region_)(void *ctx, int64_t begin, int64_t end)
         TP_FN(tp_gemm_macro_)(bl, r1 - r0, width, st.kc, apack, bpack + j * st.kc,
                               job->c + r0 * job->ldc + st.jc + j, job->ldc, st.pc > 0);
       }
-    }
-    if (r < job->steps) { /* pack this rectangle's share of step r's B panels */
+    } else {
+      if (r >= job->steps) continue;
+      /* pack panel group i - pieces of step r's B */
+      int64_t g = i - pieces;
       tp_gemm_step st = TP_FN(tp_gemm_step_)(job, r);
       int64_t panels = (st.nc + bl->nr - 1) / bl->nr;
-      int64_t p0 = t * panels / rects, p1 = (t + 1) * panels / rects;
+      int64_t p0 = g * panels / pieces, p1 = (g + 1) * panels / pieces;
       int64_t j0 = p0 * bl->nr, j1 = p1 * bl->nr < st.nc ? p1 * bl->nr : st.nc;
       if (j0 < j1)
         TP_FN(tp_gemm_pack_b_)(st.kc, j1 - j0, job->b + st.pc * job->brs + (st.jc + j0) * job->bcs,
@@ -331,19 +350,31 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
     return TOPOS_OK;
   }
-  TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0, 0, 0, 0, 0};
+  TP_FN(tp_gemm_job_) job;
+  memset(&job, 0, sizeof job);
+  job.bl = bl, job.m = m, job.n = n, job.k = k, job.a = a, job.ars = ars, job.acs = acs;
+  job.b = b, job.brs = brs, job.bcs = bcs, job.c = c, job.ldc = ldc;
   tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, topos_threads());
   int64_t rects = job.grid.row_rects * job.grid.col_rects;
-  /* Rows-only partitions share packed B (shared mode, above), up to
-   * TP_GEMM_SHARED_BLOCKS column blocks of a depth panel per step. Each
-   * rectangle keeps its whole A rows packed (so at most mc of them). */
-  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc &&
-               !tp_gemm_tuning.no_shared_b;
-  int64_t shared_width = bl->nc * TP_GEMM_SHARED_BLOCKS;
-  /* Packing buffers sized for the largest rectangle (extents already fit
-   * int64 with room: checked above). */
   int64_t kc = k < bl->kc ? k : bl->kc;
-  int64_t rows = tp_gemm_round_up(job.grid.rows_per_rect, bl->mr);
+  /* Rows-only partitions share packed B (shared mode, above), up to
+   * TP_GEMM_SHARED_BLOCKS column blocks of a depth panel per step, with the
+   * rows cut into a few bands per thread (each at most mc rows). Every band
+   * keeps its A rows packed: all of A's depth panel, so only while that is
+   * modest (TP_GEMM_SHARED_MAX_A bytes); else independent mode. */
+  job.chunks = job.grid;
+  int64_t mc_panels = bl->mc / bl->mr;
+  int64_t bands = rects * TP_GEMM_BANDS_PER_THREAD;
+  if (bands < (job.grid.row_panels + mc_panels - 1) / mc_panels)
+    bands = (job.grid.row_panels + mc_panels - 1) / mc_panels;
+  tp_gemm_grid_rows_only(&job.chunks, bands);
+  int shared = rects > 1 && job.grid.col_rects == 1 && !tp_gemm_tuning.no_shared_b &&
+               (double)job.chunks.row_rects * (double)job.chunks.rows_per_rect * (double)kc *
+                       (double)sizeof(TP_T) <= TP_GEMM_SHARED_MAX_A;
+  int64_t shared_width = bl->nc * TP_GEMM_SHARED_BLOCKS;
+  /* Packing buffers sized for the largest rectangle or band (extents already
+   * fit int64 with room: checked above). */
+  int64_t rows = tp_gemm_round_up(shared ? job.chunks.rows_per_rect : job.grid.rows_per_rect, bl->mr);
   int64_t cols = tp_gemm_round_up(shared ? n : job.grid.cols_per_rect, bl->nr);
   if (rows > bl->mc) rows = bl->mc;
   if (cols > (shared ? shared_width : bl->nc)) cols = shared ? shared_width : bl->nc;
@@ -351,7 +382,7 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   int64_t line = 64 / (int64_t)sizeof(TP_T);
   job.apack_elems = tp_gemm_round_up(rows * kc, line);
   job.bpack_elems = tp_gemm_round_up(cols * kc, line);
-  size_t bytes = (size_t)(shared ? rects * job.apack_elems + 2 * job.bpack_elems
+  size_t bytes = (size_t)(shared ? job.chunks.row_rects * job.apack_elems + 2 * job.bpack_elems
                                  : rects * (job.apack_elems + job.bpack_elems)) *
                  sizeof(TP_T);
   tp_gemm_workspace *ws = tp_gemm_workspace_acquire(bytes);
@@ -368,8 +399,10 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
     job.shared_width = shared_width;
     job.blocks_per_panel = (n + shared_width - 1) / shared_width;
     job.steps = (k + bl->kc - 1) / bl->kc * job.blocks_per_panel;
-    for (job.region = 0; job.region <= job.steps; ++job.region)
+    for (job.region = 0; job.region <= job.steps; ++job.region) {
+      atomic_store(&job.next, 0);
       tp_parallel_for(rects, 1, TP_FN(tp_gemm_shared_region_), &job);
+    }
   }
   tp_gemm_workspace_release(ws);
   return TOPOS_OK;
