@@ -196,9 +196,10 @@ static int tp_bench_gemm_main(int argc, char **argv) {
         return 2;
       }
       tuned = 1;
-    } else if (strcmp(argv[i], "--no-shared-b") == 0) {
-      /* A/B switch for tuning: every thread packs its own B. */
-      tuning.no_shared_b = 1;
+    } else if (strcmp(argv[i], "--shared-b") == 0 && i + 1 < argc) {
+      /* A/B switch for tuning: auto, never, always share B packing. */
+      ++i;
+      tuning.shared_b = strcmp(argv[i], "never") == 0 ? 1 : strcmp(argv[i], "always") == 0 ? 2 : 0;
       tuned = 1;
     } else if (strcmp(argv[i], "--no-peer") == 0) {
       no_peer = 1;
@@ -207,7 +208,7 @@ static int tp_bench_gemm_main(int argc, char **argv) {
     } else {
       printf("usage: topos bench-gemm [--sizes 512,1024,2048] [--threads 1,2] [--dtype f32|f64|both]\n"
              "                        [--seconds S (per measurement, default 1)] [--keep-openblas-env] [--no-peer]\n"
-             "                        [--blocking MC,KC,NC (override, 0 = table value)] [--no-shared-b]\n"
+             "                        [--blocking MC,KC,NC (override, 0 = table value)] [--shared-b auto|never|always]\n"
              "Square C = A.B, GFLOP/s (best of repeats) of topos's SIMD GEMM and of OpenBLAS\n"
              "(dlopen libopenblas.so.0) in the same run; ratio = ours / OpenBLAS.\n");
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;

@@ -59,7 +59,9 @@ topos_status tp_simd_gemm_f64_isa(tp_simd_isa isa, int64_t m, int64_t n, int64_t
 typedef struct {
   int64_t mc, kc, nc;
   int64_t min_flops_per_thread;
-  int no_shared_b; /* 1: every thread rectangle packs its own B (no shared packing) */
+  /* Threads sharing B packing (rows-only cuts): 0 by size (the default),
+   * 1 never (every rectangle packs its own B), 2 always. */
+  int shared_b;
 } tp_simd_gemm_tuning;
 void tp_simd_gemm_set_tuning(const tp_simd_gemm_tuning *tuning);
 /* Rectangles (thread work items) of the last GEMM this thread ran. */

@@ -214,6 +214,7 @@ static void TP_FN(tp_gemm_rect_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m,
 #define TP_GEMM_SHARED_BLOCKS 8
 #define TP_GEMM_BANDS_PER_THREAD 4
 #define TP_GEMM_SHARED_MAX_A (64.0 * 1024 * 1024)
+#define TP_GEMM_SHARED_MIN_ROWS 768
 #endif
 
 typedef struct {
@@ -357,7 +358,13 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, topos_threads());
   int64_t rects = job.grid.row_rects * job.grid.col_rects;
   int64_t kc = k < bl->kc ? k : bl->kc;
-  /* Rows-only partitions share packed B (shared mode, above), up to
+  /* Shared mode costs a fork-join per step, independent mode repacks B in
+   * every rectangle (a cost that shrinks relative to the work as the rows
+   * per thread grow). Measured on the 2-core AVX-512 Xeon (busy with other
+   * jobs): independent was faster at 512 and 1024 square, shared at 2048;
+   * hence shared from TP_GEMM_SHARED_MIN_ROWS rows per thread (tuning
+   * shared_b overrides, for tests and the bench).
+   * Rows-only partitions share packed B (shared mode, above), up to
    * TP_GEMM_SHARED_BLOCKS column blocks of a depth panel per step, with the
    * rows cut into a few bands per thread (each at most mc rows). Every band
    * keeps its A rows packed: all of A's depth panel, so only while that is
@@ -368,7 +375,8 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   if (bands < (job.grid.row_panels + mc_panels - 1) / mc_panels)
     bands = (job.grid.row_panels + mc_panels - 1) / mc_panels;
   tp_gemm_grid_rows_only(&job.chunks, bands);
-  int shared = rects > 1 && job.grid.col_rects == 1 && !tp_gemm_tuning.no_shared_b &&
+  int shared = rects > 1 && job.grid.col_rects == 1 && tp_gemm_tuning.shared_b != 1 &&
+               (job.grid.rows_per_rect >= TP_GEMM_SHARED_MIN_ROWS || tp_gemm_tuning.shared_b == 2) &&
                (double)job.chunks.row_rects * (double)job.chunks.rows_per_rect * (double)kc *
                        (double)sizeof(TP_T) <= TP_GEMM_SHARED_MAX_A;
   int64_t shared_width = bl->nc * TP_GEMM_SHARED_BLOCKS;
