@@ -10,5 +10,9 @@
 #include "topos/quant.h"
 #include "topos/graph.h"
 #include "topos/engine.h"
+#include "topos/gguf.h"
+#include "topos/tokenizer.h"
+#include "topos/sampler.h"
+#include "topos/backend.h"
 
 #endif
