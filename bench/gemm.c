@@ -79,29 +79,36 @@ static uint64_t tp_bench_next(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-/* Best time of each of two calls, measured in alternating blocks of three
- * (the machine is shared: alternating exposes both to the same background
- * load), for at least `seconds` in all. Before each block of `call_a` the
- * bench sleeps 0.3 s: OpenBLAS's workers keep spinning (yielding) for a while
- * after each call and would otherwise compete with our threads. */
+/* Best time of each of two calls, measured in blocks of three that
+ * alternate, and swap which goes first every round (the machine is shared:
+ * both meet the same background load, and neither always runs right after
+ * the other's threads). Each block starts after a 0.3 s pause: OpenBLAS's
+ * workers keep spinning (yielding) for a while after each call and would
+ * otherwise compete with the next block's threads. At least 2 rounds, and
+ * until `seconds` have passed. */
+#define TP_BENCH_BLOCK(best, call)                   \
+  do {                                               \
+    tp_bench_sleep(0.3);                             \
+    for (int rep_ = 0; rep_ < 3; ++rep_) {           \
+      double t0_ = tp_bench_now();                   \
+      call;                                          \
+      double t1_ = tp_bench_now();                   \
+      if (t1_ - t0_ < (best)) (best) = t1_ - t0_;    \
+    }                                                \
+  } while (0)
+
 #define TP_BENCH_PAIR(best_a, call_a, best_b, call_b, seconds)                     \
   do {                                                                             \
     double start_all_ = tp_bench_now();                                            \
     (best_a) = (best_b) = 1e30;                                                    \
     for (int round_ = 0; round_ < 2 || (tp_bench_now() - start_all_ < (seconds) && round_ < 100); \
          ++round_) {                                                               \
-      tp_bench_sleep(0.3);                                                         \
-      for (int rep_ = 0; rep_ < 3; ++rep_) {                                       \
-        double t0_ = tp_bench_now();                                               \
-        call_a;                                                                    \
-        double t1_ = tp_bench_now();                                               \
-        if (t1_ - t0_ < (best_a)) (best_a) = t1_ - t0_;                            \
-      }                                                                            \
-      for (int rep_ = 0; rep_ < 3; ++rep_) {                                       \
-        double t0_ = tp_bench_now();                                               \
-        call_b;                                                                    \
-        double t1_ = tp_bench_now();                                               \
-        if (t1_ - t0_ < (best_b)) (best_b) = t1_ - t0_;                            \
+      if (round_ % 2 == 0) {                                                       \
+        TP_BENCH_BLOCK(best_a, call_a);                                            \
+        TP_BENCH_BLOCK(best_b, call_b);                                            \
+      } else {                                                                     \
+        TP_BENCH_BLOCK(best_b, call_b);                                            \
+        TP_BENCH_BLOCK(best_a, call_a);                                            \
       }                                                                            \
     }                                                                              \
   } while (0)
