@@ -10,5 +10,7 @@
 #include "topos/quant.h"
 #include "topos/graph.h"
 #include "topos/engine.h"
+#include "topos/nn.h"
+#include "topos/data.h"
 
 #endif
