@@ -12,5 +12,6 @@
 #include "topos/engine.h"
 #include "topos/nn.h"
 #include "topos/data.h"
+#include "topos/gguf.h"
 
 #endif
