@@ -50,6 +50,8 @@ typedef struct topos_plan_stats {
   int64_t retain_all;       /* elements if every evaluated value were kept */
   int64_t peak;             /* forward plans: peak live elements; backward: the release floor */
   uint32_t peak_node;       /* node at which the peak is reached */
+  int64_t arena_bytes;      /* static buffer plan: one arena holding every fresh result */
+  int64_t unshared_bytes;   /* the same results without buffer reuse */
 } topos_plan_stats;
 
 TOPOS_API topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
@@ -69,7 +71,11 @@ TOPOS_API topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_s
  * plans), then the summary lines
  *   "plan: forward|retain; E of N nodes evaluated, R readable; numerics exact|fast"
  *   "live volume: peak P elements at node I, retain-all T"           (forward)
- *   "live volume: retain-all T, release floor F at node I"           (backward) */
+ *   "live volume: retain-all T, release floor F at node I"           (backward)
+ *   "arena: A bytes for B buffers, U without reuse"
+ * The arena line is the static buffer plan: results that are never live at
+ * the same time share bytes (views keep their source alive; nothing is written
+ * in place). */
 TOPOS_API size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size);
 
 #ifdef __cplusplus

@@ -44,6 +44,10 @@
  * may be shared by any number of threads running it concurrently. Parameters,
  * runs and fields are plain values: one writer at a time.
  *
+ * Tensors handed to topos (constants, initials, defaults, feeds, parameter
+ * values) are shared, not copied, and runs may return views of them: never
+ * write into them afterwards; replace them (topos_params_set) instead.
+ *
  * Ownership. Objects returned through `**out` belong to the caller and are
  * freed with their _free function (NULL is fine). Tensors returned through
  * `topos_tensor **out` carry one new reference (topos_tensor_release). Tensors
@@ -299,7 +303,9 @@ TOPOS_API topos_status topos_field_new(const topos_network *net, topos_field **o
 TOPOS_API void topos_field_free(topos_field *field);
 /* Stores value (retained) as sym's entry; dtype and shape must match the node. */
 TOPOS_API topos_status topos_field_set(topos_field *field, topos_sym sym, topos_tensor *value);
-/* Gives one new reference; a node without an entry reads as zeros of its shape. */
+/* Gives one new reference; a node without an entry reads as zeros of its shape.
+ * Gradients may be views (a broadcast for the gradient of a sum, say): read
+ * them with topos_tensor_read_* or make them dense with topos_tensor_contiguous. */
 TOPOS_API topos_status topos_field_get(const topos_field *field, topos_sym sym,
                                        topos_tensor **out);
 /* 1 if the field holds an entry for sym (a computed gradient), else 0. */

@@ -57,8 +57,9 @@ static inline bool tp_align_up_size(size_t value, size_t align, size_t *out) {
  * aligned to align (0 means TP_DEFAULT_ALIGN; otherwise a power of two, at
  * most 1 MiB). Contents are uninitialised. On success *out owns the block:
  * release it with tp_free_aligned. Errors: TOPOS_ERR_INVALID_ARGUMENT (bad
- * align or out NULL), TOPOS_ERR_OVERFLOW (size rounding wraps),
- * TOPOS_ERR_OUT_OF_MEMORY. *out is NULL on failure. */
+ * align or out NULL), TOPOS_ERR_OVERFLOW (bytes beyond PTRDIFF_MAX: such
+ * sizes only come from wrapped arithmetic), TOPOS_ERR_OUT_OF_MEMORY. *out is
+ * NULL on failure. Every success counts in tp_heap_allocation_count. */
 topos_status tp_alloc_aligned(size_t bytes, size_t align, void **out);
 /* As tp_alloc_aligned with the memory zeroed. */
 topos_status tp_calloc_aligned(size_t bytes, size_t align, void **out);
@@ -92,10 +93,10 @@ typedef struct tp_arena {
 #define TP_ARENA_INIT {0}
 
 void tp_arena_init(tp_arena *arena, size_t chunk_bytes);
-/* bytes aligned to align (0 = TP_DEFAULT_ALIGN; power of two <= 1 MiB). The
- * memory belongs to the arena: valid until reset or destroy. bytes == 0 gives
- * a valid unique-or-not pointer that must not be dereferenced. Errors as
- * tp_alloc_aligned. */
+/* bytes aligned to align (0 = TP_DEFAULT_ALIGN; power of two <= 1 MiB),
+ * uninitialised. The memory belongs to the arena: valid until reset or
+ * destroy. bytes == 0 gives a non-NULL pointer that must not be
+ * dereferenced. Errors as tp_alloc_aligned; the arena is unchanged then. */
 topos_status tp_arena_alloc(tp_arena *arena, size_t bytes, size_t align, void **out);
 /* count * elem bytes, overflow checked. */
 topos_status tp_arena_alloc_array(tp_arena *arena, size_t count, size_t elem, size_t align,

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/buffer_plan.h"
 #include "graph/graph_internal.h"
 #include "topos/engine.h"
 
 struct topos_plan {
   tp_schedule schedule;
+  tp_buffer_plan buffers;
   topos_numerics numerics;
   topos_plan_stats stats;
 };
@@ -75,7 +77,16 @@ topos_status topos_plan_compile(const topos_network *net, const topos_request *r
     return tp_fail_context(s, "plan_compile");
   }
   plan->numerics = request->numerics;
+  plan->schedule.exact = request->numerics == TOPOS_NUMERICS_EXACT;
+  s = tp_buffer_plan_build(&plan->schedule, &plan->buffers);
+  if (s != TOPOS_OK) {
+    tp_schedule_free(&plan->schedule);
+    free(plan);
+    return s;
+  }
   analyse(plan);
+  plan->stats.arena_bytes = plan->buffers.arena_bytes;
+  plan->stats.unshared_bytes = plan->buffers.unshared_bytes;
   *out = plan;
   return TOPOS_OK;
 }
@@ -83,8 +94,11 @@ topos_status topos_plan_compile(const topos_network *net, const topos_request *r
 void topos_plan_free(topos_plan *plan) {
   if (!plan) return;
   tp_schedule_free(&plan->schedule);
+  tp_buffer_plan_free(&plan->buffers);
   free(plan);
 }
+
+const tp_buffer_plan *tp_plan_buffers(const topos_plan *plan) { return plan ? &plan->buffers : NULL; }
 
 topos_status topos_plan_forward(const topos_plan *plan, const topos_params *params,
                                 const topos_feed *feeds, size_t n_feeds, topos_run **out) {
@@ -149,5 +163,7 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
   else
     put(&t, "live volume: retain-all %lld, release floor %lld at node %u\n",
         (long long)st->retain_all, (long long)st->peak, st->peak_node);
+  put(&t, "arena: %lld bytes for %u buffers, %lld without reuse\n", (long long)st->arena_bytes,
+      plan->buffers.buffers, (long long)st->unshared_bytes);
   return t.length;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/numerics.h"
 #include "graph/algebra.h"
 
 static tp_handle *new_grads(uint32_t n) {
@@ -29,7 +30,9 @@ topos_status topos_run_backward(const topos_run *run, topos_sym loss, topos_fiel
   tp_eager_algebra alg;
   tp_eager_algebra_init(&alg, run);
   topos_field *field = NULL;
+  int previous = tp_numerics_enter(run->exact);
   topos_status s = tp_sweep(&alg.base, graph, target, NULL, grads);
+  tp_numerics_leave(previous);
   if (s == TOPOS_OK) s = tp_field_new(graph, &field);
   if (s == TOPOS_OK)
     for (uint32_t i = 0; i < graph->count; ++i)

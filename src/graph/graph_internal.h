@@ -79,6 +79,7 @@ struct topos_run {
   tp_run_posture posture;
   topos_tensor **values;  /* graph->count entries; NULL = not computed or released */
   uint8_t *readable;      /* graph->count flags */
+  int exact;              /* numerics posture it ran under (backward re-enters it) */
 };
 
 /* ---- graph */
@@ -103,6 +104,7 @@ void tp_graph_mark_ancestors(const tp_graph *graph, uint8_t *flags);
  * exactly the interpreter's kernel calls. */
 typedef struct tp_schedule {
   tp_graph *graph;           /* retained */
+  int exact;                 /* numerics posture the runs use (interpreter: Fast) */
   tp_run_posture posture;
   uint8_t *wanted;           /* count flags: evaluated */
   uint8_t *readable;         /* count flags: answer topos_run_read */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/numerics.h"
 #include "graph/graph_internal.h"
 
 void topos_run_free(topos_run *run) {
@@ -216,6 +217,7 @@ static topos_status execute(const tp_schedule *sc, const topos_params *params,
   if (n_feeds && !feeds) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "forward: feeds is NULL");
   for (size_t k = 0; k < n_feeds; ++k) TP_TRY(check_feed(graph, &feeds[k], k, fed));
   run->posture = sc->posture;
+  run->exact = sc->exact;
   memcpy(run->readable, sc->readable, n);
   for (uint32_t i = 0; i < n; ++i) {
     if (!sc->wanted[i]) continue;
@@ -244,8 +246,11 @@ topos_status tp_schedule_execute(const tp_schedule *sc, const topos_params *para
   topos_status s;
   if (!run || !run->values || !run->readable || !fed)
     s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "forward: out of memory");
-  else
+  else {
+    int previous = tp_numerics_enter(sc->exact);
     s = execute(sc, params, feeds, n_feeds, run, fed);
+    tp_numerics_leave(previous);
+  }
   free(fed);
   if (s != TOPOS_OK) {
     topos_run_free(run);

@@ -1,0 +1,91 @@
+/* The static buffer plan: ranges of values alive at the same time never
+ * overlap, views keep their source's bytes alive, nothing is written in
+ * place, and a long forward chain needs only a few buffers. */
+#include "../graph/graph_util.h"
+#include "engine/buffer_plan.h"
+
+/* Lifetime of node i's buffer: [i, until]. */
+static int overlaps(const tp_buffer_plan *bp, uint32_t i, uint32_t j) {
+  uint32_t end_i = bp->until[i] == UINT32_MAX ? UINT32_MAX : (bp->until[i] > i ? bp->until[i] : i);
+  if (j > end_i) return 0; /* j starts after i's readers are done (j > i) */
+  int64_t a0 = bp->offset[i], a1 = a0 + bp->bytes[i], b0 = bp->offset[j], b1 = b0 + bp->bytes[j];
+  return a0 < b1 && b0 < a1;
+}
+
+static int check_disjoint(const tp_buffer_plan *bp) {
+  for (uint32_t i = 0; i < bp->count; ++i) {
+    if (bp->offset[i] == TP_NOT_IN_ARENA) continue;
+    for (uint32_t j = i + 1; j < bp->count; ++j)
+      if (bp->offset[j] != TP_NOT_IN_ARENA && overlaps(bp, i, j)) return 0;
+  }
+  return 1;
+}
+
+TEST(buffer_plan_reuses_along_a_chain_and_respects_views) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {4, 16};
+  topos_tensor *t = tg_random(TOPOS_F32, 2, s, 1, -1, 1);
+  topos_sym x = topos_tape_input(tape, t, "x");
+  topos_tensor_release(t);
+  topos_sym y = topos_tape_exp(tape, x), early = TOPOS_SYM_INVALID;
+  for (int i = 0; i < 12; ++i) {
+    y = topos_tape_tanh(tape, y);
+    if (i == 2) early = topos_tape_transpose(tape, y); /* a view used at the very end */
+  }
+  topos_sym tail = topos_tape_transpose(tape, y);
+  topos_sym out = topos_tape_sum(tape, topos_tape_add(tape, tail, early));
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(bp != NULL);
+  CHECK(check_disjoint(bp));
+  /* 14 fresh [4,16] f32 results (256 bytes) and the rank-0 sum (64 aligned);
+   * reuse keeps the arena to a handful */
+  CHECK_EQ_INT(bp->buffers, 15);
+  CHECK_EQ_INT(bp->unshared_bytes, 14 * 256 + 64);
+  CHECK(bp->arena_bytes <= 4 * 256);
+  /* the tanh viewed by `early` keeps its bytes until the add reads the view */
+  uint32_t viewed = early.index - 1, add = out.index - 1;
+  CHECK(bp->until[viewed] >= add);
+  CHECK(bp->offset[early.index] == TP_NOT_IN_ARENA); /* views take no bytes */
+  topos_plan_stats st;
+  CHECK_OK(topos_plan_stats_get(plan, &st));
+  CHECK_EQ_INT(st.arena_bytes, bp->arena_bytes);
+  topos_plan_free(plan);
+  /* a backward plan keeps everything: no sharing */
+  req.backward = 1;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK_EQ_INT(bp->arena_bytes, bp->unshared_bytes);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
+
+TEST(buffer_plan_never_writes_over_an_operand) {
+  /* z = a * b with a's last use at the same node: z must not take a's bytes */
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {16};
+  topos_tensor *t = tg_random(TOPOS_F32, 1, s, 2, -1, 1);
+  topos_sym x = topos_tape_input(tape, t, "x");
+  topos_tensor_release(t);
+  topos_sym a = topos_tape_exp(tape, x), b = topos_tape_tanh(tape, x);
+  topos_sym z = topos_tape_mul(tape, a, b), out = topos_tape_sum(tape, z);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_FAST};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK(bp->offset[z.index] != bp->offset[a.index]);
+  CHECK(bp->offset[z.index] != bp->offset[b.index]);
+  CHECK(bp->offset[out.index] == bp->offset[a.index] || bp->offset[out.index] == bp->offset[b.index]);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
