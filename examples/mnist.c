@@ -85,16 +85,6 @@ static topos_sym ex_lenet_logits(topos_tape *tape, const ex_lenet *m, topos_sym 
   return topos_linear_apply(tape, &m->head, topos_tape_reshape(tape, h, 2, flat));
 }
 
-/* Fisher-Yates with splitmix64. */
-static void ex_shuffle(int64_t *order, int64_t n, topos_rng *rng) {
-  for (int64_t i = n - 1; i > 0; --i) {
-    int64_t j = (int64_t)(topos_rng_next(rng) % (uint64_t)(i + 1));
-    int64_t tmp = order[i];
-    order[i] = order[j];
-    order[j] = tmp;
-  }
-}
-
 int topos_example_mnist(int argc, char **argv) {
   ex_flags flags = {.steps = 2000, .batch = 64, .lr = 0.05, .seed = 1, .out = "."};
   int fashion = 0;

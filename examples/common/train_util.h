@@ -242,6 +242,16 @@ static inline int ex_curve_svg(const ex_curve *c, const char *path, const char *
   return fclose(f) == 0 ? 0 : -1;
 }
 
+/* Fisher-Yates with splitmix64. */
+static inline void ex_shuffle(int64_t *order, int64_t n, topos_rng *rng) {
+  for (int64_t i = n - 1; i > 0; --i) {
+    int64_t j = (int64_t)(topos_rng_next(rng) % (uint64_t)(i + 1));
+    int64_t tmp = order[i];
+    order[i] = order[j];
+    order[j] = tmp;
+  }
+}
+
 /* Joins dir and name into buf. */
 static inline const char *ex_path(char *buf, size_t size, const char *dir, const char *name) {
   snprintf(buf, size, "%s/%s", dir && *dir ? dir : ".", name);

@@ -22,6 +22,7 @@
 #define TOPOS_NN_H
 
 #include "graph.h"
+#include "gguf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -208,6 +209,21 @@ TOPOS_API int64_t topos_optimizer_steps(const topos_optimizer *opt);
  * AdamW then subtracts lr decay p_old on rank >= 2 parameters. */
 TOPOS_API topos_status topos_optimizer_step(topos_optimizer *opt, topos_params *params,
                                             const topos_field *gradients);
+
+/* ---- checkpoints: GGUF files holding every parameter under its name, in
+ * its dtype, bit for bit, plus whatever metadata (hyperparameters) the caller
+ * adds to the writer. Key "topos.checkpoint.parameters" (u32) counts them. */
+/* Adds every parameter of params to the writer (a reference each). All
+ * parameters must be named (TOPOS_ERR_INVALID_ARGUMENT naming the index). */
+TOPOS_API topos_status topos_checkpoint_add(topos_gguf_writer *writer,
+                                            const topos_params *params);
+/* Writes params (and nothing else) to path atomically. */
+TOPOS_API topos_status topos_checkpoint_save(const topos_params *params, const char *path);
+/* Replaces every parameter's value with the tensor of the same name in the
+ * GGUF file (fresh heap copies, so training can continue). Dtype and shape
+ * must match; a missing parameter or an extra tensor fails naming it. All or
+ * nothing: on failure params is unchanged. */
+TOPOS_API topos_status topos_checkpoint_load(topos_params *params, const char *path);
 
 #ifdef __cplusplus
 }

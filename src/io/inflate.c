@@ -252,13 +252,23 @@ topos_status topos_inflate(const void *src, size_t size, size_t max_out, void **
   return TOPOS_OK;
 }
 
+/* Table-driven (one byte per step); the table is built on first use from the
+ * reflected polynomial 0xEDB88320. A benign race: every thread writes the
+ * same values. */
 uint32_t topos_crc32(uint32_t crc, const void *data, size_t size) {
+  static uint32_t table[256];
+  static volatile int ready;
+  if (!ready) {
+    for (uint32_t n = 0; n < 256; ++n) {
+      uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+      table[n] = c;
+    }
+    ready = 1;
+  }
   const uint8_t *p = data;
   crc = ~crc;
-  for (size_t i = 0; i < size; ++i) {
-    crc ^= p[i];
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
+  for (size_t i = 0; i < size; ++i) crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
   return ~crc;
 }
 
