@@ -300,6 +300,7 @@ int topos_example_makemore(int argc, char **argv) {
   if (!rows) EX_TRY("rows", TOPOS_ERR_OUT_OF_MEMORY);
   ex_progress progress;
   ex_progress_start(&progress, flags.steps, flags.quiet);
+  progress.budget = flags.max_seconds;
   long step = 0;
   double start = ex_now();
   for (; step < flags.steps; ++step) {

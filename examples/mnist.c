@@ -189,6 +189,7 @@ int topos_example_mnist(int argc, char **argv) {
   int64_t cursor = train.count;
   ex_progress progress;
   ex_progress_start(&progress, flags.steps, flags.quiet);
+  progress.budget = flags.max_seconds;
   long step = 0;
   double train_start = ex_now();
   for (; step < flags.steps; ++step) {

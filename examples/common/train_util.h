@@ -116,6 +116,7 @@ typedef struct ex_progress {
   double start, last_print;
   int tty, quiet;
   long total;
+  double budget; /* seconds; 0: none. The ETA never exceeds what is left of it */
 } ex_progress;
 
 static inline void ex_progress_start(ex_progress *p, long total, int quiet) {
@@ -123,6 +124,7 @@ static inline void ex_progress_start(ex_progress *p, long total, int quiet) {
   p->tty = isatty(fileno(stdout));
   p->quiet = quiet;
   p->total = total;
+  p->budget = 0;
 }
 
 /* Prints at most ~8 lines per second on a terminal and every `every` steps
@@ -136,6 +138,8 @@ static inline void ex_progress_step(ex_progress *p, long step, double loss, long
   p->last_print = now;
   double per_step = (now - p->start) / (double)done;
   double eta = per_step * (double)(p->total - done);
+  if (p->budget > 0 && eta > p->budget - (now - p->start)) eta = p->budget - (now - p->start);
+  if (eta < 0) eta = 0;
   if (p->tty) {
     printf("\r  step %6ld/%ld  loss %.4f  %7.2f ms/step  ETA %5.0f s ", done, p->total, loss,
            1e3 * per_step, eta);
