@@ -79,9 +79,10 @@ static topos_status eager_fill(tp_algebra *self, const topos_tensor_desc *like, 
 static topos_status eager_node_value(tp_algebra *self, uint32_t index, tp_handle *out) {
   tp_eager_algebra *alg = eager(self);
   topos_tensor *t = alg->run->values[index];
-  if (!t)
-    return tp_fail(TOPOS_ERR_INTERNAL, "backward: node %u was not kept by the run", index);
-  return put(alg, topos_tensor_retain(t), out);
+  /* A plan releases values no backward rule reads (tp_backward_reads): such
+   * a handle is dead, and a rule that used it would fail in apply ("not a
+   * live value") instead of reading freed memory. */
+  return put(alg, t ? topos_tensor_retain(t) : NULL, out);
 }
 
 static size_t eager_mark(tp_algebra *self) { return eager(self)->n_log; }
