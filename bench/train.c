@@ -116,6 +116,8 @@ static const char *tp_bt_torch_script =
 
 /* PyTorch's ms/step, or a negative value when torch cannot be imported. */
 static double tp_bt_torch(int threads, int steps, int64_t batch) {
+  static int unavailable;
+  if (unavailable) return -1;
   char path[] = "/tmp/topos-bench-train-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) return -1;
@@ -123,9 +125,12 @@ static double tp_bt_torch(int threads, int steps, int64_t batch) {
   int ok = write(fd, tp_bt_torch_script, len) == (ssize_t)len;
   close(fd);
   double ms = -1;
-  if (ok) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "python3 %s %d %d %lld 2>/dev/null", path, threads, steps,
+  /* $TOPOS_PYTHON, then python3 on PATH (a venv), then Debian's python3-torch */
+  const char *pythons[3] = {getenv("TOPOS_PYTHON"), "python3", "/usr/bin/python3"};
+  for (int k = 0; ok && ms < 0 && k < 3; ++k) {
+    if (!pythons[k] || !*pythons[k]) continue;
+    char cmd[768];
+    snprintf(cmd, sizeof cmd, "%s %s %d %d %lld 2>/dev/null", pythons[k], path, threads, steps,
              (long long)batch);
     FILE *p = popen(cmd, "r");
     if (p) {
@@ -136,6 +141,7 @@ static double tp_bt_torch(int threads, int steps, int64_t batch) {
     }
   }
   remove(path);
+  if (ms < 0) unavailable = 1; /* ask once per run */
   return ms;
 }
 
