@@ -191,10 +191,17 @@ int topos_example_mnist(int argc, char **argv) {
   ex_progress_start(&progress, flags.steps, flags.quiet);
   progress.budget = flags.max_seconds;
   long step = 0;
+  int lr_dropped = 0;
   double train_start = ex_now();
   for (; step < flags.steps; ++step) {
-    if (flags.max_seconds > 0 && ex_now() - train_start > flags.max_seconds) break;
-    if (step == flags.steps * 3 / 4) topos_optimizer_set_lr(opt, flags.lr * 0.1);
+    double elapsed = ex_now() - train_start;
+    if (flags.max_seconds > 0 && elapsed > flags.max_seconds) break;
+    /* the last quarter at lr/10: of the steps, or of the time budget when that ends first */
+    if (!lr_dropped && (step >= flags.steps * 3 / 4 ||
+                        (flags.max_seconds > 0 && elapsed > 0.75 * flags.max_seconds))) {
+      topos_optimizer_set_lr(opt, flags.lr * 0.1);
+      lr_dropped = 1;
+    }
     if (cursor + B > train.count) {
       ex_shuffle(order, train.count, &data_rng);
       cursor = 0;

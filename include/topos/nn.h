@@ -75,7 +75,10 @@ TOPOS_API topos_sym topos_linear_apply(topos_tape *tape, const topos_linear *lay
 /* ---- Conv2d: x [B,C,H,W], W [F,C,KH,KW], b [F] -> [B,F,OH,OW],
  * OH = (H + 2 pad - KH) / stride + 1. Composed as pad, unfold, unfold,
  * permute, reshape (the patch matrix [B*OH*OW, C*KH*KW]), one matmul with
- * W reshaped to [C*KH*KW, F], bias, reshape and permute back. */
+ * W reshaped to [C*KH*KW, F], bias, reshape and permute back. Forward plans
+ * run the patch matrix and the product as one fused step (pattern
+ * conv_im2col, same bits); max_pool2d likewise (pattern max_pool, f32/f64,
+ * 2x2 windows). */
 typedef struct topos_conv2d {
   topos_sym weight;
   topos_sym bias; /* TOPOS_SYM_INVALID without bias */
@@ -89,7 +92,7 @@ TOPOS_API topos_status topos_conv2d_new(topos_tape *tape, const char *name, int6
 TOPOS_API topos_sym topos_conv2d_apply(topos_tape *tape, const topos_conv2d *layer, topos_sym x);
 /* The same formula over any weight and bias symbols (bias may be invalid). */
 TOPOS_API topos_sym topos_conv2d_of(topos_tape *tape, topos_sym x, topos_sym weight,
-                                       topos_sym bias, int64_t stride, int64_t padding);
+                                    topos_sym bias, int64_t stride, int64_t padding);
 
 /* ---- pooling over [B,C,H,W], square windows, no padding, floor division.
  * max: left fold of maximum over the window lanes in row-major order. */
@@ -129,12 +132,14 @@ TOPOS_API topos_status topos_layer_norm_new(topos_tape *tape, const char *name, 
                                             double eps, topos_dtype dtype,
                                             topos_layer_norm *out_layer);
 /* (x - mean) / sqrt(var + eps) * scale + shift */
-TOPOS_API topos_sym topos_layer_norm_apply(topos_tape *tape, const topos_layer_norm *layer, topos_sym x);
+TOPOS_API topos_sym topos_layer_norm_apply(topos_tape *tape, const topos_layer_norm *layer,
+                                           topos_sym x);
 TOPOS_API topos_status topos_rms_norm_new(topos_tape *tape, const char *name, int64_t features,
                                           double eps, topos_dtype dtype,
                                           topos_layer_norm *out_layer);
 /* x / sqrt(mean(x*x) + eps) * scale */
-TOPOS_API topos_sym topos_rms_norm_apply(topos_tape *tape, const topos_layer_norm *layer, topos_sym x);
+TOPOS_API topos_sym topos_rms_norm_apply(topos_tape *tape, const topos_layer_norm *layer,
+                                         topos_sym x);
 
 /* ---- Dropout: x * mask, the mask an input (default all ones, i.e. the
  * inference behaviour) that training runs feed from topos_dropout_mask. */
@@ -165,7 +170,8 @@ typedef struct topos_attention {
 TOPOS_API topos_status topos_attention_new(topos_tape *tape, const char *name, int64_t dim,
                                            int64_t heads, topos_dtype dtype, topos_rng *rng,
                                            topos_attention *out_layer);
-TOPOS_API topos_sym topos_attention_apply(topos_tape *tape, const topos_attention *layer, topos_sym x);
+TOPOS_API topos_sym topos_attention_apply(topos_tape *tape, const topos_attention *layer,
+                                          topos_sym x);
 
 /* ---- losses (rank 0 results) */
 /* logits [N,C], targets i32 [N] class indices: mean over rows of
