@@ -15,7 +15,7 @@ int topos_example_mnist(int argc, char **argv); /* examples/mnist.c, compiled in
 static int tp_cmd_demo(int argc, char **argv) {
   const char *out = "topos-demo", *seconds = "100", *threads = "2", *steps = "2000";
   const char *data = NULL;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc; i += 2) { /* every flag takes a value */
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: topos demo [--out DIR] [--seconds S] [--threads N] [--steps N] [--data DIR]\n"
@@ -38,7 +38,6 @@ static int tp_cmd_demo(int argc, char **argv) {
       fprintf(stderr, "topos demo: unknown flag %s (see --help)\n", argv[i]);
       return 2;
     }
-    ++i;
   }
   if (mkdir(out, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "topos demo: cannot create %s: %s\n", out, strerror(errno));

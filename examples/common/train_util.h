@@ -41,7 +41,7 @@ static inline void ex_usage(const char *name, const ex_flags *d, const char *ext
  * --help, 2 on a bad flag. */
 static inline int ex_parse_flags(int argc, char **argv, ex_flags *f, const char *extra_help) {
   ex_flags defaults = *f;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc; i += 2) { /* a flag and its value */
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -49,6 +49,7 @@ static inline int ex_parse_flags(int argc, char **argv, ex_flags *f, const char 
       return 1;
     } else if (!strcmp(a, "--quiet")) {
       f->quiet = 1;
+      --i; /* no value */
       continue;
     }
     if (!v) {
@@ -72,7 +73,6 @@ static inline int ex_parse_flags(int argc, char **argv, ex_flags *f, const char 
       fprintf(stderr, "%s: bad value '%s' for %s\n", argv[0], v, a);
       return 2;
     }
-    ++i;
   }
   if (f->steps < 0 || f->batch <= 0 || f->threads < 0) {
     fprintf(stderr, "%s: steps, batch and threads must be positive\n", argv[0]);

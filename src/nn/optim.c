@@ -97,12 +97,12 @@ static topos_status tp_plus_scalar(topos_tensor *t, double value, topos_tensor *
 
 /* Temporaries of one update, released together. */
 typedef struct {
-  topos_tensor *t[16];
+  topos_tensor *t[32]; /* Adam keeps about 20 */
   int n;
 } tp_scratch;
 
 static topos_tensor *tp_keep(tp_scratch *k, topos_tensor *t) {
-  if (k->n < 16) k->t[k->n++] = t;
+  if (k->n < 32) k->t[k->n++] = t;
   return t;
 }
 
