@@ -200,8 +200,8 @@ int topos_example_makemore(int argc, char **argv) {
   if (!path) {
     fprintf(stderr, "error: names.txt not found. Looked in:\n");
     for (int i = flags.data ? 0 : 1; candidates[i]; ++i) fprintf(stderr, "  %s\n", candidates[i]);
-    fprintf(stderr, "Get it from https://raw.githubusercontent.com/karpathy/makemore/master/"
-                    "names.txt and pass --data FILE.\n");
+    fprintf(stderr, "names.txt (32,033 names, one per line) ships with Karpathy's makemore "
+                    "repository; save it and pass --data FILE.\n");
     return 3;
   }
   int rc = 0;
