@@ -119,7 +119,8 @@ TOPOS_API topos_status topos_batch_norm_new(topos_tape *tape, const char *name, 
 TOPOS_API topos_status topos_batch_norm_train(topos_tape *tape, const topos_batch_norm *layer,
                                               topos_sym x, topos_batch_norm_result *out);
 /* Inference: normalizes with mean and variance ([F] symbols, typically inputs
- * fed with the caller's running estimates). */
+ * fed with the caller's running estimates). Forward plans run this tail as
+ * one fused pass (pattern batch_norm, f32/f64, same bits). */
 TOPOS_API topos_sym topos_batch_norm_infer(topos_tape *tape, const topos_batch_norm *layer,
                                            topos_sym x, topos_sym mean, topos_sym variance);
 
