@@ -2,7 +2,9 @@
  * forward, backward, SGD-momentum update) at 1 and 2 threads, side by side
  * with PyTorch's time for the same network in the same run when
  * `python3 -c "import torch"` works. Synthetic inputs (the step's cost does
- * not depend on the pixels). --json prints one row per thread count. */
+ * not depend on the pixels). --json prints one row per thread count.
+ * The step is the one examples/mnist.c takes: gradients recorded on the tape
+ * (only those of the parameters) and evaluated by one forward plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,9 @@ static const char *tp_bt_build(void) {
 }
 
 typedef struct {
+  int recorded; /* gradients recorded on the tape (topos_tape_differentiate), one forward plan */
+  topos_sym grads[8], param_syms[8];
+  size_t n_params;
   topos_network *net;
   topos_params *params;
   topos_plan *plan;
@@ -63,10 +68,24 @@ static topos_status tp_bt_build_model(tp_bt_model *m, int64_t batch) {
   topos_sym h = topos_max_pool2d(tape, topos_tape_relu(tape, topos_conv2d_apply(tape, &c1, m->x)), 2, 2);
   h = topos_max_pool2d(tape, topos_tape_relu(tape, topos_conv2d_apply(tape, &c2, h)), 2, 2);
   int64_t flat[2] = {batch, 784};
-  m->loss = topos_cross_entropy(tape, topos_linear_apply(tape, &fc, topos_tape_reshape(tape, h, 2, flat)), m->t);
+  m->loss = topos_cross_entropy(
+      tape, topos_linear_apply(tape, &fc, topos_tape_reshape(tape, h, 2, flat)), m->t);
+  topos_sym roots[9] = {m->loss};
+  m->n_params = 6;
+  topos_sym ps[6] = {c1.weight, c1.bias, c2.weight, c2.bias, fc.weight, fc.bias};
+  memcpy(m->param_syms, ps, sizeof ps);
+  if (m->recorded) {
+    s = topos_tape_differentiate(tape, m->loss, m->n_params, m->param_syms, m->grads);
+    if (s != TOPOS_OK) {
+      topos_tape_free(tape);
+      return s;
+    }
+    memcpy(roots + 1, m->grads, m->n_params * sizeof *roots);
+  }
   s = topos_tape_seal(&tape, &m->net);
   if (s == TOPOS_OK) s = topos_params_from_network(m->net, &m->params);
-  topos_request req = {.roots = &m->loss, .n_roots = 1, .backward = 1};
+  topos_request req = {.roots = roots, .n_roots = m->recorded ? 1 + m->n_params : 1,
+                       .backward = !m->recorded};
   if (s == TOPOS_OK) s = topos_plan_compile(m->net, &req, &m->plan);
   topos_optimizer_options oo = {.kind = TOPOS_OPT_SGD, .lr = 0.05, .momentum = 0.9};
   if (s == TOPOS_OK) s = topos_optimizer_new(m->net, &oo, &m->opt);
@@ -84,7 +103,10 @@ static topos_status tp_bt_step(tp_bt_model *m) {
   topos_run *run = NULL;
   topos_field *grads = NULL;
   topos_status s = topos_plan_forward(m->plan, m->params, feeds, 2, &run);
-  if (s == TOPOS_OK) s = topos_run_backward(run, m->loss, &grads);
+  if (s == TOPOS_OK && m->recorded)
+    s = topos_run_recorded_gradients(run, m->n_params, m->param_syms, m->grads, &grads);
+  else if (s == TOPOS_OK)
+    s = topos_run_backward(run, m->loss, &grads);
   if (s == TOPOS_OK) s = topos_optimizer_step(m->opt, m->params, grads);
   topos_field_free(grads);
   topos_run_free(run);
@@ -146,19 +168,24 @@ static double tp_bt_torch(int threads, int steps, int64_t batch) {
 }
 
 static int tp_bench_train(int argc, char **argv) {
-  int json = 0, steps = 20, no_peer = 0;
+  int json = 0, steps = 20, no_peer = 0, recorded = 1, counts_given = 0;
   int counts[8] = {1, 2}, n_counts = 2;
   int64_t batch = 64;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: topos bench train [--json] [--steps N] [--no-peer] [THREADS...]\n\n"
+      printf("usage: topos bench train [--json] [--steps N] [--no-peer] [--engine-route] "
+             "[THREADS...]\n\n"
              "ms/step of the MNIST LeNet training step (batch 64) at 1 and 2 threads,\n"
-             "with PyTorch's time for the same network when python3 can import torch.\n");
+             "with PyTorch's time for the same network when python3 can import torch.\n"
+             "Gradients are recorded on the tape and run in one forward plan (as topos train\n"
+             "mnist does); --engine-route uses a backward plan and topos_run_backward.\n");
       return 0;
     } else if (!strcmp(argv[i], "--json")) {
       json = 1;
     } else if (!strcmp(argv[i], "--no-peer")) {
       no_peer = 1;
+    } else if (!strcmp(argv[i], "--engine-route")) {
+      recorded = 0;
     } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
       steps = atoi(argv[++i]);
       if (steps < 1) steps = 1;
@@ -168,11 +195,13 @@ static int tp_bench_train(int argc, char **argv) {
         fprintf(stderr, "topos bench train: bad thread count '%s'\n", argv[i]);
         return 2;
       }
-      if (n_counts == 2 && counts[0] == 1 && counts[1] == 2 && i == 1) n_counts = 0;
+      if (!counts_given) n_counts = 0; /* thread counts given replace the default 1 2 */
+      counts_given = 1;
       if (n_counts < 8) counts[n_counts++] = t;
     }
   }
   tp_bt_model m = {0};
+  m.recorded = recorded;
   topos_status s = tp_bt_build_model(&m, batch);
   if (s != TOPOS_OK) {
     tp_bt_free(&m);

@@ -165,11 +165,18 @@ int topos_example_mnist(int argc, char **argv) {
   topos_sym loss = topos_cross_entropy(tape, ex_lenet_logits(tape, &model, x, B), t);
   topos_sym probe = topos_tape_input_desc(tape, &edesc, "probe");
   topos_sym probe_logits = ex_lenet_logits(tape, &model, probe, EX_PROBE);
+  /* gradients recorded on the tape: the sweep differentiates only toward the
+   * parameters (not the images), and one forward plan computes loss and
+   * gradients with the engine route's bits */
+  topos_sym wrt[6] = {model.conv1.weight, model.conv1.bias, model.conv2.weight,
+                      model.conv2.bias,   model.head.weight,  model.head.bias};
+  topos_sym step_roots[7] = {loss};
+  EX_TRY("differentiating", topos_tape_differentiate(tape, loss, 6, wrt, step_roots + 1));
   EX_TRY("recording the model", topos_tape_status(tape));
   uint32_t nodes = topos_tape_length(tape);
   EX_TRY("sealing", topos_tape_seal(&tape, &net));
   EX_TRY("parameters", topos_params_from_network(net, &params));
-  topos_request step_req = {.roots = &loss, .n_roots = 1, .backward = 1};
+  topos_request step_req = {.roots = step_roots, .n_roots = 7};
   topos_request eval_req = {.roots = &probe_logits, .n_roots = 1};
   EX_TRY("compiling the training plan", topos_plan_compile(net, &step_req, &step_plan));
   EX_TRY("compiling the evaluation plan", topos_plan_compile(net, &eval_req, &eval_plan));
@@ -216,7 +223,7 @@ int topos_example_mnist(int argc, char **argv) {
     topos_status s = topos_plan_forward(step_plan, params, feeds, 2, &run);
     if (s == TOPOS_OK) s = topos_run_read(run, loss, &lv);
     if (s == TOPOS_OK) s = topos_tensor_get(lv, NULL, &lossv);
-    if (s == TOPOS_OK) s = topos_run_backward(run, loss, &grads);
+    if (s == TOPOS_OK) s = topos_run_recorded_gradients(run, 6, wrt, step_roots + 1, &grads);
     if (s == TOPOS_OK) s = topos_optimizer_step(opt, params, grads);
     topos_tensor_release(lv);
     topos_field_free(grads);
