@@ -88,15 +88,24 @@ static topos_sym ex_lenet_logits(topos_tape *tape, const ex_lenet *m, topos_sym 
 int topos_example_mnist(int argc, char **argv) {
   ex_flags flags = {.steps = 2000, .batch = 64, .lr = 0.05, .seed = 1, .out = "."};
   int fashion = 0;
-  for (int i = 1; i < argc; ++i)
+  const char *load = NULL;
+  for (int i = 1; i < argc; ++i) {
+    int drop = 0;
     if (!strcmp(argv[i], "--fashion")) {
       fashion = 1;
-      for (int k = i; k + 1 < argc; ++k) argv[k] = argv[k + 1];
-      --argc;
-      --i;
+      drop = 1;
+    } else if (!strcmp(argv[i], "--load") && i + 1 < argc) {
+      load = argv[i + 1];
+      drop = 2;
     }
+    if (!drop) continue;
+    for (int k = i; k + drop < argc; ++k) argv[k] = argv[k + drop];
+    argc -= drop;
+    i -= 1;
+  }
   int parsed = ex_parse_flags(argc, argv, &flags,
                               "  --fashion   train and test on Fashion-MNIST\n"
+                              "  --load FILE start from a GGUF checkpoint (--steps 0: evaluate it)\n"
                               "data: --data DIR, else ../shared/data/mnist, "
                               "/usr/share/datasets/mnist; Fashion-MNIST in "
                               "/usr/share/datasets/fashion-mnist\n");
@@ -168,6 +177,7 @@ int topos_example_mnist(int argc, char **argv) {
   /* gradients recorded on the tape: the sweep differentiates only toward the
    * parameters (not the images), and one forward plan computes loss and
    * gradients with the engine route's bits */
+  uint32_t model_nodes = topos_tape_length(tape);
   topos_sym wrt[6] = {model.conv1.weight, model.conv1.bias, model.conv2.weight,
                       model.conv2.bias,   model.head.weight,  model.head.bias};
   topos_sym step_roots[7] = {loss};
@@ -182,9 +192,13 @@ int topos_example_mnist(int argc, char **argv) {
   EX_TRY("compiling the evaluation plan", topos_plan_compile(net, &eval_req, &eval_plan));
   topos_optimizer_options oo = {.kind = TOPOS_OPT_SGD, .lr = flags.lr, .momentum = 0.9};
   EX_TRY("optimizer", topos_optimizer_new(net, &oo, &opt));
-  printf("LeNet: %u-node tape, %zu parameter tensors, batch %lld, SGD lr %g momentum 0.9, "
-         "%d threads\n", nodes, topos_params_count(params), (long long)B, flags.lr,
-         topos_threads());
+  if (load) {
+    EX_TRY("loading the checkpoint", topos_checkpoint_load(params, load));
+    printf("parameters loaded from %s\n", load);
+  }
+  printf("LeNet: %u nodes (%u with the recorded gradients), %zu parameter tensors, batch %lld, "
+         "SGD lr %g momentum 0.9, %d threads\n", model_nodes, nodes, topos_params_count(params),
+         (long long)B, flags.lr, topos_threads());
 
   /* ---- training */
   EX_TRY("batch", topos_tensor_zeros(TOPOS_F32, 4, xdesc.shape, &bx));
@@ -270,18 +284,21 @@ int topos_example_mnist(int argc, char **argv) {
   double accuracy = seen ? 100.0 * (double)correct / (double)seen : 0;
   printf("%s test accuracy: %.2f%% (%lld of %lld)\n", set_name, accuracy, (long long)correct,
          (long long)seen);
-  printf("training: %ld steps in %.1f s, %.2f ms/step, final loss (mean of last 100) %.4f\n", step,
-         train_seconds, ms_per_step, ex_curve_tail_mean(&curve, 100));
+  if (step > 0)
+    printf("training: %ld steps in %.1f s, %.2f ms/step, final loss (mean of last 100) %.4f\n",
+           step, train_seconds, ms_per_step, ex_curve_tail_mean(&curve, 100));
 
   /* ---- artifacts */
   char chart[4096], ckpt[4096];
   ex_path(chart, sizeof chart, flags.out, fashion ? "fashion-mnist-loss.svg" : "mnist-loss.svg");
   ex_path(ckpt, sizeof ckpt, flags.out, fashion ? "fashion-mnist-lenet.gguf" : "mnist-lenet.gguf");
-  if (ex_curve_svg(&curve, chart, fashion ? "Fashion-MNIST LeNet: training loss"
-                                          : "MNIST LeNet: training loss") == 0)
-    printf("loss curve: %s\n", chart);
-  else
-    fprintf(stderr, "warning: could not write %s\n", chart);
+  if (step > 0) {
+    if (ex_curve_svg(&curve, chart, fashion ? "Fashion-MNIST LeNet: training loss"
+                                            : "MNIST LeNet: training loss") == 0)
+      printf("loss curve: %s\n", chart);
+    else
+      fprintf(stderr, "warning: could not write %s\n", chart);
+  }
   ex_hparam hp[] = {{"topos.model", 0, "mnist-lenet"},
                     {"topos.dataset", 0, set_name},
                     {"topos.train.steps", (double)step, NULL},

@@ -37,6 +37,8 @@ static inline void ex_usage(const char *name, const ex_flags *d, const char *ext
          extra ? extra : "");
 }
 
+static inline int ex_exists(const char *path);
+
 /* Parses argv into f (which holds the defaults). Returns 0 to run, 1 after
  * --help, 2 on a bad flag. */
 static inline int ex_parse_flags(int argc, char **argv, ex_flags *f, const char *extra_help) {
@@ -78,6 +80,10 @@ static inline int ex_parse_flags(int argc, char **argv, ex_flags *f, const char 
     fprintf(stderr, "%s: steps, batch and threads must be positive\n", argv[0]);
     return 2;
   }
+  if (f->out && *f->out && mkdir(f->out, 0777) != 0 && !ex_exists(f->out)) {
+    fprintf(stderr, "%s: cannot create --out %s\n", argv[0], f->out);
+    return 2;
+  }
   if (f->threads > 0 && topos_set_threads(f->threads) != TOPOS_OK) {
     fprintf(stderr, "%s: --threads %d: %s\n", argv[0], f->threads, topos_last_error());
     return 2;
@@ -91,7 +97,7 @@ static inline double ex_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static inline int ex_exists(const char *path) {
+static inline int ex_exists(const char *path) {  /* 1 if path exists */
   struct stat st;
   return path && stat(path, &st) == 0;
 }
