@@ -17,7 +17,13 @@
  *
  * Errors: record functions return TOPOS_SYM_INVALID and leave a sticky error
  * on the tape (see graph.h); constructors return a topos_status and also make
- * a failure the tape's sticky error. */
+ * a failure the tape's sticky error.
+ *
+ * Ownership: layer structs are plain values (symbols only, nothing to free).
+ * Tensors returned through `topos_tensor **out` carry one new reference
+ * (topos_tensor_release); a topos_optimizer belongs to the caller
+ * (topos_optimizer_free). Initial values passed to the tape are retained by
+ * it; the nn tier releases its own references. */
 #ifndef TOPOS_NN_H
 #define TOPOS_NN_H
 
