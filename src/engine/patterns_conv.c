@@ -86,7 +86,8 @@ static topos_status tp_conv_run(const tp_fusion *f, const tp_graph *g, topos_ten
   const int64_t *xs = topos_tensor_shape(x), *st = topos_tensor_strides(x);
   int64_t B = xs[0], C = xs[1], H = xs[2], W = xs[3];
   const tp_node *rows = &g->nodes[u4->operands[0]]; /* [B,C,OH,KH,PW] */
-  int64_t OH = rows->desc.shape[2], KH = u2->attrs.size, SH = u2->attrs.step, DH = u2->attrs.dilation;
+  int64_t OH = rows->desc.shape[2], KH = u2->attrs.size, SH = u2->attrs.step;
+  int64_t DH = u2->attrs.dilation;
   int64_t OW = g->nodes[f->members[f->n_members - 3]].desc.shape[2]; /* permuted [B,OH,OW,...] */
   int64_t KW = u4->attrs.size, SW = u4->attrs.step, DW = u4->attrs.dilation;
   int64_t shape[2] = {B * OH * OW, C * KH * KW};

@@ -12,8 +12,9 @@ topos_status topos_attention_new(topos_tape *tape, const char *name, int64_t dim
   if (!tape || !layer || !rng) return TOPOS_ERR_INVALID_ARGUMENT;
   layer->heads = heads;
   if (dim <= 0 || heads <= 0 || dim % heads != 0) {
-    tp_nn_fail(tape, TOPOS_ERR_SHAPE, "attention: dim %lld is not a positive multiple of %lld heads",
-               (long long)dim, (long long)heads);
+    tp_nn_fail(tape, TOPOS_ERR_SHAPE,
+               "attention: dim %lld is not a positive multiple of %lld heads", (long long)dim,
+               (long long)heads);
     return topos_tape_status(tape);
   }
   static const char *parts[4] = {"query", "key", "value", "output"};

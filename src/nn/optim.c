@@ -73,9 +73,9 @@ static topos_status tp_scaled(topos_tensor *t, double value, topos_tensor **out)
   topos_tensor *s = NULL, *b = NULL;
   *out = NULL;
   TP_TRY(topos_tensor_scalar(topos_tensor_dtype(t), value, &s));
-  topos_status st = topos_tensor_rank(t) == 0
-                        ? (b = topos_tensor_retain(s), TOPOS_OK)
-                        : topos_tensor_broadcast(s, topos_tensor_rank(t), topos_tensor_shape(t), &b);
+  int rank = topos_tensor_rank(t);
+  topos_status st = rank == 0 ? (b = topos_tensor_retain(s), TOPOS_OK)
+                              : topos_tensor_broadcast(s, rank, topos_tensor_shape(t), &b);
   if (st == TOPOS_OK) st = topos_mul(t, b, out);
   topos_tensor_release(s);
   topos_tensor_release(b);
@@ -86,9 +86,9 @@ static topos_status tp_plus_scalar(topos_tensor *t, double value, topos_tensor *
   topos_tensor *s = NULL, *b = NULL;
   *out = NULL;
   TP_TRY(topos_tensor_scalar(topos_tensor_dtype(t), value, &s));
-  topos_status st = topos_tensor_rank(t) == 0
-                        ? (b = topos_tensor_retain(s), TOPOS_OK)
-                        : topos_tensor_broadcast(s, topos_tensor_rank(t), topos_tensor_shape(t), &b);
+  int rank = topos_tensor_rank(t);
+  topos_status st = rank == 0 ? (b = topos_tensor_retain(s), TOPOS_OK)
+                              : topos_tensor_broadcast(s, rank, topos_tensor_shape(t), &b);
   if (st == TOPOS_OK) st = topos_add(t, b, out);
   topos_tensor_release(s);
   topos_tensor_release(b);
