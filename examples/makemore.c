@@ -189,17 +189,20 @@ int topos_example_makemore(int argc, char **argv) {
                               "  --transformer   one-block transformer instead of the MLP\n"
                               "data: --data FILE, else ../shared/data/names.txt\n");
   if (parsed) return parsed == 1 ? 0 : 2;
-  const char *candidates[] = {flags.data, "../shared/data/names.txt",
-                              "../../shared/data/names.txt", "names.txt", NULL};
+  /* --data FILE is the only place looked at when given */
+  const char *standard[] = {NULL, "../shared/data/names.txt", "../../shared/data/names.txt",
+                            "names.txt", NULL};
+  const char *given[3] = {NULL, flags.data, NULL};
+  const char *const *candidates = flags.data ? given : standard;
   const char *path = NULL;
-  for (int i = flags.data ? 0 : 1; candidates[i]; ++i)
+  for (int i = 1; candidates[i]; ++i)
     if (ex_exists(candidates[i])) {
       path = candidates[i];
       break;
     }
   if (!path) {
     fprintf(stderr, "error: names.txt not found. Looked in:\n");
-    for (int i = flags.data ? 0 : 1; candidates[i]; ++i) fprintf(stderr, "  %s\n", candidates[i]);
+    for (int i = 1; candidates[i]; ++i) fprintf(stderr, "  %s\n", candidates[i]);
     fprintf(stderr, "names.txt (32,033 names, one per line) ships with Karpathy's makemore "
                     "repository; save it and pass --data FILE.\n");
     return 3;

@@ -127,11 +127,11 @@ int topos_example_mnist(int argc, char **argv) {
                               "/usr/share/datasets/mnist", NULL};
   const char *fashion_dirs[] = {flags.data, "/usr/share/datasets/fashion-mnist",
                                 "../shared/data/fashion-mnist", NULL};
-  const char *const *dirs = fashion ? fashion_dirs : mnist_dirs;
-  int found = dirs[0] ? ex_find_dir(dirs, "train-images-idx3-ubyte.gz", dir, sizeof dir) ||
-                            ex_find_dir(dirs, "train-images-idx3-ubyte", dir, sizeof dir)
-                      : ex_find_dir(dirs + 1, "train-images-idx3-ubyte.gz", dir, sizeof dir) ||
-                            ex_find_dir(dirs + 1, "train-images-idx3-ubyte", dir, sizeof dir);
+  /* --data DIR is the only place looked at when given; else the standard ones */
+  const char *given[2] = {flags.data, NULL};
+  const char *const *dirs = flags.data ? given : (fashion ? fashion_dirs : mnist_dirs) + 1;
+  int found = ex_find_dir(dirs, "train-images-idx3-ubyte.gz", dir, sizeof dir) ||
+              ex_find_dir(dirs, "train-images-idx3-ubyte", dir, sizeof dir);
   if (!found && !fashion && !flags.data) { /* fall back to Fashion-MNIST */
     if (ex_find_dir(fashion_dirs + 1, "train-images-idx3-ubyte.gz", dir, sizeof dir) ||
         ex_find_dir(fashion_dirs + 1, "train-images-idx3-ubyte", dir, sizeof dir)) {
@@ -143,10 +143,10 @@ int topos_example_mnist(int argc, char **argv) {
     fprintf(stderr,
             "error: no %s data found. Looked for train-images-idx3-ubyte[.gz] in:\n",
             fashion ? "Fashion-MNIST" : "MNIST");
-    for (int i = 0; dirs[i] || i == 0; ++i)
-      if (dirs[i]) fprintf(stderr, "  %s\n", dirs[i]);
-    if (!fashion)
-      for (int i = 1; fashion_dirs[i]; ++i) fprintf(stderr, "  %s (Fashion-MNIST)\n", fashion_dirs[i]);
+    for (int i = 0; dirs[i]; ++i) fprintf(stderr, "  %s\n", dirs[i]);
+    if (!fashion && !flags.data)
+      for (int i = 1; fashion_dirs[i]; ++i)
+        fprintf(stderr, "  %s (Fashion-MNIST)\n", fashion_dirs[i]);
     fprintf(stderr,
             "Get it with: sudo apt-get install dataset-fashion-mnist   (Debian/Ubuntu)\n"
             "or download the four MNIST IDX .gz files into a directory and pass --data DIR.\n");

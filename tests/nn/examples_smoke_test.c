@@ -7,6 +7,8 @@
 #include "test.h"
 
 #define EX_NO_MAIN
+#include "examples/makemore.c"
+#include "examples/mnist.c"
 #include "examples/moons.c"
 #include "examples/regression.c"
 #include "examples/xor.c"
@@ -32,4 +34,17 @@ TEST(nn_examples_smoke) {
   CHECK(topos_example_xor(3, bad) == 2);
   char *help[] = {"smoke", "--help", NULL};
   CHECK(topos_example_moons(2, help) == 0);
+}
+
+/* Without data the programs say where they looked and exit 3 (no crash). */
+TEST(nn_examples_missing_data) {
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/no-such-data", tt_tmpdir());
+  char *mnist[] = {"smoke", "--data", dir, "--out", (char *)tt_tmpdir(), NULL};
+  fflush(stdout);
+  CHECK(topos_example_mnist(5, mnist) == 3);
+  char *names[] = {"smoke", "--data", dir, "--out", (char *)tt_tmpdir(), NULL};
+  CHECK(topos_example_makemore(5, names) == 3);
+  char *bad[] = {"smoke", "--fashion", "--batch", "0", NULL};
+  CHECK(topos_example_mnist(4, bad) == 2);
 }
