@@ -37,6 +37,8 @@ struct tp_algebra {
   size_t (*mark)(tp_algebra *self);
   void (*collect)(tp_algebra *self, size_t mark, const tp_handle *keep, size_t n_keep);
   void (*release)(tp_algebra *self, tp_handle h);
+  /* out = a second handle to h's value (no copy), released independently. */
+  topos_status (*share)(tp_algebra *self, tp_handle h, tp_handle *out);
 };
 
 /* What a rule sees: its operands' and output's handles and descriptors, the
@@ -62,6 +64,12 @@ TOPOS_OP_LIST(TP_BACKWARD_DECLARE)
 /* The backward column of the op table, indexed by topos_op. */
 extern const tp_backward_fn tp_backward_rules[TOPOS_OP_COUNT];
 
+/* Which cotangents are "clean" (bit i = operand i): a rearrangement or a sum
+ * of g alone (plus +0 fill), so -0-free and free of signalling NaNs whenever g
+ * is. Every gradient the sweep builds is clean (see tp_sweep), so for these
+ * zero + c == c bit for bit and the sweep takes c as it is. */
+extern const uint8_t tp_backward_clean[TOPOS_OP_COUNT];
+
 /* Which values a rule reads (for a compiler's liveness): bit i = operand i,
  * TP_READS_OUTPUT = the op's own output. Shapes are always available. */
 #define TP_READS_OUTPUT 0x80u
@@ -78,7 +86,15 @@ extern const uint8_t tp_backward_reads[TOPOS_OP_COUNT];
  *     grad[x] = grad[x] + c2, ...      (later ones)
  * where contributions arrive in reverse scan order of their consumers and, for
  * one consumer, in operand order. grads has graph->count entries (TP_NONE =
- * no gradient) owned by the algebra (released with alg->release). */
+ * no gradient) owned by the algebra (released with alg->release).
+ *
+ * The first contribution is taken as it is (shared, no add recorded or run)
+ * when its rule marks it clean (tp_backward_clean), because then zero + c1 is
+ * c1 bit for bit. Why every gradient is clean (never -0, never a signalling
+ * NaN): the seed 1 is; x + y is -0 only when both are -0, so zero + c1 and
+ * grad + c are never -0, and arithmetic quiets NaNs; a clean cotangent moves
+ * or sums the elements of a clean g, which keeps both properties. Gradients
+ * may therefore share one value (e.g. both operands of an add). */
 topos_status tp_sweep(tp_algebra *alg, tp_graph *graph, uint32_t loss, const uint8_t *active,
                       tp_handle *grads);
 

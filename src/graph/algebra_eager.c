@@ -107,6 +107,13 @@ static void eager_release(tp_algebra *self, tp_handle h) {
   alg->slots[h] = NULL;
 }
 
+static topos_status eager_share(tp_algebra *self, tp_handle h, tp_handle *out) {
+  tp_eager_algebra *alg = eager(self);
+  topos_tensor *t = get(alg, h);
+  if (!t) return tp_fail(TOPOS_ERR_INTERNAL, "backward: shared gradient is not a live value");
+  return put(alg, topos_tensor_retain(t), out);
+}
+
 void tp_eager_algebra_init(tp_eager_algebra *alg, const topos_run *run) {
   memset(alg, 0, sizeof *alg);
   alg->base.apply = eager_apply;
@@ -115,6 +122,7 @@ void tp_eager_algebra_init(tp_eager_algebra *alg, const topos_run *run) {
   alg->base.mark = eager_mark;
   alg->base.collect = eager_collect;
   alg->base.release = eager_release;
+  alg->base.share = eager_share;
   alg->run = run;
 }
 

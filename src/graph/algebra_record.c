@@ -47,6 +47,13 @@ static void record_collect(tp_algebra *self, size_t mark, const tp_handle *keep,
 }
 static void record_release(tp_algebra *self, tp_handle h) { (void)self, (void)h; }
 
+/* a node may be read by any number of consumers: the handle itself */
+static topos_status record_share(tp_algebra *self, tp_handle h, tp_handle *out) {
+  (void)self;
+  *out = h;
+  return TOPOS_OK;
+}
+
 void tp_record_algebra_init(tp_record_algebra *alg, topos_tape *tape) {
   memset(alg, 0, sizeof *alg);
   alg->base.apply = record_apply;
@@ -55,5 +62,6 @@ void tp_record_algebra_init(tp_record_algebra *alg, topos_tape *tape) {
   alg->base.mark = record_mark;
   alg->base.collect = record_collect;
   alg->base.release = record_release;
+  alg->base.share = record_share;
   alg->tape = tape;
 }

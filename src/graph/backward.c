@@ -260,6 +260,17 @@ const tp_backward_fn tp_backward_rules[TOPOS_OP_COUNT] = {
 #undef TP_BACKWARD_ROW
 };
 
+/* Clean cotangents (algebra.h): moves of g (add, sub's left operand, the
+ * views, pad/narrow with +0 fill, unfold/fold, broadcasts) or sums of g
+ * (sum, sum_along, fold: any order of adding -0-free values is -0-free). */
+const uint8_t tp_backward_clean[TOPOS_OP_COUNT] = {
+    [TOPOS_OP_ADD] = 0x3u,       [TOPOS_OP_SUB] = 0x1u,       [TOPOS_OP_TRANSPOSE] = 0x1u,
+    [TOPOS_OP_PERMUTE] = 0x1u,   [TOPOS_OP_RESHAPE] = 0x1u,   [TOPOS_OP_NARROW] = 0x1u,
+    [TOPOS_OP_PAD] = 0x1u,       [TOPOS_OP_BROADCAST] = 0x1u, [TOPOS_OP_BROADCAST_ALONG] = 0x1u,
+    [TOPOS_OP_SUM] = 0x1u,       [TOPOS_OP_SUM_ALONG] = 0x1u, [TOPOS_OP_UNFOLD] = 0x1u,
+    [TOPOS_OP_FOLD] = 0x1u,
+};
+
 #define R_A 0x1u
 #define R_B 0x2u
 #define R_Y TP_READS_OUTPUT

@@ -5,10 +5,13 @@
 
 #include "graph/algebra.h"
 
-/* Adds one contribution into grads[x]: zero + c for the first, then grad + c. */
+/* Adds one contribution into grads[x]: zero + c for the first, then grad + c.
+ * A clean first contribution is zero + c already, bit for bit (algebra.h), so
+ * it is shared instead of added: no zeros, no pass over the elements. */
 static topos_status accumulate(tp_algebra *alg, const tp_graph *graph, tp_handle *grads,
-                               uint32_t x, tp_handle contribution) {
+                               uint32_t x, tp_handle contribution, bool clean) {
   tp_handle base = grads[x], sum;
+  if (base == TP_NONE && clean) return alg->share(alg, contribution, &grads[x]);
   if (base == TP_NONE) {
     topos_tensor_desc desc = graph->nodes[x].desc;
     TP_TRY(alg->fill(alg, &desc, 0.0, &base));
@@ -37,7 +40,8 @@ static topos_status sweep_node(tp_algebra *alg, tp_graph *graph, uint32_t i, con
   for (int j = 0; j < arity; ++j) {
     uint32_t x = node.operands[j];
     if (cot[j] == TP_NONE || (active && !active[x])) continue;
-    TP_TRY(accumulate(alg, graph, grads, x, cot[j]));
+    bool clean = (tp_backward_clean[node.op] >> j) & 1u;
+    TP_TRY(accumulate(alg, graph, grads, x, cot[j], clean));
   }
   return TOPOS_OK;
 }
