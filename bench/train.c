@@ -168,20 +168,23 @@ static double tp_bt_torch(int threads, int steps, int64_t batch) {
 }
 
 static int tp_bench_train(int argc, char **argv) {
-  int json = 0, steps = 20, no_peer = 0, recorded = 1, counts_given = 0;
+  int json = 0, steps = 20, no_peer = 0, recorded = 1, counts_given = 0, describe = 0;
   int counts[8] = {1, 2}, n_counts = 2;
   int64_t batch = 64;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: topos bench train [--json] [--steps N] [--no-peer] [--engine-route] "
-             "[THREADS...]\n\n"
+             "[--describe] [THREADS...]\n\n"
              "ms/step of the MNIST LeNet training step (batch 64) at 1 and 2 threads,\n"
              "with PyTorch's time for the same network when python3 can import torch.\n"
              "Gradients are recorded on the tape and run in one forward plan (as topos train\n"
-             "mnist does); --engine-route uses a backward plan and topos_run_backward.\n");
+             "mnist does); --engine-route uses a backward plan and topos_run_backward.\n"
+             "--describe prints the step's plan (topos_plan_describe) and stops.\n");
       return 0;
     } else if (!strcmp(argv[i], "--json")) {
       json = 1;
+    } else if (!strcmp(argv[i], "--describe")) {
+      describe = 1;
     } else if (!strcmp(argv[i], "--no-peer")) {
       no_peer = 1;
     } else if (!strcmp(argv[i], "--engine-route")) {
@@ -206,6 +209,17 @@ static int tp_bench_train(int argc, char **argv) {
   if (s != TOPOS_OK) {
     tp_bt_free(&m);
     return tp_cli_fail("bench train", s, "building the LeNet");
+  }
+  if (describe) {
+    size_t need = topos_plan_describe(m.plan, NULL, 0) + 1;
+    char *text = malloc(need);
+    if (text) {
+      topos_plan_describe(m.plan, text, need);
+      fputs(text, stdout);
+    }
+    free(text);
+    tp_bt_free(&m);
+    return text ? 0 : 1;
   }
   if (!json)
     printf("%-10s %-8s %-12s %-16s %s\n", "build", "threads", "ms/step", "pytorch ms/step",
