@@ -19,24 +19,32 @@
     const S *pa = TP_ELEMS(const S, a);                                                     \
     int axis = attrs->axis, r = a->rank;                                                    \
     for (int64_t e = 0; e < out->volume; ++e) acc[e] = 0;                                   \
-    /* along an input row the output moves by dilation when the row is the        */      \
-    /* window-position axis, else by 1 (the output's last axis)                    */      \
-    int64_t out_step = axis + 1 == r - 1 ? attrs->dilation * out->strides[axis] : 1;        \
-    int64_t inner = tp_inner_extent(a), sa = tp_inner_stride(a);                            \
-    int64_t rows = a->volume / inner;                                                       \
+    /* the output offset is linear in the operand's index: the window axis    */           \
+    /* moves it by step and the position axis by dilation along output axis   */           \
+    /* `axis`, every other axis along its own output axis; so rows walk with  */           \
+    /* running offsets, in the operand's row-major order (the sum order)      */           \
+    int64_t ostr[TOPOS_MAX_RANK];                                                           \
+    for (int i = 0; i < r; ++i)                                                             \
+      ostr[i] = i < axis        ? out->strides[i]                                           \
+                : i == axis     ? attrs->step * out->strides[axis]                          \
+                : i == axis + 1 ? attrs->dilation * out->strides[axis]                      \
+                                : out->strides[i - 1];                                      \
+    int64_t inner = tp_inner_extent(a), sa = tp_inner_stride(a), so = r > 0 ? ostr[r - 1] : 0; \
+    int64_t rows = inner > 0 ? a->volume / inner : 0;                                       \
     int64_t index[TOPOS_MAX_RANK] = {0};                                                    \
+    int64_t o = 0, x = tp_tensor_element_offset(a, index);                                  \
     for (int64_t row = 0; row < rows; ++row) {                                              \
-      int64_t o = 0;                                                                        \
-      for (int i = 0; i < r; ++i) {                                                         \
-        if (i < axis) o += index[i] * out->strides[i];                                      \
-        else if (i == axis)                                                                 \
-          o += (index[axis] * attrs->step + index[axis + 1] * attrs->dilation) *            \
-               out->strides[axis];                                                          \
-        else if (i > axis + 1) o += index[i] * out->strides[i - 1];                         \
+      const S *px = pa + x;                                                                 \
+      C *pacc = acc + o;                                                                    \
+      for (int64_t j = 0; j < inner; ++j) pacc[j * so] += LD(px[j * sa]);                   \
+      for (int i = r - 2; i >= 0; --i) { /* next row: odometer over the outer axes */       \
+        o += ostr[i];                                                                       \
+        x += a->strides[i];                                                                 \
+        if (++index[i] < a->shape[i]) break;                                                \
+        o -= a->shape[i] * ostr[i];                                                         \
+        x -= a->shape[i] * a->strides[i];                                                   \
+        index[i] = 0;                                                                       \
       }                                                                                     \
-      const S *x = pa + tp_tensor_element_offset(a, index);                                 \
-      for (int64_t j = 0; j < inner; ++j) acc[o + j * out_step] += LD(x[j * sa]);           \
-      tp_next_row(a, index);                                                                \
     }                                                                                       \
     S *po = (S *)tp_tensor_base(out);                                                       \
     for (int64_t e = 0; e < out->volume; ++e) po[e] = ST(acc[e]);                           \

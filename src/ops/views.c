@@ -70,9 +70,13 @@ topos_status tp_forward_pad(topos_tensor *const *in, const topos_op_attrs *attrs
     int64_t from = tp_tensor_element_offset(a, index);
     int64_t to = tp_tensor_element_offset(result, target);
     /* the last axis may be the padded one: its stride in result is 1 either way */
-    for (int64_t j = 0; j < inner; ++j)
-      memcpy(dst + (size_t)(to - result->offset + j) * esize,
-             src + (size_t)(from + j * sa) * esize, esize);
+    if (sa == 1) /* a contiguous row moves as one block */
+      memcpy(dst + (size_t)(to - result->offset) * esize, src + (size_t)from * esize,
+             (size_t)inner * esize);
+    else
+      for (int64_t j = 0; j < inner; ++j)
+        memcpy(dst + (size_t)(to - result->offset + j) * esize,
+               src + (size_t)(from + j * sa) * esize, esize);
     tp_next_row(a, index);
   }
   *out = result;
