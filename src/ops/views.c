@@ -61,23 +61,34 @@ topos_status tp_forward_pad(topos_tensor *const *in, const topos_op_attrs *attrs
   TP_TRY(topos_tensor_zeros(desc->dtype, desc->rank, desc->shape, &result));
   const char *src = (const char *)a->storage->data;
   char *dst = (char *)tp_tensor_base(result);
+  int r = a->rank;
   int64_t inner = tp_inner_extent(a), sa = tp_inner_stride(a);
-  int64_t rows = a->volume / inner;
-  int64_t index[TOPOS_MAX_RANK] = {0}, target[TOPOS_MAX_RANK];
+  int64_t rows = inner > 0 ? a->volume / inner : 0;
+  int64_t index[TOPOS_MAX_RANK] = {0};
+  /* running element offsets of the row's first element: operand (from its
+   * storage) and result (from its base, shifted by start along the axis) */
+  int64_t from = a->offset, to = attrs->start * result->strides[attrs->axis];
   for (int64_t row = 0; row < rows; ++row) {
-    for (int axis = 0; axis < a->rank; ++axis) target[axis] = index[axis];
-    target[attrs->axis] += attrs->start;
-    int64_t from = tp_tensor_element_offset(a, index);
-    int64_t to = tp_tensor_element_offset(result, target);
     /* the last axis may be the padded one: its stride in result is 1 either way */
+    char *d = dst + (size_t)to * esize;
+    const char *x = src + (size_t)from * esize;
     if (sa == 1) /* a contiguous row moves as one block */
-      memcpy(dst + (size_t)(to - result->offset) * esize, src + (size_t)from * esize,
-             (size_t)inner * esize);
+      memcpy(d, x, (size_t)inner * esize);
+    else if (esize == 4)
+      for (int64_t j = 0; j < inner; ++j) memcpy(d + j * 4, x + j * sa * 4, 4);
+    else if (esize == 8)
+      for (int64_t j = 0; j < inner; ++j) memcpy(d + j * 8, x + j * sa * 8, 8);
     else
       for (int64_t j = 0; j < inner; ++j)
-        memcpy(dst + (size_t)(to - result->offset + j) * esize,
-               src + (size_t)(from + j * sa) * esize, esize);
-    tp_next_row(a, index);
+        memcpy(d + (size_t)j * esize, x + (size_t)(j * sa) * esize, esize);
+    for (int i = r - 2; i >= 0; --i) { /* next row: odometer over the outer axes */
+      from += a->strides[i];
+      to += result->strides[i];
+      if (++index[i] < a->shape[i]) break;
+      from -= a->shape[i] * a->strides[i];
+      to -= a->shape[i] * result->strides[i];
+      index[i] = 0;
+    }
   }
   *out = result;
   return TOPOS_OK;
