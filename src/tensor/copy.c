@@ -38,26 +38,66 @@ static const char *tp_block_address(const topos_tensor *t, int64_t element_offse
                                               (size_t)topos_dtype_block_bytes(t->dtype);
 }
 
-/* Packs t's elements (or blocks) row-major into dst. */
+/* Packs t's elements (or blocks) row-major into dst. Plain dtypes walk
+ * coalesced axes (unit axes dropped, an axis merged into the next when they
+ * step as one run) with a running offset, so a permuted view's short rows cost
+ * no per-row index arithmetic; the order, and so the bytes, are the same. */
 static void tp_pack(const topos_tensor *t, char *dst) {
-  tp_rows r = tp_rows_start(t);
   const char *base = t->storage->data;
   size_t size = tp_dtype_size(t->dtype);
-  do {
-    int64_t off = tp_rows_offset(t, &r);
-    if (size == 0) { /* block-quantized: rows are whole contiguous blocks */
+  if (size == 0) { /* block-quantized: rows are whole contiguous blocks */
+    tp_rows r = tp_rows_start(t);
+    do {
+      int64_t off = tp_rows_offset(t, &r);
       size_t row_bytes = (size_t)(r.length / topos_dtype_block_size(t->dtype)) *
                          (size_t)topos_dtype_block_bytes(t->dtype);
       memcpy(dst, tp_block_address(t, off), row_bytes);
       dst += row_bytes;
-    } else if (r.stride == 1) {
-      memcpy(dst, base + (size_t)off * size, (size_t)r.length * size);
-      dst += (size_t)r.length * size;
-    } else {
-      for (int64_t j = 0; j < r.length; ++j, dst += size)
-        memcpy(dst, base + (size_t)(off + j * r.stride) * size, size);
+    } while (tp_rows_next(t, &r));
+    return;
+  }
+  int rank = 0;
+  int64_t shape[TOPOS_MAX_RANK], strides[TOPOS_MAX_RANK];
+  for (int axis = 0; axis < t->rank; ++axis) {
+    if (t->shape[axis] == 0) return; /* nothing to move */
+    if (t->shape[axis] == 1) continue;
+    if (rank > 0 && strides[rank - 1] == t->shape[axis] * t->strides[axis]) {
+      shape[rank - 1] *= t->shape[axis];
+      strides[rank - 1] = t->strides[axis];
+      continue;
     }
-  } while (tp_rows_next(t, &r));
+    shape[rank] = t->shape[axis];
+    strides[rank] = t->strides[axis];
+    ++rank;
+  }
+  if (rank == 0) { /* one element */
+    memcpy(dst, base + (size_t)t->offset * size, size);
+    return;
+  }
+  int64_t length = shape[rank - 1], stride = strides[rank - 1];
+  int64_t index[TOPOS_MAX_RANK] = {0};
+  int64_t off = t->offset;
+  for (;;) {
+    const char *x = base + (size_t)off * size;
+    if (stride == 1)
+      memcpy(dst, x, (size_t)length * size);
+    else if (size == 4)
+      for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 4, x + j * stride * 4, 4);
+    else if (size == 8)
+      for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 8, x + j * stride * 8, 8);
+    else
+      for (int64_t j = 0; j < length; ++j)
+        memcpy(dst + (size_t)j * size, x + (size_t)(j * stride) * size, size);
+    dst += (size_t)length * size;
+    int axis = rank - 2;
+    for (; axis >= 0; --axis) { /* next row: odometer over the outer axes */
+      off += strides[axis];
+      if (++index[axis] < shape[axis]) break;
+      off -= shape[axis] * strides[axis];
+      index[axis] = 0;
+    }
+    if (axis < 0) return;
+  }
 }
 
 void tp_tensor_pack_into(const topos_tensor *t, void *dst) { tp_pack(t, dst); }
