@@ -61,34 +61,61 @@ topos_status tp_forward_pad(topos_tensor *const *in, const topos_op_attrs *attrs
   TP_TRY(topos_tensor_zeros(desc->dtype, desc->rank, desc->shape, &result));
   const char *src = (const char *)a->storage->data;
   char *dst = (char *)tp_tensor_base(result);
-  int r = a->rank;
-  int64_t inner = tp_inner_extent(a), sa = tp_inner_stride(a);
-  int64_t rows = inner > 0 ? a->volume / inner : 0;
+  /* walk the operand over coalesced axes (unit axes dropped, an axis merged
+   * into the next when it steps as one run in both operand and result), so
+   * a pad along a unit lane axis is one long strided row, not one row per
+   * element; running offsets instead of per-row index arithmetic */
+  int rank = 0;
+  int64_t shape[TOPOS_MAX_RANK], sa[TOPOS_MAX_RANK], sr[TOPOS_MAX_RANK];
+  for (int axis = 0; axis < a->rank; ++axis) {
+    if (a->shape[axis] == 0) rank = -1;
+    if (rank < 0) break;
+    if (a->shape[axis] == 1) continue;
+    int64_t e = a->shape[axis], xa = a->strides[axis], xr = result->strides[axis];
+    if (rank > 0 && sa[rank - 1] == e * xa && sr[rank - 1] == e * xr) {
+      shape[rank - 1] *= e;
+      sa[rank - 1] = xa;
+      sr[rank - 1] = xr;
+      continue;
+    }
+    shape[rank] = e;
+    sa[rank] = xa;
+    sr[rank] = xr;
+    ++rank;
+  }
+  if (rank == 0) { /* one element */
+    shape[0] = 1;
+    sa[0] = sr[0] = 1;
+    rank = 1;
+  }
   int64_t index[TOPOS_MAX_RANK] = {0};
-  /* running element offsets of the row's first element: operand (from its
-   * storage) and result (from its base, shifted by start along the axis) */
+  /* the row's first element: operand from its storage, result from its base
+   * shifted by start along the padded axis */
   int64_t from = a->offset, to = attrs->start * result->strides[attrs->axis];
-  for (int64_t row = 0; row < rows; ++row) {
-    /* the last axis may be the padded one: its stride in result is 1 either way */
+  int64_t length = rank > 0 ? shape[rank - 1] : 0, xa = rank > 0 ? sa[rank - 1] : 0,
+          xr = rank > 0 ? sr[rank - 1] : 0;
+  while (rank > 0) {
     char *d = dst + (size_t)to * esize;
     const char *x = src + (size_t)from * esize;
-    if (sa == 1) /* a contiguous row moves as one block */
-      memcpy(d, x, (size_t)inner * esize);
+    if (xa == 1 && xr == 1) /* a contiguous row moves as one block */
+      memcpy(d, x, (size_t)length * esize);
     else if (esize == 4)
-      for (int64_t j = 0; j < inner; ++j) memcpy(d + j * 4, x + j * sa * 4, 4);
+      for (int64_t j = 0; j < length; ++j) memcpy(d + j * xr * 4, x + j * xa * 4, 4);
     else if (esize == 8)
-      for (int64_t j = 0; j < inner; ++j) memcpy(d + j * 8, x + j * sa * 8, 8);
+      for (int64_t j = 0; j < length; ++j) memcpy(d + j * xr * 8, x + j * xa * 8, 8);
     else
-      for (int64_t j = 0; j < inner; ++j)
-        memcpy(d + (size_t)j * esize, x + (size_t)(j * sa) * esize, esize);
-    for (int i = r - 2; i >= 0; --i) { /* next row: odometer over the outer axes */
-      from += a->strides[i];
-      to += result->strides[i];
-      if (++index[i] < a->shape[i]) break;
-      from -= a->shape[i] * a->strides[i];
-      to -= a->shape[i] * result->strides[i];
-      index[i] = 0;
+      for (int64_t j = 0; j < length; ++j)
+        memcpy(d + (size_t)(j * xr) * esize, x + (size_t)(j * xa) * esize, esize);
+    int axis = rank - 2;
+    for (; axis >= 0; --axis) { /* next row: odometer over the outer axes */
+      from += sa[axis];
+      to += sr[axis];
+      if (++index[axis] < shape[axis]) break;
+      from -= shape[axis] * sa[axis];
+      to -= shape[axis] * sr[axis];
+      index[axis] = 0;
     }
+    if (axis < 0) break;
   }
   *out = result;
   return TOPOS_OK;
