@@ -29,22 +29,48 @@
                 : i == axis     ? attrs->step * out->strides[axis]                          \
                 : i == axis + 1 ? attrs->dilation * out->strides[axis]                      \
                                 : out->strides[i - 1];                                      \
-    int64_t inner = tp_inner_extent(a), sa = tp_inner_stride(a), so = r > 0 ? ostr[r - 1] : 0; \
-    int64_t rows = inner > 0 ? a->volume / inner : 0;                                       \
+    /* coalesce: unit axes dropped, an axis merged into the next when it    */           \
+    /* steps as one run in both operand and output (order unchanged)         */           \
+    int n = 0;                                                                              \
+    int64_t shape[TOPOS_MAX_RANK], xs[TOPOS_MAX_RANK], os[TOPOS_MAX_RANK];                  \
+    for (int i = 0; i < r && n >= 0; ++i) {                                                 \
+      int64_t e = a->shape[i];                                                              \
+      if (e == 0) n = -1;                                                                   \
+      if (e <= 1) continue;                                                                 \
+      if (n > 0 && xs[n - 1] == e * a->strides[i] && os[n - 1] == e * ostr[i]) {            \
+        shape[n - 1] *= e;                                                                  \
+        xs[n - 1] = a->strides[i];                                                          \
+        os[n - 1] = ostr[i];                                                                \
+        continue;                                                                           \
+      }                                                                                     \
+      shape[n] = e;                                                                         \
+      xs[n] = a->strides[i];                                                                \
+      os[n] = ostr[i];                                                                      \
+      ++n;                                                                                  \
+    }                                                                                       \
+    if (n == 0) { /* one element */                                                         \
+      shape[0] = 1;                                                                         \
+      xs[0] = os[0] = 0;                                                                    \
+      n = 1;                                                                                \
+    }                                                                                       \
     int64_t index[TOPOS_MAX_RANK] = {0};                                                    \
-    int64_t o = 0, x = tp_tensor_element_offset(a, index);                                  \
-    for (int64_t row = 0; row < rows; ++row) {                                              \
+    int64_t o = 0, x = a->offset;                                                           \
+    int64_t inner = n > 0 ? shape[n - 1] : 0, sa = n > 0 ? xs[n - 1] : 0,                   \
+            so = n > 0 ? os[n - 1] : 0;                                                     \
+    while (n > 0) {                                                                         \
       const S *px = pa + x;                                                                 \
       C *pacc = acc + o;                                                                    \
       for (int64_t j = 0; j < inner; ++j) pacc[j * so] += LD(px[j * sa]);                   \
-      for (int i = r - 2; i >= 0; --i) { /* next row: odometer over the outer axes */       \
-        o += ostr[i];                                                                       \
-        x += a->strides[i];                                                                 \
-        if (++index[i] < a->shape[i]) break;                                                \
-        o -= a->shape[i] * ostr[i];                                                         \
-        x -= a->shape[i] * a->strides[i];                                                   \
+      int i = n - 2;                                                                        \
+      for (; i >= 0; --i) { /* next row: odometer over the outer axes */                    \
+        o += os[i];                                                                         \
+        x += xs[i];                                                                         \
+        if (++index[i] < shape[i]) break;                                                   \
+        o -= shape[i] * os[i];                                                              \
+        x -= shape[i] * xs[i];                                                              \
         index[i] = 0;                                                                       \
       }                                                                                     \
+      if (i < 0) break;                                                                     \
     }                                                                                       \
     S *po = (S *)tp_tensor_base(out);                                                       \
     for (int64_t e = 0; e < out->volume; ++e) po[e] = ST(acc[e]);                           \

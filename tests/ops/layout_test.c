@@ -216,3 +216,59 @@ TEST(ops_scatter_repeats_accumulate_in_order) {
   CHECK_ERROR_HAS("scatter: index 1 at position 2");
   ot_free(&p);
 }
+
+/* Non-overlapping windows (step == size * dilation) tile the axis, so
+ * fold(unfold(x)) puts every element back once: x itself where covered, 0
+ * beyond the last window. The folded operand is a strided view whose window
+ * and position axes step as one run (the kernel merges them), also behind a
+ * permute of the outer axes and with the pad kernel's lane layout
+ * (a unit last axis padded into lanes). */
+TEST(ops_fold_of_tiling_windows_restores_the_operand) {
+  for (int d = 0; d < 3; ++d) {
+    ot_pool p = {{0}, 0};
+    int64_t s[] = {2, 3, 8};
+    double v[48];
+    for (int i = 0; i < 48; ++i) v[i] = i + 1;
+    topos_tensor *x = ot_make(&p, kDts[d], 3, s, v);
+    CHECK(x);
+    topos_op_attrs at = ot_attrs();
+    at.axis = 2;
+    at.size = 2;
+    at.step = 2;
+    at.dilation = 1;
+    topos_tensor *u = ot_run(&p, TOPOS_OP_UNFOLD, x, NULL, &at); /* [2,3,4,2] view */
+    CHECK(u);
+    at.length = 8;
+    CHECK_TENSOR_BITS(ot_run(&p, TOPOS_OP_FOLD, u, NULL, &at), x);
+    /* extent 9: the last element is outside every window */
+    at.length = 9;
+    topos_tensor *f9 = ot_run(&p, TOPOS_OP_FOLD, u, NULL, &at);
+    CHECK(f9 && topos_tensor_volume(f9) == 54);
+    for (int64_t i = 0; f9 && i < 54; ++i)
+      CHECK(ot_at(f9, i) == (i % 9 == 8 ? 0.0 : v[i / 9 * 8 + i % 9]));
+    /* the outer axes swapped: a transposed operand folds to the transposed x */
+    topos_op_attrs pt = ot_attrs();
+    pt.rank = 4;
+    pt.order[0] = 1, pt.order[1] = 0, pt.order[2] = 2, pt.order[3] = 3;
+    at.length = 8;
+    topos_tensor *ft = ot_run(&p, TOPOS_OP_FOLD, ot_run(&p, TOPOS_OP_PERMUTE, u, NULL, &pt), NULL, &at);
+    pt.rank = 3;
+    topos_tensor *xt = ot_run(&p, TOPOS_OP_PERMUTE, x, NULL, &pt);
+    CHECK(ft && xt);
+    CHECK_TENSOR_BITS(ft, xt);
+    /* pad of a [2,3,8,1] lane into 3 lanes at lane 1: every third element */
+    topos_op_attrs rs = ot_attrs();
+    rs.rank = 4;
+    rs.shape[0] = 2, rs.shape[1] = 3, rs.shape[2] = 8, rs.shape[3] = 1;
+    topos_tensor *lane = ot_run(&p, TOPOS_OP_RESHAPE, x, NULL, &rs);
+    topos_op_attrs pa = ot_attrs();
+    pa.axis = 3;
+    pa.start = 1;
+    pa.length = 3;
+    topos_tensor *padded = ot_run(&p, TOPOS_OP_PAD, lane, NULL, &pa);
+    CHECK(padded && topos_tensor_volume(padded) == 144);
+    for (int64_t i = 0; padded && i < 144; ++i)
+      CHECK(ot_at(padded, i) == (i % 3 == 1 ? v[i / 3] : 0.0));
+    ot_free(&p);
+  }
+}
