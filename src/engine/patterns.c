@@ -6,7 +6,8 @@
 extern const tp_pattern tp_pattern_conv_im2col; /* patterns_conv.c */
 extern const tp_pattern tp_pattern_max_pool;    /* patterns_pool.c */
 extern const tp_pattern tp_pattern_batch_norm;  /* patterns_batch_norm.c */
+extern const tp_pattern tp_pattern_lane_sum;    /* patterns_lanes.c */
 
 const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_im2col, &tp_pattern_max_pool,
-                                              &tp_pattern_batch_norm};
+                                              &tp_pattern_batch_norm, &tp_pattern_lane_sum};
 const size_t tp_plan_pattern_count = sizeof tp_plan_patterns / sizeof tp_plan_patterns[0];
