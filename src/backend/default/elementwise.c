@@ -74,7 +74,10 @@ TP_DEFAULT_MAP(double, f64)
 #define TP_BIN_DIV(a, b) ((a) / (b))
 #define TP_BIN_POW(a, b) TP_POW(a, b)
 #define TP_BIN_MAXIMUM(a, b) TP_MAXIMUM(a, b)
-#define TP_BIN_STEP(a, b) ((a) >= (b) ? 1 : 0)
+/* 0 or 1 looked up by the comparison: compilers turn the plain ternary into
+ * a branch, which mispredicts on every other element of a gradient mask */
+static const float tp_step_values[2] = {0.0f, 1.0f};
+#define TP_BIN_STEP(a, b) tp_step_values[(a) >= (b)]
 #define TP_BIN_OPS(X)                  \
   X(tp_op_id_add, TP_BIN_ADD)          \
   X(tp_op_id_sub, TP_BIN_SUB)          \
