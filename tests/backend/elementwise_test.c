@@ -170,3 +170,27 @@ TEST(backend_map_over_broadcast_view_keeps_the_view) {
   CHECK(kept);
   CHECK(same);
 }
+
+/* maximum (computed with masks) and step (a table lookup) against the
+ * reference over every ordered pair of special values, two NaN payloads and
+ * equal operands included, in f32 and f64. */
+TEST(backend_maximum_and_step_all_special_pairs_match_reference) {
+  bt_scope scope = bt_enter();
+  enum { K = 11 };
+  double sp[K] = {-0.0, 0.0, INFINITY, -INFINITY, NAN, -NAN, 1.0, -2.5, 1.0, 1e-40, -1e-40};
+  double v[K * K], w[K * K];
+  for (int i = 0; i < K; ++i)
+    for (int j = 0; j < K; ++j) v[i * K + j] = sp[i], w[i * K + j] = sp[j];
+  int64_t s[1] = {K * K};
+  const topos_dtype dts[2] = {TOPOS_F32, TOPOS_F64};
+  int ok = 1;
+  for (int d = 0; d < 2; ++d) {
+    topos_tensor *a = NULL, *b = NULL;
+    CHECK_OK(topos_tensor_from_f64(dts[d], 1, s, v, &a));
+    CHECK_OK(topos_tensor_from_f64(dts[d], 1, s, w, &b));
+    ok &= bt_binary_parity(TOPOS_OP_MAXIMUM, a, b) && bt_binary_parity(TOPOS_OP_STEP, a, b);
+    topos_tensor_release(a), topos_tensor_release(b);
+  }
+  bt_leave(scope);
+  CHECK(ok);
+}
