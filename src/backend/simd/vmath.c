@@ -10,32 +10,27 @@
 #include "backend/simd/gemm.h"
 
 #if defined(__x86_64__)
-int tp_vmath_f32_avx2(int op, const float *in, float *out, int64_t count, int stream);
-int tp_vmath_f32_avx512(int op, const float *in, float *out, int64_t count, int stream);
+int tp_vmath_f32_avx2(int op, const float *in, float *out, int64_t count);
+int tp_vmath_f32_avx512(int op, const float *in, float *out, int64_t count);
 #endif
 
 typedef struct tp_vmath_job {
-  int (*fn)(int, const float *, float *, int64_t, int);
+  int (*fn)(int, const float *, float *, int64_t);
   int op;
-  int stream;
   const float *in;
   float *out;
 } tp_vmath_job;
 
 static void tp_vmath_chunk(void *ctx, int64_t begin, int64_t end) {
   const tp_vmath_job *job = ctx;
-  job->fn(job->op, job->in + begin, job->out + begin, end - begin, job->stream);
+  job->fn(job->op, job->in + begin, job->out + begin, end - begin);
 }
 
 topos_status tp_vmath_map_f32(topos_map_op op, const float *in, float *out, int64_t count,
                               int isa) {
   if (op != TOPOS_MAP_EXP && op != TOPOS_MAP_LN && op != TOPOS_MAP_SQRT && op != TOPOS_MAP_TANH)
     return TOPOS_UNSUPPORTED;
-  /* Outputs of 16 MiB and more are written around the cache: measured on
-   * the development VM, a plain store there also reads every output line
-   * first and runs at about half the throughput (8M floats: 0.9 vs 2-2.7
-   * Gelem/s for a copy). Smaller outputs stay in cache for the next op. */
-  tp_vmath_job job = {NULL, (int)op, count >= TP_VMATH_STREAM_MIN_COUNT, in, out};
+  tp_vmath_job job = {NULL, (int)op, in, out};
 #if defined(__x86_64__)
   tp_vector_isa best = tp_vector_isa_best();
   if ((isa == 0 || isa == 2) && best == TP_VECTOR_AVX512)

@@ -20,14 +20,9 @@
 #define TP_VMATH_ULP_TANH 2
 #define TP_VMATH_ULP_SQRT 0
 
-/* Maps of this many elements and more use non-temporal stores. */
-#define TP_VMATH_STREAM_MIN_COUNT ((int64_t)4 << 20)
-
 /* Maps count floats (in == out allowed). isa: 0 best available, 1 AVX2,
  * 2 AVX-512 (tests pin one). TOPOS_UNSUPPORTED when the op is not exp, ln,
- * sqrt or tanh, or the ISA is not available. Splits over threads. Outputs
- * of TP_VMATH_STREAM_MIN_COUNT elements or more are written with
- * non-temporal stores (same bits). */
+ * sqrt or tanh, or the ISA is not available. Splits over threads. */
 topos_status tp_vmath_map_f32(topos_map_op op, const float *in, float *out, int64_t count,
                               int isa);
 

@@ -9,8 +9,6 @@
 #define TP_VW 8
 #define TP_VLOAD(p) _mm256_loadu_ps(p)
 #define TP_VSTORE(p, v) _mm256_storeu_ps(p, v)
-#define TP_VSTREAM(p, v) _mm256_stream_ps(p, v)
-#define TP_VSFENCE() _mm_sfence()
 #define TP_VSET(x) _mm256_set1_ps(x)
 #define TP_VADD(a, b) _mm256_add_ps(a, b)
 #define TP_VSUB(a, b) _mm256_sub_ps(a, b)

@@ -11,8 +11,6 @@
 #define TP_VW 16
 #define TP_VLOAD(p) _mm512_loadu_ps(p)
 #define TP_VSTORE(p, v) _mm512_storeu_ps(p, v)
-#define TP_VSTREAM(p, v) _mm512_stream_ps(p, v)
-#define TP_VSFENCE() _mm_sfence()
 #define TP_VSET(x) _mm512_set1_ps(x)
 #define TP_VADD(a, b) _mm512_add_ps(a, b)
 #define TP_VSUB(a, b) _mm512_sub_ps(a, b)

@@ -143,41 +143,25 @@ static inline TP_V TP_VM_FN(tp_vtanh_)(TP_V x) {
 
 static inline TP_V TP_VM_FN(tp_vsqrt_)(TP_V x) { return TP_VSQRT(x); }
 
-/* A part vector (count < TP_VW) through a zero-padded vector (lanes are
+/* Whole vectors, then the tail through a zero-padded vector (lanes are
  * independent, so padding never changes the live lanes). */
-#define TP_VM_PART(fn, src, dst, count)                         \
-  do {                                                          \
-    float pad[TP_VW];                                           \
-    memset(pad, 0, sizeof pad);                                 \
-    memcpy(pad, src, (size_t)(count) * sizeof(float));          \
-    TP_VSTORE(pad, fn(TP_VLOAD(pad)));                          \
-    memcpy(dst, pad, (size_t)(count) * sizeof(float));          \
+#define TP_VM_LOOP(fn)                                               \
+  do {                                                               \
+    int64_t i = 0;                                                   \
+    for (; i + TP_VW <= count; i += TP_VW)                           \
+      TP_VSTORE(out + i, fn(TP_VLOAD(in + i)));                      \
+    if (i < count) {                                                 \
+      float pad[TP_VW];                                              \
+      memset(pad, 0, sizeof pad);                                    \
+      memcpy(pad, in + i, (size_t)(count - i) * sizeof(float));      \
+      TP_VSTORE(pad, fn(TP_VLOAD(pad)));                             \
+      memcpy(out + i, pad, (size_t)(count - i) * sizeof(float));     \
+    }                                                                \
   } while (0)
 
-/* Whole vectors, then the tail. Streaming: the head up to an aligned output
- * address as a part vector, then non-temporal stores (no read-for-ownership
- * of the output lines, which do not stay in cache anyway at that size), and
- * a fence so the stores are visible before the range reports done. */
-#define TP_VM_LOOP(fn)                                                    \
-  do {                                                                    \
-    int64_t i = 0;                                                        \
-    if (stream) {                                                         \
-      int64_t off = (int64_t)(((uintptr_t)out / sizeof(float)) % TP_VW);  \
-      int64_t head = off ? TP_VW - off : 0;                               \
-      if (head > count) head = count;                                     \
-      if (head) TP_VM_PART(fn, in, out, head);                            \
-      for (i = head; i + TP_VW <= count; i += TP_VW)                      \
-        TP_VSTREAM(out + i, fn(TP_VLOAD(in + i)));                        \
-      TP_VSFENCE();                                                       \
-    } else {                                                              \
-      for (; i + TP_VW <= count; i += TP_VW) TP_VSTORE(out + i, fn(TP_VLOAD(in + i))); \
-    }                                                                     \
-    if (i < count) TP_VM_PART(fn, in + i, out + i, count - i);            \
-  } while (0)
-
-/* op: 0 exp, 1 ln, 2 sqrt, 3 tanh (topos_map_op order); stream: write
- * with non-temporal stores. Returns 0 for other ops (not served). */
-int TP_VM_FN(tp_vmath_f32_)(int op, const float *in, float *out, int64_t count, int stream) {
+/* op: 0 exp, 1 ln, 2 sqrt, 3 tanh (topos_map_op order). Returns 0 for
+ * other ops (not served). */
+int TP_VM_FN(tp_vmath_f32_)(int op, const float *in, float *out, int64_t count) {
   switch (op) {
     case 0: TP_VM_LOOP(TP_VM_FN(tp_vexp_)); return 1;
     case 1: TP_VM_LOOP(TP_VM_FN(tp_vln_)); return 1;

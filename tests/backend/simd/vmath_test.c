@@ -149,27 +149,6 @@ TEST(vmath_same_bits_across_isas_offsets_and_threads) {
   CHECK(ok);
 }
 
-/* Large maps write around the cache (non-temporal stores after an unaligned
- * head): the same bits as the same elements mapped in small calls. */
-TEST(vmath_streaming_stores_give_the_same_bits) {
-  if (!bt_have_vector_maps()) SKIP("no AVX2: the simd maps decline on this CPU");
-  const int64_t n = TP_VMATH_STREAM_MIN_COUNT + 21, half = n / 2;
-  float *x = malloc((size_t)n * 4), *y1 = malloc((size_t)(n + 1) * 4), *y2 = malloc((size_t)n * 4);
-  CHECK(x && y1 && y2);
-  int ok = x && y1 && y2;
-  for (int64_t i = 0; ok && i < n; ++i) x[i] = (float)((i * 7919) % 20011) * 1e-3f - 10.0f;
-  int last_isa = tp_vector_isa_best() == TP_VECTOR_AVX512 ? 2 : 1;
-  for (int isa = 1; ok && isa <= last_isa; ++isa)
-    for (int op = 0; ok && op < 4; ++op) {
-      ok &= tp_vmath_map_f32((topos_map_op)op, x, y1 + 1, n, isa) == TOPOS_OK; /* streams */
-      ok &= tp_vmath_map_f32((topos_map_op)op, x, y2, half, isa) == TOPOS_OK;
-      ok &= tp_vmath_map_f32((topos_map_op)op, x + half, y2 + half, n - half, isa) == TOPOS_OK;
-      ok &= memcmp(y1 + 1, y2, (size_t)n * 4) == 0;
-    }
-  free(x), free(y1), free(y2);
-  CHECK(ok);
-}
-
 /* Through the op: Fast tanh is within its envelope (NMSE far below 1e-6)
  * and repeatable; Exact tanh is the reference's bits. */
 TEST(vmath_fast_map_through_the_op) {
