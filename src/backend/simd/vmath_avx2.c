@@ -34,4 +34,6 @@
 #define TP_VCMP(a, b, pred) _mm256_cmp_ps(a, b, pred)
 #define TP_VSELECT(mask, x, y) _mm256_blendv_ps(y, x, mask)
 
+#define TP_VMASK_OR(a, b) _mm256_or_ps(a, b)
+#define TP_VMASK_ANY(m) (_mm256_movemask_ps(m) != 0)
 #include "backend/simd/vmath_template.h"

@@ -36,4 +36,6 @@
 #define TP_VCMP(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
 #define TP_VSELECT(mask, x, y) _mm512_mask_blend_ps(mask, y, x)
 
+#define TP_VMASK_OR(a, b) ((__mmask16)((a) | (b)))
+#define TP_VMASK_ANY(m) ((m) != 0)
 #include "backend/simd/vmath_template.h"

@@ -15,6 +15,7 @@
  *   ln:   x = m 2^e with m in [sqrt(1/2), sqrt(2)); f = m - 1 (exact),
  *         s = f/(2+f), ln(m) = f - s (f - R(s^2)) with R the atanh series
  *         to s^10; plus e ln2 in two parts. Subnormals are prescaled by 2^23.
+ *         Vectors of positive normal floats skip the special-value path.
  *   tanh: on a = |x|, the sign of x put back at the end. a < 0.55:
  *         a + a z P(z), z = a^2, P a degree-4 Chebyshev fit (relative error
  *         < 4e-9); else 1 - 2/(exp(2a)+1), where the result is >= 0.5 so the
@@ -72,28 +73,45 @@ static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
   return TP_VMUL(TP_VMUL(p, s1), s2);
 }
 
+/* ln of a positive normal xs, minus `shift` in the exponent. The integer
+ * add moves m = 1.M >= sqrt(2) (mantissa bits from 0x3504f4 up) into the
+ * next binade before e and m are split, so m lands in [sqrt(1/2), sqrt(2))
+ * halved exactly, with e one up: a compare, two selects, a multiply and an
+ * add in one integer add. */
+#define TP_VM_LN_CORE(xs, shift, y)                                                       \
+  do {                                                                                    \
+    TP_VI ix_ = TP_VI_ADD(TP_VCAST_I(xs), TP_VI_SET(0x3f800000 - 0x3f3504f4));            \
+    TP_V e_ = TP_VSUB(TP_VCVTF(TP_VI_SUB(TP_VI_SRLI(ix_, 23), TP_VI_SET(127))), shift);  \
+    TP_V m_ = TP_VCAST_F(TP_VI_ADD(TP_VI_AND(ix_, TP_VI_SET(0x007fffff)), TP_VI_SET(0x3f3504f4))); \
+    TP_V f_ = TP_VSUB(m_, TP_VSET(1.0f));                                                 \
+    TP_V s_ = TP_VDIV(f_, TP_VADD(TP_VSET(2.0f), f_));                                    \
+    TP_V z_ = TP_VMUL(s_, s_);                                                            \
+    TP_V R_ = TP_VSET(2.0f / 11.0f);                                                      \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 9.0f));                                           \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 7.0f));                                           \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 5.0f));                                           \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 3.0f));                                           \
+    R_ = TP_VMUL(R_, z_);                                                                 \
+    TP_V lnm_ = TP_VFNMA(s_, TP_VSUB(f_, R_), f_); /* f - s (f - R) */                    \
+    TP_V lo_ = TP_VFMA(e_, TP_VSET(-2.12194440e-4f), lnm_);                               \
+    y = TP_VFMA(e_, TP_VSET(0.693359375f), lo_);                                          \
+  } while (0)
+
+/* A vector of positive normal floats (the common case) takes the core
+ * alone; any other lane sends the whole vector through the prescale of
+ * subnormals and the special-value selects. Both give a normal lane the
+ * same operations, so the branch never changes a bit. */
 static inline TP_V TP_VM_FN(tp_vln_)(TP_V x) {
+  TP_VMASK odd = TP_VMASK_OR(TP_VCMP(x, TP_VSET(1.17549435e-38f), _CMP_NGE_UQ),
+                             TP_VCMP(x, TP_VSET(3.40282347e+38f), _CMP_NLE_UQ));
+  TP_V y;
+  if (!TP_VMASK_ANY(odd)) {
+    TP_VM_LN_CORE(x, TP_VSET(0.0f), y);
+    return y;
+  }
   TP_VMASK sub = TP_VCMP(x, TP_VSET(1.17549435e-38f), _CMP_LT_OQ);
   TP_V xs = TP_VSELECT(sub, TP_VMUL(x, TP_VSET(8388608.0f)), x);
-  TP_VI bits = TP_VCAST_I(xs);
-  TP_V e = TP_VCVTF(TP_VI_SUB(TP_VI_SRLI(bits, 23), TP_VI_SET(127)));
-  e = TP_VSELECT(sub, TP_VSUB(e, TP_VSET(23.0f)), e);
-  TP_V m = TP_VCAST_F(TP_VI_OR(TP_VI_AND(bits, TP_VI_SET(0x007fffff)), TP_VI_SET(0x3f800000)));
-  TP_VMASK big = TP_VCMP(m, TP_VSET(1.41421356f), _CMP_GT_OQ);
-  m = TP_VSELECT(big, TP_VMUL(m, TP_VSET(0.5f)), m);
-  e = TP_VSELECT(big, TP_VADD(e, TP_VSET(1.0f)), e);
-  TP_V f = TP_VSUB(m, TP_VSET(1.0f));
-  TP_V s = TP_VDIV(f, TP_VADD(TP_VSET(2.0f), f));
-  TP_V z = TP_VMUL(s, s);
-  TP_V R = TP_VSET(2.0f / 11.0f);
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 9.0f));
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 7.0f));
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 5.0f));
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 3.0f));
-  R = TP_VMUL(R, z);
-  TP_V lnm = TP_VFNMA(s, TP_VSUB(f, R), f); /* f - s (f - R) */
-  TP_V lo = TP_VFMA(e, TP_VSET(-2.12194440e-4f), lnm);
-  TP_V y = TP_VFMA(e, TP_VSET(0.693359375f), lo);
+  TP_VM_LN_CORE(xs, TP_VSELECT(sub, TP_VSET(23.0f), TP_VSET(0.0f)), y);
   TP_V inf = TP_VSET(__builtin_inff());
   y = TP_VSELECT(TP_VCMP(x, inf, _CMP_EQ_OQ), inf, y);
   y = TP_VSELECT(TP_VCMP(x, TP_VSET(0.0f), _CMP_EQ_OQ), TP_VSET(-__builtin_inff()), y);
