@@ -152,9 +152,10 @@ static inline TP_V TP_VM_FN(tp_vtanh_)(TP_V x) {
   e = TP_VFMA(e, r, TP_VSET(0.5f));
   e = TP_VFMA(e, r, TP_VSET(1.0f));
   e = TP_VFMA(e, r, TP_VSET(1.0f));
-  /* the low mantissa bits of t hold n + 127: shifted up they are 2^n */
-  e = TP_VMUL(e, TP_VCAST_F(TP_VI_SLLI(TP_VCAST_I(t), 23)));
-  TP_V large = TP_VSUB(TP_VSET(1.0f), TP_VDIV(TP_VSET(2.0f), TP_VADD(e, TP_VSET(1.0f))));
+  /* the low mantissa bits of t hold n + 127: shifted up they are 2^n;
+   * e^(2a) + 1 in one FMA (one rounding) */
+  TP_V e1 = TP_VFMA(e, TP_VCAST_F(TP_VI_SLLI(TP_VCAST_I(t), 23)), TP_VSET(1.0f));
+  TP_V large = TP_VSUB(TP_VSET(1.0f), TP_VDIV(TP_VSET(2.0f), e1));
   TP_V y = TP_VSELECT(TP_VCMP(a, TP_VSET(0.55f), _CMP_LT_OQ), small, large);
   return TP_VCAST_F(TP_VI_OR(TP_VCAST_I(y), sign));
 }
