@@ -272,7 +272,8 @@ typedef struct topos_forward_options {
   int backward;
 } topos_forward_options;
 
-/* Runs the network with the reference kernels, one left-to-right scan.
+/* Runs the network with the reference kernels, one left-to-right scan, under
+ * the calling thread's numerics posture (topos_numerics_enter; Fast by default).
  * options may be NULL (a complete run). Feeds override input defaults; an
  * input that is needed, has no default and is not fed gives
  * TOPOS_ERR_MISSING_FEED; a feed of the wrong dtype or shape gives

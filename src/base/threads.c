@@ -1,8 +1,15 @@
 /* The thread pool. One job at a time: the dispatching thread publishes the
  * job under a seqlock-style generation counter (odd while it writes the job
- * fields, even once they are complete), workers whose index is below the
- * range count run their range and count down `pending`, the dispatcher runs
- * range 0 itself and then waits for pending to reach zero.
+ * fields, even once they are complete). The dispatcher and every worker that
+ * wakes claim ranges from one counter until none is left, run each claimed
+ * range whole and count down `pending`; the dispatcher returns when pending
+ * reaches zero. Claiming instead of a fixed range per thread: on a busy
+ * machine a worker that has not got a core holds no range, so it delays the
+ * join by nothing (or by the one range it is running), not by its share.
+ *
+ * The claim counter carries the job's id (from the generation) in its high
+ * half, and workers claim by compare-and-swap: a worker that read a job late
+ * can never take a range of the next job with the previous job's function.
  *
  * Waiting is spin-then-sleep on both sides; the sleep/wake handshake is the
  * Dekker pattern on seq_cst atomics (the sleeper announces itself, then
@@ -43,7 +50,8 @@ typedef struct tp_pool {
   atomic_uint_fast64_t generation;
   atomic_int sleeping_workers;
   atomic_int dispatcher_sleeping;
-  atomic_int pending; /* worker ranges not finished */
+  atomic_int pending; /* ranges not finished */
+  atomic_uint_fast64_t claim; /* job id << 32 | next unclaimed range */
   /* the job, valid while generation is even */
   _Atomic(tp_range_fn) fn;
   _Atomic(void *) ctx;
@@ -142,6 +150,24 @@ void tp_parallel_range(int64_t n, int ranges, int index, int64_t *begin, int64_t
   *end = start + base + (index < extra ? 1 : 0);
 }
 
+/* The id a job published at (even) generation g carries in `claim`. */
+static inline uint64_t tp_job_id(uint64_t generation) { return (generation >> 1) & 0xffffffffu; }
+
+/* Claims the next range of job `id`; false when none is left or the job is
+ * no longer the current one. */
+static bool tp_claim_range(tp_pool *pool, uint64_t id, int ranges, int *index) {
+  uint64_t c = atomic_load_explicit(&pool->claim, memory_order_acquire);
+  for (;;) {
+    uint64_t next = c & 0xffffffffu;
+    if ((c >> 32) != id || next >= (uint64_t)ranges) return false;
+    if (atomic_compare_exchange_weak_explicit(&pool->claim, &c, c + 1, memory_order_acq_rel,
+                                              memory_order_acquire)) {
+      *index = (int)next;
+      return true;
+    }
+  }
+}
+
 /* Spins, then sleeps, until the generation differs from seen; returns it. */
 static uint64_t tp_worker_wait(tp_pool *pool, uint64_t seen) {
   for (int round = 1; round <= TP_SPIN_ROUNDS; ++round) {
@@ -161,7 +187,7 @@ static uint64_t tp_worker_wait(tp_pool *pool, uint64_t seen) {
 
 static void *tp_worker_main(void *arg) {
   tp_pool *pool = &tp_the_pool;
-  int index = (int)(intptr_t)arg;
+  (void)arg;
   /* Not the current generation: the first job may be published before this
    * thread gets to run. pthread_create orders the write before us. */
   uint64_t seen = pool->start_generation;
@@ -181,35 +207,42 @@ static void *tp_worker_main(void *arg) {
     if (atomic_load_explicit(&pool->generation, memory_order_relaxed) != g) continue; /* torn */
     seen = g;
     if (stop) break;
-    if (index >= ranges) continue; /* not needed this time; nobody waits for us */
-    int64_t begin, end;
-    tp_parallel_range(n, ranges, index, &begin, &end);
-    fn(ctx, begin, end);
-    if (atomic_fetch_sub(&pool->pending, 1) == 1 && atomic_load(&pool->dispatcher_sleeping)) {
-      pthread_mutex_lock(&pool->lock);
-      pthread_cond_broadcast(&pool->done);
-      pthread_mutex_unlock(&pool->lock);
+    /* No range left (the others took them all, or the job is over): the
+     * dispatcher does not wait for this thread. */
+    int index;
+    while (tp_claim_range(pool, tp_job_id(g), ranges, &index)) {
+      int64_t begin, end;
+      tp_parallel_range(n, ranges, index, &begin, &end);
+      fn(ctx, begin, end);
+      if (atomic_fetch_sub(&pool->pending, 1) == 1 && atomic_load(&pool->dispatcher_sleeping)) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->done);
+        pthread_mutex_unlock(&pool->lock);
+      }
     }
   }
   return NULL;
 }
 
-/* Publishes a job; the caller holds busy. */
-static void tp_publish(tp_pool *pool, tp_range_fn fn, void *ctx, int64_t n, int ranges, int stop) {
-  atomic_fetch_add(&pool->generation, 1); /* odd: job fields in flux */
+/* Publishes a job; the caller holds busy. Returns the job's id. */
+static uint64_t tp_publish(tp_pool *pool, tp_range_fn fn, void *ctx, int64_t n, int ranges,
+                           int stop) {
+  uint64_t id = tp_job_id(atomic_fetch_add(&pool->generation, 1) + 2); /* odd: job fields in flux */
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&pool->fn, fn, memory_order_relaxed);
   atomic_store_explicit(&pool->ctx, ctx, memory_order_relaxed);
   atomic_store_explicit(&pool->n, n, memory_order_relaxed);
   atomic_store_explicit(&pool->ranges, ranges, memory_order_relaxed);
   atomic_store_explicit(&pool->stop, stop, memory_order_relaxed);
-  atomic_store_explicit(&pool->pending, ranges > 0 ? ranges - 1 : 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->pending, ranges, memory_order_relaxed);
+  atomic_store_explicit(&pool->claim, id << 32, memory_order_relaxed);
   atomic_fetch_add(&pool->generation, 1); /* even: published */
   if (stop || atomic_load(&pool->sleeping_workers) > 0) {
     pthread_mutex_lock(&pool->lock);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
   }
+  return id;
 }
 
 static void tp_wait_pending(tp_pool *pool) {
@@ -272,6 +305,7 @@ static void tp_threads_after_fork_child(void) {
   atomic_store(&pool->sleeping_workers, 0);
   atomic_store(&pool->dispatcher_sleeping, 0);
   atomic_store(&pool->pending, 0);
+  atomic_store(&pool->claim, 0);
   atomic_store(&pool->stop, 0);
   atomic_store(&pool->busy, 0);
   tp_inside_region = 0;
@@ -318,13 +352,21 @@ void tp_parallel_for(int64_t n, int64_t grain, tp_range_fn fn, void *ctx) {
     fn(ctx, 0, n);
     return;
   }
-  tp_publish(pool, fn, ctx, n, ranges, 0);
-  int64_t begin, end;
-  tp_parallel_range(n, ranges, 0, &begin, &end);
+  uint64_t id = tp_publish(pool, fn, ctx, n, ranges, 0);
+  /* The caller claims like a worker: if no worker is awake it runs every
+   * range itself rather than wait for one to get a core. */
+  int index, done = 0;
   tp_inside_region = 1;
-  fn(ctx, begin, end);
+  while (tp_claim_range(pool, id, ranges, &index)) {
+    int64_t begin, end;
+    tp_parallel_range(n, ranges, index, &begin, &end);
+    fn(ctx, begin, end);
+    ++done;
+  }
   tp_inside_region = 0;
-  tp_wait_pending(pool);
+  /* The caller's ranges count down in one step (nobody else waits on
+   * them); whoever brings pending to zero last ends the job. */
+  if (done == 0 || atomic_fetch_sub(&pool->pending, done) != done) tp_wait_pending(pool);
   tp_pool_release(pool);
 }
 

@@ -11,7 +11,7 @@
  * call, rebuilt when topos_set_threads changes the size, joined at exit.
  * Workers spin briefly on a generation counter after each job (so the
  * back-to-back calls of a decode step are cheap), then sleep on a condition
- * variable. */
+ * variable. Ranges are claimed dynamically (see tp_parallel_for). */
 #ifndef TP_BASE_THREADS_H
 #define TP_BASE_THREADS_H
 
@@ -25,10 +25,14 @@
 typedef void (*tp_range_fn)(void *ctx, int64_t begin, int64_t end);
 
 /* Calls fn(ctx, begin, end) over contiguous ranges covering [0, n) exactly
- * once each, at most one range per thread and each range at least grain
- * long (grain < 1 counts as 1; one range when n < 2 * grain), on the pool
+ * once each, tp_parallel_range_count(n, grain, threads) ranges of at least
+ * grain (grain < 1 counts as 1; one range when n < 2 * grain), on the pool
  * plus the calling thread; returns when every range is done. n <= 0 calls
- * nothing. fn may run on any thread, concurrently with other ranges.
+ * nothing. fn may run on any thread, concurrently with other ranges. Each
+ * range runs whole on one thread, but which thread, and how many ranges one
+ * thread runs, is decided at run time: the caller and the awake workers claim
+ * ranges until none is left (a worker without a core does not hold up the
+ * join), so fn must not assume a range per thread.
  * Runs inline (one call over [0, n)) when called from inside a range (nested
  * parallelism), when only one range is possible, or when another thread of
  * the process is using the pool at that moment. */

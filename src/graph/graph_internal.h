@@ -117,7 +117,7 @@ void tp_graph_mark_ancestors(const tp_graph *graph, uint8_t *flags);
  * exactly the interpreter's kernel calls. */
 typedef struct tp_schedule {
   tp_graph *graph;           /* retained */
-  int exact;                 /* numerics posture the runs use (interpreter: Fast) */
+  int exact;                 /* numerics posture the runs use (interpreter: the caller's) */
   tp_run_posture posture;
   uint8_t *wanted;           /* count flags: evaluated */
   uint8_t *readable;         /* count flags: answer topos_run_read */

@@ -287,6 +287,9 @@ topos_status topos_network_forward(const topos_network *net, const topos_params 
   if (!options) options = &none;
   TP_TRY(tp_schedule_build(net->graph, options->roots, options->n_roots, options->observe,
                            options->n_observe, options->backward, &sc));
+  /* The interpreter runs under the caller's posture (Fast unless the thread
+   * entered Exact), and its backward sweep re-enters that posture. */
+  sc.exact = tp_numerics_exact();
   topos_status s = tp_schedule_execute(&sc, params, feeds, n_feeds, out);
   tp_schedule_free(&sc);
   return s;

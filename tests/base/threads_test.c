@@ -221,6 +221,55 @@ TEST(parallel_for_many_back_to_back_jobs) {
   CHECK_OK(topos_set_threads(saved));
 }
 
+/* Ranges are claimed at run time: the dispatcher returns only when every
+ * range is done, and a worker that wakes late for a job finds its ranges
+ * taken and runs nothing of it afterwards. Every job gets its own context,
+ * marked dead when tp_parallel_for returns (the contexts stay allocated, so
+ * a late run is counted, not undefined). A join that does not wait for a
+ * worker's range fails here within a few thousand jobs; a late worker
+ * claiming from the next job (what the job tag in the claim word prevents)
+ * needs a much narrower window and is not reliably provoked. */
+typedef struct {
+  atomic_int live;
+  atomic_int late_runs;
+  atomic_int ranges;
+  atomic_llong sum;
+} tt_tagged_ctx;
+
+static void tt_tagged_range(void *ctx_, int64_t begin, int64_t end) {
+  tt_tagged_ctx *ctx = ctx_;
+  if (!atomic_load(&ctx->live)) atomic_fetch_add(&ctx->late_runs, 1);
+  atomic_fetch_add(&ctx->ranges, 1);
+  long long sum = 0; /* a little work so claims interleave */
+  for (int64_t i = begin; i < end; ++i) sum += i * i;
+  atomic_fetch_add(&ctx->sum, sum);
+}
+
+TEST(parallel_for_late_workers_run_nothing_stale) {
+  int saved = topos_threads();
+  enum { JOBS = 3000 };
+  tt_tagged_ctx *ctxs = calloc(JOBS, sizeof *ctxs);
+  CHECK(ctxs != NULL);
+  if (!ctxs) return;
+  int wrong_ranges = 0;
+  for (int job = 0; job < JOBS; ++job) {
+    int threads = 2 + job % 3;
+    if (job % 500 == 0) CHECK_OK(topos_set_threads(threads));
+    int64_t n = 1 + job % 200;
+    atomic_store(&ctxs[job].live, 1);
+    tp_parallel_for(n, 16, tt_tagged_range, &ctxs[job]);
+    atomic_store(&ctxs[job].live, 0);
+    if (atomic_load(&ctxs[job].ranges) != tp_parallel_range_count(n, 16, topos_threads()))
+      ++wrong_ranges;
+  }
+  int late = 0;
+  for (int job = 0; job < JOBS; ++job) late += atomic_load(&ctxs[job].late_runs);
+  CHECK_EQ_INT(late, 0);
+  CHECK_EQ_INT(wrong_ranges, 0);
+  free(ctxs);
+  CHECK_OK(topos_set_threads(saved));
+}
+
 /* Two application threads dispatching at once: one may run inline, both
  * must be complete and correct. */
 typedef struct {

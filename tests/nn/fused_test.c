@@ -65,8 +65,13 @@ static const char *tn_fused_case(const tn_cfg *cfg, uint32_t expect_fused) {
   char text[16384];
   topos_plan_describe(fwd, text, sizeof text);
   TN_EXPECT(!expect_fused || strstr(text, "fused:conv_im2col") != NULL, "describe lacks fused:conv_im2col");
+  /* The plans are Exact, so the oracle must be too: under the ambient Fast
+   * posture an envelope GEMM (SIMD builds) would serve the interpreter. */
   topos_forward_options all = {NULL, 0, NULL, 0, 1};
-  if (topos_network_forward(net, params, NULL, 0, &all, &ref) != TOPOS_OK) goto done;
+  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
+  topos_status ref_status = topos_network_forward(net, params, NULL, 0, &all, &ref);
+  topos_numerics_restore(saved);
+  if (ref_status != TOPOS_OK) goto done;
   if (topos_plan_forward(fwd, params, NULL, 0, &run) != TOPOS_OK) goto done;
   if (topos_run_read(ref, root, &a) != TOPOS_OK || topos_run_read(run, root, &b) != TOPOS_OK)
     goto done;

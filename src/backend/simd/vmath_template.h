@@ -6,17 +6,22 @@
  * included), so results do not depend on the position in the buffer, the
  * thread split or the tail handling; both ISA files use the same sequence.
  *
- *   exp:  n = round(x log2 e); r = x - n ln2 (two-part ln2, FMA); degree-7
- *         Taylor polynomial in r (|r| <= ~0.35, truncation < 6e-9
- *         relative); scaled by 2^n as two power-of-two factors, so
+ *   exp:  n = round(x log2 e) (one FMA with the 1.5 * 2^23 trick, which
+ *         also gives n's integer bits); r = x - n ln2 (two-part ln2, FMA);
+ *         degree-7 polynomial in r (|r| <= ~0.35, Chebyshev fit, relative
+ *         error < 3e-10); scaled by 2^n as two power-of-two factors, so
  *         subnormal results are rounded once. Overflow gives +inf,
  *         underflow 0.
  *   ln:   x = m 2^e with m in [sqrt(1/2), sqrt(2)); f = m - 1 (exact),
  *         s = f/(2+f), ln(m) = f - s (f - R(s^2)) with R the atanh series
  *         to s^10; plus e ln2 in two parts. Subnormals are prescaled by 2^23.
- *   tanh: |x| < 0.55: x + x z P(z), z = x^2, the Taylor series to x^19
- *         (truncation < 1e-9 relative); else sign(x) (1 - 2/(exp(2|x|)+1)),
- *         where the result is >= 0.5 so the subtraction does not cancel.
+ *         Vectors of positive normal floats skip the special-value path.
+ *   tanh: on a = |x|, the sign of x put back at the end. a < 0.55:
+ *         a + a z P(z), z = a^2, P a degree-4 Chebyshev fit (relative error
+ *         < 4e-9); else 1 - 2/(exp(2a)+1), where the result is >= 0.5 so the
+ *         subtraction does not cancel, with a degree-6 exp on 2a <= 20 (tanh
+ *         rounds to 1 from 9.01; relative error of exp < 1e-8, halved or
+ *         better in the result). Both branches run, a blend picks.
  *   sqrt: the hardware square root (correctly rounded, so the reference's
  *         bits), served here only because the rung already runs the map.
  * Special values: NaN in gives NaN out; ln of a negative is NaN, ln(+-0) is
@@ -29,68 +34,84 @@
 #define TP_VM_CAT(a, b) TP_VM_CAT_(a, b)
 #define TP_VM_FN(name) TP_VM_CAT(name, TP_VMATH_SUFFIX)
 
+/* Round-to-nearest through the float adder: adding 1.5 * 2^23 leaves the
+ * nearest integer in the low mantissa bits (|v| < 2^22), so one FMA gives
+ * both n (as a float, after subtracting the constant again) and its integer
+ * bits, where a round + convert pair would cost three instructions. */
+#define TP_VM_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23, bits 0x4b400000 */
+
+/* e^r - 1 - r = r^2 S(r) on |r| <= ln2/2: S is a degree-5 Chebyshev fit
+ * (relative error of e^r below 3e-10, vs 6e-9 for the Taylor terms to r^7
+ * at the same cost). Coefficients from mpmath.chebyfit. */
+#define TP_VM_EXP_POLY(r, p)                                  \
+  do {                                                        \
+    p = TP_VSET(1.98910171843e-4f);                           \
+    p = TP_VFMA(p, r, TP_VSET(1.39336737329e-3f));            \
+    p = TP_VFMA(p, r, TP_VSET(8.33331090173e-3f));            \
+    p = TP_VFMA(p, r, TP_VSET(4.16664647114e-2f));            \
+    p = TP_VFMA(p, r, TP_VSET(1.66666666816e-1f));            \
+    p = TP_VFMA(p, r, TP_VSET(5.00000001349e-1f));            \
+    p = TP_VFMA(p, r, TP_VSET(1.0f));                         \
+    p = TP_VFMA(p, r, TP_VSET(1.0f));                         \
+  } while (0)
+
 static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
-  TP_V xc = TP_VMIN(TP_VMAX(x, TP_VSET(-104.0f)), TP_VSET(89.0f));
-  TP_V n = TP_VROUND(TP_VMUL(xc, TP_VSET(1.44269504088896341f)));
+  /* max/min with x second: a NaN x passes through both (the instructions
+   * return the second operand when either is NaN) and stays NaN to the end */
+  TP_V xc = TP_VMIN(TP_VSET(89.0f), TP_VMAX(TP_VSET(-104.0f), x));
+  TP_V t = TP_VFMA(xc, TP_VSET(1.44269504088896341f), TP_VSET(TP_VM_ROUND_MAGIC));
+  TP_V n = TP_VSUB(t, TP_VSET(TP_VM_ROUND_MAGIC));
   TP_V r = TP_VFMA(n, TP_VSET(-0.693359375f), xc);
   r = TP_VFMA(n, TP_VSET(2.12194440e-4f), r);
-  TP_V p = TP_VSET(1.0f / 5040.0f);
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 720.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 120.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 24.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 6.0f));
-  p = TP_VFMA(p, r, TP_VSET(0.5f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f));
-  TP_VI ni = TP_VCVTI(n);
+  TP_V p;
+  TP_VM_EXP_POLY(r, p);
+  TP_VI ni = TP_VI_SUB(TP_VCAST_I(t), TP_VCAST_I(TP_VSET(TP_VM_ROUND_MAGIC)));
   TP_VI n1 = TP_VI_SRAI(ni, 1);
   TP_VI n2 = TP_VI_SUB(ni, n1);
   TP_V s1 = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(n1, TP_VI_SET(127)), 23));
   TP_V s2 = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(n2, TP_VI_SET(127)), 23));
-  TP_V y = TP_VMUL(TP_VMUL(p, s1), s2);
-  return TP_VSELECT(TP_VCMP(x, x, _CMP_UNORD_Q), x, y);
+  return TP_VMUL(TP_VMUL(p, s1), s2);
 }
 
-/* exp for y in [0, 20] (tanh's exp(2|x|), clamped): the same polynomial,
- * one power-of-two factor (n <= 29), no special values to sort out. */
-static inline TP_V TP_VM_FN(tp_vexp_tanh_)(TP_V y) {
-  TP_V n = TP_VROUND(TP_VMUL(y, TP_VSET(1.44269504088896341f)));
-  TP_V r = TP_VFMA(n, TP_VSET(-0.693359375f), y);
-  r = TP_VFMA(n, TP_VSET(2.12194440e-4f), r);
-  TP_V p = TP_VSET(1.0f / 5040.0f);
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 720.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 120.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 24.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f / 6.0f));
-  p = TP_VFMA(p, r, TP_VSET(0.5f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f));
-  p = TP_VFMA(p, r, TP_VSET(1.0f));
-  TP_V scale = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(TP_VCVTI(n), TP_VI_SET(127)), 23));
-  return TP_VMUL(p, scale);
-}
+/* ln of a positive normal xs, minus `shift` in the exponent. The integer
+ * add moves m = 1.M >= sqrt(2) (mantissa bits from 0x3504f4 up) into the
+ * next binade before e and m are split, so m lands in [sqrt(1/2), sqrt(2))
+ * halved exactly, with e one up: a compare, two selects, a multiply and an
+ * add in one integer add. */
+#define TP_VM_LN_CORE(xs, shift, y)                                                       \
+  do {                                                                                    \
+    TP_VI ix_ = TP_VI_ADD(TP_VCAST_I(xs), TP_VI_SET(0x3f800000 - 0x3f3504f4));            \
+    TP_V e_ = TP_VSUB(TP_VCVTF(TP_VI_SUB(TP_VI_SRLI(ix_, 23), TP_VI_SET(127))), shift);  \
+    TP_V m_ = TP_VCAST_F(TP_VI_ADD(TP_VI_AND(ix_, TP_VI_SET(0x007fffff)), TP_VI_SET(0x3f3504f4))); \
+    TP_V f_ = TP_VSUB(m_, TP_VSET(1.0f));                                                 \
+    TP_V s_ = TP_VDIV(f_, TP_VADD(TP_VSET(2.0f), f_));                                    \
+    TP_V z_ = TP_VMUL(s_, s_);                                                            \
+    TP_V R_ = TP_VSET(2.0f / 11.0f);                                                      \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 9.0f));                                           \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 7.0f));                                           \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 5.0f));                                           \
+    R_ = TP_VFMA(R_, z_, TP_VSET(2.0f / 3.0f));                                           \
+    R_ = TP_VMUL(R_, z_);                                                                 \
+    TP_V lnm_ = TP_VFNMA(s_, TP_VSUB(f_, R_), f_); /* f - s (f - R) */                    \
+    TP_V lo_ = TP_VFMA(e_, TP_VSET(-2.12194440e-4f), lnm_);                               \
+    y = TP_VFMA(e_, TP_VSET(0.693359375f), lo_);                                          \
+  } while (0)
 
+/* A vector of positive normal floats (the common case) takes the core
+ * alone; any other lane sends the whole vector through the prescale of
+ * subnormals and the special-value selects. Both give a normal lane the
+ * same operations, so the branch never changes a bit. */
 static inline TP_V TP_VM_FN(tp_vln_)(TP_V x) {
-  TP_V sub = TP_VCMP(x, TP_VSET(1.17549435e-38f), _CMP_LT_OQ);
+  TP_VMASK odd = TP_VMASK_OR(TP_VCMP(x, TP_VSET(1.17549435e-38f), _CMP_NGE_UQ),
+                             TP_VCMP(x, TP_VSET(3.40282347e+38f), _CMP_NLE_UQ));
+  TP_V y;
+  if (!TP_VMASK_ANY(odd)) {
+    TP_VM_LN_CORE(x, TP_VSET(0.0f), y);
+    return y;
+  }
+  TP_VMASK sub = TP_VCMP(x, TP_VSET(1.17549435e-38f), _CMP_LT_OQ);
   TP_V xs = TP_VSELECT(sub, TP_VMUL(x, TP_VSET(8388608.0f)), x);
-  TP_VI bits = TP_VCAST_I(xs);
-  TP_V e = TP_VCVTF(TP_VI_SUB(TP_VI_SRLI(bits, 23), TP_VI_SET(127)));
-  e = TP_VSELECT(sub, TP_VSUB(e, TP_VSET(23.0f)), e);
-  TP_V m = TP_VCAST_F(TP_VI_OR(TP_VI_AND(bits, TP_VI_SET(0x007fffff)), TP_VI_SET(0x3f800000)));
-  TP_V big = TP_VCMP(m, TP_VSET(1.41421356f), _CMP_GT_OQ);
-  m = TP_VSELECT(big, TP_VMUL(m, TP_VSET(0.5f)), m);
-  e = TP_VSELECT(big, TP_VADD(e, TP_VSET(1.0f)), e);
-  TP_V f = TP_VSUB(m, TP_VSET(1.0f));
-  TP_V s = TP_VDIV(f, TP_VADD(TP_VSET(2.0f), f));
-  TP_V z = TP_VMUL(s, s);
-  TP_V R = TP_VSET(2.0f / 11.0f);
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 9.0f));
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 7.0f));
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 5.0f));
-  R = TP_VFMA(R, z, TP_VSET(2.0f / 3.0f));
-  R = TP_VMUL(R, z);
-  TP_V lnm = TP_VFNMA(s, TP_VSUB(f, R), f); /* f - s (f - R) */
-  TP_V lo = TP_VFMA(e, TP_VSET(-2.12194440e-4f), lnm);
-  TP_V y = TP_VFMA(e, TP_VSET(0.693359375f), lo);
+  TP_VM_LN_CORE(xs, TP_VSELECT(sub, TP_VSET(23.0f), TP_VSET(0.0f)), y);
   TP_V inf = TP_VSET(__builtin_inff());
   y = TP_VSELECT(TP_VCMP(x, inf, _CMP_EQ_OQ), inf, y);
   y = TP_VSELECT(TP_VCMP(x, TP_VSET(0.0f), _CMP_EQ_OQ), TP_VSET(-__builtin_inff()), y);
@@ -98,29 +119,45 @@ static inline TP_V TP_VM_FN(tp_vln_)(TP_V x) {
   return TP_VSELECT(TP_VCMP(x, x, _CMP_UNORD_Q), x, y);
 }
 
+/* tanh on a = |x|, the sign put back at the end (tanh is odd, and the
+ * rounding of every step is symmetric, so this is also what x would give).
+ * a NaN stays NaN through every step (min with it second, compares false). */
 static inline TP_V TP_VM_FN(tp_vtanh_)(TP_V x) {
   TP_VI sign_bit = TP_VI_SET((int)0x80000000u);
-  TP_V a = TP_VCAST_F(TP_VI_AND(TP_VCAST_I(x), TP_VI_SET(0x7fffffff)));
-  TP_V z = TP_VMUL(x, x);
-  TP_V p = TP_VSET(-2.3912911424355248e-4f);
-  p = TP_VFMA(p, z, TP_VSET(5.9002744094558595e-4f));
-  p = TP_VFMA(p, z, TP_VSET(-1.4558343870513183e-3f));
-  p = TP_VFMA(p, z, TP_VSET(3.5921280365724811e-3f));
-  p = TP_VFMA(p, z, TP_VSET(-8.8632355299021973e-3f));
-  p = TP_VFMA(p, z, TP_VSET(2.1869488536155203e-2f));
-  p = TP_VFMA(p, z, TP_VSET(-5.3968253968253971e-2f));
-  p = TP_VFMA(p, z, TP_VSET(1.3333333333333333e-1f));
-  p = TP_VFMA(p, z, TP_VSET(-3.3333333333333331e-1f));
-  TP_V small = TP_VFMA(TP_VMUL(x, z), p, x);
-  TP_V e = TP_VM_FN(tp_vexp_tanh_)(TP_VMIN(TP_VADD(a, a), TP_VSET(20.0f)));
-  TP_V q = TP_VDIV(TP_VSET(2.0f), TP_VADD(e, TP_VSET(1.0f)));
-  TP_V large = TP_VSUB(TP_VSET(1.0f), q);
+  TP_VI sign = TP_VI_AND(TP_VCAST_I(x), sign_bit);
+  TP_V a = TP_VCAST_F(TP_VI_XOR(TP_VCAST_I(x), sign));
+  /* a < 0.55: a + a z P(z), z = a^2, P a degree-4 Chebyshev fit of
+   * (tanh(a) - a) / a^3 on z <= 0.3025 (relative error of tanh < 4e-9, 0.06
+   * ulp; the Taylor series needs nine terms for 1e-9) */
+  TP_V z = TP_VMUL(a, a);
+  TP_V p = TP_VSET(-6.61022783111e-3f);
+  p = TP_VFMA(p, z, TP_VSET(2.13093886644e-2f));
+  p = TP_VFMA(p, z, TP_VSET(-5.39094288275e-2f));
+  p = TP_VFMA(p, z, TP_VSET(1.3333113729e-1f));
+  p = TP_VFMA(p, z, TP_VSET(-3.3333332008e-1f));
+  TP_V small = TP_VFMA(TP_VMUL(a, z), p, a);
+  /* else 1 - 2/(e^(2a) + 1) >= 0.5 (no cancellation); e^(2a) for 2a in
+   * [0, 20] (tanh rounds to 1 from a = 9.01): n in [0, 29], one scale
+   * factor, and a degree-6 fit (relative error < 1e-8; an error d in e
+   * moves the result by at most d/2) */
+  TP_V y2 = TP_VMIN(TP_VSET(20.0f), TP_VADD(a, a));
+  TP_V t = TP_VFMA(y2, TP_VSET(1.44269504088896341f), TP_VSET(TP_VM_ROUND_MAGIC + 127.0f));
+  TP_V n = TP_VSUB(t, TP_VSET(TP_VM_ROUND_MAGIC + 127.0f));
+  TP_V r = TP_VFMA(n, TP_VSET(-0.693359375f), y2);
+  r = TP_VFMA(n, TP_VSET(2.12194440e-4f), r);
+  TP_V e = TP_VSET(1.39262033616e-3f);
+  e = TP_VFMA(e, r, TP_VSET(8.36319488242e-3f));
+  e = TP_VFMA(e, r, TP_VSET(4.16665544984e-2f));
+  e = TP_VFMA(e, r, TP_VSET(1.66665768946e-1f));
+  e = TP_VFMA(e, r, TP_VSET(0.5f));
+  e = TP_VFMA(e, r, TP_VSET(1.0f));
+  e = TP_VFMA(e, r, TP_VSET(1.0f));
+  /* the low mantissa bits of t hold n + 127: shifted up they are 2^n;
+   * e^(2a) + 1 in one FMA (one rounding) */
+  TP_V e1 = TP_VFMA(e, TP_VCAST_F(TP_VI_SLLI(TP_VCAST_I(t), 23)), TP_VSET(1.0f));
+  TP_V large = TP_VSUB(TP_VSET(1.0f), TP_VDIV(TP_VSET(2.0f), e1));
   TP_V y = TP_VSELECT(TP_VCMP(a, TP_VSET(0.55f), _CMP_LT_OQ), small, large);
-  /* tanh is odd and |small| < |x|: the sign of x, also for -0 (which the
-   * polynomial would turn into +0). */
-  y = TP_VCAST_F(TP_VI_OR(TP_VI_AND(TP_VCAST_I(y), TP_VI_SET(0x7fffffff)),
-                          TP_VI_AND(TP_VCAST_I(x), sign_bit)));
-  return TP_VSELECT(TP_VCMP(x, x, _CMP_UNORD_Q), x, y);
+  return TP_VCAST_F(TP_VI_OR(TP_VCAST_I(y), sign));
 }
 
 static inline TP_V TP_VM_FN(tp_vsqrt_)(TP_V x) { return TP_VSQRT(x); }
