@@ -73,7 +73,8 @@
       if (i < 0) break;                                                                     \
     }                                                                                       \
     S *po = (S *)tp_tensor_base(out);                                                       \
-    for (int64_t e = 0; e < out->volume; ++e) po[e] = ST(acc[e]);                           \
+    if ((void *)po != (void *)acc) /* else accumulated in place (f32, f64) */               \
+      for (int64_t e = 0; e < out->volume; ++e) po[e] = ST(acc[e]);                         \
   }
 TP_FLOAT_DTYPES(TP_FOLD_KERNEL, 0)
 
@@ -83,14 +84,20 @@ topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attr
   topos_tensor *result;
   TP_TRY(tp_new_output(desc, &result));
   void *acc;
-  bool heap;
-  topos_status status = tp_accumulators("fold", desc->dtype, result->volume, &acc, &heap);
-  if (status != TOPOS_OK) {
-    topos_tensor_release(result);
-    return status;
+  bool heap = false;
+  /* f32 and f64 accumulate in their own type: straight into the result */
+  bool direct = desc->dtype == TOPOS_F32 || desc->dtype == TOPOS_F64;
+  if (direct) {
+    acc = tp_tensor_base(result);
+  } else {
+    topos_status status = tp_accumulators("fold", desc->dtype, result->volume, &acc, &heap);
+    if (status != TOPOS_OK) {
+      topos_tensor_release(result);
+      return status;
+    }
   }
   TP_DISPATCH_FLOAT(desc->dtype, tp_fold, in[0], attrs, result, acc);
-  tp_scratch_free(acc, heap);
+  if (!direct) tp_scratch_free(acc, heap);
   *out = result;
   return TOPOS_OK;
 }
