@@ -24,8 +24,9 @@
 #define TP_E_LN(a) TP_LOG(a)
 #define TP_E_SQRT(a) TP_SQRT(a)
 #define TP_E_TANH(a) TP_TANH(a)
-/* relu(x) = maximum(x, 0): relu(-0) = +0, relu(NaN) = NaN. */
-#define TP_E_RELU(a) TP_MAXIMUM(a, 0)
+/* relu(x) = maximum(x, 0): relu(-0) = +0, relu(NaN) = NaN (the masked
+ * maximum: the same bits without sign-dependent branches). */
+#define TP_E_RELU(a) TP_MAXIMUM_MASKED(a, 0)
 
 #define TP_BINARY_OPS(X) \
   X(add, TP_E_ADD)       \

@@ -74,6 +74,31 @@ TP_MAXIMUM_BODY_(double)
 #undef TP_MAXIMUM_BODY_
 #define TP_MAXIMUM(x, y) _Generic((x), float: tp_maximum_float, double: tp_maximum_double)(x, y)
 
+/* The same function with masks instead of branches (equal operands: the AND
+ * of the bits, which is -0 only when both are -0). Fast paths use it: a
+ * max-pool or relu over random signs and many equal zeros mispredicted the
+ * branches. Tested against TP_MAXIMUM over all pairs of special values. */
+#define TP_MAXIMUM_MASKED_BODY_(T, U)                                         \
+  static inline T tp_maximum_masked_##T(T a, T b) {                           \
+    U ua, ub, ug, r;                                                          \
+    T g = a > b ? a : b;                                                      \
+    memcpy(&ua, &a, sizeof a);                                                \
+    memcpy(&ub, &b, sizeof b);                                                \
+    memcpy(&ug, &g, sizeof g);                                                \
+    U eq = (U)0 - (U)(a == b), an = (U)0 - (U)(a != a);                       \
+    U bn = ((U)0 - (U)(b != b)) & ~an;                                        \
+    r = (ug & ~eq) | (ua & ub & eq);                                          \
+    r = (r & ~an) | (ua & an);                                                \
+    r = (r & ~bn) | (ub & bn);                                                \
+    memcpy(&g, &r, sizeof g);                                                 \
+    return g;                                                                 \
+  }
+TP_MAXIMUM_MASKED_BODY_(float, uint32_t)
+TP_MAXIMUM_MASKED_BODY_(double, uint64_t)
+#undef TP_MAXIMUM_MASKED_BODY_
+#define TP_MAXIMUM_MASKED(x, y) \
+  _Generic((x), float: tp_maximum_masked_float, double: tp_maximum_masked_double)(x, y)
+
 /* Typed element pointer of a tensor's storage (element offsets index it). */
 #define TP_ELEMS(S, t) ((S *)(t)->storage->data)
 

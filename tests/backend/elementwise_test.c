@@ -173,7 +173,8 @@ TEST(backend_map_over_broadcast_view_keeps_the_view) {
 
 /* maximum (computed with masks) and step (a table lookup) against the
  * reference over every ordered pair of special values, two NaN payloads and
- * equal operands included, in f32 and f64. */
+ * equal operands included, in f32 and f64; the reference relu (masked too)
+ * against the reference maximum(x, +0) over the same values. */
 TEST(backend_maximum_and_step_all_special_pairs_match_reference) {
   bt_scope scope = bt_enter();
   enum { K = 11 };
@@ -189,6 +190,14 @@ TEST(backend_maximum_and_step_all_special_pairs_match_reference) {
     CHECK_OK(topos_tensor_from_f64(dts[d], 1, s, v, &a));
     CHECK_OK(topos_tensor_from_f64(dts[d], 1, s, w, &b));
     ok &= bt_binary_parity(TOPOS_OP_MAXIMUM, a, b) && bt_binary_parity(TOPOS_OP_STEP, a, b);
+    topos_tensor *zero = NULL, *r = NULL, *m = NULL;
+    topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, 0);
+    CHECK_OK(topos_tensor_zeros(dts[d], 1, s, &zero));
+    CHECK_OK(topos_relu(a, &r));
+    CHECK_OK(topos_maximum(a, zero, &m));
+    topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, 1);
+    ok &= topos_tensor_bits_equal(r, m);
+    topos_tensor_release(zero), topos_tensor_release(r), topos_tensor_release(m);
     topos_tensor_release(a), topos_tensor_release(b);
   }
   bt_leave(scope);

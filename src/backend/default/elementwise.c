@@ -9,9 +9,7 @@
  * odometer step per element. Maps run over contiguous buffers with the
  * reference's libm calls. Both split their outputs over threads. */
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "backend/backend_internal.h"
 #include "backend/platform.h"
@@ -75,29 +73,7 @@ TP_DEFAULT_MAP(double, f64)
 #define TP_BIN_MUL(a, b) ((a) * (b))
 #define TP_BIN_DIV(a, b) ((a) / (b))
 #define TP_BIN_POW(a, b) TP_POW(a, b)
-/* TP_MAXIMUM's rules (NaN: the first NaN operand; equal operands: -0 only
- * when both are -0, i.e. the AND of the bits; else the larger) computed with
- * masks instead of branches: a max-pool over relu outputs compares many equal
- * zeros and random signs, and the branches mispredicted. */
-#define TP_BMAX_BODY(T, U)                                                    \
-  static inline T tp_bmax_##T(T a, T b) {                                     \
-    U ua, ub, ug, r;                                                          \
-    T g = a > b ? a : b;                                                      \
-    memcpy(&ua, &a, sizeof a);                                                \
-    memcpy(&ub, &b, sizeof b);                                                \
-    memcpy(&ug, &g, sizeof g);                                                \
-    U eq = (U)0 - (U)(a == b), an = (U)0 - (U)(a != a);                       \
-    U bn = ((U)0 - (U)(b != b)) & ~an;                                        \
-    r = (ug & ~eq) | (ua & ub & eq);                                          \
-    r = (r & ~an) | (ua & an);                                                \
-    r = (r & ~bn) | (ub & bn);                                                \
-    memcpy(&g, &r, sizeof g);                                                 \
-    return g;                                                                 \
-  }
-TP_BMAX_BODY(float, uint32_t)
-TP_BMAX_BODY(double, uint64_t)
-#undef TP_BMAX_BODY
-#define TP_BIN_MAXIMUM(a, b) _Generic((a), float: tp_bmax_float, double: tp_bmax_double)(a, b)
+#define TP_BIN_MAXIMUM(a, b) TP_MAXIMUM_MASKED(a, b)
 /* 0 or 1 looked up by the comparison: compilers turn the plain ternary into
  * a branch, which mispredicts on every other element of a gradient mask */
 static const float tp_step_values[2] = {0.0f, 1.0f};
