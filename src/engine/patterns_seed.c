@@ -1,0 +1,84 @@
+/* Pattern "seed_mul": a gradient's first contribution when a rule made it
+ * with a product (relu's and maximum's g * mask, mul's g * b), as the sweep
+ * records it:
+ *   add(broadcast(z), mul(a, b))        z rank 0 (the sweep's zero fill)
+ * with a, b and the sum of one dtype and shape. One pass computes z + a*b per
+ * element: the product rounded, then the sum rounded (the library is built
+ * with -ffp-contract=off, so never a fused multiply-add): the composed bits,
+ * without the product's buffer and second pass. f32 and f64. */
+#include <string.h>
+
+#include "base/error.h"
+#include "engine/pattern.h"
+#include "ops/kernel.h"
+
+static const tp_node *tp_seed_op(const tp_graph *g, uint32_t i, topos_op op) {
+  if (i >= g->count) return NULL;
+  const tp_node *n = &g->nodes[i];
+  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
+}
+
+static bool tp_seed_same(const topos_tensor_desc *a, const topos_tensor_desc *b) {
+  return a->dtype == b->dtype && a->rank == b->rank &&
+         memcmp(a->shape, b->shape, (size_t)a->rank * sizeof(int64_t)) == 0;
+}
+
+static bool tp_seed_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
+                          tp_fusion *f) {
+  (void)evaluated;
+  const tp_node *add = tp_seed_op(g, root, TOPOS_OP_ADD);
+  if (!add || (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64)) return false;
+  const tp_node *spread = tp_seed_op(g, add->operands[0], TOPOS_OP_BROADCAST);
+  const tp_node *mul = tp_seed_op(g, add->operands[1], TOPOS_OP_MUL);
+  if (!spread || !mul || g->nodes[spread->operands[0]].desc.rank != 0) return false;
+  if (!tp_seed_same(&mul->desc, &add->desc) ||
+      !tp_seed_same(&g->nodes[mul->operands[0]].desc, &add->desc) ||
+      !tp_seed_same(&g->nodes[mul->operands[1]].desc, &add->desc))
+    return false;
+  uint32_t lo = add->operands[0] < add->operands[1] ? add->operands[0] : add->operands[1];
+  uint32_t hi = add->operands[0] ^ add->operands[1] ^ lo;
+  if (hi >= root) return false;
+  f->n_members = 3;
+  f->members[0] = lo;
+  f->members[1] = hi;
+  f->members[2] = root;
+  f->n_inputs = 3;
+  f->inputs[0] = spread->operands[0];
+  f->inputs[1] = mul->operands[0];
+  f->inputs[2] = mul->operands[1];
+  return true;
+}
+
+#define TP_SEED_WALK(T, READ)                                        \
+  do {                                                               \
+    T z;                                                             \
+    s = READ(inputs[0], &z, 1);                                      \
+    if (s != TOPOS_OK) break;                                        \
+    const T *x = topos_tensor_data(a);                               \
+    const T *y = topos_tensor_data(b);                               \
+    T *o = topos_tensor_data_mut(dst);                               \
+    for (int64_t i = 0; i < n; ++i) {                                \
+      T p = x[i] * y[i];                                             \
+      o[i] = z + p;                                                \
+    }                                                                \
+  } while (0)
+
+static topos_status tp_seed_run(const tp_fusion *f, const tp_graph *g,
+                                topos_tensor *const *inputs, topos_tensor *dst,
+                                topos_tensor **out) {
+  (void)f, (void)g;
+  topos_tensor *a = NULL, *b = NULL;
+  topos_status s = topos_tensor_contiguous(inputs[1], 0, &a);
+  if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[2], 0, &b);
+  if (s == TOPOS_OK) {
+    int64_t n = topos_tensor_volume(dst);
+    if (topos_tensor_dtype(dst) == TOPOS_F32) TP_SEED_WALK(float, topos_tensor_read_f32);
+    else TP_SEED_WALK(double, topos_tensor_read_f64);
+  }
+  if (s == TOPOS_OK) *out = topos_tensor_retain(dst);
+  topos_tensor_release(a);
+  topos_tensor_release(b);
+  return s;
+}
+
+const tp_pattern tp_pattern_seed_mul = {"seed_mul", tp_seed_match, tp_seed_run};
