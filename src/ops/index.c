@@ -55,14 +55,20 @@
     }                                                                                       \
     int64_t index[TOPOS_MAX_RANK] = {0};                                                    \
     int64_t o = 0, x = a->offset;                                                           \
-    int64_t inner = n > 0 ? shape[n - 1] : 0, sa = n > 0 ? xs[n - 1] : 0,                   \
+    /* the two innermost axes run as nested loops (rows of a conv's window   */           \
+    /* are short); the odometer steps the rest                               */           \
+    int64_t inner = n > 0 ? shape[n - 1] : 0, sa = n > 0 ? xs[n - 1] : 0,                  \
             so = n > 0 ? os[n - 1] : 0;                                                     \
+    int64_t inner2 = n >= 2 ? shape[n - 2] : 1, sa2 = n >= 2 ? xs[n - 2] : 0,              \
+            so2 = n >= 2 ? os[n - 2] : 0;                                                   \
     while (n > 0) {                                                                         \
-      const S *px = pa + x;                                                                 \
-      C *pacc = acc + o;                                                                    \
-      for (int64_t j = 0; j < inner; ++j) pacc[j * so] += LD(px[j * sa]);                   \
-      int i = n - 2;                                                                        \
-      for (; i >= 0; --i) { /* next row: odometer over the outer axes */                    \
+      for (int64_t q = 0; q < inner2; ++q) {                                                \
+        const S *px = pa + x + q * sa2;                                                     \
+        C *pacc = acc + o + q * so2;                                                        \
+        for (int64_t j = 0; j < inner; ++j) pacc[j * so] += LD(px[j * sa]);                 \
+      }                                                                                     \
+      int i = n - 3;                                                                        \
+      for (; i >= 0; --i) { /* next block: odometer over the outer axes */                  \
         o += os[i];                                                                         \
         x += xs[i];                                                                         \
         if (++index[i] < shape[i]) break;                                                   \

@@ -75,22 +75,27 @@ static void tp_pack(const topos_tensor *t, char *dst) {
     return;
   }
   int64_t length = shape[rank - 1], stride = strides[rank - 1];
+  /* the two innermost axes run as nested loops (an im2col view's rows are a
+   * window's few elements); the odometer steps the rest */
+  int64_t rows = rank >= 2 ? shape[rank - 2] : 1, row_stride = rank >= 2 ? strides[rank - 2] : 0;
   int64_t index[TOPOS_MAX_RANK] = {0};
   int64_t off = t->offset;
   for (;;) {
-    const char *x = base + (size_t)off * size;
-    if (stride == 1)
-      memcpy(dst, x, (size_t)length * size);
-    else if (size == 4)
-      for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 4, x + j * stride * 4, 4);
-    else if (size == 8)
-      for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 8, x + j * stride * 8, 8);
-    else
-      for (int64_t j = 0; j < length; ++j)
-        memcpy(dst + (size_t)j * size, x + (size_t)(j * stride) * size, size);
-    dst += (size_t)length * size;
-    int axis = rank - 2;
-    for (; axis >= 0; --axis) { /* next row: odometer over the outer axes */
+    for (int64_t q = 0; q < rows; ++q) {
+      const char *x = base + (size_t)(off + q * row_stride) * size;
+      if (stride == 1)
+        memcpy(dst, x, (size_t)length * size);
+      else if (size == 4)
+        for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 4, x + j * stride * 4, 4);
+      else if (size == 8)
+        for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 8, x + j * stride * 8, 8);
+      else
+        for (int64_t j = 0; j < length; ++j)
+          memcpy(dst + (size_t)j * size, x + (size_t)(j * stride) * size, size);
+      dst += (size_t)length * size;
+    }
+    int axis = rank - 3;
+    for (; axis >= 0; --axis) { /* next block: odometer over the outer axes */
       off += strides[axis];
       if (++index[axis] < shape[axis]) break;
       off -= shape[axis] * strides[axis];
