@@ -54,6 +54,16 @@ static tp_uk_choice tp_uk_pick(void) {
   return (tp_uk_choice){tp_default_ukernel_f32_baseline, tp_default_ukernel_f64_baseline, 16};
 }
 
+/* The AVX2 kernels (half the tile width) when the CPU has them, else the
+ * current choice. */
+static tp_uk_choice tp_uk_narrower(void) {
+#if defined(__x86_64__)
+  if (tp_vector_isa_best() >= TP_VECTOR_AVX2)
+    return (tp_uk_choice){tp_default_ukernel_f32_avx2, tp_default_ukernel_f64_avx2, 32};
+#endif
+  return tp_uk_pick();
+}
+
 const char *tp_default_describe(void) {
   static char text[128];
   tp_uk_choice uk = tp_uk_pick();
@@ -167,6 +177,9 @@ static void *tp_gemm_buffer(size_t bytes) {
       return TOPOS_OK;                                                                           \
     }                                                                                            \
     tp_uk_choice uk = tp_uk_pick();                                                              \
+    /* a narrow C (a conv's few output channels) would leave most of a wide                     \
+     * tile's lanes idle: the next narrower kernel (bit-identical, see top) */                   \
+    if (uk.vector_bytes == 64 && t->n * (int64_t)sizeof(T) <= 64) uk = tp_uk_narrower();       \
     tp_gemm_job_##sfx job = {t, uk.sfx, 2 * uk.vector_bytes / (int)sizeof(T), 1, 0};             \
     int64_t row_panels = (t->m + TP_MR - 1) / TP_MR;                                             \
     int64_t col_panels = (t->n + job.nr - 1) / job.nr;                                           \
