@@ -10,15 +10,21 @@
  * detected before anything is written. bf16/f16 accumulate in f32. */
 #include <stdlib.h>
 
+#include "base/threads.h"
 #include "ops/kernel.h"
 
 /* ---- fold */
 #define TP_FOLD_KERNEL(sfx, DT, S, C, LD, ST, unused)                                       \
+  /* rows [b0, b1) of axis 0 (all of it when axis is 0): with axis > 0 they  */           \
+  /* own the output's rows [b0, b1), so ranges can run on separate threads   */           \
   static void tp_fold_##sfx(const topos_tensor *a, const topos_op_attrs *attrs,             \
-                            topos_tensor *out, C *acc) {                                    \
+                            topos_tensor *out, C *acc, int64_t b0, int64_t b1) {            \
     const S *pa = TP_ELEMS(const S, a);                                                     \
     int axis = attrs->axis, r = a->rank;                                                    \
-    for (int64_t e = 0; e < out->volume; ++e) acc[e] = 0;                                   \
+    int64_t span = out->volume / (out->shape[0] ? out->shape[0] : 1);                       \
+    if (axis == 0) b0 = 0, b1 = a->shape[0], span = 0;                                      \
+    int64_t e_begin = axis == 0 ? 0 : b0 * span, e_end = axis == 0 ? out->volume : b1 * span; \
+    for (int64_t e = e_begin; e < e_end; ++e) acc[e] = 0;                                   \
     /* the output offset is linear in the operand's index: the window axis    */           \
     /* moves it by step and the position axis by dilation along output axis   */           \
     /* `axis`, every other axis along its own output axis; so rows walk with  */           \
@@ -34,7 +40,7 @@
     int n = 0;                                                                              \
     int64_t shape[TOPOS_MAX_RANK], xs[TOPOS_MAX_RANK], os[TOPOS_MAX_RANK];                  \
     for (int i = 0; i < r && n >= 0; ++i) {                                                 \
-      int64_t e = a->shape[i];                                                              \
+      int64_t e = i == 0 ? b1 - b0 : a->shape[i];                                           \
       if (e == 0) n = -1;                                                                   \
       if (e <= 1) continue;                                                                 \
       if (n > 0 && xs[n - 1] == e * a->strides[i] && os[n - 1] == e * ostr[i]) {            \
@@ -54,7 +60,7 @@
       n = 1;                                                                                \
     }                                                                                       \
     int64_t index[TOPOS_MAX_RANK] = {0};                                                    \
-    int64_t o = 0, x = a->offset;                                                           \
+    int64_t o = b0 * ostr[0], x = a->offset + b0 * a->strides[0];                           \
     /* the two innermost axes run as nested loops (rows of a conv's window   */           \
     /* are short); the odometer steps the rest                               */           \
     int64_t inner = n > 0 ? shape[n - 1] : 0, sa = n > 0 ? xs[n - 1] : 0,                  \
@@ -80,9 +86,21 @@
     }                                                                                       \
     S *po = (S *)tp_tensor_base(out);                                                       \
     if ((void *)po != (void *)acc) /* else accumulated in place (f32, f64) */               \
-      for (int64_t e = 0; e < out->volume; ++e) po[e] = ST(acc[e]);                         \
+      for (int64_t e = e_begin; e < e_end; ++e) po[e] = ST(acc[e]);                         \
   }
 TP_FLOAT_DTYPES(TP_FOLD_KERNEL, 0)
+
+typedef struct tp_fold_job {
+  const topos_tensor *a;
+  const topos_op_attrs *attrs;
+  topos_tensor *out;
+  void *acc;
+} tp_fold_job;
+
+static void tp_fold_range(void *ctx, int64_t b0, int64_t b1) {
+  const tp_fold_job *j = ctx;
+  TP_DISPATCH_FLOAT(j->out->dtype, tp_fold, j->a, j->attrs, j->out, j->acc, b0, b1);
+}
 
 topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attrs,
                              const topos_tensor_desc *desc, topos_tensor **out) {
@@ -102,7 +120,14 @@ topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attr
       return status;
     }
   }
-  TP_DISPATCH_FLOAT(desc->dtype, tp_fold, in[0], attrs, result, acc);
+  tp_fold_job job = {in[0], attrs, result, acc};
+  int64_t rows = in[0]->rank > 0 ? in[0]->shape[0] : 1;
+  /* threads split axis 0's rows (disjoint outputs) when the windows are not
+   * on it; each output element keeps its one sum order, so the same bits */
+  if (direct && attrs->axis > 0 && rows > 1 && result->volume >= (1 << 16))
+    tp_parallel_for(rows, 1, tp_fold_range, &job);
+  else
+    tp_fold_range(&job, 0, rows);
   if (!direct) tp_scratch_free(acc, heap);
   *out = result;
   return TOPOS_OK;

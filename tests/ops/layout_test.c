@@ -272,3 +272,32 @@ TEST(ops_fold_of_tiling_windows_restores_the_operand) {
     ot_free(&p);
   }
 }
+
+/* A fold large enough to split its batch rows over threads gives the one-
+ * thread bits (each output keeps its own sum order), f32 and f64. */
+TEST(ops_fold_bits_do_not_depend_on_threads) {
+  int64_t s[5] = {8, 4, 40, 3, 64};
+  int64_t n = 8 * 4 * 40 * 3 * 64;
+  double *v = malloc((size_t)n * sizeof *v);
+  CHECK(v);
+  if (!v) return;
+  ot_fill(v, n, 77, 1000, 0.0013);
+  int before = topos_threads();
+  const topos_dtype dts[2] = {TOPOS_F32, TOPOS_F64};
+  for (int d = 0; d < 2; ++d) {
+    ot_pool p = {{0}, 0};
+    topos_tensor *x = ot_make(&p, dts[d], 5, s, v), *one = NULL, *three = NULL;
+    CHECK(x);
+    CHECK_OK(topos_set_threads(1));
+    CHECK_OK(topos_fold(x, 2, 3, 1, 1, 42, &one));
+    CHECK_OK(topos_set_threads(3));
+    CHECK_OK(topos_fold(x, 2, 3, 1, 1, 42, &three));
+    CHECK(one && three && topos_tensor_volume(one) == 8 * 4 * 42 * 64);
+    if (one && three) CHECK_TENSOR_BITS(one, three);
+    topos_tensor_release(one);
+    topos_tensor_release(three);
+    ot_free(&p);
+  }
+  topos_set_threads(before);
+  free(v);
+}
