@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/threads.h"
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 
@@ -81,18 +82,31 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
   return true;
 }
 
-#define TP_LANES_WALK(T)                                                         \
-  do {                                                                           \
-    T *o = topos_tensor_data_mut(dst);                                           \
-    for (int64_t k = 0; k < lanes; ++k) {                                        \
-      const T *x = topos_tensor_data(src[k]);                                    \
-      for (int64_t b = 0; b < outer; ++b) {                                      \
-        T *row = o + (b * lanes + k) * inner;                                    \
-        const T *from = x + b * inner;                                           \
-        for (int64_t i = 0; i < inner; ++i) row[i] = from[i] + (T)0;             \
-      }                                                                          \
-    }                                                                            \
-  } while (0)
+typedef struct tp_lanes_job {
+  const void *src[TP_FUSION_MAX_INPUTS];
+  void *out;
+  int64_t lanes, inner;
+  bool f32;
+} tp_lanes_job;
+
+/* outer rows [begin, end): every output element is written once, so any
+ * split gives the same bits */
+static void tp_lanes_range(void *ctx, int64_t begin, int64_t end) {
+  const tp_lanes_job *j = ctx;
+  int64_t lanes = j->lanes, inner = j->inner;
+  for (int64_t k = 0; k < lanes; ++k)
+    for (int64_t b = begin; b < end; ++b) {
+      if (j->f32) {
+        float *row = (float *)j->out + (b * lanes + k) * inner;
+        const float *from = (const float *)j->src[k] + b * inner;
+        for (int64_t i = 0; i < inner; ++i) row[i] = from[i] + 0.0f;
+      } else {
+        double *row = (double *)j->out + (b * lanes + k) * inner;
+        const double *from = (const double *)j->src[k] + b * inner;
+        for (int64_t i = 0; i < inner; ++i) row[i] = from[i] + 0.0;
+      }
+    }
+}
 
 static topos_status tp_lanes_run(const tp_fusion *f, const tp_graph *g,
                                  topos_tensor *const *inputs, topos_tensor *dst,
@@ -110,8 +124,11 @@ static topos_status tp_lanes_run(const tp_fusion *f, const tp_graph *g,
   for (uint32_t k = 0; k < f->n_inputs && s == TOPOS_OK; ++k)
     s = topos_tensor_contiguous(inputs[k], 0, &src[k]);
   if (s == TOPOS_OK) {
-    if (topos_tensor_dtype(dst) == TOPOS_F32) TP_LANES_WALK(float);
-    else TP_LANES_WALK(double);
+    tp_lanes_job job = {{NULL}, topos_tensor_data_mut(dst), lanes, inner,
+                        topos_tensor_dtype(dst) == TOPOS_F32};
+    for (uint32_t k = 0; k < f->n_inputs; ++k) job.src[k] = topos_tensor_data(src[k]);
+    int64_t grain = inner * lanes > 0 ? ((1 << 15) + inner * lanes - 1) / (inner * lanes) : 1;
+    tp_parallel_for(outer, grain, tp_lanes_range, &job);
     *out = topos_tensor_retain(dst);
   }
   for (uint32_t k = 0; k < f->n_inputs; ++k) topos_tensor_release(src[k]);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/threads.h"
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 
@@ -49,33 +50,52 @@ static bool tp_seed_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   return true;
 }
 
-#define TP_SEED_WALK(T, READ)                                        \
-  do {                                                               \
-    T z;                                                             \
-    s = READ(inputs[0], &z, 1);                                      \
-    if (s != TOPOS_OK) break;                                        \
-    const T *x = topos_tensor_data(a);                               \
-    const T *y = topos_tensor_data(b);                               \
-    T *o = topos_tensor_data_mut(dst);                               \
-    for (int64_t i = 0; i < n; ++i) {                                \
-      T p = x[i] * y[i];                                             \
-      o[i] = z + p;                                                \
-    }                                                                \
-  } while (0)
+typedef struct tp_seed_job {
+  const void *x, *y;
+  void *o;
+  double z64;
+  float z32;
+  bool f32;
+} tp_seed_job;
+
+/* elements [begin, end): any split gives the same bits (one result each) */
+static void tp_seed_range(void *ctx, int64_t begin, int64_t end) {
+  const tp_seed_job *j = ctx;
+  if (j->f32) {
+    const float *x = j->x, *y = j->y;
+    float *o = j->o, z = j->z32;
+    for (int64_t i = begin; i < end; ++i) {
+      float p = x[i] * y[i];
+      o[i] = z + p;
+    }
+  } else {
+    const double *x = j->x, *y = j->y;
+    double *o = j->o, z = j->z64;
+    for (int64_t i = begin; i < end; ++i) {
+      double p = x[i] * y[i];
+      o[i] = z + p;
+    }
+  }
+}
 
 static topos_status tp_seed_run(const tp_fusion *f, const tp_graph *g,
                                 topos_tensor *const *inputs, topos_tensor *dst,
                                 topos_tensor **out) {
   (void)f, (void)g;
   topos_tensor *a = NULL, *b = NULL;
-  topos_status s = topos_tensor_contiguous(inputs[1], 0, &a);
+  tp_seed_job job = {0};
+  job.f32 = topos_tensor_dtype(dst) == TOPOS_F32;
+  topos_status s = job.f32 ? topos_tensor_read_f32(inputs[0], &job.z32, 1)
+                           : topos_tensor_read_f64(inputs[0], &job.z64, 1);
+  if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[1], 0, &a);
   if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[2], 0, &b);
   if (s == TOPOS_OK) {
-    int64_t n = topos_tensor_volume(dst);
-    if (topos_tensor_dtype(dst) == TOPOS_F32) TP_SEED_WALK(float, topos_tensor_read_f32);
-    else TP_SEED_WALK(double, topos_tensor_read_f64);
+    job.x = topos_tensor_data(a);
+    job.y = topos_tensor_data(b);
+    job.o = topos_tensor_data_mut(dst);
+    tp_parallel_for(topos_tensor_volume(dst), 1 << 15, tp_seed_range, &job);
+    *out = topos_tensor_retain(dst);
   }
-  if (s == TOPOS_OK) *out = topos_tensor_retain(dst);
   topos_tensor_release(a);
   topos_tensor_release(b);
   return s;
