@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/threads.h"
 #include "tensor/tensor_internal.h"
 
 typedef struct tp_rows {
@@ -36,6 +37,63 @@ static bool tp_rows_next(const topos_tensor *t, tp_rows *r) {
 static const char *tp_block_address(const topos_tensor *t, int64_t element_offset) {
   return (const char *)t->storage->data + (size_t)(element_offset / topos_dtype_block_size(t->dtype)) *
                                               (size_t)topos_dtype_block_bytes(t->dtype);
+}
+
+typedef struct tp_pack_job {
+  const char *base;
+  char *dst;
+  size_t size;
+  int rank; /* coalesced: no unit axes, >= 1 */
+  int64_t shape[TOPOS_MAX_RANK], strides[TOPOS_MAX_RANK];
+  int64_t offset;
+} tp_pack_job;
+
+/* Blocks [b0, b1) of axis 0 when rank >= 3 (else everything): the two
+ * innermost axes run as nested loops (an im2col view's rows are a window's
+ * few elements), an odometer steps the axes between. */
+static void tp_pack_range(void *ctx, int64_t b0, int64_t b1) {
+  const tp_pack_job *w = ctx;
+  int rank = w->rank;
+  size_t size = w->size;
+  int64_t shape[TOPOS_MAX_RANK];
+  memcpy(shape, w->shape, sizeof shape);
+  int64_t block = 1; /* elements per index of axis 0 */
+  for (int axis = 1; axis < rank; ++axis) block *= shape[axis];
+  int64_t off = w->offset;
+  char *dst = w->dst;
+  if (rank >= 3) {
+    shape[0] = b1 - b0;
+    off += b0 * w->strides[0];
+    dst += (size_t)(b0 * block) * size;
+    if (shape[0] <= 0) return;
+  }
+  const int64_t *strides = w->strides;
+  int64_t length = shape[rank - 1], stride = strides[rank - 1];
+  int64_t rows = rank >= 2 ? shape[rank - 2] : 1, row_stride = rank >= 2 ? strides[rank - 2] : 0;
+  int64_t index[TOPOS_MAX_RANK] = {0};
+  for (;;) {
+    for (int64_t q = 0; q < rows; ++q) {
+      const char *x = w->base + (size_t)(off + q * row_stride) * size;
+      if (stride == 1)
+        memcpy(dst, x, (size_t)length * size);
+      else if (size == 4)
+        for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 4, x + j * stride * 4, 4);
+      else if (size == 8)
+        for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 8, x + j * stride * 8, 8);
+      else
+        for (int64_t j = 0; j < length; ++j)
+          memcpy(dst + (size_t)j * size, x + (size_t)(j * stride) * size, size);
+      dst += (size_t)length * size;
+    }
+    int axis = rank - 3;
+    for (; axis >= 0; --axis) { /* next block: odometer over the outer axes */
+      off += strides[axis];
+      if (++index[axis] < shape[axis]) break;
+      off -= shape[axis] * strides[axis];
+      index[axis] = 0;
+    }
+    if (axis < 0) return;
+  }
 }
 
 /* Packs t's elements (or blocks) row-major into dst. Plain dtypes walk
@@ -74,35 +132,17 @@ static void tp_pack(const topos_tensor *t, char *dst) {
     memcpy(dst, base + (size_t)t->offset * size, size);
     return;
   }
-  int64_t length = shape[rank - 1], stride = strides[rank - 1];
-  /* the two innermost axes run as nested loops (an im2col view's rows are a
-   * window's few elements); the odometer steps the rest */
-  int64_t rows = rank >= 2 ? shape[rank - 2] : 1, row_stride = rank >= 2 ? strides[rank - 2] : 0;
-  int64_t index[TOPOS_MAX_RANK] = {0};
-  int64_t off = t->offset;
-  for (;;) {
-    for (int64_t q = 0; q < rows; ++q) {
-      const char *x = base + (size_t)(off + q * row_stride) * size;
-      if (stride == 1)
-        memcpy(dst, x, (size_t)length * size);
-      else if (size == 4)
-        for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 4, x + j * stride * 4, 4);
-      else if (size == 8)
-        for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 8, x + j * stride * 8, 8);
-      else
-        for (int64_t j = 0; j < length; ++j)
-          memcpy(dst + (size_t)j * size, x + (size_t)(j * stride) * size, size);
-      dst += (size_t)length * size;
-    }
-    int axis = rank - 3;
-    for (; axis >= 0; --axis) { /* next block: odometer over the outer axes */
-      off += strides[axis];
-      if (++index[axis] < shape[axis]) break;
-      off -= shape[axis] * strides[axis];
-      index[axis] = 0;
-    }
-    if (axis < 0) return;
-  }
+  tp_pack_job job = {base, dst, size, rank, {0}, {0}, t->offset};
+  memcpy(job.shape, shape, sizeof shape);
+  memcpy(job.strides, strides, sizeof strides);
+  /* threads take blocks of the outermost axis (each writes its own part of
+   * dst) when there is one above the nested pair and enough to move */
+  int64_t volume = 1;
+  for (int axis = 0; axis < rank; ++axis) volume *= shape[axis];
+  if (rank >= 3 && volume >= (1 << 16))
+    tp_parallel_for(shape[0], 1, tp_pack_range, &job);
+  else
+    tp_pack_range(&job, 0, rank >= 3 ? shape[0] : 1);
 }
 
 void tp_tensor_pack_into(const topos_tensor *t, void *dst) { tp_pack(t, dst); }
