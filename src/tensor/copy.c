@@ -74,7 +74,7 @@ static void tp_pack_range(void *ctx, int64_t b0, int64_t b1) {
   for (;;) {
     for (int64_t q = 0; q < rows; ++q) {
       const char *x = w->base + (size_t)(off + q * row_stride) * size;
-      if (stride == 1)
+      if (stride == 1 && length * (int64_t)size >= 64) /* short rows: no libc call */
         memcpy(dst, x, (size_t)length * size);
       else if (size == 4)
         for (int64_t j = 0; j < length; ++j) memcpy(dst + j * 4, x + j * stride * 4, 4);
