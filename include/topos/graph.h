@@ -37,7 +37,10 @@
  * Accumulation order is fixed: a node's gradient is zeros + c1 for its first
  * contribution, then + c2, + c3 ... where contributions arrive in reverse
  * recording order of the consuming nodes and, within one consumer, in operand
- * order. Ties: maximum routes the gradient to its left operand (step(a, b) is
+ * order. (When c1 only moves or sums the consumer's gradient — add, reshape,
+ * permute, pad, narrow, unfold, fold, the broadcasts and sums — zeros + c1 is
+ * c1 bit for bit and the sweep records no add: such gradients may be one
+ * shared node.) Ties: maximum routes the gradient to its left operand (step(a, b) is
  * a >= b); relu's subgradient at 0 is 1.
  *
  * Threads. A tape is used by one thread at a time. A network is immutable and

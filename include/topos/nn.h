@@ -84,7 +84,9 @@ TOPOS_API topos_sym topos_linear_apply(topos_tape *tape, const topos_linear *lay
  * W reshaped to [C*KH*KW, F], bias, reshape and permute back. Forward plans
  * run the patch matrix and the product as one fused step (pattern
  * conv_im2col, same bits); max_pool2d likewise (pattern max_pool, f32/f64,
- * 2x2 windows). */
+ * 2x2 windows). In training plans (recorded gradients) the max-pool's lane
+ * gradient runs as one pass (pattern lane_sum) and the sweep's zero + g*mask
+ * seeds as one pass each (pattern seed_mul), f32/f64, same bits. */
 typedef struct topos_conv2d {
   topos_sym weight;
   topos_sym bias; /* TOPOS_SYM_INVALID without bias */
