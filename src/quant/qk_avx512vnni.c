@@ -1,0 +1,42 @@
+/* Fast quantized products with AVX-512 (F/BW/DQ/VL) + VNNI: vpdpbusd for
+ * the integer dots, 16 f32 lanes. Call only after tp_qk_cpu_avx512vnni(). */
+#include <immintrin.h>
+
+#include "quant/qk_internal.h"
+
+#define QK_FN(name) qk_##name##_avx512vnni
+#define QK_VB 64
+#define QK_VL 16
+typedef __m512i qk_vi;
+typedef __m512 qk_vf;
+#define QK_LOAD_I(p) _mm512_loadu_si512((const void *)(p))
+#define QK_LOAD_F(p) _mm512_loadu_ps(p)
+#define QK_ZERO_I() _mm512_setzero_si512()
+#define QK_ZERO_F() _mm512_setzero_ps()
+#define QK_DPBUSD(acc, u, s, wide) ((void)(wide), _mm512_dpbusd_epi32((acc), (u), (s)))
+#define QK_CVT(v) _mm512_cvtepi32_ps(v)
+#define QK_MUL(a, b) _mm512_mul_ps((a), (b))
+#define QK_FMADD(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define QK_FNMADD(a, b, c) _mm512_fnmadd_ps((a), (b), (c))
+#define QK_EXPAND4(p)                                                                          \
+  _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),     \
+                        _mm512_castps128_ps512(_mm_loadu_ps(p)))
+#define QK_REDUCE(v) qk_reduce_avx512(v)
+#define QK_LOADW_F32(p) _mm512_loadu_ps(p)
+#define QK_LOADW_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define QK_LOADW_BF16(p)                                                                          \
+  _mm512_castsi512_ps(                                                                            \
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
+
+/* Halves, then quarters ... : a fixed tree, the same on every call. */
+static inline float qk_reduce_avx512(__m512 v) {
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+#include "quant/qk_engine_body.h"
+
+topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) { return QK_FN(run)(task); }
