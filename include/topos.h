@@ -7,5 +7,6 @@
 #include "topos/base.h"
 #include "topos/tensor.h"
 #include "topos/ops.h"
+#include "topos/quant.h"
 
 #endif
