@@ -8,5 +8,6 @@
 #include "topos/tensor.h"
 #include "topos/ops.h"
 #include "topos/quant.h"
+#include "topos/qmatmul.h"
 
 #endif

@@ -61,11 +61,4 @@ topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void
                                 topos_dtype wtype, int64_t n, const float *bias, float *out,
                                 topos_qmatmul_path path, int threads);
 
-/* From the quant tier (src/quant/dot_ref.c): reference dot of one weight row
- * with one activation row in the partner format, ggml's *_generic order. */
-topos_status tp_vec_dot_ref(topos_dtype wtype, int64_t n, const void *w_row,
-                            const void *act_row_in_partner_format, float *out);
-/* TEMPORARY (from topos/quant.h once `quant` is merged). */
-TOPOS_API topos_status topos_quantize_row(topos_dtype dtype, const float *src, void *dst, int64_t n);
-
 #endif

@@ -102,3 +102,7 @@ bool tp_qk_cpu_avx512vnni(void) {
   return false;
 #endif
 }
+
+static int tp_qk_cap = TP_QK_ISA_ANY;
+void tp_qk_set_isa_cap(int cap) { tp_qk_cap = cap; }
+int tp_qk_isa_cap(void) { return tp_qk_cap; }

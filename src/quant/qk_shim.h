@@ -20,4 +20,12 @@ void tp_qk_parallel_for(int threads, int64_t n, int64_t grain, tp_qk_range_fn fn
 bool tp_qk_cpu_avx2(void);
 bool tp_qk_cpu_avx512vnni(void);
 
+
+/* Caps the fast path's ISA for tests: TP_QK_ISA_NONE (no fast kernel),
+ * TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_ANY (default). The CPU
+ * and TOPOS_DISABLE_ISA still apply. Not thread-safe: set it between calls. */
+enum { TP_QK_ISA_NONE = 0, TP_QK_ISA_AVX2 = 1, TP_QK_ISA_AVX512VNNI = 2, TP_QK_ISA_ANY = 3 };
+void tp_qk_set_isa_cap(int cap);
+int tp_qk_isa_cap(void);
+
 #endif

@@ -6,6 +6,8 @@
 #include "base/error.h"
 #include "quant/qk_internal.h"
 #include "quant/qk_shim.h"
+#include "quant/quant_internal.h"
+#include "topos/quant.h"
 
 
 /* Geometry straight from TOPOS_DTYPE_LIST (name, elements and bytes per block). */
@@ -61,11 +63,11 @@ typedef topos_status (*qk_fast_fn)(const tp_qk_task *);
 static qk_fast_fn qk_fast_kernel(topos_dtype wtype, const char **isa) {
   if (!tp_qk_traits_of(wtype, NULL)) return NULL;
 #if defined(__x86_64__) || defined(_M_X64)
-  if (tp_qk_cpu_avx512vnni()) {
+  if (tp_qk_isa_cap() >= TP_QK_ISA_AVX512VNNI && tp_qk_cpu_avx512vnni()) {
     if (isa) *isa = "avx512vnni";
     return tp_qk_fast_avx512vnni;
   }
-  if (tp_qk_cpu_avx2()) {
+  if (tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2()) {
     if (isa) *isa = "avx2";
     return tp_qk_fast_avx2;
   }
@@ -88,6 +90,26 @@ typedef struct {
   topos_status status;
 } qk_ref_ctx;
 
+/* Float weights meet f32 activations, never rounded to 16 bits (the quant
+ * tier's f16/bf16 dots pair with f16/bf16 activations, as ggml does): each
+ * product is formed in f32 from the exactly widened weight, the products are
+ * summed in f64 in ascending k, rounded once, as the quant tier's f32 dot. */
+static float qk_ref_float_dot(topos_dtype wtype, int64_t k, const uint8_t *w, const float *a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < k; ++i) {
+    float wi;
+    if (wtype == TOPOS_F32) {
+      memcpy(&wi, w + 4 * i, 4);
+    } else {
+      uint16_t h;
+      memcpy(&h, w + 2 * i, 2);
+      wi = wtype == TOPOS_F16 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
+    }
+    sum += (double)(wi * a[i]);
+  }
+  return (float)sum;
+}
+
 static void qk_ref_range(void *vctx, int64_t j0, int64_t j1) {
   qk_ref_ctx *ctx = vctx;
   const tp_qk_task *t = ctx->task;
@@ -95,8 +117,11 @@ static void qk_ref_range(void *vctx, int64_t j0, int64_t j1) {
     const uint8_t *wrow = (const uint8_t *)t->w + (size_t)j * t->row_bytes;
     for (int64_t i = 0; i < t->m; ++i) {
       float v = 0.0f;
-      topos_status st =
-          tp_vec_dot_ref(t->wtype, t->k, wrow, ctx->act + (size_t)i * ctx->act_row_bytes, &v);
+      topos_status st = TOPOS_OK;
+      if (t->wtype == TOPOS_F16 || t->wtype == TOPOS_BF16)
+        v = qk_ref_float_dot(t->wtype, t->k, wrow, t->a + i * t->k);
+      else
+        st = tp_vec_dot_ref(t->wtype, t->k, wrow, ctx->act + (size_t)i * ctx->act_row_bytes, &v);
       if (st != TOPOS_OK) {
         ctx->status = st;
         ctx->failed = 1;
