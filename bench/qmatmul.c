@@ -7,6 +7,7 @@
  * quantizer would take longer than the whole bench). The reference path is
  * timed only on shapes of at most 2^25 multiply-adds, once per thread count. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -136,14 +137,22 @@ static int qb_time(const float *a, int64_t m, int64_t k, const uint8_t *w, topos
 }
 
 static int qb_command(int argc, char **argv) {
-  int json = 0, all_types = 0;
+  int json = 0, all_types = 0, no_stream = 0, fast_only = 0;
+  const char *only_type = NULL;
+  long long only_m = 0, only_k = 0, only_n = 0;
   double budget = 0.15;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) only_type = argv[++i], all_types = 1;
+    else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      if (sscanf(argv[++i], "%lldx%lldx%lld", &only_m, &only_k, &only_n) != 3) return 2;
+    } else if (strcmp(argv[i], "--no-stream") == 0) no_stream = 1;
+    else if (strcmp(argv[i], "--fast-only") == 0) fast_only = 1;
     else if (strcmp(argv[i], "--all-types") == 0) all_types = 1;
     else if (strcmp(argv[i], "--quick") == 0) budget = 0.03;
     else {
-      printf("usage: topos bench-qmatmul [--json] [--all-types] [--quick]\n\n"
+      printf("usage: topos bench-qmatmul [--json] [--all-types] [--quick] [--type T] [--shape MxKxN]\n"
+             "                           [--no-stream] [--fast-only]\n\n"
              "Quantized matrix products (reference vs fast, 1 and 2 threads) and STREAM-style\n"
              "read/copy bandwidth. Reference timed only up to 2^25 multiply-adds.\n");
       return strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ? 0 : 2;
@@ -165,7 +174,7 @@ static int qb_command(int argc, char **argv) {
   }
   for (int64_t i = 0; i < words; ++i) src[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull, dst[i] = 0;
   double read_bw[3] = {0}, copy_bw[3] = {0};
-  for (int th = 1; th <= 2; ++th) {
+  for (int th = 1; th <= 2 && !no_stream; ++th) {
     read_bw[th] = qb_stream(th, 0, src, dst, words);
     copy_bw[th] = qb_stream(th, 1, src, dst, words);
     if (json) {
@@ -186,8 +195,10 @@ static int qb_command(int argc, char **argv) {
   int rc = 0;
   for (int ti = 0; ti < ntypes && rc == 0; ++ti) {
     const qb_type *t = &qb_types[ti];
+    if (only_type && strcmp(only_type, t->name) != 0) continue;
     for (int si = 0; si < nshapes && rc == 0; ++si) {
       const int64_t m = shapes[si][0], k = shapes[si][1], n = shapes[si][2];
+      if (only_m && (m != only_m || k != only_k || n != only_n)) continue;
       const size_t wbytes = (size_t)(n * (k / t->block) * t->bytes);
       uint8_t *w = malloc(wbytes);
       float *a = malloc((size_t)(m * k) * sizeof(float)), *out = malloc((size_t)(m * n) * sizeof(float));
@@ -199,7 +210,7 @@ static int qb_command(int argc, char **argv) {
         for (int64_t i = 0; i < m * k; ++i) a[i] = qb_unit();
         for (int p = 0; p < 2 && rc == 0; ++p) {
           topos_qmatmul_path path = p == 0 ? TOPOS_QMATMUL_FAST : TOPOS_QMATMUL_REFERENCE;
-          if (path == TOPOS_QMATMUL_REFERENCE && m * n * k > ((int64_t)1 << 25)) continue;
+          if (path == TOPOS_QMATMUL_REFERENCE && (fast_only || m * n * k > ((int64_t)1 << 25))) continue;
           for (int th = 1; th <= 2; ++th) {
             double us = 0;
             int st = qb_time(a, m, k, w, t->type, n, out, path, th, path == TOPOS_QMATMUL_FAST ? budget : budget / 3, &us);
@@ -219,7 +230,7 @@ static int qb_command(int argc, char **argv) {
             else
               printf("%-5s %5lld %6lld %6lld %3d %-9s %11.1f %9.2f %8.2f %7.0f%%\n", t->name,
                      (long long)m, (long long)k, (long long)n, th, p ? "reference" : "fast", us,
-                     gflops, gbps, 100.0 * gbps / read_bw[th]);
+                     gflops, gbps, read_bw[th] > 0 ? 100.0 * gbps / read_bw[th] : 0.0);
             fflush(stdout);
           }
         }

@@ -30,6 +30,55 @@ typedef __m256 qk_vf;
   _mm256_castsi256_ps(                                                                            \
       _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
 
+#define QK_C 2 /* 16 ymm registers */
+#define QK_EXPAND4_I(p)                                                                   \
+  _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
+                              _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
+#define QK_DPWSSD(acc, t, s) _mm256_add_epi32((acc), _mm256_madd_epi16((t), (s)))
+#define QK_MIN8(pa, pb)                                                          \
+  _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pa)), \
+                                       _mm256_loadu_si256((const __m256i *)(const void *)(pb))))
+#define QK_SET1(x) _mm256_set1_ps(x)
+#define QK_F16_TO_F32(h) _cvtsh_ss(h)
+
+static inline float qk_absmax(const float *x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+/* 8 int32 (each within int8 range) to 8 bytes. */
+static inline void qk_store8(int8_t *q, __m256i r) {
+  __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)(void *)q, _mm_packs_epi16(w, w));
+}
+
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
+  const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int i = 0; i < n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vid);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 up = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
+    __m256 step = _mm256_and_ps(up, _mm256_or_ps(one, _mm256_and_ps(v, sign)));
+    qk_store8(q + i, _mm256_cvtps_epi32(_mm256_add_ps(t, step)));
+  }
+}
+
+static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
+  const __m256 vis = _mm256_set1_ps(is);
+  const __m256i top = _mm256_set1_epi32(127);
+  for (int i = 0; i < n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vis);
+    __m256i r = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    qk_store8(q + i, _mm256_min_epi32(r, top));
+  }
+}
+
 static inline __m256i qk_dpbusd_avx2(__m256i acc, __m256i u, __m256i s, int wide) {
   const __m256i ones = _mm256_set1_epi16(1);
   if (!wide) return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));

@@ -28,6 +28,46 @@ typedef __m512 qk_vf;
   _mm512_castsi512_ps(                                                                            \
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
 
+#define QK_C 4
+#define QK_EXPAND4_I(p)                                                                        \
+  _mm512_permutexvar_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),  \
+                           _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p))))
+#define QK_DPWSSD(acc, t, s) _mm512_dpwssd_epi32((acc), (t), (s))
+#define QK_MIN8(pa, pb)                                                                           \
+  _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(                                    \
+      _mm256_loadu_si256((const __m256i *)(const void *)(pa)), _mm256_loadu_si256((const __m256i *)(const void *)(pb)))))
+#define QK_SET1(x) _mm512_set1_ps(x)
+#define QK_F16_TO_F32(h) _cvtsh_ss(h)
+
+static inline float qk_absmax(const float *x, int n) {
+  __m512 m = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+  return _mm512_reduce_max_ps(m); /* max is exact in any order */
+}
+
+/* roundf: truncate, then step away from zero when the dropped part is >= 1/2. */
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
+  const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  for (int i = 0; i < n; i += 16) {
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+    __m512 step = _mm512_or_ps(one, _mm512_and_ps(v, _mm512_set1_ps(-0.0f))); /* +-1 with v's sign */
+    t = _mm512_mask_add_ps(t, up, t, step);
+    _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(t)));
+  }
+}
+
+static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
+  const __m512 vis = _mm512_set1_ps(is);
+  const __m512i top = _mm512_set1_epi32(127);
+  for (int i = 0; i < n; i += 16) {
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vis);
+    __m512i r = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), top);
+    _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
+  }
+}
+
 /* Halves, then quarters ... : a fixed tree, the same on every call. */
 static inline float qk_reduce_avx512(__m512 v) {
   __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));

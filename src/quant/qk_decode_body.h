@@ -11,44 +11,77 @@
 
 #include "topos/base.h"
 
-typedef void (*qk_decode_fn)(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn);
+typedef void (*qk_decode_fn)(const uint8_t *restrict row, int64_t k, uint8_t *restrict q, float *restrict s, float *restrict mn);
 
-static inline float qk_f16(const uint8_t *p) {
-  return topos_f16_to_f32((uint16_t)(p[0] | (p[1] << 8)));
+/* QK_F16_TO_F32 comes from the ISA file (F16C). */
+static inline float qk_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* 16 packed bytes -> 16 low nibbles at dst, 16 high nibbles at dst + 16,
+ * each OR'ed with the 5th bits in hi_lo / hi_hi (0x10 per element or 0).
+ * Explicit SSE2: compilers do not vectorise these 18/22-byte strides well. */
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#include <tmmintrin.h>
+static inline void qk_nibbles(const uint8_t *src, uint8_t *dst, __m128i hi_lo, __m128i hi_hi) {
+  const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)src), m = _mm_set1_epi8(0x0F);
+  _mm_storeu_si128((__m128i *)(void *)dst, _mm_or_si128(_mm_and_si128(x, m), hi_lo));
+  _mm_storeu_si128((__m128i *)(void *)(dst + 16), _mm_or_si128(_mm_and_si128(_mm_srli_epi16(x, 4), m), hi_hi));
 }
+/* Bits 0..15 of `bits` -> 16 bytes of 0x10 (bit set) or 0. */
+static inline __m128i qk_bits_to_0x10(uint32_t bits) {
+  const __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits),
+                                          _mm_set_epi8(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
+  const __m128i sel = _mm_set_epi8((char)0x80, 0x40, 0x20, 0x10, 8, 4, 2, 1, (char)0x80, 0x40, 0x20, 0x10, 8, 4, 2, 1);
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, sel), sel), _mm_set1_epi8(0x10));
+}
+#define QK_NO_HI _mm_setzero_si128()
+#define QK_NIBBLES(src, dst, qh) \
+  qk_nibbles((src), (dst), qk_bits_to_0x10((qh) & 0xFFFF), qk_bits_to_0x10((qh) >> 16))
+#define QK_NIBBLES4(src, dst) qk_nibbles((src), (dst), QK_NO_HI, QK_NO_HI)
+static inline void qk_xor80_32(const uint8_t *src, uint8_t *dst) {
+  const __m128i f = _mm_set1_epi8((char)0x80);
+  _mm_storeu_si128((__m128i *)(void *)dst, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)src), f));
+  _mm_storeu_si128((__m128i *)(void *)(dst + 16),
+                   _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + 16)), f));
+}
+#else
+static inline void qk_nibbles_c(const uint8_t *src, uint8_t *dst, uint32_t qh) {
+  for (int j = 0; j < 16; ++j) {
+    dst[j] = (uint8_t)((src[j] & 15) | (((qh >> j) & 1) << 4));
+    dst[j + 16] = (uint8_t)((src[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+  }
+}
+#define QK_NIBBLES(src, dst, qh) qk_nibbles_c((src), (dst), (qh))
+#define QK_NIBBLES4(src, dst) qk_nibbles_c((src), (dst), 0)
+static inline void qk_xor80_32(const uint8_t *src, uint8_t *dst) {
+  for (int i = 0; i < 32; ++i) dst[i] = (uint8_t)(src[i] ^ 0x80);
+}
+#endif
 
-static void qk_decode_q8_0(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
+static void qk_decode_q8_0(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           float *restrict s, float *restrict mn) {
   (void)mn;
   for (int64_t b = 0; b < k / 32; ++b, row += 34) {
-    float d = qk_f16(row);
-    for (int i = 0; i < 32; ++i) q[32 * b + i] = (uint8_t)(row[2 + i] ^ 0x80); /* qs + 128 */
-    s[2 * b] = s[2 * b + 1] = d;
+    s[2 * b] = s[2 * b + 1] = qk_f16(row);
+    qk_xor80_32(row + 2, q + 32 * b); /* qs + 128 */
   }
 }
 
-static void qk_decode_q4_0(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
+static void qk_decode_q4_0(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           float *restrict s, float *restrict mn) {
   (void)mn;
   for (int64_t b = 0; b < k / 32; ++b, row += 18) {
-    float d = qk_f16(row);
-    const uint8_t *qs = row + 2;
-    for (int j = 0; j < 16; ++j) {
-      q[32 * b + j] = qs[j] & 15;
-      q[32 * b + 16 + j] = qs[j] >> 4;
-    }
-    s[2 * b] = s[2 * b + 1] = d;
+    s[2 * b] = s[2 * b + 1] = qk_f16(row);
+    QK_NIBBLES4(row + 2, q + 32 * b);
   }
 }
 
-static void qk_decode_q4_1(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
+static void qk_decode_q4_1(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           float *restrict s, float *restrict mn) {
   for (int64_t b = 0; b < k / 32; ++b, row += 20) {
-    float d = qk_f16(row), m = qk_f16(row + 2);
-    const uint8_t *qs = row + 4;
-    for (int j = 0; j < 16; ++j) {
-      q[32 * b + j] = qs[j] & 15;
-      q[32 * b + 16 + j] = qs[j] >> 4;
-    }
-    s[2 * b] = s[2 * b + 1] = d;
-    mn[2 * b] = mn[2 * b + 1] = -m; /* w = d q + m */
+    s[2 * b] = s[2 * b + 1] = qk_f16(row);
+    mn[2 * b] = mn[2 * b + 1] = -qk_f16(row + 2); /* w = d q + m */
+    QK_NIBBLES4(row + 4, q + 32 * b);
   }
 }
 
@@ -56,33 +89,35 @@ static inline uint32_t qk_le32(const uint8_t *p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static void qk_decode_q5_0(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
+static void qk_decode_q5_0(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           float *restrict s, float *restrict mn) {
   (void)mn;
   for (int64_t b = 0; b < k / 32; ++b, row += 22) {
-    float d = qk_f16(row);
-    uint32_t qh = qk_le32(row + 2);
-    const uint8_t *qs = row + 6;
-    for (int j = 0; j < 16; ++j) {
-      q[32 * b + j] = (uint8_t)((qs[j] & 15) | (((qh >> j) & 1) << 4));
-      q[32 * b + 16 + j] = (uint8_t)((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
-    }
-    s[2 * b] = s[2 * b + 1] = d;
+    s[2 * b] = s[2 * b + 1] = qk_f16(row);
+    QK_NIBBLES(row + 6, q + 32 * b, qk_le32(row + 2));
   }
 }
 
-static void qk_decode_q5_1(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
+static void qk_decode_q5_1(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           float *restrict s, float *restrict mn) {
   for (int64_t b = 0; b < k / 32; ++b, row += 24) {
-    float d = qk_f16(row), m = qk_f16(row + 2);
-    uint32_t qh = qk_le32(row + 4);
-    const uint8_t *qs = row + 8;
-    for (int j = 0; j < 16; ++j) {
-      q[32 * b + j] = (uint8_t)((qs[j] & 15) | (((qh >> j) & 1) << 4));
-      q[32 * b + 16 + j] = (uint8_t)((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
-    }
-    s[2 * b] = s[2 * b + 1] = d;
-    mn[2 * b] = mn[2 * b + 1] = -m;
+    s[2 * b] = s[2 * b + 1] = qk_f16(row);
+    mn[2 * b] = mn[2 * b + 1] = -qk_f16(row + 2);
+    QK_NIBBLES(row + 8, q + 32 * b, qk_le32(row + 4));
   }
 }
+
+/* ---- K formats: integer scales, so a super-block's integer sums can be
+ * scaled exactly in integers (vpdpwssd / madd) before one float multiply.
+ * Each decodes into q[k], sc[k/16] (int32), mins[k/16] (int16, for the
+ * types with a min), d[k/256], dmin[k/256], with
+ *     w = d * sc * (q - bias) - dmin * mins. */
+/* A scale as vpdpwssd / madd want it: the value in the low 16 bits, zero
+ * above, so the high half of each 32-bit lane contributes nothing. */
+static inline int32_t qk_sc16(int v) { return (int32_t)(uint16_t)(int16_t)v; }
+
+typedef void (*qk_kdecode_fn)(const uint8_t *row, int64_t k, uint8_t *q, int32_t *sc,
+                              int16_t *mins, float *d, float *dmin);
 
 /* The 6-bit scale and min of sub-block j of Q4_K / Q5_K (12 packed bytes). */
 static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *min) {
@@ -95,19 +130,22 @@ static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *mi
   }
 }
 
-static void qk_k4_scales(const uint8_t *blk, float *s, float *mn) {
-  float d = qk_f16(blk), dmin = qk_f16(blk + 2);
+static inline void qk_k4_scales(const uint8_t *blk, int32_t *sc, int16_t *mins, float *d, float *dmin) {
+  *d = qk_f16(blk);
+  *dmin = qk_f16(blk + 2);
   for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    qk_scale_min_k4(j, blk + 4, &sc, &m);
-    s[2 * j] = s[2 * j + 1] = d * (float)sc;
-    mn[2 * j] = mn[2 * j + 1] = dmin * (float)m;
+    int s, m;
+    qk_scale_min_k4(j, blk + 4, &s, &m);
+    sc[2 * j] = sc[2 * j + 1] = qk_sc16(s);
+    mins[2 * j] = mins[2 * j + 1] = (int16_t)m;
   }
 }
 
-static void qk_decode_q4_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
-  for (int64_t b = 0; b < k / 256; ++b, row += 144, q += 256, s += 16, mn += 16) {
-    qk_k4_scales(row, s, mn);
+static void qk_decode_q4_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
+                           float *restrict dmin) {
+  for (int64_t b = 0; b < k / 256; ++b, row += 144, q += 256, sc += 16, mins += 16) {
+    qk_k4_scales(row, sc, mins, d + b, dmin + b);
     const uint8_t *qs = row + 16;
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l) {
@@ -117,9 +155,11 @@ static void qk_decode_q4_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, 
   }
 }
 
-static void qk_decode_q5_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
-  for (int64_t b = 0; b < k / 256; ++b, row += 176, q += 256, s += 16, mn += 16) {
-    qk_k4_scales(row, s, mn);
+static void qk_decode_q5_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
+                           float *restrict dmin) {
+  for (int64_t b = 0; b < k / 256; ++b, row += 176, q += 256, sc += 16, mins += 16) {
+    qk_k4_scales(row, sc, mins, d + b, dmin + b);
     const uint8_t *qh = row + 16, *qs = row + 48;
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l) {
@@ -129,12 +169,14 @@ static void qk_decode_q5_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, 
   }
 }
 
-static void qk_decode_q6_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
-  (void)mn;
-  for (int64_t b = 0; b < k / 256; ++b, row += 210, q += 256, s += 16) {
+static void qk_decode_q6_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
+                           float *restrict dmin) {
+  (void)mins;
+  for (int64_t b = 0; b < k / 256; ++b, row += 210, q += 256, sc += 16) {
     const uint8_t *ql = row, *qh = row + 128;
-    const int8_t *sc = (const int8_t *)(row + 192);
-    float d = qk_f16(row + 208);
+    d[b] = qk_f16(row + 208);
+    dmin[b] = 0.0f;
     for (int h = 0; h < 2; ++h) {
       const uint8_t *l0 = ql + 64 * h, *h0 = qh + 32 * h;
       uint8_t *o = q + 128 * h;
@@ -145,29 +187,35 @@ static void qk_decode_q6_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, 
         o[l + 96] = (uint8_t)((l0[l + 32] >> 4) | (((h0[l] >> 6) & 3) << 4));
       }
     }
-    for (int g = 0; g < 16; ++g) s[g] = d * (float)sc[g];
+    for (int g = 0; g < 16; ++g) sc[g] = qk_sc16((int8_t)row[192 + g]);
   }
 }
 
-static void qk_decode_q2_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
-  for (int64_t b = 0; b < k / 256; ++b, row += 84, q += 256, s += 16, mn += 16) {
-    const uint8_t *sc = row, *qs = row + 16;
-    float d = qk_f16(row + 80), dmin = qk_f16(row + 82);
+static void qk_decode_q2_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
+                           float *restrict dmin) {
+  for (int64_t b = 0; b < k / 256; ++b, row += 84, q += 256, sc += 16, mins += 16) {
+    const uint8_t *scales = row, *qs = row + 16;
+    d[b] = qk_f16(row + 80);
+    dmin[b] = qk_f16(row + 82);
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 4; ++j)
         for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] = (qs[32 * h + l] >> (2 * j)) & 3;
     for (int g = 0; g < 16; ++g) {
-      s[g] = d * (float)(sc[g] & 15);
-      mn[g] = dmin * (float)(sc[g] >> 4);
+      sc[g] = qk_sc16(scales[g] & 15);
+      mins[g] = (int16_t)(scales[g] >> 4);
     }
   }
 }
 
-static void qk_decode_q3_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, float *mn) {
-  (void)mn;
-  for (int64_t b = 0; b < k / 256; ++b, row += 110, q += 256, s += 16) {
-    const uint8_t *hm = row, *qs = row + 32, *sc = row + 96;
-    float d = qk_f16(row + 108);
+static void qk_decode_q3_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
+                           float *restrict dmin) {
+  (void)mins;
+  for (int64_t b = 0; b < k / 256; ++b, row += 110, q += 256, sc += 16) {
+    const uint8_t *hm = row, *qs = row + 32, *scales = row + 96;
+    d[b] = qk_f16(row + 108);
+    dmin[b] = 0.0f;
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 4; ++j) {
         int bit = 4 * h + j;
@@ -176,10 +224,21 @@ static void qk_decode_q3_K(const uint8_t *row, int64_t k, uint8_t *q, float *s, 
               (uint8_t)(((qs[32 * h + l] >> (2 * j)) & 3) | (((hm[l] >> bit) & 1) << 2));
       }
     for (int g = 0; g < 16; ++g) {
-      int lo = g < 8 ? (sc[g] & 15) : (sc[g - 8] >> 4);
-      int hi = (sc[8 + (g % 4)] >> (2 * (g / 4))) & 3;
-      s[g] = d * (float)((lo | (hi << 4)) - 32);
+      int lo = g < 8 ? (scales[g] & 15) : (scales[g - 8] >> 4);
+      int hi = (scales[8 + (g % 4)] >> (2 * (g / 4))) & 3;
+      sc[g] = qk_sc16((lo | (hi << 4)) - 32);
     }
+  }
+}
+
+static qk_kdecode_fn qk_kdecoder_of(topos_dtype wtype) {
+  switch (wtype) {
+    case TOPOS_Q2_K: return qk_decode_q2_K;
+    case TOPOS_Q3_K: return qk_decode_q3_K;
+    case TOPOS_Q4_K: return qk_decode_q4_K;
+    case TOPOS_Q5_K: return qk_decode_q5_K;
+    case TOPOS_Q6_K: return qk_decode_q6_K;
+    default: return NULL;
   }
 }
 
@@ -190,11 +249,6 @@ static qk_decode_fn qk_decoder_of(topos_dtype wtype) {
     case TOPOS_Q4_1: return qk_decode_q4_1;
     case TOPOS_Q5_0: return qk_decode_q5_0;
     case TOPOS_Q5_1: return qk_decode_q5_1;
-    case TOPOS_Q2_K: return qk_decode_q2_K;
-    case TOPOS_Q3_K: return qk_decode_q3_K;
-    case TOPOS_Q4_K: return qk_decode_q4_K;
-    case TOPOS_Q5_K: return qk_decode_q5_K;
-    case TOPOS_Q6_K: return qk_decode_q6_K;
     default: return NULL;
   }
 }

@@ -11,6 +11,16 @@
  *   QK_EXPAND4(p)           QK_VB/16 floats, each repeated over 4 lanes
  *   QK_REDUCE(vf)           fixed-order horizontal sum
  *   QK_LOADW_F32/F16/BF16(p)  QK_VL weights widened to f32
+ *   QK_C                    activation rows per tile (register budget)
+ *   QK_EXPAND4_I(p)         as QK_EXPAND4 for int32
+ *   QK_DPWSSD(acc, t, s)    acc + t * s per 32-bit lane (t and s fit in 16 bits, s's high half 0)
+ *   QK_MIN8(pa, pb)         8 f32 lanes of pairwise sums of 16 int16 products, widened to
+ *                           QK_VL lanes with zeros
+ *   QK_SET1(x)              broadcast
+ *
+ * K formats take their own route (ktile): a super-block's lane sums are
+ * scaled by the integer sub-block scales in integers, converted once, and
+ * the min term is one 16-element int16 dot against the activation bsums.
  *
  * Work is split over panels of QK_R weight rows; a panel is decoded once and
  * meets every activation row, in tiles of QK_C rows then one by one. Each
@@ -24,8 +34,7 @@
 #include "quant/qk_decode_body.h"
 #include "quant/qk_shim.h"
 
-#define QK_R 4
-#define QK_C 4
+#define QK_R 4 /* weight rows per panel; QK_C (activation rows per tile) comes from the ISA file */
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
@@ -81,6 +90,75 @@ QK_QTILE(qt_bias, 1, 0, 0) /* Q4_0, Q5_0, Q3_K, Q6_K */
 QK_QTILE(qt_min, 0, 1, 0)  /* Q4_1, Q5_1, Q2_K, Q4_K, Q5_K */
 
 typedef void (*QK_FN(qtile_fn))(const QK_FN(qpanel) *, const qk_act *, int64_t, float *);
+
+/* ---- K formats ------------------------------------------------------------- */
+
+typedef struct QK_FN(kpanel) {
+  const uint8_t *q[QK_R];
+  const int32_t *sc[QK_R];
+  const int16_t *mins[QK_R];
+  const float *d[QK_R], *dmin[QK_R];
+} QK_FN(kpanel);
+
+QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c0, int C,
+                            int has_init, int has_min, float *res) {
+  const int64_t kpad = act->kpad, lanes = kpad / 4, nsb = kpad / 256, dstride = kpad / 256 + 1;
+  qk_vf acc[QK_R][QK_C];
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = QK_ZERO_F();
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    qk_vi isum[QK_R][QK_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) isum[r][c] = QK_ZERO_I();
+    for (int64_t e = 256 * sb; e < 256 * (sb + 1); e += QK_VB) {
+#pragma GCC unroll 4
+      for (int r = 0; r < QK_R; ++r) {
+        const qk_vi qv = QK_LOAD_I(p->q[r] + e);
+        const qk_vi sv = QK_EXPAND4_I(p->sc[r] + e / 16);
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+          const int64_t row = c0 + c;
+          qk_vi t = has_init ? QK_LOAD_I(act->init + row * lanes + e / 4) : QK_ZERO_I();
+          t = QK_DPBUSD(t, qv, QK_LOAD_I(act->q + row * kpad + e), 0);
+          isum[r][c] = QK_DPWSSD(isum[r][c], t, sv);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < QK_R; ++r) {
+      const float dw = p->d[r][sb], mw = p->dmin[r][sb];
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const int64_t row = c0 + c;
+        const float da = act->dsb[row * dstride + sb];
+        acc[r][c] = QK_FMADD(QK_CVT(isum[r][c]), QK_SET1(dw * da), acc[r][c]);
+        if (has_min)
+          acc[r][c] = QK_FNMADD(QK_MIN8(p->mins[r] + 16 * sb, act->bsums + row * (kpad / 16) + 16 * sb),
+                                QK_SET1(mw * da), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(acc[r][c]);
+}
+
+#define QK_KTILE(name, init, min)                                                               \
+  static void QK_FN(name##_c4)(const QK_FN(kpanel) * p, const qk_act *a, int64_t c0, float *r) { \
+    QK_FN(ktile)(p, a, c0, QK_C, init, min, r);                                                 \
+  }                                                                                             \
+  static void QK_FN(name##_c1)(const QK_FN(kpanel) * p, const qk_act *a, int64_t c0, float *r) { \
+    QK_FN(ktile)(p, a, c0, 1, init, min, r);                                                    \
+  }
+QK_KTILE(kt_bias, 1, 0) /* Q3_K, Q6_K */
+QK_KTILE(kt_min, 0, 1)  /* Q2_K, Q4_K, Q5_K */
+
+typedef void (*QK_FN(ktile_fn))(const QK_FN(kpanel) *, const qk_act *, int64_t, float *);
 
 /* ---- float weights ------------------------------------------------------ */
 
@@ -149,7 +227,9 @@ typedef struct QK_FN(ctx) {
   const tp_qk_task *task;
   qk_act act;
   qk_decode_fn decode;
+  qk_kdecode_fn kdecode;
   QK_FN(qtile_fn) q4, q1;
+  QK_FN(ktile_fn) k4, k1;
   QK_FN(ftile_fn) f4, f1;
   volatile int failed; /* a range could not allocate its panel */
 } QK_FN(ctx);
@@ -163,52 +243,80 @@ static void QK_FN(store)(const tp_qk_task *t, int64_t n0, int nr, int64_t c0, in
     }
 }
 
+/* Decodes the panel's rows into buf (legacy or K layout); short last
+ * panels repeat their last row (those results are dropped). */
+typedef struct QK_FN(panels) {
+  QK_FN(qpanel) q;
+  QK_FN(kpanel) k;
+} QK_FN(panels);
+
+static size_t QK_FN(panel_bytes)(int64_t kpad) {
+  return (size_t)QK_R * ((size_t)kpad + 2 * (size_t)(kpad / 16) * sizeof(float) +
+                         2 * (size_t)(kpad / 256 + 1) * sizeof(float) + 64);
+}
+
+static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0, int nr,
+                                QK_FN(panels) *out) {
+  const tp_qk_task *t = ctx->task;
+  const int64_t kpad = ctx->act.kpad, ng = kpad / 16, nsb = kpad / 256 + 1;
+  for (int r = 0; r < QK_R; ++r) {
+    uint8_t *q = buf + (size_t)r * (size_t)kpad;
+    float *f = (float *)(void *)(buf + (size_t)QK_R * (size_t)kpad) + (size_t)r * (size_t)(2 * ng + 2 * nsb);
+    if (r >= nr) {
+      out->q.q[r] = out->q.q[nr - 1], out->q.s[r] = out->q.s[nr - 1], out->q.mn[r] = out->q.mn[nr - 1];
+      out->k.q[r] = out->k.q[nr - 1], out->k.sc[r] = out->k.sc[nr - 1];
+      out->k.mins[r] = out->k.mins[nr - 1], out->k.d[r] = out->k.d[nr - 1];
+      out->k.dmin[r] = out->k.dmin[nr - 1];
+      continue;
+    }
+    const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
+    if (ctx->kdecode) { /* k is a multiple of 256: no padding */
+      int32_t *sc = (int32_t *)(void *)f;
+      int16_t *mins = (int16_t *)(void *)(sc + ng);
+      float *d = f + 2 * ng, *dmin = d + nsb;
+      memset(mins, 0, (size_t)ng * sizeof *mins);
+      ctx->kdecode(src, t->k, q, sc, mins, d, dmin);
+      out->k.q[r] = q, out->k.sc[r] = sc, out->k.mins[r] = mins, out->k.d[r] = d, out->k.dmin[r] = dmin;
+    } else {
+      float *s = f, *mn = f + ng;
+      memset(q + t->k, 0, (size_t)(kpad - t->k));
+      for (int64_t g = t->k / 16; g < ng; ++g) s[g] = 0.0f;
+      for (int64_t g = 0; g < ng; ++g) mn[g] = 0.0f;
+      ctx->decode(src, t->k, q, s, mn);
+      out->q.q[r] = q, out->q.s[r] = s, out->q.mn[r] = mn;
+    }
+  }
+}
+
 static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
   QK_FN(ctx) *ctx = vctx;
   const tp_qk_task *t = ctx->task;
   const uint8_t *w = t->w;
   float res[QK_R * QK_C];
   uint8_t *buf = NULL;
-  QK_FN(qpanel) panel;
-  if (ctx->decode) {
-    const int64_t kpad = ctx->act.kpad;
-    buf = malloc((size_t)QK_R * ((size_t)kpad + 2 * (size_t)(kpad / 16) * sizeof(float)));
+  const int quantized = ctx->decode || ctx->kdecode;
+  if (quantized) {
+    buf = malloc(QK_FN(panel_bytes)(ctx->act.kpad));
     if (!buf) {
       ctx->failed = 1;
       return;
-    }
-    for (int r = 0; r < QK_R; ++r) {
-      float *f = (float *)(void *)(buf + (size_t)QK_R * (size_t)kpad);
-      panel.s[r] = f + (2 * r) * (kpad / 16);
-      panel.mn[r] = f + (2 * r + 1) * (kpad / 16);
-      panel.q[r] = buf + (size_t)r * (size_t)kpad;
     }
   }
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * QK_R;
     const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
     int64_t c = 0;
-    if (ctx->decode) {
-      const int64_t kpad = ctx->act.kpad, ng = kpad / 16;
-      QK_FN(qpanel) use = panel;
-      for (int r = 0; r < QK_R; ++r) {
-        if (r >= nr) { /* short last panel: repeat the last row, results dropped */
-          use.q[r] = use.q[nr - 1], use.s[r] = use.s[nr - 1], use.mn[r] = use.mn[nr - 1];
-          continue;
-        }
-        uint8_t *q = (uint8_t *)panel.q[r];
-        float *s = (float *)panel.s[r], *mn = (float *)panel.mn[r];
-        memset(q + t->k, 0, (size_t)(kpad - t->k));
-        for (int64_t g = t->k / 16; g < ng; ++g) s[g] = 0.0f;
-        for (int64_t g = 0; g < ng; ++g) mn[g] = 0.0f;
-        ctx->decode(w + (size_t)(n0 + r) * t->row_bytes, t->k, q, s, mn);
-      }
+    if (quantized) {
+      QK_FN(panels) use;
+      QK_FN(decode_panel)(ctx, buf, n0, nr, &use);
       for (; c + QK_C <= t->m; c += QK_C) {
-        ctx->q4(&use, &ctx->act, c, res);
+        if (ctx->kdecode) ctx->k4(&use.k, &ctx->act, c, res);
+        else ctx->q4(&use.q, &ctx->act, c, res);
         QK_FN(store)(t, n0, nr, c, QK_C, res);
       }
       for (; c < t->m; ++c) {
-        ctx->q1(&use, &ctx->act, c, res);
+        if (ctx->kdecode) ctx->k1(&use.k, &ctx->act, c, res);
+        else ctx->q1(&use.q, &ctx->act, c, res);
         QK_FN(store)(t, n0, nr, c, 1, res);
       }
     } else {
@@ -233,23 +341,26 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
   ctx.task = t;
   tp_qk_traits tr;
   if (!tp_qk_traits_of(t->wtype, &tr))
-    return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d",
-                   (int)t->wtype);
+    return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d", (int)t->wtype);
   switch (t->wtype) {
     case TOPOS_F32: ctx.f4 = QK_FN(ft_f32_c4), ctx.f1 = QK_FN(ft_f32_c1); break;
     case TOPOS_F16: ctx.f4 = QK_FN(ft_f16_c4), ctx.f1 = QK_FN(ft_f16_c1); break;
     case TOPOS_BF16: ctx.f4 = QK_FN(ft_bf16_c4), ctx.f1 = QK_FN(ft_bf16_c1); break;
     default:
       ctx.decode = qk_decoder_of(t->wtype);
-      if (!ctx.decode)
-        return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d",
-                       (int)t->wtype);
-      if (t->wtype == TOPOS_Q8_0)
+      ctx.kdecode = qk_kdecoder_of(t->wtype);
+      if (!ctx.decode && !ctx.kdecode)
+        return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d", (int)t->wtype);
+      if (ctx.kdecode) {
+        if (tr.has_min) ctx.k4 = QK_FN(kt_min_c4), ctx.k1 = QK_FN(kt_min_c1);
+        else ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
+      } else if (t->wtype == TOPOS_Q8_0) {
         ctx.q4 = QK_FN(qt_wide_c4), ctx.q1 = QK_FN(qt_wide_c1);
-      else if (tr.has_min)
+      } else if (tr.has_min) {
         ctx.q4 = QK_FN(qt_min_c4), ctx.q1 = QK_FN(qt_min_c1);
-      else
+      } else {
         ctx.q4 = QK_FN(qt_bias_c4), ctx.q1 = QK_FN(qt_bias_c1);
+      }
       if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act))
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
