@@ -22,7 +22,7 @@ typedef struct qk_act {
   float *g;        /* m * kpad/4: d * lane sum (Q8_1: s/8) */
   /* Q8_K partner */
   float *dsb;      /* m * kpad/256: d of each super-block */
-  int16_t *bsums;  /* m * kpad/16: sum of each 16 q */
+  float *bf;      /* m * kpad/16: d * sum of each 16 q (the min term's partner) */
   void *mem;
 } qk_act;
 
@@ -81,7 +81,7 @@ static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int
   const int64_t kpad = (k + TP_QK_STEP - 1) / TP_QK_STEP * TP_QK_STEP, lanes = kpad / 4;
   const size_t mm = (size_t)m;
   size_t bytes = mm * (size_t)kpad + 3 * mm * (size_t)lanes * 4 + mm * (size_t)(kpad / 256 + 1) * 4 +
-                 mm * (size_t)(kpad / 16) * 2 + 256;
+                 mm * (size_t)(kpad / 16) * 4 + 256;
   char *mem = malloc(bytes);
   if (!mem) return 0;
   act->mem = mem;
@@ -91,8 +91,8 @@ static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int
   act->g = act->d + m * lanes;
   act->init = (int32_t *)(act->g + m * lanes);
   act->dsb = (float *)(act->init + m * lanes);
-  act->bsums = (int16_t *)(act->dsb + m * (kpad / 256 + 1));
-  act->q = (int8_t *)(act->bsums + m * (kpad / 16));
+  act->bf = act->dsb + m * (kpad / 256 + 1);
+  act->q = (int8_t *)(act->bf + m * (kpad / 16));
   const int kq = tr->act == TP_QK_ACT_Q8_K;
   for (int64_t r = 0; r < m; ++r) {
     const float *x = a + r * k;
@@ -102,12 +102,12 @@ static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int
     memset(q + k, 0, (size_t)(kpad - k));
     if (kq) {
       float *dsb = act->dsb + r * (kpad / 256 + 1);
-      int16_t *bs = act->bsums + r * (kpad / 16);
+      float *bf = act->bf + r * (kpad / 16);
       for (int64_t b = 0; b < k / 256; ++b) dsb[b] = qk_quant_q8_K_block(x + 256 * b, q + 256 * b);
       for (int64_t j = 0; j < k / 16; ++j) {
         int sum = 0;
         for (int l = 0; l < 16; ++l) sum += q[16 * j + l];
-        bs[j] = (int16_t)sum;
+        bf[j] = dsb[j / 16] * (float)sum;
       }
     } else {
       for (int64_t b = 0; b < k / 32; ++b) {

@@ -35,9 +35,7 @@ typedef __m256 qk_vf;
   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
                               _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
 #define QK_DPWSSD(acc, t, s) _mm256_add_epi32((acc), _mm256_madd_epi16((t), (s)))
-#define QK_MIN8(pa, pb)                                                          \
-  _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pa)), \
-                                       _mm256_loadu_si256((const __m256i *)(const void *)(pb))))
+#define QK_STORE_F(p, v) _mm256_storeu_ps((p), (v))
 #define QK_SET1(x) _mm256_set1_ps(x)
 #define QK_F16_TO_F32(h) _cvtsh_ss(h)
 

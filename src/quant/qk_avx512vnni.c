@@ -33,9 +33,7 @@ typedef __m512 qk_vf;
   _mm512_permutexvar_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),  \
                            _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p))))
 #define QK_DPWSSD(acc, t, s) _mm512_dpwssd_epi32((acc), (t), (s))
-#define QK_MIN8(pa, pb)                                                                           \
-  _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(                                    \
-      _mm256_loadu_si256((const __m256i *)(const void *)(pa)), _mm256_loadu_si256((const __m256i *)(const void *)(pb)))))
+#define QK_STORE_F(p, v) _mm512_storeu_ps((p), (v))
 #define QK_SET1(x) _mm512_set1_ps(x)
 #define QK_F16_TO_F32(h) _cvtsh_ss(h)
 

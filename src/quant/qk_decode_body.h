@@ -109,15 +109,16 @@ static void qk_decode_q5_1(const uint8_t *restrict row, int64_t k, uint8_t *rest
 
 /* ---- K formats: integer scales, so a super-block's integer sums can be
  * scaled exactly in integers (vpdpwssd / madd) before one float multiply.
- * Each decodes into q[k], sc[k/16] (int32), mins[k/16] (int16, for the
- * types with a min), d[k/256], dmin[k/256], with
- *     w = d * sc * (q - bias) - dmin * mins. */
+ * Each decodes into q[k], sc[k/16] (int32), mf[k/16] (the min of each 16
+ * elements as a float, dmin * min; left alone for types without a min) and
+ * d[k/256], with
+ *     w = d * sc * (q - bias) - mf. */
 /* A scale as vpdpwssd / madd want it: the value in the low 16 bits, zero
  * above, so the high half of each 32-bit lane contributes nothing. */
 static inline int32_t qk_sc16(int v) { return (int32_t)(uint16_t)(int16_t)v; }
 
 typedef void (*qk_kdecode_fn)(const uint8_t *row, int64_t k, uint8_t *q, int32_t *sc,
-                              int16_t *mins, float *d, float *dmin);
+                              float *mf, float *d);
 
 /* The 6-bit scale and min of sub-block j of Q4_K / Q5_K (12 packed bytes). */
 static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *min) {
@@ -130,22 +131,21 @@ static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *mi
   }
 }
 
-static inline void qk_k4_scales(const uint8_t *blk, int32_t *sc, int16_t *mins, float *d, float *dmin) {
+static inline void qk_k4_scales(const uint8_t *blk, int32_t *sc, float *mf, float *d) {
   *d = qk_f16(blk);
-  *dmin = qk_f16(blk + 2);
+  const float dmin = qk_f16(blk + 2);
   for (int j = 0; j < 8; ++j) {
     int s, m;
     qk_scale_min_k4(j, blk + 4, &s, &m);
     sc[2 * j] = sc[2 * j + 1] = qk_sc16(s);
-    mins[2 * j] = mins[2 * j + 1] = (int16_t)m;
+    mf[2 * j] = mf[2 * j + 1] = dmin * (float)m;
   }
 }
 
 static void qk_decode_q4_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
-                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
-                           float *restrict dmin) {
-  for (int64_t b = 0; b < k / 256; ++b, row += 144, q += 256, sc += 16, mins += 16) {
-    qk_k4_scales(row, sc, mins, d + b, dmin + b);
+                           int32_t *restrict sc, float *restrict mf, float *restrict d) {
+  for (int64_t b = 0; b < k / 256; ++b, row += 144, q += 256, sc += 16, mf += 16) {
+    qk_k4_scales(row, sc, mf, d + b);
     const uint8_t *qs = row + 16;
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l) {
@@ -156,10 +156,9 @@ static void qk_decode_q4_K(const uint8_t *restrict row, int64_t k, uint8_t *rest
 }
 
 static void qk_decode_q5_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
-                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
-                           float *restrict dmin) {
-  for (int64_t b = 0; b < k / 256; ++b, row += 176, q += 256, sc += 16, mins += 16) {
-    qk_k4_scales(row, sc, mins, d + b, dmin + b);
+                           int32_t *restrict sc, float *restrict mf, float *restrict d) {
+  for (int64_t b = 0; b < k / 256; ++b, row += 176, q += 256, sc += 16, mf += 16) {
+    qk_k4_scales(row, sc, mf, d + b);
     const uint8_t *qh = row + 16, *qs = row + 48;
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l) {
@@ -170,13 +169,11 @@ static void qk_decode_q5_K(const uint8_t *restrict row, int64_t k, uint8_t *rest
 }
 
 static void qk_decode_q6_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
-                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
-                           float *restrict dmin) {
-  (void)mins;
+                           int32_t *restrict sc, float *restrict mf, float *restrict d) {
+  (void)mf;
   for (int64_t b = 0; b < k / 256; ++b, row += 210, q += 256, sc += 16) {
     const uint8_t *ql = row, *qh = row + 128;
     d[b] = qk_f16(row + 208);
-    dmin[b] = 0.0f;
     for (int h = 0; h < 2; ++h) {
       const uint8_t *l0 = ql + 64 * h, *h0 = qh + 32 * h;
       uint8_t *o = q + 128 * h;
@@ -192,30 +189,27 @@ static void qk_decode_q6_K(const uint8_t *restrict row, int64_t k, uint8_t *rest
 }
 
 static void qk_decode_q2_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
-                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
-                           float *restrict dmin) {
-  for (int64_t b = 0; b < k / 256; ++b, row += 84, q += 256, sc += 16, mins += 16) {
+                           int32_t *restrict sc, float *restrict mf, float *restrict d) {
+  for (int64_t b = 0; b < k / 256; ++b, row += 84, q += 256, sc += 16, mf += 16) {
     const uint8_t *scales = row, *qs = row + 16;
     d[b] = qk_f16(row + 80);
-    dmin[b] = qk_f16(row + 82);
+    const float dmin = qk_f16(row + 82);
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 4; ++j)
         for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] = (qs[32 * h + l] >> (2 * j)) & 3;
     for (int g = 0; g < 16; ++g) {
       sc[g] = qk_sc16(scales[g] & 15);
-      mins[g] = (int16_t)(scales[g] >> 4);
+      mf[g] = dmin * (float)(scales[g] >> 4);
     }
   }
 }
 
 static void qk_decode_q3_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
-                           int32_t *restrict sc, int16_t *restrict mins, float *restrict d,
-                           float *restrict dmin) {
-  (void)mins;
+                           int32_t *restrict sc, float *restrict mf, float *restrict d) {
+  (void)mf;
   for (int64_t b = 0; b < k / 256; ++b, row += 110, q += 256, sc += 16) {
     const uint8_t *hm = row, *qs = row + 32, *scales = row + 96;
     d[b] = qk_f16(row + 108);
-    dmin[b] = 0.0f;
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 4; ++j) {
         int bit = 4 * h + j;

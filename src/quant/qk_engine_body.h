@@ -14,13 +14,13 @@
  *   QK_C                    activation rows per tile (register budget)
  *   QK_EXPAND4_I(p)         as QK_EXPAND4 for int32
  *   QK_DPWSSD(acc, t, s)    acc + t * s per 32-bit lane (t and s fit in 16 bits, s's high half 0)
- *   QK_MIN8(pa, pb)         8 f32 lanes of pairwise sums of 16 int16 products, widened to
- *                           QK_VL lanes with zeros
+ *   QK_STORE_F(p, v)
  *   QK_SET1(x)              broadcast
  *
  * K formats take their own route (ktile): a super-block's lane sums are
  * scaled by the integer sub-block scales in integers, converted once, and
- * the min term is one 16-element int16 dot against the activation bsums.
+ * the min term is a float dot of the 16 group minima with the activation's
+ * scaled group sums.
  *
  * Work is split over panels of QK_R weight rows; a panel is decoded once and
  * meets every activation row, in tiles of QK_C rows then one by one. Each
@@ -96,24 +96,27 @@ typedef void (*QK_FN(qtile_fn))(const QK_FN(qpanel) *, const qk_act *, int64_t, 
 typedef struct QK_FN(kpanel) {
   const uint8_t *q[QK_R];
   const int32_t *sc[QK_R];
-  const int16_t *mins[QK_R];
-  const float *d[QK_R], *dmin[QK_R];
+  const float *mf[QK_R], *d[QK_R];
 } QK_FN(kpanel);
 
+/* Per super-block and output: isum = sum over lanes of sc * (q - bias) * qa
+ * in int32 (exact), then acc += float(isum) * (d * da) and, for types with a
+ * min, acc -= mf * bf over the 16 groups. The float accumulators live in
+ * memory (touched once per super-block) so the integer sums keep the
+ * registers. */
 QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c0, int C,
                             int has_init, int has_min, float *res) {
   const int64_t kpad = act->kpad, lanes = kpad / 4, nsb = kpad / 256, dstride = kpad / 256 + 1;
-  qk_vf acc[QK_R][QK_C];
-#pragma GCC unroll 4
-  for (int r = 0; r < QK_R; ++r)
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[r][c] = QK_ZERO_F();
+  const int64_t ng = kpad / 16;
+  float accm[QK_R * QK_C * QK_VL] __attribute__((aligned(64)));
+  memset(accm, 0, sizeof accm);
   for (int64_t sb = 0; sb < nsb; ++sb) {
     qk_vi isum[QK_R][QK_C];
 #pragma GCC unroll 4
     for (int r = 0; r < QK_R; ++r)
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) isum[r][c] = QK_ZERO_I();
+#pragma GCC unroll 8
     for (int64_t e = 256 * sb; e < 256 * (sb + 1); e += QK_VB) {
 #pragma GCC unroll 4
       for (int r = 0; r < QK_R; ++r) {
@@ -130,22 +133,24 @@ QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c
     }
 #pragma GCC unroll 4
     for (int r = 0; r < QK_R; ++r) {
-      const float dw = p->d[r][sb], mw = p->dmin[r][sb];
+      const float dw = p->d[r][sb];
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
         const int64_t row = c0 + c;
-        const float da = act->dsb[row * dstride + sb];
-        acc[r][c] = QK_FMADD(QK_CVT(isum[r][c]), QK_SET1(dw * da), acc[r][c]);
+        float *am = accm + (r * QK_C + c) * QK_VL;
+        qk_vf acc = QK_FMADD(QK_CVT(isum[r][c]), QK_SET1(dw * act->dsb[row * dstride + sb]), QK_LOAD_F(am));
         if (has_min)
-          acc[r][c] = QK_FNMADD(QK_MIN8(p->mins[r] + 16 * sb, act->bsums + row * (kpad / 16) + 16 * sb),
-                                QK_SET1(mw * da), acc[r][c]);
+#pragma GCC unroll 2
+          for (int i = 0; i < 16; i += QK_VL)
+            acc = QK_FNMADD(QK_LOAD_F(p->mf[r] + 16 * sb + i), QK_LOAD_F(act->bf + row * ng + 16 * sb + i), acc);
+        QK_STORE_F(am, acc);
       }
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < QK_R; ++r)
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(acc[r][c]);
+    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(QK_LOAD_F(accm + (r * QK_C + c) * QK_VL));
 }
 
 #define QK_KTILE(name, init, min)                                                               \
@@ -265,18 +270,15 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
     if (r >= nr) {
       out->q.q[r] = out->q.q[nr - 1], out->q.s[r] = out->q.s[nr - 1], out->q.mn[r] = out->q.mn[nr - 1];
       out->k.q[r] = out->k.q[nr - 1], out->k.sc[r] = out->k.sc[nr - 1];
-      out->k.mins[r] = out->k.mins[nr - 1], out->k.d[r] = out->k.d[nr - 1];
-      out->k.dmin[r] = out->k.dmin[nr - 1];
+      out->k.mf[r] = out->k.mf[nr - 1], out->k.d[r] = out->k.d[nr - 1];
       continue;
     }
     const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
     if (ctx->kdecode) { /* k is a multiple of 256: no padding */
       int32_t *sc = (int32_t *)(void *)f;
-      int16_t *mins = (int16_t *)(void *)(sc + ng);
-      float *d = f + 2 * ng, *dmin = d + nsb;
-      memset(mins, 0, (size_t)ng * sizeof *mins);
-      ctx->kdecode(src, t->k, q, sc, mins, d, dmin);
-      out->k.q[r] = q, out->k.sc[r] = sc, out->k.mins[r] = mins, out->k.d[r] = d, out->k.dmin[r] = dmin;
+      float *mf = f + ng, *d = f + 2 * ng;
+      ctx->kdecode(src, t->k, q, sc, mf, d);
+      out->k.q[r] = q, out->k.sc[r] = sc, out->k.mf[r] = mf, out->k.d[r] = d;
     } else {
       float *s = f, *mn = f + ng;
       memset(q + t->k, 0, (size_t)(kpad - t->k));
