@@ -4,6 +4,8 @@
  * exactly. The wide conversions (16 -> f32) are exact. */
 #include <string.h>
 
+#include "base/cpu.h"
+#include "base/half.h"
 #include "topos/base.h"
 
 static inline uint32_t tp_f32_bits(float f) {
@@ -18,7 +20,7 @@ static inline float tp_bits_f32(uint32_t u) {
   return f;
 }
 
-uint16_t topos_f32_to_bf16(float value) {
+static inline uint16_t tp_f32_to_bf16(float value) {
   uint32_t u = tp_f32_bits(value);
   if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and top payload, force quiet */
     return (uint16_t)((u >> 16) | 0x0040u);
@@ -26,9 +28,9 @@ uint16_t topos_f32_to_bf16(float value) {
   return (uint16_t)(u >> 16);
 }
 
-float topos_bf16_to_f32(uint16_t bits) { return tp_bits_f32((uint32_t)bits << 16); }
+static inline float tp_bf16_to_f32(uint16_t bits) { return tp_bits_f32((uint32_t)bits << 16); }
 
-uint16_t topos_f32_to_f16(float value) {
+static inline uint16_t tp_f32_to_f16(float value) {
   uint32_t u = tp_f32_bits(value);
   uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
   uint32_t magnitude = u & 0x7fffffffu;
@@ -57,7 +59,7 @@ uint16_t topos_f32_to_f16(float value) {
   return (uint16_t)(sign | result);
 }
 
-float topos_f16_to_f32(uint16_t bits) {
+static inline float tp_f16_to_f32(uint16_t bits) {
   uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
   uint32_t exponent = (bits >> 10) & 0x1fu;
   uint32_t mantissa = bits & 0x03ffu;
@@ -70,4 +72,53 @@ float topos_f16_to_f32(uint16_t bits) {
     return sign ? -magnitude : magnitude;
   }
   return tp_bits_f32(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+/* The public functions wrap the inline bodies so row loops inline them. */
+uint16_t topos_f32_to_bf16(float value) { return tp_f32_to_bf16(value); }
+float topos_bf16_to_f32(uint16_t bits) { return tp_bf16_to_f32(bits); }
+uint16_t topos_f32_to_f16(float value) { return tp_f32_to_f16(value); }
+float topos_f16_to_f32(uint16_t bits) { return tp_f16_to_f32(bits); }
+
+/* ---- rows */
+
+void tp_f16_to_f32_row_scalar(const uint16_t *src, float *dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = tp_f16_to_f32(src[i]);
+}
+
+void tp_f32_to_f16_row_scalar(const float *src, uint16_t *dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = tp_f32_to_f16(src[i]);
+}
+
+/* F16C pays off from a couple of vectors on; below that the scalar loop wins. */
+#define TP_HALF_F16C_MIN 16
+
+void tp_f16_to_f32_row(const uint16_t *src, float *dst, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (n >= TP_HALF_F16C_MIN && tp_cpu_has_avx2_set()) {
+    tp_f16_to_f32_row_f16c(src, dst, n);
+    return;
+  }
+#endif
+  tp_f16_to_f32_row_scalar(src, dst, n);
+}
+
+void tp_f32_to_f16_row(const float *src, uint16_t *dst, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (n >= TP_HALF_F16C_MIN && tp_cpu_has_avx2_set()) {
+    tp_f32_to_f16_row_f16c(src, dst, n);
+    return;
+  }
+#endif
+  tp_f32_to_f16_row_scalar(src, dst, n);
+}
+
+/* bf16 is a plain shift one way and an integer rounding the other; the
+ * compiler vectorises these loops well enough. */
+void tp_bf16_to_f32_row(const uint16_t *src, float *dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = tp_bf16_to_f32(src[i]);
+}
+
+void tp_f32_to_bf16_row(const float *src, uint16_t *dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = tp_f32_to_bf16(src[i]);
 }
