@@ -177,6 +177,7 @@ static int qb_command(int argc, char **argv) {
   for (int64_t i = 0; i < words; ++i) src[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull, dst[i] = 0;
   double read_bw[3] = {0}, copy_bw[3] = {0};
   for (int th = 1; th <= 2 && !no_stream; ++th) {
+    topos_set_threads(th);
     read_bw[th] = qb_stream(th, 0, src, dst, words);
     copy_bw[th] = qb_stream(th, 1, src, dst, words);
     if (json) {
@@ -215,6 +216,7 @@ static int qb_command(int argc, char **argv) {
           if (path == TOPOS_QMATMUL_REFERENCE && (fast_only || m * n * k > ((int64_t)1 << 25))) continue;
           for (int th = 1; th <= 2; ++th) {
             double us = 0;
+            topos_set_threads(th);
             int st = qb_time(a, m, k, w, t->type, n, out, path, th, path == TOPOS_QMATMUL_FAST ? budget : budget / 3, &us);
             if (st) {
               if (!json)

@@ -1,6 +1,5 @@
-/* Internal: the few base services the quantized products need (thread
- * ranges, CPU feature checks), behind names of our own so the kernels do not
- * care whether they come from src/base or from the stop-gap in qk_shim.c. */
+/* Internal: the base services the quantized products use (thread ranges,
+ * CPU feature checks), in the shape the kernels want. */
 #ifndef TP_QUANT_QK_SHIM_H
 #define TP_QUANT_QK_SHIM_H
 
@@ -11,8 +10,10 @@
 
 typedef void (*tp_qk_range_fn)(void *ctx, int64_t begin, int64_t end);
 
-/* Calls fn over contiguous ranges covering [0, n) once each, on up to
- * `threads` threads (threads <= 0: the library default). */
+/* Calls fn over contiguous ranges covering [0, n) once each: threads <= 0
+ * is tp_parallel_for (topos_threads()); threads > 0 cuts [0, n) as
+ * tp_parallel_for would for that many threads and runs the ranges on the
+ * pool (tests and benches pick the cut). Results never depend on the cut. */
 void tp_qk_parallel_for(int threads, int64_t n, int64_t grain, tp_qk_range_fn fn, void *ctx);
 
 /* The ISA sets the *_avx2.c / *_avx512vnni.c files are built for, after
