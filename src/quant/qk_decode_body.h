@@ -21,6 +21,7 @@ static inline float qk_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p
  * Explicit SSE2: compilers do not vectorise these 18/22-byte strides well. */
 #if defined(__x86_64__)
 #include <emmintrin.h>
+#include <smmintrin.h>
 #include <tmmintrin.h>
 static inline void qk_nibbles(const uint8_t *src, uint8_t *dst, __m128i hi_lo, __m128i hi_hi) {
   const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)src), m = _mm_set1_epi8(0x0F);
@@ -134,12 +135,34 @@ static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *mi
 static inline void qk_k4_scales(const uint8_t *blk, int32_t *sc, float *mf, float *d) {
   *d = qk_f16(blk);
   const float dmin = qk_f16(blk + 2);
+#if defined(__x86_64__)
+  /* The 12 packed bytes as three words: byte-parallel masks and shifts give
+   * the eight 6-bit scales and mins (the same values as qk_scale_min_k4). */
+  uint32_t w[3];
+  memcpy(w, blk + 4, 12);
+  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+  const uint32_t sc_lo = w[0] & lo6, m_lo = w[1] & lo6;
+  const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
+  const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
+  const __m128i s8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo), m8 = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
+  const __m128i s16 = _mm_unpacklo_epi8(s8, s8), m16 = _mm_unpacklo_epi8(m8, m8); /* each twice: per 16 elements */
+  const __m128 vmin = _mm_set1_ps(dmin);
+  _mm_storeu_si128((__m128i *)(void *)sc, _mm_cvtepu8_epi32(s16));
+  _mm_storeu_si128((__m128i *)(void *)(sc + 4), _mm_cvtepu8_epi32(_mm_srli_si128(s16, 4)));
+  _mm_storeu_si128((__m128i *)(void *)(sc + 8), _mm_cvtepu8_epi32(_mm_srli_si128(s16, 8)));
+  _mm_storeu_si128((__m128i *)(void *)(sc + 12), _mm_cvtepu8_epi32(_mm_srli_si128(s16, 12)));
+  _mm_storeu_ps(mf, _mm_mul_ps(vmin, _mm_cvtepi32_ps(_mm_cvtepu8_epi32(m16))));
+  _mm_storeu_ps(mf + 4, _mm_mul_ps(vmin, _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_srli_si128(m16, 4)))));
+  _mm_storeu_ps(mf + 8, _mm_mul_ps(vmin, _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_srli_si128(m16, 8)))));
+  _mm_storeu_ps(mf + 12, _mm_mul_ps(vmin, _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_srli_si128(m16, 12)))));
+#else
   for (int j = 0; j < 8; ++j) {
     int s, m;
     qk_scale_min_k4(j, blk + 4, &s, &m);
     sc[2 * j] = sc[2 * j + 1] = qk_sc16(s);
     mf[2 * j] = mf[2 * j + 1] = dmin * (float)m;
   }
+#endif
 }
 
 static void qk_decode_q4_K(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,

@@ -274,6 +274,11 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
       continue;
     }
     const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
+    /* The decoders' scalar scale parsing keeps few misses in flight; fetch
+     * the same row of the next panel now, one panel (QK_R rows) ahead. */
+    if (n0 + QK_R + r < t->n)
+      for (size_t off = 0; off < t->row_bytes; off += 64)
+        __builtin_prefetch(src + (size_t)QK_R * t->row_bytes + off, 0, 2);
     if (ctx->kdecode) { /* k is a multiple of 256: no padding */
       int32_t *sc = (int32_t *)(void *)f;
       float *mf = f + ng, *d = f + 2 * ng;
