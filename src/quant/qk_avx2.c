@@ -34,6 +34,7 @@ typedef __m256 qk_vf;
 #define QK_EXPAND4_I(p)                                                                   \
   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
                               _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
+#define QK_DPBUSD0(u, s) qk_dpbusd_avx2(_mm256_setzero_si256(), (u), (s), 0)
 #define QK_DPWSSD(acc, t, s) _mm256_add_epi32((acc), _mm256_madd_epi16((t), (s)))
 #define QK_STORE_F(p, v) _mm256_storeu_ps((p), (v))
 #define QK_SET1(x) _mm256_set1_ps(x)

@@ -13,7 +13,7 @@ typedef __m512 qk_vf;
 #define QK_LOAD_F(p) _mm512_loadu_ps(p)
 #define QK_ZERO_I() _mm512_setzero_si512()
 #define QK_ZERO_F() _mm512_setzero_ps()
-#define QK_DPBUSD(acc, u, s, wide) ((void)(wide), _mm512_dpbusd_epi32((acc), (u), (s)))
+#define QK_DPBUSD(acc, u, s, wide) ((void)(wide), qk_dpbusd((acc), (u), (s)))
 #define QK_CVT(v) _mm512_cvtepi32_ps(v)
 #define QK_MUL(a, b) _mm512_mul_ps((a), (b))
 #define QK_FMADD(a, b, c) _mm512_fmadd_ps((a), (b), (c))
@@ -32,10 +32,30 @@ typedef __m512 qk_vf;
 #define QK_EXPAND4_I(p)                                                                        \
   _mm512_permutexvar_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),  \
                            _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p))))
-#define QK_DPWSSD(acc, t, s) _mm512_dpwssd_epi32((acc), (t), (s))
+#define QK_DPBUSD0(u, s) qk_dpbusd0((u), (s))
+#define QK_DPWSSD(acc, t, s) qk_dpwssd((acc), (t), (s))
 #define QK_STORE_F(p, v) _mm512_storeu_ps((p), (v))
 #define QK_SET1(x) _mm512_set1_ps(x)
 #define QK_F16_TO_F32(h) _cvtsh_ss(h)
+
+/* The VNNI accumulations as inline asm with the accumulator tied in place:
+ * GCC 12 copies every intrinsic accumulator once per loop iteration. Same
+ * instructions as _mm512_dpbusd_epi32 / _mm512_dpwssd_epi32. */
+static inline __m512i qk_dpbusd(__m512i acc, __m512i u, __m512i s) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(s));
+  return acc;
+}
+/* vpdpbusd into a fresh zero (a zeroing idiom costs no execution port; a
+ * register copy of a zero vector does). */
+static inline __m512i qk_dpbusd0(__m512i u, __m512i s) {
+  __m512i acc;
+  __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2, %1, %0" : "=&v"(acc) : "v"(u), "vm"(s));
+  return acc;
+}
+static inline __m512i qk_dpwssd(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+  return acc;
+}
 
 static inline float qk_absmax(const float *x, int n) {
   __m512 m = _mm512_setzero_ps();

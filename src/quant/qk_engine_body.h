@@ -7,6 +7,7 @@
  *   QK_LOAD_I(p), QK_LOAD_F(p), QK_ZERO_I(), QK_ZERO_F()
  *   QK_DPBUSD(acc, u, s, wide)  acc + per-lane sum of 4 u8*s8 products,
  *                           exact; wide: u may exceed 127
+ *   QK_DPBUSD0(u, s)        the same from zero (u <= 127)
  *   QK_CVT(vi), QK_MUL(a,b), QK_FMADD(a,b,c) = a*b+c, QK_FNMADD(a,b,c) = c-a*b
  *   QK_EXPAND4(p)           QK_VB/16 floats, each repeated over 4 lanes
  *   QK_REDUCE(vf)           fixed-order horizontal sum
@@ -64,8 +65,8 @@ QK_INLINE void QK_FN(qtile)(const QK_FN(qpanel) *p, const qk_act *act, int64_t c
         const int64_t row = c0 + c;
         const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
         const qk_vf dv = QK_LOAD_F(act->d + row * lanes + e / 4);
-        qk_vi t = has_init ? QK_LOAD_I(act->init + row * lanes + e / 4) : QK_ZERO_I();
-        t = QK_DPBUSD(t, qv, av, wide);
+        const qk_vi t = has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, wide)
+                                 : QK_DPBUSD0(qv, av);
         acc[r][c] = QK_FMADD(QK_CVT(t), QK_MUL(sv, dv), acc[r][c]);
         if (has_min) acc[r][c] = QK_FNMADD(mv, QK_LOAD_F(act->g + row * lanes + e / 4), acc[r][c]);
       }
@@ -125,8 +126,9 @@ QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
           const int64_t row = c0 + c;
-          qk_vi t = has_init ? QK_LOAD_I(act->init + row * lanes + e / 4) : QK_ZERO_I();
-          t = QK_DPBUSD(t, qv, QK_LOAD_I(act->q + row * kpad + e), 0);
+          const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
+          const qk_vi t = has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, 0)
+                                   : QK_DPBUSD0(qv, av);
           isum[r][c] = QK_DPWSSD(isum[r][c], t, sv);
         }
       }
