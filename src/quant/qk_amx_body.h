@@ -169,23 +169,28 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
       __m512 acc[16];
       for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
       const size_t cell0 = (size_t)(gi * aa->chunks);
+      /* Three stages in flight: the tile store of chunk j (its product was
+       * issued an iteration ago; the tile unit runs in order), the product
+       * of chunk j + 1, the epilogue of chunk j - 1 (a tile store takes a
+       * while to become readable by vector loads). */
       qk_amx_chunk(0, q, kpad, aa->tiles + cell0 * (size_t)ck * 16);
-      for (int64_t j = 0; j < aa->chunks; ++j) {
-        const int set = (int)(j & 1);
-        const size_t cell = cell0 + (size_t)j;
-        if (j + 1 < aa->chunks) /* the next chunk's tile product overlaps this epilogue */
-          qk_amx_chunk(set ^ 1, q + (j + 1) * ck, kpad, aa->tiles + (cell + 1) * (size_t)ck * 16);
-        int32_t *cb = cbuf + set * 256;
-        qk_amx_store(set, cb);
+      for (int64_t j = 0; j <= aa->chunks; ++j) {
+        if (j < aa->chunks) qk_amx_store((int)(j & 1), cbuf + (j & 1) * 256); /* tiles run in order */
+        if (j + 1 < aa->chunks)
+          qk_amx_chunk((int)((j + 1) & 1), q + (j + 1) * ck, kpad, aa->tiles + (cell0 + (size_t)j + 1) * (size_t)ck * 16);
+        if (j == 0) continue;
+        const int64_t jj = j - 1;
+        const size_t cell = cell0 + (size_t)jj;
+        const int32_t *cb = cbuf + (jj & 1) * 256;
         const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
         const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
         const __m512i corr = _mm512_loadu_si512((const void *)(aa->corr + cell * 16));
         for (int r = 0; r < 16; ++r) {
           __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
           if (has_bias) ci = _mm512_add_epi32(ci, corr);
-          const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + j * sstep]), dv);
+          const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
           acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, acc[r]);
-          if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + j * sstep]), gv, acc[r]);
+          if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc[r]);
         }
       }
       for (int r = 0; r < 16; ++r) _mm512_store_ps(res[r], acc[r]);
