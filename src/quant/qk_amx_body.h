@@ -22,44 +22,48 @@ typedef struct {
   uint8_t rows[16];
 } qk_amx_config;
 
-/* tmm0/tmm3: C (16 x 64 bytes), tmm1/tmm4: A (16 x ck), tmm2/tmm5: B (ck/4 x 64). */
+/* tmm0..tmm3: C of (tile set, activation group) = tmm(2 * set + group),
+ * 16 x 64 bytes; tmm4: A (16 weight rows x ck); tmm5, tmm6: B of groups 0
+ * and 1 (ck/4 x 64). */
 static void qk_amx_configure(int ck) {
   qk_amx_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
-  for (int t = 0; t < 6; ++t) {
-    const int kind = t % 3; /* 0: C, 1: A, 2: B */
-    cfg.colsb[t] = (uint16_t)(kind == 1 ? ck : 64);
-    cfg.rows[t] = (uint8_t)(kind == 2 ? ck / 4 : 16);
-  }
+  for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  cfg.colsb[4] = (uint16_t)ck, cfg.rows[4] = 16;
+  for (int t = 5; t < 7; ++t) cfg.colsb[t] = 64, cfg.rows[t] = (uint8_t)(ck / 4);
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
 static inline void qk_amx_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
 
-/* C(tile set `set`) = A(q rows, stride kpad) x B(packed, stride 64). */
-static inline void qk_amx_chunk(int set, const uint8_t *a, int64_t astride, const int8_t *b) {
+#define QK_AMX_TILE_PRODUCT(c, b) "tilezero %%tmm" #c "\n\ttdpbusd %%tmm" #b ", %%tmm4, %%tmm" #c "\n\t"
+
+/* C(set, g) = A(weight rows at a, stride astride) x B(group g's packed tile),
+ * for groups 0..ngroups-1 (1 or 2): A is loaded once for both. */
+static inline void qk_amx_chunk(int set, int ngroups, const uint8_t *a, int64_t astride, const int8_t *b0,
+                                const int8_t *b1) {
   const int64_t bstride = 64;
-  if (set == 0)
-    __asm__ volatile("tilezero %%tmm0\n\t"
-                     "tileloadd (%0,%1,1), %%tmm1\n\t"
-                     "tileloadd (%2,%3,1), %%tmm2\n\t"
-                     "tdpbusd %%tmm2, %%tmm1, %%tmm0"
-                     : : "r"(a), "r"(astride), "r"(b), "r"(bstride) : "memory");
-  else
-    __asm__ volatile("tilezero %%tmm3\n\t"
-                     "tileloadd (%0,%1,1), %%tmm4\n\t"
-                     "tileloadd (%2,%3,1), %%tmm5\n\t"
-                     "tdpbusd %%tmm5, %%tmm4, %%tmm3"
-                     : : "r"(a), "r"(astride), "r"(b), "r"(bstride) : "memory");
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%2,%3,1), %%tmm5"
+                   : : "r"(a), "r"(astride), "r"(b0), "r"(bstride) : "memory");
+  if (ngroups > 1) __asm__ volatile("tileloadd (%0,%1,1), %%tmm6" : : "r"(b1), "r"(bstride) : "memory");
+  if (set == 0) {
+    __asm__ volatile(QK_AMX_TILE_PRODUCT(0, 5) ::: "memory");
+    if (ngroups > 1) __asm__ volatile(QK_AMX_TILE_PRODUCT(1, 6) ::: "memory");
+  } else {
+    __asm__ volatile(QK_AMX_TILE_PRODUCT(2, 5) ::: "memory");
+    if (ngroups > 1) __asm__ volatile(QK_AMX_TILE_PRODUCT(3, 6) ::: "memory");
+  }
 }
 
-static inline void qk_amx_store(int set, int32_t *c) {
+static inline void qk_amx_store(int set, int group, int32_t *c) {
   const int64_t stride = 64;
-  if (set == 0)
-    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
-  else
-    __asm__ volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+  switch (2 * set + group) {
+    case 0: __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+    case 1: __asm__ volatile("tilestored %%tmm1, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+    case 2: __asm__ volatile("tilestored %%tmm2, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+    default: __asm__ volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+  }
 }
 
 /* Activations for tiles: per group of 16 rows and chunk j, the B tile
@@ -92,11 +96,10 @@ static int qk_amx_act_prepare(const qk_act *act, const tp_qk_traits *tr, int64_t
     for (int64_t j = 0; j < out->chunks; ++j) {
       const size_t cell = (size_t)(gi * out->chunks + j);
       int8_t *tile = out->tiles + cell * (size_t)ck * 16;
+      const int8_t *src = q + j * ck;
       int sum = 0;
-      for (int64_t e = 0; e < ck; ++e) {
-        tile[(e / 4) * 64 + 4 * c + e % 4] = q[j * ck + e];
-        sum += q[j * ck + e];
-      }
+      for (int64_t e = 0; e < ck; e += 4) memcpy(tile + (e / 4) * 64 + 4 * c, src + e, 4);
+      for (int64_t e = 0; e < ck; ++e) sum += src[e];
       float d = tr->act == TP_QK_ACT_Q8_K ? act->dsb[row * dstride + (j * ck) / 256]
                                           : act->d[row * lanes + j * ck / 4];
       float g = d * (float)sum;
@@ -150,7 +153,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
   const qk_amx_act *aa = &ctx->amx;
   const int64_t kpad = ctx->act.kpad, ng = kpad / 16, ck = aa->ck, sstep = ck / 16;
   const int has_min = ctx->tr.has_min, has_bias = ctx->tr.bias != 0;
-  uint8_t *q = malloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 2 * 1024 + 64);
+  uint8_t *q = malloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 4 * 1024 + 64);
   if (!q) {
     ctx->failed = 1;
     return;
@@ -159,46 +162,53 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
   int32_t *sc_tmp = (int32_t *)(void *)(mn + 16 * ng);
   float *d_tmp = (float *)(void *)(sc_tmp + ng);
   int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(d_tmp + kpad / 256 + 16) + 63) & ~(uintptr_t)63);
-  float res[16][16] __attribute__((aligned(64)));
   qk_amx_configure((int)ck);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
     qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);
-    for (int64_t gi = 0; gi < aa->groups; ++gi) {
-      __m512 acc[16];
-      for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
-      const size_t cell0 = (size_t)(gi * aa->chunks);
-      /* Three stages in flight: the tile store of chunk j (its product was
-       * issued an iteration ago; the tile unit runs in order), the product
+    for (int64_t g0 = 0; g0 < aa->groups; g0 += 2) {
+      const int ngroups = aa->groups - g0 >= 2 ? 2 : 1;
+      float accm[2][16][16] __attribute__((aligned(64)));
+      memset(accm, 0, sizeof accm);
+      const size_t cellg[2] = {(size_t)(g0 * aa->chunks), (size_t)((g0 + 1) * aa->chunks)};
+      const size_t tile_bytes = (size_t)ck * 16;
+      qk_amx_chunk(0, ngroups, q, kpad, aa->tiles + cellg[0] * tile_bytes, aa->tiles + cellg[1] * tile_bytes);
+      /* Three stages in flight: the tile stores of chunk j (its products were
+       * issued an iteration ago; the tile unit runs in order), the products
        * of chunk j + 1, the epilogue of chunk j - 1 (a tile store takes a
        * while to become readable by vector loads). */
-      qk_amx_chunk(0, q, kpad, aa->tiles + cell0 * (size_t)ck * 16);
       for (int64_t j = 0; j <= aa->chunks; ++j) {
-        if (j < aa->chunks) qk_amx_store((int)(j & 1), cbuf + (j & 1) * 256); /* tiles run in order */
+        if (j < aa->chunks)
+          for (int g = 0; g < ngroups; ++g) qk_amx_store((int)(j & 1), g, cbuf + ((j & 1) * 2 + g) * 256);
         if (j + 1 < aa->chunks)
-          qk_amx_chunk((int)((j + 1) & 1), q + (j + 1) * ck, kpad, aa->tiles + (cell0 + (size_t)j + 1) * (size_t)ck * 16);
+          qk_amx_chunk((int)((j + 1) & 1), ngroups, q + (j + 1) * ck, kpad,
+                       aa->tiles + (cellg[0] + (size_t)j + 1) * tile_bytes,
+                       aa->tiles + (cellg[1] + (size_t)j + 1) * tile_bytes);
         if (j == 0) continue;
         const int64_t jj = j - 1;
-        const size_t cell = cell0 + (size_t)jj;
-        const int32_t *cb = cbuf + (jj & 1) * 256;
-        const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
-        const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
-        const __m512i corr = _mm512_loadu_si512((const void *)(aa->corr + cell * 16));
-        for (int r = 0; r < 16; ++r) {
-          __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
-          if (has_bias) ci = _mm512_add_epi32(ci, corr);
-          const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
-          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, acc[r]);
-          if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc[r]);
+        for (int g = 0; g < ngroups; ++g) {
+          const size_t cell = cellg[g] + (size_t)jj;
+          const int32_t *cb = cbuf + ((jj & 1) * 2 + g) * 256;
+          const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
+          const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
+          const __m512i corr = _mm512_loadu_si512((const void *)(aa->corr + cell * 16));
+          for (int r = 0; r < 16; ++r) {
+            __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
+            if (has_bias) ci = _mm512_add_epi32(ci, corr);
+            const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
+            __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, _mm512_load_ps(accm[g][r]));
+            if (has_min) acc = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc);
+            _mm512_store_ps(accm[g][r], acc);
+          }
         }
       }
-      for (int r = 0; r < 16; ++r) _mm512_store_ps(res[r], acc[r]);
-      for (int c = 0; c < 16 && gi * 16 + c < t->m; ++c)
-        for (int r = 0; r < nr; ++r) {
-          const float v = res[r][c];
-          t->out[(gi * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
-        }
+      for (int g = 0; g < ngroups; ++g)
+        for (int c = 0; c < 16 && (g0 + g) * 16 + c < t->m; ++c)
+          for (int r = 0; r < nr; ++r) {
+            const float v = accm[g][r][c];
+            t->out[((g0 + g) * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
+          }
     }
   }
   qk_amx_release();
