@@ -224,7 +224,7 @@ static topos_status qk_amx_run(const tp_qk_task *t, const tp_qk_traits *tr) {
   ctx.kdecode = qk_kdecoder_of(t->wtype);
   /* chunks of one scale: 32 where scales are per 32, 16 for Q2_K, Q3_K, Q6_K */
   const int64_t ck = (t->wtype == TOPOS_Q2_K || t->wtype == TOPOS_Q3_K || t->wtype == TOPOS_Q6_K) ? 16 : 32;
-  if (!qk_act_prepare(tr, t->a, t->m, t->k, &ctx.act))
+  if (!qk_act_prepare(tr, t->a, t->m, t->k, &ctx.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   if (!qk_amx_act_prepare(&ctx.act, tr, ck, &ctx.amx)) {
     qk_act_free(&ctx.act);
