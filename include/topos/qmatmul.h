@@ -13,8 +13,10 @@
  *              Q4_1/Q5_1, Q8_K for the K-quants, f32 kept as is for f32,
  *              f16 and bf16 weights), then every output is one reference
  *              vec dot (fixed order) plus bias. Portable C, any CPU.
- *   FAST       SIMD kernels picked at run time (AMX-INT8 tiles for m >= 8
- *              and AVX-512 VNNI, else AVX2; see topos_qmatmul_fast_isa). Activations are quantized once per
+ *   FAST       SIMD kernels picked at run time (AMX-INT8 tiles for block-
+ *              quantized weights when m >= 8 (legacy formats), 16 (Q4_K,
+ *              Q5_K) or 24 (Q2_K, Q3_K, Q6_K), and AVX-512 VNNI, else
+ *              AVX2; see topos_qmatmul_fast_isa). Activations are quantized once per
  *              product to exactly the same integers and scales as the
  *              reference; integer dot products are exact; only the float
  *              scaling and summation order differ (reassociation), bounded
@@ -53,8 +55,9 @@ TOPOS_API topos_status topos_qmatmul(const float *a, int64_t m, int64_t k, const
                                      float *out, topos_qmatmul_path path);
 
 /* The ISA the FAST path would use for wtype right now ("avx512vnni+amx":
- * AMX tiles for block-quantized weights when m >= 8, AVX-512 VNNI otherwise;
- * "avx512vnni", "avx2"), or NULL when FAST cannot serve it. Static string. */
+ * AMX tiles for block-quantized weights from the m above, AVX-512 VNNI
+ * below; "avx512vnni", "avx2"), or NULL when FAST cannot serve it. Static
+ * string. */
 TOPOS_API const char *topos_qmatmul_fast_isa(topos_dtype wtype);
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-/* AMX-INT8 route of the fast engine for m >= TP_QK_AMX_MIN_M (included by
+/* AMX-INT8 route of the fast engine for m >= qk_amx_min_m(wtype) (included by
  * qk_avx512vnni.c after the engine body; AMX instructions as inline asm, so
  * no extra compiler flags). Only called when the CPU and the OS grant AMX
  * tile data (base/cpu.c requests it) and TOPOS_DISABLE_ISA leaves amx on.
@@ -14,7 +14,18 @@
  * (S: the chunk's activation sum, g: da * S, or Q8_1's s): the same
  * operations for a pair whatever tile holds it, so results do not depend on
  * the thread count; they do differ in rounding from the VNNI route. */
-#define TP_QK_AMX_MIN_M 8
+/* Below these m the VNNI route is faster (measured on Sapphire Rapids: a
+ * half-empty activation tile, and the K formats' integer super-block path). */
+static int64_t qk_amx_min_m(topos_dtype wtype) {
+  switch (wtype) {
+    case TOPOS_Q4_K:
+    case TOPOS_Q5_K: return 16;
+    case TOPOS_Q2_K:
+    case TOPOS_Q3_K:
+    case TOPOS_Q6_K: return 24;
+    default: return 8;
+  }
+}
 
 typedef struct {
   uint8_t palette, start_row, reserved[14];

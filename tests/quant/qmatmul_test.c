@@ -165,7 +165,7 @@ TEST(qmatmul_fast_matches_reference_every_type) {
     topos_dtype t = qm_all_types[ti];
     qm_check_case(t, 1, 256, 13, 0);
     qm_check_case(t, 6, 512, 9, 1);
-    qm_check_case(t, 19, 256, 21, 1); /* m >= 8: the AMX route where the CPU has it */
+    qm_check_case(t, 26, 256, 21, 1); /* m >= 24: the AMX route for every type where the CPU has it */
     if (qm_block(t) <= 32) qm_check_case(t, 5, 96, 7, 1); /* k not a multiple of 64 */
     if (qm_block(t) == 1) qm_check_case(t, 3, 37, 5, 0);  /* vector tail */
   }
@@ -183,7 +183,7 @@ TEST(qmatmul_every_isa_level_matches_reference) {
     const topos_dtype some[] = {TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_1, TOPOS_Q3_K, TOPOS_Q2_K};
     for (size_t i = 0; i < sizeof some / sizeof some[0]; ++i) {
       qm_check_case(some[i], 5, 256, 6, 1);
-      qm_check_case(some[i], 17, 256, 18, 0);
+      qm_check_case(some[i], 26, 256, 18, 0);
     }
   }
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
@@ -238,8 +238,8 @@ TEST(qmatmul_bitwise_across_threads_runs_and_m) {
   const topos_dtype some[] = {TOPOS_F32, TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q4_1};
   const int64_t k = 512, n = 37;
   for (size_t ti = 0; ti < 2 * sizeof some / sizeof some[0]; ++ti) {
-    /* m = 7 and m = 21 (the AMX route, where present, serves m >= 8) */
-    const int64_t m = ti % 2 ? 21 : 7;
+    /* m = 7 and m = 30 (the AMX route, where present, serves m >= 24 for every type) */
+    const int64_t m = ti % 2 ? 30 : 7;
     topos_dtype t = some[ti / 2];
     uint8_t *w = qm_weights(t, n, k);
     float *a = qm_floats(m * k, 1.0f), *o1 = malloc(m * n * 4), *o2 = malloc(m * n * 4);
@@ -253,9 +253,9 @@ TEST(qmatmul_bitwise_across_threads_runs_and_m) {
         CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, o2, path, th));
         CHECK_MSG(qm_same_bits(o1, o2, m * n), "%s path %d: %d threads differ", qm_name(t), p, th);
       }
-      /* a row computed with fewer rows (m = 1, or m = 9 on the AMX route: other
-       * tiles, same route) gives the same bits */
-      const int64_t sub = m < 8 ? 1 : 9;
+      /* rows computed in another product (m = 1, or m = 25 on the AMX route:
+       * other tiles, same route) give the same bits */
+      const int64_t sub = m < 8 ? 1 : 25;
       float *part = malloc((size_t)(sub * n) * 4);
       CHECK(part);
       CHECK_OK(tp_qmatmul_threads(a + 5 * k, sub, k, w, t, n, NULL, part, path, 2));
