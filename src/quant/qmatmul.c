@@ -72,6 +72,10 @@ static qk_fast_fn qk_fast_kernel(topos_dtype wtype, const char **isa) {
     return tp_qk_fast_avx2;
   }
 #endif
+  if (tp_qk_isa_cap() >= TP_QK_ISA_GENERIC) {
+    if (isa) *isa = "generic";
+    return tp_qk_fast_generic;
+  }
   return NULL;
 }
 
