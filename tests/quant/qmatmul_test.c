@@ -172,10 +172,10 @@ TEST(qmatmul_fast_matches_reference_every_type) {
 }
 
 TEST(qmatmul_every_isa_level_matches_reference) {
-  const int levels[] = {TP_QK_ISA_GENERIC, TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_AMX};
-  const char *names[] = {"generic", "avx2", "avx512vnni", "avx512vnni+amx"};
+  const int levels[] = {TP_QK_ISA_GENERIC, TP_QK_ISA_AVX2, TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_AMX};
+  const char *names[] = {"generic", "avx2", "neon-dotprod", "avx512vnni", "avx512vnni+amx"};
   int ran = 0;
-  for (int l = 0; l < 4; ++l) {
+  for (int l = 0; l < 5; ++l) {
     tp_qk_set_isa_cap(levels[l]);
     const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
     if (!isa || strcmp(isa, names[l]) != 0) continue; /* level not available here */
