@@ -9,5 +9,11 @@
 #include "topos/ops.h"
 #include "topos/quant.h"
 #include "topos/qmatmul.h"
+#include "topos/graph.h"
+#include "topos/engine.h"
+#include "topos/gguf.h"
+#include "topos/tokenizer.h"
+#include "topos/sampler.h"
+#include "topos/backend.h"
 
 #endif

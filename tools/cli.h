@@ -16,6 +16,11 @@ void tp_command_register(const char *name, const char *summary, tp_command_fn fn
     tp_command_register(name, summary, fn);                                \
   }
 
+/* The registered command with this exact name, or NULL. */
+tp_command_fn tp_command_find(const char *name);
+/* Calls fn(name, summary) for each registered command in name order. */
+void tp_command_each(void (*fn)(const char *name, const char *summary, void *ctx), void *ctx);
+
 /* Prints "topos NAME: <message>: <topos_last_error()>" to stderr; returns 1. */
 int tp_cli_fail(const char *command, topos_status status, const char *what);
 

@@ -18,6 +18,16 @@ void tp_command_register(const char *name, const char *summary, tp_command_fn fn
     tp_commands[tp_command_count++] = (tp_command){name, summary, fn};
 }
 
+tp_command_fn tp_command_find(const char *name) {
+  for (int i = 0; i < tp_command_count; ++i)
+    if (strcmp(name, tp_commands[i].name) == 0) return tp_commands[i].fn;
+  return NULL;
+}
+
+void tp_command_each(void (*fn)(const char *name, const char *summary, void *ctx), void *ctx) {
+  for (int i = 0; i < tp_command_count; ++i) fn(tp_commands[i].name, tp_commands[i].summary, ctx);
+}
+
 int tp_cli_fail(const char *command, topos_status status, const char *what) {
   fprintf(stderr, "topos %s: %s: %s (%s)\n", command, what, topos_last_error(),
           topos_status_name(status));
@@ -32,7 +42,8 @@ static void tp_usage(FILE *out) {
   fprintf(out, "topos %s — tensor programs, GGUF models and quantized kernels\n\n", topos_version());
   fprintf(out, "usage: topos COMMAND [ARGS...]\n\ncommands:\n");
   for (int i = 0; i < tp_command_count; ++i)
-    fprintf(out, "  %-12s %s\n", tp_commands[i].name, tp_commands[i].summary);
+    if (strncmp(tp_commands[i].name, "bench-", 6) != 0) /* listed by `topos bench` */
+      fprintf(out, "  %-12s %s\n", tp_commands[i].name, tp_commands[i].summary);
   fprintf(out, "\n'topos COMMAND --help' describes one command.\n");
 }
 
@@ -47,8 +58,8 @@ int main(int argc, char **argv) {
     printf("topos %s\n", topos_version());
     return 0;
   }
-  for (int i = 0; i < tp_command_count; ++i)
-    if (strcmp(argv[1], tp_commands[i].name) == 0) return tp_commands[i].fn(argc - 1, argv + 1);
+  tp_command_fn fn = tp_command_find(argv[1]);
+  if (fn) return fn(argc - 1, argv + 1);
   fprintf(stderr, "topos: unknown command '%s'\n\n", argv[1]);
   tp_usage(stderr);
   return 2;

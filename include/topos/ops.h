@@ -19,7 +19,18 @@
  * always an explicit view (broadcast, broadcast_along).
  * Edge rules: maximum propagates NaN and orders -0 < +0; step(a, t) is 1 when
  * a >= t (ties give 1); relu(x) = maximum(x, 0), so relu(-0) = +0 and its
- * subgradient at 0 is 1. */
+ * subgradient at 0 is 1.
+ * log_softmax / log_sum_exp with a non-finite peak (the lane maximum):
+ * log_softmax follows its formula, so a lane holding +inf, a NaN, or only
+ * -inf is NaN throughout; log_sum_exp gives the peak when it is infinite
+ * (only -inf => -inf, any +inf => +inf) and NaN when a NaN is present.
+ * fold and scatter are zero-seeded, so they turn -0 sums into +0.
+ * Dtypes: arithmetic takes float dtypes only; integer tensors (i32 indices)
+ * have no arithmetic and are refused with TOPOS_ERR_DTYPE; binary ops never
+ * mix dtypes (TOPOS_ERR_DTYPE naming both). Views, pad and gather move any
+ * plain dtype. Block-quantized tensors are refused by every op except views
+ * that keep the packed last axis (message: use the quantized product or
+ * dequantize). */
 #ifndef TOPOS_OPS_H
 #define TOPOS_OPS_H
 
@@ -103,13 +114,20 @@ TOPOS_API int topos_op_arity(topos_op op);
 /* 1 for ops whose reference forward returns a view (transpose, permute,
  * narrow, broadcast, broadcast_along, unfold; reshape when possible). */
 TOPOS_API int topos_op_is_view(topos_op op);
+/* The op whose topos_op_name is name; TOPOS_ERR_NOT_FOUND otherwise. */
 TOPOS_API topos_status topos_op_parse(const char *name, topos_op *out);
 
 /* The shape and dtype rule. On failure the message names the op and the
  * operand shapes, e.g. "add: shapes [2,3] and [3,2] differ". */
 TOPOS_API topos_status topos_op_infer(topos_op op, const topos_tensor_desc *inputs,
                                       const topos_op_attrs *attrs, topos_tensor_desc *out);
-/* Runs the reference kernel. inputs has topos_op_arity(op) entries. */
+/* Runs the op's reference forward (elementwise maps and matmul offer their
+ * work to the backend chain first). inputs has topos_op_arity(op) entries.
+ * *out is a new
+ * reference the caller releases. It may be a view sharing storage with an
+ * input (see topos_op_is_view) or, for a unary map over a broadcast view, a
+ * broadcast view of freshly computed elements: test layout with
+ * topos_tensor_is_contiguous, not by op. */
 TOPOS_API topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
                                         const topos_op_attrs *attrs, topos_tensor **out);
 /* Fills a descriptor from a tensor. */

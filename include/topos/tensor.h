@@ -16,7 +16,20 @@
  * by the quantized products and dequantization, not by elementwise ops.
  *
  * Ownership: a function that returns a tensor through `topos_tensor **out`
- * gives the caller one reference, released with topos_tensor_release(). */
+ * gives the caller one reference, released with topos_tensor_release(). On
+ * failure *out is set to NULL (when out itself is not NULL).
+ *
+ * Element conversions (convert, from_f32/f64, full, scalar, set, read_f32/f64):
+ *   float -> float  widening is exact; narrowing rounds to nearest even;
+ *                   f64 reaches f16/bf16 through f32 (as the reference does).
+ *   int -> float    one rounding to nearest even (to f16/bf16 through f32).
+ *   float -> int    rounds toward zero and saturates at the type's range
+ *                   (+-inf saturate); NaN is refused with TOPOS_ERR_RANGE.
+ *   int -> int      saturates.
+ * Block-quantized tensors have no addressable elements: get/set/convert/read
+ * return TOPOS_ERR_DTYPE (dequantize first), and views that would split or
+ * move the block axis (transpose, unfold or partial-block narrow of the last
+ * axis, broadcast after it) return TOPOS_ERR_DTYPE. */
 #ifndef TOPOS_TENSOR_H
 #define TOPOS_TENSOR_H
 
@@ -94,24 +107,32 @@ TOPOS_API topos_status topos_tensor_zeros(topos_dtype dtype, int rank, const int
 /* New contiguous tensor holding a copy of `data` (row-major, `bytes` must match). */
 TOPOS_API topos_status topos_tensor_from_data(topos_dtype dtype, int rank, const int64_t *shape,
                                               const void *data, size_t bytes, topos_tensor **out);
-/* Convenience: copy from f32 / f64 values, converting to dtype (float dtypes only). */
+/* Convenience: copy from f32 / f64 values, converting to dtype with the rules
+ * above (any float or integer dtype; NaN into an integer dtype fails). */
 TOPOS_API topos_status topos_tensor_from_f32(topos_dtype dtype, int rank, const int64_t *shape,
                                              const float *values, topos_tensor **out);
 TOPOS_API topos_status topos_tensor_from_f64(topos_dtype dtype, int rank, const int64_t *shape,
                                              const double *values, topos_tensor **out);
-/* Scalar (rank 0) of a float dtype. */
+/* Scalar (rank 0) of a float (or integer) dtype. */
 TOPOS_API topos_status topos_tensor_scalar(topos_dtype dtype, double value, topos_tensor **out);
-/* Every element equal to value (float dtypes). */
+/* Every element equal to value (float or integer dtypes). */
 TOPOS_API topos_status topos_tensor_full(topos_dtype dtype, int rank, const int64_t *shape,
                                          double value, topos_tensor **out);
 /* Wraps caller memory without copying. `release` (may be NULL) runs when the
  * last view is released. kind is TOPOS_STORAGE_EXTERNAL or TOPOS_STORAGE_MAPPED
- * (mapped storage is read-only: topos_tensor_data_mut refuses it). */
+ * (mapped storage is read-only: topos_tensor_data_mut refuses it). `bytes` is
+ * the size of the region (at least what the shape needs) and is what release
+ * receives. Plain dtypes need data aligned to their element size
+ * (TOPOS_ERR_ALIGNMENT). If wrap fails, release is never called and the caller
+ * still owns data. */
 TOPOS_API topos_status topos_tensor_wrap(topos_dtype dtype, int rank, const int64_t *shape,
                                          void *data, size_t bytes, topos_storage_kind kind,
                                          topos_release_fn release, void *context,
                                          topos_tensor **out);
 
+/* Adds a reference and returns tensor; every reference is dropped with
+ * topos_tensor_release, the last one frees the header (and the storage when
+ * no other tensor shares it). */
 TOPOS_API topos_tensor *topos_tensor_retain(topos_tensor *tensor);
 TOPOS_API void topos_tensor_release(topos_tensor *tensor); /* NULL is fine */
 
@@ -132,16 +153,23 @@ TOPOS_API const void *topos_tensor_data(const topos_tensor *t);
  * message) for mapped storage. Writing through a view writes every view. */
 TOPOS_API void *topos_tensor_data_mut(topos_tensor *t);
 
-/* ---- element access (float and integer dtypes), index has rank entries */
+/* ---- element access (float and integer dtypes), index has rank entries
+ * (NULL for rank 0); out-of-range indices give TOPOS_ERR_RANGE. get returns
+ * the exact value (i64 beyond 2^53 rounds to nearest); set converts with the
+ * rules above and refuses mapped storage (TOPOS_ERR_STATE). */
 TOPOS_API topos_status topos_tensor_get(const topos_tensor *t, const int64_t *index, double *out);
 TOPOS_API topos_status topos_tensor_set(topos_tensor *t, const int64_t *index, double value);
-/* Copies all elements in row-major logical order into f32/f64 buffers of `count` entries. */
+/* Copies all elements in row-major logical order (any layout) into f32/f64
+ * buffers; `count` must equal the volume (TOPOS_ERR_SHAPE otherwise). */
 TOPOS_API topos_status topos_tensor_read_f32(const topos_tensor *t, float *out, int64_t count);
 TOPOS_API topos_status topos_tensor_read_f64(const topos_tensor *t, double *out, int64_t count);
 
 /* ---- views: never copy (except reshape of a layout that cannot be viewed) */
-/* Reshape: a view when the layout allows (contiguous, or only unit axes
- * inserted/removed); otherwise a documented contiguous copy. One extent may be -1. */
+/* Reshape: a view whenever the layout allows it — every run of old axes that
+ * merges into new ones is itself contiguous (covers contiguous tensors, unit
+ * axes inserted/removed, splitting any axis); otherwise the elements are
+ * copied into new contiguous storage (logical row-major order) and the result
+ * views that copy. One extent may be -1. */
 TOPOS_API topos_status topos_tensor_reshape(topos_tensor *t, int rank, const int64_t *shape,
                                             topos_tensor **out);
 /* Axis i of the result is axis order[i] of t. */
@@ -165,14 +193,20 @@ TOPOS_API topos_status topos_tensor_unfold(topos_tensor *t, int axis, int64_t si
 /* ---- copies */
 /* Contiguous copy (or a new reference to t if already contiguous and !force). */
 TOPOS_API topos_status topos_tensor_contiguous(topos_tensor *t, int force, topos_tensor **out);
-/* Element type conversion (float and integer dtypes; quantized via topos_quantize). */
+/* Element type conversion (float and integer dtypes, rules above) into new
+ * contiguous storage, also when dtype is unchanged. Quantized: TOPOS_ERR_DTYPE. */
 TOPOS_API topos_status topos_tensor_convert(const topos_tensor *t, topos_dtype dtype,
                                             topos_tensor **out);
 /* 1 if dtype, shape and every element's bits are equal (NaNs equal by bits). */
 TOPOS_API int topos_tensor_bits_equal(const topos_tensor *a, const topos_tensor *b);
 
-/* ---- printing: writes a NumPy-like rendering (shape, dtype, up to `max_elements`
- * values, summarised beyond) into buf; returns the length it needed (like snprintf). */
+/* ---- printing: writes a NumPy-like rendering into buf; returns the length it
+ * needed (like snprintf; buf may be NULL when size is 0). A header line
+ * "tensor f32 [2,3]" then the values, floats in the shortest form that reads
+ * back to the same bits. If the volume exceeds max_elements, each axis longer
+ * than 6 shows its first and last 3 entries around "...". max_elements == 0
+ * prints the header only; negative never summarises. Block-quantized tensors
+ * print the header and block count only. */
 TOPOS_API size_t topos_tensor_format(const topos_tensor *t, char *buf, size_t size,
                                      int64_t max_elements);
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/error.h" /* TP_GROW propagates with TP_TRY */
 #include "topos/base.h"
 
 #define TP_DEFAULT_ALIGN ((size_t)64) /* one cache line; a full AVX-512 vector */
@@ -57,13 +58,31 @@ static inline bool tp_align_up_size(size_t value, size_t align, size_t *out) {
  * aligned to align (0 means TP_DEFAULT_ALIGN; otherwise a power of two, at
  * most 1 MiB). Contents are uninitialised. On success *out owns the block:
  * release it with tp_free_aligned. Errors: TOPOS_ERR_INVALID_ARGUMENT (bad
- * align or out NULL), TOPOS_ERR_OVERFLOW (size rounding wraps),
- * TOPOS_ERR_OUT_OF_MEMORY. *out is NULL on failure. */
+ * align or out NULL), TOPOS_ERR_OVERFLOW (bytes beyond PTRDIFF_MAX: such
+ * sizes only come from wrapped arithmetic), TOPOS_ERR_OUT_OF_MEMORY. *out is
+ * NULL on failure. Every success counts in tp_heap_allocation_count. */
 topos_status tp_alloc_aligned(size_t bytes, size_t align, void **out);
 /* As tp_alloc_aligned with the memory zeroed. */
 topos_status tp_calloc_aligned(size_t bytes, size_t align, void **out);
 /* count * elem bytes, overflow checked (TOPOS_ERR_OVERFLOW names both). */
 topos_status tp_alloc_array(size_t count, size_t elem, size_t align, void **out);
+/* Room for one more entry in a growable heap array (malloc/realloc/free)
+ * holding count entries of elem bytes in *capacity slots. When full, the
+ * capacity doubles (first slots when it is 0) and *grown receives the
+ * reallocated block; otherwise *grown = items. On failure
+ * (TOPOS_ERR_OVERFLOW, TOPOS_ERR_OUT_OF_MEMORY, the message naming `what`
+ * and the slot count) items is still valid and *capacity unchanged. */
+topos_status tp_grow_array(void *items, size_t elem, size_t count, size_t *capacity, size_t first,
+                           const char *what, void **grown);
+/* tp_grow_array for an array `items` (a typed pointer lvalue), propagating
+ * failure with TP_TRY. */
+#define TP_GROW(items, count, capacity, first, what)                                       \
+  do {                                                                                     \
+    void *tp_grown_;                                                                       \
+    TP_TRY(tp_grow_array((items), sizeof *(items), (count), &(capacity), (first), (what), \
+                         &tp_grown_));                                                     \
+    (items) = tp_grown_;                                                                   \
+  } while (0)
 /* Frees a block from tp_alloc_aligned; NULL is a no-op. */
 void tp_free_aligned(void *ptr);
 /* Successful tp_alloc_aligned calls since start, all threads (for benches
@@ -92,10 +111,10 @@ typedef struct tp_arena {
 #define TP_ARENA_INIT {0}
 
 void tp_arena_init(tp_arena *arena, size_t chunk_bytes);
-/* bytes aligned to align (0 = TP_DEFAULT_ALIGN; power of two <= 1 MiB). The
- * memory belongs to the arena: valid until reset or destroy. bytes == 0 gives
- * a valid unique-or-not pointer that must not be dereferenced. Errors as
- * tp_alloc_aligned. */
+/* bytes aligned to align (0 = TP_DEFAULT_ALIGN; power of two <= 1 MiB),
+ * uninitialised. The memory belongs to the arena: valid until reset or
+ * destroy. bytes == 0 gives a non-NULL pointer that must not be
+ * dereferenced. Errors as tp_alloc_aligned; the arena is unchanged then. */
 topos_status tp_arena_alloc(tp_arena *arena, size_t bytes, size_t align, void **out);
 /* count * elem bytes, overflow checked. */
 topos_status tp_arena_alloc_array(tp_arena *arena, size_t count, size_t elem, size_t align,

@@ -172,7 +172,9 @@ static uint32_t tp_cpu_detect_hardware(int want_amx) {
     uint32_t amx = 0;
     if (amx_tile && (edx & (1u << 25))) amx |= TP_F(AMX_INT8);
     if (amx_tile && (edx & (1u << 22))) amx |= TP_F(AMX_BF16);
-    if (amx && os_amx && want_amx && tp_request_amx_permission()) f |= amx;
+    /* When the environment masks AMX the permission is not requested; the
+     * bits then only say "present" and are masked off right after. */
+    if (amx && os_amx && (!want_amx || tp_request_amx_permission())) f |= amx;
     if (leaf7_max >= 1) {
       __cpuid_count(7, 1, eax, ebx, ecx, edx);
       if (os_avx && (eax & (1u << 4))) f |= TP_F(AVXVNNI);

@@ -17,8 +17,9 @@
 /* The detected features after TOPOS_DISABLE_ISA is applied, one bit per
  * topos_cpu_feature. Detected once (thread-safe), then a single load. */
 uint32_t tp_cpu_features(void);
-/* What the CPU and OS offer, ignoring TOPOS_DISABLE_ISA (AMX: as granted at
- * detection; not requested when the environment masks it). */
+/* What the CPU and OS offer, ignoring TOPOS_DISABLE_ISA. AMX counts when the
+ * kernel granted tile data permission, or when AMX was masked (then the
+ * permission is never requested). */
 uint32_t tp_cpu_features_unmasked(void);
 
 /* The bits a TOPOS_DISABLE_ISA value switches off: a comma-separated list of

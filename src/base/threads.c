@@ -104,11 +104,12 @@ static int tp_online_cores(void) {
   return (int)cores;
 }
 
-static void tp_default_init(void) {
+int tp_threads_default_for(const char *env_value) {
   int parsed;
-  tp_default_threads = tp_threads_parse(getenv("TOPOS_THREADS"), &parsed) ? parsed
-                                                                          : tp_online_cores();
+  return tp_threads_parse(env_value, &parsed) ? parsed : tp_online_cores();
 }
+
+static void tp_default_init(void) { tp_default_threads = tp_threads_default_for(getenv("TOPOS_THREADS")); }
 
 topos_status topos_set_threads(int threads) {
   if (threads < 1 || threads > TP_MAX_THREADS)
@@ -224,6 +225,13 @@ static void tp_wait_pending(tp_pool *pool) {
   atomic_store(&pool->dispatcher_sleeping, 0);
 }
 
+static bool tp_pool_acquire(tp_pool *pool) {
+  int expected = 0;
+  return atomic_compare_exchange_strong(&pool->busy, &expected, 1);
+}
+
+static void tp_pool_release(tp_pool *pool) { atomic_store(&pool->busy, 0); }
+
 static void tp_pool_stop_workers(tp_pool *pool) {
   if (pool->workers > 0) {
     tp_publish(pool, NULL, NULL, 0, 0, 1);
@@ -236,7 +244,43 @@ static void tp_pool_stop_workers(tp_pool *pool) {
   atomic_store(&pool->stop, 0);
 }
 
-static void tp_atexit_register(void) { atexit(tp_threads_shutdown); }
+/* At exit, join the workers so leak checkers see a clean process, unless a
+ * dispatch is still in flight (exit called from a range): then leave them. */
+static void tp_threads_at_exit(void) {
+  tp_pool *pool = &tp_the_pool;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    if (tp_pool_acquire(pool)) {
+      tp_pool_stop_workers(pool);
+      tp_pool_release(pool);
+      return;
+    }
+    sched_yield();
+  }
+}
+
+/* A forked child has only the forking thread: forget the parent's workers
+ * (their memory is the child's copy) and start from a fresh pool. */
+static void tp_threads_after_fork_child(void) {
+  tp_pool *pool = &tp_the_pool;
+  tp_free_aligned(pool->threads);
+  pool->threads = NULL;
+  pool->workers = 0;
+  pool->built_for = 0;
+  pthread_mutex_init(&pool->lock, NULL);
+  pthread_cond_init(&pool->wake, NULL);
+  pthread_cond_init(&pool->done, NULL);
+  atomic_store(&pool->sleeping_workers, 0);
+  atomic_store(&pool->dispatcher_sleeping, 0);
+  atomic_store(&pool->pending, 0);
+  atomic_store(&pool->stop, 0);
+  atomic_store(&pool->busy, 0);
+  tp_inside_region = 0;
+}
+
+static void tp_atexit_register(void) {
+  atexit(tp_threads_at_exit);
+  pthread_atfork(NULL, NULL, tp_threads_after_fork_child);
+}
 
 /* (Re)builds the pool for `threads`; keeps whatever workers could be started. */
 static void tp_pool_build(tp_pool *pool, int threads) {
@@ -257,13 +301,6 @@ static void tp_pool_build(tp_pool *pool, int threads) {
     pool->workers = i + 1;
   }
 }
-
-static bool tp_pool_acquire(tp_pool *pool) {
-  int expected = 0;
-  return atomic_compare_exchange_strong(&pool->busy, &expected, 1);
-}
-
-static void tp_pool_release(tp_pool *pool) { atomic_store(&pool->busy, 0); }
 
 void tp_parallel_for(int64_t n, int64_t grain, tp_range_fn fn, void *ctx) {
   if (n <= 0) return;

@@ -48,6 +48,10 @@ bool tp_in_parallel_region(void);
  * Returns false (and leaves *out alone) for anything else. */
 bool tp_threads_parse(const char *text, int *out);
 
+/* The pool size used when topos_set_threads was never called, for a given
+ * TOPOS_THREADS value (NULL or invalid: the cores this process may run on). */
+int tp_threads_default_for(const char *env_value);
+
 /* Joins the workers and frees the pool (a later call creates it again).
  * Registered with atexit; tests may call it. Must not be called from inside
  * a parallel region. */

@@ -117,3 +117,63 @@ TEST(quant_golden_vec_dot_matches_ggml_generic) {
   free(reversed), free(w), free(a), free(x);
   CHECK_MSG(failures == 0, "%d dot products differ from ggml; first: %s", failures, first);
 }
+
+/* ---- bulk: 256 rows of varied scale, outliers and zeros; hashes only */
+
+static uint64_t qt_fnv1a64(const void *data, size_t size) {
+  const uint8_t *p = data;
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+  return h;
+}
+
+/* Mirrors bulk_inputs() in scripts/gen_quant_goldens.py (every value exact in f32). */
+static void qt_bulk_inputs(float *x) {
+  uint64_t state = 42;
+  for (int r = 0; r < TG_BULK_ROWS; ++r)
+    for (int c = 0; c < TG_ROW; ++c) {
+      uint64_t z = qt_splitmix64_next(&state);
+      float v = ldexpf((float)((int64_t)(z >> 40) - (1 << 23)), -(23 + r % 8));
+      if ((z & 0xFF) == 0)
+        v *= 64.0f;
+      else if ((z & 0x3F) == 1)
+        v = 0.0f;
+      x[(int64_t)r * TG_ROW + c] = v;
+    }
+}
+
+TEST(quant_golden_bulk_hashes_match_ggml) {
+  const int64_t n = (int64_t)TG_BULK_ROWS * TG_ROW;
+  float *x = malloc((size_t)n * sizeof(float)), *rev = malloc((size_t)n * sizeof(float));
+  uint8_t *w = malloc((size_t)n * 2), *a = malloc((size_t)n * 2);
+  float dots[TG_BULK_ROWS];
+  if (!x || !rev || !w || !a) {
+    free(x), free(rev), free(w), free(a);
+    CHECK(0);
+  }
+  qt_bulk_inputs(x);
+  for (int r = 0; r < TG_BULK_ROWS; ++r)
+    memcpy(rev + (int64_t)r * TG_ROW, x + (int64_t)(TG_BULK_ROWS - 1 - r) * TG_ROW,
+           TG_ROW * sizeof(float));
+  char failed[512] = "";
+  for (size_t k = 0; k < sizeof tg_bulk / sizeof tg_bulk[0]; ++k) {
+    topos_dtype wtype, atype;
+    int ok = qt_dtype_by_name(tg_bulk[k].name, &wtype) &&
+             topos_quantize_row(wtype, x, w, n) == TOPOS_OK;
+    ok = ok && qt_fnv1a64(w, qt_row_bytes(wtype, n)) == tg_bulk[k].quantized_fnv;
+    if (ok && tg_bulk[k].dots_fnv) {
+      ok = topos_quant_vec_dot_type(wtype, &atype) == TOPOS_OK &&
+           topos_quantize_row(atype, rev, a, n) == TOPOS_OK;
+      const size_t wb = qt_row_bytes(wtype, TG_ROW), ab = qt_row_bytes(atype, TG_ROW);
+      for (int r = 0; ok && r < TG_BULK_ROWS; ++r)
+        ok = tp_vec_dot_ref(wtype, TG_ROW, w + r * wb, a + r * ab, &dots[r]) == TOPOS_OK;
+      ok = ok && qt_fnv1a64(dots, sizeof dots) == tg_bulk[k].dots_fnv;
+    }
+    if (!ok) {
+      strncat(failed, " ", sizeof failed - strlen(failed) - 1);
+      strncat(failed, tg_bulk[k].name, sizeof failed - strlen(failed) - 1);
+    }
+  }
+  free(x), free(rev), free(w), free(a);
+  CHECK_MSG(failed[0] == '\0', "bulk hashes differ from ggml for:%s", failed);
+}

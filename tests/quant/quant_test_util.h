@@ -58,10 +58,29 @@ static inline uint8_t *qt_from_hex(const char *hex, size_t *size) {
   return out;
 }
 
-/* Deterministic test data: uniform in [-scale, scale) from the splitmix64 generator. */
+/* splitmix64 (kept local so the quant tests need nothing beyond the quant tier). */
+static inline uint64_t qt_splitmix64_next(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Deterministic test data: uniform in [-scale, scale). */
 static inline void qt_fill_uniform(float *x, int64_t n, uint64_t seed, float scale) {
-  topos_rng rng = topos_rng_seed(seed);
-  for (int64_t i = 0; i < n; ++i) x[i] = (float)(topos_rng_unit(&rng) * 2.0 - 1.0) * scale;
+  uint64_t state = seed;
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = (float)((double)(qt_splitmix64_next(&state) >> 11) * 0x1p-52 - 1.0) * scale;
+}
+
+/* Standard normal values (Box-Muller). */
+static inline void qt_fill_gaussian(float *x, int64_t n, uint64_t seed) {
+  uint64_t state = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    const double u1 = (double)((qt_splitmix64_next(&state) >> 11) + 1) * 0x1p-53;
+    const double u2 = (double)(qt_splitmix64_next(&state) >> 11) * 0x1p-53;
+    x[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
 }
 
 /* Relative RMS error: sqrt(sum (y-x)^2 / sum x^2). */

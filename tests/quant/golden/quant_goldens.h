@@ -37,6 +37,20 @@
  *   vec_dot    q4_K  x q8_K  ggml C generic
  *   vec_dot    q5_K  x q8_K  ggml C generic
  *   vec_dot    q6_K  x q8_K  ggml C generic
+ *   bulk       f16   ggml C == gguf-py
+ *   bulk       bf16  ggml C == gguf-py
+ *   bulk       q4_0  ggml C == gguf-py
+ *   bulk       q4_1  ggml C == gguf-py
+ *   bulk       q5_0  ggml C == gguf-py
+ *   bulk       q5_1  ggml C == gguf-py
+ *   bulk       q8_0  ggml C == gguf-py
+ *   bulk       q8_1  ggml C
+ *   bulk       q2_K  ggml C
+ *   bulk       q3_K  ggml C
+ *   bulk       q4_K  ggml C
+ *   bulk       q5_K  ggml C
+ *   bulk       q6_K  ggml C
+ *   bulk       q8_K  ggml C
  * Hex strings are little-endian bytes. */
 #ifndef TOPOS_TESTS_QUANT_GOLDENS_H
 #define TOPOS_TESTS_QUANT_GOLDENS_H
@@ -1285,6 +1299,31 @@ static const tg_dot_golden tg_dots[] = {
     {"q4_K", 0x45b900d4u, 0x3e612566u}, /* 5920.10352, 0.219869226 */
     {"q5_K", 0x45bbb888u, 0x3e561aecu}, /* 6007.06641, 0.209087074 */
     {"q6_K", 0x45bd115fu, 0x3e5fc8f6u}, /* 6050.17139, 0.218540043 */
+};
+
+/* Bulk test: TG_BULK_ROWS rows from the formula in bulk_inputs(); FNV-1a 64 of
+ * the quantized bytes and of the f32 bits of the per-row dots (weight row r with
+ * row r of the reversed matrix quantized to the partner; 0 = no dot). */
+#define TG_BULK_ROWS 256
+typedef struct tg_bulk_golden {
+  const char *name;
+  uint64_t quantized_fnv, dots_fnv;
+} tg_bulk_golden;
+static const tg_bulk_golden tg_bulk[] = {
+    {"f16", 0xb9f3526900309a48ull, 0x0000000000000000ull},
+    {"bf16", 0x0018ab3c39f1d9ecull, 0x0000000000000000ull},
+    {"q4_0", 0xd0a3a09674bc5a3eull, 0xedc6b5bdb9d2a049ull},
+    {"q4_1", 0x16178a20b3979e98ull, 0xa85828f9a6004e93ull},
+    {"q5_0", 0xaeb061ad67c5da56ull, 0xbf2a0e9413af14a5ull},
+    {"q5_1", 0x7d3eeefd363b6d33ull, 0x6b5f2144cbba3debull},
+    {"q8_0", 0x9ef916c2dbe4dfaaull, 0x0d3d8909c4469e31ull},
+    {"q8_1", 0xdbe102bddf8443ddull, 0x0000000000000000ull},
+    {"q2_K", 0x360be94d79134093ull, 0x0ad4d204b418d8b3ull},
+    {"q3_K", 0x994c99a2dee88f50ull, 0x1fb1c90d9e9d8030ull},
+    {"q4_K", 0x03f2efdba19c77b4ull, 0x99eac8eb7a9421afull},
+    {"q5_K", 0xada1892bb91ed1ceull, 0xf37b81817a001d2eull},
+    {"q6_K", 0x125f4af66745a2fdull, 0x89c67fe85467f2d5ull},
+    {"q8_K", 0xb960cd0fef1a25e2ull, 0x0000000000000000ull},
 };
 
 #endif

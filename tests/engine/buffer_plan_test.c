@@ -1,0 +1,191 @@
+/* The static buffer plan: ranges of values alive at the same time never
+ * overlap, views keep their source's bytes alive, nothing is written in
+ * place, and a long forward chain needs only a few buffers. */
+#include "../graph/graph_util.h"
+#include "engine/buffer_plan.h"
+
+/* Lifetime of node i's buffer: [i, until]. */
+static int overlaps(const tp_buffer_plan *bp, uint32_t i, uint32_t j) {
+  uint32_t end_i = bp->until[i] == UINT32_MAX ? UINT32_MAX : (bp->until[i] > i ? bp->until[i] : i);
+  if (j > end_i) return 0; /* j starts after i's readers are done (j > i) */
+  int64_t a0 = bp->offset[i], a1 = a0 + bp->bytes[i], b0 = bp->offset[j], b1 = b0 + bp->bytes[j];
+  return a0 < b1 && b0 < a1;
+}
+
+static int check_disjoint(const tp_buffer_plan *bp) {
+  for (uint32_t i = 0; i < bp->count; ++i) {
+    if (bp->offset[i] == TP_NOT_IN_ARENA) continue;
+    for (uint32_t j = i + 1; j < bp->count; ++j)
+      if (bp->offset[j] != TP_NOT_IN_ARENA && overlaps(bp, i, j)) return 0;
+  }
+  return 1;
+}
+
+TEST(buffer_plan_reuses_along_a_chain_and_respects_views) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {4, 16};
+  topos_tensor *t = tg_random(TOPOS_F32, 2, s, 1, -1, 1);
+  topos_sym x = topos_tape_input(tape, t, "x");
+  topos_tensor_release(t);
+  topos_sym y = topos_tape_exp(tape, x), early = TOPOS_SYM_INVALID;
+  for (int i = 0; i < 12; ++i) {
+    y = topos_tape_tanh(tape, y);
+    if (i == 2) early = topos_tape_transpose(tape, y); /* a view used at the very end */
+  }
+  topos_sym tail = topos_tape_transpose(tape, y);
+  topos_sym out = topos_tape_sum(tape, topos_tape_add(tape, tail, early));
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(bp != NULL);
+  CHECK(check_disjoint(bp));
+  /* 14 fresh [4,16] f32 results (256 bytes) and the rank-0 sum (64 aligned);
+   * reuse keeps the arena to a handful */
+  CHECK_EQ_INT(bp->buffers, 15);
+  CHECK_EQ_INT(bp->unshared_bytes, 14 * 256 + 64);
+  CHECK(bp->arena_bytes <= 4 * 256);
+  /* the tanh viewed by `early` keeps its bytes until the add reads the view */
+  uint32_t viewed = early.index - 1, add = out.index - 1;
+  CHECK(bp->until[viewed] >= add);
+  CHECK(bp->offset[early.index] == TP_NOT_IN_ARENA); /* views take no bytes */
+  topos_plan_stats st;
+  CHECK_OK(topos_plan_stats_get(plan, &st));
+  CHECK_EQ_INT(st.arena_bytes, bp->arena_bytes);
+  topos_plan_free(plan);
+  /* a backward plan keeps what the rules read: every tanh output here (its
+   * rule reads it), so nothing is shared */
+  req.backward = 1;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK_EQ_INT(bp->arena_bytes, bp->unshared_bytes);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
+
+TEST(buffer_plan_never_writes_over_an_operand) {
+  /* z = a * b with a's last use at the same node: z must not take a's bytes */
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {16};
+  topos_tensor *t = tg_random(TOPOS_F32, 1, s, 2, -1, 1);
+  topos_sym x = topos_tape_input(tape, t, "x");
+  topos_tensor_release(t);
+  topos_sym a = topos_tape_exp(tape, x), b = topos_tape_tanh(tape, x);
+  topos_sym z = topos_tape_mul(tape, a, b), out = topos_tape_sum(tape, z);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_FAST};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK(bp->offset[z.index] != bp->offset[a.index]);
+  CHECK(bp->offset[z.index] != bp->offset[b.index]);
+  CHECK(bp->offset[out.index] == bp->offset[a.index] || bp->offset[out.index] == bp->offset[b.index]);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
+
+TEST(buffer_plan_backward_drops_what_no_rule_reads) {
+  /* neg's rule reads nothing: in a chain of negs only the neighbours live */
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {64};
+  topos_tensor *t = tg_random(TOPOS_F32, 1, s, 3, -1, 1);
+  topos_sym x = topos_tape_parameter(tape, t, "x");
+  topos_tensor_release(t);
+  topos_sym y = x;
+  for (int i = 0; i < 8; ++i) y = topos_tape_neg(tape, y);
+  topos_sym out = topos_tape_sum(tape, y);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {&out, 1, NULL, 0, 1, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK_EQ_INT(bp->unshared_bytes, 8 * 256 + 64);
+  CHECK(bp->arena_bytes <= 2 * 256 + 64);
+  /* and the engine route still differentiates it */
+  topos_params *params = NULL;
+  topos_run *run = NULL;
+  topos_field *field = NULL;
+  topos_tensor *g = NULL;
+  CHECK_OK(topos_params_from_network(net, &params));
+  CHECK_OK(topos_plan_forward(plan, params, NULL, 0, &run));
+  CHECK_OK(topos_run_backward(run, out, &field));
+  CHECK_OK(topos_field_get(field, x, &g));
+  double first;
+  int64_t zero = 0;
+  CHECK_OK(topos_tensor_get(g, &zero, &first));
+  CHECK(first == 1.0); /* eight negations */
+  topos_tensor_release(g);
+  topos_field_free(field);
+  topos_run_free(run);
+  topos_params_free(params);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
+
+/* A graph may describe results no arena can hold (desc-only inputs allocate
+ * nothing at record time): compiling refuses them, naming the node, rather
+ * than planning a wrapped size. */
+TEST(buffer_plan_refuses_results_whose_bytes_overflow) {
+  /* [2^31, 2^31] f32: 2^62 elements, 2^64 bytes; [2^30, 2^30] f64: 2^63 bytes,
+   * beyond int64 arena offsets once aligned; two [2^29, 2^30] f64 results
+   * (2^62 bytes each) fit one by one but not side by side */
+  struct {
+    int64_t rows, cols;
+    topos_dtype dtype;
+    int two;
+  } cases[] = {{INT64_C(1) << 31, INT64_C(1) << 31, TOPOS_F32, 0},
+               {INT64_C(1) << 30, INT64_C(1) << 30, TOPOS_F64, 0},
+               {INT64_C(1) << 29, INT64_C(1) << 30, TOPOS_F64, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+    topos_tape *tape = NULL;
+    topos_network *net = NULL;
+    CHECK_OK(topos_tape_new(&tape));
+    topos_tensor_desc desc = {cases[c].dtype, 2, {cases[c].rows, cases[c].cols}};
+    topos_sym x = topos_tape_input_desc(tape, &desc, "x");
+    topos_sym y = topos_tape_exp(tape, x);
+    if (cases[c].two) y = topos_tape_add(tape, y, topos_tape_tanh(tape, x));
+    topos_sym out = topos_tape_sum(tape, y);
+    CHECK_OK(topos_tape_seal(&tape, &net));
+    topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+    topos_plan *plan = NULL;
+    topos_status s = topos_plan_compile(net, &req, &plan);
+    CHECK_MSG(s == TOPOS_ERR_OVERFLOW, "case %zu: %s", c, topos_status_name(s));
+    CHECK(plan == NULL);
+    CHECK_ERROR_HAS("plan_compile: ");
+    CHECK_ERROR_HAS("(node ");
+    topos_plan_free(plan);
+    topos_network_free(net);
+  }
+}
+
+/* Views of a huge desc-only input take no arena bytes, so such a plan
+ * compiles; its live-volume statistics saturate instead of wrapping. */
+TEST(plan_stats_saturate_on_huge_views) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  topos_tensor_desc desc = {TOPOS_F32, 2, {INT64_C(1) << 31, INT64_C(1) << 31}};
+  topos_sym roots[4];
+  roots[0] = topos_tape_input_desc(tape, &desc, "x");
+  for (int i = 1; i < 4; ++i) roots[i] = topos_tape_transpose(tape, roots[i - 1]);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {roots, 4, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  topos_plan_stats st;
+  CHECK_OK(topos_plan_stats_get(plan, &st));
+  CHECK(st.retain_all == INT64_MAX && st.peak == INT64_MAX);
+  CHECK_EQ_INT(st.arena_bytes, 0);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
