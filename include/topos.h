@@ -15,5 +15,7 @@
 #include "topos/tokenizer.h"
 #include "topos/sampler.h"
 #include "topos/backend.h"
+#include "topos/nn.h"
+#include "topos/data.h"
 
 #endif
