@@ -1,21 +1,26 @@
 /* Fast quantized products in portable C: the same engine as the SIMD files,
- * over 16-lane arrays the compiler may vectorise (NEON on arm64, SSE2 on
+ * over 4-lane arrays the compiler may vectorise (NEON on arm64, SSE2 on
  * x86-64). It serves CPUs without AVX2 or NEON dotprod, so FAST does not
- * answer Unsupported there; expect about the reference path's speed. Integer sums are
- * exact as everywhere; multiply and add stay separate (no fused multiply-add
- * in portable C without a library call). */
+ * answer Unsupported there; expect about the reference path's speed.
+ * Integer sums are exact as everywhere; multiply and add stay separate (no
+ * fused multiply-add in portable C without a library call). */
 #include <math.h>
 #include <string.h>
 
 #include "quant/qk_internal.h"
 
 #define QK_FN(name) qk_##name##_generic
-#define QK_VB 64
-#define QK_VL 16
+#define QK_VB 16 /* 4 lanes: wider arrays make GCC's unrolled tiles slow to compile */
+#define QK_VL 4
 #define QK_C 4
-typedef struct { int32_t v[16]; } qk_vi;
-typedef struct { float v[16]; } qk_vf;
+typedef struct { int32_t v[4]; } qk_vi;
+typedef struct { float v[4]; } qk_vf;
 
+static inline qk_vf qk_set1_early(float x) {
+  qk_vf r;
+  for (int l = 0; l < 4; ++l) r.v[l] = x;
+  return r;
+}
 static inline qk_vi qk_load_i(const void *p) { qk_vi r; memcpy(&r, p, sizeof r); return r; }
 static inline qk_vf qk_load_f(const float *p) { qk_vf r; memcpy(&r, p, sizeof r); return r; }
 static inline qk_vi qk_zero_i(void) { qk_vi r; memset(&r, 0, sizeof r); return r; }
@@ -23,58 +28,50 @@ static inline qk_vf qk_zero_f(void) { qk_vf r; memset(&r, 0, sizeof r); return r
 
 /* acc + per lane sum of 4 unsigned-byte x signed-byte products. */
 static inline qk_vi qk_dpbusd_c(qk_vi acc, qk_vi u, qk_vi s) {
-  uint8_t ub[64];
-  int8_t sb[64];
-  memcpy(ub, &u, 64);
-  memcpy(sb, &s, 64);
-  for (int l = 0; l < 16; ++l)
+  uint8_t ub[16];
+  int8_t sb[16];
+  memcpy(ub, &u, 16);
+  memcpy(sb, &s, 16);
+  for (int l = 0; l < 4; ++l)
     acc.v[l] += ub[4 * l] * sb[4 * l] + ub[4 * l + 1] * sb[4 * l + 1] + ub[4 * l + 2] * sb[4 * l + 2] +
                 ub[4 * l + 3] * sb[4 * l + 3];
   return acc;
 }
 /* acc + per lane products of the signed 16-bit halves, summed. */
 static inline qk_vi qk_dpwssd_c(qk_vi acc, qk_vi a, qk_vi b) {
-  int16_t ah[32], bh[32];
-  memcpy(ah, &a, 64);
-  memcpy(bh, &b, 64);
-  for (int l = 0; l < 16; ++l) acc.v[l] += ah[2 * l] * bh[2 * l] + ah[2 * l + 1] * bh[2 * l + 1];
+  int16_t ah[8], bh[8];
+  memcpy(ah, &a, 16);
+  memcpy(bh, &b, 16);
+  for (int l = 0; l < 4; ++l) acc.v[l] += ah[2 * l] * bh[2 * l] + ah[2 * l + 1] * bh[2 * l + 1];
   return acc;
 }
-static inline qk_vf qk_cvt(qk_vi a) { qk_vf r; for (int l = 0; l < 16; ++l) r.v[l] = (float)a.v[l]; return r; }
-static inline qk_vf qk_mul(qk_vf a, qk_vf b) { for (int l = 0; l < 16; ++l) a.v[l] *= b.v[l]; return a; }
+static inline qk_vf qk_cvt(qk_vi a) { qk_vf r; for (int l = 0; l < 4; ++l) r.v[l] = (float)a.v[l]; return r; }
+static inline qk_vf qk_mul(qk_vf a, qk_vf b) { for (int l = 0; l < 4; ++l) a.v[l] *= b.v[l]; return a; }
 static inline qk_vf qk_fmadd(qk_vf a, qk_vf b, qk_vf c) {
-  for (int l = 0; l < 16; ++l) c.v[l] += a.v[l] * b.v[l];
+  for (int l = 0; l < 4; ++l) c.v[l] += a.v[l] * b.v[l];
   return c;
 }
 static inline qk_vf qk_fnmadd(qk_vf a, qk_vf b, qk_vf c) {
-  for (int l = 0; l < 16; ++l) c.v[l] -= a.v[l] * b.v[l];
+  for (int l = 0; l < 4; ++l) c.v[l] -= a.v[l] * b.v[l];
   return c;
 }
-static inline qk_vf qk_expand4(const float *p) {
-  qk_vf r;
-  for (int l = 0; l < 16; ++l) r.v[l] = p[l / 4];
-  return r;
-}
+static inline qk_vf qk_expand4(const float *p) { return qk_set1_early(p[0]); }
 static inline qk_vi qk_expand4_i(const int32_t *p) {
   qk_vi r;
-  for (int l = 0; l < 16; ++l) r.v[l] = p[l / 4];
+  for (int l = 0; l < 4; ++l) r.v[l] = p[0];
   return r;
 }
-static inline qk_vf qk_set1(float x) { qk_vf r; for (int l = 0; l < 16; ++l) r.v[l] = x; return r; }
-/* The same tree as the AVX-512 reduction: halves, quarters, eighths, pairs. */
-static inline float qk_reduce_c(qk_vf v) {
-  for (int w = 8; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) v.v[l] += v.v[l + w];
-  return v.v[0];
-}
+static inline qk_vf qk_set1(float x) { qk_vf r; for (int l = 0; l < 4; ++l) r.v[l] = x; return r; }
+/* Halves, then the pair: a fixed order. */
+static inline float qk_reduce_c(qk_vf v) { return (v.v[0] + v.v[2]) + (v.v[1] + v.v[3]); }
 static inline qk_vf qk_loadw_f16(const uint16_t *p) {
   qk_vf r;
-  for (int l = 0; l < 16; ++l) r.v[l] = topos_f16_to_f32(p[l]);
+  for (int l = 0; l < 4; ++l) r.v[l] = topos_f16_to_f32(p[l]);
   return r;
 }
 static inline qk_vf qk_loadw_bf16(const uint16_t *p) {
   qk_vf r;
-  for (int l = 0; l < 16; ++l) r.v[l] = topos_bf16_to_f32(p[l]);
+  for (int l = 0; l < 4; ++l) r.v[l] = topos_bf16_to_f32(p[l]);
   return r;
 }
 
