@@ -8,6 +8,7 @@
 #include "topos/tensor.h"
 #include "topos/ops.h"
 #include "topos/quant.h"
+#include "topos/qmatmul.h"
 #include "topos/graph.h"
 #include "topos/engine.h"
 #include "topos/gguf.h"
