@@ -16,7 +16,7 @@
 #include "ops/kernel.h"
 
 /* ---- maps */
-#define TP_MAP_RELU(x) ((x) != (x) ? (x) : (x) > 0 ? (x) : 0)
+#define TP_MAP_RELU(x) TP_MAXIMUM_MASKED(x, 0) /* no sign-dependent branch */
 
 #define TP_DEFAULT_MAP(T, sfx)                                                      \
   typedef struct tp_map_job_##sfx {                                                 \
