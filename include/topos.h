@@ -10,5 +10,6 @@
 #include "topos/quant.h"
 #include "topos/graph.h"
 #include "topos/engine.h"
+#include "topos/gguf.h"
 
 #endif

@@ -1,0 +1,121 @@
+/* libFuzzer target for the GGUF reader: open_memory over arbitrary bytes; for
+ * inputs that open, walk every key through every getter, every array
+ * element, every tensor (info, bytes, a topos tensor over the mapping and a
+ * few of its bytes), then re-serialize the whole file with the writer and
+ * require the result to open again (a valid file must round-trip).
+ *
+ * Seeds (fuzz/corpus/fuzz_gguf/, .bin because *.gguf is git-ignored): files
+ * from our writer: metadata.bin (every value type), tensors.bin (f32/f16/q8_0,
+ * alignment 8), kquant.bin (q4_K + iq2_xxs) and tiny-llama.bin from
+ * `topos gguf make-test-llama OUT --dim 8 --heads 2 --kv-heads 1 --ff 8
+ * --vocab 6 --layers 1 --ctx 16`. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topos.h"
+
+static volatile unsigned fz_sink;
+
+static void fz_walk_kv(const topos_gguf *g) {
+  for (int64_t i = 0; i < topos_gguf_kv_count(g); ++i) {
+    topos_gguf_kv kv;
+    if (topos_gguf_kv_at(g, i, &kv) != TOPOS_OK) __builtin_trap();
+    uint32_t u32;
+    int32_t i32;
+    uint64_t u64;
+    int64_t i64;
+    float f;
+    double d;
+    int b;
+    const char *s;
+    size_t len;
+    fz_sink += topos_gguf_get_u32(g, kv.key, &u32) + topos_gguf_get_i32(g, kv.key, &i32) +
+               topos_gguf_get_u64(g, kv.key, &u64) + topos_gguf_get_i64(g, kv.key, &i64) +
+               topos_gguf_get_f32(g, kv.key, &f) + topos_gguf_get_f64(g, kv.key, &d) +
+               topos_gguf_get_bool(g, kv.key, &b);
+    if (topos_gguf_get_string(g, kv.key, &s, &len) == TOPOS_OK && len) fz_sink += (unsigned char)s[len - 1];
+    const void *raw;
+    size_t n;
+    if (topos_gguf_value_bytes(g, i, &raw, &n) == TOPOS_OK && n) fz_sink += ((const uint8_t *)raw)[n - 1];
+    topos_gguf_array a;
+    if (topos_gguf_array_at(g, i, &a) != TOPOS_OK) continue;
+    uint64_t limit = a.count < 4096 ? a.count : 4096;
+    for (uint64_t e = 0; e < limit; ++e) {
+      if (topos_gguf_array_string(g, i, e, &s, &len) == TOPOS_OK) {
+        if (len) fz_sink += (unsigned char)s[0] + (unsigned char)s[len - 1];
+      } else {
+        fz_sink += topos_gguf_array_int(g, i, e, &i64) + topos_gguf_array_uint(g, i, e, &u64) +
+                   topos_gguf_array_float(g, i, e, &d);
+      }
+    }
+    if (a.count && topos_gguf_array_int(g, i, a.count - 1, &i64) == TOPOS_OK) fz_sink += (unsigned)i64;
+  }
+}
+
+static void fz_walk_tensors(topos_gguf *g) {
+  for (int64_t i = 0; i < topos_gguf_tensor_count(g); ++i) {
+    topos_gguf_tensor_info info;
+    const void *data;
+    size_t bytes;
+    if (topos_gguf_tensor_at(g, i, &info) != TOPOS_OK) __builtin_trap();
+    if (topos_gguf_tensor_bytes(g, i, &data, &bytes) != TOPOS_OK) __builtin_trap();
+    if (bytes != info.bytes) __builtin_trap();
+    const uint8_t *p = data;
+    fz_sink += p[0] + p[bytes - 1] + p[bytes / 2];
+    int64_t found;
+    if (topos_gguf_find_tensor(g, info.name, &found) != TOPOS_OK || found != i) __builtin_trap();
+    topos_tensor *t;
+    if (topos_gguf_tensor_by_index(g, i, &t) == TOPOS_OK) {
+      const uint8_t *tp = topos_tensor_data(t);
+      if (tp != p) __builtin_trap(); /* zero copies */
+      fz_sink += tp[0] + (unsigned)topos_tensor_volume(t);
+      topos_tensor_release(t);
+    }
+  }
+}
+
+/* Copies every key and tensor into a writer; the output must open. */
+static void fz_roundtrip(const topos_gguf *g) {
+  topos_gguf_writer *w;
+  if (topos_gguf_writer_create(&w) != TOPOS_OK) return;
+  topos_status st = TOPOS_OK;
+  for (int64_t i = 0; i < topos_gguf_kv_count(g) && st == TOPOS_OK; ++i)
+    st = topos_gguf_writer_copy_kv(w, g, i);
+  for (int64_t i = 0; i < topos_gguf_tensor_count(g) && st == TOPOS_OK; ++i) {
+    topos_gguf_tensor_info info;
+    const void *data;
+    size_t bytes;
+    st = topos_gguf_tensor_at(g, i, &info);
+    if (st == TOPOS_OK) st = topos_gguf_tensor_bytes(g, i, &data, &bytes);
+    if (st == TOPOS_OK)
+      st = topos_gguf_writer_add_tensor_raw(w, info.name, info.ggml_type, info.n_dims, info.ne,
+                                            data, bytes);
+  }
+  void *out = NULL;
+  size_t size = 0;
+  if (st == TOPOS_OK) st = topos_gguf_writer_write_memory(w, &out, &size);
+  topos_gguf_writer_destroy(w);
+  if (st == TOPOS_ERR_OUT_OF_MEMORY) return;
+  if (st != TOPOS_OK) __builtin_trap(); /* a file we accepted must be writable */
+  topos_gguf *again;
+  if (topos_gguf_open_memory(out, size, &again) != TOPOS_OK) __builtin_trap();
+  if (topos_gguf_kv_count(again) != topos_gguf_kv_count(g) ||
+      topos_gguf_tensor_count(again) != topos_gguf_tensor_count(g))
+    __builtin_trap();
+  topos_gguf_close(again);
+  free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  topos_gguf *g;
+  if (topos_gguf_open_memory(data, size, &g) != TOPOS_OK) {
+    if (topos_last_error()[0] == '\0') __builtin_trap(); /* failures carry a message */
+    return 0;
+  }
+  fz_walk_kv(g);
+  fz_walk_tensors(g);
+  fz_roundtrip(g);
+  topos_gguf_close(g);
+  return 0;
+}

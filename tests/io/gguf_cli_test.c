@@ -1,0 +1,118 @@
+/* The `topos gguf` commands end to end: make-test-llama writes a llama-shaped
+ * file, quantize re-quantizes it (bytes equal to topos_quantize_row), inspect
+ * and errors give the right exit codes. Uses the topos binary next to the
+ * test binary; SKIPs when it is not there. */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static const char *tt_topos_binary(void) {
+  static char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
+  if (n <= 0) return NULL;
+  path[n] = '\0';
+  char *slash = strrchr(path, '/');
+  if (!slash) return NULL;
+  strcpy(slash + 1, "topos");
+  return access(path, X_OK) == 0 ? path : NULL;
+}
+
+/* Runs `topos ARGS`, output into a log; returns the exit status. */
+static int tt_topos(const char *args, char *log, size_t log_size) {
+  char cmd[8192];
+  snprintf(log, log_size, "%s/cli.log", tt_tmpdir());
+  snprintf(cmd, sizeof cmd, "'%s' %s > '%s' 2>&1", tt_topos_binary(), args, log);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int tt_log_has(const char *log, const char *text) {
+  FILE *f = fopen(log, "r");
+  if (!f) return 0;
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, text) != NULL;
+}
+
+TEST(gguf_cli_make_inspect_quantize) {
+  if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
+  char in[600], out[600], args[2048], log[600];
+  snprintf(in, sizeof in, "%s/cli-llama.gguf", tt_tmpdir());
+  snprintf(out, sizeof out, "%s/cli-llama-q8.gguf", tt_tmpdir());
+  snprintf(args, sizeof args, "gguf make-test-llama '%s' --dim 64 --layers 1 --vocab 300 --seed 7", in);
+  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 0);
+  snprintf(args, sizeof args, "gguf inspect '%s'", in);
+  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 0);
+  CHECK(tt_log_has(log, "blk.0.ffn_down.weight"));
+  CHECK(tt_log_has(log, "tokenizer.ggml.tokens"));
+  CHECK(tt_log_has(log, "string[300]"));
+  CHECK(tt_log_has(log, "total: 12 tensors"));
+  snprintf(args, sizeof args, "gguf quantize '%s' '%s' q8_0", in, out);
+  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 0);
+
+  topos_gguf *a, *b;
+  CHECK_OK(topos_gguf_open(in, &a));
+  topos_status st = topos_gguf_open(out, &b);
+  if (st != TOPOS_OK) topos_gguf_close(a);
+  CHECK_OK(st);
+  uint32_t ftype = 0, qv = 0, layers = 0;
+  int ok = topos_gguf_get_u32(b, "general.file_type", &ftype) == TOPOS_OK && ftype == 7 &&
+           topos_gguf_get_u32(b, "general.quantization_version", &qv) == TOPOS_OK && qv == 2 &&
+           topos_gguf_get_u32(b, "llama.block_count", &layers) == TOPOS_OK && layers == 1 &&
+           topos_gguf_kv_count(b) == topos_gguf_kv_count(a) + 1 &&
+           topos_gguf_tensor_count(b) == topos_gguf_tensor_count(a);
+  int n_quantized = 0;
+  for (int64_t i = 0; ok && i < topos_gguf_tensor_count(a); ++i) {
+    topos_gguf_tensor_info ta, tb;
+    const void *da, *db;
+    size_t na, nb;
+    ok = topos_gguf_tensor_at(a, i, &ta) == TOPOS_OK && topos_gguf_tensor_at(b, i, &tb) == TOPOS_OK &&
+         topos_gguf_tensor_bytes(a, i, &da, &na) == TOPOS_OK &&
+         topos_gguf_tensor_bytes(b, i, &db, &nb) == TOPOS_OK && strcmp(ta.name, tb.name) == 0 &&
+         ta.n_dims == tb.n_dims && memcmp(ta.ne, tb.ne, sizeof ta.ne) == 0;
+    if (!ok) break;
+    if (ta.n_dims == 1) {
+      ok = tb.ggml_type == 0 && na == nb && memcmp(da, db, na) == 0; /* norms stay f32 */
+    } else {
+      /* Rank 2: q8_0 bytes exactly as topos_quantize_row makes them. */
+      uint8_t *q = malloc(nb);
+      int64_t rows = ta.ne[1];
+      size_t row_q = nb / (size_t)rows;
+      ok = tb.ggml_type == 8 && q != NULL;
+      for (int64_t r = 0; ok && r < rows; ++r)
+        ok = topos_quantize_row(TOPOS_Q8_0, (const float *)da + r * ta.ne[0], q + r * row_q,
+                                ta.ne[0]) == TOPOS_OK;
+      ok = ok && memcmp(q, db, nb) == 0;
+      free(q);
+      ++n_quantized;
+    }
+  }
+  topos_gguf_close(a);
+  topos_gguf_close(b);
+  CHECK(ok);
+  CHECK_EQ_INT(n_quantized, 9);
+}
+
+TEST(gguf_cli_errors_exit_nonzero) {
+  if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
+  char bad[600], args[2048], log[600];
+  snprintf(bad, sizeof bad, "%s/garbage.gguf", tt_tmpdir());
+  FILE *f = fopen(bad, "wb");
+  CHECK(f != NULL);
+  fputs("GGMLxxxxxxxxxxxxxxxxxxxxxxxx", f);
+  fclose(f);
+  snprintf(args, sizeof args, "gguf inspect '%s'", bad);
+  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 1);
+  CHECK(tt_log_has(log, "invalid magic 'GGML'"));
+  CHECK(tt_log_has(log, "TOPOS_ERR_BAD_MAGIC"));
+  snprintf(args, sizeof args, "gguf inspect '%s/missing.gguf'", tt_tmpdir());
+  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 1);
+  snprintf(args, sizeof args, "gguf quantize '%s' '%s/x.gguf' q9_9", bad, tt_tmpdir());
+  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 1);
+  CHECK_EQ_INT(tt_topos("gguf frobnicate", log, sizeof log), 2);
+  CHECK_EQ_INT(tt_topos("gguf inspect", log, sizeof log), 2);
+}
