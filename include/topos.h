@@ -11,5 +11,6 @@
 #include "topos/graph.h"
 #include "topos/engine.h"
 #include "topos/gguf.h"
+#include "topos/qmatmul.h"
 
 #endif

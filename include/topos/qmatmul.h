@@ -1,0 +1,62 @@
+/* topos — quantized matrix products: out[m, n] = a[m, k] · w[n, k]ᵀ + bias[n].
+ *
+ * Weights are stored [n, k] row-major as in GGUF: row j is k contiguous
+ * elements of wtype (for block-quantized types, k / block_size contiguous
+ * blocks). Activations a are f32 [m, k] row-major, out is f32 [m, n]
+ * row-major, bias (nullable) has n entries. The caller owns every buffer; w
+ * must hold n * (bytes of k elements of wtype) bytes.
+ *
+ * Paths:
+ *   REFERENCE  the specification: each activation row is quantized to the
+ *              weight type's partner format with the reference quantizer
+ *              (topos_quantize_row; Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for
+ *              Q4_1/Q5_1, Q8_K for the K-quants, f32 kept as is for f32,
+ *              f16 and bf16 weights), then every output is one reference
+ *              vec dot (fixed order) plus bias. Portable C, any CPU.
+ *   FAST       SIMD kernels picked at run time (AVX-512 VNNI, else AVX2; see
+ *              topos_qmatmul_fast_isa). Activations are quantized once per
+ *              product to exactly the same integers and scales as the
+ *              reference; integer dot products are exact; only the float
+ *              scaling and summation order differ (reassociation), bounded
+ *              per type in tests/quant/qmatmul_test.c. f16/bf16 weights are
+ *              widened exactly to f32, activations are never rounded.
+ *              Returns TOPOS_UNSUPPORTED where no kernel serves (no AVX2,
+ *              other architectures for now, or TOPOS_DISABLE_ISA=avx2).
+ *   AUTO       FAST when it can serve, else REFERENCE.
+ *
+ * Every path splits work over output rows n only, never over k: results
+ * are bitwise identical for any thread count and from run to run. */
+#ifndef TOPOS_QMATMUL_H
+#define TOPOS_QMATMUL_H
+
+#include "base.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum topos_qmatmul_path {
+  TOPOS_QMATMUL_AUTO = 0,
+  TOPOS_QMATMUL_REFERENCE = 1,
+  TOPOS_QMATMUL_FAST = 2,
+} topos_qmatmul_path;
+
+/* Weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
+ * Q4_K, Q5_K, Q6_K. Errors: TOPOS_ERR_INVALID_ARGUMENT (NULL buffers, m, n
+ * or k < 1, unknown path), TOPOS_ERR_DTYPE (a weight type with no product),
+ * TOPOS_ERR_SHAPE (k not a multiple of the type's block size),
+ * TOPOS_ERR_OVERFLOW, TOPOS_ERR_OUT_OF_MEMORY, TOPOS_UNSUPPORTED (FAST only).
+ * Threads: topos_threads(). */
+TOPOS_API topos_status topos_qmatmul(const float *a, int64_t m, int64_t k, const void *w,
+                                     topos_dtype wtype, int64_t n, const float *bias,
+                                     float *out, topos_qmatmul_path path);
+
+/* The ISA the FAST path would use for wtype right now ("avx512vnni",
+ * "avx2"), or NULL when FAST cannot serve it. The string is static. */
+TOPOS_API const char *topos_qmatmul_fast_isa(topos_dtype wtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

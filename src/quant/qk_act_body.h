@@ -1,0 +1,134 @@
+/* Activation preparation of the fast engine (included by each ISA file):
+ * quantizes each activation row to the partner format of the weight type,
+ * producing exactly the integers and scales of the reference quantizer
+ * (topos_quantize_row: Q8_0 / Q8_1 round half away from zero with the f32
+ * reciprocal, Q8_K rounds half to even), then lays the scales out per lane
+ * of 4 elements (see qk_internal.h). */
+#ifndef TP_QUANT_QK_ACT_BODY_H
+#define TP_QUANT_QK_ACT_BODY_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/qk_internal.h"
+
+typedef struct qk_act {
+  int64_t m, kpad;
+  int8_t *q;       /* m * kpad */
+  int32_t *init;   /* m * kpad/4: -bias * lane sum */
+  /* legacy partners (Q8_0, Q8_1) */
+  float *d;        /* m * kpad/4: scale of each lane */
+  float *g;        /* m * kpad/4: d * lane sum (Q8_1: s/8) */
+  /* Q8_K partner */
+  float *dsb;      /* m * kpad/256: d of each super-block */
+  float *bf;      /* m * kpad/16: d * sum of each 16 q (the min term's partner) */
+  void *mem;
+} qk_act;
+
+/* The including ISA file provides, with the reference's exact semantics:
+ *   float qk_absmax(const float *x, int n)            max |x[i]|
+ *   void qk_round_away(const float *x, float id, int8_t *q, int n)
+ *        q = roundf(x * id) (half away from zero; |x * id| <= 127.5)
+ *   void qk_round_even(const float *x, float is, int8_t *q, int n)
+ *        q = min(127, rint(x * is)) (half to even)
+ * n is a multiple of 32. Products are the same single f32 multiply as the
+ * scalar reference, so the integers are bit for bit the reference's. */
+
+/* One Q8_0 block: returns the f16-rounded scale the dot uses; *ssum gets the
+ * Q8_1 s (f16 of d * sum q, d unrounded) when non-NULL. */
+static float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
+  const float amax = qk_absmax(x, 32);
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  qk_round_away(x, id, q, 32);
+  if (ssum) {
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += q[j];
+    *ssum = topos_f16_to_f32(topos_f32_to_f16((float)sum * d));
+  }
+  return topos_f16_to_f32(topos_f32_to_f16(d));
+}
+
+/* One Q8_K block of 256: returns d (f32). The signed extreme is the first
+ * element of largest magnitude, as in the reference scan. */
+static float qk_quant_q8_K_block(const float *x, int8_t *q) {
+  const float amax = qk_absmax(x, 256);
+  if (amax == 0.0f) {
+    memset(q, 0, 256);
+    return 0.0f;
+  }
+  float max = amax;
+  for (int j = 0; j < 256; ++j)
+    if (fabsf(x[j]) == amax) {
+      max = x[j];
+      break;
+    }
+  const float iscale = -127.0f / max;
+  qk_round_even(x, iscale, q, 256);
+  return 1.0f / iscale;
+}
+
+static void qk_act_free(qk_act *act) {
+  free(act->mem);
+  memset(act, 0, sizeof *act);
+}
+
+/* Quantizes a[m][k] for a weight type with traits tr. Returns 0 on
+ * allocation failure (sizes were checked by the caller). */
+static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int64_t k, qk_act *act) {
+  memset(act, 0, sizeof *act);
+  const int64_t kpad = (k + TP_QK_STEP - 1) / TP_QK_STEP * TP_QK_STEP, lanes = kpad / 4;
+  const size_t mm = (size_t)m;
+  size_t bytes = mm * (size_t)kpad + 3 * mm * (size_t)lanes * 4 + mm * (size_t)(kpad / 256 + 1) * 4 +
+                 mm * (size_t)(kpad / 16) * 4 + 256;
+  char *mem = malloc(bytes);
+  if (!mem) return 0;
+  act->mem = mem;
+  act->m = m;
+  act->kpad = kpad;
+  act->d = (float *)mem;
+  act->g = act->d + m * lanes;
+  act->init = (int32_t *)(act->g + m * lanes);
+  act->dsb = (float *)(act->init + m * lanes);
+  act->bf = act->dsb + m * (kpad / 256 + 1);
+  act->q = (int8_t *)(act->bf + m * (kpad / 16));
+  const int kq = tr->act == TP_QK_ACT_Q8_K;
+  for (int64_t r = 0; r < m; ++r) {
+    const float *x = a + r * k;
+    int8_t *q = act->q + r * kpad;
+    float *d = act->d + r * lanes, *g = act->g + r * lanes;
+    int32_t *init = act->init + r * lanes;
+    memset(q + k, 0, (size_t)(kpad - k));
+    if (kq) {
+      float *dsb = act->dsb + r * (kpad / 256 + 1);
+      float *bf = act->bf + r * (kpad / 16);
+      for (int64_t b = 0; b < k / 256; ++b) dsb[b] = qk_quant_q8_K_block(x + 256 * b, q + 256 * b);
+      for (int64_t j = 0; j < k / 16; ++j) {
+        int sum = 0;
+        for (int l = 0; l < 16; ++l) sum += q[16 * j + l];
+        bf[j] = dsb[j / 16] * (float)sum;
+      }
+    } else {
+      for (int64_t b = 0; b < k / 32; ++b) {
+        float s = 0.0f;
+        float db = qk_quant_q8_0_block(x + 32 * b, q + 32 * b, tr->act == TP_QK_ACT_Q8_1 ? &s : NULL);
+        for (int l = 0; l < 8; ++l) {
+          d[8 * b + l] = db;
+          g[8 * b + l] = s * 0.125f; /* Q8_1: the min term uses s, spread over 8 lanes */
+        }
+      }
+      for (int64_t l = k / 4; l < lanes; ++l) d[l] = g[l] = 0.0f;
+    }
+    for (int64_t l = k / 4; l < lanes; ++l) init[l] = 0;
+    if (tr->bias || !kq)
+      for (int64_t l = 0; l < k / 4; ++l) {
+        int sum = q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3];
+        init[l] = -tr->bias * sum;
+        if (!kq && tr->act != TP_QK_ACT_Q8_1) g[l] = d[l] * (float)sum;
+      }
+  }
+  return 1;
+}
+
+#endif

@@ -1,0 +1,101 @@
+/* Fast quantized products with AVX2 + FMA + F16C: maddubs/madd for the
+ * integer dots (u8 operands above 127 are split into nibbles so the 16-bit
+ * pair sums never saturate), 8 f32 lanes. Call only after tp_qk_cpu_avx2(). */
+#include <immintrin.h>
+
+#include "quant/qk_internal.h"
+
+#define QK_FN(name) qk_##name##_avx2
+#define QK_VB 32
+#define QK_VL 8
+typedef __m256i qk_vi;
+typedef __m256 qk_vf;
+#define QK_LOAD_I(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define QK_LOAD_F(p) _mm256_loadu_ps(p)
+#define QK_ZERO_I() _mm256_setzero_si256()
+#define QK_ZERO_F() _mm256_setzero_ps()
+#define QK_DPBUSD(acc, u, s, wide) qk_dpbusd_avx2((acc), (u), (s), (wide))
+#define QK_CVT(v) _mm256_cvtepi32_ps(v)
+#define QK_MUL(a, b) _mm256_mul_ps((a), (b))
+#define QK_FMADD(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define QK_FNMADD(a, b, c) _mm256_fnmadd_ps((a), (b), (c))
+#define QK_EXPAND4(p)                                                              \
+  _mm256_permutevar8x32_ps(                                                        \
+      _mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p)))), \
+      _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
+#define QK_REDUCE(v) qk_reduce_avx2(v)
+#define QK_LOADW_F32(p) _mm256_loadu_ps(p)
+#define QK_LOADW_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define QK_LOADW_BF16(p)                                                                          \
+  _mm256_castsi256_ps(                                                                            \
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
+
+#define QK_C 2 /* 16 ymm registers */
+#define QK_EXPAND4_I(p)                                                                   \
+  _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
+                              _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
+#define QK_DPBUSD0(u, s) qk_dpbusd_avx2(_mm256_setzero_si256(), (u), (s), 0)
+#define QK_DPWSSD(acc, t, s) _mm256_add_epi32((acc), _mm256_madd_epi16((t), (s)))
+#define QK_STORE_F(p, v) _mm256_storeu_ps((p), (v))
+#define QK_SET1(x) _mm256_set1_ps(x)
+#define QK_F16_TO_F32(h) _cvtsh_ss(h)
+
+static inline float qk_absmax(const float *x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+/* 8 int32 (each within int8 range) to 8 bytes. */
+static inline void qk_store8(int8_t *q, __m256i r) {
+  __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)(void *)q, _mm_packs_epi16(w, w));
+}
+
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
+  const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int i = 0; i < n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vid);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 up = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
+    __m256 step = _mm256_and_ps(up, _mm256_or_ps(one, _mm256_and_ps(v, sign)));
+    qk_store8(q + i, _mm256_cvtps_epi32(_mm256_add_ps(t, step)));
+  }
+}
+
+static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
+  const __m256 vis = _mm256_set1_ps(is);
+  const __m256i top = _mm256_set1_epi32(127);
+  for (int i = 0; i < n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vis);
+    __m256i r = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    qk_store8(q + i, _mm256_min_epi32(r, top));
+  }
+}
+
+static inline __m256i qk_dpbusd_avx2(__m256i acc, __m256i u, __m256i s, int wide) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  if (!wide) return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_and_si256(u, low4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
+  __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, s), ones);
+  __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, s), _mm256_set1_epi16(16));
+  return _mm256_add_epi32(acc, _mm256_add_epi32(plo, phi));
+}
+
+static inline float qk_reduce_avx2(__m256 v) {
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+#include "quant/qk_engine_body.h"
+
+topos_status tp_qk_fast_avx2(const tp_qk_task *task) { return QK_FN(run)(task); }

@@ -1,0 +1,100 @@
+/* Fast quantized products with AVX-512 (F/BW/DQ/VL) + VNNI: vpdpbusd for
+ * the integer dots, 16 f32 lanes. Call only after tp_qk_cpu_avx512vnni(). */
+#include <immintrin.h>
+
+#include "quant/qk_internal.h"
+
+#define QK_FN(name) qk_##name##_avx512vnni
+#define QK_VB 64
+#define QK_VL 16
+typedef __m512i qk_vi;
+typedef __m512 qk_vf;
+#define QK_LOAD_I(p) _mm512_loadu_si512((const void *)(p))
+#define QK_LOAD_F(p) _mm512_loadu_ps(p)
+#define QK_ZERO_I() _mm512_setzero_si512()
+#define QK_ZERO_F() _mm512_setzero_ps()
+#define QK_DPBUSD(acc, u, s, wide) ((void)(wide), qk_dpbusd((acc), (u), (s)))
+#define QK_CVT(v) _mm512_cvtepi32_ps(v)
+#define QK_MUL(a, b) _mm512_mul_ps((a), (b))
+#define QK_FMADD(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define QK_FNMADD(a, b, c) _mm512_fnmadd_ps((a), (b), (c))
+#define QK_EXPAND4(p)                                                                          \
+  _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),     \
+                        _mm512_castps128_ps512(_mm_loadu_ps(p)))
+#define QK_REDUCE(v) qk_reduce_avx512(v)
+#define QK_LOADW_F32(p) _mm512_loadu_ps(p)
+#define QK_LOADW_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define QK_LOADW_BF16(p)                                                                          \
+  _mm512_castsi512_ps(                                                                            \
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
+
+#define QK_C 4
+#define QK_EXPAND4_I(p)                                                                        \
+  _mm512_permutexvar_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),  \
+                           _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p))))
+#define QK_DPBUSD0(u, s) qk_dpbusd0((u), (s))
+#define QK_DPWSSD(acc, t, s) qk_dpwssd((acc), (t), (s))
+#define QK_STORE_F(p, v) _mm512_storeu_ps((p), (v))
+#define QK_SET1(x) _mm512_set1_ps(x)
+#define QK_F16_TO_F32(h) _cvtsh_ss(h)
+
+/* The VNNI accumulations as inline asm with the accumulator tied in place:
+ * GCC 12 copies every intrinsic accumulator once per loop iteration. Same
+ * instructions as _mm512_dpbusd_epi32 / _mm512_dpwssd_epi32. */
+static inline __m512i qk_dpbusd(__m512i acc, __m512i u, __m512i s) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(s));
+  return acc;
+}
+/* vpdpbusd into a fresh zero (a zeroing idiom costs no execution port; a
+ * register copy of a zero vector does). */
+static inline __m512i qk_dpbusd0(__m512i u, __m512i s) {
+  __m512i acc;
+  __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2, %1, %0" : "=&v"(acc) : "v"(u), "vm"(s));
+  return acc;
+}
+static inline __m512i qk_dpwssd(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+  return acc;
+}
+
+static inline float qk_absmax(const float *x, int n) {
+  __m512 m = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+  return _mm512_reduce_max_ps(m); /* max is exact in any order */
+}
+
+/* roundf: truncate, then step away from zero when the dropped part is >= 1/2. */
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
+  const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  for (int i = 0; i < n; i += 16) {
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+    __m512 step = _mm512_or_ps(one, _mm512_and_ps(v, _mm512_set1_ps(-0.0f))); /* +-1 with v's sign */
+    t = _mm512_mask_add_ps(t, up, t, step);
+    _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(t)));
+  }
+}
+
+static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
+  const __m512 vis = _mm512_set1_ps(is);
+  const __m512i top = _mm512_set1_epi32(127);
+  for (int i = 0; i < n; i += 16) {
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vis);
+    __m512i r = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), top);
+    _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
+  }
+}
+
+/* Halves, then quarters ... : a fixed tree, the same on every call. */
+static inline float qk_reduce_avx512(__m512 v) {
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+#include "quant/qk_engine_body.h"
+
+topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) { return QK_FN(run)(task); }

@@ -1,0 +1,382 @@
+/* The fast engine, one definition for every ISA. The including file defines
+ * the vector vocabulary, then includes this file:
+ *
+ *   QK_FN(name)             name with the ISA suffix
+ *   QK_VB, QK_VL            int8 elements / f32 lanes per vector
+ *   qk_vi, qk_vf            integer and float vector types
+ *   QK_LOAD_I(p), QK_LOAD_F(p), QK_ZERO_I(), QK_ZERO_F()
+ *   QK_DPBUSD(acc, u, s, wide)  acc + per-lane sum of 4 u8*s8 products,
+ *                           exact; wide: u may exceed 127
+ *   QK_DPBUSD0(u, s)        the same from zero (u <= 127)
+ *   QK_CVT(vi), QK_MUL(a,b), QK_FMADD(a,b,c) = a*b+c, QK_FNMADD(a,b,c) = c-a*b
+ *   QK_EXPAND4(p)           QK_VB/16 floats, each repeated over 4 lanes
+ *   QK_REDUCE(vf)           fixed-order horizontal sum
+ *   QK_LOADW_F32/F16/BF16(p)  QK_VL weights widened to f32
+ *   QK_C                    activation rows per tile (register budget)
+ *   QK_EXPAND4_I(p)         as QK_EXPAND4 for int32
+ *   QK_DPWSSD(acc, t, s)    acc + t * s per 32-bit lane (t and s fit in 16 bits, s's high half 0)
+ *   QK_STORE_F(p, v)
+ *   QK_SET1(x)              broadcast
+ *
+ * K formats take their own route (ktile): a super-block's lane sums are
+ * scaled by the integer sub-block scales in integers, converted once, and
+ * the min term is a float dot of the 16 group minima with the activation's
+ * scaled group sums.
+ *
+ * Work is split over panels of QK_R weight rows; a panel is decoded once and
+ * meets every activation row, in tiles of QK_C rows then one by one. Each
+ * output's operations are the same whatever tile computes it, so results do
+ * not depend on m, on the thread count or on the run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "quant/qk_act_body.h"
+#include "quant/qk_decode_body.h"
+#include "quant/qk_shim.h"
+
+#define QK_R 4 /* weight rows per panel; QK_C (activation rows per tile) comes from the ISA file */
+
+#define QK_INLINE static inline __attribute__((always_inline))
+
+/* ---- block-quantized weights ------------------------------------------ */
+
+typedef struct QK_FN(qpanel) {
+  const uint8_t *q[QK_R];
+  const float *s[QK_R], *mn[QK_R];
+} QK_FN(qpanel);
+
+QK_INLINE void QK_FN(qtile)(const QK_FN(qpanel) *p, const qk_act *act, int64_t c0, int C,
+                            int has_init, int has_min, int wide, float *res) {
+  const int64_t kpad = act->kpad, lanes = kpad / 4;
+  qk_vf acc[QK_R][QK_C];
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = QK_ZERO_F();
+  for (int64_t e = 0; e < kpad; e += QK_VB) {
+#pragma GCC unroll 4
+    for (int r = 0; r < QK_R; ++r) {
+      const qk_vi qv = QK_LOAD_I(p->q[r] + e);
+      const qk_vf sv = QK_EXPAND4(p->s[r] + e / 16);
+      const qk_vf mv = has_min ? QK_EXPAND4(p->mn[r] + e / 16) : QK_ZERO_F();
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const int64_t row = c0 + c;
+        const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
+        const qk_vf dv = QK_LOAD_F(act->d + row * lanes + e / 4);
+        const qk_vi t = has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, wide)
+                                 : QK_DPBUSD0(qv, av);
+        acc[r][c] = QK_FMADD(QK_CVT(t), QK_MUL(sv, dv), acc[r][c]);
+        if (has_min) acc[r][c] = QK_FNMADD(mv, QK_LOAD_F(act->g + row * lanes + e / 4), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(acc[r][c]);
+}
+
+/* Instantiations: (init, min, wide) per weight family, tiles QK_C and 1. */
+#define QK_QTILE(name, init, min, wide)                                                        \
+  static void QK_FN(name##_c4)(const QK_FN(qpanel) * p, const qk_act *a, int64_t c0, float *r) { \
+    QK_FN(qtile)(p, a, c0, QK_C, init, min, wide, r);                                          \
+  }                                                                                            \
+  static void QK_FN(name##_c1)(const QK_FN(qpanel) * p, const qk_act *a, int64_t c0, float *r) { \
+    QK_FN(qtile)(p, a, c0, 1, init, min, wide, r);                                             \
+  }
+QK_QTILE(qt_wide, 1, 0, 1) /* Q8_0: q = w + 128 */
+QK_QTILE(qt_bias, 1, 0, 0) /* Q4_0, Q5_0, Q3_K, Q6_K */
+QK_QTILE(qt_min, 0, 1, 0)  /* Q4_1, Q5_1, Q2_K, Q4_K, Q5_K */
+
+typedef void (*QK_FN(qtile_fn))(const QK_FN(qpanel) *, const qk_act *, int64_t, float *);
+
+/* ---- K formats ------------------------------------------------------------- */
+
+typedef struct QK_FN(kpanel) {
+  const uint8_t *q[QK_R];
+  const int32_t *sc[QK_R];
+  const float *mf[QK_R], *d[QK_R];
+} QK_FN(kpanel);
+
+/* Per super-block and output: isum = sum over lanes of sc * (q - bias) * qa
+ * in int32 (exact), then acc += float(isum) * (d * da) and, for types with a
+ * min, acc -= mf * bf over the 16 groups. The float accumulators live in
+ * memory (touched once per super-block) so the integer sums keep the
+ * registers. */
+QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c0, int C,
+                            int has_init, int has_min, float *res) {
+  const int64_t kpad = act->kpad, lanes = kpad / 4, nsb = kpad / 256, dstride = kpad / 256 + 1;
+  const int64_t ng = kpad / 16;
+  float accm[QK_R * QK_C * QK_VL] __attribute__((aligned(64)));
+  memset(accm, 0, sizeof accm);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    qk_vi isum[QK_R][QK_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) isum[r][c] = QK_ZERO_I();
+#pragma GCC unroll 8
+    for (int64_t e = 256 * sb; e < 256 * (sb + 1); e += QK_VB) {
+#pragma GCC unroll 4
+      for (int r = 0; r < QK_R; ++r) {
+        const qk_vi qv = QK_LOAD_I(p->q[r] + e);
+        const qk_vi sv = QK_EXPAND4_I(p->sc[r] + e / 16);
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+          const int64_t row = c0 + c;
+          const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
+          const qk_vi t = has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, 0)
+                                   : QK_DPBUSD0(qv, av);
+          isum[r][c] = QK_DPWSSD(isum[r][c], t, sv);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < QK_R; ++r) {
+      const float dw = p->d[r][sb];
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const int64_t row = c0 + c;
+        float *am = accm + (r * QK_C + c) * QK_VL;
+        qk_vf acc = QK_FMADD(QK_CVT(isum[r][c]), QK_SET1(dw * act->dsb[row * dstride + sb]), QK_LOAD_F(am));
+        if (has_min)
+#pragma GCC unroll 2
+          for (int i = 0; i < 16; i += QK_VL)
+            acc = QK_FNMADD(QK_LOAD_F(p->mf[r] + 16 * sb + i), QK_LOAD_F(act->bf + row * ng + 16 * sb + i), acc);
+        QK_STORE_F(am, acc);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(QK_LOAD_F(accm + (r * QK_C + c) * QK_VL));
+}
+
+#define QK_KTILE(name, init, min)                                                               \
+  static void QK_FN(name##_c4)(const QK_FN(kpanel) * p, const qk_act *a, int64_t c0, float *r) { \
+    QK_FN(ktile)(p, a, c0, QK_C, init, min, r);                                                 \
+  }                                                                                             \
+  static void QK_FN(name##_c1)(const QK_FN(kpanel) * p, const qk_act *a, int64_t c0, float *r) { \
+    QK_FN(ktile)(p, a, c0, 1, init, min, r);                                                    \
+  }
+QK_KTILE(kt_bias, 1, 0) /* Q3_K, Q6_K */
+QK_KTILE(kt_min, 0, 1)  /* Q2_K, Q4_K, Q5_K */
+
+typedef void (*QK_FN(ktile_fn))(const QK_FN(kpanel) *, const qk_act *, int64_t, float *);
+
+/* ---- float weights ------------------------------------------------------ */
+
+QK_INLINE qk_vf QK_FN(loadw)(const uint8_t *row, int64_t e, int wt) {
+  if (wt == 0) return QK_LOADW_F32((const float *)(const void *)row + e);
+  if (wt == 1) return QK_LOADW_F16((const uint16_t *)(const void *)row + e);
+  return QK_LOADW_BF16((const uint16_t *)(const void *)row + e);
+}
+
+QK_INLINE float QK_FN(w_scalar)(const uint8_t *row, int64_t e, int wt) {
+  if (wt == 0) {
+    float v;
+    memcpy(&v, row + 4 * e, 4);
+    return v;
+  }
+  uint16_t h;
+  memcpy(&h, row + 2 * e, 2);
+  return wt == 1 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
+}
+
+QK_INLINE void QK_FN(ftile)(const uint8_t *const *wr, const float *a, int64_t k, int64_t c0, int C,
+                            int wt, float *res) {
+  qk_vf acc[QK_R][QK_C];
+  float tail[QK_R][QK_C];
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = QK_ZERO_F(), tail[r][c] = 0.0f;
+  const int64_t kv = k / QK_VL * QK_VL;
+  for (int64_t e = 0; e < kv; e += QK_VL) {
+#pragma GCC unroll 4
+    for (int r = 0; r < QK_R; ++r) {
+      const qk_vf wv = QK_FN(loadw)(wr[r], e, wt);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = QK_FMADD(wv, QK_LOAD_F(a + (c0 + c) * k + e), acc[r][c]);
+    }
+  }
+  for (int64_t e = kv; e < k; ++e)
+    for (int r = 0; r < QK_R; ++r)
+      for (int c = 0; c < C; ++c) tail[r][c] += QK_FN(w_scalar)(wr[r], e, wt) * a[(c0 + c) * k + e];
+#pragma GCC unroll 4
+  for (int r = 0; r < QK_R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(acc[r][c]) + tail[r][c];
+}
+
+#define QK_FTILE(name, wt)                                                                        \
+  static void QK_FN(name##_c4)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
+                               float *r) {                                                        \
+    QK_FN(ftile)(w, a, k, c0, QK_C, wt, r);                                                       \
+  }                                                                                               \
+  static void QK_FN(name##_c1)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
+                               float *r) {                                                        \
+    QK_FN(ftile)(w, a, k, c0, 1, wt, r);                                                          \
+  }
+QK_FTILE(ft_f32, 0)
+QK_FTILE(ft_f16, 1)
+QK_FTILE(ft_bf16, 2)
+
+typedef void (*QK_FN(ftile_fn))(const uint8_t *const *, const float *, int64_t, int64_t, float *);
+
+/* ---- driver ----------------------------------------------------------------- */
+
+typedef struct QK_FN(ctx) {
+  const tp_qk_task *task;
+  qk_act act;
+  qk_decode_fn decode;
+  qk_kdecode_fn kdecode;
+  QK_FN(qtile_fn) q4, q1;
+  QK_FN(ktile_fn) k4, k1;
+  QK_FN(ftile_fn) f4, f1;
+  volatile int failed; /* a range could not allocate its panel */
+} QK_FN(ctx);
+
+static void QK_FN(store)(const tp_qk_task *t, int64_t n0, int nr, int64_t c0, int C,
+                         const float *res) {
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < nr; ++r) {
+      float v = res[r * QK_C + c];
+      t->out[(c0 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
+    }
+}
+
+/* Decodes the panel's rows into buf (legacy or K layout); short last
+ * panels repeat their last row (those results are dropped). */
+typedef struct QK_FN(panels) {
+  QK_FN(qpanel) q;
+  QK_FN(kpanel) k;
+} QK_FN(panels);
+
+static size_t QK_FN(panel_bytes)(int64_t kpad) {
+  return (size_t)QK_R * ((size_t)kpad + 2 * (size_t)(kpad / 16) * sizeof(float) +
+                         2 * (size_t)(kpad / 256 + 1) * sizeof(float) + 64);
+}
+
+static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0, int nr,
+                                QK_FN(panels) *out) {
+  const tp_qk_task *t = ctx->task;
+  const int64_t kpad = ctx->act.kpad, ng = kpad / 16, nsb = kpad / 256 + 1;
+  for (int r = 0; r < QK_R; ++r) {
+    uint8_t *q = buf + (size_t)r * (size_t)kpad;
+    float *f = (float *)(void *)(buf + (size_t)QK_R * (size_t)kpad) + (size_t)r * (size_t)(2 * ng + 2 * nsb);
+    if (r >= nr) {
+      out->q.q[r] = out->q.q[nr - 1], out->q.s[r] = out->q.s[nr - 1], out->q.mn[r] = out->q.mn[nr - 1];
+      out->k.q[r] = out->k.q[nr - 1], out->k.sc[r] = out->k.sc[nr - 1];
+      out->k.mf[r] = out->k.mf[nr - 1], out->k.d[r] = out->k.d[nr - 1];
+      continue;
+    }
+    const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
+    /* The decoders' scalar scale parsing keeps few misses in flight; fetch
+     * the same row of the next panel now, one panel (QK_R rows) ahead. */
+    if (n0 + QK_R + r < t->n)
+      for (size_t off = 0; off < t->row_bytes; off += 64)
+        __builtin_prefetch(src + (size_t)QK_R * t->row_bytes + off, 0, 2);
+    if (ctx->kdecode) { /* k is a multiple of 256: no padding */
+      int32_t *sc = (int32_t *)(void *)f;
+      float *mf = f + ng, *d = f + 2 * ng;
+      ctx->kdecode(src, t->k, q, sc, mf, d);
+      out->k.q[r] = q, out->k.sc[r] = sc, out->k.mf[r] = mf, out->k.d[r] = d;
+    } else {
+      float *s = f, *mn = f + ng;
+      memset(q + t->k, 0, (size_t)(kpad - t->k));
+      for (int64_t g = t->k / 16; g < ng; ++g) s[g] = 0.0f;
+      for (int64_t g = 0; g < ng; ++g) mn[g] = 0.0f;
+      ctx->decode(src, t->k, q, s, mn);
+      out->q.q[r] = q, out->q.s[r] = s, out->q.mn[r] = mn;
+    }
+  }
+}
+
+static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
+  QK_FN(ctx) *ctx = vctx;
+  const tp_qk_task *t = ctx->task;
+  const uint8_t *w = t->w;
+  float res[QK_R * QK_C];
+  uint8_t *buf = NULL;
+  const int quantized = ctx->decode || ctx->kdecode;
+  if (quantized) {
+    buf = malloc(QK_FN(panel_bytes)(ctx->act.kpad));
+    if (!buf) {
+      ctx->failed = 1;
+      return;
+    }
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * QK_R;
+    const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
+    int64_t c = 0;
+    if (quantized) {
+      QK_FN(panels) use;
+      QK_FN(decode_panel)(ctx, buf, n0, nr, &use);
+      for (; c + QK_C <= t->m; c += QK_C) {
+        if (ctx->kdecode) ctx->k4(&use.k, &ctx->act, c, res);
+        else ctx->q4(&use.q, &ctx->act, c, res);
+        QK_FN(store)(t, n0, nr, c, QK_C, res);
+      }
+      for (; c < t->m; ++c) {
+        if (ctx->kdecode) ctx->k1(&use.k, &ctx->act, c, res);
+        else ctx->q1(&use.q, &ctx->act, c, res);
+        QK_FN(store)(t, n0, nr, c, 1, res);
+      }
+    } else {
+      const uint8_t *rows[QK_R];
+      for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+      for (; c + QK_C <= t->m; c += QK_C) {
+        ctx->f4(rows, t->a, t->k, c, res);
+        QK_FN(store)(t, n0, nr, c, QK_C, res);
+      }
+      for (; c < t->m; ++c) {
+        ctx->f1(rows, t->a, t->k, c, res);
+        QK_FN(store)(t, n0, nr, c, 1, res);
+      }
+    }
+  }
+  free(buf);
+}
+
+static topos_status QK_FN(run)(const tp_qk_task *t) {
+  QK_FN(ctx) ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.task = t;
+  tp_qk_traits tr;
+  if (!tp_qk_traits_of(t->wtype, &tr))
+    return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d", (int)t->wtype);
+  switch (t->wtype) {
+    case TOPOS_F32: ctx.f4 = QK_FN(ft_f32_c4), ctx.f1 = QK_FN(ft_f32_c1); break;
+    case TOPOS_F16: ctx.f4 = QK_FN(ft_f16_c4), ctx.f1 = QK_FN(ft_f16_c1); break;
+    case TOPOS_BF16: ctx.f4 = QK_FN(ft_bf16_c4), ctx.f1 = QK_FN(ft_bf16_c1); break;
+    default:
+      ctx.decode = qk_decoder_of(t->wtype);
+      ctx.kdecode = qk_kdecoder_of(t->wtype);
+      if (!ctx.decode && !ctx.kdecode)
+        return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d", (int)t->wtype);
+      if (ctx.kdecode) {
+        if (tr.has_min) ctx.k4 = QK_FN(kt_min_c4), ctx.k1 = QK_FN(kt_min_c1);
+        else ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
+      } else if (t->wtype == TOPOS_Q8_0) {
+        ctx.q4 = QK_FN(qt_wide_c4), ctx.q1 = QK_FN(qt_wide_c1);
+      } else if (tr.has_min) {
+        ctx.q4 = QK_FN(qt_min_c4), ctx.q1 = QK_FN(qt_min_c1);
+      } else {
+        ctx.q4 = QK_FN(qt_bias_c4), ctx.q1 = QK_FN(qt_bias_c1);
+      }
+      if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act))
+        return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
+                       (long long)t->m, (long long)t->k);
+  }
+  const int64_t panels = (t->n + QK_R - 1) / QK_R;
+  tp_qk_parallel_for(t->threads, panels, 1, QK_FN(range), &ctx);
+  qk_act_free(&ctx.act);
+  if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
+  return TOPOS_OK;
+}

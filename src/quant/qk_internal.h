@@ -1,0 +1,64 @@
+/* Internal to the quantized products: the task, the type traits the fast
+ * engine needs, and the ISA entry points.
+ *
+ * Fast engine model (one definition in qk_engine_body.h, instantiated per
+ * ISA): every block-quantized weight row is decoded into unsigned bytes q and
+ * two floats per 16 elements, s and mn, such that
+ *     w[i] = s[i/16] * (q[i] - bias) - mn[i/16]
+ * (bias a per-type constant, mn zero for types without a min). Activations
+ * are quantized once per product to the partner format's integers qa and
+ * scales, laid out per lane of 4 elements: da (scale), init = -bias * sum of
+ * the 4 qa, g = da * sum of the 4 qa (min term). One lane's integer sum
+ *     t = init + sum_4 q * qa = sum_4 (q - bias) * qa
+ * is exact (vpdpbusd / maddubs), and the float accumulator of one output is
+ *     acc += float(t) * (s * da) - mn * g
+ * lane by lane, reduced once at the end. Rows are padded with zeros to a
+ * multiple of TP_QK_STEP elements. */
+#ifndef TP_QUANT_QK_INTERNAL_H
+#define TP_QUANT_QK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topos/qmatmul.h"
+
+#define TP_QK_STEP 64 /* k padding granularity: one AVX-512 step */
+
+typedef struct tp_qk_task {
+  const float *a;
+  int64_t m, k;
+  const void *w;
+  topos_dtype wtype;
+  int64_t n;
+  const float *bias;
+  float *out;
+  size_t row_bytes; /* bytes of one weight row */
+  int threads;      /* <= 0: library default */
+} tp_qk_task;
+
+typedef enum tp_qk_act_format {
+  TP_QK_ACT_F32,  /* float weights: activations used as they are */
+  TP_QK_ACT_Q8_0, /* per 32: d = f16(amax/127), q = roundf(x/d) */
+  TP_QK_ACT_Q8_1, /* Q8_0 plus s = f16(d * sum q) for the min term */
+  TP_QK_ACT_Q8_K, /* per 256: f32 d, q = nearest_int(x * -127/max) */
+} tp_qk_act_format;
+
+typedef struct tp_qk_traits {
+  tp_qk_act_format act;
+  int bias;    /* w = s * (q - bias) - mn */
+  int has_min; /* mn != 0 */
+} tp_qk_traits;
+
+/* Traits of a weight type; 0 when it has no product. */
+int tp_qk_traits_of(topos_dtype wtype, tp_qk_traits *out);
+
+/* FAST entry points (TOPOS_UNSUPPORTED when the type is not served). */
+topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task);
+topos_status tp_qk_fast_avx2(const tp_qk_task *task);
+
+/* Internal variant of topos_qmatmul with an explicit thread count (tests). */
+topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,
+                                topos_dtype wtype, int64_t n, const float *bias, float *out,
+                                topos_qmatmul_path path, int threads);
+
+#endif

@@ -1,0 +1,32 @@
+/* Internal: the base services the quantized products use (thread ranges,
+ * CPU feature checks), in the shape the kernels want. */
+#ifndef TP_QUANT_QK_SHIM_H
+#define TP_QUANT_QK_SHIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "topos/base.h"
+
+typedef void (*tp_qk_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Calls fn over contiguous ranges covering [0, n) once each: threads <= 0
+ * is tp_parallel_for (topos_threads()); threads > 0 cuts [0, n) as
+ * tp_parallel_for would for that many threads and runs the ranges on the
+ * pool (tests and benches pick the cut). Results never depend on the cut. */
+void tp_qk_parallel_for(int threads, int64_t n, int64_t grain, tp_qk_range_fn fn, void *ctx);
+
+/* The ISA sets the *_avx2.c / *_avx512vnni.c files are built for, after
+ * TOPOS_DISABLE_ISA masking. */
+bool tp_qk_cpu_avx2(void);
+bool tp_qk_cpu_avx512vnni(void);
+
+
+/* Caps the fast path's ISA for tests: TP_QK_ISA_NONE (no fast kernel),
+ * TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_ANY (default). The CPU
+ * and TOPOS_DISABLE_ISA still apply. Not thread-safe: set it between calls. */
+enum { TP_QK_ISA_NONE = 0, TP_QK_ISA_AVX2 = 1, TP_QK_ISA_AVX512VNNI = 2, TP_QK_ISA_ANY = 3 };
+void tp_qk_set_isa_cap(int cap);
+int tp_qk_isa_cap(void);
+
+#endif

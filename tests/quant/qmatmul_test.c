@@ -1,0 +1,307 @@
+/* topos_qmatmul: fast kernels against the reference path and against the f32
+ * product of dequantized weights, thread-count and run-to-run bit identity,
+ * Unsupported answers, bad arguments, every available ISA level.
+ *
+ * Stated bounds (eps = 2^-24, a_q = the activations after partner
+ * quantization, both paths use the same a_q):
+ *   fast vs reference:  |fast - ref| <= (k/8 + 32) * eps * S,
+ *     S = sum_i (|w_i| + max_block|w|) * |a_q_i|
+ *   (both paths form exact integer block sums; only the float scaling and
+ *   summation order differ; the max_block|w| term covers the separately
+ *   rounded min / bias terms). Not bitwise in general; bitwise when each
+ *   output has a single nonzero term (one-hot weights), which pins the
+ *   activation quantization of the fast path to the reference quantizer.
+ *   float weights:      |fast - ref| <= (k/8 + 32) * eps * sum |w||a|.
+ *   fast vs dequantized f32 product (f64 sums of w_deq * a):
+ *     |fast - deq| <= sum_i |w_i| * h_i + tol_fast, h_i = half a quantization
+ *     step of a_i's partner block (amax/254 rounded up), 0 for float weights. */
+#include <stdlib.h>
+
+#include "quant/qk_internal.h"
+#include "quant/qk_shim.h"
+#include "quant/quant_internal.h"
+#include "quant_test_util.h"
+#include "test.h"
+
+static const topos_dtype qm_all_types[] = {TOPOS_F32,  TOPOS_F16,  TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0,
+                                           TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1, TOPOS_Q2_K, TOPOS_Q3_K,
+                                           TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
+#define QM_NTYPES ((int)(sizeof qm_all_types / sizeof qm_all_types[0]))
+
+static uint64_t qm_rng = 12345;
+static float qm_uniform(void) { /* splitmix64 -> [-1, 1) */
+  uint64_t z = (qm_rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (float)((double)(z >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+static const char *qm_name(topos_dtype t) {
+#define QM_NAME_ROW(e, nm, be, bb, gg, kind) \
+  if (t == e) return nm;
+  TOPOS_DTYPE_LIST(QM_NAME_ROW)
+#undef QM_NAME_ROW
+  return "?";
+}
+
+static int64_t qm_block(topos_dtype t) {
+  int64_t e, b;
+  qt_geometry(t, &e, &b);
+  return e;
+}
+
+/* Random f32 weights quantized to t with the reference quantizer. */
+static uint8_t *qm_weights(topos_dtype t, int64_t n, int64_t k) {
+  size_t rb = qt_row_bytes(t, k);
+  uint8_t *w = malloc(rb * (size_t)n);
+  float *row = malloc((size_t)k * sizeof(float));
+  if (!w || !row) {
+    free(w), free(row);
+    return NULL;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < k; ++i) row[i] = qm_uniform() * (1.0f + (float)(j % 3));
+    if (topos_quantize_row(t, row, w + (size_t)j * rb, k) != TOPOS_OK) {
+      free(w), free(row);
+      return NULL;
+    }
+  }
+  free(row);
+  return w;
+}
+
+static float *qm_floats(int64_t count, float scale) {
+  float *a = malloc((size_t)count * sizeof(float));
+  if (a)
+    for (int64_t i = 0; i < count; ++i) a[i] = qm_uniform() * scale;
+  return a;
+}
+
+static topos_dtype qm_partner(topos_dtype t) {
+  topos_dtype p = TOPOS_F32;
+  if (topos_quant_vec_dot_type(t, &p) != TOPOS_OK) return TOPOS_F32;
+  return p == TOPOS_F16 || p == TOPOS_BF16 ? TOPOS_F32 : p; /* float weights meet f32 activations */
+}
+
+/* Quantized-then-dequantized activations (the a_q both paths use). */
+static int qm_act_q(topos_dtype t, const float *a, int64_t m, int64_t k, float *aq) {
+  topos_dtype p = qm_partner(t);
+  if (p == TOPOS_F32) {
+    memcpy(aq, a, (size_t)(m * k) * sizeof(float));
+    return 1;
+  }
+  uint8_t *buf = malloc(qt_row_bytes(p, k));
+  if (!buf) return 0;
+  int ok = 1;
+  for (int64_t r = 0; r < m && ok; ++r)
+    ok = topos_quantize_row(p, a + r * k, buf, k) == TOPOS_OK &&
+         topos_dequantize_row(p, buf, aq + r * k, k) == TOPOS_OK;
+  free(buf);
+  return ok;
+}
+
+/* Checks FAST against REFERENCE and the dequantized product for one case. */
+static void qm_check_case(topos_dtype t, int64_t m, int64_t k, int64_t n, int with_bias) {
+  uint8_t *w = qm_weights(t, n, k);
+  float *a = qm_floats(m * k, 2.0f), *bias = qm_floats(n, 1.0f);
+  float *ref = malloc((size_t)(m * n) * 4), *fast = malloc((size_t)(m * n) * 4);
+  float *deq = malloc((size_t)(m * n) * 4), *wd = malloc((size_t)(n * k) * 4);
+  float *aq = malloc((size_t)(m * k) * 4);
+  int ok = w && a && bias && ref && fast && deq && wd && aq;
+  const float *b = with_bias ? bias : NULL;
+  size_t rb = qt_row_bytes(t, k);
+  if (ok) {
+    ok = tp_qmatmul_threads(a, m, k, w, t, n, b, ref, TOPOS_QMATMUL_REFERENCE, 1) == TOPOS_OK;
+    ok = ok && tp_qmatmul_threads(a, m, k, w, t, n, b, fast, TOPOS_QMATMUL_FAST, 2) == TOPOS_OK;
+    ok = ok && tp_qmatmul_ref_dequant(t, w, rb, n, a, m, k, deq) == TOPOS_OK;
+    for (int64_t j = 0; ok && j < n; ++j) ok = topos_dequantize_row(t, w + (size_t)j * rb, wd + j * k, k) == TOPOS_OK;
+    ok = ok && qm_act_q(t, a, m, k, aq);
+  }
+  const int64_t ablock = qm_partner(t) == TOPOS_Q8_K ? 256 : 32, wblock = qm_block(t);
+  const double eps = 1.0 / 16777216.0;
+  int bad = 0;
+  double worst = 0, worst_tol = 0;
+  for (int64_t r = 0; ok && r < m && !bad; ++r)
+    for (int64_t j = 0; j < n && !bad; ++j) {
+      double s = 0, sq = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        double wmax = 0;
+        if (t != TOPOS_F32 && t != TOPOS_F16 && t != TOPOS_BF16)
+          for (int64_t u = i / wblock * wblock; u < (i / wblock + 1) * wblock; ++u)
+            wmax = fmax(wmax, fabs(wd[j * k + u]));
+        s += (fabs(wd[j * k + i]) + wmax) * fabs(aq[r * k + i]);
+        double h = 0;
+        if (qm_partner(t) != TOPOS_F32) {
+          double amax = 0;
+          for (int64_t u = i / ablock * ablock; u < (i / ablock + 1) * ablock; ++u)
+            amax = fmax(amax, fabs(a[r * k + u]));
+          h = amax / 254.0 * 1.001;
+        }
+        sq += fabs(wd[j * k + i]) * h;
+      }
+      double bv = b ? b[j] : 0.0;
+      double tol = ((double)k / 8 + 32) * eps * s + (b ? eps * fabs(bv) * 2 : 0);
+      double e1 = fabs((double)fast[r * n + j] - ref[r * n + j]);
+      double e2 = fabs((double)fast[r * n + j] - (deq[r * n + j] + bv));
+      if (e1 > tol || e2 > sq + tol + eps * fabs(bv) * 2) bad = 1;
+      if (e1 / (tol + 1e-30) > worst) worst = e1 / (tol + 1e-30), worst_tol = tol;
+      if (bad)
+        tt_fail_at(__FILE__, __LINE__,
+                   "%s m=%lld k=%lld n=%lld out[%lld,%lld]: fast %.9g ref %.9g deq %.9g (tol %.3g, quant tol %.3g)",
+                   qm_name(t), (long long)m, (long long)k, (long long)n, (long long)r,
+                   (long long)j, fast[r * n + j], ref[r * n + j], deq[r * n + j] + bv, tol, sq);
+    }
+  (void)worst_tol;
+  if (!ok) tt_fail_at(__FILE__, __LINE__, "%s: setup or product failed: %s", qm_name(t), topos_last_error());
+  free(w), free(a), free(bias), free(ref), free(fast), free(deq), free(wd), free(aq);
+}
+
+static int qm_have_fast(void) { return topos_qmatmul_fast_isa(TOPOS_Q8_0) != NULL; }
+
+TEST(qmatmul_fast_matches_reference_every_type) {
+  if (!qm_have_fast()) SKIP("no fast kernel on this CPU");
+  for (int ti = 0; ti < QM_NTYPES; ++ti) {
+    topos_dtype t = qm_all_types[ti];
+    qm_check_case(t, 1, 256, 13, 0);
+    qm_check_case(t, 6, 512, 9, 1);
+    if (qm_block(t) <= 32) qm_check_case(t, 5, 96, 7, 1); /* k not a multiple of 64 */
+    if (qm_block(t) == 1) qm_check_case(t, 3, 37, 5, 0);  /* vector tail */
+  }
+}
+
+TEST(qmatmul_every_isa_level_matches_reference) {
+  const int levels[] = {TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI};
+  int ran = 0;
+  for (int l = 0; l < 2; ++l) {
+    tp_qk_set_isa_cap(levels[l]);
+    const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
+    if (!isa || (l == 1 && strcmp(isa, "avx512vnni") != 0)) continue;
+    if (l == 0 && strcmp(isa, "avx2") != 0) continue;
+    ++ran;
+    const topos_dtype some[] = {TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_1, TOPOS_Q3_K};
+    for (size_t i = 0; i < sizeof some / sizeof some[0]; ++i) qm_check_case(some[i], 5, 256, 6, 1);
+  }
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+  if (!ran) SKIP("no SIMD level available");
+}
+
+/* One-hot weights: out[r, j] = a_q[r, j] exactly on both paths, so the fast
+ * path's activation quantization is the reference quantizer bit for bit,
+ * ties included. */
+TEST(qmatmul_fast_activation_quantization_is_reference) {
+  if (!qm_have_fast()) SKIP("no fast kernel on this CPU");
+  const int64_t k = 256, n = 256, m = 3;
+  float *a = qm_floats(m * k, 3.0f);
+  float *ref = malloc((size_t)(m * n) * 4), *fast = malloc((size_t)(m * n) * 4);
+  uint8_t *w8 = calloc((size_t)n, qt_row_bytes(TOPOS_Q8_0, k)), *w6 = calloc((size_t)n, qt_row_bytes(TOPOS_Q6_K, k));
+  CHECK(a && ref && fast && w8 && w6);
+  /* ties: a block with amax 127 has d = 1 and rounds x.5 (Q8_0 away from zero, Q8_K to even) */
+  const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, 100.5f, -126.5f};
+  for (int i = 0; i < 8; ++i) a[k + i] = ties[i], a[k + 32 + i] = ties[i] * (i ? 1.0f : -1.0f);
+  for (int i = 8; i < 32; ++i) a[k + i] = (float)(i % 7) - 3.0f;
+  size_t rb8 = qt_row_bytes(TOPOS_Q8_0, k), rb6 = qt_row_bytes(TOPOS_Q6_K, k);
+  for (int64_t j = 0; j < n; ++j) {
+    uint8_t *r8 = w8 + (size_t)j * rb8, *r6 = w6 + (size_t)j * rb6;
+    uint16_t one = topos_f32_to_f16(1.0f);
+    for (int64_t b = 0; b < k / 32; ++b) memcpy(r8 + 34 * b, &one, 2);
+    r8[34 * (j / 32) + 2 + j % 32] = 1;
+    /* Q6_K: d = 1, scales 1, level 32 (value 0) everywhere except 33 at j */
+    memcpy(r6 + 208, &one, 2);
+    for (int g = 0; g < 16; ++g) r6[192 + g] = 1;
+    for (int e = 0; e < 256; ++e) {
+      int h = e / 128, l = e % 128, lvl = e == j ? 33 : 32;
+      int qlpos = 64 * h + (l % 64), shift = l < 64 ? 0 : 4, qhpos = 128 + 32 * h + (l % 32), hs = 2 * (l / 32);
+      r6[qlpos] = (uint8_t)((r6[qlpos] & ~(0xF << shift)) | ((lvl & 0xF) << shift));
+      r6[qhpos] = (uint8_t)((r6[qhpos] & ~(3 << hs)) | ((lvl >> 4) << hs));
+    }
+  }
+  CHECK_OK(tp_qmatmul_threads(a, m, k, w8, TOPOS_Q8_0, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
+  CHECK_OK(tp_qmatmul_threads(a, m, k, w8, TOPOS_Q8_0, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
+  for (int64_t i = 0; i < m * n; ++i) CHECK_BITS_F32(fast[i], ref[i]);
+  CHECK_OK(tp_qmatmul_threads(a, m, k, w6, TOPOS_Q6_K, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
+  CHECK_OK(tp_qmatmul_threads(a, m, k, w6, TOPOS_Q6_K, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
+  for (int64_t i = 0; i < m * n; ++i) CHECK_BITS_F32(fast[i], ref[i]);
+  CHECK(ref[n + 1] == 2.0f && ref[n + 2] == -4.0f); /* Q8_K: 2.5 -> 2 and -3.5 -> -4 (half to even) */ /* the tie row did produce values */
+  free(a), free(ref), free(fast), free(w8), free(w6);
+}
+
+static int qm_same_bits(const float *x, const float *y, int64_t count) {
+  return memcmp(x, y, (size_t)count * sizeof(float)) == 0;
+}
+
+TEST(qmatmul_bitwise_across_threads_runs_and_m) {
+  const topos_dtype some[] = {TOPOS_F32, TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q4_1};
+  const int64_t m = 7, k = 512, n = 37;
+  for (size_t ti = 0; ti < sizeof some / sizeof some[0]; ++ti) {
+    topos_dtype t = some[ti];
+    uint8_t *w = qm_weights(t, n, k);
+    float *a = qm_floats(m * k, 1.0f), *o1 = malloc(m * n * 4), *o2 = malloc(m * n * 4), *row = malloc(n * 4);
+    CHECK(w && a && o1 && o2 && row);
+    for (int p = 0; p < 2; ++p) {
+      topos_qmatmul_path path = p ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_FAST;
+      if (path == TOPOS_QMATMUL_FAST && !qm_have_fast()) continue;
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, o1, path, 1));
+      for (int th = 1; th <= 3; ++th) {
+        memset(o2, 0xFF, (size_t)(m * n) * 4);
+        CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, o2, path, th));
+        CHECK_MSG(qm_same_bits(o1, o2, m * n), "%s path %d: %d threads differ", qm_name(t), p, th);
+      }
+      /* row 5 alone (m = 1) gives the bits of row 5 within the m = 7 product */
+      CHECK_OK(tp_qmatmul_threads(a + 5 * k, 1, k, w, t, n, NULL, row, path, 2));
+      CHECK_MSG(qm_same_bits(row, o1 + 5 * n, n), "%s path %d: m = 1 differs from m = 7", qm_name(t), p);
+    }
+    free(w), free(a), free(o1), free(o2), free(row);
+  }
+}
+
+TEST(qmatmul_bias_is_added_last) {
+  const int64_t m = 2, k = 64, n = 5;
+  uint8_t *w = qm_weights(TOPOS_Q8_0, n, k);
+  float *a = qm_floats(m * k, 1.0f), *bias = qm_floats(n, 4.0f), o[10], ob[10];
+  CHECK(w && a && bias);
+  for (int path = 0; path <= 2; ++path) {
+    CHECK_OK(topos_qmatmul(a, m, k, w, TOPOS_Q8_0, n, NULL, o, (topos_qmatmul_path)path));
+    CHECK_OK(topos_qmatmul(a, m, k, w, TOPOS_Q8_0, n, bias, ob, (topos_qmatmul_path)path));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < n; ++j) CHECK_BITS_F32(ob[r * n + j], o[r * n + j] + bias[j]);
+  }
+  free(w), free(a), free(bias);
+}
+
+TEST(qmatmul_unsupported_and_auto_fallback) {
+  const int64_t m = 3, k = 256, n = 6;
+  uint8_t *w = qm_weights(TOPOS_Q4_K, n, k);
+  float *a = qm_floats(m * k, 1.0f), ref[18], out[18];
+  CHECK(w && a);
+  CHECK_OK(topos_qmatmul(a, m, k, w, TOPOS_Q4_K, n, NULL, ref, TOPOS_QMATMUL_REFERENCE));
+  tp_qk_set_isa_cap(TP_QK_ISA_NONE);
+  CHECK(topos_qmatmul_fast_isa(TOPOS_Q4_K) == NULL);
+  topos_status st = topos_qmatmul(a, m, k, w, TOPOS_Q4_K, n, NULL, out, TOPOS_QMATMUL_FAST);
+  topos_status st_auto = topos_qmatmul(a, m, k, w, TOPOS_Q4_K, n, NULL, out, TOPOS_QMATMUL_AUTO);
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+  CHECK_EQ_INT(st, TOPOS_UNSUPPORTED);
+  CHECK_EQ_INT(st_auto, TOPOS_OK);
+  CHECK(qm_same_bits(out, ref, m * n)); /* AUTO fell back to the reference */
+  free(w), free(a);
+}
+
+TEST(qmatmul_rejects_bad_arguments) {
+  float a[512] = {0}, out[64];
+  uint8_t w[4096] = {0};
+  CHECK_STATUS(topos_qmatmul(a, 1, 100, w, TOPOS_Q4_K, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_SHAPE);
+  CHECK_ERROR_HAS("k = 100");
+  CHECK_ERROR_HAS("256");
+  CHECK_STATUS(topos_qmatmul(a, 1, 48, w, TOPOS_Q8_0, 1, NULL, out, TOPOS_QMATMUL_REFERENCE), TOPOS_ERR_SHAPE);
+  CHECK_STATUS(topos_qmatmul(NULL, 1, 32, w, TOPOS_Q8_0, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_qmatmul(a, 1, 32, NULL, TOPOS_Q8_0, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_qmatmul(a, 1, 32, w, TOPOS_Q8_0, 1, NULL, NULL, TOPOS_QMATMUL_AUTO), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_qmatmul(a, 0, 32, w, TOPOS_Q8_0, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_qmatmul(a, 1, 32, w, TOPOS_Q8_0, -3, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_qmatmul(a, 1, 256, w, TOPOS_Q8_K, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_DTYPE);
+  CHECK_STATUS(topos_qmatmul(a, 1, 32, w, TOPOS_I32, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_DTYPE);
+  CHECK_STATUS(topos_qmatmul(a, 1, 32, w, (topos_dtype)999, 1, NULL, out, TOPOS_QMATMUL_AUTO), TOPOS_ERR_DTYPE);
+  CHECK_STATUS(topos_qmatmul(a, 1, 32, w, TOPOS_Q8_0, 1, NULL, out, (topos_qmatmul_path)7), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_qmatmul(a, INT64_MAX / 2, 64, w, TOPOS_F32, INT64_MAX / 2, NULL, out, TOPOS_QMATMUL_AUTO),
+               TOPOS_ERR_OVERFLOW);
+}
