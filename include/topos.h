@@ -12,5 +12,7 @@
 #include "topos/engine.h"
 #include "topos/gguf.h"
 #include "topos/qmatmul.h"
+#include "topos/tokenizer.h"
+#include "topos/sampler.h"
 
 #endif

@@ -1,0 +1,112 @@
+/* Internal: the tokenizer's vocabulary tables, shared by the SPM and BPE
+ * encoders, the pre-tokenizer, the special-token splitter and the decoder. */
+#ifndef TP_MODELS_TOKENIZER_INTERNAL_H
+#define TP_MODELS_TOKENIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topos/tokenizer.h"
+
+/* ---- UTF-8 */
+#define TP_UTF8_INVALID 0xFFFFFFFFu
+/* Decodes one code point of s[0..n) (n >= 1). Returns its byte length (1..4).
+ * Invalid, overlong, surrogate or truncated sequences give length 1 and
+ * *cp = TP_UTF8_INVALID, so every byte of the input is consumed exactly once. */
+size_t tp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+/* 1 if all n bytes form valid UTF-8. */
+int tp_utf8_valid(const char *s, size_t n);
+/* Encodes cp (<= 0x10FFFF) into out (4 bytes room), returns the length. */
+size_t tp_utf8_encode(uint32_t cp, unsigned char *out);
+
+/* ---- Unicode classes used by the pre-tokenizers (approximation: see tokenizer.h) */
+typedef enum tp_char_class {
+  TP_CHAR_LETTER,
+  TP_CHAR_NUMBER,
+  TP_CHAR_SPACE,
+  TP_CHAR_OTHER /* punctuation, symbols, marks, controls, invalid bytes */
+} tp_char_class;
+tp_char_class tp_char_class_of(uint32_t cp);
+
+/* ---- string -> int32 map (open addressing; keys point into storage the
+ * owner keeps alive). */
+typedef struct tp_strmap_entry {
+  const char *key;
+  uint32_t length;
+  int32_t value;
+  uint64_t hash;
+} tp_strmap_entry;
+typedef struct tp_strmap {
+  tp_strmap_entry *slots;
+  size_t mask; /* capacity - 1; capacity a power of two */
+} tp_strmap;
+topos_status tp_strmap_init(tp_strmap *map, size_t expected);
+void tp_strmap_free(tp_strmap *map);
+/* Inserts or, when `overwrite`, replaces; otherwise the first value stays. */
+void tp_strmap_put(tp_strmap *map, const char *key, size_t length, int32_t value, int overwrite);
+/* The value or -1. */
+int32_t tp_strmap_get(const tp_strmap *map, const char *key, size_t length);
+
+/* ---- pre-tokenizers for byte-level BPE */
+typedef enum tp_pre_kind {
+  TP_PRE_GPT2,
+  TP_PRE_LLAMA3,
+  TP_PRE_DIGITS_GPT2 /* each \p{N} alone, then GPT-2 (smollm, starcoder, ...) */
+} tp_pre_kind;
+
+/* Calls emit(ctx, start, length) for each pre-token of text[0..n), in order;
+ * the pieces tile the text exactly. Stops at the first non-OK status. */
+typedef topos_status (*tp_piece_fn)(void *ctx, size_t start, size_t length);
+topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_piece_fn emit,
+                            void *ctx);
+
+/* ---- growing id list */
+typedef struct tp_idvec {
+  int32_t *data;
+  size_t count, capacity;
+} tp_idvec;
+topos_status tp_idvec_push(tp_idvec *v, int32_t id);
+
+/* ---- the tokenizer */
+struct topos_tokenizer {
+  topos_tokenizer_kind kind;
+  tp_pre_kind pre;
+  int32_t n_tokens;
+  char *text;          /* all token texts back to back */
+  size_t *offsets;     /* n_tokens + 1 */
+  float *scores;       /* n_tokens (zeros when the vocab had none) */
+  uint8_t *types;      /* n_tokens */
+  uint8_t *byte_value; /* n_tokens: the byte of a BYTE token */
+  tp_strmap token_map; /* text -> id (a later duplicate wins, as in llama.cpp) */
+
+  int32_t n_merges;
+  char *merge_text;
+  size_t *merge_offsets; /* n_merges + 1 */
+  tp_strmap merge_map;   /* "left right" -> rank (the first duplicate wins) */
+
+  int32_t byte_token[256]; /* fallback id per byte, -1 if none */
+
+  int32_t *specials; /* ids of user-defined, control and unknown tokens with
+                        non-empty text, longest text first */
+  size_t n_specials;
+
+  int32_t bos, eos, eot, unk, pad;
+  int add_bos, add_eos, add_space_prefix, ignore_merges;
+};
+
+static inline const char *tp_tok_text(const topos_tokenizer *t, int32_t id, size_t *len) {
+  *len = t->offsets[id + 1] - t->offsets[id];
+  return t->text + t->offsets[id];
+}
+
+/* Encoders of one raw-text fragment (no special tokens inside). SPM: `text`
+ * already normalised (▁ for spaces). Ids are appended to out. */
+topos_status tp_spm_encode(const topos_tokenizer *t, const char *text, size_t n, tp_idvec *out);
+topos_status tp_bpe_encode(const topos_tokenizer *t, const char *text, size_t n, tp_idvec *out);
+
+/* GPT-2 bytes_to_unicode: the code point standing for byte b, and back
+ * (returns -1 for code points outside the table). */
+uint32_t tp_byte_to_unicode(uint8_t b);
+int tp_unicode_to_byte(uint32_t cp);
+
+#endif
