@@ -14,5 +14,6 @@
 #include "topos/qmatmul.h"
 #include "topos/tokenizer.h"
 #include "topos/sampler.h"
+#include "topos/llama.h"
 
 #endif
