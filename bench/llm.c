@@ -1,5 +1,5 @@
 /* `topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2]
- * [--tests pp64,pp512,tg32,tg128] [--exact]`: a llama-bench-like table.
+ * [--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact]`: a llama-bench-like table.
  *
  *   ppN   one chunk of N prompt tokens into an empty context of N slots
  *   tgN   N tokens decoded one at a time into an empty context of N slots
@@ -124,9 +124,13 @@ static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const
 static int lb_command(int argc, char **argv) {
   const char *path = NULL, *tests = "pp64,pp512,tg32,tg128", *threads_list = "1,2";
   int json = 0, reps = 3, exact = 0;
+  topos_dtype kv = TOPOS_F32;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--exact") == 0) exact = 1;
+    else if (strcmp(argv[i], "--kv") == 0 && i + 1 < argc) {
+      if (topos_dtype_parse(argv[++i], &kv) != TOPOS_OK) goto usage;
+    }
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc) tests = argv[++i];
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads_list = argv[++i];
@@ -188,6 +192,7 @@ static int lb_command(int argc, char **argv) {
       topos_llama_context_options o = topos_llama_context_options_default();
       o.n_ctx = n;
       o.numerics = exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST;
+      o.kv_dtype = kv;
       topos_llama_context *ctx = NULL;
       double secs, sum = 0, sum2 = 0;
       st = topos_llama_context_new(model, &o, &ctx);
@@ -237,7 +242,7 @@ static int lb_command(int argc, char **argv) {
   return rc;
 usage:
   fprintf(stderr, "usage: topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2] "
-          "[--tests pp64,pp512,tg32,tg128] [--exact]\n");
+          "[--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact]\n");
   return 2;
 }
 

@@ -1,5 +1,5 @@
 /* `topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K]
- * [--top-p P] [--seed S] [--threads T] [--ctx C] [--exact]`: tokenizes the
+ * [--top-p P] [--seed S] [--threads T] [--ctx C] [--kv f32|f16|bf16] [--exact]`: tokenizes the
  * prompt, runs it as one chunk, then decodes token by token, streaming each
  * piece as it is produced; ends with prompt and generation tokens/s. */
 #include <stdlib.h>
@@ -20,6 +20,7 @@ static int tp_generate(int argc, char **argv) {
   unsigned long long seed = 42;
   topos_sampler_params sp = topos_sampler_params_default();
   int exact = 0;
+  topos_dtype kv = TOPOS_F32;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -42,6 +43,9 @@ static int tp_generate(int argc, char **argv) {
     else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
     else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) threads = strtol(v, NULL, 10);
     else if (strcmp(a, "--ctx") == 0 || strcmp(a, "-c") == 0) ctx_len = strtol(v, NULL, 10);
+    else if (strcmp(a, "--kv") == 0) {
+      if (topos_dtype_parse(v, &kv) != TOPOS_OK) goto usage;
+    }
     else goto usage;
   }
   if (!path || n_predict < 0) goto usage;
@@ -96,6 +100,7 @@ static int tp_generate(int argc, char **argv) {
   topos_llama_context_options o = topos_llama_context_options_default();
   o.n_ctx = ctx_len;
   o.numerics = exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST;
+  o.kv_dtype = kv;
   if ((st = topos_llama_context_new(model, &o, &ctx)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "context");
     goto done;
@@ -147,7 +152,7 @@ done:
   return rc;
 usage:
   fprintf(stderr, "usage: topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] "
-          "[--top-p P] [--seed S] [--threads T] [--ctx C] [--exact]\n");
+          "[--top-p P] [--seed S] [--threads T] [--ctx C] [--kv f32|f16|bf16] [--exact]\n");
   return 2;
 }
 

@@ -74,7 +74,9 @@ TOPOS_API topos_gguf *topos_llama_gguf(const topos_llama *model);
 
 typedef struct topos_llama_context_options {
   int64_t n_ctx;           /* cache capacity in tokens; 0: min(n_ctx_train, 2048) */
-  topos_dtype kv_dtype;    /* TOPOS_F32 (TOPOS_F16: TOPOS_UNSUPPORTED for now) */
+  topos_dtype kv_dtype;    /* TOPOS_F32, TOPOS_F16 or TOPOS_BF16 (16-bit: half the memory;
+                            * keys and values are rounded when cached, so decoding no
+                            * longer equals the full-context bits) */
   topos_numerics numerics; /* posture of every plan the context compiles */
 } topos_llama_context_options;
 
@@ -84,7 +86,7 @@ TOPOS_API topos_llama_context_options topos_llama_context_options_default(void);
 typedef struct topos_llama_context topos_llama_context;
 
 /* Allocates the cache (2 x layers x capacity x kv_heads x head_dim
- * elements, zeroed). *out is owned by the caller; the model must outlive it. */
+ * elements of kv_dtype, zeroed). *out is owned by the caller; the model must outlive it. */
 TOPOS_API topos_status topos_llama_context_new(const topos_llama *model,
                                                const topos_llama_context_options *options,
                                                topos_llama_context **out);

@@ -19,7 +19,8 @@ struct topos_llama_context {
   const topos_llama *model;
   topos_llama_context_options options;
   int64_t capacity, pos;
-  float *k_mem, *v_mem; /* n_layers x KVH x hd x C each */
+  void *k_mem, *v_mem; /* n_layers x KVH x hd x C elements of kv_dtype each */
+  size_t elem;          /* bytes per cache element */
   topos_tensor **k_cache, **v_cache;
   tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
   int n_graphs, next_evict;
@@ -41,10 +42,13 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   *out = NULL;
   if (!m) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama context: NULL model");
   topos_llama_context_options opt = o ? *o : topos_llama_context_options_default();
-  if (opt.kv_dtype != TOPOS_F32)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama context: a %s KV cache is not supported yet (f32 only)",
-                   topos_dtype_name(opt.kv_dtype));
   const topos_llama_config *c = &m->config;
+  if (opt.kv_dtype != TOPOS_F32 && opt.kv_dtype != TOPOS_F16 && opt.kv_dtype != TOPOS_BF16)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama context: a %s KV cache is not supported (f32, f16, bf16)",
+                   topos_dtype_name(opt.kv_dtype));
+  if (opt.kv_dtype != TOPOS_F32 && c->n_kv_heads > TP_LLAMA_MAX_KV_HEADS)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama context: a 16-bit cache supports at most %d kv heads, "
+                   "the model has %lld", TP_LLAMA_MAX_KV_HEADS, (long long)c->n_kv_heads);
   int64_t cap = opt.n_ctx > 0 ? opt.n_ctx : (c->n_ctx_train < 2048 ? c->n_ctx_train : 2048);
   if (cap > ((int64_t)1 << 24))
     return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is too large", (long long)cap);
@@ -57,8 +61,9 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->options = opt;
   x->capacity = cap;
   size_t L = (size_t)c->n_layers;
-  x->k_mem = calloc((size_t)total, sizeof(float));
-  x->v_mem = calloc((size_t)total, sizeof(float));
+  x->elem = opt.kv_dtype == TOPOS_F32 ? 4 : 2;
+  x->k_mem = calloc((size_t)total, x->elem);
+  x->v_mem = calloc((size_t)total, x->elem);
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
   x->feeds = calloc(2 * L + 5, sizeof *x->feeds);
@@ -68,11 +73,17 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld floats", (long long)(2 * total));
   for (size_t l = 0; st == TOPOS_OK && l < L; ++l) {
     int64_t ks[3] = {c->n_kv_heads, c->head_dim, cap}, vs[3] = {c->n_kv_heads, cap, c->head_dim};
-    size_t bytes = (size_t)per_layer * sizeof(float);
-    st = topos_tensor_wrap(TOPOS_F32, 3, ks, x->k_mem + l * (size_t)per_layer, bytes,
+    if (opt.kv_dtype != TOPOS_F32) { /* see tp_llama_graph_build */
+      ks[1] = cap;
+      ks[2] = c->head_dim;
+      vs[1] = c->head_dim;
+      vs[2] = cap;
+    }
+    size_t bytes = (size_t)per_layer * x->elem;
+    st = topos_tensor_wrap(opt.kv_dtype, 3, ks, (char *)x->k_mem + l * bytes, bytes,
                            TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->k_cache[l]);
     if (st == TOPOS_OK)
-      st = topos_tensor_wrap(TOPOS_F32, 3, vs, x->v_mem + l * (size_t)per_layer, bytes,
+      st = topos_tensor_wrap(opt.kv_dtype, 3, vs, (char *)x->v_mem + l * bytes, bytes,
                              TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->v_cache[l]);
   }
   if (st != TOPOS_OK) {
@@ -108,15 +119,15 @@ void topos_llama_reset(topos_llama_context *x) {
   /* stale slots are masked, but zeros keep every masked product exactly 0 */
   size_t n = (size_t)(x->model->config.n_layers * x->model->config.n_kv_heads *
                       x->model->config.head_dim * x->capacity);
-  memset(x->k_mem, 0, n * sizeof(float));
-  memset(x->v_mem, 0, n * sizeof(float));
+  memset(x->k_mem, 0, n * x->elem);
+  memset(x->v_mem, 0, n * x->elem);
   x->pos = 0;
 }
 
 uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
   if (!x) return 0;
   const topos_llama_config *c = &x->model->config;
-  return 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim * x->capacity) * sizeof(float);
+  return 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim * x->capacity) * x->elem;
 }
 
 static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits,
@@ -134,7 +145,8 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
     tp_llama_graph_free(&x->graphs[slot]);
   }
   topos_status st = tp_llama_graph_build(x->model, T, x->capacity, all_logits,
-                                         x->options.numerics, &x->graphs[slot]);
+                                         x->options.kv_dtype, x->options.numerics,
+                                         &x->graphs[slot]);
   if (st != TOPOS_OK) {
     if (slot < x->n_graphs) { /* an evicted slot: move the last one into it */
       x->graphs[slot] = x->graphs[x->n_graphs - 1];
@@ -145,6 +157,34 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
   if (slot == x->n_graphs) ++x->n_graphs;
   *out = &x->graphs[slot];
   return TOPOS_OK;
+}
+
+/* Chunk rows [T, KVH, hd] into the cache at pos..pos+T-1. f32: K [KVH, hd, C]
+ * (transposed), V [KVH, C, hd]; 16-bit: K [KVH, C, hd], V [KVH, hd, C]. */
+static void tp_cache_write(topos_llama_context *x, int64_t l, const float *k, const float *v,
+                           int64_t T) {
+  const topos_llama_config *c = &x->model->config;
+  int64_t KVH = c->n_kv_heads, hd = c->head_dim, C = x->capacity, base = l * KVH * hd * C;
+  topos_dtype dt = x->options.kv_dtype;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t p = x->pos + t;
+    for (int64_t h = 0; h < KVH; ++h) {
+      const float *kr = k + (t * KVH + h) * hd, *vr = v + (t * KVH + h) * hd;
+      if (dt == TOPOS_F32) {
+        float *kc = (float *)x->k_mem + base, *vc = (float *)x->v_mem + base;
+        for (int64_t i = 0; i < hd; ++i) kc[(h * hd + i) * C + p] = kr[i];
+        memcpy(vc + (h * C + p) * hd, vr, (size_t)hd * sizeof(float));
+      } else {
+        uint16_t *kc = (uint16_t *)x->k_mem + base, *vc = (uint16_t *)x->v_mem + base;
+        for (int64_t i = 0; i < hd; ++i) {
+          uint16_t kb = dt == TOPOS_F16 ? topos_f32_to_f16(kr[i]) : topos_f32_to_bf16(kr[i]);
+          uint16_t vb = dt == TOPOS_F16 ? topos_f32_to_f16(vr[i]) : topos_f32_to_bf16(vr[i]);
+          kc[(h * C + p) * hd + i] = kb;
+          vc[(h * hd + i) * C + p] = vb;
+        }
+      }
+    }
+  }
 }
 
 static topos_status tp_new_input(int rank, int64_t d0, int64_t d1, int64_t d2, topos_tensor **t,
@@ -224,13 +264,7 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
         st = tp_fail(TOPOS_ERR_INTERNAL, "llama eval: chunk keys/values are not packed");
       if (st == TOPOS_OK) {
         const float *k = topos_tensor_data(kn), *v = topos_tensor_data(vn);
-        float *kc = x->k_mem + l * KVH * hd * C, *vc = x->v_mem + l * KVH * hd * C;
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t h = 0; h < KVH; ++h) {
-            const float *kr = k + (t * KVH + h) * hd, *vr = v + (t * KVH + h) * hd;
-            for (int64_t i = 0; i < hd; ++i) kc[(h * hd + i) * C + x->pos + t] = kr[i];
-            memcpy(vc + (h * C + x->pos + t) * hd, vr, (size_t)hd * sizeof(float));
-          }
+        tp_cache_write(x, l, k, v, T);
       }
       topos_tensor_release(kn);
       topos_tensor_release(vn);

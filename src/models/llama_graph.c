@@ -22,6 +22,7 @@ typedef struct tp_rec {
   topos_tape *t;
   const topos_llama_config *c;
   int64_t T, C;
+  topos_dtype kv_dtype;
 } tp_rec;
 
 static topos_sym tp_const(tp_rec *r, topos_tensor *w) { return topos_tape_constant(r->t, w); }
@@ -83,7 +84,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const tp_llama_layer *L = &m->layers[l];
     char name[48];
-    topos_tensor_desc kd = {TOPOS_F32, 3, {KVH, hd, C}}, vd = {TOPOS_F32, 3, {KVH, C, hd}};
+    topos_dtype kvt = r->kv_dtype;
+    topos_tensor_desc kd = {kvt, 3, {KVH, hd, C}}, vd = {kvt, 3, {KVH, C, hd}};
+    if (kvt != TOPOS_F32) { /* 16-bit caches are read by linear: K rows, V transposed */
+      kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
+      vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
+    }
     snprintf(name, sizeof name, "k_cache.%d", (int)l);
     g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
     snprintf(name, sizeof name, "v_cache.%d", (int)l);
@@ -102,15 +108,37 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     /* q rows grouped by kv head: [KVH, G*T, hd], row g*T + t */
     q = tp_reshape(r, tp_permute(r, tp_reshape(r, q, 4, T, KVH, G, hd), 4, 1, 2, 0, 3), 3, KVH,
                    G * T, hd, 0);
-    topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, g->k_cache[l]), mask_c);
-    topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
-    topos_sym s_n = topos_tape_add(t, topos_tape_matmul(t, q, kT), mask_n);
-    topos_sym parts[2] = {s_c, s_n};
-    topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
-    topos_sym p_c = topos_tape_narrow(t, p, 2, 0, C), p_n = topos_tape_narrow(t, p, 2, C, T);
-    topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
-    topos_sym o = topos_tape_add(t, topos_tape_matmul(t, p_c, g->v_cache[l]),
-                                 topos_tape_matmul(t, p_n, vT));
+    topos_sym o;
+    if (kvt == TOPOS_F32) {
+      topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, g->k_cache[l]), mask_c);
+      topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
+      topos_sym s_n = topos_tape_add(t, topos_tape_matmul(t, q, kT), mask_n);
+      topos_sym parts[2] = {s_c, s_n};
+      topos_sym p =
+          topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
+      topos_sym p_c = topos_tape_narrow(t, p, 2, 0, C), p_n = topos_tape_narrow(t, p, 2, C, T);
+      topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
+      o = topos_tape_add(t, topos_tape_matmul(t, p_c, g->v_cache[l]),
+                         topos_tape_matmul(t, p_n, vT));
+    } else {
+      topos_sym heads[TP_LLAMA_MAX_KV_HEADS];
+      for (int64_t kh = 0; kh < KVH; ++kh) {
+        topos_sym qh = tp_reshape(r, topos_tape_narrow(t, q, 0, kh, 1), 2, G * T, hd, 0, 0);
+        topos_sym kc = tp_reshape(r, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 2, C, hd, 0, 0);
+        topos_sym vc = tp_reshape(r, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, hd, C, 0, 0);
+        topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
+        topos_sym vn = topos_tape_transpose(
+            t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
+        topos_sym s_c = topos_tape_add(t, topos_tape_linear(t, qh, kc), g->mask_c);
+        topos_sym s_n = topos_tape_add(t, topos_tape_linear(t, qh, kn), g->mask_n);
+        topos_sym parts[2] = {s_c, s_n};
+        topos_sym p =
+            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
+        topos_sym p_c = topos_tape_narrow(t, p, 1, 0, C), p_n = topos_tape_narrow(t, p, 1, C, T);
+        heads[kh] = topos_tape_add(t, topos_tape_linear(t, p_c, vc), topos_tape_linear(t, p_n, vn));
+      }
+      o = topos_tape_concat(t, (size_t)KVH, heads, 0); /* [KVH*G*T, hd] */
+    }
     o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, D, 0,
                    0);
     x = topos_tape_add(t, x, topos_tape_linear(t, o, tp_const(r, L->wo)));
@@ -132,7 +160,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 }
 
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int all_logits,
-                                  topos_numerics numerics, tp_llama_graph *g) {
+                                  topos_dtype kv_dtype, topos_numerics numerics,
+                                  tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
   g->all_logits = all_logits;
@@ -143,7 +172,7 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
   g->v_cache = syms + L;
   g->k_new = syms + 2 * L;
   g->v_new = syms + 3 * L;
-  tp_rec r = {NULL, &m->config, T, C};
+  tp_rec r = {NULL, &m->config, T, C, kv_dtype};
   topos_status st = topos_tape_new(&r.t);
   if (st == TOPOS_OK) st = tp_record(m, &r, g);
   topos_network *net = NULL;

@@ -4,6 +4,8 @@
 
 #include "topos/llama.h"
 
+#define TP_LLAMA_MAX_KV_HEADS 256
+
 typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
@@ -36,8 +38,11 @@ typedef struct tp_llama_graph {
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
 } tp_llama_graph;
 
+/* kv_dtype f32: k_cache [KVH, hd, C], v_cache [KVH, C, hd] (matmul);
+ * f16/bf16: k_cache [KVH, C, hd], v_cache [KVH, hd, C] (linear per kv head). */
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int all_logits,
-                                  topos_numerics numerics, tp_llama_graph *out);
+                                  topos_dtype kv_dtype, topos_numerics numerics,
+                                  tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);
 
 #endif
