@@ -13,7 +13,7 @@
 #include "models/llama_internal.h"
 #include "topos/quant.h"
 
-#define TP_LLAMA_MAX_PLANS 4
+#define TP_LLAMA_MAX_PLANS 6
 
 struct topos_llama_context {
   const topos_llama *model;
@@ -133,8 +133,10 @@ uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
 static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits,
                                  tp_llama_graph **out) {
   if (T == 1) all_logits = 0; /* one row either way */
+  int has_cache = x->pos > 0;
   for (int i = 0; i < x->n_graphs; ++i)
-    if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits) {
+    if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits &&
+        x->graphs[i].has_cache == has_cache) {
       *out = &x->graphs[i];
       return TOPOS_OK;
     }
@@ -144,7 +146,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
     slot = 1 + x->next_evict++ % (TP_LLAMA_MAX_PLANS - 1);
     tp_llama_graph_free(&x->graphs[slot]);
   }
-  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, all_logits,
+  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, all_logits, has_cache,
                                          x->options.kv_dtype, x->options.numerics,
                                          &x->graphs[slot]);
   if (st != TOPOS_OK) {
@@ -213,11 +215,11 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
   int64_t T = n, C = x->capacity, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
   topos_tensor *x0 = NULL, *cs = NULL, *sn = NULL, *mc = NULL, *mn = NULL;
-  float *px, *pc, *ps, *pmc, *pmn;
+  float *px = NULL, *pc = NULL, *ps = NULL, *pmc = NULL, *pmn = NULL;
   topos_status st = tp_new_input(2, T, D, 0, &x0, &px);
   if (st == TOPOS_OK) st = tp_new_input(3, T, half, 1, &cs, &pc);
   if (st == TOPOS_OK) st = tp_new_input(3, T, half, 1, &sn, &ps);
-  if (st == TOPOS_OK) st = tp_new_input(2, G * T, C, 0, &mc, &pmc);
+  if (st == TOPOS_OK && g->has_cache) st = tp_new_input(2, G * T, C, 0, &mc, &pmc);
   if (st == TOPOS_OK) st = tp_new_input(2, G * T, T, 0, &mn, &pmn);
   /* embedding rows, dequantized from the table's stored type */
   size_t row_bytes = 0;
@@ -238,8 +240,11 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
     }
     for (int64_t gi = 0; gi < G; ++gi)
       for (int64_t t = 0; t < T; ++t) {
-        float *rc = pmc + (gi * T + t) * C, *rn = pmn + (gi * T + t) * T;
-        for (int64_t j = 0; j < C; ++j) rc[j] = j < x->pos ? 0.0f : -INFINITY;
+        float *rn = pmn + (gi * T + t) * T;
+        if (mc) {
+          float *rc = pmc + (gi * T + t) * C;
+          for (int64_t j = 0; j < C; ++j) rc[j] = j < x->pos ? 0.0f : -INFINITY;
+        }
         for (int64_t j = 0; j < T; ++j) rn[j] = j <= t ? 0.0f : -INFINITY;
       }
     topos_feed *f = x->feeds;
@@ -247,9 +252,9 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
     f[nf++] = (topos_feed){g->x0, x0};
     f[nf++] = (topos_feed){g->cos, cs};
     f[nf++] = (topos_feed){g->sin, sn};
-    f[nf++] = (topos_feed){g->mask_c, mc};
     f[nf++] = (topos_feed){g->mask_n, mn};
-    for (int64_t l = 0; l < L; ++l) {
+    if (g->has_cache) f[nf++] = (topos_feed){g->mask_c, mc};
+    for (int64_t l = 0; g->has_cache && l < L; ++l) {
       f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
       f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
     }

@@ -75,9 +75,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
   g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
   topos_tensor_desc mc = {TOPOS_F32, 2, {G * T, C}}, mn = {TOPOS_F32, 2, {G * T, T}};
-  g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
+  int cached = g->has_cache;
+  if (cached) g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
   g->mask_n = topos_tape_input_desc(t, &mn, "mask_chunk");
-  topos_sym mask_c = topos_tape_broadcast_along(t, g->mask_c, 0, KVH);
+  topos_sym mask_c = cached ? topos_tape_broadcast_along(t, g->mask_c, 0, KVH) : TOPOS_SYM_INVALID;
   topos_sym mask_n = topos_tape_broadcast_along(t, g->mask_n, 0, KVH);
   double scale = 1.0 / sqrt((double)hd);
   topos_sym x = g->x0;
@@ -90,10 +91,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
       vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
     }
-    snprintf(name, sizeof name, "k_cache.%d", (int)l);
-    g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
-    snprintf(name, sizeof name, "v_cache.%d", (int)l);
-    g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
+    if (cached) {
+      snprintf(name, sizeof name, "k_cache.%d", (int)l);
+      g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
+      snprintf(name, sizeof name, "v_cache.%d", (int)l);
+      g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
+    }
 
     topos_sym h = tp_rmsnorm(r, x, T, L->attn_norm);
     topos_sym q = topos_tape_linear(t, h, tp_const(r, L->wq));
@@ -110,27 +113,35 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
                    G * T, hd, 0);
     topos_sym o;
     if (kvt == TOPOS_F32) {
-      topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, g->k_cache[l]), mask_c);
       topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
       topos_sym s_n = topos_tape_add(t, topos_tape_matmul(t, q, kT), mask_n);
-      topos_sym parts[2] = {s_c, s_n};
-      topos_sym p =
-          topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
-      topos_sym p_c = topos_tape_narrow(t, p, 2, 0, C), p_n = topos_tape_narrow(t, p, 2, C, T);
       topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
-      o = topos_tape_add(t, topos_tape_matmul(t, p_c, g->v_cache[l]),
-                         topos_tape_matmul(t, p_n, vT));
+      if (cached) {
+        topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, g->k_cache[l]), mask_c);
+        topos_sym parts[2] = {s_c, s_n};
+        topos_sym p =
+            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
+        topos_sym p_c = topos_tape_narrow(t, p, 2, 0, C), p_n = topos_tape_narrow(t, p, 2, C, T);
+        o = topos_tape_add(t, topos_tape_matmul(t, p_c, g->v_cache[l]),
+                           topos_tape_matmul(t, p_n, vT));
+      } else { /* nothing cached yet: the chunk's own keys only */
+        o = topos_tape_matmul(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 2)), vT);
+      }
     } else {
       topos_sym heads[TP_LLAMA_MAX_KV_HEADS];
       for (int64_t kh = 0; kh < KVH; ++kh) {
         topos_sym qh = tp_reshape(r, topos_tape_narrow(t, q, 0, kh, 1), 2, G * T, hd, 0, 0);
-        topos_sym kc = tp_reshape(r, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 2, C, hd, 0, 0);
-        topos_sym vc = tp_reshape(r, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, hd, C, 0, 0);
         topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
         topos_sym vn = topos_tape_transpose(
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
-        topos_sym s_c = topos_tape_add(t, topos_tape_linear(t, qh, kc), g->mask_c);
         topos_sym s_n = topos_tape_add(t, topos_tape_linear(t, qh, kn), g->mask_n);
+        if (!cached) {
+          heads[kh] = topos_tape_linear(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1)), vn);
+          continue;
+        }
+        topos_sym kc = tp_reshape(r, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 2, C, hd, 0, 0);
+        topos_sym vc = tp_reshape(r, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, hd, C, 0, 0);
+        topos_sym s_c = topos_tape_add(t, topos_tape_linear(t, qh, kc), g->mask_c);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
@@ -160,11 +171,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 }
 
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int all_logits,
-                                  topos_dtype kv_dtype, topos_numerics numerics,
+                                  int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
                                   tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
   g->all_logits = all_logits;
+  g->has_cache = has_cache;
   size_t L = (size_t)m->config.n_layers;
   topos_sym *syms = calloc(4 * L, sizeof *syms);
   if (!syms) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: graph symbols");

@@ -32,7 +32,7 @@ struct topos_llama {
  * v_new[l] f32 [T, KVH, hd]. */
 typedef struct tp_llama_graph {
   int64_t T;
-  int all_logits;
+  int all_logits, has_cache;
   topos_plan *plan;
   topos_sym x0, cos, sin, mask_c, mask_n, logits;
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
@@ -40,8 +40,11 @@ typedef struct tp_llama_graph {
 
 /* kv_dtype f32: k_cache [KVH, hd, C], v_cache [KVH, C, hd] (matmul);
  * f16/bf16: k_cache [KVH, C, hd], v_cache [KVH, hd, C] (linear per kv head). */
+/* has_cache 0: a chunk at position 0 attends to its own keys only (no cache
+ * inputs, no mask_cache): the same bits, since cached keys would all be
+ * masked and add exact zeros. */
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int all_logits,
-                                  topos_dtype kv_dtype, topos_numerics numerics,
+                                  int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
                                   tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);
 
