@@ -78,9 +78,13 @@ typedef struct topos_llama_context_options {
                             * keys and values are rounded when cached, so decoding no
                             * longer equals the full-context bits) */
   topos_numerics numerics; /* posture of every plan the context compiles */
+  int64_t n_batch;         /* longest chunk one plan runs (bounds activation memory);
+                            * 0: whole evals. A prompt split in chunks of more than one
+                            * token is not bitwise the one-chunk forward (the value sums
+                            * of cache and chunk are added, not one ascending sum) */
 } topos_llama_context_options;
 
-/* Defaults: n_ctx 0, f32 cache, Fast. */
+/* Defaults: n_ctx 0, f32 cache, Fast, n_batch 128. */
 TOPOS_API topos_llama_context_options topos_llama_context_options_default(void);
 
 typedef struct topos_llama_context topos_llama_context;
@@ -92,7 +96,7 @@ TOPOS_API topos_status topos_llama_context_new(const topos_llama *model,
                                                topos_llama_context **out);
 TOPOS_API void topos_llama_context_free(topos_llama_context *ctx); /* NULL is fine */
 
-/* Runs n tokens at the next positions and appends their keys and values to
+/* Runs n tokens (in chunks of n_batch) at the next positions and appends their keys and values to
  * the cache. logits receives n_vocab floats for the last token, or, with
  * all_logits, n x n_vocab (row t = token t); may be NULL. Plans are compiled
  * on first use per (n, all_logits) and kept. TOPOS_ERR_RANGE when the tokens

@@ -33,6 +33,7 @@ topos_llama_context_options topos_llama_context_options_default(void) {
   memset(&o, 0, sizeof o);
   o.kv_dtype = TOPOS_F32;
   o.numerics = TOPOS_NUMERICS_FAST;
+  o.n_batch = 128;
   return o;
 }
 
@@ -197,19 +198,10 @@ static topos_status tp_new_input(int rank, int64_t d0, int64_t d1, int64_t d2, t
   return TOPOS_OK;
 }
 
-topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int64_t n,
-                              int all_logits, float *logits) {
-  if (!x || !tokens || n < 1)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama eval: NULL context/tokens or n < 1");
+static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
+                                  int all_logits, float *logits) {
   const topos_llama *m = x->model;
   const topos_llama_config *c = &m->config;
-  if (n > x->capacity - x->pos)
-    return tp_fail(TOPOS_ERR_RANGE, "llama eval: %lld tokens at position %lld exceed the context "
-                   "capacity %lld", (long long)n, (long long)x->pos, (long long)x->capacity);
-  for (int64_t i = 0; i < n; ++i)
-    if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
-      return tp_fail(TOPOS_ERR_RANGE, "llama eval: token %d (at %lld) is outside the vocabulary "
-                     "of %lld", tokens[i], (long long)i, (long long)c->n_vocab);
   tp_llama_graph *g;
   TP_TRY(tp_graph_for(x, n, all_logits, &g));
   int64_t T = n, C = x->capacity, D = c->dim, hd = c->head_dim, half = hd / 2;
@@ -289,5 +281,29 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
   topos_tensor_release(mn);
   if (st != TOPOS_OK) return tp_fail_context(st, "llama eval at position %lld", (long long)x->pos);
   x->pos += T;
+  return TOPOS_OK;
+}
+
+topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int64_t n,
+                              int all_logits, float *logits) {
+  if (!x || !tokens || n < 1)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama eval: NULL context/tokens or n < 1");
+  const topos_llama_config *c = &x->model->config;
+  if (n > x->capacity - x->pos)
+    return tp_fail(TOPOS_ERR_RANGE, "llama eval: %lld tokens at position %lld exceed the context "
+                   "capacity %lld", (long long)n, (long long)x->pos, (long long)x->capacity);
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+      return tp_fail(TOPOS_ERR_RANGE, "llama eval: token %d (at %lld) is outside the vocabulary "
+                     "of %lld", tokens[i], (long long)i, (long long)c->n_vocab);
+  /* chunks of at most n_batch tokens bound the activations' memory */
+  int64_t batch = x->options.n_batch > 0 ? x->options.n_batch : n;
+  for (int64_t done = 0; done < n;) {
+    int64_t len = n - done < batch ? n - done : batch;
+    int last = done + len == n;
+    float *out = all_logits ? (logits ? logits + done * c->n_vocab : NULL) : last ? logits : NULL;
+    TP_TRY(tp_eval_chunk(x, tokens + done, len, all_logits, out));
+    done += len;
+  }
   return TOPOS_OK;
 }

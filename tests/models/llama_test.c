@@ -27,11 +27,13 @@ static const int32_t lt_tokens[] = {1, 270, 5, 299, 42, 260, 7, 100, 3, 281, 64,
 #define LT_N ((int64_t)(sizeof lt_tokens / sizeof lt_tokens[0]))
 
 static topos_dtype lt_kv = TOPOS_F32; /* cache type lt_eval_all uses */
+static int64_t lt_batch = 128;        /* and chunk length */
 
 static topos_status lt_eval_all(const topos_llama *model, topos_numerics num, int64_t ctx_len,
                                 int64_t first_chunk, float *logits) {
   topos_llama_context_options o = topos_llama_context_options_default();
   o.kv_dtype = lt_kv;
+  o.n_batch = lt_batch;
   o.n_ctx = ctx_len;
   o.numerics = num;
   topos_llama_context *ctx = NULL;
@@ -162,6 +164,15 @@ TEST(llama_decode_equals_full_context_bitwise_exact) {
                 (long long)mismatches, threads, (long long)first);
     }
   }
+  /* a prompt cut in one-token chunks is token-by-token decoding; longer
+   * chunks add cache and chunk value sums: close, not bitwise */
+  lt_batch = 1;
+  CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, LT_N, step));
+  for (int64_t i = 0; i < LT_N * V; ++i) CHECK_BITS_F32(full[i], step[i]);
+  lt_batch = 5;
+  CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, LT_N, step));
+  for (int64_t i = 0; i < LT_N * V; ++i) CHECK_NEAR(step[i], full[i], 1e-4 * (1 + fabsf(full[i])));
+  lt_batch = 128;
   CHECK_OK(topos_set_threads(saved));
   free(full);
   free(step);
