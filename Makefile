@@ -25,8 +25,11 @@ endif
 
 all: build
 
+# BLAS=1 needs the CBLAS headers and library (OpenBLAS unless BLAS_VENDOR says otherwise).
+DEPS_EXTRA := $(TOPOS_DEPS_EXTRA) $(if $(filter ON,$(call onoff,$(BLAS))),$(if $(filter-out openblas,$(or $(BLAS_VENDOR),openblas)),$(if $(filter blis,$(BLAS_VENDOR)),libblis-dev),libopenblas-dev))
+
 deps:
-	@sh scripts/install-deps.sh
+	@TOPOS_DEPS_EXTRA="$(DEPS_EXTRA)" sh scripts/install-deps.sh
 
 configure: deps
 	@$(CMAKE) -S . -B $(BUILD) $(GEN) $(OPTS) >/dev/null

@@ -15,5 +15,6 @@
 #include "topos/tokenizer.h"
 #include "topos/sampler.h"
 #include "topos/llama.h"
+#include "topos/backend.h"
 
 #endif

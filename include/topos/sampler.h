@@ -1,7 +1,8 @@
 /* topos — models tier: token samplers.
  *
  * One chain, in llama.cpp's default order (common/sampling: penalties, top-k,
- * top-p, min-p, temperature, then a seeded draw):
+ * top-p, min-p, temperature, then a seeded draw; its DRY, typical-p, XTC and
+ * top-n-sigma stages are not implemented):
  *   1. penalties over the last penalty_last_n accepted tokens, each distinct
  *      token once: a logit > 0 is divided by repeat_penalty, otherwise
  *      multiplied; then logit -= count * frequency_penalty

@@ -37,9 +37,18 @@
  *
  * Decoding: pieces per token. "llama": U+2581 becomes ' ', byte tokens
  * "<0xXX>" give the raw byte. "gpt2": every code point is mapped back to its
- * byte (code points outside the table are copied as UTF-8). Control tokens
- * give "" unless TOPOS_DECODE_SPECIAL. A multi-byte character split over byte
- * tokens gives partial UTF-8 per piece; concatenated pieces are the text.
+ * byte (code points outside the table are copied as UTF-8); user-defined and
+ * unknown tokens are copied raw. Control tokens give "" unless
+ * TOPOS_DECODE_SPECIAL; unused tokens give "". A multi-byte character split
+ * over byte tokens gives partial UTF-8 per piece; concatenated pieces are the
+ * text. No clean-up of spaces before punctuation is done.
+ *
+ * Known differences from llama.cpp: a byte with neither a byte token nor a
+ * single-byte token becomes one unknown token per byte (SentencePiece emits
+ * one per character); tokens' lstrip/rstrip attributes are not modelled; the
+ * Unicode classes are approximate (above). The encodings of SmolLM2's
+ * vocabulary were checked against HuggingFace tokenizers
+ * (tests/models/tokenizer_smollm2_test.c).
  *
  * Vocabularies come from untrusted files: every entry is validated when the
  * tokenizer is built and a malformed one is refused with a status and a
@@ -88,7 +97,8 @@ typedef struct topos_tokenizer_desc {
   const char *const *tokens;    /* n_tokens strings */
   const size_t *token_lengths;  /* NULL: strlen of each */
   const float *scores;          /* n_tokens, required for "llama"; may be NULL for "gpt2" */
-  const int32_t *types;         /* n_tokens topos_token_type values; NULL: all normal */
+  const int32_t *types;         /* n_tokens topos_token_type values; NULL: all normal,
+                                   except "<0xXX>" texts in a "llama" vocab (byte) */
   int64_t n_merges;             /* "gpt2": required (may be 0) */
   const char *const *merges;    /* "left right" strings */
   const size_t *merge_lengths;  /* NULL: strlen of each */
@@ -158,15 +168,17 @@ TOPOS_API topos_status topos_tokenizer_decode_token_ex(const topos_tokenizer *to
                                                        unsigned flags, char *buf, size_t cap,
                                                        size_t *len);
 
-/* Decodes a sequence as llama.cpp's detokenize: pieces concatenated; when
- * add_space_prefix is on, the leading space of the first piece is dropped
- * (the one encode added), and a leading BOS is skipped. Flags: only
- * TOPOS_DECODE_SPECIAL is meaningful. Capacity rules as decode_token (the
- * text is not NUL-terminated). */
+/* Decodes a sequence as llama.cpp's detokenize: pieces concatenated; a
+ * leading BOS is skipped when the vocabulary adds one (add_bos) and
+ * TOPOS_DECODE_SPECIAL is not set; when add_space_prefix is on, one leading
+ * space of the first remaining piece is dropped (the one encode added).
+ * Flags: only TOPOS_DECODE_SPECIAL is meaningful. Capacity rules as
+ * decode_token (the text is not NUL-terminated). */
 TOPOS_API topos_status topos_tokenizer_decode(const topos_tokenizer *tok, const int32_t *ids,
                                               size_t n_ids, unsigned flags, char *buf, size_t cap,
                                               size_t *len);
 
+/* Accessors; a NULL tokenizer gives 0 / TOPOS_TOKEN_NONE. */
 TOPOS_API topos_tokenizer_kind topos_tokenizer_kind_of(const topos_tokenizer *tok);
 TOPOS_API int32_t topos_tokenizer_vocab_size(const topos_tokenizer *tok);
 TOPOS_API int32_t topos_tokenizer_bos(const topos_tokenizer *tok); /* TOPOS_TOKEN_NONE if none */

@@ -116,6 +116,38 @@ static int tp_candidate_order(const void *a, const void *b) {
   return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Moves the k best candidates (in tp_candidate_order) to the front, in
+ * order: a heap of the k best seen so far whose root is the worst of them,
+ * O(n log k) instead of sorting all n. The set is the one a full sort would
+ * keep, because the order is total (ties broken by id). */
+static int tp_worse(const tp_candidate *a, const tp_candidate *b) {
+  return tp_candidate_order(a, b) > 0;
+}
+
+static void tp_sift_down(tp_candidate *h, size_t k, size_t i) {
+  for (;;) {
+    size_t worst = i, l = 2 * i + 1, r = l + 1;
+    if (l < k && tp_worse(&h[l], &h[worst])) worst = l;
+    if (r < k && tp_worse(&h[r], &h[worst])) worst = r;
+    if (worst == i) return;
+    tp_candidate t = h[i];
+    h[i] = h[worst];
+    h[worst] = t;
+    i = worst;
+  }
+}
+
+static void tp_select_top_k(tp_candidate *c, size_t n, size_t k) {
+  for (size_t i = k / 2; i-- > 0;) tp_sift_down(c, k, i);
+  for (size_t i = k; i < n; i++) {
+    if (tp_worse(&c[0], &c[i])) {
+      c[0] = c[i];
+      tp_sift_down(c, k, 0);
+    }
+  }
+  qsort(c, k, sizeof *c, tp_candidate_order);
+}
+
 static void tp_apply_penalties(topos_sampler *s, int n_vocab) {
   const topos_sampler_params *p = &s->p;
   if (!s->window_count ||
@@ -174,10 +206,14 @@ static topos_status tp_chain(topos_sampler *s, const float *logits, int n_vocab,
     *n_out = 1;
     return TOPOS_OK;
   }
-  qsort(s->cand, n, sizeof *s->cand, tp_candidate_order);
+  if (p->top_k > 0 && (size_t)p->top_k < n) {
+    tp_select_top_k(s->cand, n, (size_t)p->top_k);
+    n = (size_t)p->top_k;
+  } else {
+    qsort(s->cand, n, sizeof *s->cand, tp_candidate_order);
+  }
   while (n > 0 && isinf(s->cand[n - 1].logit)) n--; /* -inf: probability 0 */
   if (n == 0) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "sampler: every logit is -inf");
-  if (p->top_k > 0 && (size_t)p->top_k < n) n = (size_t)p->top_k;
 
   double max = s->cand[0].logit, sum = 0.0;
   if (p->top_p < 1.0f || p->min_p > 0.0f) {

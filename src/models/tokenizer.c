@@ -109,6 +109,11 @@ static topos_status tp_load_tokens(topos_tokenizer *t, const topos_tokenizer_des
   for (int64_t i = 0; i < n; i++) {
     size_t len = tp_len_of(d->tokens, d->token_lengths, i);
     int32_t type = d->types ? d->types[i] : TOPOS_TOKEN_NORMAL;
+    /* without a type array, SPM byte pieces are still byte tokens (so that
+     * what byte fallback emits decodes back to the byte) */
+    if (!d->types && t->kind == TOPOS_TOKENIZER_SPM &&
+        tp_parse_byte_token(len ? d->tokens[i] : "", len) >= 0)
+      type = TOPOS_TOKEN_BYTE;
     if (type < TOPOS_TOKEN_UNDEFINED || type > TOPOS_TOKEN_BYTE)
       return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: token %lld has type %d (expected 0..6)",
                      (long long)i, (int)type);
@@ -319,19 +324,24 @@ topos_status topos_tokenizer_new(const topos_tokenizer_desc *desc, topos_tokeniz
 }
 
 /* ---- accessors */
-topos_tokenizer_kind topos_tokenizer_kind_of(const topos_tokenizer *t) { return t->kind; }
+/* NULL-safe: a NULL tokenizer has no tokens, no ids and no flags. */
+topos_tokenizer_kind topos_tokenizer_kind_of(const topos_tokenizer *t) {
+  return t ? t->kind : (topos_tokenizer_kind)0;
+}
 int32_t topos_tokenizer_vocab_size(const topos_tokenizer *t) { return t ? t->n_tokens : 0; }
-int32_t topos_tokenizer_bos(const topos_tokenizer *t) { return t->bos; }
-int32_t topos_tokenizer_eos(const topos_tokenizer *t) { return t->eos; }
-int32_t topos_tokenizer_eot(const topos_tokenizer *t) { return t->eot; }
-int32_t topos_tokenizer_unk(const topos_tokenizer *t) { return t->unk; }
-int32_t topos_tokenizer_pad(const topos_tokenizer *t) { return t->pad; }
-int topos_tokenizer_add_bos(const topos_tokenizer *t) { return t->add_bos; }
-int topos_tokenizer_add_eos(const topos_tokenizer *t) { return t->add_eos; }
-int topos_tokenizer_add_space_prefix(const topos_tokenizer *t) { return t->add_space_prefix; }
+int32_t topos_tokenizer_bos(const topos_tokenizer *t) { return t ? t->bos : TOPOS_TOKEN_NONE; }
+int32_t topos_tokenizer_eos(const topos_tokenizer *t) { return t ? t->eos : TOPOS_TOKEN_NONE; }
+int32_t topos_tokenizer_eot(const topos_tokenizer *t) { return t ? t->eot : TOPOS_TOKEN_NONE; }
+int32_t topos_tokenizer_unk(const topos_tokenizer *t) { return t ? t->unk : TOPOS_TOKEN_NONE; }
+int32_t topos_tokenizer_pad(const topos_tokenizer *t) { return t ? t->pad : TOPOS_TOKEN_NONE; }
+int topos_tokenizer_add_bos(const topos_tokenizer *t) { return t ? t->add_bos : 0; }
+int topos_tokenizer_add_eos(const topos_tokenizer *t) { return t ? t->add_eos : 0; }
+int topos_tokenizer_add_space_prefix(const topos_tokenizer *t) {
+  return t ? t->add_space_prefix : 0;
+}
 
 int topos_tokenizer_is_eog(const topos_tokenizer *t, int32_t id) {
-  return id != TOPOS_TOKEN_NONE && (id == t->eos || id == t->eot);
+  return t && id != TOPOS_TOKEN_NONE && (id == t->eos || id == t->eot);
 }
 
 topos_token_type topos_tokenizer_token_type(const topos_tokenizer *t, int32_t id) {

@@ -95,7 +95,9 @@ topos_status topos_tokenizer_decode(const topos_tokenizer *t, const int32_t *ids
                      (int)ids[i], (int)t->n_tokens - 1);
   tp_sink s = {buf, cap, 0};
   size_t first = 0;
-  if (n_ids && t->bos >= 0 && ids[0] == t->bos && !(flags & TOPOS_DECODE_SPECIAL)) first = 1;
+  /* as llama.cpp's detokenize: the BOS that encoding adds is not text */
+  if (n_ids && t->add_bos && t->bos >= 0 && ids[0] == t->bos && !(flags & TOPOS_DECODE_SPECIAL))
+    first = 1;
   for (size_t i = first; i < n_ids; i++) {
     unsigned f = flags & TOPOS_DECODE_SPECIAL;
     if (i == first && t->add_space_prefix) f |= TOPOS_DECODE_STRIP_LEADING_SPACE;

@@ -129,6 +129,8 @@ static topos_status tp_push_byte(const topos_tokenizer *t, unsigned char byte, t
 
 topos_status tp_spm_encode(const topos_tokenizer *t, const char *text, size_t n, tp_idvec *out) {
   if (n == 0) return TOPOS_OK;
+  if (n > SIZE_MAX / sizeof(tp_symbol))
+    return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text of %zu bytes too long", n);
   tp_merger m = {t, text, NULL, {NULL, 0, 0}, NULL};
   m.sym = malloc(n * sizeof *m.sym);
   if (!m.sym) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu symbols", n);
@@ -159,7 +161,9 @@ topos_status tp_spm_encode(const topos_tokenizer *t, const char *text, size_t n,
 /* BPE over one pre-token: bytes mapped to GPT-2's code points first. */
 static topos_status tp_bpe_word(const topos_tokenizer *t, const char *word, size_t n,
                                 tp_idvec *out) {
-  char *work = malloc(2 * n);      /* each byte maps to a 1- or 2-byte code point */
+  if (n > SIZE_MAX / sizeof(tp_symbol))
+    return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: word of %zu bytes too long", n);
+  char *work = malloc(2 * n); /* each byte maps to a 1- or 2-byte code point */
   char *key = malloc(2 * n + 1);
   tp_symbol *sym = malloc(n * sizeof *sym);
   topos_status st = TOPOS_OK;

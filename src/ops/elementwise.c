@@ -3,6 +3,7 @@
  * logical indices in row-major order and the result is always a new
  * contiguous tensor. One definition per op generates the f32, f64, bf16 and
  * f16 kernels (16-bit types compute in f32 and round once per element). */
+#include "backend/backend_internal.h"
 #include "ops/kernel.h"
 
 /* Scalar bodies over the compute type. */
@@ -66,6 +67,8 @@ TP_BINARY_OPS(TP_BINARY_KERNELS)
                                  const topos_tensor_desc *desc, topos_tensor **out) {   \
     (void)attrs;                                                                        \
     TP_TRY(tp_kernel_float(#name, desc->dtype));                                        \
+    topos_status offered = tp_backend_binary(tp_op_id_##name, in[0], in[1], out);       \
+    if (offered != TOPOS_UNSUPPORTED) return offered;                                   \
     topos_tensor *result;                                                               \
     TP_TRY(tp_new_output(desc, &result));                                               \
     TP_DISPATCH_FLOAT(desc->dtype, tp_bin_##name, in[0], in[1], result);                       \
@@ -99,6 +102,8 @@ TP_UNARY_OPS(TP_UNARY_KERNELS)
                                  const topos_tensor_desc *desc, topos_tensor **out) {   \
     (void)attrs;                                                                        \
     TP_TRY(tp_kernel_float(#name, desc->dtype));                                        \
+    topos_status offered = tp_backend_unary(tp_op_id_##name, in[0], out);               \
+    if (offered != TOPOS_UNSUPPORTED) return offered;                                   \
     topos_tensor *result;                                                               \
     TP_TRY(tp_new_output(desc, &result));                                               \
     TP_DISPATCH_FLOAT(desc->dtype, tp_un_##name, in[0], result);                       \

@@ -6,6 +6,7 @@
  * k = 0, 1, ..., K-1. bf16/f16 accumulate in f32 and round once. */
 #include <stdlib.h>
 
+#include "backend/backend_internal.h"
 #include "ops/kernel.h"
 
 #define TP_MATMUL_KERNEL(sfx, DT, S, C, LD, ST, unused)                                   \
@@ -43,6 +44,8 @@ topos_status tp_forward_matmul(topos_tensor *const *in, const topos_op_attrs *at
   (void)attrs;
   TP_TRY(tp_kernel_float("matmul", desc->dtype));
   const topos_tensor *a = in[0], *b = in[1];
+  topos_status offered = tp_backend_matmul(a, b, out); /* the acceleration chain */
+  if (offered != TOPOS_UNSUPPORTED) return offered;
   int64_t n = b->shape[b->rank - 1];
   /* one row of accumulators in the compute type (f64 for f64, else f32) */
   size_t acc_size = desc->dtype == TOPOS_F64 ? sizeof(double) : sizeof(float);

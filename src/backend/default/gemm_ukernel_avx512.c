@@ -1,0 +1,5 @@
+/* Default-rung microkernels for avx512 (see gemm_ukernel_template.h); called
+ * only after the runtime CPU check in gemm.c. */
+#define TP_UK_SUFFIX avx512
+#define TP_UK_VECTOR_BYTES 64
+#include "backend/default/gemm_ukernel_template.h"

@@ -1,0 +1,263 @@
+/* Byte-level BPE ("gpt2") tokenizer: the pre-tokenizer patterns piece by
+ * piece, hand-derived encodings of a toy merges table, special tokens and
+ * round trips of arbitrary bytes. */
+#include "models/tokenizer_internal.h"
+#include "tok_util.h"
+
+/* ---- pre-tokenizer pieces */
+typedef struct pieces {
+  char text[16][32];
+  int n;
+} pieces;
+
+typedef struct piece_ctx {
+  pieces *p;
+  const char *text;
+} piece_ctx;
+
+static topos_status collect_text(void *ctx, size_t start, size_t length) {
+  piece_ctx *c = ctx;
+  if (c->p->n >= 16 || length >= 32) return TOPOS_ERR_RANGE;
+  memcpy(c->p->text[c->p->n], c->text + start, length);
+  c->p->text[c->p->n][length] = 0;
+  c->p->n++;
+  return TOPOS_OK;
+}
+
+/* Pieces of text joined with '|' for one comparison string. */
+static void split(tp_pre_kind kind, const char *text, char *out, size_t cap) {
+  pieces p;
+  memset(&p, 0, sizeof p);
+  piece_ctx c = {&p, text};
+  out[0] = 0;
+  if (tp_pretokenize(kind, text, strlen(text), collect_text, &c) != TOPOS_OK) {
+    snprintf(out, cap, "<error>");
+    return;
+  }
+  size_t at = 0;
+  for (int i = 0; i < p.n; i++)
+    at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? "|" : "", p.text[i]);
+}
+
+#define CHECK_SPLIT(kind, text, expected)                                              \
+  do {                                                                                 \
+    char got_[512];                                                                    \
+    split(kind, text, got_, sizeof got_);                                              \
+    CHECK_MSG(strcmp(got_, expected) == 0, "split of \"%s\": \"%s\", expected \"%s\"", \
+              text, got_, expected);                                                   \
+  } while (0)
+
+TEST(tokenizer_pretokenize_gpt2) {
+  CHECK_SPLIT(TP_PRE_GPT2, "I'm  here 42x\n\n end!?", "I|'m| | here| 42|x|\n\n| end|!?");
+  CHECK_SPLIT(TP_PRE_GPT2, "I'M", "I|'|M"); /* contractions are case-sensitive */
+  CHECK_SPLIT(TP_PRE_GPT2, "they'll we've you'd", "they|'ll| we|'ve| you|'d");
+  CHECK_SPLIT(TP_PRE_GPT2, "a   ", "a|   ");     /* trailing run: \s+(?!\S) to the end */
+  CHECK_SPLIT(TP_PRE_GPT2, " 'x", " '|x");
+  CHECK_SPLIT(TP_PRE_GPT2, "café 12ab", "café| 12|ab");
+  CHECK_SPLIT(TP_PRE_GPT2, "x\xC3\xA9\xF0\x9F\x98\x80y", "x\xC3\xA9|\xF0\x9F\x98\x80|y");
+  CHECK_SPLIT(TP_PRE_GPT2, "", "");
+}
+
+TEST(tokenizer_pretokenize_whitespace_rules) {
+  /* "a \tb": the run " \t" is followed by 'b'; \s+(?!\S) takes " " and the
+   * '\t' is left alone (a single non-' ' space before a letter: \s+) */
+  CHECK_SPLIT(TP_PRE_GPT2, "a \tb", "a| |\t|b");
+  CHECK_SPLIT(TP_PRE_GPT2, "a\n b", "a|\n| b");
+  CHECK_SPLIT(TP_PRE_GPT2, "a\u00a0b", "a|\u00a0|b"); /* NBSP is whitespace */
+  CHECK_SPLIT(TP_PRE_GPT2, "\xFF\xFEx", "\xFF\xFE|x"); /* invalid bytes: symbols */
+}
+
+TEST(tokenizer_pretokenize_llama3) {
+  CHECK_SPLIT(TP_PRE_LLAMA3, "I'm  here 42x\n\n end!?", "I|'m| | here| |42|x|\n\n| end|!?");
+  CHECK_SPLIT(TP_PRE_LLAMA3, "I'M", "I|'M"); /* case-insensitive contractions */
+  CHECK_SPLIT(TP_PRE_LLAMA3, "1234567", "123|456|7");
+  CHECK_SPLIT(TP_PRE_LLAMA3, "x=(a+b)\n\nnext", "x|=(|a|+b|)\n\n|next");
+  CHECK_SPLIT(TP_PRE_LLAMA3, ".hello", ".hello"); /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+  CHECK_SPLIT(TP_PRE_LLAMA3, "a \n  b", "a| \n| | b");
+}
+
+TEST(tokenizer_pretokenize_digits) {
+  CHECK_SPLIT(TP_PRE_DIGITS_GPT2, "abc 2024!", "abc| |2|0|2|4|!");
+  CHECK_SPLIT(TP_PRE_DIGITS_GPT2, "x 12 y", "x| |1|2| y");
+  CHECK_SPLIT(TP_PRE_DIGITS_GPT2, "\u0661\u0662", "\u0661|\u0662"); /* Arabic-Indic digits */
+}
+
+TEST(tokenizer_unicode_classes) {
+  CHECK_EQ_INT(tp_char_class_of('a'), TP_CHAR_LETTER);
+  CHECK_EQ_INT(tp_char_class_of('7'), TP_CHAR_NUMBER);
+  CHECK_EQ_INT(tp_char_class_of('_'), TP_CHAR_OTHER);
+  CHECK_EQ_INT(tp_char_class_of(0xE9), TP_CHAR_LETTER);  /* é */
+  CHECK_EQ_INT(tp_char_class_of(0xD7), TP_CHAR_OTHER);   /* × */
+  CHECK_EQ_INT(tp_char_class_of(0xB2), TP_CHAR_NUMBER);  /* ² */
+  CHECK_EQ_INT(tp_char_class_of(0x3042), TP_CHAR_LETTER); /* あ */
+  CHECK_EQ_INT(tp_char_class_of(0x3000), TP_CHAR_SPACE);
+  CHECK_EQ_INT(tp_char_class_of(0x0301), TP_CHAR_OTHER); /* combining acute */
+  CHECK_EQ_INT(tp_char_class_of(0x1F600), TP_CHAR_OTHER); /* 😀 */
+  CHECK_EQ_INT(tp_char_class_of(0x0966), TP_CHAR_NUMBER); /* Devanagari zero */
+  CHECK_EQ_INT(tp_char_class_of(0x2014), TP_CHAR_OTHER); /* em dash */
+  CHECK_EQ_INT(tp_char_class_of(TP_UTF8_INVALID), TP_CHAR_OTHER);
+  /* bytes_to_unicode is a bijection onto its 256 code points */
+  int seen[0x144] = {0};
+  for (int b = 0; b < 256; b++) {
+    uint32_t cp = tp_byte_to_unicode((uint8_t)b);
+    CHECK(cp < 0x144 && !seen[cp]);
+    seen[cp] = 1;
+    CHECK_EQ_INT(tp_unicode_to_byte(cp), b);
+  }
+  CHECK_EQ_INT(tp_byte_to_unicode(' '), 0x120); /* Ġ */
+  CHECK_EQ_INT(tp_byte_to_unicode('\n'), 0x10A); /* Ċ */
+  CHECK_EQ_INT(tp_byte_to_unicode('A'), 'A');
+  CHECK_EQ_INT(tp_unicode_to_byte(0x2581), -1);
+}
+
+/* ---- the toy BPE vocabulary: ids 0..255 are the bytes' code points */
+enum { T_HE = 256, T_LL, T_HELL, T_HELLO, T_GW, T_OR, T_LD, T_GWOR, T_GWORLD, T_20,
+       T_EOT, T_IMS, T_TOOL, T_XYZ };
+
+static void bpe_vocab(tt_vocab *v) {
+  memset(v, 0, sizeof *v);
+  for (int b = 0; b < 256; b++) {
+    unsigned char utf8[4];
+    size_t len = tp_utf8_encode(tp_byte_to_unicode((uint8_t)b), utf8);
+    tt_vocab_add(v, (const char *)utf8, len, 0, TOPOS_TOKEN_NORMAL);
+  }
+  static const char *const merged[] = {"he", "ll", "hell", "hello", "\xC4\xA0w", "or", "ld",
+                                       "\xC4\xA0wor", "\xC4\xA0world", "20"};
+  for (size_t i = 0; i < sizeof merged / sizeof merged[0]; i++) tt_add(v, merged[i], 0);
+  tt_vocab_add(v, "<|endoftext|>", 13, 0, TOPOS_TOKEN_CONTROL);
+  tt_vocab_add(v, "<|im_start|>", 12, 0, TOPOS_TOKEN_CONTROL);
+  tt_vocab_add(v, "<tool>", 6, 0, TOPOS_TOKEN_USER_DEFINED);
+  tt_add(v, "xyz", 0); /* a token no merge reaches */
+  static const char *const merges[] = {"h e",        "l l",     "he ll", "hell o",
+                                       "\xC4\xA0 w", "o r",     "l d",   "\xC4\xA0w or",
+                                       "\xC4\xA0wor ld", "2 0"};
+  v->n_merges = (int)(sizeof merges / sizeof merges[0]);
+  for (int i = 0; i < v->n_merges; i++) v->merges[i] = merges[i];
+}
+
+static topos_tokenizer *bpe_make(tt_vocab *v, const char *pre, int via_gguf) {
+  bpe_vocab(v);
+  topos_tokenizer_desc d = tt_desc(v, "gpt2");
+  d.scores = NULL;
+  d.pre = pre;
+  d.bos_id = T_EOT, d.eos_id = T_EOT;
+  topos_tokenizer *t = NULL;
+  topos_status st = via_gguf ? tt_tokenizer_via_gguf(&d, &t) : topos_tokenizer_new(&d, &t);
+  if (st != TOPOS_OK) {
+    tt_fail_at(__FILE__, __LINE__, "building the toy BPE vocabulary: %s", topos_last_error());
+    tt_vocab_free(v);
+    return NULL;
+  }
+  return t;
+}
+
+TEST(tokenizer_bpe_known_encodings) {
+  for (int via = 0; via < 2; via++) {
+    tt_vocab v;
+    topos_tokenizer *t = bpe_make(&v, NULL, via);
+    CHECK(t);
+    CHECK_EQ_INT(topos_tokenizer_kind_of(t), TOPOS_TOKENIZER_BPE);
+    CHECK_EQ_INT(topos_tokenizer_add_space_prefix(t), 0);
+    CHECK_EQ_INT(topos_tokenizer_add_bos(t), 0);
+    int32_t ids[64];
+    long n = tt_encode(t, "hello world", 0, ids, 64);
+    CHECK_IDS(ids, n, T_HELLO, T_GWORLD);
+    n = tt_encode(t, "lld", 0, ids, 64); /* rank 1 (l l) before rank 6 (l d) */
+    CHECK_IDS(ids, n, T_LL, 'd');
+    n = tt_encode(t, " hello", 0, ids, 64);
+    CHECK_IDS(ids, n, ' ', T_HELLO);
+    n = tt_encode(t, "\xC3\xA9", 0, ids, 64); /* é: its two bytes' tokens */
+    CHECK_IDS(ids, n, 0xC3, 0xA9);
+    n = tt_encode(t, "hello", TOPOS_TOKENIZE_ADD_BOS | TOPOS_TOKENIZE_ADD_EOS, ids, 64);
+    CHECK_IDS(ids, n, T_EOT, T_HELLO, T_EOT);
+    n = tt_encode(t, "1120", 0, ids, 64); /* GPT-2 keeps the digits in one piece */
+    CHECK_IDS(ids, n, '1', '1', T_20);
+    n = tt_encode(t, "xyz", 0, ids, 64); /* merges only: no path to "xyz" */
+    CHECK_IDS(ids, n, 'x', 'y', 'z');
+    n = tt_encode(t, "hello\nworld", 0, ids, 64);
+    CHECK_IDS(ids, n, T_HELLO, '\n', 'w', T_OR, T_LD);
+    topos_tokenizer_free(t);
+    tt_vocab_free(&v);
+  }
+}
+
+TEST(tokenizer_bpe_pre_variants) {
+  tt_vocab v;
+  int32_t ids[64];
+  topos_tokenizer *t = bpe_make(&v, "llama-bpe", 0);
+  CHECK(t);
+  CHECK_EQ_INT(topos_tokenizer_add_bos(t), 1);
+  long n = tt_encode(t, "1120", 0, ids, 64); /* "112" | "0" */
+  CHECK_IDS(ids, n, '1', '1', '2', '0');
+  n = tt_encode(t, "xyz", 0, ids, 64); /* ignore_merges: a whole word that is a token */
+  CHECK_IDS(ids, n, T_XYZ);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+
+  t = bpe_make(&v, "smollm", 1);
+  CHECK(t);
+  n = tt_encode(t, "1120", 0, ids, 64); /* every digit alone */
+  CHECK_IDS(ids, n, '1', '1', '2', '0');
+  n = tt_encode(t, "hello world", 0, ids, 64);
+  CHECK_IDS(ids, n, T_HELLO, T_GWORLD);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+}
+
+TEST(tokenizer_bpe_special_tokens) {
+  tt_vocab v;
+  topos_tokenizer *t = bpe_make(&v, NULL, 0);
+  CHECK(t);
+  int32_t ids[64];
+  long n = tt_encode(t, "<|im_start|>hello<|endoftext|>", TOPOS_TOKENIZE_PARSE_SPECIAL, ids, 64);
+  CHECK_IDS(ids, n, T_IMS, T_HELLO, T_EOT);
+  /* unparsed: plain text ("<|", "im", "_", "start", "|>", "hello", ...) */
+  n = tt_encode(t, "<|im_start|>hello", 0, ids, 64);
+  CHECK_IDS(ids, n, '<', '|', 'i', 'm', '_', 's', 't', 'a', 'r', 't', '|', '>', T_HELLO);
+  n = tt_encode(t, "a<tool>b", 0, ids, 64); /* user-defined: always */
+  CHECK_IDS(ids, n, 'a', T_TOOL, 'b');
+  char buf[64];
+  size_t len;
+  CHECK_OK(topos_tokenizer_decode(t, ids, (size_t)n, 0, buf, sizeof buf, &len));
+  CHECK(len == 8 && memcmp(buf, "a<tool>b", 8) == 0);
+  int32_t seq[] = {T_IMS, T_HELLO, T_GWORLD, T_EOT};
+  CHECK_OK(topos_tokenizer_decode(t, seq, 4, 0, buf, sizeof buf, &len));
+  CHECK(len == 11 && memcmp(buf, "hello world", 11) == 0);
+  CHECK_OK(topos_tokenizer_decode(t, seq, 4, TOPOS_DECODE_SPECIAL, buf, sizeof buf, &len));
+  CHECK(len == 36 && memcmp(buf, "<|im_start|>hello world<|endoftext|>", 36) == 0);
+  CHECK_OK(topos_tokenizer_decode_token(t, T_GWORLD, buf, sizeof buf, &len));
+  CHECK(len == 6 && memcmp(buf, " world", 6) == 0);
+  CHECK_OK(topos_tokenizer_decode_token(t, 0xC3, buf, sizeof buf, &len)); /* a raw byte */
+  CHECK(len == 1 && (unsigned char)buf[0] == 0xC3);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, T_EOT), 1);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+}
+
+/* Random byte strings (valid UTF-8 or not) survive encode -> decode. */
+TEST(tokenizer_bpe_round_trips) {
+  static const char *const pres[] = {"default", "llama-bpe", "smollm"};
+  static const char alphabet[] = "hello world 2024 \n\t\r'sLL\xC3\xA9\xF0\x9F\x98\x80\xFF!?";
+  for (size_t p = 0; p < 3; p++) {
+    tt_vocab v;
+    topos_tokenizer *t = bpe_make(&v, pres[p], 0);
+    CHECK(t);
+    topos_rng rng = topos_rng_seed(42 + p);
+    char text[64], back[128];
+    int32_t ids[128];
+    for (int iter = 0; iter < 300; iter++) {
+      size_t n = (size_t)(topos_rng_next(&rng) % 48);
+      for (size_t i = 0; i < n; i++) {
+        uint64_t r = topos_rng_next(&rng);
+        text[i] = (r & 3) ? alphabet[(r >> 8) % (sizeof alphabet - 1)] : (char)(r >> 16);
+      }
+      size_t count, len;
+      CHECK_OK(topos_tokenizer_encode(t, text, n, TOPOS_TOKENIZE_PARSE_SPECIAL, ids, 128, &count));
+      CHECK_OK(topos_tokenizer_decode(t, ids, count, 0, back, sizeof back, &len));
+      CHECK_MSG(len == n && memcmp(back, text, n) == 0, "pre %s: round trip %d differs", pres[p],
+                iter);
+    }
+    topos_tokenizer_free(t);
+    tt_vocab_free(&v);
+  }
+}
