@@ -200,8 +200,9 @@ static int qb_command(int argc, char **argv) {
     const qb_type *t = &qb_types[ti];
     if (only_type && strcmp(only_type, t->name) != 0) continue;
     for (int si = 0; si < nshapes && rc == 0; ++si) {
-      const int64_t m = shapes[si][0], k = shapes[si][1], n = shapes[si][2];
-      if (only_m && (m != only_m || k != only_k || n != only_n)) continue;
+      int64_t m = shapes[si][0], k = shapes[si][1], n = shapes[si][2];
+      if (only_m && si > 0) continue;
+      if (only_m) m = only_m, k = only_k, n = only_n; /* --shape: that shape alone */
       const size_t wbytes = (size_t)(n * (k / t->block) * t->bytes);
       uint8_t *w = malloc(wbytes);
       float *a = malloc((size_t)(m * k) * sizeof(float)), *out = malloc((size_t)(m * n) * sizeof(float));

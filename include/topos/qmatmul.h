@@ -12,16 +12,22 @@
  *              (topos_quantize_row; Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for
  *              Q4_1/Q5_1, Q8_K for the K-quants, f32 kept as is for f32,
  *              f16 and bf16 weights), then every output is one reference
- *              vec dot (fixed order) plus bias. Portable C, any CPU.
- *   FAST       SIMD kernels picked at run time (AVX-512 VNNI, else AVX2; see
- *              topos_qmatmul_fast_isa). Activations are quantized once per
- *              product to exactly the same integers and scales as the
- *              reference; integer dot products are exact; only the float
- *              scaling and summation order differ (reassociation), bounded
- *              per type in tests/quant/qmatmul_test.c. f16/bf16 weights are
- *              widened exactly to f32, activations are never rounded.
- *              Returns TOPOS_UNSUPPORTED where no kernel serves (no AVX2,
- *              other architectures for now, or TOPOS_DISABLE_ISA=avx2).
+ *              vec dot (ggml's *_generic order) plus bias. f16/bf16 weights:
+ *              the exactly widened weight times the f32 activation in f32,
+ *              summed in f64 in ascending k, rounded once (activations are
+ *              not rounded to 16 bits as ggml does). Portable C, any CPU.
+ *   FAST       kernels picked at run time: AMX-INT8 tiles for block-quantized
+ *              weights when m >= 8 (legacy formats), 16 (Q4_K, Q5_K) or 24
+ *              (Q2_K, Q3_K, Q6_K) and AMX is granted; AVX-512 VNNI; AVX2;
+ *              else portable C ("generic", about reference speed; arm64 has
+ *              no NEON kernel yet). See topos_qmatmul_fast_isa. Activations
+ *              are quantized once per product to exactly the integers and
+ *              scales of the reference; integer dot products are exact; only
+ *              the float scaling and summation order differ (reassociation),
+ *              bounded in tests/quant/qmatmul_test.c. f16/bf16 weights are
+ *              widened exactly to f32, activations are never rounded. The
+ *              bits depend on the kernel (ISA, and AMX vs VNNI by m).
+ *              TOPOS_UNSUPPORTED where no kernel serves a weight type.
  *   AUTO       FAST when it can serve, else REFERENCE.
  *
  * Every path splits work over output rows n only, never over k: results
@@ -52,8 +58,10 @@ TOPOS_API topos_status topos_qmatmul(const float *a, int64_t m, int64_t k, const
                                      topos_dtype wtype, int64_t n, const float *bias,
                                      float *out, topos_qmatmul_path path);
 
-/* The ISA the FAST path would use for wtype right now ("avx512vnni",
- * "avx2"), or NULL when FAST cannot serve it. The string is static. */
+/* The kernel family the FAST path would use for wtype right now
+ * ("avx512vnni+amx": AMX tiles for block-quantized weights from the m above,
+ * AVX-512 VNNI below; "avx512vnni", "avx2", "generic"), or NULL when FAST
+ * cannot serve it. Static string. */
 TOPOS_API const char *topos_qmatmul_fast_isa(topos_dtype wtype);
 
 #ifdef __cplusplus

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "quant/qk_internal.h"
+#include "quant/qk_shim.h"
 
 typedef struct qk_act {
   int64_t m, kpad;
@@ -76,7 +77,19 @@ static void qk_act_free(qk_act *act) {
 
 /* Quantizes a[m][k] for a weight type with traits tr. Returns 0 on
  * allocation failure (sizes were checked by the caller). */
-static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int64_t k, qk_act *act) {
+typedef struct {
+  const tp_qk_traits *tr;
+  const float *a;
+  int64_t k;
+  qk_act *act;
+} qk_act_job;
+
+static void qk_act_rows(void *vjob, int64_t r0, int64_t r1);
+
+/* Rows are independent: they are quantized in parallel (threads as in
+ * tp_qk_parallel_for), the results do not depend on the split. */
+static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int64_t k, qk_act *act,
+                          int threads) {
   memset(act, 0, sizeof *act);
   const int64_t kpad = (k + TP_QK_STEP - 1) / TP_QK_STEP * TP_QK_STEP, lanes = kpad / 4;
   const size_t mm = (size_t)m;
@@ -93,8 +106,20 @@ static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int
   act->dsb = (float *)(act->init + m * lanes);
   act->bf = act->dsb + m * (kpad / 256 + 1);
   act->q = (int8_t *)(act->bf + m * (kpad / 16));
+  qk_act_job job = {tr, a, k, act};
+  tp_qk_parallel_for(threads, m, 4, qk_act_rows, &job);
+  return 1;
+}
+
+static void qk_act_rows(void *vjob, int64_t r0, int64_t r1) {
+  const qk_act_job *job = vjob;
+  const tp_qk_traits *tr = job->tr;
+  const float *a = job->a;
+  const int64_t k = job->k;
+  qk_act *act = job->act;
+  const int64_t kpad = act->kpad, lanes = kpad / 4;
   const int kq = tr->act == TP_QK_ACT_Q8_K;
-  for (int64_t r = 0; r < m; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     const float *x = a + r * k;
     int8_t *q = act->q + r * kpad;
     float *d = act->d + r * lanes, *g = act->g + r * lanes;
@@ -128,7 +153,6 @@ static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int
         if (!kq && tr->act != TP_QK_ACT_Q8_1) g[l] = d[l] * (float)sum;
       }
   }
-  return 1;
 }
 
 #endif

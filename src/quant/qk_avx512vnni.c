@@ -96,5 +96,12 @@ static inline float qk_reduce_avx512(__m512 v) {
 }
 
 #include "quant/qk_engine_body.h"
+#include "quant/qk_amx_body.h"
 
-topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) { return QK_FN(run)(task); }
+topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
+  tp_qk_traits tr;
+  if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
+      tr.act != TP_QK_ACT_F32)
+    return qk_amx_run(task, &tr);
+  return QK_FN(run)(task);
+}

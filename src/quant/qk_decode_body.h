@@ -19,7 +19,7 @@ static inline float qk_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p
 /* 16 packed bytes -> 16 low nibbles at dst, 16 high nibbles at dst + 16,
  * each OR'ed with the 5th bits in hi_lo / hi_hi (0x10 per element or 0).
  * Explicit SSE2: compilers do not vectorise these 18/22-byte strides well. */
-#if defined(__x86_64__)
+#if defined(__SSE4_1__)
 #include <emmintrin.h>
 #include <smmintrin.h>
 #include <tmmintrin.h>
@@ -135,7 +135,7 @@ static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *mi
 static inline void qk_k4_scales(const uint8_t *blk, int32_t *sc, float *mf, float *d) {
   *d = qk_f16(blk);
   const float dmin = qk_f16(blk + 2);
-#if defined(__x86_64__)
+#if defined(__SSE4_1__)
   /* The 12 packed bytes as three words: byte-parallel masks and shifts give
    * the eight 6-bit scales and mins (the same values as qk_scale_min_k4). */
   uint32_t w[3];

@@ -370,7 +370,7 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       } else {
         ctx.q4 = QK_FN(qt_bias_c4), ctx.q1 = QK_FN(qt_bias_c1);
       }
-      if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act))
+      if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads))
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
   }

@@ -55,6 +55,7 @@ int tp_qk_traits_of(topos_dtype wtype, tp_qk_traits *out);
 /* FAST entry points (TOPOS_UNSUPPORTED when the type is not served). */
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task);
 topos_status tp_qk_fast_avx2(const tp_qk_task *task);
+topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU */
 
 /* Internal variant of topos_qmatmul with an explicit thread count (tests). */
 topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,

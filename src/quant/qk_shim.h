@@ -20,12 +20,23 @@ void tp_qk_parallel_for(int threads, int64_t n, int64_t grain, tp_qk_range_fn fn
  * TOPOS_DISABLE_ISA masking. */
 bool tp_qk_cpu_avx2(void);
 bool tp_qk_cpu_avx512vnni(void);
+/* AMX-INT8 granted by CPU and OS, not masked, and allowed by the ISA cap. */
+bool tp_qk_amx_usable(void);
 
 
 /* Caps the fast path's ISA for tests: TP_QK_ISA_NONE (no fast kernel),
- * TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_ANY (default). The CPU
+ * TP_QK_ISA_GENERIC (portable C),
+ * TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_AMX (AVX-512 VNNI plus AMX
+ * tiles from m >= 8..24 by type), TP_QK_ISA_ANY (default). The CPU
  * and TOPOS_DISABLE_ISA still apply. Not thread-safe: set it between calls. */
-enum { TP_QK_ISA_NONE = 0, TP_QK_ISA_AVX2 = 1, TP_QK_ISA_AVX512VNNI = 2, TP_QK_ISA_ANY = 3 };
+enum {
+  TP_QK_ISA_NONE = 0,
+  TP_QK_ISA_GENERIC = 1,
+  TP_QK_ISA_AVX2 = 2,
+  TP_QK_ISA_AVX512VNNI = 3,
+  TP_QK_ISA_AMX = 4,
+  TP_QK_ISA_ANY = 5
+};
 void tp_qk_set_isa_cap(int cap);
 int tp_qk_isa_cap(void);
 

@@ -64,7 +64,7 @@ static qk_fast_fn qk_fast_kernel(topos_dtype wtype, const char **isa) {
   if (!tp_qk_traits_of(wtype, NULL)) return NULL;
 #if defined(__x86_64__) || defined(_M_X64)
   if (tp_qk_isa_cap() >= TP_QK_ISA_AVX512VNNI && tp_qk_cpu_avx512vnni()) {
-    if (isa) *isa = "avx512vnni";
+    if (isa) *isa = tp_qk_amx_usable() ? "avx512vnni+amx" : "avx512vnni";
     return tp_qk_fast_avx512vnni;
   }
   if (tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2()) {
@@ -72,6 +72,10 @@ static qk_fast_fn qk_fast_kernel(topos_dtype wtype, const char **isa) {
     return tp_qk_fast_avx2;
   }
 #endif
+  if (tp_qk_isa_cap() >= TP_QK_ISA_GENERIC) {
+    if (isa) *isa = "generic";
+    return tp_qk_fast_generic;
+  }
   return NULL;
 }
 

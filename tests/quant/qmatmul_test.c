@@ -165,22 +165,26 @@ TEST(qmatmul_fast_matches_reference_every_type) {
     topos_dtype t = qm_all_types[ti];
     qm_check_case(t, 1, 256, 13, 0);
     qm_check_case(t, 6, 512, 9, 1);
+    qm_check_case(t, 26, 256, 21, 1); /* m >= 24: the AMX route for every type where the CPU has it */
     if (qm_block(t) <= 32) qm_check_case(t, 5, 96, 7, 1); /* k not a multiple of 64 */
     if (qm_block(t) == 1) qm_check_case(t, 3, 37, 5, 0);  /* vector tail */
   }
 }
 
 TEST(qmatmul_every_isa_level_matches_reference) {
-  const int levels[] = {TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI};
+  const int levels[] = {TP_QK_ISA_GENERIC, TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_AMX};
+  const char *names[] = {"generic", "avx2", "avx512vnni", "avx512vnni+amx"};
   int ran = 0;
-  for (int l = 0; l < 2; ++l) {
+  for (int l = 0; l < 4; ++l) {
     tp_qk_set_isa_cap(levels[l]);
     const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
-    if (!isa || (l == 1 && strcmp(isa, "avx512vnni") != 0)) continue;
-    if (l == 0 && strcmp(isa, "avx2") != 0) continue;
+    if (!isa || strcmp(isa, names[l]) != 0) continue; /* level not available here */
     ++ran;
-    const topos_dtype some[] = {TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_1, TOPOS_Q3_K};
-    for (size_t i = 0; i < sizeof some / sizeof some[0]; ++i) qm_check_case(some[i], 5, 256, 6, 1);
+    const topos_dtype some[] = {TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_1, TOPOS_Q3_K, TOPOS_Q2_K};
+    for (size_t i = 0; i < sizeof some / sizeof some[0]; ++i) {
+      qm_check_case(some[i], 5, 256, 6, 1);
+      qm_check_case(some[i], 26, 256, 18, 0);
+    }
   }
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
   if (!ran) SKIP("no SIMD level available");
@@ -232,12 +236,14 @@ static int qm_same_bits(const float *x, const float *y, int64_t count) {
 
 TEST(qmatmul_bitwise_across_threads_runs_and_m) {
   const topos_dtype some[] = {TOPOS_F32, TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q4_1};
-  const int64_t m = 7, k = 512, n = 37;
-  for (size_t ti = 0; ti < sizeof some / sizeof some[0]; ++ti) {
-    topos_dtype t = some[ti];
+  const int64_t k = 512, n = 37;
+  for (size_t ti = 0; ti < 2 * sizeof some / sizeof some[0]; ++ti) {
+    /* m = 7 and m = 30 (the AMX route, where present, serves m >= 24 for every type) */
+    const int64_t m = ti % 2 ? 30 : 7;
+    topos_dtype t = some[ti / 2];
     uint8_t *w = qm_weights(t, n, k);
-    float *a = qm_floats(m * k, 1.0f), *o1 = malloc(m * n * 4), *o2 = malloc(m * n * 4), *row = malloc(n * 4);
-    CHECK(w && a && o1 && o2 && row);
+    float *a = qm_floats(m * k, 1.0f), *o1 = malloc(m * n * 4), *o2 = malloc(m * n * 4);
+    CHECK(w && a && o1 && o2);
     for (int p = 0; p < 2; ++p) {
       topos_qmatmul_path path = p ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_FAST;
       if (path == TOPOS_QMATMUL_FAST && !qm_have_fast()) continue;
@@ -247,11 +253,18 @@ TEST(qmatmul_bitwise_across_threads_runs_and_m) {
         CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, o2, path, th));
         CHECK_MSG(qm_same_bits(o1, o2, m * n), "%s path %d: %d threads differ", qm_name(t), p, th);
       }
-      /* row 5 alone (m = 1) gives the bits of row 5 within the m = 7 product */
-      CHECK_OK(tp_qmatmul_threads(a + 5 * k, 1, k, w, t, n, NULL, row, path, 2));
-      CHECK_MSG(qm_same_bits(row, o1 + 5 * n, n), "%s path %d: m = 1 differs from m = 7", qm_name(t), p);
+      /* rows computed in another product (m = 1, or m = 25 on the AMX route:
+       * other tiles, same route) give the same bits */
+      const int64_t sub = m < 8 ? 1 : 25;
+      float *part = malloc((size_t)(sub * n) * 4);
+      CHECK(part);
+      CHECK_OK(tp_qmatmul_threads(a + 5 * k, sub, k, w, t, n, NULL, part, path, 2));
+      int same = qm_same_bits(part, o1 + 5 * n, sub * n);
+      free(part);
+      CHECK_MSG(same, "%s path %d m %lld: rows 5.. differ when computed with m = %lld", qm_name(t), p,
+                (long long)m, (long long)sub);
     }
-    free(w), free(a), free(o1), free(o2), free(row);
+    free(w), free(a), free(o1), free(o2);
   }
 }
 

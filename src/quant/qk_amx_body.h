@@ -1,0 +1,250 @@
+/* AMX-INT8 route of the fast engine for m >= qk_amx_min_m(wtype) (included by
+ * qk_avx512vnni.c after the engine body; AMX instructions as inline asm, so
+ * no extra compiler flags). Only called when the CPU and the OS grant AMX
+ * tile data (base/cpu.c requests it) and TOPOS_DISABLE_ISA leaves amx on.
+ *
+ * One tdpbusd multiplies 16 weight rows (A: decoded unsigned q, 16 rows x CK
+ * bytes straight from the panel buffer) by 16 activation rows (B: the
+ * quantized activations repacked once per product into the 4-byte
+ * interleaved layout tiles want), CK = 32 elements (16 for the K formats
+ * with 16-element scales), giving every (weight row, activation row) pair's
+ * exact integer sum of one chunk. The float epilogue per chunk, with lanes
+ * over the activation rows, is
+ *     acc += float(C - bias * S) * (s * da) - mn * g
+ * (S: the chunk's activation sum, g: da * S, or Q8_1's s): the same
+ * operations for a pair whatever tile holds it, so results do not depend on
+ * the thread count; they do differ in rounding from the VNNI route. */
+/* Below these m the VNNI route is faster (measured on Sapphire Rapids: a
+ * half-empty activation tile, and the K formats' integer super-block path). */
+static int64_t qk_amx_min_m(topos_dtype wtype) {
+  switch (wtype) {
+    case TOPOS_Q4_K:
+    case TOPOS_Q5_K: return 16;
+    case TOPOS_Q2_K:
+    case TOPOS_Q3_K:
+    case TOPOS_Q6_K: return 24;
+    default: return 8;
+  }
+}
+
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} qk_amx_config;
+
+/* tmm0..tmm3: C of (tile set, activation group) = tmm(2 * set + group),
+ * 16 x 64 bytes; tmm4: A (16 weight rows x ck); tmm5, tmm6: B of groups 0
+ * and 1 (ck/4 x 64). */
+static void qk_amx_configure(int ck) {
+  qk_amx_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  cfg.colsb[4] = (uint16_t)ck, cfg.rows[4] = 16;
+  for (int t = 5; t < 7; ++t) cfg.colsb[t] = 64, cfg.rows[t] = (uint8_t)(ck / 4);
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+static inline void qk_amx_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+
+#define QK_AMX_TILE_PRODUCT(c, b) "tilezero %%tmm" #c "\n\ttdpbusd %%tmm" #b ", %%tmm4, %%tmm" #c "\n\t"
+
+/* C(set, g) = A(weight rows at a, stride astride) x B(group g's packed tile),
+ * for groups 0..ngroups-1 (1 or 2): A is loaded once for both. */
+static inline void qk_amx_chunk(int set, int ngroups, const uint8_t *a, int64_t astride, const int8_t *b0,
+                                const int8_t *b1) {
+  const int64_t bstride = 64;
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%2,%3,1), %%tmm5"
+                   : : "r"(a), "r"(astride), "r"(b0), "r"(bstride) : "memory");
+  if (ngroups > 1) __asm__ volatile("tileloadd (%0,%1,1), %%tmm6" : : "r"(b1), "r"(bstride) : "memory");
+  if (set == 0) {
+    __asm__ volatile(QK_AMX_TILE_PRODUCT(0, 5) ::: "memory");
+    if (ngroups > 1) __asm__ volatile(QK_AMX_TILE_PRODUCT(1, 6) ::: "memory");
+  } else {
+    __asm__ volatile(QK_AMX_TILE_PRODUCT(2, 5) ::: "memory");
+    if (ngroups > 1) __asm__ volatile(QK_AMX_TILE_PRODUCT(3, 6) ::: "memory");
+  }
+}
+
+static inline void qk_amx_store(int set, int group, int32_t *c) {
+  const int64_t stride = 64;
+  switch (2 * set + group) {
+    case 0: __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+    case 1: __asm__ volatile("tilestored %%tmm1, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+    case 2: __asm__ volatile("tilestored %%tmm2, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+    default: __asm__ volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
+  }
+}
+
+/* Activations for tiles: per group of 16 rows and chunk j, the B tile
+ * (ck/4 rows of 16 x 4 bytes), da, -bias * S (int32) and g, 16 lanes each. */
+typedef struct {
+  int64_t groups, chunks, ck;
+  int8_t *tiles; /* groups * chunks * ck * 16 */
+  float *d, *g;  /* groups * chunks * 16 */
+  int32_t *corr; /* groups * chunks * 16 */
+  void *mem;
+} qk_amx_act;
+
+static int qk_amx_act_prepare(const qk_act *act, const tp_qk_traits *tr, int64_t ck, qk_amx_act *out) {
+  memset(out, 0, sizeof *out);
+  const int64_t kpad = act->kpad, lanes = kpad / 4, dstride = kpad / 256 + 1;
+  out->groups = (act->m + 15) / 16;
+  out->chunks = kpad / ck;
+  out->ck = ck;
+  const size_t cells = (size_t)out->groups * (size_t)out->chunks;
+  char *mem = calloc(1, cells * (size_t)ck * 16 + cells * 16 * 12 + 64);
+  if (!mem) return 0;
+  out->mem = mem;
+  out->d = (float *)(void *)mem;
+  out->g = out->d + cells * 16;
+  out->corr = (int32_t *)(void *)(out->g + cells * 16);
+  out->tiles = (int8_t *)(void *)(out->corr + cells * 16);
+  for (int64_t row = 0; row < act->m; ++row) {
+    const int64_t gi = row / 16, c = row % 16;
+    const int8_t *q = act->q + row * kpad;
+    for (int64_t j = 0; j < out->chunks; ++j) {
+      const size_t cell = (size_t)(gi * out->chunks + j);
+      int8_t *tile = out->tiles + cell * (size_t)ck * 16;
+      const int8_t *src = q + j * ck;
+      int sum = 0;
+      for (int64_t e = 0; e < ck; e += 4) memcpy(tile + (e / 4) * 64 + 4 * c, src + e, 4);
+      for (int64_t e = 0; e < ck; ++e) sum += src[e];
+      float d = tr->act == TP_QK_ACT_Q8_K ? act->dsb[row * dstride + (j * ck) / 256]
+                                          : act->d[row * lanes + j * ck / 4];
+      float g = d * (float)sum;
+      if (tr->act == TP_QK_ACT_Q8_1) { /* Q8_1's s, spread over lanes of 1/8 (exact) */
+        g = 0.0f;
+        for (int64_t l = 0; l < ck / 4; ++l) g += act->g[row * lanes + j * ck / 4 + l];
+      }
+      out->d[cell * 16 + (size_t)c] = d;
+      out->g[cell * 16 + (size_t)c] = g;
+      out->corr[cell * 16 + (size_t)c] = -tr->bias * sum;
+    }
+  }
+  return 1;
+}
+
+typedef struct {
+  const tp_qk_task *task;
+  tp_qk_traits tr;
+  qk_act act;
+  qk_amx_act amx;
+  qk_decode_fn decode;
+  qk_kdecode_fn kdecode;
+  volatile int failed;
+} qk_amx_ctx;
+
+/* Decodes 16 weight rows (the last repeated) into q[16][kpad] and float
+ * s, mn per 16 elements (K formats: s = d * sc). */
+static void qk_amx_decode(const qk_amx_ctx *ctx, int64_t n0, int nr, uint8_t *q, float *s, float *mn,
+                          int32_t *sc_tmp, float *d_tmp) {
+  const tp_qk_task *t = ctx->task;
+  const int64_t kpad = ctx->act.kpad, ng = kpad / 16;
+  for (int r = 0; r < 16; ++r) {
+    const int64_t row = n0 + (r < nr ? r : nr - 1);
+    const uint8_t *src = (const uint8_t *)t->w + (size_t)row * t->row_bytes;
+    uint8_t *qr = q + (size_t)r * (size_t)kpad;
+    float *sr = s + r * ng, *mr = mn + r * ng;
+    memset(qr + t->k, 0, (size_t)(kpad - t->k));
+    for (int64_t g = 0; g < ng; ++g) sr[g] = mr[g] = 0.0f;
+    if (ctx->kdecode) {
+      ctx->kdecode(src, t->k, qr, sc_tmp, mr, d_tmp);
+      for (int64_t g = 0; g < t->k / 16; ++g) sr[g] = d_tmp[g / 16] * (float)(int16_t)sc_tmp[g];
+    } else {
+      ctx->decode(src, t->k, qr, sr, mr);
+    }
+  }
+}
+
+static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
+  qk_amx_ctx *ctx = vctx;
+  const tp_qk_task *t = ctx->task;
+  const qk_amx_act *aa = &ctx->amx;
+  const int64_t kpad = ctx->act.kpad, ng = kpad / 16, ck = aa->ck, sstep = ck / 16;
+  const int has_min = ctx->tr.has_min, has_bias = ctx->tr.bias != 0;
+  uint8_t *q = malloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 4 * 1024 + 64);
+  if (!q) {
+    ctx->failed = 1;
+    return;
+  }
+  float *s = (float *)(void *)(q + (size_t)16 * (size_t)kpad), *mn = s + 16 * ng;
+  int32_t *sc_tmp = (int32_t *)(void *)(mn + 16 * ng);
+  float *d_tmp = (float *)(void *)(sc_tmp + ng);
+  int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(d_tmp + kpad / 256 + 16) + 63) & ~(uintptr_t)63);
+  qk_amx_configure((int)ck);
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 16;
+    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
+    qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);
+    for (int64_t g0 = 0; g0 < aa->groups; g0 += 2) {
+      const int ngroups = aa->groups - g0 >= 2 ? 2 : 1;
+      float accm[2][16][16] __attribute__((aligned(64)));
+      memset(accm, 0, sizeof accm);
+      const size_t cellg[2] = {(size_t)(g0 * aa->chunks), (size_t)((g0 + 1) * aa->chunks)};
+      const size_t tile_bytes = (size_t)ck * 16;
+      qk_amx_chunk(0, ngroups, q, kpad, aa->tiles + cellg[0] * tile_bytes, aa->tiles + cellg[1] * tile_bytes);
+      /* Three stages in flight: the tile stores of chunk j (its products were
+       * issued an iteration ago; the tile unit runs in order), the products
+       * of chunk j + 1, the epilogue of chunk j - 1 (a tile store takes a
+       * while to become readable by vector loads). */
+      for (int64_t j = 0; j <= aa->chunks; ++j) {
+        if (j < aa->chunks)
+          for (int g = 0; g < ngroups; ++g) qk_amx_store((int)(j & 1), g, cbuf + ((j & 1) * 2 + g) * 256);
+        if (j + 1 < aa->chunks)
+          qk_amx_chunk((int)((j + 1) & 1), ngroups, q + (j + 1) * ck, kpad,
+                       aa->tiles + (cellg[0] + (size_t)j + 1) * tile_bytes,
+                       aa->tiles + (cellg[1] + (size_t)j + 1) * tile_bytes);
+        if (j == 0) continue;
+        const int64_t jj = j - 1;
+        for (int g = 0; g < ngroups; ++g) {
+          const size_t cell = cellg[g] + (size_t)jj;
+          const int32_t *cb = cbuf + ((jj & 1) * 2 + g) * 256;
+          const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
+          const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
+          const __m512i corr = _mm512_loadu_si512((const void *)(aa->corr + cell * 16));
+          for (int r = 0; r < 16; ++r) {
+            __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
+            if (has_bias) ci = _mm512_add_epi32(ci, corr);
+            const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
+            __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, _mm512_load_ps(accm[g][r]));
+            if (has_min) acc = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc);
+            _mm512_store_ps(accm[g][r], acc);
+          }
+        }
+      }
+      for (int g = 0; g < ngroups; ++g)
+        for (int c = 0; c < 16 && (g0 + g) * 16 + c < t->m; ++c)
+          for (int r = 0; r < nr; ++r) {
+            const float v = accm[g][r][c];
+            t->out[((g0 + g) * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
+          }
+    }
+  }
+  qk_amx_release();
+  free(q);
+}
+
+static topos_status qk_amx_run(const tp_qk_task *t, const tp_qk_traits *tr) {
+  qk_amx_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.task = t;
+  ctx.tr = *tr;
+  ctx.decode = qk_decoder_of(t->wtype);
+  ctx.kdecode = qk_kdecoder_of(t->wtype);
+  /* chunks of one scale: 32 where scales are per 32, 16 for Q2_K, Q3_K, Q6_K */
+  const int64_t ck = (t->wtype == TOPOS_Q2_K || t->wtype == TOPOS_Q3_K || t->wtype == TOPOS_Q6_K) ? 16 : 32;
+  if (!qk_act_prepare(tr, t->a, t->m, t->k, &ctx.act, t->threads))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (!qk_amx_act_prepare(&ctx.act, tr, ck, &ctx.amx)) {
+    qk_act_free(&ctx.act);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation tiles %lld x %lld", (long long)t->m,
+                   (long long)t->k);
+  }
+  tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1, qk_amx_range, &ctx);
+  free(ctx.amx.mem);
+  qk_act_free(&ctx.act);
+  if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
+  return TOPOS_OK;
+}
