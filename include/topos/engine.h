@@ -3,20 +3,41 @@
  * A request names what a caller wants from a network: roots (the results),
  * observed nodes (extra readable values), whether the run will be
  * differentiated (backward) and the numerics posture. Compiling it gives a
- * plan: only ancestors of roots and observe are evaluated (pruning); in a
- * forward-only plan each value that is not readable is released right after
- * its last consumer (liveness); a backward plan keeps every evaluated value
- * for the reverse sweep. A plan "changes what is stored, never what is
- * computed": its runs perform exactly the interpreter's kernel calls, so they
- * give the interpreter's bits (under Exact always; under Fast as long as no
- * envelope kernel engages — none does yet).
+ * plan:
+ *   - pruning: only ancestors of roots and observe are evaluated;
+ *   - kept values: roots and observed nodes, and in a backward plan the values
+ *     a backward rule reads (the operands of mul, the output of exp, ...);
+ *     every other value is dropped right after its last reader;
+ *   - one arena per run, laid out by liveness: each fresh result (not a view)
+ *     gets a byte range, reused by later results once every reader of the
+ *     buffer (views included) has run; kernels write straight into it;
+ *   - patterns may replace a group of nodes by one fused step (none yet).
+ * A plan "changes where values live, never what is computed": its runs make
+ * the interpreter's kernel calls on the same operands in the same order, so
+ * they give the interpreter's bits — under Exact always; under Fast as long
+ * as no envelope kernel engages (the acceleration tier states its envelope).
+ * Plans of both postures may be compiled from one network and used together.
  *
  * Runs made by a plan are ordinary topos_run objects: topos_run_read answers
  * roots and observed nodes only, topos_run_backward works on backward plans
- * and gives TOPOS_ERR_STATE on forward-only ones.
+ * (the loss must be a root or observed) and gives TOPOS_ERR_STATE on
+ * forward-only ones.
  *
- * Plans are immutable and may be run from many threads at once; a plan keeps
- * what it needs from the network (freeing the network first is fine). */
+ * Memory. A run owns its arena. Tensors read from it (topos_run_read, the
+ * gradients of topos_run_backward) are refcounted views of run memory and
+ * stay valid for as long as the caller holds them, even after the run is
+ * freed. A plan keeps its run contexts (arena, scratch for kernel temporaries
+ * and the backward sweep, tensor headers, the gradient field) and gives them
+ * to later runs: once the first runs have sized them, a forward + backward
+ * step performs no heap allocation, provided the caller releases what it
+ * read and frees the field and the run before the next step (a tensor still
+ * held only makes the next run take fresh memory; it is never overwritten).
+ *
+ * Threads. Plans are immutable apart from their pool of run contexts (which
+ * is locked) and may be run from many threads at once; each run and the field
+ * made from it are used by one thread at a time. A plan keeps what it needs
+ * from the network (freeing the network first is fine), and runs and fields
+ * keep their plan alive (freeing the plan first is fine). */
 #ifndef TOPOS_ENGINE_H
 #define TOPOS_ENGINE_H
 
@@ -45,19 +66,22 @@ typedef struct topos_plan topos_plan;
 /* What a plan evaluates and stores; element counts, not bytes. */
 typedef struct topos_plan_stats {
   uint32_t nodes;           /* nodes in the network */
-  uint32_t evaluated;       /* after pruning */
+  uint32_t evaluated;       /* after pruning (a fused group counts once) */
   uint32_t readable;        /* roots and observed nodes */
   int64_t retain_all;       /* elements if every evaluated value were kept */
   int64_t peak;             /* forward plans: peak live elements; backward: the release floor */
   uint32_t peak_node;       /* node at which the peak is reached */
   int64_t arena_bytes;      /* static buffer plan: one arena holding every fresh result */
   int64_t unshared_bytes;   /* the same results without buffer reuse */
+  uint32_t steps;           /* kernel calls and fused steps a run performs */
+  uint32_t fused;           /* steps that replace a group of nodes (patterns) */
 } topos_plan_stats;
 
 TOPOS_API topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
                                           topos_plan **out);
 TOPOS_API void topos_plan_free(topos_plan *plan);
-/* Runs the plan; feeds and errors as topos_network_forward. */
+/* Runs the plan; feeds and errors as topos_network_forward. *out belongs to
+ * the caller (topos_run_free); see "Memory" above. */
 TOPOS_API topos_status topos_plan_forward(const topos_plan *plan, const topos_params *params,
                                           const topos_feed *feeds, size_t n_feeds,
                                           topos_run **out);
@@ -65,17 +89,20 @@ TOPOS_API topos_numerics topos_plan_numerics(const topos_plan *plan);
 TOPOS_API topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_stats *out);
 /* Writes the plan as text into buf (always NUL-terminated when size > 0) and
  * returns the length it needed, like snprintf. One line per evaluated node:
- *   "  %4u  %-16s %-20s %s" index, op (or source kind), dtype+shape, liveness
- * with liveness one of "kept" (readable), "freed after N" (forward plans),
- * "retained" (read by a backward rule) or "releasable after N" (backward
- * plans), then the summary lines
+ *   "  %4u  %-16s %-20s %-16s %s" index, op (source kind, or "fused:NAME" for
+ * the root of a fused group), dtype+shape, liveness, buffer
+ * with liveness one of "kept" (readable), "retained" (read by a backward
+ * rule), "freed after N" (dropped after node N reads it) or "fused into N"
+ * (computed inside node N's fused step), and buffer one of "source" (the
+ * caller's tensor), "view" (no bytes of its own), "arena [A,B)" (its byte
+ * range in the run's arena) or "-" (fused away); then the summary lines
  *   "plan: forward|retain; E of N nodes evaluated, R readable; numerics exact|fast"
+ *   "steps: S (F fused)"   (kernel calls and fused steps per run)
  *   "live volume: peak P elements at node I, retain-all T"           (forward)
  *   "live volume: retain-all T, release floor F at node I"           (backward)
  *   "arena: A bytes for B buffers, U without reuse"
- * The arena line is the static buffer plan: results that are never live at
- * the same time share bytes (views keep their source alive; nothing is written
- * in place). */
+ * where the arena line is the peak of the run's arena against the sum of all
+ * fresh results (nothing is written in place). */
 TOPOS_API size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size);
 
 #ifdef __cplusplus

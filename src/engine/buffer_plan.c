@@ -46,9 +46,10 @@ static int64_t first_fit(const live_range *live, size_t n, int64_t bytes) {
   return at; /* above every live range */
 }
 
-topos_status tp_buffer_plan_build(const tp_schedule *sc, tp_buffer_plan *out) {
+topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluated,
+                                  const uint8_t *kept, const uint32_t *last_use,
+                                  tp_buffer_plan *out) {
   memset(out, 0, sizeof *out);
-  const tp_graph *graph = sc->graph;
   uint32_t n = graph->count;
   size_t m = n ? n : 1;
   out->count = n;
@@ -61,15 +62,14 @@ topos_status tp_buffer_plan_build(const tp_schedule *sc, tp_buffer_plan *out) {
     tp_buffer_plan_free(out);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (buffer plan)");
   }
-  bool keep_all = sc->posture != TP_RUN_OBSERVED;
-  /* need[i]: last node that reads value i (or anything viewing it) */
+  /* until[i]: last node that reads value i (or anything viewing it) */
   for (uint32_t i = 0; i < n; ++i) {
     out->offset[i] = TP_NOT_IN_ARENA;
-    out->until[i] = (keep_all || sc->readable[i]) ? UINT32_MAX : sc->last_use[i];
+    out->until[i] = kept[i] ? UINT32_MAX : last_use[i];
   }
   for (uint32_t i = n; i-- > 0;) {
     const tp_node *node = &graph->nodes[i];
-    if (!sc->wanted[i] || !keeps_operand_alive(node)) continue;
+    if (!evaluated[i] || !keeps_operand_alive(node)) continue;
     uint32_t o = node->operands[0];
     uint32_t need = out->until[i] == UINT32_MAX ? UINT32_MAX
                     : (out->until[i] > i ? out->until[i] : i);
@@ -79,7 +79,7 @@ topos_status tp_buffer_plan_build(const tp_schedule *sc, tp_buffer_plan *out) {
   size_t n_live = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const tp_node *node = &graph->nodes[i];
-    if (!sc->wanted[i] || !allocates(node)) continue;
+    if (!evaluated[i] || !allocates(node)) continue;
     /* ranges whose readers all ran before node i are free again */
     size_t kept = 0;
     for (size_t k = 0; k < n_live; ++k)

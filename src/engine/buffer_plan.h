@@ -5,13 +5,13 @@
  * node only after every value that reads the buffer — the node itself and
  * every view chained from it — has had its last consumer run (a view keeps its
  * source's buffer alive). A node never reuses a buffer one of its own operands
- * still needs (no in-place writes). Readable values, and every value of a
- * backward plan, live to the end of the run. Reshape is treated as both: it
- * may copy (own range) or view (keeps its operand alive).
+ * still needs (no in-place writes). Kept values (readable ones, and in a
+ * backward plan those a backward rule reads) live to the end of the run.
+ * Reshape is treated as both: it may copy (own range) or view (keeps its
+ * operand alive).
  *
- * Today the reference kernels allocate their own results, so this plan is the
- * compiler's analysis (reported by topos_plan_describe / stats); an executor
- * that hands kernels arena-backed outputs can follow it as it is. */
+ * The executor (executor.c) follows it: each node's kernel writes straight
+ * into its range of the run's arena (tp_op_forward_into). */
 #ifndef TP_ENGINE_BUFFER_PLAN_H
 #define TP_ENGINE_BUFFER_PLAN_H
 
@@ -31,7 +31,12 @@ typedef struct tp_buffer_plan {
   uint32_t buffers;       /* ranges assigned */
 } tp_buffer_plan;
 
-topos_status tp_buffer_plan_build(const tp_schedule *schedule, tp_buffer_plan *out);
+/* evaluated: nodes that produce a value in this plan (pruned and fused-away
+ * nodes excluded); kept: values that live to the end of a run; last_use: the
+ * last node (step) that reads each value (UINT32_MAX: none). */
+topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluated,
+                                  const uint8_t *kept, const uint32_t *last_use,
+                                  tp_buffer_plan *out);
 void tp_buffer_plan_free(tp_buffer_plan *plan);
 
 /* The buffer plan of a compiled plan (for tests and tools). */

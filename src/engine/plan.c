@@ -1,23 +1,19 @@
-/* Plans: a compiled request. The schedule (pruning, readable set, releases
- * after the last consumer) is the interpreter's own (graph/run.c), so a plan
- * run performs the interpreter's kernel calls in the same order: same bits.
- * What compiling adds is the static liveness analysis reported by
- * topos_plan_stats_get and topos_plan_describe. */
+/* Plans: a compiled request.
+ *
+ * Compiling takes the interpreter's schedule (pruning, readable set, what the
+ * backward rules read: graph/run.c), lets the pattern table fuse groups of
+ * nodes into single steps (pattern.h), decides which values live to the end
+ * (kept: readable ones and, in a backward plan, those a backward rule reads),
+ * when every other value is dropped (after its last reader), and lays the
+ * fresh results out in one arena by liveness (buffer_plan.c). Runs follow
+ * that layout (executor.c) and call the interpreter's kernels on the same
+ * operands in the same order, so they give the interpreter's bits. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/buffer_plan.h"
-#include "graph/graph_internal.h"
-#include "topos/engine.h"
-
-struct topos_plan {
-  tp_schedule schedule;
-  tp_buffer_plan buffers;
-  topos_numerics numerics;
-  topos_plan_stats stats;
-};
+#include "engine/plan_internal.h"
 
 static int64_t node_volume(const tp_node *node) {
   int64_t v = 1;
@@ -25,9 +21,8 @@ static int64_t node_volume(const tp_node *node) {
   return v;
 }
 
-/* Forward plans: peak of the live volume with releases after last use.
- * Backward plans: the floor a release-as-you-go policy would reach while
- * keeping what the backward rules read (and the readable values). */
+/* Live volume (elements) along the run: a forward plan's peak, a backward
+ * plan's floor (values kept for the reverse sweep never drop). */
 static void analyse(topos_plan *plan) {
   const tp_schedule *sc = &plan->schedule;
   const tp_graph *graph = sc->graph;
@@ -35,8 +30,9 @@ static void analyse(topos_plan *plan) {
   st->nodes = graph->count;
   int64_t live = 0;
   for (uint32_t i = 0; i < graph->count; ++i) {
-    if (!sc->wanted[i]) continue;
+    if (!plan->evaluated[i]) continue;
     ++st->evaluated;
+    st->steps += graph->nodes[i].kind == TOPOS_NODE_OP;
     st->readable += sc->readable[i];
     int64_t v = node_volume(&graph->nodes[i]);
     st->retain_all += v;
@@ -45,20 +41,155 @@ static void analyse(topos_plan *plan) {
       st->peak = live;
       st->peak_node = i;
     }
-    const tp_node *node = &graph->nodes[i];
-    if (node->kind != TOPOS_NODE_OP) continue;
-    for (int j = 0; j < topos_op_arity(node->op); ++j) {
-      uint32_t o = node->operands[j];
-      bool kept = sc->readable[o] || (sc->posture != TP_RUN_OBSERVED && sc->required[o]);
-      /* released once, at its last consumer (an operand used twice by this node counts once) */
-      if (!kept && sc->last_use[o] == i && (j == 0 || node->operands[0] != o))
-        live -= node_volume(&graph->nodes[o]);
-    }
+    for (uint32_t r = plan->release_start[i]; r < plan->release_start[i + 1]; ++r)
+      live -= node_volume(&graph->nodes[plan->release_list[r]]);
   }
+  st->fused = plan->n_fusions;
+  st->arena_bytes = plan->buffers.arena_bytes;
+  st->unshared_bytes = plan->buffers.unshared_bytes;
 }
 
-topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
-                                topos_plan **out) {
+/* ---- fusion: offer every evaluated op node to the patterns as a group root */
+
+static bool fusion_is_invisible(const topos_plan *plan, const tp_fusion *f, const uint32_t *uses) {
+  const tp_schedule *sc = &plan->schedule;
+  const tp_graph *graph = sc->graph;
+  bool training = sc->posture != TP_RUN_OBSERVED;
+  if (f->n_members < 1 || f->n_members > TP_FUSION_MAX_MEMBERS || f->n_inputs > TP_FUSION_MAX_INPUTS)
+    return false;
+  uint32_t root = f->members[f->n_members - 1];
+  if (root != f->root || graph->nodes[root].kind != TOPOS_NODE_OP ||
+      topos_op_is_view(graph->nodes[root].op))
+    return false;
+  for (uint32_t k = 0; k < f->n_members; ++k) {
+    uint32_t m = f->members[k];
+    if (m >= graph->count || !plan->evaluated[m] || plan->fusion_of[m] >= 0) return false;
+    if (k > 0 && m <= f->members[k - 1]) return false;
+    if (graph->nodes[m].kind != TOPOS_NODE_OP) return false;
+    if (m == root) continue;
+    if (sc->readable[m] || (training && sc->required[m])) return false;
+    /* every reader of an interior member is a member */
+    uint32_t inside = 0;
+    for (uint32_t j = 0; j < f->n_members; ++j) {
+      const tp_node *c = &graph->nodes[f->members[j]];
+      for (int o = 0; o < topos_op_arity(c->op); ++o) inside += c->operands[o] == m;
+    }
+    if (inside != uses[m]) return false;
+  }
+  for (uint32_t k = 0; k < f->n_inputs; ++k)
+    if (f->inputs[k] >= root || !plan->evaluated[f->inputs[k]]) return false;
+  return true;
+}
+
+static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, size_t n_patterns) {
+  const tp_graph *graph = plan->schedule.graph;
+  uint32_t n = graph->count;
+  for (uint32_t i = 0; i < n; ++i) plan->fusion_of[i] = -1;
+  if (n_patterns == 0) return TOPOS_OK;
+  uint32_t *uses = calloc(n ? n : 1, sizeof *uses);
+  plan->fusions = malloc((n ? n : 1) * sizeof *plan->fusions);
+  if (!uses || !plan->fusions) {
+    free(uses);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion)");
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const tp_node *node = &graph->nodes[i];
+    if (!plan->evaluated[i] || node->kind != TOPOS_NODE_OP) continue;
+    for (int j = 0; j < topos_op_arity(node->op); ++j) ++uses[node->operands[j]];
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!plan->evaluated[i] || graph->nodes[i].kind != TOPOS_NODE_OP) continue;
+    for (size_t p = 0; p < n_patterns; ++p) {
+      tp_fusion f;
+      memset(&f, 0, sizeof f);
+      if (!patterns[p]->match(graph, plan->evaluated, i, &f)) continue;
+      f.pattern = patterns[p];
+      f.root = i;
+      if (!fusion_is_invisible(plan, &f, uses)) continue;
+      int32_t id = (int32_t)plan->n_fusions;
+      plan->fusions[plan->n_fusions++] = f;
+      for (uint32_t k = 0; k < f.n_members; ++k) {
+        plan->fusion_of[f.members[k]] = id;
+        if (f.members[k] != i) plan->evaluated[f.members[k]] = 0;
+      }
+      break;
+    }
+  }
+  free(uses);
+  return TOPOS_OK;
+}
+
+/* ---- liveness: kept values, last readers, release lists */
+
+static topos_status plan_liveness(topos_plan *plan) {
+  const tp_schedule *sc = &plan->schedule;
+  const tp_graph *graph = sc->graph;
+  uint32_t n = graph->count;
+  bool training = sc->posture != TP_RUN_OBSERVED;
+  for (uint32_t i = 0; i < n; ++i) {
+    plan->last_use[i] = UINT32_MAX;
+    plan->kept[i] = plan->evaluated[i] && (sc->readable[i] || (training && sc->required[i]));
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const tp_node *node = &graph->nodes[i];
+    if (!plan->evaluated[i] || node->kind != TOPOS_NODE_OP) continue;
+    int32_t g = plan->fusion_of[i];
+    if (g >= 0) { /* a fused step reads its inputs when it runs, at its root */
+      const tp_fusion *f = &plan->fusions[g];
+      for (uint32_t k = 0; k < f->n_inputs; ++k) plan->last_use[f->inputs[k]] = i;
+    } else {
+      for (int j = 0; j < topos_op_arity(node->op); ++j) plan->last_use[node->operands[j]] = i;
+    }
+  }
+  uint32_t releases = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    if (plan->evaluated[i] && !plan->kept[i] && plan->last_use[i] != UINT32_MAX) ++releases;
+  plan->release_start = calloc((size_t)n + 1, sizeof *plan->release_start);
+  plan->release_list = malloc(((size_t)releases + 1) * sizeof *plan->release_list);
+  uint32_t *fill = calloc(n ? n : 1, sizeof *fill);
+  if (!plan->release_start || !plan->release_list || !fill) {
+    free(fill);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (liveness)");
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    if (plan->evaluated[i] && !plan->kept[i] && plan->last_use[i] != UINT32_MAX)
+      ++plan->release_start[plan->last_use[i] + 1];
+  for (uint32_t i = 0; i < n; ++i) plan->release_start[i + 1] += plan->release_start[i];
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!plan->evaluated[i] || plan->kept[i] || plan->last_use[i] == UINT32_MAX) continue;
+    uint32_t at = plan->last_use[i];
+    plan->release_list[plan->release_start[at] + fill[at]++] = i;
+  }
+  free(fill);
+  return TOPOS_OK;
+}
+
+static void plan_destroy(topos_plan *plan) {
+  while (plan->idle) {
+    tp_exec *ex = plan->idle;
+    plan->idle = ex->next;
+    tp_exec_destroy(ex);
+  }
+  tp_schedule_free(&plan->schedule);
+  tp_buffer_plan_free(&plan->buffers);
+  free(plan->evaluated);
+  free(plan->kept);
+  free(plan->last_use);
+  free(plan->release_start);
+  free(plan->release_list);
+  free(plan->fusions);
+  free(plan->fusion_of);
+  free(plan);
+}
+
+void tp_plan_release(topos_plan *plan) {
+  if (plan && atomic_fetch_sub_explicit(&plan->refs, 1, memory_order_acq_rel) == 1)
+    plan_destroy(plan);
+}
+
+topos_status tp_plan_compile_with(const topos_network *net, const topos_request *request,
+                                  const tp_pattern *const *patterns, size_t n_patterns,
+                                  topos_plan **out) {
   if (out) *out = NULL;
   if (!net || !request || !out)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: NULL argument");
@@ -69,6 +200,8 @@ topos_status topos_plan_compile(const topos_network *net, const topos_request *r
                    (int)request->numerics);
   topos_plan *plan = calloc(1, sizeof *plan);
   if (!plan) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory");
+  atomic_init(&plan->refs, 1);
+  atomic_flag_clear(&plan->lock);
   topos_status s = tp_schedule_build(net->graph, request->roots, request->n_roots,
                                      request->observe, request->n_observe, request->backward != 0,
                                      &plan->schedule);
@@ -78,25 +211,37 @@ topos_status topos_plan_compile(const topos_network *net, const topos_request *r
   }
   plan->numerics = request->numerics;
   plan->schedule.exact = request->numerics == TOPOS_NUMERICS_EXACT;
-  s = tp_buffer_plan_build(&plan->schedule, &plan->buffers);
+  uint32_t n = net->graph->count;
+  size_t m = n ? n : 1;
+  plan->evaluated = malloc(m);
+  plan->kept = calloc(m, 1);
+  plan->last_use = malloc(m * sizeof *plan->last_use);
+  plan->fusion_of = malloc(m * sizeof *plan->fusion_of);
+  if (!plan->evaluated || !plan->kept || !plan->last_use || !plan->fusion_of)
+    s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory");
+  if (s == TOPOS_OK) {
+    memcpy(plan->evaluated, plan->schedule.wanted, n);
+    s = fuse(plan, patterns, n_patterns);
+  }
+  if (s == TOPOS_OK) s = plan_liveness(plan);
+  if (s == TOPOS_OK)
+    s = tp_buffer_plan_build(net->graph, plan->evaluated, plan->kept, plan->last_use,
+                             &plan->buffers);
   if (s != TOPOS_OK) {
-    tp_schedule_free(&plan->schedule);
-    free(plan);
+    plan_destroy(plan);
     return s;
   }
   analyse(plan);
-  plan->stats.arena_bytes = plan->buffers.arena_bytes;
-  plan->stats.unshared_bytes = plan->buffers.unshared_bytes;
   *out = plan;
   return TOPOS_OK;
 }
 
-void topos_plan_free(topos_plan *plan) {
-  if (!plan) return;
-  tp_schedule_free(&plan->schedule);
-  tp_buffer_plan_free(&plan->buffers);
-  free(plan);
+topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
+                                topos_plan **out) {
+  return tp_plan_compile_with(net, request, tp_plan_patterns, tp_plan_pattern_count, out);
 }
+
+void topos_plan_free(topos_plan *plan) { tp_plan_release(plan); }
 
 const tp_buffer_plan *tp_plan_buffers(const topos_plan *plan) { return plan ? &plan->buffers : NULL; }
 
@@ -104,7 +249,8 @@ topos_status topos_plan_forward(const topos_plan *plan, const topos_params *para
                                 const topos_feed *feeds, size_t n_feeds, topos_run **out) {
   if (out) *out = NULL;
   if (!plan || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_forward: NULL argument");
-  return tp_schedule_execute(&plan->schedule, params, feeds, n_feeds, out);
+  /* the pool of run contexts is the one mutable part of a plan (own lock) */
+  return tp_exec_forward((topos_plan *)plan, params, feeds, n_feeds, out);
 }
 
 topos_numerics topos_plan_numerics(const topos_plan *plan) {
@@ -139,24 +285,37 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
   if (!plan) return 0;
   const tp_schedule *sc = &plan->schedule;
   const tp_graph *graph = sc->graph;
+  const tp_buffer_plan *bp = &plan->buffers;
   bool forward = sc->posture == TP_RUN_OBSERVED;
   for (uint32_t i = 0; i < graph->count; ++i) {
     if (!sc->wanted[i]) continue;
     const tp_node *node = &graph->nodes[i];
-    char shape[96], typed[112], liveness[48];
+    char shape[96], typed[112], liveness[48], label[48], buffer[64];
     tp_shape_string(node->desc.rank, node->desc.shape, shape, sizeof shape);
     snprintf(typed, sizeof typed, "%s%s", topos_dtype_name(node->desc.dtype), shape);
-    if (sc->readable[i]) snprintf(liveness, sizeof liveness, "kept");
-    else if (!forward && sc->required[i]) snprintf(liveness, sizeof liveness, "retained");
+    int32_t g = plan->fusion_of[i];
+    bool interior = g >= 0 && plan->fusions[g].root != i;
+    if (g >= 0 && !interior)
+      snprintf(label, sizeof label, "fused:%s", plan->fusions[g].pattern->name);
     else
-      snprintf(liveness, sizeof liveness, "%s after %u", forward ? "freed" : "releasable",
-               sc->last_use[i]);
-    put(&t, "  %4u  %-16s %-20s %s\n", i, tp_node_label(node), typed, liveness);
+      snprintf(label, sizeof label, "%s", tp_node_label(node));
+    if (interior) snprintf(liveness, sizeof liveness, "fused into %u", plan->fusions[g].root);
+    else if (sc->readable[i]) snprintf(liveness, sizeof liveness, "kept");
+    else if (plan->kept[i]) snprintf(liveness, sizeof liveness, "retained");
+    else snprintf(liveness, sizeof liveness, "freed after %u", plan->last_use[i]);
+    if (interior) snprintf(buffer, sizeof buffer, "-");
+    else if (node->kind != TOPOS_NODE_OP) snprintf(buffer, sizeof buffer, "source");
+    else if (bp->offset[i] == TP_NOT_IN_ARENA) snprintf(buffer, sizeof buffer, "view");
+    else
+      snprintf(buffer, sizeof buffer, "arena [%lld,%lld)", (long long)bp->offset[i],
+               (long long)(bp->offset[i] + bp->bytes[i]));
+    put(&t, "  %4u  %-16s %-20s %-16s %s\n", i, label, typed, liveness, buffer);
   }
   const topos_plan_stats *st = &plan->stats;
   put(&t, "plan: %s; %u of %u nodes evaluated, %u readable; numerics %s\n",
       forward ? "forward" : "retain", st->evaluated, st->nodes, st->readable,
       plan->numerics == TOPOS_NUMERICS_EXACT ? "exact" : "fast");
+  put(&t, "steps: %u (%u fused)\n", st->steps, st->fused);
   if (forward)
     put(&t, "live volume: peak %lld elements at node %u, retain-all %lld\n",
         (long long)st->peak, st->peak_node, (long long)st->retain_all);
@@ -164,6 +323,6 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
     put(&t, "live volume: retain-all %lld, release floor %lld at node %u\n",
         (long long)st->retain_all, (long long)st->peak, st->peak_node);
   put(&t, "arena: %lld bytes for %u buffers, %lld without reuse\n", (long long)st->arena_bytes,
-      plan->buffers.buffers, (long long)st->unshared_bytes);
+      bp->buffers, (long long)st->unshared_bytes);
   return t.length;
 }

@@ -90,6 +90,10 @@ typedef struct tp_eager_algebra {
   size_t n_slots, cap_slots;
   size_t *log;              /* scratch handles in creation order */
   size_t n_log, cap_log;
+  /* How dropped tensors go: NULL = topos_tensor_release; a plan passes its
+   * header recycler so the sweep's scratch costs no allocation next time. */
+  void (*drop)(void *context, topos_tensor *t);
+  void *drop_context;
 } tp_eager_algebra;
 void tp_eager_algebra_init(tp_eager_algebra *alg, const topos_run *run);
 /* Gives a new reference to the tensor behind h. */

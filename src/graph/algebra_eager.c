@@ -34,6 +34,11 @@ oom:
   return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "backward: out of memory");
 }
 
+static void drop(tp_eager_algebra *alg, topos_tensor *t) {
+  if (alg->drop) alg->drop(alg->drop_context, t);
+  else topos_tensor_release(t);
+}
+
 static topos_tensor *get(tp_eager_algebra *alg, tp_handle h) {
   return (h >= 0 && (size_t)h < alg->n_slots) ? alg->slots[h] : NULL;
 }
@@ -79,9 +84,10 @@ static topos_status eager_fill(tp_algebra *self, const topos_tensor_desc *like, 
 static topos_status eager_node_value(tp_algebra *self, uint32_t index, tp_handle *out) {
   tp_eager_algebra *alg = eager(self);
   topos_tensor *t = alg->run->values[index];
-  if (!t)
-    return tp_fail(TOPOS_ERR_INTERNAL, "backward: node %u was not kept by the run", index);
-  return put(alg, topos_tensor_retain(t), out);
+  /* A plan releases values no backward rule reads (tp_backward_reads): such
+   * a handle is dead, and a rule that used it would fail in apply ("not a
+   * live value") instead of reading freed memory. */
+  return put(alg, t ? topos_tensor_retain(t) : NULL, out);
 }
 
 static size_t eager_mark(tp_algebra *self) { return eager(self)->n_log; }
@@ -93,7 +99,7 @@ static void eager_collect(tp_algebra *self, size_t mark, const tp_handle *keep, 
     bool kept = false;
     for (size_t j = 0; j < n_keep && !kept; ++j) kept = keep[j] == (tp_handle)h;
     if (kept) continue;
-    topos_tensor_release(alg->slots[h]);
+    if (alg->slots[h]) drop(alg, alg->slots[h]);
     alg->slots[h] = NULL;
   }
   alg->n_log = mark < alg->n_log ? mark : alg->n_log;
@@ -102,7 +108,7 @@ static void eager_collect(tp_algebra *self, size_t mark, const tp_handle *keep, 
 static void eager_release(tp_algebra *self, tp_handle h) {
   tp_eager_algebra *alg = eager(self);
   if (h < 0 || (size_t)h >= alg->n_slots) return;
-  topos_tensor_release(alg->slots[h]);
+  if (alg->slots[h]) drop(alg, alg->slots[h]);
   alg->slots[h] = NULL;
 }
 

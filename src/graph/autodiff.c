@@ -24,6 +24,7 @@ topos_status topos_run_backward(const topos_run *run, topos_sym loss, topos_fiel
   if (!run->values[target])
     return tp_fail(TOPOS_ERR_NOT_READABLE, "run_backward: loss (node %u) was not computed by "
                    "this run (make it a root)", target);
+  if (run->hooks && run->hooks->backward) return run->hooks->backward(run, target, out);
   tp_graph *graph = run->graph;
   tp_handle *grads = new_grads(graph->count);
   if (!grads) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "run_backward: out of memory");

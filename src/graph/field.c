@@ -21,6 +21,10 @@ topos_status tp_field_new(tp_graph *graph, topos_field **out) {
 
 void topos_field_free(topos_field *field) {
   if (!field) return;
+  if (field->recycle) {
+    field->recycle(field);
+    return;
+  }
   for (uint32_t i = 0; i < field->graph->count; ++i) topos_tensor_release(field->values[i]);
   free(field->values);
   tp_graph_release(field->graph);

@@ -66,6 +66,10 @@ struct topos_params {
 struct topos_field {
   tp_graph *graph;        /* retained: shapes for implicit zeros */
   topos_tensor **values;  /* graph->count entries, NULL = zeros */
+  /* Set by the tier that made the field when it wants the object back
+   * (plans reuse one field per run context): topos_field_free calls it
+   * instead of freeing. */
+  void (*recycle)(topos_field *field);
 };
 
 typedef enum tp_run_posture {
@@ -74,12 +78,21 @@ typedef enum tp_run_posture {
   TP_RUN_OBSERVED,     /* declared readable set; forward only */
 } tp_run_posture;
 
+/* Runs made by a tier above (compiled plans) carry hooks: topos_run_free and
+ * topos_run_backward hand the run to them (after the argument checks), so a
+ * plan can reuse its run objects, buffers and gradient memory. */
+typedef struct tp_run_hooks {
+  void (*release)(topos_run *run);
+  topos_status (*backward)(const topos_run *run, uint32_t loss, topos_field **out);
+} tp_run_hooks;
+
 struct topos_run {
   tp_graph *graph;        /* retained */
   tp_run_posture posture;
   topos_tensor **values;  /* graph->count entries; NULL = not computed or released */
   uint8_t *readable;      /* graph->count flags */
   int exact;              /* numerics posture it ran under (backward re-enters it) */
+  const tp_run_hooks *hooks; /* NULL for interpreter runs */
 };
 
 /* ---- graph */
@@ -123,6 +136,16 @@ topos_status tp_schedule_build(tp_graph *graph, const topos_sym *roots, size_t n
                                const topos_sym *observe, size_t n_observe, int backward,
                                tp_schedule *out);
 void tp_schedule_free(tp_schedule *schedule);
+/* Checks params against the graph and feeds against its inputs, filling
+ * fed[index] (graph->count entries, zeroed by the caller) with each fed tensor
+ * (not retained). The interpreter's own checks, shared with plans. */
+topos_status tp_run_bind(const tp_graph *graph, const topos_params *params,
+                         const topos_feed *feeds, size_t n_feeds, topos_tensor **fed);
+/* values[i] = a new reference to source node i's value (constant, parameter,
+ * fed input or its default); TOPOS_ERR_MISSING_FEED for an unfed input
+ * without a default. */
+topos_status tp_run_source(const tp_graph *graph, const topos_params *params,
+                           topos_tensor *const *fed, topos_tensor **values, uint32_t i);
 topos_status tp_schedule_execute(const tp_schedule *schedule, const topos_params *params,
                                  const topos_feed *feeds, size_t n_feeds, topos_run **out);
 

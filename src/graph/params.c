@@ -202,7 +202,9 @@ topos_status topos_params_step(topos_params *params, const topos_field *gradient
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "params_step: NULL argument");
   if (gradients->graph->origin != params->origin)
     return tp_fail(TOPOS_ERR_FOREIGN, "params_step: gradients belong to another network");
-  topos_tensor **next = calloc(params->count ? params->count : 1, sizeof *next);
+  /* small models step without touching the heap (training loops count allocations) */
+  topos_tensor *local[32] = {NULL};
+  topos_tensor **next = params->count <= 32 ? local : calloc(params->count, sizeof *next);
   if (!next) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_step: out of memory");
   topos_status s = TOPOS_OK;
   for (size_t i = 0; i < params->count && s == TOPOS_OK; ++i) {
@@ -225,6 +227,6 @@ topos_status topos_params_step(topos_params *params, const topos_field *gradient
       topos_tensor_release(next[i]);
     }
   }
-  free(next);
+  if (next != local) free(next);
   return s;
 }

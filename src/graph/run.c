@@ -14,6 +14,10 @@
 
 void topos_run_free(topos_run *run) {
   if (!run) return;
+  if (run->hooks && run->hooks->release) {
+    run->hooks->release(run);
+    return;
+  }
   if (run->values)
     for (uint32_t i = 0; i < run->graph->count; ++i) topos_tensor_release(run->values[i]);
   free(run->values);
@@ -61,9 +65,8 @@ static bool same_desc(const topos_tensor_desc *a, const topos_tensor_desc *b) {
          memcmp(a->shape, b->shape, (size_t)a->rank * sizeof(int64_t)) == 0;
 }
 
-/* Evaluates node i from the values of its operands. */
-static topos_status evaluate(const tp_graph *graph, const topos_params *params,
-                             topos_tensor *const *fed, topos_tensor **values, uint32_t i) {
+topos_status tp_run_source(const tp_graph *graph, const topos_params *params,
+                           topos_tensor *const *fed, topos_tensor **values, uint32_t i) {
   const tp_node *node = &graph->nodes[i];
   switch (node->kind) {
     case TOPOS_NODE_CONSTANT:
@@ -81,6 +84,14 @@ static topos_status evaluate(const tp_graph *graph, const topos_params *params,
       return TOPOS_OK;
     case TOPOS_NODE_OP: break;
   }
+  return tp_fail(TOPOS_ERR_INTERNAL, "forward: node %u is not a source", i);
+}
+
+/* Evaluates node i from the values of its operands. */
+static topos_status evaluate(const tp_graph *graph, const topos_params *params,
+                             topos_tensor *const *fed, topos_tensor **values, uint32_t i) {
+  const tp_node *node = &graph->nodes[i];
+  if (node->kind != TOPOS_NODE_OP) return tp_run_source(graph, params, fed, values, i);
   topos_tensor *inputs[TP_MAX_ARITY] = {NULL, NULL};
   int arity = topos_op_arity(node->op);
   for (int j = 0; j < arity; ++j) {
@@ -199,11 +210,8 @@ topos_status tp_schedule_build(tp_graph *graph, const topos_sym *roots, size_t n
   return s;
 }
 
-static topos_status execute(const tp_schedule *sc, const topos_params *params,
-                            const topos_feed *feeds, size_t n_feeds, topos_run *run,
-                            topos_tensor **fed) {
-  const tp_graph *graph = sc->graph;
-  uint32_t n = graph->count;
+topos_status tp_run_bind(const tp_graph *graph, const topos_params *params,
+                         const topos_feed *feeds, size_t n_feeds, topos_tensor **fed) {
   if (graph->n_parameters > 0) {
     if (!params)
       return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "forward: the network has %u parameters and no "
@@ -216,6 +224,15 @@ static topos_status execute(const tp_schedule *sc, const topos_params *params,
   }
   if (n_feeds && !feeds) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "forward: feeds is NULL");
   for (size_t k = 0; k < n_feeds; ++k) TP_TRY(check_feed(graph, &feeds[k], k, fed));
+  return TOPOS_OK;
+}
+
+static topos_status execute(const tp_schedule *sc, const topos_params *params,
+                            const topos_feed *feeds, size_t n_feeds, topos_run *run,
+                            topos_tensor **fed) {
+  const tp_graph *graph = sc->graph;
+  uint32_t n = graph->count;
+  TP_TRY(tp_run_bind(graph, params, feeds, n_feeds, fed));
   run->posture = sc->posture;
   run->exact = sc->exact;
   memcpy(run->readable, sc->readable, n);

@@ -43,9 +43,10 @@
   }
 TP_FLOAT_DTYPES(TP_FOLD_KERNEL, 0)
 
-static void *tp_acc_alloc(topos_dtype dtype, int64_t count) {
+/* accumulators: a plan run's scratch when one is installed, else the heap */
+static void *tp_acc_alloc(topos_dtype dtype, int64_t count, bool *heap) {
   size_t size = dtype == TOPOS_F64 ? sizeof(double) : sizeof(float);
-  return malloc((size_t)count * size);
+  return tp_scratch_alloc((size_t)count * size, heap);
 }
 
 topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attrs,
@@ -53,14 +54,15 @@ topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attr
   TP_TRY(tp_kernel_float("fold", desc->dtype));
   topos_tensor *result;
   TP_TRY(tp_new_output(desc, &result));
-  void *acc = tp_acc_alloc(desc->dtype, result->volume);
+  bool heap;
+  void *acc = tp_acc_alloc(desc->dtype, result->volume, &heap);
   if (!acc) {
     topos_tensor_release(result);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "fold: no memory for %lld accumulators",
                    (long long)result->volume);
   }
   TP_DISPATCH_FLOAT(desc->dtype, tp_fold, in[0], attrs, result, acc);
-  free(acc);
+  tp_scratch_free(acc, heap);
   *out = result;
   return TOPOS_OK;
 }
@@ -147,14 +149,15 @@ topos_status tp_forward_scatter(topos_tensor *const *in, const topos_op_attrs *a
   TP_TRY(tp_check_indices("scatter", idx, attrs->length, values));
   topos_tensor *result;
   TP_TRY(tp_new_output(desc, &result));
-  void *acc = tp_acc_alloc(desc->dtype, result->volume);
+  bool heap;
+  void *acc = tp_acc_alloc(desc->dtype, result->volume, &heap);
   if (!acc) {
     topos_tensor_release(result);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "scatter: no memory for %lld accumulators",
                    (long long)result->volume);
   }
   TP_DISPATCH_FLOAT(desc->dtype, tp_scatter, values, idx, result, acc);
-  free(acc);
+  tp_scratch_free(acc, heap);
   *out = result;
   return TOPOS_OK;
 }

@@ -49,18 +49,19 @@ topos_status tp_forward_matmul(topos_tensor *const *in, const topos_op_attrs *at
   int64_t n = b->shape[b->rank - 1];
   /* one row of accumulators in the compute type (f64 for f64, else f32) */
   size_t acc_size = desc->dtype == TOPOS_F64 ? sizeof(double) : sizeof(float);
-  void *acc = malloc((size_t)n * acc_size);
+  bool heap; /* a plan run's scratch when one is installed, else the heap */
+  void *acc = tp_scratch_alloc((size_t)n * acc_size, &heap);
   if (!acc)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "matmul: no memory for %lld accumulators",
                    (long long)n);
   topos_tensor *result;
   topos_status status = tp_new_output(desc, &result);
   if (status != TOPOS_OK) {
-    free(acc);
+    tp_scratch_free(acc, heap);
     return status;
   }
   TP_DISPATCH_FLOAT(desc->dtype, tp_matmul, a, b, result, acc);
-  free(acc);
+  tp_scratch_free(acc, heap);
   *out = result;
   return TOPOS_OK;
 }

@@ -115,6 +115,12 @@ static int tp_desc_matches(const topos_tensor *t, const topos_tensor_desc *d) {
 
 topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
                               const topos_op_attrs *attrs, topos_tensor **out) {
+  return tp_op_forward_into(op, inputs, attrs, NULL, out);
+}
+
+topos_status tp_op_forward_into(topos_op op, topos_tensor *const *inputs,
+                                const topos_op_attrs *attrs, topos_tensor *dst,
+                                topos_tensor **out) {
   if (!tp_op_valid(op))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "op_forward: unknown op %d", (int)op);
   const tp_op_info *info = &tp_op_table[op];
@@ -134,7 +140,23 @@ topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
   topos_tensor_desc desc;
   TP_TRY(topos_op_infer(op, descs, attrs, &desc));
   topos_tensor *result = NULL;
-  TP_TRY(info->forward(inputs, attrs, &desc, &result));
+  if (dst && !tp_desc_matches(dst, &desc))
+    return tp_fail(TOPOS_ERR_INTERNAL, "%s: destination does not match the result", info->name);
+  topos_tensor *previous = dst ? tp_tensor_destination_arm(dst) : NULL;
+  topos_status status = info->forward(inputs, attrs, &desc, &result);
+  if (dst) tp_tensor_destination_arm(previous);
+  if (status != TOPOS_OK) return status;
+  if (dst && !info->is_view && result != dst) {
+    /* the path allocated its own result: the plan's buffer still gets the bits */
+    if (!tp_desc_matches(result, &desc)) {
+      topos_tensor_release(result);
+      return tp_fail(TOPOS_ERR_INTERNAL, "%s: kernel result disagrees with the shape rule",
+                     info->name);
+    }
+    tp_tensor_pack_into(result, tp_tensor_base(dst));
+    topos_tensor_release(result);
+    result = topos_tensor_retain(dst);
+  }
   /* The kernel must produce what the rule promised: plans and the graph rely on it. */
   if (!tp_desc_matches(result, &desc)) {
     topos_tensor_release(result);

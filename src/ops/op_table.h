@@ -51,6 +51,18 @@ typedef struct tp_op_info {
 /* Indexed by topos_op; TOPOS_OP_COUNT entries. */
 extern const tp_op_info tp_op_table[TOPOS_OP_COUNT];
 
+/* topos_op_forward with the result written into dst: a contiguous tensor of
+ * the op's result dtype and shape (e.g. over a plan's arena) that aliases no
+ * operand. A non-view op's result is then dst itself (*out gets a new
+ * reference to dst): the kernel's output allocation is laid over dst's bytes
+ * (tp_tensor_destination_arm), and when a path allocated elsewhere anyway (an
+ * accelerated kernel, say) its result is copied into dst. View ops return
+ * their view (reshape's copy, when it has to copy, lands in dst). Same rule
+ * checks, errors and bits as topos_op_forward. dst NULL: topos_op_forward. */
+topos_status tp_op_forward_into(topos_op op, topos_tensor *const *inputs,
+                                const topos_op_attrs *attrs, topos_tensor *dst,
+                                topos_tensor **out);
+
 /* Shape and dtype helpers shared by the rules and kernels. */
 const char *tp_desc_string(const topos_tensor_desc *d, char *buf, size_t size);
 

@@ -54,7 +54,7 @@ topos_status topos_dequantize(const topos_tensor *source, topos_tensor **out_f32
   topos_tensor *result = NULL;
   if (topos_dtype_is_float(source->dtype)) { /* plain floats: a conversion */
     TP_TRY(tp_tensor_empty(TOPOS_F32, source->rank, source->shape, &result));
-    topos_status s = topos_tensor_read_f32(source, result->storage->data, source->volume);
+    topos_status s = topos_tensor_read_f32(source, (float *)tp_tensor_base(result), source->volume);
     if (s != TOPOS_OK) {
       topos_tensor_release(result);
       return tp_fail_context(s, "dequantize");
@@ -73,7 +73,7 @@ topos_status topos_dequantize(const topos_tensor *source, topos_tensor **out_f32
   const int64_t row = source->shape[outer];
   const int64_t blocks = row / traits->block_elements;
   int64_t index[TOPOS_MAX_RANK] = {0};
-  float *dst = result->storage->data;
+  float *dst = (float *)tp_tensor_base(result);
   do {
     int64_t element = source->offset;
     for (int axis = 0; axis < outer; ++axis) element += index[axis] * source->strides[axis];

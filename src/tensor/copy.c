@@ -60,6 +60,8 @@ static void tp_pack(const topos_tensor *t, char *dst) {
   } while (tp_rows_next(t, &r));
 }
 
+void tp_tensor_pack_into(const topos_tensor *t, void *dst) { tp_pack(t, dst); }
+
 topos_status topos_tensor_contiguous(topos_tensor *t, int force, topos_tensor **out) {
   if (!out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "contiguous: NULL out");
   *out = NULL;
@@ -71,7 +73,7 @@ topos_status topos_tensor_contiguous(topos_tensor *t, int force, topos_tensor **
   topos_tensor *copy;
   topos_status s = tp_tensor_empty(t->dtype, t->rank, t->shape, &copy);
   if (s != TOPOS_OK) return tp_fail_context(s, "contiguous");
-  tp_pack(t, copy->storage->data);
+  tp_pack(t, tp_tensor_base(copy));
   *out = copy;
   return TOPOS_OK;
 }
@@ -97,12 +99,12 @@ topos_status topos_tensor_convert(const topos_tensor *t, topos_dtype dtype, topo
   topos_status s = tp_tensor_empty(dtype, t->rank, t->shape, &result);
   if (s != TOPOS_OK) return tp_fail_context(s, "convert");
   if (dtype == t->dtype) {
-    tp_pack(t, result->storage->data);
+    tp_pack(t, tp_tensor_base(result));
     *out = result;
     return TOPOS_OK;
   }
   const char *src = t->storage->data;
-  char *dst = result->storage->data;
+  char *dst = tp_tensor_base(result);
   size_t src_size = tp_dtype_size(t->dtype), dst_size = tp_dtype_size(dtype);
   tp_rows r = tp_rows_start(t);
   int64_t done = 0;

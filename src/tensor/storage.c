@@ -19,6 +19,7 @@ topos_status tp_storage_heap(size_t bytes, bool zero, tp_storage **out) {
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "storage: cannot allocate %zu bytes", bytes);
   }
   if (zero) memset(data, 0, bytes);
+  tp_heap_allocations_add(2); /* handle and bytes */
   atomic_init(&s->refs, 1);
   s->kind = TOPOS_STORAGE_HEAP;
   s->data = data;
@@ -34,6 +35,7 @@ topos_status tp_storage_wrap(void *data, size_t bytes, topos_storage_kind kind,
   tp_storage *s = malloc(sizeof *s);
   if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "storage: out of memory for a handle");
   atomic_init(&s->refs, 1);
+  tp_heap_allocations_add(1);
   s->kind = kind;
   s->data = data;
   s->bytes = bytes;

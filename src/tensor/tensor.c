@@ -41,7 +41,7 @@ static topos_status tp_check_out(const char *fn, topos_tensor **out) {
 static topos_status tp_tensor_assemble(topos_dtype dtype, int rank, const int64_t *shape,
                                        const int64_t *strides, int64_t offset, int64_t volume,
                                        tp_storage *storage, topos_tensor **out) {
-  topos_tensor *t = malloc(sizeof *t);
+  topos_tensor *t = tp_tensor_header_new(); /* a plan's recycled header, else the heap */
   if (!t) {
     tp_storage_release(storage);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tensor: out of memory for a handle");
@@ -68,11 +68,40 @@ static topos_status tp_tensor_new(const char *fn, topos_dtype dtype, int rank,
   size_t bytes;
   TP_TRY(tp_check_new(fn, dtype, rank, shape, &volume, &bytes));
   tp_storage *storage;
-  topos_status s = tp_storage_heap(bytes, zero, &storage);
-  if (s != TOPOS_OK) return tp_fail_context(s, "%s", fn);
+  int64_t offset = 0;
+  topos_tensor *exact = NULL;
+  /* inside a plan run: the op's assigned buffer or the run's scratch */
+  if (tp_tensor_place(dtype, rank, shape, volume, bytes, &storage, &offset, &exact)) {
+    if (exact) {
+      if (zero) memset(tp_tensor_base(exact), 0, bytes);
+      *out = exact;
+      return TOPOS_OK;
+    }
+    if (zero) memset((char *)storage->data + (size_t)offset * tp_dtype_size(dtype), 0, bytes);
+  } else {
+    topos_status s = tp_storage_heap(bytes, zero, &storage);
+    if (s != TOPOS_OK) return tp_fail_context(s, "%s", fn);
+  }
   int64_t strides[TOPOS_MAX_RANK];
   tp_contiguous_strides(rank, shape, strides);
-  return tp_tensor_assemble(dtype, rank, shape, strides, 0, volume, storage, out);
+  return tp_tensor_assemble(dtype, rank, shape, strides, offset, volume, storage, out);
+}
+
+topos_status tp_tensor_on_storage(tp_storage *s, int64_t offset, topos_dtype dtype, int rank,
+                                  const int64_t *shape, topos_tensor **out) {
+  TP_TRY(tp_check_out("on_storage", out));
+  int64_t volume;
+  size_t bytes;
+  TP_TRY(tp_check_new("on_storage", dtype, rank, shape, &volume, &bytes));
+  size_t size = tp_dtype_size(dtype), start;
+  if (size == 0 || offset < 0 || __builtin_mul_overflow((size_t)offset, size, &start) ||
+      start > s->bytes || bytes > s->bytes - start)
+    return tp_fail(TOPOS_ERR_RANGE, "on_storage: %zu bytes at element %lld do not fit %zu bytes",
+                   bytes, (long long)offset, s->bytes);
+  int64_t strides[TOPOS_MAX_RANK];
+  tp_contiguous_strides(rank, shape, strides);
+  tp_storage_retain(s);
+  return tp_tensor_assemble(dtype, rank, shape, strides, offset, volume, s, out);
 }
 
 topos_status tp_tensor_empty(topos_dtype dtype, int rank, const int64_t *shape,
@@ -99,7 +128,7 @@ topos_status topos_tensor_from_data(topos_dtype dtype, int rank, const int64_t *
                    needed);
   }
   TP_TRY(tp_tensor_new("from_data", dtype, rank, shape, false, out));
-  memcpy((*out)->storage->data, data, bytes);
+  memcpy(tp_tensor_base(*out), data, bytes);
   return TOPOS_OK;
 }
 
@@ -124,7 +153,7 @@ static topos_status tp_tensor_fill(const char *fn, topos_dtype dtype, int rank,
   topos_tensor *t;
   TP_TRY(tp_tensor_new(fn, dtype, rank, shape, false, &t));
   size_t size = tp_dtype_size(dtype);
-  char *dst = t->storage->data;
+  char *dst = tp_tensor_base(t);
   for (int64_t i = 0; i < t->volume; ++i) {
     double x = f32s ? (double)f32s[i] : f64s ? f64s[i] : value;
     tp_value v = tp_value_of_double(x);
@@ -202,7 +231,7 @@ void topos_tensor_release(topos_tensor *t) {
   if (!t) return;
   if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
   tp_storage_release(t->storage);
-  free(t);
+  tp_tensor_header_discard(t); /* inside a plan run: kept for reuse */
 }
 
 /* ---- views over the same storage */

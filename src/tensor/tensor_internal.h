@@ -87,6 +87,71 @@ static inline char *tp_tensor_base(const topos_tensor *t) {
              (size_t)topos_dtype_block_bytes(t->dtype);
 }
 
+/* ---- where new tensors live (provider.c)
+ *
+ * By default every tensor header, storage handle and buffer comes from the
+ * heap. A compiled plan installs a provider on its thread while it runs, so
+ * the unchanged kernels allocate nothing in steady state:
+ *   header():  a recycled tensor header (its fields are overwritten), or NULL
+ *              (then the heap);
+ *   place():   one new reference to a storage and a 64-byte-aligned byte
+ *              offset in it for a new contiguous plain-dtype tensor, or false
+ *              (then the heap);
+ *   scratch(): raw 64-byte-aligned kernel scratch, valid until the provider's
+ *              owner rewinds it, or NULL (then the heap);
+ *   recycle(): takes a header whose last reference went (its storage already
+ *              released) instead of free().
+ * A destination (tp_tensor_destination_arm) is one-shot and comes first: the
+ * next new contiguous tensor of its dtype and volume is laid over the
+ * destination's bytes (the op's result lands in the buffer a plan assigned).
+ * Both are per thread: kernels allocate on the calling thread. Results never
+ * depend on where bytes live. */
+typedef struct tp_provider tp_provider;
+struct tp_provider {
+  topos_tensor *(*header)(tp_provider *self);
+  bool (*place)(tp_provider *self, size_t bytes, tp_storage **storage, size_t *byte_offset);
+  void *(*scratch)(tp_provider *self, size_t bytes);
+  void (*recycle)(tp_provider *self, topos_tensor *bare);
+};
+/* Installs p (NULL: none) for the calling thread; returns the previous one. */
+tp_provider *tp_provider_install(tp_provider *p);
+/* Arms dst (contiguous, plain dtype; NULL disarms) as the calling thread's
+ * one-shot destination; returns the previously armed one. */
+topos_tensor *tp_tensor_destination_arm(topos_tensor *dst);
+/* Called by the constructors: storage (new reference) and element offset for
+ * a new contiguous tensor, from the destination or the provider; *exact is
+ * set when the destination itself (same shape) can be handed out. */
+bool tp_tensor_place(topos_dtype dtype, int rank, const int64_t *shape, int64_t volume,
+                     size_t bytes, tp_storage **storage, int64_t *offset, topos_tensor **exact);
+/* A header for tp_tensor_assemble: the provider's or malloc'd (NULL: OOM). */
+topos_tensor *tp_tensor_header_new(void);
+/* Frees a header that holds no storage (a recycled one). */
+void tp_tensor_header_free(topos_tensor *t);
+/* A header whose last reference went: to the provider if one is installed,
+ * else free(). */
+void tp_tensor_header_discard(topos_tensor *t);
+/* If the caller holds t's only reference, drops its storage and returns the
+ * bare header for reuse (true); otherwise releases the caller's reference
+ * (false). NULL gives false. */
+bool tp_tensor_recycle(topos_tensor *t);
+/* A contiguous tensor over s's bytes at element offset (s is retained);
+ * TOPOS_ERR_RANGE if it does not fit. */
+topos_status tp_tensor_on_storage(tp_storage *s, int64_t offset, topos_dtype dtype, int rank,
+                                  const int64_t *shape, topos_tensor **out);
+/* Packs t's elements row-major into dst (t's plain-dtype bytes, any layout). */
+void tp_tensor_pack_into(const topos_tensor *t, void *dst);
+
+/* Kernel scratch: the provider's when installed, else the heap (*heap set). */
+void *tp_scratch_alloc(size_t bytes, bool *heap);
+void tp_scratch_free(void *p, bool heap);
+
+/* Heap allocations made for tensors (headers, storage handles, buffers) and
+ * kernel scratch since start, all threads, plus the base tier's aligned
+ * allocations (tp_heap_allocation_count); tp_heap_allocations_add lets the
+ * tiers above count their own per-run allocations into the same total. */
+uint64_t tp_heap_allocations(void);
+void tp_heap_allocations_add(uint64_t n);
+
 /* Odometer over a shape: advances index (rank entries) in row-major order;
  * returns false after the last element. */
 static inline bool tp_index_next(int rank, const int64_t *shape, int64_t *index) {

@@ -56,7 +56,8 @@ TEST(buffer_plan_reuses_along_a_chain_and_respects_views) {
   CHECK_OK(topos_plan_stats_get(plan, &st));
   CHECK_EQ_INT(st.arena_bytes, bp->arena_bytes);
   topos_plan_free(plan);
-  /* a backward plan keeps everything: no sharing */
+  /* a backward plan keeps what the rules read: every tanh output here (its
+   * rule reads it), so nothing is shared */
   req.backward = 1;
   CHECK_OK(topos_plan_compile(net, &req, &plan));
   bp = tp_plan_buffers(plan);
@@ -86,6 +87,47 @@ TEST(buffer_plan_never_writes_over_an_operand) {
   CHECK(bp->offset[z.index] != bp->offset[a.index]);
   CHECK(bp->offset[z.index] != bp->offset[b.index]);
   CHECK(bp->offset[out.index] == bp->offset[a.index] || bp->offset[out.index] == bp->offset[b.index]);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
+
+TEST(buffer_plan_backward_drops_what_no_rule_reads) {
+  /* neg's rule reads nothing: in a chain of negs only the neighbours live */
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {64};
+  topos_tensor *t = tg_random(TOPOS_F32, 1, s, 3, -1, 1);
+  topos_sym x = topos_tape_parameter(tape, t, "x");
+  topos_tensor_release(t);
+  topos_sym y = x;
+  for (int i = 0; i < 8; ++i) y = topos_tape_neg(tape, y);
+  topos_sym out = topos_tape_sum(tape, y);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {&out, 1, NULL, 0, 1, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK_EQ_INT(bp->unshared_bytes, 8 * 256 + 64);
+  CHECK(bp->arena_bytes <= 2 * 256 + 64);
+  /* and the engine route still differentiates it */
+  topos_params *params = NULL;
+  topos_run *run = NULL;
+  topos_field *field = NULL;
+  topos_tensor *g = NULL;
+  CHECK_OK(topos_params_from_network(net, &params));
+  CHECK_OK(topos_plan_forward(plan, params, NULL, 0, &run));
+  CHECK_OK(topos_run_backward(run, out, &field));
+  CHECK_OK(topos_field_get(field, x, &g));
+  double first;
+  int64_t zero = 0;
+  CHECK_OK(topos_tensor_get(g, &zero, &first));
+  CHECK(first == 1.0); /* eight negations */
+  topos_tensor_release(g);
+  topos_field_free(field);
+  topos_run_free(run);
+  topos_params_free(params);
   topos_plan_free(plan);
   topos_network_free(net);
 }

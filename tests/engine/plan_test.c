@@ -175,11 +175,12 @@ TEST(plan_describe_golden) {
   size_t n = topos_plan_describe(plan, text, sizeof text);
   CHECK(n < sizeof text);
   const char *expected =
-      "     0  input            f32[2,3]             freed after 1\n"
-      "     1  exp              f32[2,3]             freed after 3\n"
-      "     3  tanh             f32[2,3]             freed after 4\n"
-      "     4  sum              f32[]                kept\n"
+      "     0  input            f32[2,3]             freed after 1    source\n"
+      "     1  exp              f32[2,3]             freed after 3    arena [0,64)\n"
+      "     3  tanh             f32[2,3]             freed after 4    arena [64,128)\n"
+      "     4  sum              f32[]                kept             arena [0,64)\n"
       "plan: forward; 4 of 5 nodes evaluated, 1 readable; numerics exact\n"
+      "steps: 3 (0 fused)\n"
       "live volume: peak 12 elements at node 1, retain-all 19\n"
       "arena: 128 bytes for 3 buffers, 192 without reuse\n";
   CHECK_MSG(strcmp(text, expected) == 0, "describe gave:\n%s", text);
@@ -192,11 +193,12 @@ TEST(plan_describe_golden) {
   CHECK_OK(topos_plan_compile(net, &req, &plan));
   n = topos_plan_describe(plan, text, sizeof text);
   const char *expected_backward =
-      "     0  input            f32[2,3]             releasable after 1\n"
-      "     1  exp              f32[2,3]             retained\n"
-      "     3  tanh             f32[2,3]             retained\n"
-      "     4  sum              f32[]                kept\n"
+      "     0  input            f32[2,3]             freed after 1    source\n"
+      "     1  exp              f32[2,3]             retained         arena [0,64)\n"
+      "     3  tanh             f32[2,3]             retained         arena [64,128)\n"
+      "     4  sum              f32[]                kept             arena [128,192)\n"
       "plan: retain; 4 of 5 nodes evaluated, 1 readable; numerics exact\n"
+      "steps: 3 (0 fused)\n"
       "live volume: retain-all 19, release floor 13 at node 4\n"
       "arena: 192 bytes for 3 buffers, 192 without reuse\n";
   CHECK_MSG(strcmp(text, expected_backward) == 0, "describe gave:\n%s", text);

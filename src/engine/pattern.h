@@ -1,0 +1,72 @@
+/* Internal (engine): the pattern hook of the plan compiler.
+ *
+ * A pattern replaces a group of nodes by ONE fused step (conv as im2col +
+ * GEMM, max-pool, batch-norm, ...). The compiler offers every evaluated op
+ * node, in ascending order, to each pattern of the table as the ROOT of a
+ * group (the group's last node, whose value the step produces). A pattern
+ * that recognises the nodes ending there fills a tp_fusion — the members
+ * (ascending, root last) and the group's external inputs in the order the
+ * step reads them — and returns true. The compiler then checks, for every
+ * pattern alike, that fusing is invisible:
+ *   - every member is evaluated and not already in another group;
+ *   - no member but the root is readable, and in a backward plan no member
+ *     but the root is read by a backward rule (tp_backward_reads_of): the
+ *     reverse sweep will find those values absent;
+ *   - every consumer of a non-root member is a member (nothing outside sees
+ *     the intermediates);
+ *   - the root is not a view op (its value gets an arena buffer).
+ * A group that fails a check is not fused (the nodes run one by one).
+ *
+ * At run time the step receives its inputs' values and the root's buffer
+ * (dst: contiguous, the root's dtype and shape, aliasing no input) and must
+ * return the root's value — normally dst itself — with the bits the member
+ * nodes give when run one by one by the interpreter: plan == interpreter,
+ * bitwise, under Exact (under Fast, within the acceleration envelope the
+ * step documents). It runs with the plan's allocation provider installed, so
+ * tp_op_forward_into / topos_op_forward calls inside it allocate from the
+ * run's scratch.
+ *
+ * Adding a pattern: write match + run in src/engine/patterns_<name>.c and add
+ * a row to tp_plan_patterns (patterns.c). Nothing else changes: describe()
+ * shows fused steps as "fused:<name>" and stats count them. */
+#ifndef TP_ENGINE_PATTERN_H
+#define TP_ENGINE_PATTERN_H
+
+#include "graph/graph_internal.h"
+#include "topos/engine.h"
+
+#define TP_FUSION_MAX_MEMBERS 16
+#define TP_FUSION_MAX_INPUTS 8
+
+typedef struct tp_pattern tp_pattern;
+
+typedef struct tp_fusion {
+  const tp_pattern *pattern;
+  uint32_t root;                             /* == members[n_members - 1] */
+  uint32_t n_members;
+  uint32_t members[TP_FUSION_MAX_MEMBERS];   /* ascending */
+  uint32_t n_inputs;
+  uint32_t inputs[TP_FUSION_MAX_INPUTS];     /* nodes outside the group the step reads */
+} tp_fusion;
+
+struct tp_pattern {
+  const char *name;
+  /* Fills f (pattern, root and the rest) for the group ending at `root` and
+   * returns true, or returns false. `evaluated` flags the nodes the plan
+   * evaluates. Must not allocate or fail. */
+  bool (*match)(const tp_graph *graph, const uint8_t *evaluated, uint32_t root, tp_fusion *f);
+  /* Computes the root's value from inputs[0..f->n_inputs) into dst. */
+  topos_status (*run)(const tp_fusion *f, const tp_graph *graph, topos_tensor *const *inputs,
+                      topos_tensor *dst, topos_tensor **out);
+};
+
+/* The table the public compiler uses (patterns.c). */
+extern const tp_pattern *const tp_plan_patterns[];
+extern const size_t tp_plan_pattern_count;
+
+/* topos_plan_compile with another pattern table (tests of the hook). */
+topos_status tp_plan_compile_with(const topos_network *net, const topos_request *request,
+                                  const tp_pattern *const *patterns, size_t n_patterns,
+                                  topos_plan **out);
+
+#endif
