@@ -293,7 +293,12 @@ TEST(llama_linear_op_rules) {
 static const char *lt_smollm2_path(void) {
   static char buf[1024];
   const char *env = getenv("TOPOS_SMOLLM2_GGUF");
-  if (env && env[0]) return env;
+  if (env && env[0]) {
+    FILE *f = fopen(env, "rb");
+    if (!f) return NULL;
+    fclose(f);
+    return env;
+  }
   const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   const char *name = "SmolLM2-135M-Instruct.Q4_1.gguf";
   if ((cache && *cache) || home) {
