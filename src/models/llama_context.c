@@ -13,7 +13,7 @@
 #include "models/llama_internal.h"
 #include "topos/quant.h"
 
-#define TP_LLAMA_MAX_PLANS 6
+#define TP_LLAMA_MAX_PLANS 12
 
 struct topos_llama_context {
   const topos_llama *model;
@@ -23,7 +23,8 @@ struct topos_llama_context {
   size_t elem;          /* bytes per cache element */
   topos_tensor **k_cache, **v_cache;
   tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
-  int n_graphs, next_evict;
+  uint64_t last_used[TP_LLAMA_MAX_PLANS], clock;
+  int n_graphs;
   topos_feed *feeds;
   float *row; /* one embedding row */
 };
@@ -135,29 +136,38 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
                                  tp_llama_graph **out) {
   if (T == 1) all_logits = 0; /* one row either way */
   int has_cache = x->pos > 0;
+  /* attend to the first span slots: a power of two covering the written ones
+   * (masked slots add exact zeros, so the span changes no bit) */
+  int64_t span = 32;
+  while (span < x->pos) span *= 2;
+  if (span > x->capacity) span = x->capacity;
   for (int i = 0; i < x->n_graphs; ++i)
     if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits &&
-        x->graphs[i].has_cache == has_cache) {
+        x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
+      x->last_used[i] = ++x->clock;
       *out = &x->graphs[i];
       return TOPOS_OK;
     }
   int slot = x->n_graphs;
-  if (slot == TP_LLAMA_MAX_PLANS) {
-    /* keep slot 0 free from eviction when it is the decode plan */
-    slot = 1 + x->next_evict++ % (TP_LLAMA_MAX_PLANS - 1);
+  if (slot == TP_LLAMA_MAX_PLANS) { /* evict the least recently used plan */
+    slot = 0;
+    for (int i = 1; i < TP_LLAMA_MAX_PLANS; ++i)
+      if (x->last_used[i] < x->last_used[slot]) slot = i;
     tp_llama_graph_free(&x->graphs[slot]);
   }
-  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, all_logits, has_cache,
+  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, span, all_logits, has_cache,
                                          x->options.kv_dtype, x->options.numerics,
                                          &x->graphs[slot]);
   if (st != TOPOS_OK) {
     if (slot < x->n_graphs) { /* an evicted slot: move the last one into it */
       x->graphs[slot] = x->graphs[x->n_graphs - 1];
+      x->last_used[slot] = x->last_used[x->n_graphs - 1];
       memset(&x->graphs[--x->n_graphs], 0, sizeof x->graphs[0]);
     }
     return st;
   }
   if (slot == x->n_graphs) ++x->n_graphs;
+  x->last_used[slot] = ++x->clock;
   *out = &x->graphs[slot];
   return TOPOS_OK;
 }
@@ -204,7 +214,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   const topos_llama_config *c = &m->config;
   tp_llama_graph *g;
   TP_TRY(tp_graph_for(x, n, all_logits, &g));
-  int64_t T = n, C = x->capacity, D = c->dim, hd = c->head_dim, half = hd / 2;
+  int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
   topos_tensor *x0 = NULL, *cs = NULL, *sn = NULL, *mc = NULL, *mn = NULL;
   float *px = NULL, *pc = NULL, *ps = NULL, *pmc = NULL, *pmn = NULL;

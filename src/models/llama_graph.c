@@ -2,8 +2,8 @@
  * to a plan. Composites only (rmsnorm, rope, attention are built from
  * primitive ops); the products are `linear` rows over the mapped weights.
  *
- * Attention keys are two segments: the cache (capacity C, slots beyond the
- * written positions masked) and the chunk's own keys (causal mask). Their
+ * Attention keys are two segments: the cache (its first S slots, a power of
+ * two >= the position, as views; slots beyond the written positions masked) and the chunk's own keys (causal mask). Their
  * scores are joined along one axis so the softmax sees every key in position
  * order; masked keys contribute exact zeros. The value sum is
  * matmul(p_cache, V_cache) + matmul(p_chunk, V_chunk), each the reference
@@ -21,7 +21,7 @@
 typedef struct tp_rec {
   topos_tape *t;
   const topos_llama_config *c;
-  int64_t T, C;
+  int64_t T, C, S; /* chunk, cache capacity, cache slots attended (span) */
   topos_dtype kv_dtype;
 } tp_rec;
 
@@ -67,14 +67,14 @@ static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, t
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
-  int64_t T = r->T, C = r->C, D = c->dim, H = c->n_heads, KVH = c->n_kv_heads;
+  int64_t T = r->T, C = r->C, S = r->S, D = c->dim, H = c->n_heads, KVH = c->n_kv_heads;
   int64_t hd = c->head_dim, G = H / KVH;
   topos_tensor_desc d = {TOPOS_F32, 2, {T, D}};
   g->x0 = topos_tape_input_desc(t, &d, "x0");
   topos_tensor_desc rd = {TOPOS_F32, 3, {T, hd / 2, 1}};
   g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
   g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
-  topos_tensor_desc mc = {TOPOS_F32, 2, {G * T, C}}, mn = {TOPOS_F32, 2, {G * T, T}};
+  topos_tensor_desc mc = {TOPOS_F32, 2, {G * T, S}}, mn = {TOPOS_F32, 2, {G * T, T}};
   int cached = g->has_cache;
   if (cached) g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
   g->mask_n = topos_tape_input_desc(t, &mn, "mask_chunk");
@@ -116,14 +116,15 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
       topos_sym s_n = topos_tape_add(t, topos_tape_matmul(t, q, kT), mask_n);
       topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
-      if (cached) {
-        topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, g->k_cache[l]), mask_c);
+      if (cached) { /* the first S slots of the cache, as views */
+        topos_sym kc = topos_tape_narrow(t, g->k_cache[l], 2, 0, S);
+        topos_sym vc = topos_tape_narrow(t, g->v_cache[l], 1, 0, S);
+        topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, kc), mask_c);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
-        topos_sym p_c = topos_tape_narrow(t, p, 2, 0, C), p_n = topos_tape_narrow(t, p, 2, C, T);
-        o = topos_tape_add(t, topos_tape_matmul(t, p_c, g->v_cache[l]),
-                           topos_tape_matmul(t, p_n, vT));
+        topos_sym p_c = topos_tape_narrow(t, p, 2, 0, S), p_n = topos_tape_narrow(t, p, 2, S, T);
+        o = topos_tape_add(t, topos_tape_matmul(t, p_c, vc), topos_tape_matmul(t, p_n, vT));
       } else { /* nothing cached yet: the chunk's own keys only */
         o = topos_tape_matmul(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 2)), vT);
       }
@@ -139,13 +140,15 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
           heads[kh] = topos_tape_linear(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1)), vn);
           continue;
         }
-        topos_sym kc = tp_reshape(r, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 2, C, hd, 0, 0);
-        topos_sym vc = tp_reshape(r, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, hd, C, 0, 0);
+        topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 1, 0, S);
+        topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
+        kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
+        vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
         topos_sym s_c = topos_tape_add(t, topos_tape_linear(t, qh, kc), g->mask_c);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
-        topos_sym p_c = topos_tape_narrow(t, p, 1, 0, C), p_n = topos_tape_narrow(t, p, 1, C, T);
+        topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, T);
         heads[kh] = topos_tape_add(t, topos_tape_linear(t, p_c, vc), topos_tape_linear(t, p_n, vn));
       }
       o = topos_tape_concat(t, (size_t)KVH, heads, 0); /* [KVH*G*T, hd] */
@@ -170,13 +173,14 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   return topos_tape_status(t);
 }
 
-topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int all_logits,
-                                  int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
+topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
+                                  int all_logits, int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
                                   tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
   g->all_logits = all_logits;
   g->has_cache = has_cache;
+  g->span = span;
   size_t L = (size_t)m->config.n_layers;
   topos_sym *syms = calloc(4 * L, sizeof *syms);
   if (!syms) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: graph symbols");
@@ -184,7 +188,7 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
   g->v_cache = syms + L;
   g->k_new = syms + 2 * L;
   g->v_new = syms + 3 * L;
-  tp_rec r = {NULL, &m->config, T, C, kv_dtype};
+  tp_rec r = {NULL, &m->config, T, C, span, kv_dtype};
   topos_status st = topos_tape_new(&r.t);
   if (st == TOPOS_OK) st = tp_record(m, &r, g);
   topos_network *net = NULL;

@@ -25,7 +25,7 @@ struct topos_llama {
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:
  *   x0 f32 [T, dim]            embeddings of the chunk's tokens
  *   cos, sin f32 [T, hd/2, 1]  rope tables at the chunk's positions
- *   mask_c f32 [G*T, C]        0 where row (g, t) may see cache slot j, else -inf
+ *   mask_c f32 [G*T, S]        0 where row (g, t) may see cache slot j < S, else -inf
  *   mask_n f32 [G*T, T]        causal mask inside the chunk
  *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd]
  * Roots: logits [T or 1, vocab], k_new[l] f32 [T, KVH, hd] (after rope),
@@ -33,6 +33,7 @@ struct topos_llama {
 typedef struct tp_llama_graph {
   int64_t T;
   int all_logits, has_cache;
+  int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
   topos_sym x0, cos, sin, mask_c, mask_n, logits;
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
@@ -43,8 +44,8 @@ typedef struct tp_llama_graph {
 /* has_cache 0: a chunk at position 0 attends to its own keys only (no cache
  * inputs, no mask_cache): the same bits, since cached keys would all be
  * masked and add exact zeros. */
-topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int all_logits,
-                                  int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
+topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
+                                  int all_logits, int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
                                   tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);
 

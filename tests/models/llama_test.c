@@ -179,6 +179,40 @@ TEST(llama_decode_equals_full_context_bitwise_exact) {
   lt_close(&m);
 }
 
+/* Decoding attends to a power-of-two span of the cache (32, 64, then the
+ * capacity): crossing spans changes no bit either. f16 weights, 1 layer. */
+TEST(llama_decode_across_cache_spans_bitwise) {
+  lt_spec s = lt_default_spec();
+  s.layers = 1;
+  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F16;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  enum { N = 70 };
+  int32_t tokens[N];
+  for (int i = 0; i < N; ++i) tokens[i] = (int32_t)((i * 37 + 11) % 300);
+  float *full = malloc((size_t)N * 300 * sizeof *full), *step = malloc(300 * sizeof *step);
+  CHECK(full && step);
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.n_ctx = 96;
+  o.numerics = TOPOS_NUMERICS_EXACT;
+  o.n_batch = 0;
+  topos_llama_context *a = NULL, *b = NULL;
+  CHECK_OK(topos_llama_context_new(m.model, &o, &a));
+  CHECK_OK(topos_llama_context_new(m.model, &o, &b));
+  CHECK_OK(topos_llama_eval(a, tokens, N, 1, full));
+  int64_t mismatches = 0;
+  for (int t = 0; t < N; ++t) {
+    CHECK_OK(topos_llama_eval(b, tokens + t, 1, 0, step));
+    for (int i = 0; i < 300; ++i) mismatches += tt_f32_bits(step[i]) != tt_f32_bits(full[t * 300 + i]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  topos_llama_context_free(a);
+  topos_llama_context_free(b);
+  free(full);
+  free(step);
+  lt_close(&m);
+}
+
 TEST(llama_context_limits) {
   lt_spec s = lt_default_spec();
   lt_model m;
