@@ -100,8 +100,9 @@ TOPOS_API void topos_llama_context_free(topos_llama_context *ctx); /* NULL is fi
  * the cache. logits receives n_vocab floats for the last token, or, with
  * all_logits, n x n_vocab (row t = token t); may be NULL. Plans are compiled
  * on first use per chunk shape (length, logits rows, cache span: a power of
- * two >= the position) and kept (least recently used evicted). TOPOS_ERR_RANGE when the tokens
- * do not fit the remaining capacity or an id is outside the vocabulary. */
+ * two >= the position) and kept (least recently used evicted).
+ * TOPOS_ERR_RANGE when the tokens do not fit the remaining capacity or an id
+ * is outside the vocabulary. */
 TOPOS_API topos_status topos_llama_eval(topos_llama_context *ctx, const int32_t *tokens,
                                         int64_t n, int all_logits, float *logits);
 /* Tokens in the cache. */
