@@ -56,6 +56,7 @@ int tp_qk_traits_of(topos_dtype wtype, tp_qk_traits *out);
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task);
 topos_status tp_qk_fast_avx2(const tp_qk_task *task);
 topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU */
+topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
 
 /* Internal variant of topos_qmatmul with an explicit thread count (tests). */
 topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,

@@ -55,6 +55,15 @@ bool tp_qk_cpu_avx512vnni(void) {
 #endif
 }
 
+bool tp_qk_cpu_neon_dotprod(void) {
+#if defined(__aarch64__)
+  const uint32_t need = TP_CPU_BIT(TOPOS_CPU_NEON) | TP_CPU_BIT(TOPOS_CPU_DOTPROD);
+  return (tp_cpu_features() & need) == need;
+#else
+  return false;
+#endif
+}
+
 static int tp_qk_cap = TP_QK_ISA_ANY;
 
 bool tp_qk_amx_usable(void) {

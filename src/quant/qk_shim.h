@@ -20,6 +20,7 @@ void tp_qk_parallel_for(int threads, int64_t n, int64_t grain, tp_qk_range_fn fn
  * TOPOS_DISABLE_ISA masking. */
 bool tp_qk_cpu_avx2(void);
 bool tp_qk_cpu_avx512vnni(void);
+bool tp_qk_cpu_neon_dotprod(void);
 /* AMX-INT8 granted by CPU and OS, not masked, and allowed by the ISA cap. */
 bool tp_qk_amx_usable(void);
 
@@ -32,7 +33,7 @@ bool tp_qk_amx_usable(void);
 enum {
   TP_QK_ISA_NONE = 0,
   TP_QK_ISA_GENERIC = 1,
-  TP_QK_ISA_AVX2 = 2,
+  TP_QK_ISA_AVX2 = 2, /* also the level of arm64's NEON + dotprod */
   TP_QK_ISA_AVX512VNNI = 3,
   TP_QK_ISA_AMX = 4,
   TP_QK_ISA_ANY = 5

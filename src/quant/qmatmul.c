@@ -72,6 +72,12 @@ static qk_fast_fn qk_fast_kernel(topos_dtype wtype, const char **isa) {
     return tp_qk_fast_avx2;
   }
 #endif
+#if defined(__aarch64__)
+  if (tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_neon_dotprod()) {
+    if (isa) *isa = "neon-dotprod";
+    return tp_qk_fast_neon;
+  }
+#endif
   if (tp_qk_isa_cap() >= TP_QK_ISA_GENERIC) {
     if (isa) *isa = "generic";
     return tp_qk_fast_generic;
