@@ -38,7 +38,8 @@ build: configure
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 demo: build
-	@$(BUILD)/bin/topos demo
+	@sh scripts/demo-data.sh
+	@$(BUILD)/bin/topos demo --out $(BUILD)/demo
 
 test: build
 	@$(BUILD)/bin/topos_tests

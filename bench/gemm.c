@@ -79,29 +79,36 @@ static uint64_t tp_bench_next(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-/* Best time of each of two calls, measured in alternating blocks of three
- * (the machine is shared: alternating exposes both to the same background
- * load), for at least `seconds` in all. Before each block of `call_a` the
- * bench sleeps 0.3 s: OpenBLAS's workers keep spinning (yielding) for a while
- * after each call and would otherwise compete with our threads. */
+/* Best time of each of two calls, measured in blocks of three that
+ * alternate, and swap which goes first every round (the machine is shared:
+ * both meet the same background load, and neither always runs right after
+ * the other's threads). Each block starts after a 0.3 s pause: OpenBLAS's
+ * workers keep spinning (yielding) for a while after each call and would
+ * otherwise compete with the next block's threads. At least 2 rounds, and
+ * until `seconds` have passed. */
+#define TP_BENCH_BLOCK(best, call)                   \
+  do {                                               \
+    tp_bench_sleep(0.3);                             \
+    for (int rep_ = 0; rep_ < 3; ++rep_) {           \
+      double t0_ = tp_bench_now();                   \
+      call;                                          \
+      double t1_ = tp_bench_now();                   \
+      if (t1_ - t0_ < (best)) (best) = t1_ - t0_;    \
+    }                                                \
+  } while (0)
+
 #define TP_BENCH_PAIR(best_a, call_a, best_b, call_b, seconds)                     \
   do {                                                                             \
     double start_all_ = tp_bench_now();                                            \
     (best_a) = (best_b) = 1e30;                                                    \
     for (int round_ = 0; round_ < 2 || (tp_bench_now() - start_all_ < (seconds) && round_ < 100); \
          ++round_) {                                                               \
-      tp_bench_sleep(0.3);                                                         \
-      for (int rep_ = 0; rep_ < 3; ++rep_) {                                       \
-        double t0_ = tp_bench_now();                                               \
-        call_a;                                                                    \
-        double t1_ = tp_bench_now();                                               \
-        if (t1_ - t0_ < (best_a)) (best_a) = t1_ - t0_;                            \
-      }                                                                            \
-      for (int rep_ = 0; rep_ < 3; ++rep_) {                                       \
-        double t0_ = tp_bench_now();                                               \
-        call_b;                                                                    \
-        double t1_ = tp_bench_now();                                               \
-        if (t1_ - t0_ < (best_b)) (best_b) = t1_ - t0_;                            \
+      if (round_ % 2 == 0) {                                                       \
+        TP_BENCH_BLOCK(best_a, call_a);                                            \
+        TP_BENCH_BLOCK(best_b, call_b);                                            \
+      } else {                                                                     \
+        TP_BENCH_BLOCK(best_b, call_b);                                            \
+        TP_BENCH_BLOCK(best_a, call_a);                                            \
       }                                                                            \
     }                                                                              \
   } while (0)
@@ -196,9 +203,10 @@ static int tp_bench_gemm_main(int argc, char **argv) {
         return 2;
       }
       tuned = 1;
-    } else if (strcmp(argv[i], "--no-shared-b") == 0) {
-      /* A/B switch for tuning: every thread packs its own B. */
-      tuning.no_shared_b = 1;
+    } else if (strcmp(argv[i], "--shared-b") == 0 && i + 1 < argc) {
+      /* A/B switch for tuning: auto, never, always share B packing. */
+      ++i;
+      tuning.shared_b = strcmp(argv[i], "never") == 0 ? 1 : strcmp(argv[i], "always") == 0 ? 2 : 0;
       tuned = 1;
     } else if (strcmp(argv[i], "--no-peer") == 0) {
       no_peer = 1;
@@ -207,7 +215,7 @@ static int tp_bench_gemm_main(int argc, char **argv) {
     } else {
       printf("usage: topos bench-gemm [--sizes 512,1024,2048] [--threads 1,2] [--dtype f32|f64|both]\n"
              "                        [--seconds S (per measurement, default 1)] [--keep-openblas-env] [--no-peer]\n"
-             "                        [--blocking MC,KC,NC (override, 0 = table value)] [--no-shared-b]\n"
+             "                        [--blocking MC,KC,NC (override, 0 = table value)] [--shared-b auto|never|always]\n"
              "Square C = A.B, GFLOP/s (best of repeats) of topos's SIMD GEMM and of OpenBLAS\n"
              "(dlopen libopenblas.so.0) in the same run; ratio = ours / OpenBLAS.\n");
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;

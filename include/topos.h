@@ -16,5 +16,7 @@
 #include "topos/sampler.h"
 #include "topos/llama.h"
 #include "topos/backend.h"
+#include "topos/nn.h"
+#include "topos/data.h"
 
 #endif

@@ -86,6 +86,18 @@ const char *tt_tmpdir(void);
     }                                                                           \
   } while (0)
 
+/* For helpers that report at their caller's (file, line) and clean up at a
+ * label `done`: runs expr into the topos_status variable s; on failure,
+ * reports it with the message and jumps to done. */
+#define TT_TRY_AT(file, line, s, expr)                                                     \
+  do {                                                                                     \
+    (s) = (expr);                                                                          \
+    if ((s) != TOPOS_OK) {                                                                 \
+      tt_fail_at(file, line, "%s: %s: %s", #expr, topos_status_name(s), topos_last_error()); \
+      goto done;                                                                           \
+    }                                                                                      \
+  } while (0)
+
 /* The current error message contains a substring. */
 #define CHECK_ERROR_HAS(substr)                                                   \
   do {                                                                            \

@@ -68,7 +68,7 @@ typedef struct topos_plan_stats {
   uint32_t nodes;           /* nodes in the network */
   uint32_t evaluated;       /* after pruning (a fused group counts once) */
   uint32_t readable;        /* roots and observed nodes */
-  int64_t retain_all;       /* elements if every evaluated value were kept */
+  int64_t retain_all;       /* elements if every evaluated value were kept (counts saturate at INT64_MAX) */
   int64_t peak;             /* forward plans: peak live elements; backward: the release floor */
   uint32_t peak_node;       /* node at which the peak is reached */
   int64_t arena_bytes;      /* static buffer plan: one arena holding every fresh result */
@@ -77,8 +77,15 @@ typedef struct topos_plan_stats {
   uint32_t fused;           /* steps that replace a group of nodes (patterns) */
 } topos_plan_stats;
 
+/* Compiles request against net (see the top of this file). *out belongs to
+ * the caller (topos_plan_free). Errors: TOPOS_ERR_INVALID_ARGUMENT (no root,
+ * unknown numerics, an invalid symbol), TOPOS_ERR_FOREIGN (a root or
+ * observed symbol from another network) and
+ * TOPOS_ERR_OUT_OF_MEMORY; *out is NULL then. */
 TOPOS_API topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
                                           topos_plan **out);
+/* Drops the caller's reference; runs and fields still alive keep the plan
+ * until they are freed. NULL is fine. */
 TOPOS_API void topos_plan_free(topos_plan *plan);
 /* Runs the plan; feeds and errors as topos_network_forward. *out belongs to
  * the caller (topos_run_free); see "Memory" above. */

@@ -168,8 +168,12 @@ typedef struct topos_gguf_tensor_info {
 } topos_gguf_tensor_info;
 
 TOPOS_API int64_t topos_gguf_tensor_count(const topos_gguf *gguf);
+/* Tensors in file order: index 0 .. tensor_count-1, TOPOS_ERR_RANGE
+ * otherwise. The strings in *out belong to the reader (valid while open). */
 TOPOS_API topos_status topos_gguf_tensor_at(const topos_gguf *gguf, int64_t index,
                                             topos_gguf_tensor_info *out);
+/* Index of the tensor called name; TOPOS_ERR_NOT_FOUND (with message) if
+ * absent. index may be NULL to test presence only. */
 TOPOS_API topos_status topos_gguf_find_tensor(const topos_gguf *gguf, const char *name,
                                               int64_t *index);
 /* The tensor's bytes inside the mapping (valid while the reader is open). */
@@ -190,6 +194,8 @@ TOPOS_API topos_status topos_gguf_tensor_by_index(topos_gguf *gguf, int64_t inde
  * tensor data is laid out sequentially, each padded to the alignment. */
 typedef struct topos_gguf_writer topos_gguf_writer;
 
+/* An empty writer (alignment 32). *out belongs to the caller
+ * (topos_gguf_writer_destroy). */
 TOPOS_API topos_status topos_gguf_writer_create(topos_gguf_writer **out);
 /* Releases everything the writer holds (NULL is fine). */
 TOPOS_API void topos_gguf_writer_destroy(topos_gguf_writer *writer);

@@ -126,13 +126,20 @@ TOPOS_API int topos_op_arity(topos_op op);
 /* 1 for ops whose reference forward returns a view (transpose, permute,
  * narrow, broadcast, broadcast_along, unfold; reshape when possible). */
 TOPOS_API int topos_op_is_view(topos_op op);
+/* The op whose topos_op_name is name; TOPOS_ERR_NOT_FOUND otherwise. */
 TOPOS_API topos_status topos_op_parse(const char *name, topos_op *out);
 
 /* The shape and dtype rule. On failure the message names the op and the
  * operand shapes, e.g. "add: shapes [2,3] and [3,2] differ". */
 TOPOS_API topos_status topos_op_infer(topos_op op, const topos_tensor_desc *inputs,
                                       const topos_op_attrs *attrs, topos_tensor_desc *out);
-/* Runs the reference kernel. inputs has topos_op_arity(op) entries. */
+/* Runs the op's reference forward (elementwise maps and matmul offer their
+ * work to the backend chain first). inputs has topos_op_arity(op) entries.
+ * *out is a new
+ * reference the caller releases. It may be a view sharing storage with an
+ * input (see topos_op_is_view) or, for a unary map over a broadcast view, a
+ * broadcast view of freshly computed elements: test layout with
+ * topos_tensor_is_contiguous, not by op. */
 TOPOS_API topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
                                         const topos_op_attrs *attrs, topos_tensor **out);
 /* Fills a descriptor from a tensor. */

@@ -130,6 +130,9 @@ TOPOS_API topos_status topos_tensor_wrap(topos_dtype dtype, int rank, const int6
                                          topos_release_fn release, void *context,
                                          topos_tensor **out);
 
+/* Adds a reference and returns tensor; every reference is dropped with
+ * topos_tensor_release, the last one frees the header (and the storage when
+ * no other tensor shares it). */
 TOPOS_API topos_tensor *topos_tensor_retain(topos_tensor *tensor);
 TOPOS_API void topos_tensor_release(topos_tensor *tensor); /* NULL is fine */
 

@@ -61,6 +61,24 @@ topos_status tp_alloc_array(size_t count, size_t elem, size_t align, void **out)
 
 void tp_free_aligned(void *ptr) { free(ptr); }
 
+topos_status tp_grow_array(void *items, size_t elem, size_t count, size_t *capacity, size_t first,
+                           const char *what, void **grown) {
+  *grown = items;
+  if (count < *capacity) return TOPOS_OK;
+  size_t slots, bytes;
+  if (*capacity == 0) slots = first;
+  else if (!tp_mul_size(*capacity, 2, &slots))
+    return tp_fail(TOPOS_ERR_OVERFLOW, "%s: %zu entries cannot double", what, *capacity);
+  if (!tp_mul_size(slots, elem, &bytes))
+    return tp_fail(TOPOS_ERR_OVERFLOW, "%s: %zu entries of %zu bytes overflow the size type",
+                   what, slots, elem);
+  void *p = realloc(items, bytes);
+  if (!p) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "%s: no memory for %zu entries", what, slots);
+  *grown = p;
+  *capacity = slots;
+  return TOPOS_OK;
+}
+
 /* ---- arena */
 
 struct tp_arena_chunk {

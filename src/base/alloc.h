@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/error.h" /* TP_GROW propagates with TP_TRY */
 #include "topos/base.h"
 
 #define TP_DEFAULT_ALIGN ((size_t)64) /* one cache line; a full AVX-512 vector */
@@ -65,6 +66,23 @@ topos_status tp_alloc_aligned(size_t bytes, size_t align, void **out);
 topos_status tp_calloc_aligned(size_t bytes, size_t align, void **out);
 /* count * elem bytes, overflow checked (TOPOS_ERR_OVERFLOW names both). */
 topos_status tp_alloc_array(size_t count, size_t elem, size_t align, void **out);
+/* Room for one more entry in a growable heap array (malloc/realloc/free)
+ * holding count entries of elem bytes in *capacity slots. When full, the
+ * capacity doubles (first slots when it is 0) and *grown receives the
+ * reallocated block; otherwise *grown = items. On failure
+ * (TOPOS_ERR_OVERFLOW, TOPOS_ERR_OUT_OF_MEMORY, the message naming `what`
+ * and the slot count) items is still valid and *capacity unchanged. */
+topos_status tp_grow_array(void *items, size_t elem, size_t count, size_t *capacity, size_t first,
+                           const char *what, void **grown);
+/* tp_grow_array for an array `items` (a typed pointer lvalue), propagating
+ * failure with TP_TRY. */
+#define TP_GROW(items, count, capacity, first, what)                                       \
+  do {                                                                                     \
+    void *tp_grown_;                                                                       \
+    TP_TRY(tp_grow_array((items), sizeof *(items), (count), &(capacity), (first), (what), \
+                         &tp_grown_));                                                     \
+    (items) = tp_grown_;                                                                   \
+  } while (0)
 /* Frees a block from tp_alloc_aligned; NULL is a no-op. */
 void tp_free_aligned(void *ptr);
 /* Successful tp_alloc_aligned calls since start, all threads (for benches

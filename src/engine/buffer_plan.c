@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "engine/buffer_plan.h"
 
 void tp_buffer_plan_free(tp_buffer_plan *plan) {
@@ -23,12 +24,22 @@ static bool allocates(const tp_node *node) {
          (!topos_op_is_view(node->op) || node->op == TOPOS_OP_RESHAPE);
 }
 
-static int64_t aligned_bytes(const topos_tensor_desc *desc) {
-  int64_t volume = 1;
-  for (int i = 0; i < desc->rank; ++i) volume *= desc->shape[i];
-  size_t bytes = 0;
-  if (topos_dtype_bytes(desc->dtype, volume, &bytes) != TOPOS_OK) bytes = 0;
-  return ((int64_t)bytes + TP_BUFFER_ALIGN - 1) / TP_BUFFER_ALIGN * TP_BUFFER_ALIGN;
+/* Node i's result in bytes, rounded up to TP_BUFFER_ALIGN. A shape rule
+ * accepts any valid volume, so a recorded graph may describe a result no
+ * arena can hold (a desc-only input of [2^31, 2^31], say): refused here,
+ * naming the node, instead of planned with a wrapped size. */
+static topos_status aligned_bytes(const tp_node *node, uint32_t i, int64_t *out) {
+  const topos_tensor_desc *desc = &node->desc;
+  int64_t volume;
+  size_t bytes = 0, aligned = 0;
+  topos_status s = tp_shape_volume(desc->rank, desc->shape, &volume);
+  if (s == TOPOS_OK) s = topos_dtype_bytes(desc->dtype, volume, &bytes);
+  if (s != TOPOS_OK) return tp_fail_context(s, "plan_compile: %s (node %u)", tp_node_label(node), i);
+  if (!tp_align_up_size(bytes, TP_BUFFER_ALIGN, &aligned) || aligned > (size_t)INT64_MAX)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "plan_compile: %s (node %u): %zu bytes overflow the arena",
+                   tp_node_label(node), i, bytes);
+  *out = (int64_t)aligned;
+  return TOPOS_OK;
 }
 
 /* Live ranges, kept sorted by offset. */
@@ -85,8 +96,18 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     for (size_t k = 0; k < n_live; ++k)
       if (live[k].until == UINT32_MAX || live[k].until >= i) live[kept++] = live[k];
     n_live = kept;
-    int64_t bytes = aligned_bytes(&node->desc);
-    int64_t at = first_fit(live, n_live, bytes);
+    int64_t bytes = 0;
+    topos_status s = aligned_bytes(node, i, &bytes);
+    int64_t at = s == TOPOS_OK ? first_fit(live, n_live, bytes) : 0;
+    if (s == TOPOS_OK && (bytes > INT64_MAX - at || bytes > INT64_MAX - out->unshared_bytes))
+      s = tp_fail(TOPOS_ERR_OVERFLOW,
+                  "plan_compile: %s (node %u): %lld bytes at arena offset %lld overflow the arena",
+                  tp_node_label(node), i, (long long)bytes, (long long)at);
+    if (s != TOPOS_OK) {
+      free(live);
+      tp_buffer_plan_free(out);
+      return s;
+    }
     size_t pos = 0;
     while (pos < n_live && live[pos].offset < at) ++pos;
     memmove(&live[pos + 1], &live[pos], (n_live - pos) * sizeof *live);

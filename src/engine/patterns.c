@@ -3,5 +3,10 @@
  * add their rows here, one file each. */
 #include "engine/pattern.h"
 
-const tp_pattern *const tp_plan_patterns[] = {NULL}; /* sentinel keeps the array non-empty */
-const size_t tp_plan_pattern_count = 0;
+extern const tp_pattern tp_pattern_conv_im2col; /* patterns_conv.c */
+extern const tp_pattern tp_pattern_max_pool;    /* patterns_pool.c */
+extern const tp_pattern tp_pattern_batch_norm;  /* patterns_batch_norm.c */
+
+const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_im2col, &tp_pattern_max_pool,
+                                              &tp_pattern_batch_norm};
+const size_t tp_plan_pattern_count = sizeof tp_plan_patterns / sizeof tp_plan_patterns[0];

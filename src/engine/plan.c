@@ -8,12 +8,19 @@
  * fresh results out in one arena by liveness (buffer_plan.c). Runs follow
  * that layout (executor.c) and call the interpreter's kernels on the same
  * operands in the same order, so they give the interpreter's bits. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "engine/plan_internal.h"
+
+/* Element counts of a described graph may sum past int64 (views of a huge
+ * desc-only input take no memory): the statistics saturate at INT64_MAX. */
+static int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
 
 static int64_t node_volume(const tp_node *node) {
   int64_t v = 1;
@@ -35,8 +42,8 @@ static void analyse(topos_plan *plan) {
     st->steps += graph->nodes[i].kind == TOPOS_NODE_OP;
     st->readable += sc->readable[i];
     int64_t v = node_volume(&graph->nodes[i]);
-    st->retain_all += v;
-    live += v;
+    st->retain_all = saturating_add(st->retain_all, v);
+    live = saturating_add(live, v);
     if (live > st->peak) {
       st->peak = live;
       st->peak_node = i;
@@ -263,24 +270,8 @@ topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_stats *out)
   return TOPOS_OK;
 }
 
-/* snprintf into a growing position; keeps counting past the end of buf */
-typedef struct {
-  char *buf;
-  size_t size, length;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  size_t room = t->length < t->size ? t->size - t->length : 0;
-  int n = vsnprintf(room ? t->buf + t->length : NULL, room, fmt, args);
-  va_end(args);
-  if (n > 0) t->length += (size_t)n;
-}
-
 size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
-  text t = {buf, size, 0};
+  tp_text t = {buf, size, 0};
   if (buf && size) buf[0] = '\0';
   if (!plan) return 0;
   const tp_schedule *sc = &plan->schedule;
@@ -309,20 +300,20 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
     else
       snprintf(buffer, sizeof buffer, "arena [%lld,%lld)", (long long)bp->offset[i],
                (long long)(bp->offset[i] + bp->bytes[i]));
-    put(&t, "  %4u  %-16s %-20s %-16s %s\n", i, label, typed, liveness, buffer);
+    tp_text_printf(&t, "  %4u  %-16s %-20s %-16s %s\n", i, label, typed, liveness, buffer);
   }
   const topos_plan_stats *st = &plan->stats;
-  put(&t, "plan: %s; %u of %u nodes evaluated, %u readable; numerics %s\n",
+  tp_text_printf(&t, "plan: %s; %u of %u nodes evaluated, %u readable; numerics %s\n",
       forward ? "forward" : "retain", st->evaluated, st->nodes, st->readable,
       plan->numerics == TOPOS_NUMERICS_EXACT ? "exact" : "fast");
-  put(&t, "steps: %u (%u fused)\n", st->steps, st->fused);
+  tp_text_printf(&t, "steps: %u (%u fused)\n", st->steps, st->fused);
   if (forward)
-    put(&t, "live volume: peak %lld elements at node %u, retain-all %lld\n",
+    tp_text_printf(&t, "live volume: peak %lld elements at node %u, retain-all %lld\n",
         (long long)st->peak, st->peak_node, (long long)st->retain_all);
   else
-    put(&t, "live volume: retain-all %lld, release floor %lld at node %u\n",
+    tp_text_printf(&t, "live volume: retain-all %lld, release floor %lld at node %u\n",
         (long long)st->retain_all, (long long)st->peak, st->peak_node);
-  put(&t, "arena: %lld bytes for %u buffers, %lld without reuse\n", (long long)st->arena_bytes,
+  tp_text_printf(&t, "arena: %lld bytes for %u buffers, %lld without reuse\n", (long long)st->arena_bytes,
       bp->buffers, (long long)st->unshared_bytes);
-  return t.length;
+  return tp_text_finish(&t);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph/algebra.h"
+#include "ops/attrs.h"
 
 static tp_eager_algebra *eager(tp_algebra *self) { return (tp_eager_algebra *)self; }
 
@@ -54,11 +55,8 @@ static topos_status eager_apply(tp_algebra *self, topos_op op, const tp_handle *
       return tp_fail(TOPOS_ERR_INTERNAL, "backward: %s: operand %d is not a live value",
                      topos_op_name(op), j);
   }
-  topos_op_attrs blank;
-  if (!attrs) {
-    memset(&blank, 0, sizeof blank);
-    attrs = &blank;
-  }
+  topos_op_attrs none = tp_attrs_none();
+  if (!attrs) attrs = &none;
   topos_tensor *t = NULL;
   topos_status s = topos_op_forward(op, in, attrs, &t);
   if (s != TOPOS_OK) return tp_fail_context(s, "backward");
@@ -70,10 +68,7 @@ static topos_status eager_fill(tp_algebra *self, const topos_tensor_desc *like, 
   topos_tensor *scalar = NULL;
   TP_TRY(topos_tensor_scalar(like->dtype, value, &scalar));
   if (like->rank == 0) return put(eager(self), scalar, out);
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.rank = like->rank;
-  memcpy(attrs.shape, like->shape, sizeof attrs.shape);
+  topos_op_attrs attrs = tp_attrs_shape(like->rank, like->shape);
   topos_tensor *spread = NULL;
   topos_status s = topos_op_forward(TOPOS_OP_BROADCAST, &scalar, &attrs, &spread);
   topos_tensor_release(scalar);

@@ -7,8 +7,7 @@
  * indices of gather/scatter) get TP_NONE: they are data, not edges, so nothing
  * behind them is differentiated. */
 #include "graph/algebra.h"
-
-#include <string.h>
+#include "ops/attrs.h"
 
 static topos_status op1(tp_algebra *alg, topos_op op, tp_handle x, const topos_op_attrs *attrs,
                         tp_handle *out) {
@@ -22,16 +21,10 @@ static topos_status with_scalar(tp_algebra *alg, const topos_tensor_desc *like, 
                                 tp_handle *out) {
   return alg->fill(alg, like, value, out);
 }
-static topos_op_attrs axis_attrs(int axis) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.axis = axis;
-  return attrs;
-}
 /* x spread along `axis` back to extent `count` (the adjoint of sum_along). */
 static topos_status spread_along(tp_algebra *alg, tp_handle x, int axis, int64_t count,
                                  tp_handle *out) {
-  topos_op_attrs attrs = axis_attrs(axis);
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.length = count;
   return op1(alg, TOPOS_OP_BROADCAST_ALONG, x, &attrs, out);
 }
@@ -149,31 +142,27 @@ topos_status tp_backward_transpose(tp_algebra *alg, const tp_rule_args *args, tp
 }
 
 topos_status tp_backward_permute(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
+  topos_op_attrs attrs = tp_attrs_none();
   attrs.rank = args->attrs->rank;
   for (int i = 0; i < attrs.rank; ++i) attrs.order[args->attrs->order[i]] = i;
   return op1(alg, TOPOS_OP_PERMUTE, G, &attrs, &cot[0]);
 }
 
 topos_status tp_backward_reshape(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.rank = args->input_descs[0].rank;
-  memcpy(attrs.shape, args->input_descs[0].shape, sizeof attrs.shape);
+  topos_op_attrs attrs = tp_attrs_shape(args->input_descs[0].rank, args->input_descs[0].shape);
   return op1(alg, TOPOS_OP_RESHAPE, G, &attrs, &cot[0]);
 }
 
 /* the window goes back into zeros of the operand's extent */
 topos_status tp_backward_narrow(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
-  topos_op_attrs attrs = axis_attrs(args->attrs->axis);
+  topos_op_attrs attrs = tp_attrs_axis(args->attrs->axis);
   attrs.start = args->attrs->start;
   attrs.length = args->input_descs[0].shape[args->attrs->axis];
   return op1(alg, TOPOS_OP_PAD, G, &attrs, &cot[0]);
 }
 
 topos_status tp_backward_pad(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
-  topos_op_attrs attrs = axis_attrs(args->attrs->axis);
+  topos_op_attrs attrs = tp_attrs_axis(args->attrs->axis);
   attrs.start = args->attrs->start;
   attrs.length = args->input_descs[0].shape[args->attrs->axis];
   return op1(alg, TOPOS_OP_NARROW, G, &attrs, &cot[0]);
@@ -187,24 +176,18 @@ topos_status tp_backward_broadcast(tp_algebra *alg, const tp_rule_args *args, tp
     cot[0] = total;
     return TOPOS_OK;
   }
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.rank = args->input_descs[0].rank;
-  memcpy(attrs.shape, args->input_descs[0].shape, sizeof attrs.shape);
+  topos_op_attrs attrs = tp_attrs_shape(args->input_descs[0].rank, args->input_descs[0].shape);
   return op1(alg, TOPOS_OP_RESHAPE, total, &attrs, &cot[0]);
 }
 
 topos_status tp_backward_broadcast_along(tp_algebra *alg, const tp_rule_args *args,
                                          tp_handle *cot) {
-  topos_op_attrs attrs = axis_attrs(args->attrs->axis);
+  topos_op_attrs attrs = tp_attrs_axis(args->attrs->axis);
   return op1(alg, TOPOS_OP_SUM_ALONG, G, &attrs, &cot[0]);
 }
 
 topos_status tp_backward_sum(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.rank = args->input_descs[0].rank;
-  memcpy(attrs.shape, args->input_descs[0].shape, sizeof attrs.shape);
+  topos_op_attrs attrs = tp_attrs_shape(args->input_descs[0].rank, args->input_descs[0].shape);
   return op1(alg, TOPOS_OP_BROADCAST, G, &attrs, &cot[0]);
 }
 
@@ -226,8 +209,7 @@ topos_status tp_backward_fold(tp_algebra *alg, const tp_rule_args *args, tp_hand
 
 /* rows picked by indices go back to their rows (repeats accumulate) */
 topos_status tp_backward_gather(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
+  topos_op_attrs attrs = tp_attrs_none();
   attrs.length = args->input_descs[0].shape[0];
   tp_handle in[2] = {G, B};
   TP_TRY(alg->apply(alg, TOPOS_OP_SCATTER, in, &attrs, &cot[0]));
@@ -245,7 +227,7 @@ topos_status tp_backward_scatter(tp_algebra *alg, const tp_rule_args *args, tp_h
 topos_status tp_backward_log_softmax(tp_algebra *alg, const tp_rule_args *args,
                                      tp_handle *cot) {
   int axis = args->attrs->axis;
-  topos_op_attrs attrs = axis_attrs(axis);
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   tp_handle total, spread, probs, scaled;
   TP_TRY(op1(alg, TOPOS_OP_SUM_ALONG, G, &attrs, &total));
   TP_TRY(spread_along(alg, total, axis, args->input_descs[0].shape[axis], &spread));

@@ -33,22 +33,34 @@ void topos_params_free(topos_params *params) {
   free(params);
 }
 
-static char *dup_name(const char *name, bool *failed) {
-  if (!name) return NULL;
-  size_t n = strlen(name) + 1;
-  char *copy = malloc(n);
-  if (!copy) {
-    *failed = true;
-    return NULL;
+/* Slot i gets node, its own copy of name (NULL stays NULL) and value:
+ * shared (a new reference) when `share`, else a fresh contiguous copy, so
+ * that writes by the caller never reach the network's initials or another
+ * params object. */
+static topos_status fill_slot(topos_params *p, size_t i, uint32_t node, const char *name,
+                              const topos_tensor *value, bool share, const char *what) {
+  p->nodes[i] = node;
+  if (name) {
+    size_t n = strlen(name) + 1;
+    p->names[i] = malloc(n);
+    if (!p->names[i]) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    memcpy(p->names[i], name, n);
   }
-  memcpy(copy, name, n);
-  return copy;
+  if (share) {
+    p->values[i] = topos_tensor_retain((topos_tensor *)value);
+    return TOPOS_OK;
+  }
+  return topos_tensor_contiguous((topos_tensor *)value, 1, &p->values[i]);
 }
 
-/* A fresh contiguous copy, so that writes by the caller never reach the
- * network's initials (or another params object). */
-static topos_status fresh_copy(const topos_tensor *t, topos_tensor **out) {
-  return topos_tensor_contiguous((topos_tensor *)t, 1, out);
+/* Hands p to the caller when every slot filled; frees it otherwise. */
+static topos_status finish(topos_params *p, topos_status s, topos_params **out) {
+  if (s != TOPOS_OK) {
+    topos_params_free(p);
+    return s;
+  }
+  *out = p;
+  return TOPOS_OK;
 }
 
 topos_status topos_params_from_network(const topos_network *net, topos_params **out) {
@@ -57,20 +69,13 @@ topos_status topos_params_from_network(const topos_network *net, topos_params **
   const tp_graph *graph = net->graph;
   topos_params *p = params_alloc(graph->origin, graph->n_parameters);
   if (!p) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_from_network: out of memory");
-  for (size_t i = 0; i < p->count; ++i) {
+  topos_status s = TOPOS_OK;
+  for (size_t i = 0; i < p->count && s == TOPOS_OK; ++i) {
     const tp_node *node = &graph->nodes[graph->parameters[i]];
-    bool failed = false;
-    p->nodes[i] = graph->parameters[i];
-    p->names[i] = dup_name(node->name, &failed);
-    topos_status s = failed ? tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_from_network: out of memory")
-                            : fresh_copy(node->value, &p->values[i]);
-    if (s != TOPOS_OK) {
-      topos_params_free(p);
-      return s;
-    }
+    s = fill_slot(p, i, graph->parameters[i], node->name, node->value, false,
+                  "params_from_network");
   }
-  *out = p;
-  return TOPOS_OK;
+  return finish(p, s, out);
 }
 
 topos_status topos_params_copy(const topos_params *params, topos_params **out) {
@@ -78,21 +83,15 @@ topos_status topos_params_copy(const topos_params *params, topos_params **out) {
   if (!params || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "params_copy: NULL argument");
   topos_params *p = params_alloc(params->origin, params->count);
   if (!p) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_copy: out of memory");
-  for (size_t i = 0; i < p->count; ++i) {
-    bool failed = false;
-    p->nodes[i] = params->nodes[i];
-    p->names[i] = dup_name(params->names[i], &failed);
-    topos_status s = failed ? tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_copy: out of memory")
-                            : fresh_copy(params->values[i], &p->values[i]);
-    if (s != TOPOS_OK) {
-      topos_params_free(p);
-      return s;
-    }
-  }
-  *out = p;
-  return TOPOS_OK;
+  topos_status s = TOPOS_OK;
+  for (size_t i = 0; i < p->count && s == TOPOS_OK; ++i)
+    s = fill_slot(p, i, params->nodes[i], params->names[i], params->values[i], false,
+                  "params_copy");
+  return finish(p, s, out);
 }
 
+/* Parameters the old network had keep their current values (shared); the
+ * ones added after them start from the new network's initials. */
 topos_status topos_params_carry(const topos_params *old, const topos_network *net,
                                topos_params **out) {
   if (out) *out = NULL;
@@ -105,22 +104,14 @@ topos_status topos_params_carry(const topos_params *old, const topos_network *ne
                    old->count, graph->n_parameters);
   topos_params *p = params_alloc(graph->origin, graph->n_parameters);
   if (!p) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_carry: out of memory");
-  for (size_t i = 0; i < p->count; ++i) {
+  topos_status s = TOPOS_OK;
+  for (size_t i = 0; i < p->count && s == TOPOS_OK; ++i) {
     const tp_node *node = &graph->nodes[graph->parameters[i]];
-    bool failed = false;
-    p->nodes[i] = graph->parameters[i];
-    p->names[i] = dup_name(node->name, &failed);
-    topos_status s = TOPOS_OK;
-    if (failed) s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "params_carry: out of memory");
-    else if (i < old->count) p->values[i] = topos_tensor_retain(old->values[i]);
-    else s = fresh_copy(node->value, &p->values[i]);
-    if (s != TOPOS_OK) {
-      topos_params_free(p);
-      return s;
-    }
+    bool kept = i < old->count;
+    s = fill_slot(p, i, graph->parameters[i], node->name, kept ? old->values[i] : node->value,
+                  kept, "params_carry");
   }
-  *out = p;
-  return TOPOS_OK;
+  return finish(p, s, out);
 }
 
 size_t topos_params_count(const topos_params *params) { return params ? params->count : 0; }

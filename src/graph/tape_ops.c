@@ -3,18 +3,13 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "ops/attrs.h"
 
 static topos_sym rec(topos_tape *tape, topos_op op, topos_sym a, topos_sym b,
                      const topos_op_attrs *attrs) {
   topos_sym in[2] = {a, b}, out;
   (void)topos_tape_record(tape, op, in, attrs, &out);
   return out;
-}
-
-static topos_op_attrs blank(void) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  return attrs;
 }
 
 #define TP_BINARY_SUGAR(lower, E)                                         \
@@ -49,8 +44,7 @@ TP_UNARY_SUGAR(sum, SUM)
 
 #define TP_AXIS_SUGAR(lower, E)                                           \
   topos_sym topos_tape_##lower(topos_tape *tape, topos_sym a, int axis) { \
-    topos_op_attrs attrs = blank();                                       \
-    attrs.axis = axis;                                                    \
+    topos_op_attrs attrs = tp_attrs_axis(axis);                           \
     return rec(tape, TOPOS_OP_##E, a, TOPOS_SYM_INVALID, &attrs);         \
   }
 TP_AXIS_SUGAR(sum_along, SUM_ALONG)
@@ -59,7 +53,7 @@ TP_AXIS_SUGAR(log_sum_exp, LOG_SUM_EXP)
 #undef TP_AXIS_SUGAR
 
 topos_sym topos_tape_permute(topos_tape *tape, topos_sym a, const int *order) {
-  topos_op_attrs attrs = blank();
+  topos_op_attrs attrs = tp_attrs_none();
   topos_tensor_desc desc;
   attrs.rank = -1; /* no order: the shape rule rejects it with its message */
   /* the rank is the operand's; an unknown operand fails in the record itself */
@@ -73,12 +67,14 @@ topos_sym topos_tape_permute(topos_tape *tape, topos_sym a, const int *order) {
 
 static topos_sym shaped(topos_tape *tape, topos_op op, topos_sym a, int rank,
                         const int64_t *shape) {
-  topos_op_attrs attrs = blank();
+  /* A rank outside 0..TOPOS_MAX_RANK stays as given: the shape rule rejects
+   * it, naming it. A missing shape reads as rank -1, rejected the same way. */
+  topos_op_attrs attrs = tp_attrs_none();
   attrs.rank = rank;
-  if (rank > 0 && rank <= TOPOS_MAX_RANK && shape)
-    memcpy(attrs.shape, shape, (size_t)rank * sizeof *shape);
-  else if (rank < 0 || rank > TOPOS_MAX_RANK || (rank > 0 && !shape))
-    attrs.rank = -1; /* let the shape rule reject it with its message */
+  if (rank > 0 && rank <= TOPOS_MAX_RANK) {
+    if (shape) memcpy(attrs.shape, shape, (size_t)rank * sizeof *shape);
+    else attrs.rank = -1;
+  }
   return rec(tape, op, a, TOPOS_SYM_INVALID, &attrs);
 }
 
@@ -92,8 +88,7 @@ topos_sym topos_tape_broadcast(topos_tape *tape, topos_sym a, int rank, const in
 
 topos_sym topos_tape_narrow(topos_tape *tape, topos_sym a, int axis, int64_t start,
                             int64_t length) {
-  topos_op_attrs attrs = blank();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.start = start;
   attrs.length = length;
   return rec(tape, TOPOS_OP_NARROW, a, TOPOS_SYM_INVALID, &attrs);
@@ -101,24 +96,21 @@ topos_sym topos_tape_narrow(topos_tape *tape, topos_sym a, int axis, int64_t sta
 
 topos_sym topos_tape_pad(topos_tape *tape, topos_sym a, int axis, int64_t start,
                          int64_t extent) {
-  topos_op_attrs attrs = blank();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.start = start;
   attrs.length = extent;
   return rec(tape, TOPOS_OP_PAD, a, TOPOS_SYM_INVALID, &attrs);
 }
 
 topos_sym topos_tape_broadcast_along(topos_tape *tape, topos_sym a, int axis, int64_t count) {
-  topos_op_attrs attrs = blank();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.length = count;
   return rec(tape, TOPOS_OP_BROADCAST_ALONG, a, TOPOS_SYM_INVALID, &attrs);
 }
 
 topos_sym topos_tape_unfold(topos_tape *tape, topos_sym a, int axis, int64_t size,
                             int64_t step, int64_t dilation) {
-  topos_op_attrs attrs = blank();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.size = size;
   attrs.step = step;
   attrs.dilation = dilation;
@@ -127,8 +119,7 @@ topos_sym topos_tape_unfold(topos_tape *tape, topos_sym a, int axis, int64_t siz
 
 topos_sym topos_tape_fold(topos_tape *tape, topos_sym a, int axis, int64_t size, int64_t step,
                           int64_t dilation, int64_t extent) {
-  topos_op_attrs attrs = blank();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.size = size;
   attrs.step = step;
   attrs.dilation = dilation;
@@ -138,7 +129,7 @@ topos_sym topos_tape_fold(topos_tape *tape, topos_sym a, int axis, int64_t size,
 
 topos_sym topos_tape_scatter(topos_tape *tape, topos_sym values, topos_sym indices,
                              int64_t rows) {
-  topos_op_attrs attrs = blank();
+  topos_op_attrs attrs = tp_attrs_none();
   attrs.length = rows;
   return rec(tape, TOPOS_OP_SCATTER, values, indices, &attrs);
 }

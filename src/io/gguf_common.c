@@ -1,5 +1,6 @@
 /* GGUF pieces shared by the reader and the writer: the ggml type table, value
- * type sizes, UTF-8 checking, the name hash table and the refcounted mapping. */
+ * type sizes and the refcounted mapping. (UTF-8 checking is base/utf8.c, the
+ * name hash table base/strmap.c.) */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -103,89 +104,6 @@ void tp_gguf_load_int(topos_gguf_type type, const uint8_t *p, int64_t *s, uint64
     case TOPOS_GGUF_I32: *s = (int32_t)tp_le32(p); *is_signed = 1; break;
     case TOPOS_GGUF_I64: *s = (int64_t)tp_le64(p); *is_signed = 1; break;
     default: break;
-  }
-}
-
-/* Strict UTF-8: shortest form only, no surrogates, nothing above U+10FFFF,
- * and NUL rejected (names become C strings). */
-size_t tp_utf8_first_invalid(const uint8_t *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    uint8_t c = s[i];
-    if (c == 0) return i;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      n = 2; cp = c & 0x1F; min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 3; cp = c & 0x0F; min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 4; cp = c & 0x07; min = 0x10000;
-    } else {
-      return i;
-    }
-    if (len - i < n) return i;
-    for (size_t k = 1; k < n; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += n;
-  }
-  return len;
-}
-
-/* ---- name table */
-static uint64_t tp_fnv1a(const uint8_t *p, size_t len) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-topos_status tp_name_table_init(tp_name_table *t, int64_t entries) {
-  t->slots = NULL;
-  t->mask = 0;
-  size_t cap = 16;
-  /* entries is bounded by TP_GGUF_MAX_* so this loop and product cannot overflow. */
-  while (cap < (size_t)entries * 2) cap *= 2;
-  t->slots = malloc(cap * sizeof *t->slots);
-  if (!t->slots)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: name table of %zu slots", cap);
-  for (size_t i = 0; i < cap; ++i) t->slots[i].index = -1;
-  t->mask = cap - 1;
-  return TOPOS_OK;
-}
-
-void tp_name_table_free(tp_name_table *t) {
-  free(t->slots);
-  t->slots = NULL;
-}
-
-int64_t tp_name_table_insert(tp_name_table *t, const uint8_t *base, size_t pos, size_t len,
-                             int64_t index) {
-  size_t i = (size_t)tp_fnv1a(base + pos, len) & t->mask;
-  for (;; i = (i + 1) & t->mask) {
-    tp_name_slot *s = &t->slots[i];
-    if (s->index < 0) {
-      *s = (tp_name_slot){pos, len, index};
-      return -1;
-    }
-    if (s->len == len && memcmp(base + s->pos, base + pos, len) == 0) return s->index;
-  }
-}
-
-int64_t tp_name_table_find(const tp_name_table *t, const uint8_t *base, const char *name,
-                           size_t len) {
-  if (!t->slots) return -1;
-  size_t i = (size_t)tp_fnv1a((const uint8_t *)name, len) & t->mask;
-  for (;; i = (i + 1) & t->mask) {
-    const tp_name_slot *s = &t->slots[i];
-    if (s->index < 0) return -1;
-    if (s->len == len && memcmp(base + s->pos, name, len) == 0) return s->index;
   }
 }
 

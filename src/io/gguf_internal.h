@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/strmap.h"
+#include "base/utf8.h"
 #include "topos/gguf.h"
 
 #define TP_GGUF_MAGIC "GGUF"
@@ -37,10 +39,6 @@ int tp_gguf_type_is_integer(topos_gguf_type type); /* u8..i64, not bool */
 void tp_gguf_load_int(topos_gguf_type type, const uint8_t *p, int64_t *s, uint64_t *u,
                       int *is_signed);
 
-/* UTF-8 validity without NUL bytes (keys and tensor names). Returns the byte
- * position of the first offending byte, or len when valid. */
-size_t tp_utf8_first_invalid(const uint8_t *s, size_t len);
-
 /* ---- the refcounted mapping: lives while the reader or any tensor holds it. */
 typedef struct tp_gguf_mapping {
   atomic_long refs;
@@ -51,28 +49,6 @@ typedef struct tp_gguf_mapping {
 
 void tp_gguf_mapping_retain(tp_gguf_mapping *m);
 void tp_gguf_mapping_release(tp_gguf_mapping *m);
-
-/* ---- name -> index hash table over byte spans of the mapping (FNV-1a,
- * linear probing, at most half full). Detects duplicates while parsing and
- * serves lookups afterwards. */
-typedef struct tp_name_slot {
-  size_t pos, len;
-  int64_t index; /* -1: empty */
-} tp_name_slot;
-typedef struct tp_name_table {
-  tp_name_slot *slots;
-  size_t mask;
-} tp_name_table;
-
-topos_status tp_name_table_init(tp_name_table *t, int64_t entries);
-void tp_name_table_free(tp_name_table *t);
-/* Inserts (pos,len)->index; returns the index already present under the same
- * bytes (a duplicate, nothing inserted) or -1. */
-int64_t tp_name_table_insert(tp_name_table *t, const uint8_t *base, size_t pos, size_t len,
-                             int64_t index);
-/* -1 when absent. */
-int64_t tp_name_table_find(const tp_name_table *t, const uint8_t *base, const char *name,
-                           size_t len);
 
 typedef struct tp_gguf_kv_entry {
   size_t key_pos, key_len;  /* in the mapping */
@@ -105,7 +81,7 @@ struct topos_gguf {
   int64_t n_kv, n_tensors;
   tp_gguf_kv_entry *kv;
   tp_gguf_tensor_entry *tensors;
-  tp_name_table kv_names, tensor_names;
+  tp_strmap kv_names, tensor_names;
   char *arena; /* NUL-terminated copies of keys, tensor names and scalar strings */
 };
 

@@ -60,17 +60,22 @@ static topos_status tp_read_u64(tp_cursor *c, uint64_t *out, const char *what) {
   return TOPOS_OK;
 }
 
-/* A length-prefixed string: checks the length against the bytes left, then
- * skips the bytes. */
-static topos_status tp_read_span(tp_cursor *c, size_t *pos, uint64_t *len, const char *what) {
-  TP_TRY(tp_read_u64(c, len, what));
-  if (*len > tp_left(c))
+/* The bytes of a string whose length prefix was just read: checks the length
+ * against the bytes left, then skips them. */
+static topos_status tp_skip_string(tp_cursor *c, uint64_t len, size_t *pos, const char *what) {
+  if (len > tp_left(c))
     return tp_fail(TOPOS_ERR_TRUNCATED,
                    "%s: string of %" PRIu64 " bytes at offset %zu but only %zu bytes remain",
-                   what, *len, c->pos, tp_left(c));
+                   what, len, c->pos, tp_left(c));
   *pos = c->pos;
-  c->pos += (size_t)*len;
+  c->pos += (size_t)len;
   return TOPOS_OK;
+}
+
+/* A length-prefixed string. */
+static topos_status tp_read_span(tp_cursor *c, size_t *pos, uint64_t *len, const char *what) {
+  TP_TRY(tp_read_u64(c, len, what));
+  return tp_skip_string(c, *len, pos, what);
 }
 
 static topos_status tp_check_name_bytes(const tp_cursor *c, size_t pos, size_t len,
@@ -89,7 +94,10 @@ static topos_status tp_check_name_bytes(const tp_cursor *c, size_t pos, size_t l
 
 static topos_status tp_add_arena(uint64_t *arena, uint64_t len) {
   /* len is bounded by the file size, so this cannot wrap in practice; checked anyway. */
-  if (len >= UINT64_MAX - *arena) return tp_fail(TOPOS_ERR_OVERFLOW, "gguf: string bytes overflow");
+  if (len >= UINT64_MAX - *arena)
+    return tp_fail(TOPOS_ERR_OVERFLOW,
+                   "gguf: a string of %" PRIu64 " bytes after %" PRIu64 " string bytes overflows",
+                   len, *arena);
   *arena += len + 1;
   return TOPOS_OK;
 }
@@ -158,28 +166,56 @@ static topos_status tp_parse_array(topos_gguf *g, tp_cursor *c, tp_gguf_kv_entry
   return TOPOS_OK;
 }
 
+/* Keys and tensor names are validated alike; only the words differ. */
+typedef struct tp_ident_kind {
+  const char *owner;      /* "tensor": "tensor #3 has an empty name" */
+  const char *reading;    /* what the cursor reads: "tensor info" */
+  const char *noun;       /* "name" */
+  const char *duplicate;  /* "tensor name": "duplicate tensor name 'x'" */
+  const char *owners;     /* "tensors": "(tensors #0 and #1)" */
+  uint64_t max_len;
+} tp_ident_kind;
+
+static const tp_ident_kind tp_key_kind = {"key/value", "key/value", "key", "key",
+                                          "key/values", TOPOS_GGUF_MAX_KEY};
+static const tp_ident_kind tp_tensor_name_kind = {"tensor", "tensor info", "name", "tensor name",
+                                                  "tensors", TOPOS_GGUF_MAX_NAME};
+
+/* Reads entry #i's identifier: non-empty, within kind->max_len, inside the
+ * file, valid UTF-8 without NUL, not seen before in `names`. Leaves its
+ * printable rendering in shown and counts its bytes into the arena. */
+static topos_status tp_read_ident(tp_cursor *c, const tp_ident_kind *kind, int64_t i,
+                                  tp_strmap *names, size_t *pos, size_t *len, char *shown,
+                                  size_t shown_size, uint64_t *arena) {
+  char what[64];
+  snprintf(what, sizeof what, "gguf: %s #%" PRId64 " %s", kind->reading, i, kind->noun);
+  uint64_t n;
+  TP_TRY(tp_read_u64(c, &n, what));
+  if (n == 0)
+    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf: %s #%" PRId64 " has an empty %s", kind->owner, i,
+                   kind->noun);
+  if (n > kind->max_len)
+    return tp_fail(TOPOS_ERR_BAD_STRING,
+                   "gguf: %s #%" PRId64 " %s length %" PRIu64 " exceeds %" PRIu64 " bytes",
+                   kind->owner, i, kind->noun, n, kind->max_len);
+  TP_TRY(tp_skip_string(c, n, pos, what));
+  *len = (size_t)n;
+  TP_TRY(tp_check_name_bytes(c, *pos, *len, kind->owner, i));
+  tp_show(c->base + *pos, *len, shown, shown_size);
+  /* i < TP_GGUF_MAX_KV, TP_GGUF_MAX_TENSORS (2^24): fits the map's values */
+  int32_t prev = tp_strmap_put(names, (const char *)c->base + *pos, *len, (int32_t)i, false);
+  if (prev >= 0)
+    return tp_fail(TOPOS_ERR_DUPLICATE,
+                   "gguf: duplicate %s '%s' (%s #%" PRId32 " and #%" PRId64 ")", kind->duplicate,
+                   shown, kind->owners, prev, i);
+  return tp_add_arena(arena, n);
+}
+
 static topos_status tp_parse_kv(topos_gguf *g, tp_cursor *c, int64_t i, uint64_t *arena) {
   tp_gguf_kv_entry *e = &g->kv[i];
   char what[320], key[160];
-  snprintf(what, sizeof what, "gguf: key/value #%" PRId64 " key", i);
-  uint64_t len;
-  TP_TRY(tp_read_u64(c, &len, what));
-  if (len == 0) return tp_fail(TOPOS_ERR_BAD_STRING, "gguf: key/value #%" PRId64 " has an empty key", i);
-  if (len > TOPOS_GGUF_MAX_KEY)
-    return tp_fail(TOPOS_ERR_BAD_STRING,
-                   "gguf: key/value #%" PRId64 " key length %" PRIu64 " exceeds %d bytes", i, len,
-                   TOPOS_GGUF_MAX_KEY);
-  c->pos -= 8;
-  TP_TRY(tp_read_span(c, &e->key_pos, &len, what));
-  e->key_len = (size_t)len;
-  TP_TRY(tp_check_name_bytes(c, e->key_pos, e->key_len, "key/value", i));
-  tp_show(c->base + e->key_pos, e->key_len, key, sizeof key);
-  int64_t prev = tp_name_table_insert(&g->kv_names, c->base, e->key_pos, e->key_len, i);
-  if (prev >= 0)
-    return tp_fail(TOPOS_ERR_DUPLICATE,
-                   "gguf: duplicate key '%s' (key/values #%" PRId64 " and #%" PRId64 ")", key,
-                   prev, i);
-  TP_TRY(tp_add_arena(arena, e->key_len));
+  TP_TRY(tp_read_ident(c, &tp_key_kind, i, &g->kv_names, &e->key_pos, &e->key_len, key,
+                       sizeof key, arena));
 
   snprintf(what, sizeof what, "gguf: key '%s' value", key);
   uint32_t type;
@@ -221,25 +257,8 @@ static topos_status tp_parse_tensor_info(topos_gguf *g, tp_cursor *c, int64_t i,
                                          uint64_t *arena) {
   tp_gguf_tensor_entry *t = &g->tensors[i];
   char what[320], name[160];
-  snprintf(what, sizeof what, "gguf: tensor info #%" PRId64 " name", i);
-  uint64_t len;
-  TP_TRY(tp_read_u64(c, &len, what));
-  if (len == 0) return tp_fail(TOPOS_ERR_BAD_STRING, "gguf: tensor #%" PRId64 " has an empty name", i);
-  if (len > TOPOS_GGUF_MAX_NAME)
-    return tp_fail(TOPOS_ERR_BAD_STRING,
-                   "gguf: tensor #%" PRId64 " name length %" PRIu64 " exceeds %d bytes", i, len,
-                   TOPOS_GGUF_MAX_NAME);
-  c->pos -= 8;
-  TP_TRY(tp_read_span(c, &t->name_pos, &len, what));
-  t->name_len = (size_t)len;
-  TP_TRY(tp_check_name_bytes(c, t->name_pos, t->name_len, "tensor", i));
-  tp_show(c->base + t->name_pos, t->name_len, name, sizeof name);
-  int64_t prev = tp_name_table_insert(&g->tensor_names, c->base, t->name_pos, t->name_len, i);
-  if (prev >= 0)
-    return tp_fail(TOPOS_ERR_DUPLICATE,
-                   "gguf: duplicate tensor name '%s' (tensors #%" PRId64 " and #%" PRId64 ")",
-                   name, prev, i);
-  TP_TRY(tp_add_arena(arena, t->name_len));
+  TP_TRY(tp_read_ident(c, &tp_tensor_name_kind, i, &g->tensor_names, &t->name_pos, &t->name_len,
+                       name, sizeof name, arena));
 
   snprintf(what, sizeof what, "gguf: tensor '%s' info", name);
   uint32_t n_dims;
@@ -341,7 +360,9 @@ static topos_status tp_check_placement(topos_gguf *g) {
 
 static topos_status tp_build_arena(topos_gguf *g, uint64_t arena_bytes) {
   if (arena_bytes == 0) return TOPOS_OK;
-  if (arena_bytes > SIZE_MAX) return tp_fail(TOPOS_ERR_OVERFLOW, "gguf: string arena");
+  if (arena_bytes > SIZE_MAX)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "gguf: %" PRIu64 " bytes of names and strings exceed the size type",
+                   arena_bytes);
   g->arena = malloc((size_t)arena_bytes);
   if (!g->arena)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: %" PRIu64 " bytes of names and strings",
@@ -414,8 +435,8 @@ topos_status tp_gguf_parse(topos_gguf *g) {
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: %" PRIu64 " key/values", n_kv);
   if (n_tensors > 0 && !(g->tensors = calloc((size_t)n_tensors, sizeof *g->tensors)))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: %" PRIu64 " tensors", n_tensors);
-  TP_TRY(tp_name_table_init(&g->kv_names, g->n_kv));
-  TP_TRY(tp_name_table_init(&g->tensor_names, g->n_tensors));
+  TP_TRY(tp_strmap_init(&g->kv_names, (size_t)g->n_kv, "gguf: key names"));
+  TP_TRY(tp_strmap_init(&g->tensor_names, (size_t)g->n_tensors, "gguf: tensor names"));
 
   uint64_t arena = 0;
   for (int64_t i = 0; i < g->n_kv; ++i) TP_TRY(tp_parse_kv(g, &c, i, &arena));
@@ -436,8 +457,8 @@ void tp_gguf_free_parsed(topos_gguf *g) {
   for (int64_t i = 0; g->kv && i < g->n_kv; ++i) free(g->kv[i].string_pos);
   free(g->kv);
   free(g->tensors);
-  tp_name_table_free(&g->kv_names);
-  tp_name_table_free(&g->tensor_names);
+  tp_strmap_free(&g->kv_names);
+  tp_strmap_free(&g->tensor_names);
   free(g->arena);
   g->kv = NULL;
   g->tensors = NULL;

@@ -97,13 +97,19 @@ uint32_t topos_gguf_alignment(const topos_gguf *g) { return g->alignment; }
 uint64_t topos_gguf_file_size(const topos_gguf *g) { return g->mapping->size; }
 uint64_t topos_gguf_data_offset(const topos_gguf *g) { return g->data_offset; }
 
+/* index names one of the file's `count` key/values or tensors. */
+static topos_status tp_check_index(const char *what, int64_t index, int64_t count) {
+  if (index < 0 || index >= count)
+    return tp_fail(TOPOS_ERR_RANGE, "gguf: %s index %" PRId64 " outside 0..%" PRId64
+                   " (the file has %" PRId64 ")", what, index, count - 1, count);
+  return TOPOS_OK;
+}
+
 /* ---- metadata */
 int64_t topos_gguf_kv_count(const topos_gguf *g) { return g->n_kv; }
 
 topos_status topos_gguf_kv_at(const topos_gguf *g, int64_t index, topos_gguf_kv *out) {
-  if (index < 0 || index >= g->n_kv)
-    return tp_fail(TOPOS_ERR_RANGE, "gguf: key/value index %" PRId64 " outside 0..%" PRId64, index,
-                   g->n_kv - 1);
+  TP_TRY(tp_check_index("key/value", index, g->n_kv));
   const tp_gguf_kv_entry *e = &g->kv[index];
   *out = (topos_gguf_kv){e->key, e->type, e->element_type, e->count};
   return TOPOS_OK;
@@ -111,7 +117,7 @@ topos_status topos_gguf_kv_at(const topos_gguf *g, int64_t index, topos_gguf_kv 
 
 topos_status topos_gguf_find_key(const topos_gguf *g, const char *key, int64_t *index) {
   if (!key) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_find_key: NULL key");
-  int64_t i = tp_name_table_find(&g->kv_names, g->mapping->base, key, strlen(key));
+  int64_t i = tp_strmap_get(&g->kv_names, key, strlen(key));
   if (i < 0) return tp_fail(TOPOS_ERR_NOT_FOUND, "gguf: key '%s' not found", key);
   if (index) *index = i;
   return TOPOS_OK;
@@ -328,9 +334,7 @@ topos_status topos_gguf_value_bytes(const topos_gguf *g, int64_t kv_index, const
 int64_t topos_gguf_tensor_count(const topos_gguf *g) { return g->n_tensors; }
 
 topos_status topos_gguf_tensor_at(const topos_gguf *g, int64_t index, topos_gguf_tensor_info *out) {
-  if (index < 0 || index >= g->n_tensors)
-    return tp_fail(TOPOS_ERR_RANGE, "gguf: tensor index %" PRId64 " outside 0..%" PRId64, index,
-                   g->n_tensors - 1);
+  TP_TRY(tp_check_index("tensor", index, g->n_tensors));
   const tp_gguf_tensor_entry *t = &g->tensors[index];
   topos_ggml_type_info info;
   TP_TRY(topos_ggml_type_info_get(t->ggml_type, &info)); /* validated while parsing */
@@ -359,7 +363,7 @@ topos_status topos_gguf_tensor_at(const topos_gguf *g, int64_t index, topos_gguf
 
 topos_status topos_gguf_find_tensor(const topos_gguf *g, const char *name, int64_t *index) {
   if (!name) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_find_tensor: NULL name");
-  int64_t i = tp_name_table_find(&g->tensor_names, g->mapping->base, name, strlen(name));
+  int64_t i = tp_strmap_get(&g->tensor_names, name, strlen(name));
   if (i < 0) return tp_fail(TOPOS_ERR_NOT_FOUND, "gguf: tensor '%s' not found", name);
   if (index) *index = i;
   return TOPOS_OK;
@@ -367,9 +371,7 @@ topos_status topos_gguf_find_tensor(const topos_gguf *g, const char *name, int64
 
 topos_status topos_gguf_tensor_bytes(const topos_gguf *g, int64_t index, const void **data,
                                      size_t *bytes) {
-  if (index < 0 || index >= g->n_tensors)
-    return tp_fail(TOPOS_ERR_RANGE, "gguf: tensor index %" PRId64 " outside 0..%" PRId64, index,
-                   g->n_tensors - 1);
+  TP_TRY(tp_check_index("tensor", index, g->n_tensors));
   const tp_gguf_tensor_entry *t = &g->tensors[index];
   *data = g->mapping->base + g->data_offset + t->offset;
   *bytes = (size_t)t->bytes;

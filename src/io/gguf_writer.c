@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "io/gguf_internal.h"
 
 typedef struct tp_writer_kv {
@@ -121,15 +122,24 @@ static void tp_bytes_elements(tp_bytes *b, const void *src, uint64_t count, size
 }
 
 /* ---- key/values */
+/* A key or tensor name the reader will accept: 1..max bytes of UTF-8 (a C
+ * string, so no NUL inside). Uniqueness is the caller's check. */
+static topos_status tp_check_name(const char *kind, const char *name, size_t max) {
+  if (!name) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: NULL %s", kind);
+  size_t len = strlen(name);
+  if (len == 0 || len > max)
+    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: %s '%.64s' has %zu bytes, not 1..%zu",
+                   kind, name, len, max);
+  size_t bad = tp_utf8_first_invalid((const uint8_t *)name, len);
+  if (bad != len)
+    return tp_fail(TOPOS_ERR_BAD_STRING,
+                   "gguf_writer: %s '%.64s' is not valid UTF-8 (byte 0x%02x at position %zu)",
+                   kind, name, (unsigned char)name[bad], bad);
+  return TOPOS_OK;
+}
+
 static topos_status tp_check_key(const topos_gguf_writer *w, const char *key) {
-  if (!key) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: NULL key");
-  size_t len = strlen(key);
-  if (len == 0) return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: empty key");
-  if (len > TOPOS_GGUF_MAX_KEY)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: key of %zu bytes exceeds %d", len,
-                   TOPOS_GGUF_MAX_KEY);
-  if (tp_utf8_first_invalid((const uint8_t *)key, len) != len)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: key '%.64s' is not valid UTF-8", key);
+  TP_TRY(tp_check_name("key", key, TOPOS_GGUF_MAX_KEY));
   for (size_t i = 0; i < w->n_kv; ++i)
     if (strcmp(w->kv[i].key, key) == 0)
       return tp_fail(TOPOS_ERR_DUPLICATE, "gguf_writer: duplicate key '%s'", key);
@@ -142,16 +152,14 @@ static topos_status tp_append_kv(topos_gguf_writer *w, const char *key, tp_bytes
     free(value->p);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: value of key '%.64s'", key);
   }
-  if (w->n_kv == w->cap_kv) {
-    size_t cap = w->cap_kv ? w->cap_kv * 2 : 16;
-    tp_writer_kv *kv = realloc(w->kv, cap * sizeof *kv);
-    if (!kv) {
-      free(value->p);
-      return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: key/value table");
-    }
-    w->kv = kv;
-    w->cap_kv = cap;
+  void *grown;
+  topos_status st = tp_grow_array(w->kv, sizeof *w->kv, w->n_kv, &w->cap_kv, 16,
+                                  "gguf_writer: key/value table", &grown);
+  if (st != TOPOS_OK) {
+    free(value->p);
+    return st;
   }
+  w->kv = grown;
   char *k = strdup(key);
   if (!k) {
     free(value->p);
@@ -231,7 +239,10 @@ topos_status topos_gguf_writer_add_array(topos_gguf_writer *w, const char *key,
     return tp_fail(TOPOS_ERR_BAD_TYPE,
                    "gguf_writer: key '%.64s': array elements of type %s need another function",
                    key ? key : "(null)", topos_gguf_type_name(element_type));
-  if (count > SIZE_MAX / es) return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: array size");
+  if (count > SIZE_MAX / es)
+    return tp_fail(TOPOS_ERR_OVERFLOW,
+                   "gguf_writer: key '%.64s': %" PRIu64 " elements of %zu bytes overflow the size type",
+                   key ? key : "(null)", count, es);
   TP_TRY(tp_check_key(w, key));
   if (element_type == TOPOS_GGUF_BOOL)
     for (uint64_t i = 0; i < count; ++i)
@@ -319,13 +330,7 @@ topos_status topos_gguf_writer_set_alignment(topos_gguf_writer *w, uint32_t alig
 static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uint32_t ggml_type,
                                      int n_dims, const int64_t *ne, const void *data, size_t bytes,
                                      topos_tensor *hold) {
-  if (!name) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: NULL tensor name");
-  size_t len = strlen(name);
-  if (len == 0 || len > TOPOS_GGUF_MAX_NAME)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: tensor name '%.80s' has %zu bytes, not 1..%d",
-                   name, len, TOPOS_GGUF_MAX_NAME);
-  if (tp_utf8_first_invalid((const uint8_t *)name, len) != len)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "gguf_writer: tensor name '%s' is not valid UTF-8", name);
+  TP_TRY(tp_check_name("tensor name", name, TOPOS_GGUF_MAX_NAME));
   for (size_t i = 0; i < w->n_tensors; ++i)
     if (strcmp(w->tensors[i].name, name) == 0)
       return tp_fail(TOPOS_ERR_DUPLICATE, "gguf_writer: duplicate tensor name '%s'", name);
@@ -356,13 +361,7 @@ static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uin
     return tp_fail(TOPOS_ERR_SHAPE, "gguf_writer: tensor '%s' needs %" PRId64 " bytes of %s, got %zu",
                    name, blocks * info.block_bytes, info.name, bytes);
   if (!data && bytes) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: tensor '%s': NULL data", name);
-  if (w->n_tensors == w->cap_tensors) {
-    size_t cap = w->cap_tensors ? w->cap_tensors * 2 : 16;
-    tp_writer_tensor *t = realloc(w->tensors, cap * sizeof *t);
-    if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: tensor table");
-    w->tensors = t;
-    w->cap_tensors = cap;
-  }
+  TP_GROW(w->tensors, w->n_tensors, w->cap_tensors, 16, "gguf_writer: tensor table");
   char *copy = strdup(name);
   if (!copy) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: tensor name");
   tp_writer_tensor *t = &w->tensors[w->n_tensors++];
@@ -496,7 +495,10 @@ static topos_status tp_serialize(const topos_gguf_writer *w, tp_sink *s) {
     TP_TRY(tp_sink_u64(s, offset));
     uint64_t padded = t->bytes + (a - t->bytes % a) % a;
     if (padded < t->bytes || offset > UINT64_MAX - padded)
-      return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: data section size overflows");
+      return tp_fail(TOPOS_ERR_OVERFLOW,
+                     "gguf_writer: tensor '%s' (%" PRIu64 " bytes at data offset %" PRIu64
+                     ") overflows the data section size",
+                     t->name, t->bytes, offset);
     offset += padded;
   }
   /* The data section (and the padding before it) exists only with tensors:

@@ -5,8 +5,8 @@
  * one a backtracking regex engine gives. */
 #include <stdlib.h>
 
-#include "../base/error.h"
-#include "tokenizer_internal.h"
+#include "base/error.h"
+#include "models/tokenizer_internal.h"
 
 typedef struct tp_cps {
   const uint32_t *cp;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
+#include "base/error.h"
 #include "topos/sampler.h"
 
 #define TP_SAMPLER_MAX_WINDOW 65536
@@ -40,36 +40,42 @@ topos_sampler_params topos_sampler_params_default(void) {
 topos_status topos_sampler_new(const topos_sampler_params *params, uint64_t seed,
                                topos_sampler **out) {
   if (!params || !out)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: params and out must be set");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "sampler_new: params and out must be set");
   *out = NULL;
   const topos_sampler_params *p = params;
   if (isnan(p->temperature) || isnan(p->frequency_penalty) || isnan(p->presence_penalty))
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: a parameter is NaN");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
+                   "sampler_new: NaN parameter (temperature %g, frequency_penalty %g, "
+                   "presence_penalty %g)",
+                   (double)p->temperature, (double)p->frequency_penalty,
+                   (double)p->presence_penalty);
   if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: top_p %g outside [0, 1]",
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "sampler_new: top_p %g outside [0, 1]",
                    (double)p->top_p);
   if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: min_p %g outside [0, 1]",
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "sampler_new: min_p %g outside [0, 1]",
                    (double)p->min_p);
   if (!(p->repeat_penalty > 0.0f) || isinf(p->repeat_penalty))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_sampler_new: repeat_penalty %g must be finite and > 0",
+                   "sampler_new: repeat_penalty %g must be finite and > 0",
                    (double)p->repeat_penalty);
   if (isinf(p->frequency_penalty) || isinf(p->presence_penalty))
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_new: infinite penalty");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
+                   "sampler_new: frequency_penalty %g and presence_penalty %g must be finite",
+                   (double)p->frequency_penalty, (double)p->presence_penalty);
   if (p->penalty_last_n < 0 || p->penalty_last_n > TP_SAMPLER_MAX_WINDOW)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_sampler_new: penalty_last_n %d outside 0..%d", (int)p->penalty_last_n,
+                   "sampler_new: penalty_last_n %d outside 0..%d", (int)p->penalty_last_n,
                    TP_SAMPLER_MAX_WINDOW);
   topos_sampler *s = calloc(1, sizeof *s);
-  if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "topos_sampler_new");
+  if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "sampler_new: out of memory for the sampler");
   s->p = *p;
   if (p->penalty_last_n > 0) {
     s->window = malloc((size_t)p->penalty_last_n * sizeof *s->window);
     s->sorted = malloc((size_t)p->penalty_last_n * sizeof *s->sorted);
     if (!s->window || !s->sorted) {
       topos_sampler_free(s);
-      return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "topos_sampler_new: window of %d",
+      return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "sampler_new: window of %d",
                      (int)p->penalty_last_n);
     }
   }
@@ -94,8 +100,8 @@ void topos_sampler_reset(topos_sampler *s, uint64_t seed) {
 }
 
 topos_status topos_sampler_accept(topos_sampler *s, int32_t token) {
-  if (!s) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_accept: NULL sampler");
-  if (token < 0) return tp_fail(TOPOS_ERR_RANGE, "topos_sampler_accept: token %d < 0", (int)token);
+  if (!s) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "sampler_accept: NULL sampler");
+  if (token < 0) return tp_fail(TOPOS_ERR_RANGE, "sampler_accept: token %d < 0", (int)token);
   size_t n = (size_t)s->p.penalty_last_n;
   if (n == 0) return TOPOS_OK;
   s->window[s->window_head] = token;
@@ -246,7 +252,7 @@ static topos_status tp_chain(topos_sampler *s, const float *logits, int n_vocab,
 topos_status topos_sampler_sample(topos_sampler *s, const float *logits, int n_vocab,
                                   int32_t *token) {
   if (!s || !token)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_sampler_sample: sampler and token must be set");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "sampler_sample: sampler and token must be set");
   size_t n;
   TP_TRY(tp_chain(s, logits, n_vocab, &n));
   if (n == 1) {
@@ -271,7 +277,7 @@ topos_status topos_sampler_candidates(topos_sampler *s, const float *logits, int
   if (count) *count = 0;
   if (!s || !count || (capacity && (!ids || !probs)))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_sampler_candidates: sampler, count, ids and probs must be set");
+                   "sampler_candidates: sampler, count, ids and probs must be set");
   size_t n;
   TP_TRY(tp_chain(s, logits, n_vocab, &n));
   *count = n;
@@ -280,7 +286,7 @@ topos_status topos_sampler_candidates(topos_sampler *s, const float *logits, int
     probs[i] = s->prob[i];
   }
   if (n > capacity)
-    return tp_fail(TOPOS_ERR_RANGE, "topos_sampler_candidates: %zu candidates, capacity %zu", n,
+    return tp_fail(TOPOS_ERR_RANGE, "sampler_candidates: %zu candidates, capacity %zu", n,
                    capacity);
   return TOPOS_OK;
 }

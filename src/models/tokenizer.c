@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
-#include "tokenizer_internal.h"
+#include "base/error.h"
+#include "models/tokenizer_internal.h"
 
 topos_tokenizer_desc topos_tokenizer_desc_default(void) {
   topos_tokenizer_desc d;
@@ -140,11 +140,11 @@ static topos_status tp_load_tokens(topos_tokenizer *t, const topos_tokenizer_des
     at += len;
   }
   t->offsets[n] = at;
-  TP_TRY(tp_strmap_init(&t->token_map, (size_t)n));
+  TP_TRY(tp_strmap_init(&t->token_map, (size_t)n, "tokenizer: token texts"));
   for (int32_t i = 0; i < (int32_t)n; i++) {
     size_t len;
     const char *s = tp_tok_text(t, i, &len);
-    tp_strmap_put(&t->token_map, s, len, i, 1);
+    (void)tp_strmap_put(&t->token_map, s, len, i, true);
   }
   return TOPOS_OK;
 }
@@ -172,7 +172,7 @@ static topos_status tp_load_merges(topos_tokenizer *t, const topos_tokenizer_des
   t->merge_offsets = malloc(((size_t)n + 1) * sizeof *t->merge_offsets);
   if (!t->merge_text || !t->merge_offsets)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %lld merges", (long long)n);
-  TP_TRY(tp_strmap_init(&t->merge_map, (size_t)n));
+  TP_TRY(tp_strmap_init(&t->merge_map, (size_t)n, "tokenizer: merges"));
   size_t at = 0;
   for (int64_t i = 0; i < n; i++) {
     size_t len = tp_len_of(d->merges, d->merge_lengths, i);
@@ -189,7 +189,7 @@ static topos_status tp_load_merges(topos_tokenizer *t, const topos_tokenizer_des
                      (long long)i);
     memcpy(t->merge_text + at, s, len);
     t->merge_offsets[i] = at;
-    tp_strmap_put(&t->merge_map, t->merge_text + at, len, (int32_t)i, 0);
+    (void)tp_strmap_put(&t->merge_map, t->merge_text + at, len, (int32_t)i, false);
     at += len;
   }
   t->merge_offsets[n] = at;
@@ -310,10 +310,10 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
 
 topos_status topos_tokenizer_new(const topos_tokenizer_desc *desc, topos_tokenizer **out) {
   if (!desc || !out)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_tokenizer_new: desc and out must be set");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_new: desc and out must be set");
   *out = NULL;
   topos_tokenizer *t = calloc(1, sizeof *t);
-  if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "topos_tokenizer_new");
+  if (!t) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer_new: out of memory for the tokenizer");
   topos_status st = tp_build(t, desc);
   if (st != TOPOS_OK) {
     topos_tokenizer_free(t);
@@ -352,9 +352,9 @@ topos_token_type topos_tokenizer_token_type(const topos_tokenizer *t, int32_t id
 topos_status topos_tokenizer_token_text(const topos_tokenizer *t, int32_t id, const char **text,
                                         size_t *length) {
   if (!t || !text || !length)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_tokenizer_token_text: NULL argument");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_token_text: NULL argument");
   if (id < 0 || id >= t->n_tokens)
-    return tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_token_text: id %d outside 0..%d", (int)id,
+    return tp_fail(TOPOS_ERR_RANGE, "tokenizer_token_text: id %d outside 0..%d", (int)id,
                    (int)t->n_tokens - 1);
   *text = tp_tok_text(t, id, length);
   return TOPOS_OK;

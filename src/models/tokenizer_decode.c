@@ -1,32 +1,19 @@
 /* Decoding: token ids back to bytes, one piece per token. */
 #include <string.h>
 
-#include "../base/error.h"
-#include "tokenizer_internal.h"
-
-/* Appends bytes to buf while they fit; *len always counts them all. */
-typedef struct tp_sink {
-  char *buf;
-  size_t cap, len;
-} tp_sink;
-
-static void tp_sink_put(tp_sink *s, const char *bytes, size_t n) {
-  if (s->len < s->cap) {
-    size_t room = s->cap - s->len;
-    memcpy(s->buf + s->len, bytes, n < room ? n : room);
-  }
-  s->len += n;
-}
+#include "base/error.h"
+#include "base/text.h"
+#include "models/tokenizer_internal.h"
 
 /* One token's piece into the sink; strip drops one leading ' '. */
-static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_sink *out) {
+static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_text *out) {
   size_t n;
   const char *s = tp_tok_text(t, id, &n);
   int strip = !!(flags & TOPOS_DECODE_STRIP_LEADING_SPACE);
   uint8_t type = t->types[id];
   if (type == TOPOS_TOKEN_BYTE) {
     char b = (char)t->byte_value[id];
-    if (!(strip && b == ' ')) tp_sink_put(out, &b, 1);
+    if (!(strip && b == ' ')) tp_text_put(out, &b, 1);
     return;
   }
   if (type == TOPOS_TOKEN_UNUSED) return;
@@ -35,7 +22,7 @@ static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_si
                                       type != TOPOS_TOKEN_UNDEFINED)) {
     /* control text, and BPE added tokens, are stored raw (not byte-mapped) */
     if (strip && n && s[0] == ' ') s++, n--;
-    tp_sink_put(out, s, n);
+    tp_text_put(out, s, n);
     return;
   }
   const unsigned char *u = (const unsigned char *)s;
@@ -51,15 +38,15 @@ static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_si
       int b = cp == TP_UTF8_INVALID ? -1 : tp_unicode_to_byte(cp);
       if (b >= 0) byte = (char)b, bytes = &byte, nbytes = 1;
     }
-    if (!(strip && i == 0 && nbytes == 1 && bytes[0] == ' ')) tp_sink_put(out, bytes, nbytes);
+    if (!(strip && i == 0 && nbytes == 1 && bytes[0] == ' ')) tp_text_put(out, bytes, nbytes);
     i += len;
   }
 }
 
-static topos_status tp_finish(tp_sink *s, const char *who, size_t *len) {
-  *len = s->len;
-  if (s->len > s->cap)
-    return tp_fail(TOPOS_ERR_RANGE, "%s: %zu bytes do not fit capacity %zu", who, s->len, s->cap);
+static topos_status tp_finish(tp_text *s, const char *who, size_t *len) {
+  *len = s->length;
+  if (s->length > s->size)
+    return tp_fail(TOPOS_ERR_RANGE, "%s: %zu bytes do not fit capacity %zu", who, s->length, s->size);
   return TOPOS_OK;
 }
 
@@ -68,13 +55,13 @@ topos_status topos_tokenizer_decode_token_ex(const topos_tokenizer *t, int32_t i
   if (len) *len = 0;
   if (!t || !len || (!buf && cap))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_tokenizer_decode_token: tokenizer, len and buf (when cap > 0) must be set");
+                   "tokenizer_decode_token: tokenizer, len and buf (when cap > 0) must be set");
   if (id < 0 || id >= t->n_tokens)
-    return tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_decode_token: id %d outside 0..%d", (int)id,
+    return tp_fail(TOPOS_ERR_RANGE, "tokenizer_decode_token: id %d outside 0..%d", (int)id,
                    (int)t->n_tokens - 1);
-  tp_sink s = {buf, cap, 0};
+  tp_text s = {buf, cap, 0};
   tp_piece(t, id, flags, &s);
-  return tp_finish(&s, "topos_tokenizer_decode_token", len);
+  return tp_finish(&s, "tokenizer_decode_token", len);
 }
 
 topos_status topos_tokenizer_decode_token(const topos_tokenizer *t, int32_t id, char *buf,
@@ -87,13 +74,13 @@ topos_status topos_tokenizer_decode(const topos_tokenizer *t, const int32_t *ids
   if (len) *len = 0;
   if (!t || !len || (!ids && n_ids) || (!buf && cap))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_tokenizer_decode: tokenizer, len, ids (when n_ids > 0) and buf (when "
+                   "tokenizer_decode: tokenizer, len, ids (when n_ids > 0) and buf (when "
                    "cap > 0) must be set");
   for (size_t i = 0; i < n_ids; i++)
     if (ids[i] < 0 || ids[i] >= t->n_tokens)
-      return tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_decode: ids[%zu] = %d outside 0..%d", i,
+      return tp_fail(TOPOS_ERR_RANGE, "tokenizer_decode: ids[%zu] = %d outside 0..%d", i,
                      (int)ids[i], (int)t->n_tokens - 1);
-  tp_sink s = {buf, cap, 0};
+  tp_text s = {buf, cap, 0};
   size_t first = 0;
   /* as llama.cpp's detokenize: the BOS that encoding adds is not text */
   if (n_ids && t->add_bos && t->bos >= 0 && ids[0] == t->bos && !(flags & TOPOS_DECODE_SPECIAL))
@@ -103,5 +90,5 @@ topos_status topos_tokenizer_decode(const topos_tokenizer *t, const int32_t *ids
     if (i == first && t->add_space_prefix) f |= TOPOS_DECODE_STRIP_LEADING_SPACE;
     tp_piece(t, ids[i], f, &s);
   }
-  return tp_finish(&s, "topos_tokenizer_decode", len);
+  return tp_finish(&s, "tokenizer_decode", len);
 }

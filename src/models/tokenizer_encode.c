@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
-#include "tokenizer_internal.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "models/tokenizer_internal.h"
 
 /* ---- symbols and candidate pairs */
 typedef struct tp_symbol {
@@ -32,14 +33,7 @@ static int tp_pair_before(const tp_pair *a, const tp_pair *b) {
 }
 
 static topos_status tp_heap_push(tp_heap *h, tp_pair p) {
-  if (h->count == h->capacity) {
-    size_t cap = h->capacity ? h->capacity * 2 : 64;
-    if (cap > SIZE_MAX / sizeof(tp_pair)) return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: heap");
-    tp_pair *grown = realloc(h->items, cap * sizeof *grown);
-    if (!grown) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu candidate pairs", cap);
-    h->items = grown;
-    h->capacity = cap;
-  }
+  TP_GROW(h->items, h->count, h->capacity, 64, "tokenizer: candidate pairs");
   size_t i = h->count++;
   while (i > 0) {
     size_t parent = (i - 1) / 2;
@@ -236,14 +230,7 @@ typedef struct tp_fragments {
 } tp_fragments;
 
 static topos_status tp_fragments_push(tp_fragments *f, tp_fragment x) {
-  if (f->count == f->capacity) {
-    size_t cap = f->capacity ? f->capacity * 2 : 16;
-    if (cap > SIZE_MAX / sizeof(tp_fragment)) return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer");
-    tp_fragment *grown = realloc(f->items, cap * sizeof *grown);
-    if (!grown) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu fragments", cap);
-    f->items = grown;
-    f->capacity = cap;
-  }
+  TP_GROW(f->items, f->count, f->capacity, 16, "tokenizer: text fragments");
   f->items[f->count++] = x;
   return TOPOS_OK;
 }
@@ -307,7 +294,8 @@ static topos_status tp_split_specials(const topos_tokenizer *t, const char *text
 /* SPM text: an optional leading space, then every ' ' as U+2581. */
 static topos_status tp_spm_fragment(const topos_tokenizer *t, const char *text, size_t n,
                                     int prefix_space, tp_idvec *out) {
-  if (n > (SIZE_MAX - 3) / 3) return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text too long");
+  if (n > (SIZE_MAX - 3) / 3)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text of %zu bytes too long", n);
   char *norm = malloc(3 * n + 3);
   if (!norm) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes", n);
   size_t m = 0;
@@ -331,7 +319,7 @@ topos_status topos_tokenizer_encode(const topos_tokenizer *t, const char *text, 
   if (count) *count = 0;
   if (!t || !count || (!text && len) || (!ids && capacity))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
-                   "topos_tokenizer_encode: tokenizer, count, text (when len > 0) and ids (when "
+                   "tokenizer_encode: tokenizer, count, text (when len > 0) and ids (when "
                    "capacity > 0) must be set");
   int add_bos = (flags & TOPOS_TOKENIZE_ADD_BOS) ||
                 ((flags & TOPOS_TOKENIZE_ADD_SPECIAL) && t->add_bos);
@@ -365,7 +353,7 @@ topos_status topos_tokenizer_encode(const topos_tokenizer *t, const char *text, 
     size_t copy = out.count < capacity ? out.count : capacity;
     if (copy) memcpy(ids, out.data, copy * sizeof *ids);
     if (out.count > capacity)
-      st = tp_fail(TOPOS_ERR_RANGE, "topos_tokenizer_encode: %zu ids do not fit capacity %zu",
+      st = tp_fail(TOPOS_ERR_RANGE, "tokenizer_encode: %zu ids do not fit capacity %zu",
                    out.count, capacity);
   }
   free(out.data);

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/error.h"
-#include "tokenizer_internal.h"
+#include "base/error.h"
+#include "models/tokenizer_internal.h"
 
 #define TP_KEY(name) "tokenizer.ggml." name
 
@@ -87,31 +87,80 @@ static topos_status tp_read_strings(const topos_gguf *g, const topos_gguf_array 
   return TOPOS_OK;
 }
 
+/* An optional string key without NUL bytes (they would cut the C string);
+ * *out is NULL when absent. */
+static topos_status tp_string_key(const topos_gguf *g, const char *key, const char **out) {
+  *out = NULL;
+  if (!tp_has_key(g, key)) return TOPOS_OK;
+  size_t len;
+  topos_status st = topos_gguf_get_string(g, key, out, &len);
+  if (st != TOPOS_OK) return tp_fail_context(st, "tokenizer: key %s", key);
+  if (strlen(*out) != len)
+    return tp_fail(TOPOS_ERR_BAD_STRING, "tokenizer: %s contains a NUL byte", key);
+  return TOPOS_OK;
+}
+
+/* tokenizer.ggml.scores: one f32/f64 per token (required for SPM). */
+static topos_status tp_read_scores(const topos_gguf *g, size_t n, int required, float **out) {
+  topos_gguf_array scores;
+  TP_TRY(tp_array_key(g, TP_KEY("scores"), required, 0, &scores));
+  if (scores.kv_index < 0) return TOPOS_OK;
+  if (scores.element_type != TOPOS_GGUF_F32 && scores.element_type != TOPOS_GGUF_F64)
+    return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: tokenizer.ggml.scores holds %s elements",
+                   topos_gguf_type_name(scores.element_type));
+  if (scores.count != n)
+    return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: %llu scores for %zu tokens",
+                   (unsigned long long)scores.count, n);
+  *out = malloc(n * sizeof **out);
+  if (!*out) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu scores", n);
+  for (size_t i = 0; i < n; i++) {
+    double v;
+    TP_TRY(topos_gguf_array_float(g, scores.kv_index, i, &v));
+    (*out)[i] = (float)v;
+  }
+  return TOPOS_OK;
+}
+
+/* tokenizer.ggml.token_type: one integer type 0..TOPOS_TOKEN_BYTE per token. */
+static topos_status tp_read_types(const topos_gguf *g, size_t n, int32_t **out) {
+  topos_gguf_array types;
+  TP_TRY(tp_array_key(g, TP_KEY("token_type"), 0, 0, &types));
+  if (types.kv_index < 0) return TOPOS_OK;
+  if (types.element_type == TOPOS_GGUF_F32 || types.element_type == TOPOS_GGUF_F64 ||
+      types.element_type == TOPOS_GGUF_BOOL)
+    return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: tokenizer.ggml.token_type holds %s elements",
+                   topos_gguf_type_name(types.element_type));
+  if (types.count != n)
+    return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: %llu token types for %zu tokens",
+                   (unsigned long long)types.count, n);
+  *out = malloc(n * sizeof **out);
+  if (!*out) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu types", n);
+  for (size_t i = 0; i < n; i++) {
+    int64_t v;
+    TP_TRY(topos_gguf_array_int(g, types.kv_index, i, &v));
+    if (v < 0 || v > TOPOS_TOKEN_BYTE)
+      return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: token %zu has type %lld (expected 0..6)",
+                     i, (long long)v);
+    (*out)[i] = (int32_t)v;
+  }
+  return TOPOS_OK;
+}
+
 static topos_status tp_from_gguf(const topos_gguf *g, tp_gguf_arrays *a, topos_tokenizer **out) {
   topos_tokenizer_desc d = topos_tokenizer_desc_default();
   const char *model;
-  size_t model_len;
-  if (!tp_has_key(g, TP_KEY("model")))
+  TP_TRY(tp_string_key(g, TP_KEY("model"), &model));
+  if (!model)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "tokenizer: GGUF key tokenizer.ggml.model is missing");
-  topos_status st = topos_gguf_get_string(g, TP_KEY("model"), &model, &model_len);
-  if (st != TOPOS_OK) return tp_fail_context(st, "tokenizer: key tokenizer.ggml.model");
-  if (strlen(model) != model_len)
-    return tp_fail(TOPOS_ERR_BAD_STRING, "tokenizer: tokenizer.ggml.model contains a NUL byte");
   d.model = model;
   int spm = !strcmp(model, "llama");
   if (!spm && strcmp(model, "gpt2"))
     return tp_fail(TOPOS_UNSUPPORTED,
                    "tokenizer: model \"%.64s\" is not supported (only \"llama\" and \"gpt2\")",
                    model);
-  if (tp_has_key(g, TP_KEY("pre"))) {
-    size_t pre_len;
-    st = topos_gguf_get_string(g, TP_KEY("pre"), &d.pre, &pre_len);
-    if (st != TOPOS_OK) return tp_fail_context(st, "tokenizer: key tokenizer.ggml.pre");
-    if (strlen(d.pre) != pre_len)
-      return tp_fail(TOPOS_ERR_BAD_STRING, "tokenizer: tokenizer.ggml.pre contains a NUL byte");
-  }
+  TP_TRY(tp_string_key(g, TP_KEY("pre"), &d.pre));
 
-  topos_gguf_array tokens, scores, types, merges;
+  topos_gguf_array tokens, merges;
   TP_TRY(tp_array_key(g, TP_KEY("tokens"), 1, 1, &tokens));
   size_t n = (size_t)tokens.count;
   if (n == 0) return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: tokenizer.ggml.tokens is empty");
@@ -119,46 +168,10 @@ static topos_status tp_from_gguf(const topos_gguf *g, tp_gguf_arrays *a, topos_t
   d.n_tokens = (int64_t)n;
   d.tokens = a->tokens;
   d.token_lengths = a->token_lengths;
-
-  TP_TRY(tp_array_key(g, TP_KEY("scores"), spm, 0, &scores));
-  if (scores.kv_index >= 0) {
-    if (scores.element_type != TOPOS_GGUF_F32 && scores.element_type != TOPOS_GGUF_F64)
-      return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: tokenizer.ggml.scores holds %s elements",
-                     topos_gguf_type_name(scores.element_type));
-    if (scores.count != n)
-      return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: %llu scores for %zu tokens",
-                     (unsigned long long)scores.count, n);
-    a->scores = malloc(n * sizeof *a->scores);
-    if (!a->scores) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu scores", n);
-    for (size_t i = 0; i < n; i++) {
-      double v;
-      TP_TRY(topos_gguf_array_float(g, scores.kv_index, i, &v));
-      a->scores[i] = (float)v;
-    }
-    d.scores = a->scores;
-  }
-
-  TP_TRY(tp_array_key(g, TP_KEY("token_type"), 0, 0, &types));
-  if (types.kv_index >= 0) {
-    if (types.element_type == TOPOS_GGUF_F32 || types.element_type == TOPOS_GGUF_F64 ||
-        types.element_type == TOPOS_GGUF_BOOL)
-      return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: tokenizer.ggml.token_type holds %s elements",
-                     topos_gguf_type_name(types.element_type));
-    if (types.count != n)
-      return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: %llu token types for %zu tokens",
-                     (unsigned long long)types.count, n);
-    a->types = malloc(n * sizeof *a->types);
-    if (!a->types) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu types", n);
-    for (size_t i = 0; i < n; i++) {
-      int64_t v;
-      TP_TRY(topos_gguf_array_int(g, types.kv_index, i, &v));
-      if (v < 0 || v > TOPOS_TOKEN_BYTE)
-        return tp_fail(TOPOS_ERR_BAD_TYPE, "tokenizer: token %zu has type %lld (expected 0..6)",
-                       i, (long long)v);
-      a->types[i] = (int32_t)v;
-    }
-    d.types = a->types;
-  }
+  TP_TRY(tp_read_scores(g, n, spm, &a->scores));
+  d.scores = a->scores;
+  TP_TRY(tp_read_types(g, n, &a->types));
+  d.types = a->types;
 
   TP_TRY(tp_array_key(g, TP_KEY("merges"), !spm, 1, &merges));
   if (merges.kv_index >= 0) {
@@ -183,7 +196,7 @@ static topos_status tp_from_gguf(const topos_gguf *g, tp_gguf_arrays *a, topos_t
 
 topos_status topos_tokenizer_from_gguf(const topos_gguf *reader, topos_tokenizer **out) {
   if (!reader || !out)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "topos_tokenizer_from_gguf: reader and out must be set");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer_from_gguf: reader and out must be set");
   *out = NULL;
   tp_gguf_arrays a;
   memset(&a, 0, sizeof a);

@@ -6,18 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/strmap.h"
+#include "base/utf8.h"
 #include "topos/tokenizer.h"
-
-/* ---- UTF-8 */
-#define TP_UTF8_INVALID 0xFFFFFFFFu
-/* Decodes one code point of s[0..n) (n >= 1). Returns its byte length (1..4).
- * Invalid, overlong, surrogate or truncated sequences give length 1 and
- * *cp = TP_UTF8_INVALID, so every byte of the input is consumed exactly once. */
-size_t tp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
-/* 1 if all n bytes form valid UTF-8. */
-int tp_utf8_valid(const char *s, size_t n);
-/* Encodes cp (<= 0x10FFFF) into out (4 bytes room), returns the length. */
-size_t tp_utf8_encode(uint32_t cp, unsigned char *out);
 
 /* ---- Unicode classes used by the pre-tokenizers (approximation: see tokenizer.h) */
 typedef enum tp_char_class {
@@ -27,25 +18,6 @@ typedef enum tp_char_class {
   TP_CHAR_OTHER /* punctuation, symbols, marks, controls, invalid bytes */
 } tp_char_class;
 tp_char_class tp_char_class_of(uint32_t cp);
-
-/* ---- string -> int32 map (open addressing; keys point into storage the
- * owner keeps alive). */
-typedef struct tp_strmap_entry {
-  const char *key;
-  uint32_t length;
-  int32_t value;
-  uint64_t hash;
-} tp_strmap_entry;
-typedef struct tp_strmap {
-  tp_strmap_entry *slots;
-  size_t mask; /* capacity - 1; capacity a power of two */
-} tp_strmap;
-topos_status tp_strmap_init(tp_strmap *map, size_t expected);
-void tp_strmap_free(tp_strmap *map);
-/* Inserts or, when `overwrite`, replaces; otherwise the first value stays. */
-void tp_strmap_put(tp_strmap *map, const char *key, size_t length, int32_t value, int overwrite);
-/* The value or -1. */
-int32_t tp_strmap_get(const tp_strmap *map, const char *key, size_t length);
 
 /* ---- pre-tokenizers for byte-level BPE */
 typedef enum tp_pre_kind {

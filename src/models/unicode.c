@@ -1,81 +1,12 @@
-/* UTF-8 coding, the approximate Unicode classes the pre-tokenizers need, and
- * GPT-2's byte <-> code point table. */
+/* The approximate Unicode classes the pre-tokenizers need, GPT-2's
+ * byte <-> code point table, and the tokenizer's id vector. (UTF-8 coding is
+ * base/utf8.c; the string map is base/strmap.c.) */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tokenizer_internal.h"
-
-size_t tp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
-  unsigned char c = s[0];
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  size_t len;
-  uint32_t value, min;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2, value = c & 0x1F, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3, value = c & 0x0F, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4, value = c & 0x07, min = 0x10000;
-  } else {
-    *cp = TP_UTF8_INVALID;
-    return 1;
-  }
-  if (len > n) {
-    *cp = TP_UTF8_INVALID;
-    return 1;
-  }
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xC0) != 0x80) {
-      *cp = TP_UTF8_INVALID;
-      return 1;
-    }
-    value = (value << 6) | (s[i] & 0x3F);
-  }
-  /* Overlong forms, UTF-16 surrogates and values past U+10FFFF are invalid. */
-  if (value < min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
-    *cp = TP_UTF8_INVALID;
-    return 1;
-  }
-  *cp = value;
-  return len;
-}
-
-int tp_utf8_valid(const char *s, size_t n) {
-  const unsigned char *u = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < n) {
-    uint32_t cp;
-    i += tp_utf8_decode(u + i, n - i, &cp);
-    if (cp == TP_UTF8_INVALID) return 0;
-  }
-  return 1;
-}
-
-size_t tp_utf8_encode(uint32_t cp, unsigned char *out) {
-  if (cp < 0x80) {
-    out[0] = (unsigned char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (unsigned char)(0xC0 | (cp >> 6));
-    out[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (unsigned char)(0xE0 | (cp >> 12));
-    out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (unsigned char)(0xF0 | (cp >> 18));
-  out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
-}
+#include "base/alloc.h"
+#include "base/error.h"
+#include "models/tokenizer_internal.h"
 
 /* ---- classes. ASCII and Latin-1 are exact; above U+00FF the ranges below
  * cover the common blocks, and anything not listed counts as a letter (most
@@ -219,79 +150,9 @@ int tp_unicode_to_byte(uint32_t cp) {
   return -1;
 }
 
-/* ---- string map: FNV-1a hashes, linear probing, load <= 1/2. */
-#include <stdlib.h>
-#include <string.h>
-
-#include "../base/error.h"
-
-static uint64_t tp_hash(const char *s, size_t n) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
-topos_status tp_strmap_init(tp_strmap *map, size_t expected) {
-  size_t cap = 16;
-  while (cap / 2 < expected) {
-    if (cap > SIZE_MAX / 4 / sizeof(tp_strmap_entry))
-      return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: table for %zu entries too large", expected);
-    cap *= 2;
-  }
-  map->slots = calloc(cap, sizeof *map->slots);
-  if (!map->slots)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: table of %zu entries", cap);
-  map->mask = cap - 1;
-  return TOPOS_OK;
-}
-
-void tp_strmap_free(tp_strmap *map) {
-  free(map->slots);
-  map->slots = NULL;
-  map->mask = 0;
-}
-
-void tp_strmap_put(tp_strmap *map, const char *key, size_t length, int32_t value, int overwrite) {
-  uint64_t h = tp_hash(key, length);
-  for (size_t i = (size_t)h & map->mask;; i = (i + 1) & map->mask) {
-    tp_strmap_entry *e = &map->slots[i];
-    if (!e->key) {
-      e->key = key ? key : "";
-      e->length = (uint32_t)length;
-      e->value = value;
-      e->hash = h;
-      return;
-    }
-    if (e->hash == h && e->length == length && memcmp(e->key, key, length) == 0) {
-      if (overwrite) e->value = value;
-      return;
-    }
-  }
-}
-
-int32_t tp_strmap_get(const tp_strmap *map, const char *key, size_t length) {
-  if (!map->slots || length > UINT32_MAX) return -1;
-  uint64_t h = tp_hash(key, length);
-  for (size_t i = (size_t)h & map->mask;; i = (i + 1) & map->mask) {
-    const tp_strmap_entry *e = &map->slots[i];
-    if (!e->key) return -1;
-    if (e->hash == h && e->length == length && memcmp(e->key, key, length) == 0) return e->value;
-  }
-}
-
+/* ---- id vector */
 topos_status tp_idvec_push(tp_idvec *v, int32_t id) {
-  if (v->count == v->capacity) {
-    size_t cap = v->capacity ? v->capacity * 2 : 64;
-    if (cap > SIZE_MAX / sizeof(int32_t))
-      return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: %zu ids", v->count);
-    int32_t *grown = realloc(v->data, cap * sizeof(int32_t));
-    if (!grown) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu ids", cap);
-    v->data = grown;
-    v->capacity = cap;
-  }
+  TP_GROW(v->data, v->count, v->capacity, 64, "tokenizer: token ids");
   v->data[v->count++] = id;
   return TOPOS_OK;
 }

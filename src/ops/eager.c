@@ -1,15 +1,8 @@
 /* Eager conveniences: each fills the op's attributes and calls
  * topos_op_forward, so they run exactly the reference kernels and rules. */
-#include <string.h>
 
 #include "base/error.h"
-#include "topos/ops.h"
-
-static topos_op_attrs tp_no_attrs(void) {
-  topos_op_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  return attrs;
-}
+#include "ops/attrs.h"
 
 static topos_status tp_eager1(topos_op op, topos_tensor *a, const topos_op_attrs *attrs,
                               topos_tensor **out) {
@@ -50,27 +43,23 @@ TP_EAGER_UNARY(relu, RELU)
 TP_EAGER_UNARY(sum, SUM)
 
 topos_status topos_sum_along(topos_tensor *a, int axis, topos_tensor **out) {
-  topos_op_attrs attrs = tp_no_attrs();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   return tp_eager1(TOPOS_OP_SUM_ALONG, a, &attrs, out);
 }
 
 topos_status topos_log_softmax(topos_tensor *a, int axis, topos_tensor **out) {
-  topos_op_attrs attrs = tp_no_attrs();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   return tp_eager1(TOPOS_OP_LOG_SOFTMAX, a, &attrs, out);
 }
 
 topos_status topos_log_sum_exp(topos_tensor *a, int axis, topos_tensor **out) {
-  topos_op_attrs attrs = tp_no_attrs();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   return tp_eager1(TOPOS_OP_LOG_SUM_EXP, a, &attrs, out);
 }
 
 topos_status topos_pad(topos_tensor *a, int axis, int64_t start, int64_t extent,
                        topos_tensor **out) {
-  topos_op_attrs attrs = tp_no_attrs();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.start = start;
   attrs.length = extent;
   return tp_eager1(TOPOS_OP_PAD, a, &attrs, out);
@@ -78,8 +67,7 @@ topos_status topos_pad(topos_tensor *a, int axis, int64_t start, int64_t extent,
 
 topos_status topos_fold(topos_tensor *a, int axis, int64_t size, int64_t step, int64_t dilation,
                         int64_t extent, topos_tensor **out) {
-  topos_op_attrs attrs = tp_no_attrs();
-  attrs.axis = axis;
+  topos_op_attrs attrs = tp_attrs_axis(axis);
   attrs.size = size;
   attrs.step = step;
   attrs.dilation = dilation;
@@ -89,7 +77,7 @@ topos_status topos_fold(topos_tensor *a, int axis, int64_t size, int64_t step, i
 
 topos_status topos_scatter(topos_tensor *values, topos_tensor *indices, int64_t rows,
                            topos_tensor **out) {
-  topos_op_attrs attrs = tp_no_attrs();
+  topos_op_attrs attrs = tp_attrs_none();
   attrs.length = rows;
   return tp_eager2(TOPOS_OP_SCATTER, values, indices, &attrs, out);
 }

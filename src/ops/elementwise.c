@@ -1,8 +1,12 @@
 /* Reference kernels of the elementwise ops. Operands may have any layout
  * (strided, narrowed, transposed, stride-0 broadcast); they are read through
- * logical indices in row-major order and the result is always a new
- * contiguous tensor. One definition per op generates the f32, f64, bf16 and
- * f16 kernels (16-bit types compute in f32 and round once per element). */
+ * logical indices in row-major order and the reference kernels write a new
+ * contiguous tensor. The backend is offered each op first and may answer
+ * differently shaped in memory (never in value): a unary map over a broadcast
+ * view computes the distinct elements once and returns them as a broadcast
+ * view (backend/dispatch.c). One definition per op generates the f32, f64,
+ * bf16 and f16 kernels (16-bit types compute in f32 and round once per
+ * element). */
 #include "backend/backend_internal.h"
 #include "ops/kernel.h"
 

@@ -43,23 +43,17 @@
   }
 TP_FLOAT_DTYPES(TP_FOLD_KERNEL, 0)
 
-/* accumulators: a plan run's scratch when one is installed, else the heap */
-static void *tp_acc_alloc(topos_dtype dtype, int64_t count, bool *heap) {
-  size_t size = dtype == TOPOS_F64 ? sizeof(double) : sizeof(float);
-  return tp_scratch_alloc((size_t)count * size, heap);
-}
-
 topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attrs,
                              const topos_tensor_desc *desc, topos_tensor **out) {
   TP_TRY(tp_kernel_float("fold", desc->dtype));
   topos_tensor *result;
   TP_TRY(tp_new_output(desc, &result));
+  void *acc;
   bool heap;
-  void *acc = tp_acc_alloc(desc->dtype, result->volume, &heap);
-  if (!acc) {
+  topos_status status = tp_accumulators("fold", desc->dtype, result->volume, &acc, &heap);
+  if (status != TOPOS_OK) {
     topos_tensor_release(result);
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "fold: no memory for %lld accumulators",
-                   (long long)result->volume);
+    return status;
   }
   TP_DISPATCH_FLOAT(desc->dtype, tp_fold, in[0], attrs, result, acc);
   tp_scratch_free(acc, heap);
@@ -149,12 +143,12 @@ topos_status tp_forward_scatter(topos_tensor *const *in, const topos_op_attrs *a
   TP_TRY(tp_check_indices("scatter", idx, attrs->length, values));
   topos_tensor *result;
   TP_TRY(tp_new_output(desc, &result));
+  void *acc;
   bool heap;
-  void *acc = tp_acc_alloc(desc->dtype, result->volume, &heap);
-  if (!acc) {
+  topos_status status = tp_accumulators("scatter", desc->dtype, result->volume, &acc, &heap);
+  if (status != TOPOS_OK) {
     topos_tensor_release(result);
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "scatter: no memory for %lld accumulators",
-                   (long long)result->volume);
+    return status;
   }
   TP_DISPATCH_FLOAT(desc->dtype, tp_scatter, values, idx, result, acc);
   tp_scratch_free(acc, heap);

@@ -90,6 +90,20 @@ static inline void tp_next_row(const topos_tensor *t, int64_t *index) {
   if (t->rank > 1) tp_index_next(t->rank - 1, t->shape, index);
 }
 
+/* count accumulators in dtype's compute type (f64 for f64, else f32): a plan
+ * run's scratch when one is installed, else the heap. Release with
+ * tp_scratch_free(*acc, *heap). count is an output's extent or volume, so the
+ * byte size cannot wrap. */
+static inline topos_status tp_accumulators(const char *op, topos_dtype dtype, int64_t count,
+                                           void **acc, bool *heap) {
+  size_t size = dtype == TOPOS_F64 ? sizeof(double) : sizeof(float);
+  *acc = tp_scratch_alloc((size_t)count * size, heap);
+  if (!*acc)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "%s: no memory for %lld accumulators", op,
+                   (long long)count);
+  return TOPOS_OK;
+}
+
 /* A new contiguous output described by desc. */
 static inline topos_status tp_new_output(const topos_tensor_desc *desc, topos_tensor **out) {
   return tp_tensor_empty(desc->dtype, desc->rank, desc->shape, out);

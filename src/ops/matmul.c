@@ -47,13 +47,9 @@ topos_status tp_forward_matmul(topos_tensor *const *in, const topos_op_attrs *at
   topos_status offered = tp_backend_matmul(a, b, out); /* the acceleration chain */
   if (offered != TOPOS_UNSUPPORTED) return offered;
   int64_t n = b->shape[b->rank - 1];
-  /* one row of accumulators in the compute type (f64 for f64, else f32) */
-  size_t acc_size = desc->dtype == TOPOS_F64 ? sizeof(double) : sizeof(float);
-  bool heap; /* a plan run's scratch when one is installed, else the heap */
-  void *acc = tp_scratch_alloc((size_t)n * acc_size, &heap);
-  if (!acc)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "matmul: no memory for %lld accumulators",
-                   (long long)n);
+  void *acc; /* one row of accumulators */
+  bool heap;
+  TP_TRY(tp_accumulators("matmul", desc->dtype, n, &acc, &heap));
   topos_tensor *result;
   topos_status status = tp_new_output(desc, &result);
   if (status != TOPOS_OK) {

@@ -24,7 +24,8 @@ typedef topos_status (*tp_shape_fn)(const topos_tensor_desc *in, const topos_op_
 
 /* The reference kernel. Called only after the shape rule accepted the
  * operands; `desc` is what the rule inferred. Returns a new reference in *out
- * (a fresh contiguous tensor, or a view for view ops). */
+ * (a fresh contiguous tensor; a view for view ops; a broadcast view when a
+ * unary map over a broadcast operand is served by the backend). */
 typedef topos_status (*tp_forward_fn)(topos_tensor *const *in, const topos_op_attrs *attrs,
                                       const topos_tensor_desc *desc, topos_tensor **out);
 

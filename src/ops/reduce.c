@@ -57,6 +57,18 @@ static int64_t tp_lane_shape(const topos_tensor *a, int axis, int64_t *lanes) {
   return count;
 }
 
+/* The entry of each op along an axis: a new output, the dtype's kernel. */
+#define TP_AXIS_FORWARD(name)                                                              \
+  topos_status tp_forward_##name(topos_tensor *const *in, const topos_op_attrs *attrs,     \
+                                 const topos_tensor_desc *desc, topos_tensor **out) {      \
+    TP_TRY(tp_kernel_float(#name, desc->dtype));                                           \
+    topos_tensor *result;                                                                  \
+    TP_TRY(tp_new_output(desc, &result));                                                  \
+    TP_DISPATCH_FLOAT(desc->dtype, tp_##name, in[0], attrs->axis, result);                 \
+    *out = result;                                                                         \
+    return TOPOS_OK;                                                                       \
+  }
+
 /* ---- sum_along */
 #define TP_SUM_ALONG_KERNEL(sfx, DT, S, C, LD, ST, unused)                               \
   static void tp_sum_along_##sfx(const topos_tensor *a, int axis, topos_tensor *out) {   \
@@ -75,15 +87,7 @@ static int64_t tp_lane_shape(const topos_tensor *a, int axis, int64_t *lanes) {
   }
 TP_FLOAT_DTYPES(TP_SUM_ALONG_KERNEL, 0)
 
-topos_status tp_forward_sum_along(topos_tensor *const *in, const topos_op_attrs *attrs,
-                                  const topos_tensor_desc *desc, topos_tensor **out) {
-  TP_TRY(tp_kernel_float("sum_along", desc->dtype));
-  topos_tensor *result;
-  TP_TRY(tp_new_output(desc, &result));
-  TP_DISPATCH_FLOAT(desc->dtype, tp_sum_along, in[0], attrs->axis, result);
-  *out = result;
-  return TOPOS_OK;
-}
+TP_AXIS_FORWARD(sum_along)
 
 /* ---- log_softmax and log_sum_exp share the lane walk */
 #define TP_PEAK_AND_SUM_(C, LD, x, extent, stride, peak, s)                      \
@@ -126,22 +130,6 @@ TP_FLOAT_DTYPES(TP_LOG_SOFTMAX_KERNEL, 0)
   }
 TP_FLOAT_DTYPES(TP_LOG_SUM_EXP_KERNEL, 0)
 
-topos_status tp_forward_log_softmax(topos_tensor *const *in, const topos_op_attrs *attrs,
-                                    const topos_tensor_desc *desc, topos_tensor **out) {
-  TP_TRY(tp_kernel_float("log_softmax", desc->dtype));
-  topos_tensor *result;
-  TP_TRY(tp_new_output(desc, &result));
-  TP_DISPATCH_FLOAT(desc->dtype, tp_log_softmax, in[0], attrs->axis, result);
-  *out = result;
-  return TOPOS_OK;
-}
+TP_AXIS_FORWARD(log_softmax)
 
-topos_status tp_forward_log_sum_exp(topos_tensor *const *in, const topos_op_attrs *attrs,
-                                    const topos_tensor_desc *desc, topos_tensor **out) {
-  TP_TRY(tp_kernel_float("log_sum_exp", desc->dtype));
-  topos_tensor *result;
-  TP_TRY(tp_new_output(desc, &result));
-  TP_DISPATCH_FLOAT(desc->dtype, tp_log_sum_exp, in[0], attrs->axis, result);
-  *out = result;
-  return TOPOS_OK;
-}
+TP_AXIS_FORWARD(log_sum_exp)

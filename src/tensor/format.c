@@ -10,52 +10,27 @@
  * header; a negative value never summarises. Block-quantized tensors print
  * the header only. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "tensor/tensor_internal.h"
 
 #define TP_FORMAT_EDGE 3
 
-typedef struct tp_writer {
-  char *buf;
-  size_t size, length; /* length counts everything, also what did not fit */
-} tp_writer;
-
-static void tp_put(tp_writer *w, const char *text, size_t n) {
-  if (w->length < w->size) {
-    size_t room = w->size - w->length;
-    memcpy(w->buf + w->length, text, n < room ? n : room);
-  }
-  w->length += n;
-}
-
-static void tp_puts(tp_writer *w, const char *text) { tp_put(w, text, strlen(text)); }
-
-static void tp_putf(tp_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tp_putf(tp_writer *w, const char *fmt, ...) {
-  char tmp[64];
-  va_list args;
-  va_start(args, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, args);
-  va_end(args);
-  if (n > 0) tp_put(w, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-static void tp_put_value(tp_writer *w, topos_dtype dtype, const char *p) {
+static void tp_put_value(tp_text *w, topos_dtype dtype, const char *p) {
   tp_value v = tp_load(dtype, p);
   if (v.is_int) {
-    tp_putf(w, "%lld", (long long)v.i);
+    tp_text_printf(w, "%lld", (long long)v.i);
     return;
   }
   if (isnan(v.f)) {
-    tp_puts(w, "nan");
+    tp_text_puts(w, "nan");
     return;
   }
   if (isinf(v.f)) {
-    tp_puts(w, v.f < 0 ? "-inf" : "inf");
+    tp_text_puts(w, v.f < 0 ? "-inf" : "inf");
     return;
   }
   char text[40];
@@ -72,10 +47,10 @@ static void tp_put_value(tp_writer *w, topos_dtype dtype, const char *p) {
   int exponent = v.f != 0 ? (int)floor(log10(fabs(v.f))) : 0;
   if (strchr(text, 'e') && exponent >= digits && exponent < 16)
     snprintf(text, sizeof text, "%.*g", exponent + 1, v.f);
-  tp_puts(w, text);
+  tp_text_puts(w, text);
 }
 
-static void tp_put_axis(tp_writer *w, const topos_tensor *t, int axis, int64_t offset,
+static void tp_put_axis(tp_text *w, const topos_tensor *t, int axis, int64_t offset,
                         bool summarise) {
   if (axis == t->rank) {
     tp_put_value(w, t->dtype, (const char *)t->storage->data + (size_t)offset * tp_dtype_size(t->dtype));
@@ -83,46 +58,45 @@ static void tp_put_axis(tp_writer *w, const topos_tensor *t, int axis, int64_t o
   }
   int64_t extent = t->shape[axis];
   bool cut = summarise && extent > 2 * TP_FORMAT_EDGE;
-  tp_puts(w, "[");
+  tp_text_puts(w, "[");
   for (int64_t i = 0; i < extent; ++i) {
     if (i > 0) {
       if (axis == t->rank - 1) {
-        tp_puts(w, ", ");
+        tp_text_puts(w, ", ");
       } else { /* like NumPy: newline, a blank line per extra level, align under "[" */
-        tp_puts(w, ",\n");
-        for (int blank = 0; blank < t->rank - axis - 2; ++blank) tp_puts(w, "\n");
-        for (int pad = 0; pad <= axis; ++pad) tp_puts(w, " ");
+        tp_text_puts(w, ",\n");
+        for (int blank = 0; blank < t->rank - axis - 2; ++blank) tp_text_puts(w, "\n");
+        for (int pad = 0; pad <= axis; ++pad) tp_text_puts(w, " ");
       }
     }
     if (cut && i == TP_FORMAT_EDGE) {
-      tp_puts(w, "...");
+      tp_text_puts(w, "...");
       i = extent - TP_FORMAT_EDGE - 1; /* the tail follows */
       continue;
     }
     tp_put_axis(w, t, axis + 1, offset + i * t->strides[axis], summarise);
   }
-  tp_puts(w, "]");
+  tp_text_puts(w, "]");
 }
 
 size_t topos_tensor_format(const topos_tensor *t, char *buf, size_t size, int64_t max_elements) {
-  tp_writer w = {buf, size, 0};
+  tp_text w = {buf, size, 0};
   if (!t) {
-    tp_puts(&w, "tensor (null)");
+    tp_text_puts(&w, "tensor (null)");
   } else {
     char shape[128];
-    tp_puts(&w, "tensor ");
-    tp_puts(&w, topos_dtype_name(t->dtype));
-    tp_puts(&w, " ");
-    tp_puts(&w, tp_shape_string(t->rank, t->shape, shape, sizeof shape));
+    tp_text_puts(&w, "tensor ");
+    tp_text_puts(&w, topos_dtype_name(t->dtype));
+    tp_text_puts(&w, " ");
+    tp_text_puts(&w, tp_shape_string(t->rank, t->shape, shape, sizeof shape));
     if (topos_dtype_is_quantized(t->dtype)) {
-      tp_putf(&w, " (block-quantized, %lld blocks of %lld bytes)",
+      tp_text_printf(&w, " (block-quantized, %lld blocks of %lld bytes)",
               (long long)(t->volume / topos_dtype_block_size(t->dtype)),
               (long long)topos_dtype_block_bytes(t->dtype));
     } else if (max_elements != 0) {
-      tp_puts(&w, "\n");
+      tp_text_puts(&w, "\n");
       tp_put_axis(&w, t, 0, t->offset, max_elements > 0 && t->volume > max_elements);
     }
   }
-  if (size > 0) buf[w.length < size ? w.length : size - 1] = '\0';
-  return w.length;
+  return tp_text_finish(&w);
 }

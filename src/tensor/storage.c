@@ -10,23 +10,18 @@
 #define TP_STORAGE_ALIGNMENT 64
 
 topos_status tp_storage_heap(size_t bytes, bool zero, tp_storage **out) {
-  tp_storage *s = malloc(sizeof *s);
-  if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "storage: out of memory for a handle");
   void *data = NULL;
   /* Never 0 bytes: tensors are never empty, but keep posix_memalign defined. */
-  if (posix_memalign(&data, TP_STORAGE_ALIGNMENT, bytes ? bytes : 1) != 0) {
-    free(s);
+  if (posix_memalign(&data, TP_STORAGE_ALIGNMENT, bytes ? bytes : 1) != 0)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "storage: cannot allocate %zu bytes", bytes);
-  }
   if (zero) memset(data, 0, bytes);
-  tp_heap_allocations_add(2); /* handle and bytes */
-  atomic_init(&s->refs, 1);
-  s->kind = TOPOS_STORAGE_HEAP;
-  s->data = data;
-  s->bytes = bytes;
-  s->release = NULL;
-  s->context = NULL;
-  *out = s;
+  /* a HEAP storage frees its bytes itself on the last release */
+  topos_status st = tp_storage_wrap(data, bytes, TOPOS_STORAGE_HEAP, NULL, NULL, out);
+  if (st != TOPOS_OK) {
+    free(data);
+    return st;
+  }
+  tp_heap_allocations_add(1); /* the bytes; wrap counted the handle */
   return TOPOS_OK;
 }
 

@@ -13,14 +13,8 @@
 
 /* splitmix64 values in [-1, 1). */
 static inline void bt_fill_f64(double *out, int64_t n, uint64_t seed) {
-  uint64_t s = seed;
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t z = (s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    z ^= z >> 31;
-    out[i] = (double)(z >> 11) * 0x1p-53 * 2.0 - 1.0;
-  }
+  topos_rng rng = topos_rng_seed(seed);
+  for (int64_t i = 0; i < n; ++i) out[i] = topos_rng_unit(&rng) * 2.0 - 1.0;
 }
 
 /* A contiguous random tensor (caller releases); NULL on failure. */

@@ -168,3 +168,33 @@ TEST(arena_rejects_bad_requests) {
   CHECK(empty != NULL);
   tp_arena_destroy(&arena);
 }
+
+TEST(grow_array_doubles_when_full_and_refuses_sizes_that_wrap) {
+  int *items = NULL;
+  size_t count = 0, capacity = 0;
+  void *grown = NULL;
+  /* empty: `first` slots */
+  CHECK_OK(tp_grow_array(items, sizeof *items, count, &capacity, 4, "test array", &grown));
+  items = grown;
+  CHECK(items != NULL && capacity == 4);
+  for (count = 0; count < 4; ++count) items[count] = (int)count;
+  /* not full: nothing moves */
+  size_t held = capacity;
+  CHECK_OK(tp_grow_array(items, sizeof *items, 3, &capacity, 4, "test array", &grown));
+  CHECK(grown == items && capacity == held);
+  /* full: doubled, contents kept */
+  CHECK_OK(tp_grow_array(items, sizeof *items, count, &capacity, 4, "test array", &grown));
+  items = grown;
+  CHECK(capacity == 8 && items[3] == 3);
+  /* a capacity whose double or byte size wraps: refused, nothing changed */
+  size_t huge = SIZE_MAX / 2 + 1;
+  CHECK_STATUS(tp_grow_array(items, sizeof *items, huge, &huge, 4, "test array", &grown),
+               TOPOS_ERR_OVERFLOW);
+  CHECK_ERROR_HAS("test array");
+  CHECK(grown == items && huge == SIZE_MAX / 2 + 1);
+  size_t big = SIZE_MAX / 4;
+  CHECK_STATUS(tp_grow_array(items, sizeof *items, big, &big, 4, "test array", &grown),
+               TOPOS_ERR_OVERFLOW);
+  CHECK(big == SIZE_MAX / 4);
+  free(items);
+}

@@ -131,3 +131,61 @@ TEST(buffer_plan_backward_drops_what_no_rule_reads) {
   topos_plan_free(plan);
   topos_network_free(net);
 }
+
+/* A graph may describe results no arena can hold (desc-only inputs allocate
+ * nothing at record time): compiling refuses them, naming the node, rather
+ * than planning a wrapped size. */
+TEST(buffer_plan_refuses_results_whose_bytes_overflow) {
+  /* [2^31, 2^31] f32: 2^62 elements, 2^64 bytes; [2^30, 2^30] f64: 2^63 bytes,
+   * beyond int64 arena offsets once aligned; two [2^29, 2^30] f64 results
+   * (2^62 bytes each) fit one by one but not side by side */
+  struct {
+    int64_t rows, cols;
+    topos_dtype dtype;
+    int two;
+  } cases[] = {{INT64_C(1) << 31, INT64_C(1) << 31, TOPOS_F32, 0},
+               {INT64_C(1) << 30, INT64_C(1) << 30, TOPOS_F64, 0},
+               {INT64_C(1) << 29, INT64_C(1) << 30, TOPOS_F64, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+    topos_tape *tape = NULL;
+    topos_network *net = NULL;
+    CHECK_OK(topos_tape_new(&tape));
+    topos_tensor_desc desc = {cases[c].dtype, 2, {cases[c].rows, cases[c].cols}};
+    topos_sym x = topos_tape_input_desc(tape, &desc, "x");
+    topos_sym y = topos_tape_exp(tape, x);
+    if (cases[c].two) y = topos_tape_add(tape, y, topos_tape_tanh(tape, x));
+    topos_sym out = topos_tape_sum(tape, y);
+    CHECK_OK(topos_tape_seal(&tape, &net));
+    topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+    topos_plan *plan = NULL;
+    topos_status s = topos_plan_compile(net, &req, &plan);
+    CHECK_MSG(s == TOPOS_ERR_OVERFLOW, "case %zu: %s", c, topos_status_name(s));
+    CHECK(plan == NULL);
+    CHECK_ERROR_HAS("plan_compile: ");
+    CHECK_ERROR_HAS("(node ");
+    topos_plan_free(plan);
+    topos_network_free(net);
+  }
+}
+
+/* Views of a huge desc-only input take no arena bytes, so such a plan
+ * compiles; its live-volume statistics saturate instead of wrapping. */
+TEST(plan_stats_saturate_on_huge_views) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  topos_tensor_desc desc = {TOPOS_F32, 2, {INT64_C(1) << 31, INT64_C(1) << 31}};
+  topos_sym roots[4];
+  roots[0] = topos_tape_input_desc(tape, &desc, "x");
+  for (int i = 1; i < 4; ++i) roots[i] = topos_tape_transpose(tape, roots[i - 1]);
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {roots, 4, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  topos_plan_stats st;
+  CHECK_OK(topos_plan_stats_get(plan, &st));
+  CHECK(st.retain_all == INT64_MAX && st.peak == INT64_MAX);
+  CHECK_EQ_INT(st.arena_bytes, 0);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}

@@ -83,21 +83,6 @@ TEST(plan_convolution_equals_interpreter) {
   topos_network_free(net);
 }
 
-/* p - lr * g (allocating, the plain way an example writes it) */
-static topos_status sgd(void *user, topos_sym param, topos_tensor *value, topos_tensor *gradient,
-                        topos_tensor **out) {
-  (void)param;
-  topos_tensor *lr = NULL, *spread = NULL, *scaled = NULL;
-  topos_status s = topos_tensor_scalar(topos_tensor_dtype(value), *(double *)user, &lr);
-  if (s == TOPOS_OK)
-    s = topos_tensor_broadcast(lr, topos_tensor_rank(value), topos_tensor_shape(value), &spread);
-  if (s == TOPOS_OK) s = topos_mul(gradient, spread, &scaled);
-  if (s == TOPOS_OK) s = topos_sub(value, scaled, out);
-  topos_tensor_release(lr);
-  topos_tensor_release(spread);
-  topos_tensor_release(scaled);
-  return s;
-}
 
 TEST(plan_training_loop_exact_and_fast_plans_agree_with_interpreter_loop) {
   /* three loops from the same start: Exact plan, Fast plan, interpreter;
@@ -122,7 +107,7 @@ TEST(plan_training_loop_exact_and_fast_plans_agree_with_interpreter_loop) {
       else CHECK_OK(tp_oracle_run(m.net, state[k], &feed, 1, 1, &run));
       CHECK_OK(topos_run_backward(run, m.loss, &grads));
       CHECK(tg_read_scalar(run, m.loss, &losses[k]));
-      CHECK_OK(topos_params_step(state[k], grads, sgd, &lr));
+      CHECK_OK(topos_params_step(state[k], grads, pt_sgd, &lr));
       topos_field_free(grads);
       topos_run_free(run);
     }

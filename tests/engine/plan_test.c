@@ -1,6 +1,6 @@
 /* Plans: pruning, declared readability, liveness, describe, and bit identity
  * with the interpreter for forward and backward runs. */
-#include "../graph/graph_util.h"
+#include "plan_util.h"
 
 /* x [4,3] input, W1 [3,5], W2 [5,2]; h = tanh(x W1); y = h W2;
  * loss = sum(y*y); a side branch (exp of W1) nobody asks for. */
@@ -219,20 +219,6 @@ TEST(plan_compile_errors) {
   model_free(&m);
 }
 
-static topos_status sgd(void *user, topos_sym param, topos_tensor *value, topos_tensor *gradient,
-                        topos_tensor **out) {
-  (void)param;
-  topos_tensor *lr = NULL, *spread = NULL, *scaled = NULL;
-  topos_status s = topos_tensor_scalar(topos_tensor_dtype(value), *(double *)user, &lr);
-  if (s == TOPOS_OK)
-    s = topos_tensor_broadcast(lr, topos_tensor_rank(value), topos_tensor_shape(value), &spread);
-  if (s == TOPOS_OK) s = topos_mul(gradient, spread, &scaled);
-  if (s == TOPOS_OK) s = topos_sub(value, scaled, out);
-  topos_tensor_release(lr);
-  topos_tensor_release(spread);
-  topos_tensor_release(scaled);
-  return s;
-}
 
 TEST(plan_training_loops_by_both_routes_stay_bitwise_equal) {
   /* 20 SGD steps on an f32 MLP: engine route (backward plan) and recorded
@@ -271,8 +257,8 @@ TEST(plan_training_loops_by_both_routes_stay_bitwise_equal) {
     CHECK_BITS_F64(la, lb);
     if (step == 0) first = la;
     last = la;
-    CHECK_OK(topos_params_step(a, ga, sgd, &lr));
-    CHECK_OK(topos_params_step(b, gb, sgd, &lr));
+    CHECK_OK(topos_params_step(a, ga, pt_sgd, &lr));
+    CHECK_OK(topos_params_step(b, gb, pt_sgd, &lr));
     topos_field_free(ga);
     topos_field_free(gb);
     topos_run_free(ra);

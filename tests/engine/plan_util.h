@@ -9,6 +9,23 @@
 #include "../graph/graph_util.h"
 #include "graph/graph_internal.h"
 
+/* A topos_params_step callback: p - lr * g with lr = *(double *)user
+ * (allocating, the plain way an example writes it). */
+static inline topos_status pt_sgd(void *user, topos_sym param, topos_tensor *value,
+                                  topos_tensor *gradient, topos_tensor **out) {
+  (void)param;
+  topos_tensor *lr = NULL, *spread = NULL, *scaled = NULL;
+  topos_status s = topos_tensor_scalar(topos_tensor_dtype(value), *(double *)user, &lr);
+  if (s == TOPOS_OK)
+    s = topos_tensor_broadcast(lr, topos_tensor_rank(value), topos_tensor_shape(value), &spread);
+  if (s == TOPOS_OK) s = topos_mul(gradient, spread, &scaled);
+  if (s == TOPOS_OK) s = topos_sub(value, scaled, out);
+  topos_tensor_release(lr);
+  topos_tensor_release(spread);
+  topos_tensor_release(scaled);
+  return s;
+}
+
 /* A complete interpreter run (every node readable, backward allowed) under
  * Exact or Fast. */
 static inline topos_status tp_oracle_run(const topos_network *net, const topos_params *params,
@@ -44,14 +61,7 @@ static inline int tp_check_plans(const char *file, int line, const topos_network
   topos_plan *plans[2][2] = {{NULL, NULL}, {NULL, NULL}};
   topos_tensor *a = NULL, *b = NULL;
   topos_status s = TOPOS_OK;
-#define TP_CHECK_TRY(expr)                                                                   \
-  do {                                                                                       \
-    s = (expr);                                                                              \
-    if (s != TOPOS_OK) {                                                                     \
-      tt_fail_at(file, line, "%s: %s: %s", #expr, topos_status_name(s), topos_last_error()); \
-      goto done;                                                                             \
-    }                                                                                        \
-  } while (0)
+#define TP_CHECK_TRY(expr) TT_TRY_AT(file, line, s, expr)
   if (!all) goto done;
   for (uint32_t i = 0; i < n; ++i) all[i] = topos_network_symbol(net, i);
   for (int exact = 0; exact < 2; ++exact) {

@@ -38,6 +38,28 @@ TEST(graph_record_errors_are_sticky_and_named) {
   CHECK_ERROR_HAS("matmul (node 2)");
 }
 
+/* reshape/broadcast sugar: a bad target rank reaches the shape rule as given
+ * (the message names it); a missing shape is refused the same way. */
+TEST(graph_shaped_sugar_names_a_bad_target_rank) {
+  topos_tape *tape = NULL;
+  int64_t shape[TOPOS_MAX_RANK + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  CHECK_OK(topos_tape_new(&tape));
+  topos_sym x = topos_tape_scalar(tape, TOPOS_F64, 1.0);
+  CHECK(!topos_sym_is_valid(topos_tape_reshape(tape, x, TOPOS_MAX_RANK + 1, shape)));
+  CHECK_STATUS(topos_tape_status(tape), TOPOS_ERR_SHAPE);
+  char want[64];
+  snprintf(want, sizeof want, "target rank %d outside", TOPOS_MAX_RANK + 1);
+  CHECK_ERROR_HAS(want);
+  topos_tape_free(tape);
+
+  CHECK_OK(topos_tape_new(&tape));
+  x = topos_tape_scalar(tape, TOPOS_F64, 1.0);
+  CHECK(!topos_sym_is_valid(topos_tape_broadcast(tape, x, 2, NULL)));
+  CHECK_STATUS(topos_tape_status(tape), TOPOS_ERR_SHAPE);
+  CHECK_ERROR_HAS("target rank -1 outside");
+  topos_tape_free(tape);
+}
+
 TEST(graph_dtype_mismatch_at_record) {
   topos_tape *tape = NULL;
   CHECK_OK(topos_tape_new(&tape));

@@ -127,14 +127,7 @@ static inline int tg_gradcheck(const char *file, int line, size_t n,
   double *analytic = NULL;
   topos_sym p[8], g[8], loss;
   topos_status s;
-#define TG_TRY(expr)                                                                        \
-  do {                                                                                      \
-    s = (expr);                                                                             \
-    if (s != TOPOS_OK) {                                                                    \
-      tt_fail_at(file, line, "%s: %s: %s", #expr, topos_status_name(s), topos_last_error()); \
-      goto done;                                                                            \
-    }                                                                                       \
-  } while (0)
+#define TG_TRY(expr) TT_TRY_AT(file, line, s, expr)
   if (n > 8) {
     tt_fail_at(file, line, "gradcheck: at most 8 parameters");
     return 0;

@@ -120,14 +120,11 @@ done:
 }
 
 /* Deterministic small values: integers in [-range, range] scaled by `scale`
- * (a local splitmix64 so these tests depend on nothing but the ops tier). */
+ * (base's splitmix64, a tier below ops). */
 static inline void ot_fill(double *v, int64_t n, uint64_t seed, int range, double scale) {
-  uint64_t state = seed;
+  topos_rng rng = topos_rng_seed(seed);
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    uint64_t z = topos_rng_next(&rng);
     v[i] = scale * (double)((int64_t)(z % (uint64_t)(2 * range + 1)) - range);
   }
 }

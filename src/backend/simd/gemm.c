@@ -179,6 +179,16 @@ static void tp_gemm_grid_choose(tp_gemm_grid *g, int64_t m, int64_t n, int64_t k
   g->cols_per_rect = ((g->col_panels + g->col_rects - 1) / g->col_rects) * nr;
 }
 
+/* The same extents cut into `chunks` row bands only (shared mode). */
+static void tp_gemm_grid_rows_only(tp_gemm_grid *g, int64_t chunks) {
+  if (chunks > g->row_panels) chunks = g->row_panels;
+  if (chunks < 1) chunks = 1;
+  g->row_rects = chunks;
+  g->col_rects = 1;
+  g->rows_per_rect = ((g->row_panels + chunks - 1) / chunks) * g->mr;
+  g->cols_per_rect = g->col_panels * g->nr;
+}
+
 static void tp_gemm_grid_rect(const tp_gemm_grid *g, int64_t t, int64_t *r0, int64_t *r1, int64_t *c0,
                               int64_t *c1) {
   int64_t ti = t / g->col_rects, tj = t % g->col_rects;
@@ -189,6 +199,12 @@ static void tp_gemm_grid_rect(const tp_gemm_grid *g, int64_t t, int64_t *r0, int
   if (*r1 > g->m) *r1 = g->m;
   if (*c1 > g->n) *c1 = g->n;
 }
+
+/* One step of the shared-B pipeline (see gemm_driver_template.h): depth
+ * panel [pc, pc + kc) times columns [jc, jc + nc). */
+typedef struct {
+  int64_t pc, kc, jc, nc;
+} tp_gemm_step;
 
 /* ---- the driver, per dtype */
 

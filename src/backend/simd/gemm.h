@@ -20,8 +20,12 @@
  * cannot be allocated: TOPOS_ERR_OUT_OF_MEMORY (C untouched).
  * m == 0 or n == 0 does nothing; k == 0 sets C to zero.
  *
- * Threads: topos_threads() workers (tp_parallel_for) split C into disjoint rectangles; k is
- * never split. */
+ * Threads (topos_threads(), base's tp_parallel_for): C is cut into disjoint
+ * rectangles on MR/NR edges, each computed whole by one worker; k is never
+ * split. When the cut is by rows only, the threads also share the packing of
+ * B (one fork-join per depth panel); otherwise each rectangle packs its own
+ * operands (one fork-join in all). Problems under ~4 MFLOP per extra thread
+ * run on the calling thread. */
 #ifndef TP_BACKEND_SIMD_GEMM_H
 #define TP_BACKEND_SIMD_GEMM_H
 
@@ -55,7 +59,9 @@ topos_status tp_simd_gemm_f64_isa(tp_simd_isa isa, int64_t m, int64_t n, int64_t
 typedef struct {
   int64_t mc, kc, nc;
   int64_t min_flops_per_thread;
-  int no_shared_b; /* 1: every thread rectangle packs its own B (no shared packing) */
+  /* Threads sharing B packing (rows-only cuts): 0 by size (the default),
+   * 1 never (every rectangle packs its own B), 2 always. */
+  int shared_b;
 } tp_simd_gemm_tuning;
 void tp_simd_gemm_set_tuning(const tp_simd_gemm_tuning *tuning);
 /* Rectangles (thread work items) of the last GEMM this thread ran. */

@@ -16,7 +16,12 @@
  *
  * Each C element is touched once per depth panel, in ascending pc, and the
  * kernel continues the element's FMA chain from the stored value: the bits do
- * not depend on MC/NC/KC, on which thread owns the element, or on the ISA. */
+ * not depend on MC/NC/KC, on which thread owns the element, or on the ISA.
+ *
+ * With several threads C is cut into rectangles (tp_gemm_grid in gemm.c).
+ * Independent mode runs the nest above per rectangle; shared mode (rows-only
+ * cuts) runs the pc/jc steps as a pipeline with B packed by all threads —
+ * see tp_gemm_shared_region_. */
 
 #define TP_CAT_(a, b) a##b
 #define TP_CAT(a, b) TP_CAT_(a, b)
@@ -207,6 +212,9 @@ static void TP_FN(tp_gemm_rect_)(const TP_FN(tp_gemm_blocking_) * bl, int64_t m,
 
 #ifndef TP_GEMM_SHARED_BLOCKS
 #define TP_GEMM_SHARED_BLOCKS 8
+#define TP_GEMM_BANDS_PER_THREAD 4
+#define TP_GEMM_SHARED_MAX_A (64.0 * 1024 * 1024)
+#define TP_GEMM_SHARED_MIN_ROWS 768
 #endif
 
 typedef struct {
@@ -219,10 +227,14 @@ typedef struct {
   int64_t brs, bcs;
   TP_T *c;
   int64_t ldc;
-  TP_T *work; /* per rectangle: apack then bpack (shared mode: apacks, then one bpack) */
+  TP_T *work; /* per rectangle: apack then bpack (shared mode: apacks, then two bpacks) */
   int64_t apack_elems, bpack_elems;
-  /* shared mode: the depth panel and column block in progress */
-  int64_t pc, kc, jc, nc;
+  /* shared mode: steps are (depth panel, shared column block) pairs in
+   * order; region r computes step r - 1 and packs step r. The work of a
+   * region is 2 x chunks.row_rects pieces claimed from `next`. */
+  int64_t shared_width, blocks_per_panel, steps, region;
+  tp_gemm_grid chunks;
+  atomic_llong next;
 } TP_FN(tp_gemm_job_);
 
 /* Independent mode: each rectangle packs its own A and B. */
@@ -241,36 +253,73 @@ static void TP_FN(tp_gemm_worker_)(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
-/* Shared mode, step 1: NR-panels [begin, end) of the current B block. */
-static void TP_FN(tp_gemm_shared_pack_b_)(void *ctx, int64_t begin, int64_t end) {
-  const TP_FN(tp_gemm_job_) *job = ctx;
-  const int64_t nr = job->bl->nr;
-  int64_t j0 = begin * nr, j1 = end * nr < job->nc ? end * nr : job->nc;
-  TP_T *bpack = job->work + job->grid.row_rects * job->apack_elems;
-  TP_FN(tp_gemm_pack_b_)(job->kc, j1 - j0, job->b + job->pc * job->brs + (job->jc + j0) * job->bcs,
-                         job->brs, job->bcs, (int)nr, bpack + j0 * job->kc);
+/* Shared mode. The work is a sequence of steps, one per (depth panel,
+ * shared column block) in ascending depth; B of a step is packed by all
+ * threads together into one of two buffers. Region r of the pipeline (one
+ * tp_parallel_for) computes step r - 1 from the buffer packed in region
+ * r - 1 and packs step r into the other buffer, so there is one fork-join
+ * per step and no thread repacks all of B. Every C element still gets its
+ * depth panels in ascending order: step s + 1 starts only after the region
+ * computing step s has joined. */
+static tp_gemm_step TP_FN(tp_gemm_step_)(const TP_FN(tp_gemm_job_) * job, int64_t s) {
+  const int64_t kc_max = job->bl->kc;
+  tp_gemm_step st;
+  st.pc = s / job->blocks_per_panel * kc_max;
+  st.kc = job->k - st.pc < kc_max ? job->k - st.pc : kc_max;
+  st.jc = s % job->blocks_per_panel * job->shared_width;
+  st.nc = job->n - st.jc < job->shared_width ? job->n - st.jc : job->shared_width;
+  return st;
 }
 
-/* Shared mode, step 2: row rectangles [begin, end) times the shared B block;
- * each packs its A rows once per depth panel (at the first shared block). */
-static void TP_FN(tp_gemm_shared_rows_)(void *ctx, int64_t begin, int64_t end) {
-  const TP_FN(tp_gemm_job_) *job = ctx;
-  const TP_T *bpack = job->work + job->grid.row_rects * job->apack_elems;
-  for (int64_t t = begin; t < end; ++t) {
-    int64_t r0, r1, c0, c1;
-    tp_gemm_grid_rect(&job->grid, t, &r0, &r1, &c0, &c1);
-    if (r0 >= r1) continue;
-    TP_T *apack = job->work + t * job->apack_elems;
-    if (job->jc == 0)
-      TP_FN(tp_gemm_pack_a_)(r1 - r0, job->kc, job->a + r0 * job->ars + job->pc * job->acs,
-                             job->ars, job->acs, job->bl->mr, apack);
-    /* The shared block spans several L2-sized column blocks: go through
-     * them one at a time (panels are consecutive, so block j starts at
-     * column j of the packed buffer). */
-    for (int64_t j = 0; j < job->nc; j += job->bl->nc) {
-      int64_t width = job->nc - j < job->bl->nc ? job->nc - j : job->bl->nc;
-      TP_FN(tp_gemm_macro_)(job->bl, r1 - r0, width, job->kc, apack, bpack + j * job->kc,
-                            job->c + r0 * job->ldc + job->jc + j, job->ldc, job->pc > 0);
+static TP_T *TP_FN(tp_gemm_shared_bpack_)(const TP_FN(tp_gemm_job_) * job, int64_t s) {
+  return job->work + job->chunks.row_rects * job->apack_elems + (s & 1) * job->bpack_elems;
+}
+
+/* A region's work comes in pieces — compute row band i (pieces 0..C-1),
+ * pack B panel group i (pieces C..2C-1), C = chunks.row_rects, a few per
+ * thread — claimed one at a time by whichever thread is free. On a busy
+ * machine a thread that loses its core for a while then delays its region
+ * by one piece, not by its whole share. Who computes a band never changes
+ * its bits. */
+static void TP_FN(tp_gemm_shared_region_)(void *ctx, int64_t begin, int64_t end) {
+  TP_FN(tp_gemm_job_) *job = ctx;
+  const TP_FN(tp_gemm_blocking_) *bl = job->bl;
+  const int64_t pieces = job->chunks.row_rects, r = job->region;
+  (void)begin;
+  (void)end;
+  for (;;) {
+    int64_t i = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+    if (i >= 2 * pieces) return;
+    if (i < pieces) {
+      if (r < 1) continue;
+      /* compute step r - 1 for row band i */
+      tp_gemm_step st = TP_FN(tp_gemm_step_)(job, r - 1);
+      const TP_T *bpack = TP_FN(tp_gemm_shared_bpack_)(job, r - 1);
+      int64_t r0, r1, c0, c1;
+      tp_gemm_grid_rect(&job->chunks, i, &r0, &r1, &c0, &c1);
+      TP_T *apack = job->work + i * job->apack_elems;
+      if (r0 < r1 && st.jc == 0) /* A rows once per depth panel */
+        TP_FN(tp_gemm_pack_a_)(r1 - r0, st.kc, job->a + r0 * job->ars + st.pc * job->acs, job->ars,
+                               job->acs, bl->mr, apack);
+      /* The shared block spans several L2-sized column blocks: one at a
+       * time (panels are consecutive: block j starts at column j). */
+      for (int64_t j = 0; r0 < r1 && j < st.nc; j += bl->nc) {
+        int64_t width = st.nc - j < bl->nc ? st.nc - j : bl->nc;
+        TP_FN(tp_gemm_macro_)(bl, r1 - r0, width, st.kc, apack, bpack + j * st.kc,
+                              job->c + r0 * job->ldc + st.jc + j, job->ldc, st.pc > 0);
+      }
+    } else {
+      if (r >= job->steps) continue;
+      /* pack panel group i - pieces of step r's B */
+      int64_t g = i - pieces;
+      tp_gemm_step st = TP_FN(tp_gemm_step_)(job, r);
+      int64_t panels = (st.nc + bl->nr - 1) / bl->nr;
+      int64_t p0 = g * panels / pieces, p1 = (g + 1) * panels / pieces;
+      int64_t j0 = p0 * bl->nr, j1 = p1 * bl->nr < st.nc ? p1 * bl->nr : st.nc;
+      if (j0 < j1)
+        TP_FN(tp_gemm_pack_b_)(st.kc, j1 - j0, job->b + st.pc * job->brs + (st.jc + j0) * job->bcs,
+                               job->brs, job->bcs, bl->nr,
+                               TP_FN(tp_gemm_shared_bpack_)(job, r) + j0 * st.kc);
     }
   }
 }
@@ -302,21 +351,38 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0;
     return TOPOS_OK;
   }
-  TP_FN(tp_gemm_job_) job = {bl, {0}, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, NULL, 0, 0, 0, 0, 0, 0};
+  TP_FN(tp_gemm_job_) job;
+  memset(&job, 0, sizeof job);
+  job.bl = bl, job.m = m, job.n = n, job.k = k, job.a = a, job.ars = ars, job.acs = acs;
+  job.b = b, job.brs = brs, job.bcs = bcs, job.c = c, job.ldc = ldc;
   tp_gemm_grid_choose(&job.grid, m, n, k, bl->mr, bl->nr, topos_threads());
   int64_t rects = job.grid.row_rects * job.grid.col_rects;
-  /* Rows-only partitions share the packed B of a depth panel (up to
-   * TP_GEMM_SHARED_BLOCKS column blocks of it at once), packed by all
-   * threads together: no thread repacks all of B, and there are two
-   * fork-joins per depth panel (pack, then compute), not per column block.
-   * Each rectangle keeps its whole A rows packed (so at most mc of them). */
-  int shared = rects > 1 && job.grid.col_rects == 1 && job.grid.rows_per_rect <= bl->mc &&
-               !tp_gemm_tuning.no_shared_b;
-  int64_t shared_width = bl->nc * TP_GEMM_SHARED_BLOCKS;
-  /* Packing buffers sized for the largest rectangle (extents already fit
-   * int64 with room: checked above). */
   int64_t kc = k < bl->kc ? k : bl->kc;
-  int64_t rows = tp_gemm_round_up(job.grid.rows_per_rect, bl->mr);
+  /* Shared mode costs a fork-join per step, independent mode repacks B in
+   * every rectangle (a cost that shrinks relative to the work as the rows
+   * per thread grow). Measured on the 2-core AVX-512 Xeon (busy with other
+   * jobs): independent was faster at 512 and 1024 square, shared at 2048;
+   * hence shared from TP_GEMM_SHARED_MIN_ROWS rows per thread (tuning
+   * shared_b overrides, for tests and the bench).
+   * Rows-only partitions share packed B (shared mode, above), up to
+   * TP_GEMM_SHARED_BLOCKS column blocks of a depth panel per step, with the
+   * rows cut into a few bands per thread (each at most mc rows). Every band
+   * keeps its A rows packed: all of A's depth panel, so only while that is
+   * modest (TP_GEMM_SHARED_MAX_A bytes); else independent mode. */
+  job.chunks = job.grid;
+  int64_t mc_panels = bl->mc / bl->mr;
+  int64_t bands = rects * TP_GEMM_BANDS_PER_THREAD;
+  if (bands < (job.grid.row_panels + mc_panels - 1) / mc_panels)
+    bands = (job.grid.row_panels + mc_panels - 1) / mc_panels;
+  tp_gemm_grid_rows_only(&job.chunks, bands);
+  int shared = rects > 1 && job.grid.col_rects == 1 && tp_gemm_tuning.shared_b != 1 &&
+               (job.grid.rows_per_rect >= TP_GEMM_SHARED_MIN_ROWS || tp_gemm_tuning.shared_b == 2) &&
+               (double)job.chunks.row_rects * (double)job.chunks.rows_per_rect * (double)kc *
+                       (double)sizeof(TP_T) <= TP_GEMM_SHARED_MAX_A;
+  int64_t shared_width = bl->nc * TP_GEMM_SHARED_BLOCKS;
+  /* Packing buffers sized for the largest rectangle or band (extents already
+   * fit int64 with room: checked above). */
+  int64_t rows = tp_gemm_round_up(shared ? job.chunks.rows_per_rect : job.grid.rows_per_rect, bl->mr);
   int64_t cols = tp_gemm_round_up(shared ? n : job.grid.cols_per_rect, bl->nr);
   if (rows > bl->mc) rows = bl->mc;
   if (cols > (shared ? shared_width : bl->nc)) cols = shared ? shared_width : bl->nc;
@@ -324,7 +390,7 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   int64_t line = 64 / (int64_t)sizeof(TP_T);
   job.apack_elems = tp_gemm_round_up(rows * kc, line);
   job.bpack_elems = tp_gemm_round_up(cols * kc, line);
-  size_t bytes = (size_t)(shared ? rects * job.apack_elems + job.bpack_elems
+  size_t bytes = (size_t)(shared ? job.chunks.row_rects * job.apack_elems + 2 * job.bpack_elems
                                  : rects * (job.apack_elems + job.bpack_elems)) *
                  sizeof(TP_T);
   tp_gemm_workspace *ws = tp_gemm_workspace_acquire(bytes);
@@ -338,14 +404,12 @@ static topos_status TP_FN(tp_gemm_run_)(const TP_FN(tp_gemm_blocking_) * table_e
   } else if (!shared) {
     tp_parallel_for(rects, 1, TP_FN(tp_gemm_worker_), &job);
   } else {
-    for (job.pc = 0; job.pc < k; job.pc += bl->kc) {
-      job.kc = k - job.pc < bl->kc ? k - job.pc : bl->kc;
-      for (job.jc = 0; job.jc < n; job.jc += shared_width) {
-        job.nc = n - job.jc < shared_width ? n - job.jc : shared_width;
-        int64_t panels = (job.nc + bl->nr - 1) / bl->nr;
-        tp_parallel_for(panels, (panels + rects - 1) / rects, TP_FN(tp_gemm_shared_pack_b_), &job);
-        tp_parallel_for(rects, 1, TP_FN(tp_gemm_shared_rows_), &job);
-      }
+    job.shared_width = shared_width;
+    job.blocks_per_panel = (n + shared_width - 1) / shared_width;
+    job.steps = (k + bl->kc - 1) / bl->kc * job.blocks_per_panel;
+    for (job.region = 0; job.region <= job.steps; ++job.region) {
+      atomic_store(&job.next, 0);
+      tp_parallel_for(rects, 1, TP_FN(tp_gemm_shared_region_), &job);
     }
   }
   tp_gemm_workspace_release(ws);

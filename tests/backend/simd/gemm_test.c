@@ -253,7 +253,7 @@ TG_BLOCKING_TEST(f64, double)
   TEST(simd_gemm_##S##_threads_same_bits) {                                                     \
     /* Split even small problems; the others also make many depth panels and \
      * column blocks, with shared B packing and without. */                   \
-    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1, 0}, {96, 7, 64, 1, 0},           \
+    static const tp_simd_gemm_tuning tunings[] = {{0, 0, 0, 1, 0}, {96, 7, 64, 1, 2},           \
                                                   {96, 7, 64, 1, 1}};                           \
     static const tg_case cases[] = {{150, 170, 90, TG_PLAIN, TG_PLAIN, 2},                      \
                                     {37, 300, 20, {1, 1, 0}, TG_PLAIN, 0},                      \
