@@ -227,11 +227,13 @@ static int qb_command(int argc, char **argv) {
             }
             double gflops = 2.0 * (double)m * (double)n * (double)k / us * 1e-3;
             double gbps = (double)wbytes / us * 1e-3;
+            const char *isa = p ? "c" : topos_qmatmul_fast_isa(t->type);
             if (json)
               printf("{\"bench\":\"qmatmul\",\"type\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
-                     "\"threads\":%d,\"path\":\"%s\",\"us\":%.1f,\"gflops\":%.2f,\"gbps\":%.2f}\n",
+                     "\"threads\":%d,\"path\":\"%s\",\"isa\":\"%s\",\"us\":%.1f,\"gflops\":%.2f,"
+                     "\"gbps\":%.2f}\n",
                      t->name, (long long)m, (long long)n, (long long)k, th, p ? "reference" : "fast",
-                     us, gflops, gbps);
+                     isa ? isa : "none", us, gflops, gbps);
             else
               printf("%-5s %5lld %6lld %6lld %3d %-9s %11.1f %9.2f %8.2f %7.0f%%\n", t->name,
                      (long long)m, (long long)k, (long long)n, th, p ? "reference" : "fast", us,

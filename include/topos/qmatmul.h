@@ -19,8 +19,8 @@
  *   FAST       kernels picked at run time: AMX-INT8 tiles for block-quantized
  *              weights when m >= 8 (legacy formats), 16 (Q4_K, Q5_K) or 24
  *              (Q2_K, Q3_K, Q6_K) and AMX is granted; AVX-512 VNNI; AVX2;
- *              else portable C ("generic", about reference speed; arm64 has
- *              no NEON kernel yet). See topos_qmatmul_fast_isa. Activations
+ *              NEON + dotprod on arm64; else portable C ("generic", about
+ *              reference speed). See topos_qmatmul_fast_isa. Activations
  *              are quantized once per product to exactly the integers and
  *              scales of the reference; integer dot products are exact; only
  *              the float scaling and summation order differ (reassociation),
@@ -60,8 +60,8 @@ TOPOS_API topos_status topos_qmatmul(const float *a, int64_t m, int64_t k, const
 
 /* The kernel family the FAST path would use for wtype right now
  * ("avx512vnni+amx": AMX tiles for block-quantized weights from the m above,
- * AVX-512 VNNI below; "avx512vnni", "avx2", "generic"), or NULL when FAST
- * cannot serve it. Static string. */
+ * AVX-512 VNNI below; "avx512vnni", "avx2", "neon-dotprod", "generic"), or
+ * NULL when FAST cannot serve it. Static string. */
 TOPOS_API const char *topos_qmatmul_fast_isa(topos_dtype wtype);
 
 #ifdef __cplusplus

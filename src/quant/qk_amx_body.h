@@ -242,7 +242,8 @@ static topos_status qk_amx_run(const tp_qk_task *t, const tp_qk_traits *tr) {
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation tiles %lld x %lld", (long long)t->m,
                    (long long)t->k);
   }
-  tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1, qk_amx_range, &ctx);
+  tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), qk_amx_range,
+                     &ctx);
   free(ctx.amx.mem);
   qk_act_free(&ctx.act);
   if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");

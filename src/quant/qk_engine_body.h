@@ -375,7 +375,9 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
                        (long long)t->m, (long long)t->k);
   }
   const int64_t panels = (t->n + QK_R - 1) / QK_R;
-  tp_qk_parallel_for(t->threads, panels, 1, QK_FN(range), &ctx);
+  /* at least ~64K multiply-adds per range: waking a worker costs more below */
+  const int64_t grain = 1 + ((int64_t)1 << 16) / (QK_R * t->k * t->m);
+  tp_qk_parallel_for(t->threads, panels, grain, QK_FN(range), &ctx);
   qk_act_free(&ctx.act);
   if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   return TOPOS_OK;

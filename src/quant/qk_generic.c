@@ -1,7 +1,7 @@
 /* Fast quantized products in portable C: the same engine as the SIMD files,
  * over 16-lane arrays the compiler may vectorise (NEON on arm64, SSE2 on
- * x86-64). It serves CPUs without AVX2 (and arm64 until a NEON dotprod file
- * exists), so FAST no longer answers Unsupported there. Integer sums are
+ * x86-64). It serves CPUs without AVX2 or NEON dotprod, so FAST does not
+ * answer Unsupported there; expect about the reference path's speed. Integer sums are
  * exact as everywhere; multiply and add stay separate (no fused multiply-add
  * in portable C without a library call). */
 #include <math.h>

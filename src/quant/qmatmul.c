@@ -194,9 +194,12 @@ topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void
     return tp_fail(TOPOS_ERR_SHAPE, "qmatmul: k = %lld is not a multiple of the %s block size %lld",
                    (long long)k, g->name, (long long)g->block);
   int64_t mk, mn, wbytes, row_bytes = (k / g->block) * g->bytes;
+  /* the engines allocate a few bytes per activation element (padded rows
+   * included) and index outputs and weights with these products */
   if (__builtin_mul_overflow(m, k, &mk) || __builtin_mul_overflow(m, n, &mn) ||
-      __builtin_mul_overflow(n, row_bytes, &wbytes) || mk > INT64_MAX / 8 || mn > INT64_MAX / 8 ||
-      (uint64_t)wbytes > SIZE_MAX / 2 || k > INT64_MAX / 64)
+      __builtin_mul_overflow(n, row_bytes, &wbytes) || mk > INT64_MAX / 128 ||
+      m > INT64_MAX / 128 || mn > INT64_MAX / 8 || (uint64_t)wbytes > SIZE_MAX / 2 ||
+      k > INT64_MAX / 64)
     return tp_fail(TOPOS_ERR_OVERFLOW, "qmatmul: sizes m = %lld, n = %lld, k = %lld overflow",
                    (long long)m, (long long)n, (long long)k);
   tp_qk_task t = {a, m, k, w, wtype, n, bias, out, (size_t)row_bytes, threads};

@@ -166,7 +166,8 @@ TEST(qmatmul_fast_matches_reference_every_type) {
     qm_check_case(t, 1, 256, 13, 0);
     qm_check_case(t, 6, 512, 9, 1);
     qm_check_case(t, 26, 256, 21, 1); /* m >= 24: the AMX route for every type where the CPU has it */
-    if (qm_block(t) <= 32) qm_check_case(t, 5, 96, 7, 1); /* k not a multiple of 64 */
+    if (qm_block(t) <= 32) qm_check_case(t, 5, 96, 7, 1);  /* k not a multiple of 64 */
+    if (qm_block(t) == 32) qm_check_case(t, 9, 96, 17, 0); /* ... on the AMX route */
     if (qm_block(t) == 1) qm_check_case(t, 3, 37, 5, 0);  /* vector tail */
   }
 }
