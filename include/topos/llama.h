@@ -5,7 +5,7 @@
  * accepted) and the llama.* hyper-parameters, then checks that every tensor
  * the graph needs is present with the shape the metadata implies. Weights are
  * zero-copy views of the mapped file in their stored types (F32, F16, BF16,
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and feed the `linear` op
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and feed the `qlinear` op
  * directly. output.weight is optional (absent: the head is tied to
  * token_embd.weight). A refused file gets a status and a message naming the
  * key or tensor and the values involved.
@@ -13,20 +13,20 @@
  * Graph (one network per chunk length T, recorded by the context):
  *   x = embedding rows of the tokens (dequantized by the context: the graph
  *       has no dtype conversion and the table is usually block-quantized)
- *   per block: h = rmsnorm(x) * attn_norm; q, k, v = linear(h, Wq|Wk|Wv);
+ *   per block: h = rmsnorm(x) * attn_norm; q, k, v = qlinear(h, Wq|Wk|Wv);
  *       rope on q and k (adjacent pairs (x[2i], x[2i+1]) rotated by
  *       pos * base^(-2i/rot_dim), the "NORM" rope of llama files);
  *       grouped-query attention over [cache | chunk] keys with a causal mask,
- *       softmax = exp(log_softmax); x += linear(attn, Wo);
- *       h = rmsnorm(x) * ffn_norm; x += linear(silu(linear(h, Wg)) * linear(h, Wu), Wd)
- *   logits = linear(rmsnorm(x) * output_norm, Wout)
+ *       softmax = exp(log_softmax); x += qlinear(attn, Wo);
+ *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg)) * qlinear(h, Wu), Wd)
+ *   logits = qlinear(rmsnorm(x) * output_norm, Wout)
  * The chunk's new keys and values are roots of the plan; the context copies
  * them into its preallocated cache at their positions after each run.
  *
  * Exactness. Under TOPOS_NUMERICS_EXACT with an f32 cache, evaluating tokens
  * one at a time gives the same bits as one evaluation of the whole sequence,
  * at every thread count: every product row is independent of the other rows
- * (linear's reference path), the softmax walks the keys in position order
+ * (qlinear's reference path), the softmax walks the keys in position order
  * (masked keys add exact zeros) and the value sum of the cache segment plus
  * the single new key is the reference matmul's ascending f32 sum.
  *

@@ -250,18 +250,18 @@ topos_status tp_backward_log_sum_exp(tp_algebra *alg, const tp_rule_args *args,
 }
 
 /* y = x . w^T over x's last axis: dx = g . w (a float w, transposed as a view
- * and packed by linear itself); dw = g2^T x2 with the leading axes of g and x
+ * and packed by qlinear itself); dw = g2^T x2 with the leading axes of g and x
  * flattened, only for f32 w (weights of loaded models are constants: a
  * block-quantized w has no gradient, and asking for one fails). */
-topos_status tp_backward_linear(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
+topos_status tp_backward_qlinear(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
   const topos_tensor_desc *wd = &args->input_descs[1], *xd = &args->input_descs[0];
   if (!topos_dtype_is_float(wd->dtype))
-    return tp_fail(TOPOS_ERR_DTYPE, "linear: cannot differentiate through a %s weight "
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: cannot differentiate through a %s weight "
                    "(block-quantized weights are constants; dequantize to f32 to train)",
                    topos_dtype_name(wd->dtype));
   tp_handle wt;
   TP_TRY(op1(alg, TOPOS_OP_TRANSPOSE, B, NULL, &wt));
-  TP_TRY(op2(alg, TOPOS_OP_LINEAR, G, wt, &cot[0]));
+  TP_TRY(op2(alg, TOPOS_OP_QLINEAR, G, wt, &cot[0]));
   if (wd->dtype != TOPOS_F32) {
     cot[1] = TP_NONE; /* f16/bf16 weights: no gradient edge (constants) */
     return TOPOS_OK;
@@ -310,7 +310,7 @@ const uint8_t tp_backward_reads[TOPOS_OP_COUNT] = {
     [TOPOS_OP_SCATTER] = R_B,
     [TOPOS_OP_LOG_SOFTMAX] = R_Y,
     [TOPOS_OP_LOG_SUM_EXP] = R_A | R_Y,
-    [TOPOS_OP_LINEAR] = R_A | R_B,
+    [TOPOS_OP_QLINEAR] = R_A | R_B,
 };
 
 uint8_t tp_backward_reads_of(topos_op op) {

@@ -81,7 +81,7 @@ static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne
   if (ne1 && topos_dtype_ggml_id(info.dtype) >= 0) {
     topos_tensor_desc x = {TOPOS_F32, 1, {ne0}}, w = {info.dtype, 2, {ne1, ne0}}, y;
     topos_tensor_desc in[2] = {x, w};
-    if (topos_op_infer(TOPOS_OP_LINEAR, in, NULL, &y) != TOPOS_OK)
+    if (topos_op_infer(TOPOS_OP_QLINEAR, in, NULL, &y) != TOPOS_OK)
       return tp_fail_context(TOPOS_ERR_DTYPE, "llama: tensor %s", name);
   }
   TP_TRY(topos_gguf_tensor_by_index(m->gguf, index, out));

@@ -1,6 +1,6 @@
 /* The llama forward as a recorded graph over one chunk of T tokens, compiled
  * to a plan. Composites only (rmsnorm, rope, attention are built from
- * primitive ops); the products are `linear` rows over the mapped weights.
+ * primitive ops); the products are `qlinear` rows over the mapped weights.
  *
  * Attention keys are two segments: the cache (its first S slots, a power of
  * two >= the position, as views; slots beyond the written positions masked) and the chunk's own keys (causal mask). Their
@@ -87,7 +87,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     char name[48];
     topos_dtype kvt = r->kv_dtype;
     topos_tensor_desc kd = {kvt, 3, {KVH, hd, C}}, vd = {kvt, 3, {KVH, C, hd}};
-    if (kvt != TOPOS_F32) { /* 16-bit caches are read by linear: K rows, V transposed */
+    if (kvt != TOPOS_F32) { /* 16-bit caches are read by qlinear: K rows, V transposed */
       kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
       vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
     }
@@ -99,9 +99,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
 
     topos_sym h = tp_rmsnorm(r, x, T, L->attn_norm);
-    topos_sym q = topos_tape_linear(t, h, tp_const(r, L->wq));
-    topos_sym k = topos_tape_linear(t, h, tp_const(r, L->wk));
-    topos_sym v = topos_tape_linear(t, h, tp_const(r, L->wv));
+    topos_sym q = topos_tape_qlinear(t, h, tp_const(r, L->wq));
+    topos_sym k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
+    topos_sym v = topos_tape_qlinear(t, h, tp_const(r, L->wv));
     q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
     k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
@@ -135,32 +135,32 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
         topos_sym vn = topos_tape_transpose(
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
-        topos_sym s_n = topos_tape_add(t, topos_tape_linear(t, qh, kn), g->mask_n);
+        topos_sym s_n = topos_tape_add(t, topos_tape_qlinear(t, qh, kn), g->mask_n);
         if (!cached) {
-          heads[kh] = topos_tape_linear(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1)), vn);
+          heads[kh] = topos_tape_qlinear(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1)), vn);
           continue;
         }
         topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 1, 0, S);
         topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
         kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
         vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
-        topos_sym s_c = topos_tape_add(t, topos_tape_linear(t, qh, kc), g->mask_c);
+        topos_sym s_c = topos_tape_add(t, topos_tape_qlinear(t, qh, kc), g->mask_c);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
         topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, T);
-        heads[kh] = topos_tape_add(t, topos_tape_linear(t, p_c, vc), topos_tape_linear(t, p_n, vn));
+        heads[kh] = topos_tape_add(t, topos_tape_qlinear(t, p_c, vc), topos_tape_qlinear(t, p_n, vn));
       }
       o = topos_tape_concat(t, (size_t)KVH, heads, 0); /* [KVH*G*T, hd] */
     }
     o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, D, 0,
                    0);
-    x = topos_tape_add(t, x, topos_tape_linear(t, o, tp_const(r, L->wo)));
+    x = topos_tape_add(t, x, topos_tape_qlinear(t, o, tp_const(r, L->wo)));
 
     h = tp_rmsnorm(r, x, T, L->ffn_norm);
-    topos_sym gate = topos_tape_silu(t, topos_tape_linear(t, h, tp_const(r, L->w_gate)));
-    topos_sym up = topos_tape_linear(t, h, tp_const(r, L->w_up));
-    x = topos_tape_add(t, x, topos_tape_linear(t, topos_tape_mul(t, gate, up),
+    topos_sym gate = topos_tape_silu(t, topos_tape_qlinear(t, h, tp_const(r, L->w_gate)));
+    topos_sym up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
+    x = topos_tape_add(t, x, topos_tape_qlinear(t, topos_tape_mul(t, gate, up),
                                                tp_const(r, L->w_down)));
   }
   int64_t rows = T;
@@ -169,7 +169,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     rows = 1;
   }
   x = tp_rmsnorm(r, x, rows, m->output_norm);
-  g->logits = topos_tape_linear(t, x, tp_const(r, m->output));
+  g->logits = topos_tape_qlinear(t, x, tp_const(r, m->output));
   return topos_tape_status(t);
 }
 

@@ -285,7 +285,7 @@ TEST(llama_bad_files_refused) {
 }
 
 /* The quantized product as a graph op: gradients of x through a float w. */
-TEST(llama_linear_op_rules) {
+TEST(llama_qlinear_op_rules) {
   int64_t xs[2] = {2, 32}, ws[2] = {3, 32};
   float xv[64], wv[96];
   for (int i = 0; i < 64; ++i) xv[i] = (float)(i % 7) - 3.0f;
@@ -294,8 +294,8 @@ TEST(llama_linear_op_rules) {
   CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 2, xs, xv, &x));
   CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 2, ws, wv, &w));
   CHECK_OK(topos_quantize(w, TOPOS_Q8_0, &wq));
-  CHECK_OK(topos_linear(x, w, &y));
-  CHECK_OK(topos_linear(x, wq, &yq));
+  CHECK_OK(topos_qlinear(x, w, &y));
+  CHECK_OK(topos_qlinear(x, wq, &yq));
   float a[6], b[6];
   CHECK_OK(topos_tensor_read_f32(y, a, 6));
   CHECK_OK(topos_tensor_read_f32(yq, b, 6));
@@ -309,9 +309,9 @@ TEST(llama_linear_op_rules) {
   topos_tensor *bad = NULL, *z = NULL;
   int64_t bs[2] = {1, 96};
   CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 2, bs, wv, &bad));
-  CHECK_STATUS(topos_linear(x, bad, &z), TOPOS_ERR_SHAPE);
+  CHECK_STATUS(topos_qlinear(x, bad, &z), TOPOS_ERR_SHAPE);
   CHECK_ERROR_HAS("inner extents differ");
-  CHECK_STATUS(topos_linear(wq, x, &z), TOPOS_ERR_DTYPE);
+  CHECK_STATUS(topos_qlinear(wq, x, &z), TOPOS_ERR_DTYPE);
   CHECK_ERROR_HAS("x must be f32");
   topos_tensor_release(bad);
   topos_tensor_release(y);

@@ -1,4 +1,4 @@
-/* linear: x[..., k] . w[n, k]^T -> [..., n] (f32), the graph's face of the
+/* qlinear: x[..., k] . w[n, k]^T -> [..., n] (f32), the graph's face of the
  * quantized product (include/topos/qmatmul.h). w stays in its stored type
  * (a GGUF weight is a mapped view: never copied). Under Exact the product's
  * REFERENCE path runs (rows independent, fixed order), under Fast its AUTO
@@ -20,7 +20,7 @@ static int tp_linear_weight_ok(topos_dtype t) {
   }
 }
 
-topos_status tp_shape_linear(const topos_tensor_desc *in, const topos_op_attrs *attrs,
+topos_status tp_shape_qlinear(const topos_tensor_desc *in, const topos_op_attrs *attrs,
                              topos_tensor_desc *out) {
   (void)attrs;
   const topos_tensor_desc *x = &in[0], *w = &in[1];
@@ -28,18 +28,18 @@ topos_status tp_shape_linear(const topos_tensor_desc *in, const topos_op_attrs *
   tp_desc_string(x, xs, sizeof xs);
   tp_desc_string(w, ws, sizeof ws);
   if (x->dtype != TOPOS_F32)
-    return tp_fail(TOPOS_ERR_DTYPE, "linear: x must be f32, got %s %s",
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: x must be f32, got %s %s",
                    topos_dtype_name(x->dtype), xs);
   if (!tp_linear_weight_ok(w->dtype))
-    return tp_fail(TOPOS_ERR_DTYPE, "linear: no product for weights of type %s %s",
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: no product for weights of type %s %s",
                    topos_dtype_name(w->dtype), ws);
   if (x->rank < 1 || w->rank != 2)
-    return tp_fail(TOPOS_ERR_SHAPE, "linear: needs x of rank >= 1 and w of rank 2: %s . %s^T",
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: needs x of rank >= 1 and w of rank 2: %s . %s^T",
                    xs, ws);
   if (x->shape[x->rank - 1] != w->shape[1])
-    return tp_fail(TOPOS_ERR_SHAPE, "linear: inner extents differ: %s . %s^T", xs, ws);
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: inner extents differ: %s . %s^T", xs, ws);
   if (w->shape[1] % topos_dtype_block_size(w->dtype) != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "linear: rows of %s %s are not whole blocks",
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: rows of %s %s are not whole blocks",
                    topos_dtype_name(w->dtype), ws);
   *out = *x;
   out->dtype = TOPOS_F32;
@@ -47,12 +47,12 @@ topos_status tp_shape_linear(const topos_tensor_desc *in, const topos_op_attrs *
   return TOPOS_OK;
 }
 
-topos_status tp_forward_linear(topos_tensor *const *in, const topos_op_attrs *attrs,
+topos_status tp_forward_qlinear(topos_tensor *const *in, const topos_op_attrs *attrs,
                                const topos_tensor_desc *desc, topos_tensor **out) {
   (void)attrs;
   topos_tensor *x = NULL, *w = NULL, *result = NULL;
   if (topos_dtype_is_quantized(in[1]->dtype) && !topos_tensor_is_contiguous(in[1]))
-    return tp_fail(TOPOS_ERR_SHAPE, "linear: block-quantized w must be packed rows (a view "
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: block-quantized w must be packed rows (a view "
                    "with gaps between rows cannot be read)");
   /* Packed rows are what the product reads; views of activations (a
    * transposed float w in a backward rule) are made dense first. */
@@ -70,7 +70,7 @@ topos_status tp_forward_linear(topos_tensor *const *in, const topos_op_attrs *at
   topos_tensor_release(w);
   if (st != TOPOS_OK) {
     topos_tensor_release(result);
-    return tp_fail_context(st, "linear");
+    return tp_fail_context(st, "qlinear");
   }
   *out = result;
   return TOPOS_OK;
