@@ -159,7 +159,8 @@ static topos_status tp_llama_weights(topos_llama *m) {
   TP_TRY(topos_gguf_tensor_at(m->gguf, index, &info));
   if (info.n_dims != 2 || info.ne[0] != c->dim)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor token_embd.weight needs ne {%" PRId64
-                   ", n_vocab}, has %d dims with ne[0] = %" PRId64, c->dim, info.n_dims, info.ne[0]);
+                   ", n_vocab}, has %d dims with ne[0] = %" PRId64, c->dim, info.n_dims,
+                   info.ne[0]);
   c->n_vocab = info.ne[1];
   uint64_t vocab_key;
   if (topos_gguf_get_u64(m->gguf, "llama.vocab_size", &vocab_key) == TOPOS_OK &&

@@ -46,7 +46,8 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   topos_llama_context_options opt = o ? *o : topos_llama_context_options_default();
   const topos_llama_config *c = &m->config;
   if (opt.kv_dtype != TOPOS_F32 && opt.kv_dtype != TOPOS_F16 && opt.kv_dtype != TOPOS_BF16)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama context: a %s KV cache is not supported (f32, f16, bf16)",
+    return tp_fail(TOPOS_UNSUPPORTED,
+                   "llama context: a %s KV cache is not supported (f32, f16, bf16)",
                    topos_dtype_name(opt.kv_dtype));
   if (opt.kv_dtype != TOPOS_F32 && c->n_kv_heads > TP_LLAMA_MAX_KV_HEADS)
     return tp_fail(TOPOS_UNSUPPORTED, "llama context: a 16-bit cache supports at most %d kv heads, "
@@ -72,7 +73,8 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
   if (!x->k_mem || !x->v_mem || !x->k_cache || !x->v_cache || !x->feeds || !x->row)
-    st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld floats", (long long)(2 * total));
+    st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld elements",
+                 (long long)(2 * total));
   for (size_t l = 0; st == TOPOS_OK && l < L; ++l) {
     int64_t ks[3] = {c->n_kv_heads, c->head_dim, cap}, vs[3] = {c->n_kv_heads, cap, c->head_dim};
     if (opt.kv_dtype != TOPOS_F32) { /* see tp_llama_graph_build */

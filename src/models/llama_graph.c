@@ -3,12 +3,13 @@
  * primitive ops); the products are `qlinear` rows over the mapped weights.
  *
  * Attention keys are two segments: the cache (its first S slots, a power of
- * two >= the position, as views; slots beyond the written positions masked) and the chunk's own keys (causal mask). Their
- * scores are joined along one axis so the softmax sees every key in position
- * order; masked keys contribute exact zeros. The value sum is
- * matmul(p_cache, V_cache) + matmul(p_chunk, V_chunk), each the reference
- * matmul's ascending f32 sum: for a one-token chunk this is exactly the
- * ascending sum over all positions, which is why token-by-token decoding
+ * two >= the position, as views; slots beyond the written positions masked)
+ * and the chunk's own keys (causal mask). Their scores are joined along one
+ * axis so the softmax sees every key in position order; masked keys
+ * contribute exact zeros. The value sum is matmul(p_cache, V_cache) +
+ * matmul(p_chunk, V_chunk), each the reference matmul's ascending f32 sum:
+ * for a one-token chunk this is exactly the ascending sum over all
+ * positions, which is why token-by-token decoding
  * reproduces the full-context bits. */
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +45,8 @@ static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *
   topos_tape *t = r->t;
   int64_t dim = r->c->dim;
   topos_sym ms = topos_tape_mean_along(t, topos_tape_mul(t, x, x), 1);
-  topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, ms, topos_tape_fill_like(t, ms, r->c->rms_eps)));
+  topos_sym eps = topos_tape_fill_like(t, ms, r->c->rms_eps);
+  topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, ms, eps));
   topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
   topos_sym y = topos_tape_mul(t, x, topos_tape_broadcast_along(t, inv, 1, dim));
   return topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
@@ -137,7 +139,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
         topos_sym s_n = topos_tape_add(t, topos_tape_qlinear(t, qh, kn), g->mask_n);
         if (!cached) {
-          heads[kh] = topos_tape_qlinear(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1)), vn);
+          topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1));
+          heads[kh] = topos_tape_qlinear(t, p, vn);
           continue;
         }
         topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 1, 0, S);
@@ -149,7 +152,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
         topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, T);
-        heads[kh] = topos_tape_add(t, topos_tape_qlinear(t, p_c, vc), topos_tape_qlinear(t, p_n, vn));
+        heads[kh] =
+            topos_tape_add(t, topos_tape_qlinear(t, p_c, vc), topos_tape_qlinear(t, p_n, vn));
       }
       o = topos_tape_concat(t, (size_t)KVH, heads, 0); /* [KVH*G*T, hd] */
     }
@@ -174,7 +178,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 }
 
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  int all_logits, int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
+                                  int all_logits, int has_cache, topos_dtype kv_dtype,
+                                  topos_numerics numerics,
                                   tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
