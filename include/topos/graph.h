@@ -170,6 +170,8 @@ TOPOS_API topos_sym topos_tape_scatter(topos_tape *tape, topos_sym values, topos
                                        int64_t rows);
 TOPOS_API topos_sym topos_tape_log_softmax(topos_tape *tape, topos_sym a, int axis);
 TOPOS_API topos_sym topos_tape_log_sum_exp(topos_tape *tape, topos_sym a, int axis);
+/* x[..., k] . w[n, k]^T (see ops.h: w may be block-quantized). */
+TOPOS_API topos_sym topos_tape_qlinear(topos_tape *tape, topos_sym x, topos_sym w);
 
 /* Composites: built only from the calls above (src/graph/composite.c). */
 /* A constant filled with value, shaped like `like` (a broadcast scalar). */

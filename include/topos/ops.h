@@ -15,6 +15,17 @@
  *     then ascending (row-major logical order for sum).
  *   - fold and scatter: zero-seeded, windows / indices in ascending order.
  *   - bf16/f16: computed in f32, rounded once per op; reductions accumulate in f32.
+ *   - qlinear: x[..., k] . w[n, k]^T -> [..., n] f32, x f32, w f32, f16, bf16
+ *     or block-quantized (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K). It is the
+ *     quantized product's reference path (include/topos/qmatmul.h): each row
+ *     of x is quantized to w's partner format with the reference quantizer,
+ *     then every output is one reference vec dot (float w: products in f32
+ *     summed in f64 in ascending k, rounded once). Rows are independent, so a
+ *     row's result does not depend on how many rows are computed with it.
+ *     Under the Fast posture the quantized product's SIMD kernels serve it
+ *     (same quantized activations, reassociated float sums). Gradients: x
+ *     gets g . w for float w; w is differentiated only when it is f32;
+ *     block-quantized w is a constant (asking for its gradient fails).
  * Binary elementwise ops require equal shapes and dtypes: broadcasting is
  * always an explicit view (broadcast, broadcast_along).
  * Edge rules: maximum propagates NaN and orders -0 < +0; step(a, t) is 1 when
@@ -70,7 +81,8 @@ extern "C" {
   X(GATHER, gather, 2)             \
   X(SCATTER, scatter, 2)           \
   X(LOG_SOFTMAX, log_softmax, 1)   \
-  X(LOG_SUM_EXP, log_sum_exp, 1)
+  X(LOG_SUM_EXP, log_sum_exp, 1)   \
+  X(QLINEAR, qlinear, 2)
 
 typedef enum topos_op {
 #define TOPOS_OP_ENUM_ROW(E, lower, arity) TOPOS_OP_##E,
@@ -159,6 +171,7 @@ TOPOS_API topos_status topos_scatter(topos_tensor *values, topos_tensor *indices
                                      topos_tensor **out);
 TOPOS_API topos_status topos_log_softmax(topos_tensor *a, int axis, topos_tensor **out);
 TOPOS_API topos_status topos_log_sum_exp(topos_tensor *a, int axis, topos_tensor **out);
+TOPOS_API topos_status topos_qlinear(topos_tensor *x, topos_tensor *w, topos_tensor **out);
 
 #ifdef __cplusplus
 }

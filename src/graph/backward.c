@@ -249,6 +249,38 @@ topos_status tp_backward_log_sum_exp(tp_algebra *alg, const tp_rule_args *args,
   return op2(alg, TOPOS_OP_MUL, gs, weights, &cot[0]);
 }
 
+/* y = x . w^T over x's last axis: dx = g . w (a float w, transposed as a view
+ * and packed by qlinear itself); dw = g2^T x2 with the leading axes of g and x
+ * flattened, only for f32 w (weights of loaded models are constants: a
+ * block-quantized w has no gradient, and asking for one fails). */
+topos_status tp_backward_qlinear(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
+  const topos_tensor_desc *wd = &args->input_descs[1], *xd = &args->input_descs[0];
+  if (!topos_dtype_is_float(wd->dtype))
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: cannot differentiate through a %s weight "
+                   "(block-quantized weights are constants; dequantize to f32 to train)",
+                   topos_dtype_name(wd->dtype));
+  tp_handle wt;
+  TP_TRY(op1(alg, TOPOS_OP_TRANSPOSE, B, NULL, &wt));
+  TP_TRY(op2(alg, TOPOS_OP_QLINEAR, G, wt, &cot[0]));
+  if (wd->dtype != TOPOS_F32) {
+    cot[1] = TP_NONE; /* f16/bf16 weights: no gradient edge (constants) */
+    return TOPOS_OK;
+  }
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < xd->rank; ++i) rows *= xd->shape[i];
+  topos_op_attrs ra;
+  memset(&ra, 0, sizeof ra);
+  ra.rank = 2;
+  ra.shape[0] = rows;
+  ra.shape[1] = wd->shape[0];
+  tp_handle g2, x2, g2t;
+  TP_TRY(op1(alg, TOPOS_OP_RESHAPE, G, &ra, &g2));
+  ra.shape[1] = wd->shape[1];
+  TP_TRY(op1(alg, TOPOS_OP_RESHAPE, A, &ra, &x2));
+  TP_TRY(op1(alg, TOPOS_OP_TRANSPOSE, g2, NULL, &g2t));
+  return op2(alg, TOPOS_OP_MATMUL, g2t, x2, &cot[1]);
+}
+
 #undef A
 #undef B
 #undef Y
@@ -289,6 +321,7 @@ const uint8_t tp_backward_reads[TOPOS_OP_COUNT] = {
     [TOPOS_OP_SCATTER] = R_B,
     [TOPOS_OP_LOG_SOFTMAX] = R_Y,
     [TOPOS_OP_LOG_SUM_EXP] = R_A | R_Y,
+    [TOPOS_OP_QLINEAR] = R_A | R_B,
 };
 
 uint8_t tp_backward_reads_of(topos_op op) {

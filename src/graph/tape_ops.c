@@ -25,6 +25,7 @@ TP_BINARY_SUGAR(maximum, MAXIMUM)
 TP_BINARY_SUGAR(step, STEP)
 TP_BINARY_SUGAR(matmul, MATMUL)
 TP_BINARY_SUGAR(gather, GATHER)
+TP_BINARY_SUGAR(qlinear, QLINEAR)
 #undef TP_BINARY_SUGAR
 
 #define TP_UNARY_SUGAR(lower, E)                                \

@@ -57,6 +57,7 @@ static topos_sym apply(topos_tape *tape, const char *name, const topos_sym *p) {
   }
   if (!strcmp(name, "log_softmax")) return topos_tape_log_softmax(tape, p[0], 1);
   if (!strcmp(name, "log_sum_exp")) return topos_tape_log_sum_exp(tape, p[0], 2);
+  if (!strcmp(name, "qlinear")) return topos_tape_qlinear(tape, p[0], p[1]);
   return TOPOS_SYM_INVALID;
 }
 
@@ -93,6 +94,7 @@ static const op_case cases[] = {
     {"scatter", 1, 2, {{5, 3}}, {-1}, {1}},
     {"log_softmax", 1, S234, {-3}, {3}},
     {"log_sum_exp", 1, S234, {-3}, {3}},
+    {"qlinear", 2, 2, {{3, 4}, {2, 4}}, {-1, -1}, {1, 1}}, /* x f32 only: f32 runs */
 };
 
 /* Records the case in dtype; marks the ops its network holds in `seen`. */
@@ -124,6 +126,7 @@ static topos_status build_case(const op_case *c, topos_dtype dtype, uint64_t see
 static void run_cases(topos_dtype dtype, uint8_t *seen, int *failed) {
   *failed = 1;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+    if (dtype != TOPOS_F32 && !strcmp(cases[k].name, "qlinear")) continue; /* x must be f32 */
     topos_network *net = NULL;
     topos_params *params = NULL;
     topos_sym loss;

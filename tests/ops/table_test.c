@@ -311,6 +311,8 @@ static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at
     case TOPOS_OP_MATMUL:
       in[1] = ot_make(p, TOPOS_F32, 2, s32, v);
       return 1;
+    case TOPOS_OP_QLINEAR: /* x [2,3] . w [2,3]^T */
+      return 1;
     case TOPOS_OP_PERMUTE:
       at->rank = 2;
       at->order[0] = 1;

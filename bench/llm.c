@@ -1,0 +1,255 @@
+/* `topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2]
+ * [--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact]`: a llama-bench-like table.
+ *
+ *   ppN   one chunk of N prompt tokens into an empty context of N slots
+ *   tgN   N tokens decoded one at a time into an empty context of N slots
+ * tokens/s as mean ± stdev over R runs (after one warm-up run that also
+ * compiles the plans), at each thread count; peak RSS (getrusage) and the
+ * memory target file + KV cache + 10%. A STREAM-style read bandwidth is
+ * measured right before and after each row (the higher one is used), and
+ * decode is reported as a
+ * fraction of bandwidth / weight bytes per token (the memory-bound ceiling).
+ * --json prints one object per row instead of the table. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "tools/cli.h"
+
+static double lb_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- STREAM-style read: sum of 64-bit words over a buffer far larger than
+ * the caches, split in equal parts over threads; best of 5. */
+typedef struct lb_part {
+  const uint64_t *p;
+  size_t n;
+  uint64_t sum;
+} lb_part;
+
+static void *lb_read(void *arg) {
+  lb_part *part = arg;
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (size_t i = 0; i + 4 <= part->n; i += 4) {
+    s0 += part->p[i];
+    s1 += part->p[i + 1];
+    s2 += part->p[i + 2];
+    s3 += part->p[i + 3];
+  }
+  part->sum = s0 + s1 + s2 + s3;
+  return NULL;
+}
+
+static double lb_stream_read(int threads) {
+  size_t words = (size_t)256 << 17; /* 256 MiB */
+  uint64_t *buf = malloc(words * sizeof *buf);
+  if (!buf) return 0;
+  for (size_t i = 0; i < words; ++i) buf[i] = i;
+  double best = 1e30;
+  uint64_t sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    lb_part parts[16];
+    pthread_t tid[16];
+    if (threads > 16) threads = 16;
+    double t0 = lb_now();
+    for (int t = 0; t < threads; ++t) {
+      parts[t] = (lb_part){buf + words / (size_t)threads * (size_t)t, words / (size_t)threads, 0};
+      if (t) pthread_create(&tid[t], NULL, lb_read, &parts[t]);
+    }
+    lb_read(&parts[0]);
+    for (int t = 1; t < threads; ++t) pthread_join(tid[t], NULL);
+    double dt = lb_now() - t0;
+    for (int t = 0; t < threads; ++t) sink += parts[t].sum;
+    if (dt < best) best = dt;
+  }
+  free(buf);
+  if (sink == 42) fprintf(stderr, " ");
+  return (double)(words * sizeof(uint64_t)) / best;
+}
+
+/* In a child process, so the 256 MiB buffer never counts in our peak RSS. */
+static double lb_stream_read_isolated(int threads) {
+  int fd[2];
+  if (pipe(fd) != 0) return 0;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return 0;
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    double bw = lb_stream_read(threads);
+    ssize_t w = write(fd[1], &bw, sizeof bw);
+    _exit(w == (ssize_t)sizeof bw ? 0 : 1);
+  }
+  close(fd[1]);
+  double bw = 0;
+  if (read(fd[0], &bw, sizeof bw) != (ssize_t)sizeof bw) bw = 0;
+  close(fd[0]);
+  waitpid(pid, NULL, 0);
+  return bw;
+}
+
+static double lb_peak_rss_mb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
+}
+
+/* One timed run of a test; returns seconds. */
+static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const int32_t *tokens,
+                           float *logits, double *seconds) {
+  topos_llama_reset(ctx);
+  double t0 = lb_now();
+  if (is_pp) {
+    TP_TRY(topos_llama_eval(ctx, tokens, n, 0, logits));
+  } else {
+    for (int64_t i = 0; i < n; ++i) TP_TRY(topos_llama_eval(ctx, tokens + i, 1, 0, logits));
+  }
+  *seconds = lb_now() - t0;
+  return TOPOS_OK;
+}
+
+static int lb_command(int argc, char **argv) {
+  const char *path = NULL, *tests = "pp64,pp512,tg32,tg128", *threads_list = "1,2";
+  int json = 0, reps = 3, exact = 0;
+  topos_dtype kv = TOPOS_F32;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (strcmp(argv[i], "--exact") == 0) exact = 1;
+    else if (strcmp(argv[i], "--kv") == 0 && i + 1 < argc) {
+      if (topos_dtype_parse(argv[++i], &kv) != TOPOS_OK) goto usage;
+    }
+    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc) tests = argv[++i];
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads_list = argv[++i];
+    else if (argv[i][0] != '-' && !path) path = argv[i];
+    else goto usage;
+  }
+  if (!path) {
+    if (argc == 1) { /* `topos bench all`: nothing to run without a model */
+      printf("bench llm: needs a model (topos bench llm MODEL.gguf); skipped\n");
+      return 0;
+    }
+    goto usage;
+  }
+  if (reps < 1) reps = 1;
+  topos_llama *model = NULL;
+  topos_status st = topos_llama_open(path, &model);
+  if (st != TOPOS_OK) return tp_cli_fail("bench llm", st, path);
+  const topos_llama_config *c = topos_llama_config_of(model);
+  uint64_t file_bytes = topos_gguf_file_size(topos_llama_gguf(model));
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  if (!json) {
+    printf("model: %s  (%.1f MiB, weights read per token %.1f MiB; dim %lld, %lld blocks, "
+           "%lld/%lld heads, ff %lld, vocab %lld; %s)\n", name, (double)file_bytes / 1048576.0,
+           (double)c->weight_bytes / 1048576.0, (long long)c->dim, (long long)c->n_layers,
+           (long long)c->n_heads, (long long)c->n_kv_heads, (long long)c->ff,
+           (long long)c->n_vocab, exact ? "exact" : "fast");
+    printf("| %-28s | %6s | %7s | %18s | %9s | %9s | %8s |\n", "model", "test", "threads",
+           "t/s", "bw GB/s", "of bound", "peak MB");
+    printf("|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------", "--------", "---------",
+           "--------------------", "-----------", "-----------", "----------");
+  }
+  int32_t *tokens = malloc(512 * sizeof *tokens);
+  float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+  if (!tokens || !logits) {
+    fprintf(stderr, "topos bench llm: out of memory\n");
+    return 1;
+  }
+  topos_rng rng = topos_rng_seed(1234);
+  for (int i = 0; i < 512; ++i) tokens[i] = (int32_t)(topos_rng_next(&rng) % (uint64_t)c->n_vocab);
+  int rc = 0;
+  char tl[128];
+  snprintf(tl, sizeof tl, "%s", threads_list);
+  for (char *tsave = NULL, *tt = strtok_r(tl, ",", &tsave); tt && !rc;
+       tt = strtok_r(NULL, ",", &tsave)) {
+    int threads = atoi(tt);
+    if (threads < 1 || topos_set_threads(threads) != TOPOS_OK) continue;
+    char list[128];
+    snprintf(list, sizeof list, "%s", tests);
+    for (char *save = NULL, *test = strtok_r(list, ",", &save); test && !rc;
+         test = strtok_r(NULL, ",", &save)) {
+      int is_pp = strncmp(test, "pp", 2) == 0;
+      int64_t n = atoll(test + 2);
+      if ((!is_pp && strncmp(test, "tg", 2) != 0) || n < 1 || n > 512) {
+        fprintf(stderr, "topos bench llm: test '%s' is not ppN or tgN with N in 1..512\n", test);
+        rc = 2;
+        break;
+      }
+      topos_llama_context_options o = topos_llama_context_options_default();
+      o.n_ctx = n;
+      o.numerics = exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST;
+      o.kv_dtype = kv;
+      topos_llama_context *ctx = NULL;
+      double secs, sum = 0, sum2 = 0;
+      /* the machine is shared: bandwidth right before and after each row, the
+       * higher one (a conservative bound) */
+      double bw = lb_stream_read_isolated(threads);
+      st = topos_llama_context_new(model, &o, &ctx);
+      if (st == TOPOS_OK) st = lb_run(ctx, is_pp, n, tokens, logits, &secs); /* warm-up */
+      for (int r = 0; st == TOPOS_OK && r < reps; ++r) {
+        st = lb_run(ctx, is_pp, n, tokens, logits, &secs);
+        double tps = (double)n / secs;
+        sum += tps;
+        sum2 += tps * tps;
+      }
+      double bw_after = lb_stream_read_isolated(threads);
+      if (bw_after > bw) bw = bw_after;
+      uint64_t cache_bytes = topos_llama_cache_bytes(ctx);
+      topos_llama_context_free(ctx);
+      if (st != TOPOS_OK) {
+        rc = tp_cli_fail("bench llm", st, test);
+        break;
+      }
+      double mean = sum / reps, var = reps > 1 ? (sum2 - sum * mean) / (reps - 1) : 0;
+      double sd = var > 0 ? sqrt(var) : 0, peak = lb_peak_rss_mb();
+      double bound = bw / (double)c->weight_bytes; /* tokens/s if every weight byte streams once */
+      double target_mb = 1.1 * (double)(file_bytes + cache_bytes) / 1048576.0;
+      if (json) {
+        printf("{\"bench\":\"llm\",\"model\":\"%s\",\"test\":\"%s\",\"threads\":%d,\"tps\":%.3f,"
+               "\"stdev\":%.3f,\"peak_rss_mb\":%.1f,\"stream_gbs\":%.3f,\"bound_tps\":%.3f,"
+               "\"of_bound\":%.3f,\"mem_target_mb\":%.1f,\"numerics\":\"%s\"}\n",
+               name, test, threads, mean, sd, peak, bw / 1e9, bound, is_pp ? 0.0 : mean / bound,
+               target_mb, exact ? "exact" : "fast");
+      } else {
+        char tps[32], of[16];
+        snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
+        if (is_pp) snprintf(of, sizeof of, "-");
+        else snprintf(of, sizeof of, "%.0f%%", 100.0 * mean / bound);
+        printf("| %-28.28s | %6s | %7d | %18s | %9.2f | %9s | %8.0f |\n", name, test, threads, tps,
+               bw / 1e9, of, peak);
+      }
+      fflush(stdout);
+    }
+  }
+  if (!json && !rc)
+    printf("memory target (file + largest KV cache + 10%%): %.0f MB; bound = stream read "
+           "bandwidth / %.1f MiB of weights per token\n",
+           1.1 * (double)(file_bytes + 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim) *
+                          512ull * 4ull) / 1048576.0,
+           (double)c->weight_bytes / 1048576.0);
+  free(tokens);
+  free(logits);
+  topos_llama_free(model);
+  return rc;
+usage:
+  fprintf(stderr, "usage: topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2] "
+          "[--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact]\n");
+  return 2;
+}
+
+TOPOS_COMMAND("bench-llm", "llama GGUF: prompt and generation tokens/s, memory (llama-bench-like)",
+              lb_command)

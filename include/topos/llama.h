@@ -1,0 +1,119 @@
+/* topos — models tier: llama-family language models from GGUF files, run
+ * through topos's own graph and plans on the quantized products.
+ *
+ * Model. topos_llama_open() reads general.architecture (only "llama" is
+ * accepted) and the llama.* hyper-parameters, then checks that every tensor
+ * the graph needs is present with the shape the metadata implies. Weights are
+ * zero-copy views of the mapped file in their stored types (F32, F16, BF16,
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and feed the `qlinear` op
+ * directly. output.weight is optional (absent: the head is tied to
+ * token_embd.weight). A refused file gets a status and a message naming the
+ * key or tensor and the values involved.
+ *
+ * Graph (one network per chunk length T, recorded by the context):
+ *   x = embedding rows of the tokens (dequantized by the context: the graph
+ *       has no dtype conversion and the table is usually block-quantized)
+ *   per block: h = rmsnorm(x) * attn_norm; q, k, v = qlinear(h, Wq|Wk|Wv);
+ *       rope on q and k (adjacent pairs (x[2i], x[2i+1]) rotated by
+ *       pos * base^(-2i/rot_dim), the "NORM" rope of llama files);
+ *       grouped-query attention over [cache | chunk] keys with a causal mask,
+ *       softmax = exp(log_softmax); x += qlinear(attn, Wo);
+ *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg)) * qlinear(h, Wu), Wd)
+ *   logits = qlinear(rmsnorm(x) * output_norm, Wout)
+ * The chunk's new keys and values are roots of the plan; the context copies
+ * them into its preallocated cache at their positions after each run.
+ *
+ * Exactness. Under TOPOS_NUMERICS_EXACT with an f32 cache, evaluating tokens
+ * one at a time gives the same bits as one evaluation of the whole sequence,
+ * at every thread count: every product row is independent of the other rows
+ * (qlinear's reference path), the softmax walks the keys in position order
+ * (masked keys add exact zeros) and the value sum of the cache segment plus
+ * the single new key is the reference matmul's ascending f32 sum.
+ *
+ * Threads: topos_threads() (topos_set_threads). A model is immutable and may
+ * be shared; a context is used by one thread at a time. */
+#ifndef TOPOS_LLAMA_H
+#define TOPOS_LLAMA_H
+
+#include "engine.h"
+#include "gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct topos_llama_config {
+  int64_t n_vocab;       /* rows of token_embd.weight */
+  int64_t n_ctx_train;   /* llama.context_length */
+  int64_t dim;           /* llama.embedding_length */
+  int64_t n_layers;      /* llama.block_count */
+  int64_t ff;            /* llama.feed_forward_length */
+  int64_t n_heads;       /* llama.attention.head_count */
+  int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
+  int64_t head_dim;      /* dim / n_heads */
+  int64_t rope_dim;      /* llama.rope.dimension_count (absent: head_dim) */
+  float rope_base;       /* llama.rope.freq_base (absent: 10000) */
+  float rms_eps;         /* llama.attention.layer_norm_rms_epsilon */
+  int tied_output;       /* 1 when the file has no output.weight */
+  uint64_t weight_bytes; /* bytes of every weight the graph reads per token */
+} topos_llama_config;
+
+typedef struct topos_llama topos_llama;
+
+/* Opens and validates a model file. *out is owned by the caller
+ * (topos_llama_free). The model keeps the mapping alive. */
+TOPOS_API topos_status topos_llama_open(const char *path, topos_llama **out);
+/* Same over an open reader (the model takes its own reference on the
+ * mapping; the reader must outlive the model only for topos_llama_gguf). */
+TOPOS_API topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out);
+TOPOS_API void topos_llama_free(topos_llama *model); /* NULL is fine */
+TOPOS_API const topos_llama_config *topos_llama_config_of(const topos_llama *model);
+/* The reader the model was opened with (owned by the model when it came
+ * from topos_llama_open; for the tokenizer). */
+TOPOS_API topos_gguf *topos_llama_gguf(const topos_llama *model);
+
+typedef struct topos_llama_context_options {
+  int64_t n_ctx;           /* cache capacity in tokens; 0: min(n_ctx_train, 2048) */
+  topos_dtype kv_dtype;    /* TOPOS_F32, TOPOS_F16 or TOPOS_BF16 (16-bit: half the memory;
+                            * keys and values are rounded when cached, so decoding no
+                            * longer equals the full-context bits) */
+  topos_numerics numerics; /* posture of every plan the context compiles */
+  int64_t n_batch;         /* longest chunk one plan runs (bounds activation memory);
+                            * 0: whole evals. A prompt split in chunks of more than one
+                            * token is not bitwise the one-chunk forward (the value sums
+                            * of cache and chunk are added, not one ascending sum) */
+} topos_llama_context_options;
+
+/* Defaults: n_ctx 0, f32 cache, Fast, n_batch 128. */
+TOPOS_API topos_llama_context_options topos_llama_context_options_default(void);
+
+typedef struct topos_llama_context topos_llama_context;
+
+/* Allocates the cache (2 x layers x capacity x kv_heads x head_dim
+ * elements of kv_dtype, zeroed). *out is owned by the caller; the model must outlive it. */
+TOPOS_API topos_status topos_llama_context_new(const topos_llama *model,
+                                               const topos_llama_context_options *options,
+                                               topos_llama_context **out);
+TOPOS_API void topos_llama_context_free(topos_llama_context *ctx); /* NULL is fine */
+
+/* Runs n tokens (in chunks of n_batch) at the next positions and appends their keys and values to
+ * the cache. logits receives n_vocab floats for the last token, or, with
+ * all_logits, n x n_vocab (row t = token t); may be NULL. Plans are compiled
+ * on first use per chunk shape (length, logits rows, cache span: a power of
+ * two >= the position) and kept (least recently used evicted).
+ * TOPOS_ERR_RANGE when the tokens do not fit the remaining capacity or an id
+ * is outside the vocabulary. */
+TOPOS_API topos_status topos_llama_eval(topos_llama_context *ctx, const int32_t *tokens,
+                                        int64_t n, int all_logits, float *logits);
+/* Tokens in the cache. */
+TOPOS_API int64_t topos_llama_position(const topos_llama_context *ctx);
+TOPOS_API int64_t topos_llama_capacity(const topos_llama_context *ctx);
+/* Forgets the cache (position 0); compiled plans are kept. */
+TOPOS_API void topos_llama_reset(topos_llama_context *ctx);
+/* Bytes of the cache. */
+TOPOS_API uint64_t topos_llama_cache_bytes(const topos_llama_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

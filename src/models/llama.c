@@ -1,0 +1,257 @@
+/* llama-family models from GGUF: hyper-parameters from the llama.* keys and
+ * the weights as zero-copy views of the mapping, every one checked against
+ * the shape the metadata implies before anything runs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "models/llama_internal.h"
+
+static topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback,
+                                 int64_t *out) {
+  uint64_t v;
+  topos_status st = topos_gguf_get_u64(g, key, &v);
+  if (st == TOPOS_ERR_NOT_FOUND && !required) {
+    topos_clear_error();
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st == TOPOS_ERR_NOT_FOUND)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (v == 0 || v > (uint64_t)1 << 31)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is outside 1..2^31", key, v);
+  *out = (int64_t)v;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_f32(topos_gguf *g, const char *key, int required, float fallback,
+                                 float *out) {
+  topos_status st = topos_gguf_get_f32(g, key, out);
+  if (st == TOPOS_ERR_NOT_FOUND && !required) {
+    topos_clear_error();
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st == TOPOS_ERR_NOT_FOUND)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (!(*out > 0.0f) || *out > 1e30f)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be a positive finite number", key,
+                   (double)*out);
+  return TOPOS_OK;
+}
+
+/* A weight of GGUF extents {ne0, ne1} (ne1 = 0: a vector of ne0). */
+static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne0, int64_t ne1,
+                                    int optional, topos_tensor **out) {
+  *out = NULL;
+  int64_t index;
+  topos_status st = topos_gguf_find_tensor(m->gguf, name, &index);
+  if (st == TOPOS_ERR_NOT_FOUND && optional) {
+    topos_clear_error();
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_OK)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor %s is missing from the file", name);
+  topos_gguf_tensor_info info;
+  TP_TRY(topos_gguf_tensor_at(m->gguf, index, &info));
+  int want_dims = ne1 ? 2 : 1;
+  int ok = info.n_dims == want_dims && info.ne[0] == ne0 && (!ne1 || info.ne[1] == ne1);
+  /* a vector stored as {n, 1} is still a vector */
+  if (!ok && !ne1 && info.n_dims == 2 && info.ne[0] == ne0 && info.ne[1] == 1) ok = 1;
+  if (!ok) {
+    char got[96] = "", want[64];
+    size_t used = 0;
+    for (int d = 0; d < info.n_dims && used < sizeof got; ++d)
+      used += (size_t)snprintf(got + used, sizeof got - used, "%s%" PRId64, d ? ", " : "",
+                               info.ne[d]);
+    if (ne1)
+      snprintf(want, sizeof want, "%" PRId64 ", %" PRId64, ne0, ne1);
+    else
+      snprintf(want, sizeof want, "%" PRId64, ne0);
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor %s has ne {%s}, the metadata implies {%s}",
+                   name, got, want);
+  }
+  if (!info.has_dtype)
+    return tp_fail(TOPOS_ERR_DTYPE, "llama: tensor %s has type %s, which topos cannot compute with",
+                   name, info.type_name);
+  if (ne1 && topos_dtype_ggml_id(info.dtype) >= 0) {
+    topos_tensor_desc x = {TOPOS_F32, 1, {ne0}}, w = {info.dtype, 2, {ne1, ne0}}, y;
+    topos_tensor_desc in[2] = {x, w};
+    if (topos_op_infer(TOPOS_OP_QLINEAR, in, NULL, &y) != TOPOS_OK)
+      return tp_fail_context(TOPOS_ERR_DTYPE, "llama: tensor %s", name);
+  }
+  TP_TRY(topos_gguf_tensor_by_index(m->gguf, index, out));
+  if (!ne1) {
+    int64_t shape[1] = {ne0};
+    topos_tensor *flat = NULL;
+    st = topos_tensor_reshape(*out, 1, shape, &flat);
+    topos_tensor_release(*out);
+    *out = flat;
+    TP_TRY(st);
+    if (info.dtype != TOPOS_F32) { /* norm weights feed f32 elementwise ops */
+      topos_tensor *f = NULL;
+      st = topos_tensor_convert(*out, TOPOS_F32, &f);
+      topos_tensor_release(*out);
+      *out = f;
+      if (st != TOPOS_OK) return tp_fail_context(st, "llama: tensor %s", name);
+    }
+  }
+  m->config.weight_bytes += info.bytes;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_config(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  const char *arch = NULL;
+  topos_status st = topos_gguf_get_string(g, "general.architecture", &arch, NULL);
+  if (st == TOPOS_ERR_NOT_FOUND)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: general.architecture is missing");
+  TP_TRY(st);
+  if (strcmp(arch, "llama") != 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (only llama)",
+                   arch);
+  topos_llama_config *c = &m->config;
+  TP_TRY(tp_llama_u64(g, "llama.context_length", 1, 0, &c->n_ctx_train));
+  TP_TRY(tp_llama_u64(g, "llama.embedding_length", 1, 0, &c->dim));
+  TP_TRY(tp_llama_u64(g, "llama.block_count", 1, 0, &c->n_layers));
+  TP_TRY(tp_llama_u64(g, "llama.feed_forward_length", 1, 0, &c->ff));
+  TP_TRY(tp_llama_u64(g, "llama.attention.head_count", 1, 0, &c->n_heads));
+  TP_TRY(tp_llama_u64(g, "llama.attention.head_count_kv", 0, c->n_heads, &c->n_kv_heads));
+  TP_TRY(tp_llama_f32(g, "llama.attention.layer_norm_rms_epsilon", 1, 0, &c->rms_eps));
+  TP_TRY(tp_llama_f32(g, "llama.rope.freq_base", 0, 10000.0f, &c->rope_base));
+  if (c->dim % c->n_heads != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
+                   " is not a multiple of head_count %" PRId64, c->dim, c->n_heads);
+  if (c->n_heads % c->n_kv_heads != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
+                   " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
+  c->head_dim = c->dim / c->n_heads;
+  if (c->head_dim % 2 != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: head dimension %" PRId64 " is odd", c->head_dim);
+  TP_TRY(tp_llama_u64(g, "llama.rope.dimension_count", 0, c->head_dim, &c->rope_dim));
+  if (c->rope_dim != c->head_dim)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope.dimension_count %" PRId64
+                   " differs from the head dimension %" PRId64 " (partial rotary is not supported)",
+                   c->rope_dim, c->head_dim);
+  const char *rs = NULL;
+  if (topos_gguf_get_string(g, "llama.rope.scaling.type", &rs, NULL) == TOPOS_OK && rs &&
+      strcmp(rs, "none") != 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported", rs);
+  topos_clear_error();
+  uint64_t experts = 0;
+  if (topos_gguf_get_u64(g, "llama.expert_count", &experts) == TOPOS_OK && experts > 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: mixture-of-experts files (expert_count %" PRIu64
+                   ") are not supported", experts);
+  topos_clear_error();
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_weights(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  int64_t index;
+  if (topos_gguf_find_tensor(m->gguf, "token_embd.weight", &index) != TOPOS_OK)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor token_embd.weight is missing from the file");
+  topos_gguf_tensor_info info;
+  TP_TRY(topos_gguf_tensor_at(m->gguf, index, &info));
+  if (info.n_dims != 2 || info.ne[0] != c->dim)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor token_embd.weight needs ne {%" PRId64
+                   ", n_vocab}, has %d dims with ne[0] = %" PRId64, c->dim, info.n_dims,
+                   info.ne[0]);
+  c->n_vocab = info.ne[1];
+  uint64_t vocab_key;
+  if (topos_gguf_get_u64(m->gguf, "llama.vocab_size", &vocab_key) == TOPOS_OK &&
+      vocab_key != (uint64_t)c->n_vocab)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: llama.vocab_size %" PRIu64
+                   " differs from token_embd.weight's %" PRId64 " rows", vocab_key, c->n_vocab);
+  topos_clear_error();
+  TP_TRY(tp_llama_weight(m, "token_embd.weight", c->dim, c->n_vocab, 0, &m->token_embd));
+  /* the embedding is read one row per token, not per token of the whole table */
+  m->config.weight_bytes -= info.bytes;
+  TP_TRY(tp_llama_weight(m, "output_norm.weight", c->dim, 0, 0, &m->output_norm));
+  TP_TRY(tp_llama_weight(m, "output.weight", c->dim, c->n_vocab, 1, &m->output));
+  c->tied_output = m->output == NULL;
+  if (c->tied_output) {
+    m->output = topos_tensor_retain(m->token_embd);
+    m->config.weight_bytes += info.bytes;
+  }
+  int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+  m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+  if (!m->layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " layers", c->n_layers);
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    tp_llama_layer *L = &m->layers[l];
+    char name[64];
+#define TP_W(field, suffix, e0, e1)                                            \
+  snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                   \
+  TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field))
+    TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
+    TP_W(wq, "attn_q.weight", c->dim, q_dim);
+    TP_W(wk, "attn_k.weight", c->dim, kv_dim);
+    TP_W(wv, "attn_v.weight", c->dim, kv_dim);
+    TP_W(wo, "attn_output.weight", q_dim, c->dim);
+    TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+    TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
+    TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
+    TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
+#undef TP_W
+  }
+  return TOPOS_OK;
+}
+
+topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
+  if (!out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama: NULL out");
+  *out = NULL;
+  if (!gguf) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama: NULL reader");
+  topos_llama *m = calloc(1, sizeof *m);
+  if (!m) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: model");
+  m->gguf = gguf;
+  topos_status st = tp_llama_config(m);
+  if (st == TOPOS_OK) st = tp_llama_weights(m);
+  if (st != TOPOS_OK) {
+    topos_llama_free(m);
+    return st;
+  }
+  *out = m;
+  return TOPOS_OK;
+}
+
+topos_status topos_llama_open(const char *path, topos_llama **out) {
+  if (!out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama: NULL out");
+  *out = NULL;
+  topos_gguf *g = NULL;
+  TP_TRY(topos_gguf_open(path, &g));
+  topos_status st = topos_llama_from_gguf(g, out);
+  if (st != TOPOS_OK) {
+    topos_gguf_close(g);
+    return st;
+  }
+  (*out)->owns_gguf = 1;
+  return TOPOS_OK;
+}
+
+void topos_llama_free(topos_llama *m) {
+  if (!m) return;
+  if (m->layers) {
+    for (int64_t l = 0; l < m->config.n_layers; ++l) {
+      tp_llama_layer *L = &m->layers[l];
+      topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo,
+                             L->ffn_norm, L->w_gate, L->w_up, L->w_down};
+      for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
+    }
+    free(m->layers);
+  }
+  topos_tensor_release(m->token_embd);
+  topos_tensor_release(m->output_norm);
+  topos_tensor_release(m->output);
+  if (m->owns_gguf) topos_gguf_close(m->gguf);
+  free(m);
+}
+
+const topos_llama_config *topos_llama_config_of(const topos_llama *m) {
+  return m ? &m->config : NULL;
+}
+
+topos_gguf *topos_llama_gguf(const topos_llama *m) { return m ? m->gguf : NULL; }

