@@ -2,41 +2,7 @@
  * file, quantize re-quantizes it (bytes equal to topos_quantize_row), inspect
  * and errors give the right exit codes. Uses the topos binary next to the
  * test binary; SKIPs when it is not there. */
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "test.h"
-
-static const char *tt_topos_binary(void) {
-  static char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
-  if (n <= 0) return NULL;
-  path[n] = '\0';
-  char *slash = strrchr(path, '/');
-  if (!slash) return NULL;
-  strcpy(slash + 1, "topos");
-  return access(path, X_OK) == 0 ? path : NULL;
-}
-
-/* Runs `topos ARGS`, output into a log; returns the exit status. */
-static int tt_topos(const char *args, char *log, size_t log_size) {
-  char cmd[8192];
-  snprintf(log, log_size, "%s/cli.log", tt_tmpdir());
-  snprintf(cmd, sizeof cmd, "'%s' %s > '%s' 2>&1", tt_topos_binary(), args, log);
-  int rc = system(cmd);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static int tt_log_has(const char *log, const char *text) {
-  FILE *f = fopen(log, "r");
-  if (!f) return 0;
-  static char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return strstr(buf, text) != NULL;
-}
+#include "cli_util.h"
 
 TEST(gguf_cli_make_inspect_quantize) {
   if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
@@ -44,15 +10,15 @@ TEST(gguf_cli_make_inspect_quantize) {
   snprintf(in, sizeof in, "%s/cli-llama.gguf", tt_tmpdir());
   snprintf(out, sizeof out, "%s/cli-llama-q8.gguf", tt_tmpdir());
   snprintf(args, sizeof args, "gguf make-test-llama '%s' --dim 64 --layers 1 --vocab 300 --seed 7", in);
-  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 0);
+  CHECK_EQ_INT(tt_topos_run(args, "cli.log", log, sizeof log), 0);
   snprintf(args, sizeof args, "gguf inspect '%s'", in);
-  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 0);
+  CHECK_EQ_INT(tt_topos_run(args, "cli.log", log, sizeof log), 0);
   CHECK(tt_log_has(log, "blk.0.ffn_down.weight"));
   CHECK(tt_log_has(log, "tokenizer.ggml.tokens"));
   CHECK(tt_log_has(log, "string[300]"));
   CHECK(tt_log_has(log, "total: 12 tensors"));
   snprintf(args, sizeof args, "gguf quantize '%s' '%s' q8_0", in, out);
-  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 0);
+  CHECK_EQ_INT(tt_topos_run(args, "cli.log", log, sizeof log), 0);
 
   topos_gguf *a, *b;
   CHECK_OK(topos_gguf_open(in, &a));
@@ -106,13 +72,13 @@ TEST(gguf_cli_errors_exit_nonzero) {
   fputs("GGMLxxxxxxxxxxxxxxxxxxxxxxxx", f);
   fclose(f);
   snprintf(args, sizeof args, "gguf inspect '%s'", bad);
-  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 1);
+  CHECK_EQ_INT(tt_topos_run(args, "cli.log", log, sizeof log), 1);
   CHECK(tt_log_has(log, "invalid magic 'GGML'"));
   CHECK(tt_log_has(log, "TOPOS_ERR_BAD_MAGIC"));
   snprintf(args, sizeof args, "gguf inspect '%s/missing.gguf'", tt_tmpdir());
-  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 1);
+  CHECK_EQ_INT(tt_topos_run(args, "cli.log", log, sizeof log), 1);
   snprintf(args, sizeof args, "gguf quantize '%s' '%s/x.gguf' q9_9", bad, tt_tmpdir());
-  CHECK_EQ_INT(tt_topos(args, log, sizeof log), 1);
-  CHECK_EQ_INT(tt_topos("gguf frobnicate", log, sizeof log), 2);
-  CHECK_EQ_INT(tt_topos("gguf inspect", log, sizeof log), 2);
+  CHECK_EQ_INT(tt_topos_run(args, "cli.log", log, sizeof log), 1);
+  CHECK_EQ_INT(tt_topos_run("gguf frobnicate", "cli.log", log, sizeof log), 2);
+  CHECK_EQ_INT(tt_topos_run("gguf inspect", "cli.log", log, sizeof log), 2);
 }
