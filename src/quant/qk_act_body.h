@@ -24,6 +24,7 @@ typedef struct qk_act {
   /* Q8_K partner */
   float *dsb;      /* m * kpad/256: d of each super-block */
   float *bf;      /* m * kpad/16: d * sum of each 16 q (the min term's partner) */
+  int8_t *qn;      /* NULL, or q in a kernel's own order (fused matrix-vector kernels) */
   void *mem;
 } qk_act;
 
@@ -71,6 +72,7 @@ static float qk_quant_q8_K_block(const float *x, int8_t *q) {
 }
 
 static void qk_act_free(qk_act *act) {
+  free(act->qn);
   free(act->mem);
   memset(act, 0, sizeof *act);
 }

@@ -95,6 +95,10 @@ static inline float qk_reduce_avx512(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
+#include "quant/qk_act_body.h"
+#include "quant/qk_matvec_avx512vnni.h"
+#define QK_MATVEC_OF qk_matvec_of
+#define QK_MATVEC_PREPARE qk_matvec_prepare
 #include "quant/qk_engine_body.h"
 #include "quant/qk_amx_body.h"
 

@@ -238,6 +238,10 @@ typedef struct QK_FN(ctx) {
   QK_FN(qtile_fn) q4, q1;
   QK_FN(ktile_fn) k4, k1;
   QK_FN(ftile_fn) f4, f1;
+  /* fused matrix-vector kernel for m < QK_C (ISA files that have one define
+   * QK_MATVEC_OF); bit-identical to the tile route */
+  void (*mv)(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c, int64_t k, const uint8_t *pf,
+             int64_t pf_step, float *res);
   volatile int failed; /* a range could not allocate its panel */
 } QK_FN(ctx);
 
@@ -304,7 +308,8 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
   float res[QK_R * QK_C];
   uint8_t *buf = NULL;
   const int quantized = ctx->decode || ctx->kdecode;
-  if (quantized) {
+  const int fused = ctx->mv && t->m < QK_C;
+  if (quantized && !fused) {
     buf = malloc(QK_FN(panel_bytes)(ctx->act.kpad));
     if (!buf) {
       ctx->failed = 1;
@@ -315,7 +320,25 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * QK_R;
     const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
     int64_t c = 0;
-    if (quantized) {
+    if (fused) {
+      const uint8_t *rows[QK_R];
+      for (int r = 0; r < nr; ++r) rows[r] = w + (size_t)(n0 + r) * t->row_bytes;
+      /* The kernel fetches the panel two ahead (within this range), slice by
+       * slice: rows are short streams the hardware prefetcher barely ramps
+       * up on, and a burst of prefetches at a panel's start stalls it. */
+      const uint8_t *pf = NULL;
+      int64_t pf_step = 0;
+      if (p + 2 < p1) {
+        const int64_t units = ctx->kdecode ? t->k / 256 : t->k / 64;
+        const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
+        pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
+        pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;
+      }
+      for (; c < t->m; ++c) {
+        ctx->mv(rows, nr, &ctx->act, c, t->k, c == 0 ? pf : NULL, pf_step, res);
+        QK_FN(store)(t, n0, nr, c, 1, res);
+      }
+    } else if (quantized) {
       QK_FN(panels) use;
       QK_FN(decode_panel)(ctx, buf, n0, nr, &use);
       for (; c + QK_C <= t->m; c += QK_C) {
@@ -370,9 +393,19 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       } else {
         ctx.q4 = QK_FN(qt_bias_c4), ctx.q1 = QK_FN(qt_bias_c1);
       }
+#ifdef QK_MATVEC_OF
+      ctx.mv = QK_MATVEC_OF(t->wtype, t->k);
+#endif
       if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads))
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
+#ifdef QK_MATVEC_OF
+      if (ctx.mv && t->m < QK_C && !QK_MATVEC_PREPARE(t->wtype, &ctx.act)) {
+        qk_act_free(&ctx.act);
+        return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
+                       (long long)t->m, (long long)t->k);
+      }
+#endif
   }
   const int64_t panels = (t->n + QK_R - 1) / QK_R;
   /* at least ~64K multiply-adds per range: waking a worker costs more below */

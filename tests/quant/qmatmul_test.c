@@ -319,3 +319,32 @@ TEST(qmatmul_rejects_bad_arguments) {
   CHECK_STATUS(topos_qmatmul(a, INT64_MAX / 2, 64, w, TOPOS_F32, INT64_MAX / 2, NULL, out, TOPOS_QMATMUL_AUTO),
                TOPOS_ERR_OVERFLOW);
 }
+
+/* The fused matrix-vector kernels (m < 4 on AVX-512 VNNI) against the tile
+ * route: every row of an m = 7 product (rows 0..3 by a 4-row tile, 4..6 by
+ * the 1-row tile) computed alone (m = 1) and in products of m = 2 and 3
+ * gives the same bits. n = 37 leaves a short last panel; k = 768 is three
+ * K super-blocks, k = 96 (legacy types) is not a multiple of 64 and takes
+ * the tile route. */
+TEST(qmatmul_small_m_same_bits_as_tiles) {
+  const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K};
+  const int64_t n = 37, m = 7;
+  if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
+    for (int kk = 0; kk < 2; ++kk) {
+      const topos_dtype t = types[ti];
+      const int64_t k = kk ? 768 : (qm_block(t) == 256 ? 256 : 96);
+      uint8_t *w = qm_weights(t, n, k);
+      float *a = qm_floats(m * k, 1.5f), *full = malloc(m * n * 4), *part = malloc(3 * n * 4);
+      CHECK(w && a && full && part);
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, full, TOPOS_QMATMUL_FAST, 1));
+      for (int64_t sub = 1; sub <= 3; ++sub)
+        for (int64_t r0 = 0; r0 + sub <= m; ++r0) {
+          memset(part, 0xFF, (size_t)(sub * n) * 4);
+          CHECK_OK(tp_qmatmul_threads(a + r0 * k, sub, k, w, t, n, NULL, part, TOPOS_QMATMUL_FAST, 2));
+          CHECK_MSG(qm_same_bits(part, full + r0 * n, sub * n), "%s k %lld: rows %lld..%lld differ with m = %lld",
+                    qm_name(t), (long long)k, (long long)r0, (long long)(r0 + sub - 1), (long long)sub);
+        }
+      free(w), free(a), free(full), free(part);
+    }
+}

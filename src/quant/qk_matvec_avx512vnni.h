@@ -1,0 +1,293 @@
+/* Fused matrix-vector kernels of the AVX-512 VNNI engine, for products with
+ * fewer activation rows than a tile (decoding: m = 1). Included by
+ * qk_avx512vnni.c before the engine body.
+ *
+ * The tile route decodes a panel of weight rows into a buffer, then dots
+ * it with the activations: for m = 1 that is two passes over every weight
+ * byte, and the decode pass dominated decoding time. These kernels unpack
+ * each block in registers straight from the file's layout and feed it to
+ * the very integer and float operations of the tile route with C = 1
+ * (qtile / ktile in qk_engine_body.h), in the same order and with the same
+ * lane layout: each 32-bit lane holds the exact integer sum of the same 4
+ * elements, each float accumulator lane sees the same sequence of roundings.
+ * So results are bit-identical to the tile route, and hence independent of
+ * m and of the thread count as before (tests/quant/test_qk_matvec.c).
+ *
+ * Layouts: reference/ggml.md §2. Each kernel takes NR (1..4) weight rows and
+ * one activation row; rows are interleaved for instruction-level
+ * parallelism. k must be a multiple of 64 (the caller checks). */
+#ifndef TP_QUANT_QK_MATVEC_AVX512VNNI_H
+#define TP_QUANT_QK_MATVEC_AVX512VNNI_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#define MV_INLINE static inline __attribute__((always_inline))
+
+typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c,
+                             int64_t k, const uint8_t *pf, int64_t pf_step, float *res);
+
+/* Rows are short streams the hardware prefetcher barely ramps up on: the
+ * caller passes the next panel's bytes (pf, NULL for none), and iteration
+ * u of a kernel's loop fetches its u-th slice of pf_step bytes, so the next
+ * panel arrives, in address order, while this one computes. */
+MV_INLINE void mv_prefetch_slice(const uint8_t *pf, int64_t u, int64_t pf_step) {
+  if (!pf) return;
+  for (int64_t off = u * pf_step; off < (u + 1) * pf_step; off += 64) __builtin_prefetch(pf + off, 0, 2);
+}
+
+MV_INLINE __m512i mv_nib_mask(void) { return _mm512_set1_epi8(0x0F); }
+
+/* Lanes 0..15 of `v` repeated as the tile's EXPAND4: lane i gets element i/4 + 4 * j. */
+MV_INLINE __m512i mv_idx4(int j) {
+  const int b = 4 * j;
+  return _mm512_set_epi32(b + 3, b + 3, b + 3, b + 3, b + 2, b + 2, b + 2, b + 2, b + 1, b + 1, b + 1, b + 1, b,
+                          b, b, b);
+}
+
+/* ---- Q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of
+ * nibbles; the 32 bytes of chunk j hold elements 64j..64j+31 in their low
+ * nibbles and 64j+32..64j+63 in their high nibbles. */
+
+/* The eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a
+ * super-block, byte-parallel (the values of qk_scale_min_k4), in every
+ * 128-bit lane. */
+MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
+  uint32_t w[3];
+  memcpy(w, blk + 4, 12);
+  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+  const uint32_t sc_lo = w[0] & lo6, m_lo = w[1] & lo6;
+  const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
+  const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
+  return _mm512_broadcast_i32x4(_mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo));
+}
+
+/* vpshufb controls: 32-bit lanes that zero-extend one byte of the scales. */
+#define MV_B(i) (char)0x80, (char)0x80, (char)0x80, (char)(i)
+#define MV_PAIR(a, b) _mm512_set_epi8(MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), \
+                                      MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a))
+
+/* Q4_K's activations in nibble order: per super-block the four 64-byte
+ * vectors the kernel meets, [a0..31 a64..95] [a32..63 a96..127] and the
+ * same for the second half (see mv_body_q4_K). */
+static int mv_q4k_prepare(qk_act *act) {
+  const int64_t kpad = act->kpad;
+  act->qn = malloc((size_t)(act->m * kpad));
+  if (!act->qn) return 0;
+  for (int64_t r = 0; r < act->m; ++r)
+    for (int64_t sb = 0; sb + 256 <= kpad; sb += 256) {
+      const int8_t *src = act->q + r * kpad + sb;
+      int8_t *dst = act->qn + r * kpad + sb;
+      for (int h = 0; h < 2; ++h) {
+        memcpy(dst + 128 * h, src + 128 * h, 32);
+        memcpy(dst + 128 * h + 32, src + 128 * h + 64, 32);
+        memcpy(dst + 128 * h + 64, src + 128 * h + 32, 32);
+        memcpy(dst + 128 * h + 96, src + 128 * h + 96, 32);
+      }
+    }
+  return 1;
+}
+
+/* Chunk j of the tile route holds elements 64j..64j+63 in element order.
+ * Here the 64 nibble bytes of each half super-block are used as loaded:
+ * low nibbles = elements [0..31 | 64..95], high = [32..63 | 96..127] of the
+ * half, met by the activations in the same order (mv_q4k_prepare). Lane L
+ * < 8 of the low product then holds chunk 0's lane L and lane L + 8 chunk
+ * 1's lane L; folding the two 256-bit halves of the scaled low and high
+ * products (exact integer adds) gives the tile route's lanes. */
+MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
+                            const uint8_t *pf, int64_t pf_step, float *res) {
+  const int64_t kpad = act->kpad, ng = kpad / 16, dstride = kpad / 256 + 1;
+  const int8_t *aq = act->qn + c * kpad;
+  const float *dsb = act->dsb + c * dstride, *bf = act->bf + c * ng;
+  const __m512i s02 = MV_PAIR(0, 2), s13 = MV_PAIR(1, 3), s46 = MV_PAIR(4, 6), s57 = MV_PAIR(5, 7);
+  const __m512i mins = _mm512_set_epi8(MV_B(15), MV_B(15), MV_B(14), MV_B(14), MV_B(13), MV_B(13), MV_B(12),
+                                       MV_B(12), MV_B(11), MV_B(11), MV_B(10), MV_B(10), MV_B(9), MV_B(9),
+                                       MV_B(8), MV_B(8));
+  const __m512i nib = mv_nib_mask();
+  __m512 acc[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < k / 256; ++sb) {
+    const int8_t *a = aq + 256 * sb;
+    mv_prefetch_slice(pf, sb, pf_step);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t *blk = rows[r] + 144 * sb;
+      const __m512i sm = mv_q4k_scales(blk);
+      const __m512i x01 = _mm512_loadu_si512(blk + 16), x23 = _mm512_loadu_si512(blk + 80);
+      const __m512i tl01 = qk_dpbusd0(_mm512_and_si512(x01, nib), _mm512_loadu_si512(a));
+      const __m512i th01 = qk_dpbusd0(_mm512_and_si512(_mm512_srli_epi16(x01, 4), nib), _mm512_loadu_si512(a + 64));
+      const __m512i tl23 = qk_dpbusd0(_mm512_and_si512(x23, nib), _mm512_loadu_si512(a + 128));
+      const __m512i th23 = qk_dpbusd0(_mm512_and_si512(_mm512_srli_epi16(x23, 4), nib), _mm512_loadu_si512(a + 192));
+      const __m512i lo = qk_dpwssd(_mm512_madd_epi16(tl01, _mm512_shuffle_epi8(sm, s02)), tl23, _mm512_shuffle_epi8(sm, s46));
+      const __m512i hi = qk_dpwssd(_mm512_madd_epi16(th01, _mm512_shuffle_epi8(sm, s13)), th23, _mm512_shuffle_epi8(sm, s57));
+      const __m512i isum = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0)),
+                                            _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2)));
+      const float dw = QK_F16_TO_F32((uint16_t)(blk[0] | (blk[1] << 8)));
+      const float dmin = QK_F16_TO_F32((uint16_t)(blk[2] | (blk[3] << 8)));
+      const __m512 mf = _mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(_mm512_shuffle_epi8(sm, mins)));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(dw * dsb[sb]), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(mf, _mm512_loadu_ps(bf + 16 * sb), acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
+}
+
+/* ---- Q6_K: ql[128] low nibbles, qh[64] top two bits, 16 int8 scales, d
+ * (f16). Half h (128 elements) takes ql[64h..] and qh[32h..]: chunk 2h is
+ * the low nibbles of those 64 ql bytes with qh bits 0-1 (elements 0..31)
+ * and 2-3 (32..63); chunk 2h + 1 the high nibbles with bits 4-5 and 6-7. */
+MV_INLINE void mv_q6k_chunks(const uint8_t *ql, const uint8_t *qh, __m512i *lo, __m512i *hi) {
+  const __m512i l = _mm512_loadu_si512(ql), m30 = _mm512_set1_epi8(0x30);
+  const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)qh));
+  /* 16-bit shifts: the bits a byte takes from its neighbour fall outside 0x30 */
+  const __m512i h_lo = _mm512_mask_slli_epi16(_mm512_slli_epi16(h, 2), (__mmask32)0x0000FFFFu, h, 4);
+  const __m512i h_hi = _mm512_mask_srli_epi16(h, (__mmask32)0xFFFF0000u, h, 2);
+  *lo = _mm512_or_si512(_mm512_and_si512(l, mv_nib_mask()), _mm512_and_si512(h_lo, m30));
+  *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), mv_nib_mask()), _mm512_and_si512(h_hi, m30));
+}
+
+MV_INLINE void mv_body_q6_K(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k, const uint8_t *pf, int64_t pf_step,
+                       float *res) {
+  const int64_t kpad = act->kpad, lanes = kpad / 4, dstride = kpad / 256 + 1;
+  const int8_t *aq = act->q + c * kpad;
+  const int32_t *init = act->init + c * lanes;
+  const float *dsb = act->dsb + c * dstride;
+  __m512 acc[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < k / 256; ++sb) {
+    const int8_t *a = aq + 256 * sb;
+    mv_prefetch_slice(pf, sb, pf_step);
+    const int32_t *in = init + 64 * sb;
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t *blk = rows[r] + 210 * sb;
+      /* scales as vpdpwssd wants them: int16 value, zero high half */
+      const __m512i s32 = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192))));
+      __m512i q0, q1, q2, q3;
+      mv_q6k_chunks(blk, blk + 128, &q0, &q1);
+      mv_q6k_chunks(blk + 64, blk + 160, &q2, &q3);
+      __m512i i0 = qk_dpwssd(_mm512_setzero_si512(),
+                             qk_dpbusd(_mm512_loadu_si512(in), q0, _mm512_loadu_si512(a)),
+                             _mm512_permutexvar_epi32(mv_idx4(0), s32));
+      __m512i i1 = qk_dpwssd(_mm512_setzero_si512(),
+                             qk_dpbusd(_mm512_loadu_si512(in + 16), q1, _mm512_loadu_si512(a + 64)),
+                             _mm512_permutexvar_epi32(mv_idx4(1), s32));
+      i0 = qk_dpwssd(i0, qk_dpbusd(_mm512_loadu_si512(in + 32), q2, _mm512_loadu_si512(a + 128)),
+                     _mm512_permutexvar_epi32(mv_idx4(2), s32));
+      i1 = qk_dpwssd(i1, qk_dpbusd(_mm512_loadu_si512(in + 48), q3, _mm512_loadu_si512(a + 192)),
+                     _mm512_permutexvar_epi32(mv_idx4(3), s32));
+      const float dw = QK_F16_TO_F32((uint16_t)(blk[208] | (blk[209] << 8)));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_set1_ps(dw * dsb[sb]), acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
+}
+
+/* ---- legacy 32-element blocks, two per 64-element chunk ---------------- */
+
+/* Scales of blocks b and b + 1 over lanes 0..7 and 8..15 (the tile's
+ * EXPAND4 of s[2b], s[2b+1], s[2b+2], s[2b+3]). */
+MV_INLINE __m512 mv_two(float x0, float x1) {
+  return _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_set1_ps(x0), _mm512_set1_ps(x1));
+}
+
+MV_INLINE float mv_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* Q4_0 / Q4_1: 16 bytes of nibbles per block, low nibbles elements 0..15,
+ * high nibbles 16..31. Chunk = [lo b, hi b, lo b+1, hi b+1]. */
+MV_INLINE __m512i mv_q4_chunk(const uint8_t *qs0, const uint8_t *qs1) {
+  const __m256i x = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)qs0)),
+      _mm_loadu_si128((const __m128i *)(const void *)qs1), 1);
+  __m512i v = _mm512_shuffle_i64x2(_mm512_castsi256_si512(x), _mm512_castsi256_si512(x), _MM_SHUFFLE(1, 1, 0, 0));
+  v = _mm512_mask_srli_epi16(v, (__mmask32)0xFF00FF00u, v, 4);
+  return _mm512_and_si512(v, mv_nib_mask());
+}
+
+MV_INLINE __m512i mv_q8_chunk(const uint8_t *qs0, const uint8_t *qs1) {
+  const __m512i v = _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)qs0)),
+      _mm256_loadu_si256((const __m256i *)(const void *)qs1), 1);
+  return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); /* q + 128 */
+}
+
+/* kind: 0 Q8_0 (34-byte blocks, bias 128), 1 Q4_0 (18, bias 8), 2 Q4_1 (20, min) */
+MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
+                         const uint8_t *pf, int64_t pf_step, float *res, int kind) {
+  const int64_t kpad = act->kpad, lanes = kpad / 4;
+  const int8_t *aq = act->q + c * kpad;
+  const int32_t *init = act->init + c * lanes;
+  const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
+  const size_t bb = kind == 0 ? 34 : kind == 1 ? 18 : 20;
+  __m512 acc[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t e = 0; e < k; e += 64) {
+    const __m512i av = _mm512_loadu_si512(aq + e);
+    mv_prefetch_slice(pf, e / 64, pf_step);
+    const __m512 dv = _mm512_loadu_ps(da + e / 4);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t *b0 = rows[r] + (size_t)(e / 32) * bb, *b1 = b0 + bb;
+      const __m512 sv = mv_two(mv_f16(b0), mv_f16(b1));
+      if (kind == 0) {
+        const __m512i t = qk_dpbusd(_mm512_loadu_si512(init + e / 4), mv_q8_chunk(b0 + 2, b1 + 2), av);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
+      } else if (kind == 1) {
+        const __m512i t = qk_dpbusd(_mm512_loadu_si512(init + e / 4), mv_q4_chunk(b0 + 2, b1 + 2), av);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
+      } else {
+        const __m512i t = qk_dpbusd0(mv_q4_chunk(b0 + 4, b1 + 4), av);
+        const __m512 mv = mv_two(-mv_f16(b0 + 2), -mv_f16(b1 + 2));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
+        acc[r] = _mm512_fnmadd_ps(mv, _mm512_loadu_ps(ga + e / 4), acc[r]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
+}
+
+/* Instantiations: a panel of 4 rows, or a shorter one row by row. */
+#define MV_DEFINE(name, call)                                                                         \
+  static void mv_##name(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c, int64_t k,   \
+                        const uint8_t *pf, int64_t pf_step, float *res) {                             \
+    if (nr == 4) {                                                                                    \
+      call(rows, 4, act, c, k, pf, pf_step, res);                                                     \
+      return;                                                                                         \
+    }                                                                                                 \
+    for (int r = 0; r < nr; ++r) call(rows + r, 1, act, c, k, r ? NULL : pf, pf_step, res + r * QK_C); \
+  }
+#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 0)
+#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 1)
+#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 2)
+MV_DEFINE(q4_K, mv_body_q4_K)
+MV_DEFINE(q6_K, mv_body_q6_K)
+MV_DEFINE(q8_0, MV_Q8_0)
+MV_DEFINE(q4_0, MV_Q4_0)
+MV_DEFINE(q4_1, MV_Q4_1)
+
+/* Per-product preparation a fused kernel needs (1 ok, 0 out of memory). */
+static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
+  return wtype == TOPOS_Q4_K ? mv_q4k_prepare(act) : 1;
+}
+
+/* The fused kernel for a weight type, or NULL (the tile route serves it). */
+static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
+  if (k % 64 != 0) return NULL;
+  switch (wtype) {
+    case TOPOS_Q4_K: return mv_q4_K;
+    case TOPOS_Q6_K: return mv_q6_K;
+    case TOPOS_Q8_0: return mv_q8_0;
+    case TOPOS_Q4_0: return mv_q4_0;
+    case TOPOS_Q4_1: return mv_q4_1;
+    default: return NULL;
+  }
+}
+
+#endif
