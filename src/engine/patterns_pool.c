@@ -2,7 +2,8 @@
  *   unfold(axis 2) -> unfold(axis 4) -> permute [0,1,2,4,3,5]
  *   -> reshape [B,C,OH,OW,L] -> m = narrow(lane 0); m = maximum(m, narrow(lane k)), k = 1..L-1
  * becomes one direct window walk with the same left fold in the same lane
- * order and the same maximum (NaN and signed-zero rules), so the bits are the
+ * order and the same maximum (NaN and signed-zero rules; the masked form,
+ * which does not mispredict on a relu's many equal zeros), so the bits are the
  * composed formula's. f32 and f64 (16-bit types would round NaN payloads).
  * L <= 4 (2x2 windows) fits the member limit. Backward plans keep the lanes
  * (maximum's rule reads them), so there the group stays unfused. */
@@ -90,7 +91,7 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
             const T *w = src + b * st[0] + c * st[1] + oh * SH * st[2] + ow * SW * st[3];      \
             T m = w[0];                                                                       \
             for (int64_t k = 1; k < KH * KW; ++k)                                             \
-              m = TP_MAXIMUM(m, w[(k / KW) * DH * st[2] + (k % KW) * DW * st[3]]);            \
+              m = TP_MAXIMUM_MASKED(m, w[(k / KW) * DH * st[2] + (k % KW) * DW * st[3]]);     \
             *o++ = m;                                                                         \
           }                                                                                   \
   } while (0)
