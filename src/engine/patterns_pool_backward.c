@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "base/threads.h"
 #include "engine/pattern.h"
+#include "engine/vec4.h"
 #include "ops/kernel.h"
 
 extern const tp_pattern tp_pattern_lane_sum; /* patterns_lanes.c */
@@ -273,23 +274,6 @@ static bool tp_pb_is_2x2(const tp_pb_job *j) {
     v3 = zero + (zero + (v3 + zero));                                      \
   } while (0)
 
-typedef float tp_pb_vf __attribute__((vector_size(16)));
-typedef int32_t tp_pb_vi __attribute__((vector_size(16)));
-
-/* TP_MAXIMUM_MASKED lane by lane (same bit operations) */
-static inline tp_pb_vf tp_pb_vmax(tp_pb_vf a, tp_pb_vf b) {
-  tp_pb_vi ua = (tp_pb_vi)a, ub = (tp_pb_vi)b;
-  tp_pb_vi gt = a > b, eq = a == b, an = a != a;
-  tp_pb_vi bn = (b != b) & ~an;
-  tp_pb_vi r = (gt & ua) | (~gt & ub);
-  r = (r & ~eq) | (ua & ub & eq);
-  r = (r & ~an) | (ua & an);
-  r = (r & ~bn) | (ub & bn);
-  return (tp_pb_vf)r;
-}
-static inline tp_pb_vf tp_pb_vstep(tp_pb_vf a, tp_pb_vf b) {
-  return (tp_pb_vf)((a >= b) & (tp_pb_vi)((tp_pb_vf){1.0f, 1.0f, 1.0f, 1.0f}));
-}
 static inline float tp_pb_step(float a, float b) { return a >= b ? 1.0f : 0.0f; }
 
 static void tp_pb_2x2_f32(const tp_pb_job *j, int64_t begin, int64_t end) {
@@ -308,24 +292,15 @@ static void tp_pb_2x2_f32(const tp_pb_job *j, int64_t begin, int64_t end) {
       float *w0 = plane + 2 * oh * j->W, *w1 = w0 + j->W;
       int64_t ow = 0;
       {
-#define TP_PB_SPLAT(x) ((tp_pb_vf){x, x, x, x})
-        const tp_pb_vf zero = {0}, vp3 = TP_PB_SPLAT(p3), vo3 = TP_PB_SPLAT(o3);
-        const tp_pb_vf vz3 = TP_PB_SPLAT(z3), vp2 = TP_PB_SPLAT(p2), vo2 = TP_PB_SPLAT(o2);
-        const tp_pb_vf vz2 = TP_PB_SPLAT(z2), vp1 = TP_PB_SPLAT(p1), vo1 = TP_PB_SPLAT(o1);
-        const tp_pb_vf vz1 = TP_PB_SPLAT(z1);
-#undef TP_PB_SPLAT
+        const tp_vf4 zero = {0}, vp3 = TP_VF4_SPLAT(p3), vo3 = TP_VF4_SPLAT(o3);
+        const tp_vf4 vz3 = TP_VF4_SPLAT(z3), vp2 = TP_VF4_SPLAT(p2), vo2 = TP_VF4_SPLAT(o2);
+        const tp_vf4 vz2 = TP_VF4_SPLAT(z2), vp1 = TP_VF4_SPLAT(p1), vo1 = TP_VF4_SPLAT(o1);
+        const tp_vf4 vz1 = TP_VF4_SPLAT(z1);
         for (; ow + 4 <= j->OW; ow += 4) { /* four windows */
-          tp_pb_vf a0, a1, b0, b1, g3;
-          memcpy(&a0, r0 + 2 * ow, sizeof a0);
-          memcpy(&a1, r0 + 2 * ow + 4, sizeof a1);
-          memcpy(&b0, r1 + 2 * ow, sizeof b0);
-          memcpy(&b1, r1 + 2 * ow + 4, sizeof b1);
-          memcpy(&g3, gr + ow, sizeof g3);
-          tp_pb_vf l0 = __builtin_shufflevector(a0, a1, 0, 2, 4, 6);
-          tp_pb_vf l1 = __builtin_shufflevector(a0, a1, 1, 3, 5, 7);
-          tp_pb_vf l2 = __builtin_shufflevector(b0, b1, 0, 2, 4, 6);
-          tp_pb_vf l3 = __builtin_shufflevector(b0, b1, 1, 3, 5, 7);
-          tp_pb_vf v0, v1, v2, v3;
+          tp_vf4 l0, l1, l2, l3, g3 = tp_vf4_load(gr + ow);
+          tp_vf4_deinterleave(r0 + 2 * ow, &l0, &l1);
+          tp_vf4_deinterleave(r1 + 2 * ow, &l2, &l3);
+          tp_vf4 v0, v1, v2, v3;
 #define p3 vp3
 #define o3 vo3
 #define z3 vz3
@@ -335,7 +310,7 @@ static void tp_pb_2x2_f32(const tp_pb_job *j, int64_t begin, int64_t end) {
 #define p1 vp1
 #define o1 vo1
 #define z1 vz1
-          TP_PB_WINDOW(tp_pb_vf, tp_pb_vmax, tp_pb_vstep, l0, l1, l2, l3, g3, v0, v1, v2, v3);
+          TP_PB_WINDOW(tp_vf4, tp_vf4_max, tp_vf4_step, l0, l1, l2, l3, g3, v0, v1, v2, v3);
 #undef p3
 #undef o3
 #undef z3
@@ -345,14 +320,8 @@ static void tp_pb_2x2_f32(const tp_pb_job *j, int64_t begin, int64_t end) {
 #undef p1
 #undef o1
 #undef z1
-          tp_pb_vf e0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);
-          tp_pb_vf e1 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);
-          tp_pb_vf f0 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);
-          tp_pb_vf f1 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);
-          memcpy(w0 + 2 * ow, &e0, sizeof e0);
-          memcpy(w0 + 2 * ow + 4, &e1, sizeof e1);
-          memcpy(w1 + 2 * ow, &f0, sizeof f0);
-          memcpy(w1 + 2 * ow + 4, &f1, sizeof f1);
+          tp_vf4_interleave(w0 + 2 * ow, v0, v1);
+          tp_vf4_interleave(w1 + 2 * ow, v2, v3);
         }
       }
       const float zero = 0.0f;
