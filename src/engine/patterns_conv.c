@@ -106,9 +106,50 @@ typedef struct {
   int64_t C, H, W, OH, OW, KH, KW, SH, SW, DH, DW, top, left;
 } tp_patch_job;
 
+/* f32, x rows contiguous, no horizontal dilation: per (c, kh) one source
+ * line, and the windows inside it copied without bounds checks */
+static void tp_patch_rows_f32(const tp_patch_job *j, int64_t begin, int64_t end) {
+  int64_t row_elems = j->C * j->KH * j->KW, KW = j->KW;
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t b = r / j->OH, oh = r % j->OH;
+    float *rows = (float *)j->p + r * j->OW * row_elems;
+    for (int64_t c = 0; c < j->C; ++c)
+      for (int64_t kh = 0; kh < j->KH; ++kh) {
+        int64_t ih = oh * j->SH + kh * j->DH - j->top;
+        float *q0 = rows + (c * j->KH + kh) * KW;
+        if (ih < 0 || ih >= j->H) {
+          for (int64_t ow = 0; ow < j->OW; ++ow)
+            for (int64_t kw = 0; kw < KW; ++kw) q0[ow * row_elems + kw] = 0.0f;
+          continue;
+        }
+        const float *line = (const float *)j->src + b * j->st[0] + c * j->st[1] + ih * j->st[2];
+        for (int64_t ow = 0; ow < j->OW; ++ow) {
+          int64_t iw = ow * j->SW - j->left;
+          float *q = q0 + ow * row_elems;
+          if (iw >= 0 && iw + KW <= j->W) {
+            if (KW == 3) {
+              q[0] = line[iw];
+              q[1] = line[iw + 1];
+              q[2] = line[iw + 2];
+            } else {
+              for (int64_t kw = 0; kw < KW; ++kw) q[kw] = line[iw + kw];
+            }
+          } else {
+            for (int64_t kw = 0; kw < KW; ++kw)
+              q[kw] = iw + kw >= 0 && iw + kw < j->W ? line[iw + kw] : 0.0f; /* pads: +0 */
+          }
+        }
+      }
+  }
+}
+
 /* rows (b, oh) [begin, end) of the patch matrix: each writes its own rows */
 static void tp_patch_range(void *ctx, int64_t begin, int64_t end) {
   const tp_patch_job *j = ctx;
+  if (j->width == sizeof(float) && j->st[3] == 1 && j->DW == 1) {
+    tp_patch_rows_f32(j, begin, end);
+    return;
+  }
   int64_t row_elems = j->C * j->KH * j->KW;
   for (int64_t r = begin; r < end; ++r) {
     int64_t b = r / j->OH, oh = r % j->OH;
