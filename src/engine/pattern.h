@@ -2,8 +2,13 @@
  *
  * A pattern replaces a group of nodes by ONE fused step (conv as im2col +
  * GEMM, max-pool, batch-norm, ...). The compiler offers every evaluated op
- * node, in ascending order, to each pattern of the table as the ROOT of a
- * group (the group's last node, whose value the step produces). A pattern
+ * node, in DESCENDING order, to each pattern of the table as the ROOT of a
+ * group (the group's last node, whose value the step produces): a gradient
+ * group late in a training plan is settled first, so when it recomputes a
+ * forward value from that value's own inputs (a max-pool's lanes from the
+ * pooled image) the forward nodes it no longer reads are free to fuse. A
+ * step may read any evaluated nodes before its root as inputs — not only its
+ * members' operands — as long as it returns the members' bits. A pattern
  * that recognises the nodes ending there fills a tp_fusion — the members
  * (ascending, root last) and the group's external inputs in the order the
  * step reads them — and returns true. The compiler then checks, for every
@@ -14,7 +19,11 @@
  *     reverse sweep will find those values absent;
  *   - every consumer of a non-root member is a member (nothing outside sees
  *     the intermediates);
- *   - the root is not a view op (its value gets an arena buffer).
+ *   - the root is not a view op, reshape excepted (the buffer plan gives
+ *     a reshape its own arena buffer: its value is a copy when the operand
+ *     is strided).
+ * After fusing, op nodes nobody reads any more (not readable, not read by a
+ * backward rule) are not evaluated at all.
  * A group that fails a check is not fused (the nodes run one by one).
  *
  * At run time the step receives its inputs' values and the root's buffer
@@ -35,8 +44,8 @@
 #include "graph/graph_internal.h"
 #include "topos/engine.h"
 
-#define TP_FUSION_MAX_MEMBERS 16
-#define TP_FUSION_MAX_INPUTS 8
+#define TP_FUSION_MAX_MEMBERS 128
+#define TP_FUSION_MAX_INPUTS 32
 
 typedef struct tp_pattern tp_pattern;
 

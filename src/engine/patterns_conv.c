@@ -7,10 +7,13 @@
  * matrix holds exactly the elements the reshape would copy and the product is
  * the same kernel call, so the bits are the composed formula's.
  * In backward plans matmul's rule reads the patch matrix, so the compiler
- * leaves the group unfused there (pattern.h). */
+ * leaves the group unfused there (pattern.h); so does a training plan whose
+ * weight gradient reads it — there pattern "im2col" (below) still builds the
+ * patch matrix in one pass from x. */
 #include <string.h>
 
 #include "base/error.h"
+#include "base/threads.h"
 #include "engine/pattern.h"
 #include "ops/op_table.h"
 
@@ -20,13 +23,10 @@ static const tp_node *tp_conv_op(const tp_graph *g, uint32_t i, topos_op op) {
   return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
 }
 
-/* The chain below the matmul: fills members (root last) and inputs. */
-static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
-                          tp_fusion *f) {
-  (void)evaluated;
-  const tp_node *mm = tp_conv_op(g, root, TOPOS_OP_MATMUL);
-  if (!mm || mm->desc.rank != 2) return false;
-  uint32_t reshape = mm->operands[0];
+/* The chain ending at the patch matrix (a reshape): members ascending
+ * (reshape last) and the image x, or false. */
+static bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
+                         uint32_t *image) {
   const tp_node *rs = tp_conv_op(g, reshape, TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 2) return false;
   uint32_t permute = rs->operands[0];
@@ -41,7 +41,7 @@ static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   const tp_node *u2 = tp_conv_op(g, rows, TOPOS_OP_UNFOLD);
   if (!u2 || u2->attrs.axis != 2) return false;
   uint32_t below = u2->operands[0];
-  uint32_t members[7], n = 0;
+  uint32_t n = 0;
   const tp_node *p3 = tp_conv_op(g, below, TOPOS_OP_PAD);
   uint32_t x = below;
   if (p3 && p3->attrs.axis == 3) {
@@ -59,9 +59,22 @@ static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   members[n++] = cols;
   members[n++] = permute;
   members[n++] = reshape;
-  members[n++] = root;
   for (uint32_t k = 1; k < n; ++k)
     if (members[k] <= members[k - 1]) return false;
+  *count = n;
+  *image = x;
+  return true;
+}
+
+/* The chain below the matmul: fills members (root last) and inputs. */
+static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
+                          tp_fusion *f) {
+  (void)evaluated;
+  const tp_node *mm = tp_conv_op(g, root, TOPOS_OP_MATMUL);
+  if (!mm || mm->desc.rank != 2) return false;
+  uint32_t members[7], n = 0, x = 0;
+  if (!tp_conv_walk(g, mm->operands[0], members, &n, &x) || members[n - 1] >= root) return false;
+  members[n++] = root;
   f->n_members = n;
   memcpy(f->members, members, n * sizeof *members);
   f->n_inputs = 2;
@@ -70,49 +83,148 @@ static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   return true;
 }
 
-static topos_status tp_conv_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
-                                topos_tensor *dst, topos_tensor **out) {
-  /* read the window geometry back from the members */
+/* Pattern "im2col": the same chain ending at the patch matrix itself, when
+ * something besides the product reads it (a training plan's weight gradient
+ * patchesᵀ·g): the reshape's copy, written straight from x. */
+static bool tp_im2col_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
+                            tp_fusion *f) {
+  (void)evaluated;
+  uint32_t members[7], n = 0, x = 0;
+  if (!tp_conv_walk(g, root, members, &n, &x)) return false;
+  f->n_members = n;
+  memcpy(f->members, members, n * sizeof *members);
+  f->n_inputs = 1;
+  f->inputs[0] = x;
+  return true;
+}
+
+typedef struct {
+  const char *src;
+  char *p;
+  const int64_t *st;
+  size_t width;
+  int64_t C, H, W, OH, OW, KH, KW, SH, SW, DH, DW, top, left;
+} tp_patch_job;
+
+/* f32, x rows contiguous, no horizontal dilation: per (c, kh) one source
+ * line, and the windows inside it copied without bounds checks */
+static void tp_patch_rows_f32(const tp_patch_job *j, int64_t begin, int64_t end) {
+  int64_t row_elems = j->C * j->KH * j->KW, KW = j->KW;
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t b = r / j->OH, oh = r % j->OH;
+    float *rows = (float *)j->p + r * j->OW * row_elems;
+    for (int64_t c = 0; c < j->C; ++c)
+      for (int64_t kh = 0; kh < j->KH; ++kh) {
+        int64_t ih = oh * j->SH + kh * j->DH - j->top;
+        float *q0 = rows + (c * j->KH + kh) * KW;
+        if (ih < 0 || ih >= j->H) {
+          for (int64_t ow = 0; ow < j->OW; ++ow)
+            for (int64_t kw = 0; kw < KW; ++kw) q0[ow * row_elems + kw] = 0.0f;
+          continue;
+        }
+        const float *line = (const float *)j->src + b * j->st[0] + c * j->st[1] + ih * j->st[2];
+        for (int64_t ow = 0; ow < j->OW; ++ow) {
+          int64_t iw = ow * j->SW - j->left;
+          float *q = q0 + ow * row_elems;
+          if (iw >= 0 && iw + KW <= j->W) {
+            if (KW == 3) {
+              q[0] = line[iw];
+              q[1] = line[iw + 1];
+              q[2] = line[iw + 2];
+            } else {
+              for (int64_t kw = 0; kw < KW; ++kw) q[kw] = line[iw + kw];
+            }
+          } else {
+            for (int64_t kw = 0; kw < KW; ++kw)
+              q[kw] = iw + kw >= 0 && iw + kw < j->W ? line[iw + kw] : 0.0f; /* pads: +0 */
+          }
+        }
+      }
+  }
+}
+
+/* rows (b, oh) [begin, end) of the patch matrix: each writes its own rows */
+static void tp_patch_range(void *ctx, int64_t begin, int64_t end) {
+  const tp_patch_job *j = ctx;
+  if (j->width == sizeof(float) && j->st[3] == 1 && j->DW == 1) {
+    tp_patch_rows_f32(j, begin, end);
+    return;
+  }
+  int64_t row_elems = j->C * j->KH * j->KW;
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t b = r / j->OH, oh = r % j->OH;
+    for (int64_t ow = 0; ow < j->OW; ++ow) {
+      char *p = j->p + (size_t)((r * j->OW + ow) * row_elems) * j->width;
+      for (int64_t c = 0; c < j->C; ++c)
+        for (int64_t kh = 0; kh < j->KH; ++kh) {
+          int64_t ih = oh * j->SH + kh * j->DH - j->top;
+          const char *line = j->src + (size_t)(b * j->st[0] + c * j->st[1] + ih * j->st[2]) * j->width;
+          bool row_in = ih >= 0 && ih < j->H;
+          if (j->width == sizeof(float)) {
+            float *q = (float *)p;
+            for (int64_t kw = 0; kw < j->KW; ++kw) {
+              int64_t iw = ow * j->SW + kw * j->DW - j->left;
+              q[kw] = row_in && iw >= 0 && iw < j->W ? ((const float *)line)[iw * j->st[3]] : 0.0f;
+            }
+          } else {
+            for (int64_t kw = 0; kw < j->KW; ++kw) {
+              int64_t iw = ow * j->SW + kw * j->DW - j->left;
+              if (row_in && iw >= 0 && iw < j->W)
+                memcpy(p + (size_t)kw * j->width, line + (size_t)(iw * j->st[3]) * j->width, j->width);
+              else
+                memset(p + (size_t)kw * j->width, 0, j->width); /* the pads' +0 */
+            }
+          }
+          p += (size_t)j->KW * j->width;
+        }
+    }
+  }
+}
+
+/* Fills the patch matrix [B*OH*OW, C*KH*KW] (contiguous) from x with the
+ * geometry of the group's members. */
+static void tp_patches_fill(const tp_fusion *f, const tp_graph *g, const topos_tensor *x,
+                            topos_tensor *patches) {
   int64_t top = 0, left = 0;
-  const tp_node *u2 = NULL, *u4 = NULL;
+  const tp_node *u2 = NULL, *u4 = NULL, *pm = NULL;
   for (uint32_t k = 0; k < f->n_members; ++k) {
     const tp_node *m = &g->nodes[f->members[k]];
     if (m->op == TOPOS_OP_PAD && m->attrs.axis == 2) top = m->attrs.start;
     if (m->op == TOPOS_OP_PAD && m->attrs.axis == 3) left = m->attrs.start;
     if (m->op == TOPOS_OP_UNFOLD && m->attrs.axis == 2) u2 = m;
     if (m->op == TOPOS_OP_UNFOLD && m->attrs.axis == 4) u4 = m;
+    if (m->op == TOPOS_OP_PERMUTE) pm = m;
   }
-  const topos_tensor *x = inputs[0];
-  const int64_t *xs = topos_tensor_shape(x), *st = topos_tensor_strides(x);
-  int64_t B = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  const int64_t *xs = topos_tensor_shape(x);
   const tp_node *rows = &g->nodes[u4->operands[0]]; /* [B,C,OH,KH,PW] */
-  int64_t OH = rows->desc.shape[2], KH = u2->attrs.size, SH = u2->attrs.step;
-  int64_t DH = u2->attrs.dilation;
-  int64_t OW = g->nodes[f->members[f->n_members - 3]].desc.shape[2]; /* permuted [B,OH,OW,...] */
-  int64_t KW = u4->attrs.size, SW = u4->attrs.step, DW = u4->attrs.dilation;
-  int64_t shape[2] = {B * OH * OW, C * KH * KW};
+  tp_patch_job j = {topos_tensor_data(x), topos_tensor_data_mut(patches), topos_tensor_strides(x),
+                    (size_t)topos_dtype_block_bytes(topos_tensor_dtype(x)), xs[1], xs[2], xs[3],
+                    rows->desc.shape[2], pm->desc.shape[2], u2->attrs.size, u4->attrs.size,
+                    u2->attrs.step, u4->attrs.step, u2->attrs.dilation, u4->attrs.dilation, top,
+                    left};
+  int64_t per = j.OW * j.C * j.KH * j.KW;
+  tp_parallel_for(xs[0] * j.OH, per > 0 ? ((1 << 14) + per - 1) / per : 1, tp_patch_range, &j);
+}
+
+static topos_status tp_conv_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
+                                topos_tensor *dst, topos_tensor **out) {
+  const tp_node *rs = &g->nodes[f->members[f->n_members - 2]];
   topos_tensor *patches = NULL;
-  TP_TRY(topos_tensor_zeros(topos_tensor_dtype(x), 2, shape, &patches)); /* zeros = the pads */
-  size_t width = (size_t)topos_dtype_block_bytes(topos_tensor_dtype(x));
-  const char *src = topos_tensor_data(x);
-  char *p = topos_tensor_data_mut(patches);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow)
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            int64_t ih = oh * SH + kh * DH - top;
-            for (int64_t kw = 0; kw < KW; ++kw, p += width) {
-              int64_t iw = ow * SW + kw * DW - left;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-              memcpy(p, src + (size_t)(b * st[0] + c * st[1] + ih * st[2] + iw * st[3]) * width,
-                     width);
-            }
-          }
+  TP_TRY(topos_tensor_zeros(topos_tensor_dtype(inputs[0]), 2, rs->desc.shape, &patches));
+  tp_patches_fill(f, g, inputs[0], patches);
   topos_tensor *operands[2] = {patches, inputs[1]};
   topos_status s = tp_op_forward_into(TOPOS_OP_MATMUL, operands, NULL, dst, out);
   topos_tensor_release(patches);
   return s;
 }
 
+static topos_status tp_im2col_run(const tp_fusion *f, const tp_graph *g,
+                                  topos_tensor *const *inputs, topos_tensor *dst,
+                                  topos_tensor **out) {
+  tp_patches_fill(f, g, inputs[0], dst);
+  *out = topos_tensor_retain(dst);
+  return TOPOS_OK;
+}
+
 const tp_pattern tp_pattern_conv_im2col = {"conv_im2col", tp_conv_match, tp_conv_run};
+const tp_pattern tp_pattern_im2col = {"im2col", tp_im2col_match, tp_im2col_run};

@@ -2,7 +2,8 @@
  *   unfold(axis 2) -> unfold(axis 4) -> permute [0,1,2,4,3,5]
  *   -> reshape [B,C,OH,OW,L] -> m = narrow(lane 0); m = maximum(m, narrow(lane k)), k = 1..L-1
  * becomes one direct window walk with the same left fold in the same lane
- * order and the same maximum (NaN and signed-zero rules), so the bits are the
+ * order and the same maximum (NaN and signed-zero rules; the masked form,
+ * which does not mispredict on a relu's many equal zeros), so the bits are the
  * composed formula's. f32 and f64 (16-bit types would round NaN payloads).
  * L <= 4 (2x2 windows) fits the member limit. Backward plans keep the lanes
  * (maximum's rule reads them), so there the group stays unfused. */
@@ -10,6 +11,8 @@
 
 #include "base/error.h"
 #include "engine/pattern.h"
+#include "base/threads.h"
+#include "engine/vec4.h"
 #include "ops/kernel.h"
 
 static const tp_node *tp_pool_op(const tp_graph *g, uint32_t i, topos_op op) {
@@ -90,10 +93,43 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
             const T *w = src + b * st[0] + c * st[1] + oh * SH * st[2] + ow * SW * st[3];      \
             T m = w[0];                                                                       \
             for (int64_t k = 1; k < KH * KW; ++k)                                             \
-              m = TP_MAXIMUM(m, w[(k / KW) * DH * st[2] + (k % KW) * DW * st[3]]);            \
+              m = TP_MAXIMUM_MASKED(m, w[(k / KW) * DH * st[2] + (k % KW) * DW * st[3]]);     \
             *o++ = m;                                                                         \
           }                                                                                   \
   } while (0)
+
+/* 2x2 windows, stride 2, f32, rows contiguous: four windows per vector step,
+ * m = maximum(maximum(maximum(l0, l1), l2), l3) as above; planes [begin, end)
+ * of B*C each write their own output rows (any split, same bits). */
+typedef struct {
+  const float *x;
+  float *o;
+  const int64_t *st;
+  int64_t C, OH, OW;
+} tp_pool_2x2_job;
+
+static void tp_pool_2x2_range(void *ctx, int64_t begin, int64_t end) {
+  const tp_pool_2x2_job *j = ctx;
+  for (int64_t bc = begin; bc < end; ++bc) {
+    const float *plane = j->x + (bc / j->C) * j->st[0] + (bc % j->C) * j->st[1];
+    float *o = j->o + bc * j->OH * j->OW;
+    for (int64_t oh = 0; oh < j->OH; ++oh, o += j->OW) {
+      const float *r0 = plane + 2 * oh * j->st[2], *r1 = r0 + j->st[2];
+      int64_t ow = 0;
+      for (; ow + 4 <= j->OW; ow += 4) {
+        tp_vf4 l0, l1, l2, l3;
+        tp_vf4_deinterleave(r0 + 2 * ow, &l0, &l1);
+        tp_vf4_deinterleave(r1 + 2 * ow, &l2, &l3);
+        tp_vf4_store(o + ow, tp_vf4_max(tp_vf4_max(tp_vf4_max(l0, l1), l2), l3));
+      }
+      for (; ow < j->OW; ++ow) {
+        float m = TP_MAXIMUM_MASKED(r0[2 * ow], r0[2 * ow + 1]);
+        m = TP_MAXIMUM_MASKED(m, r1[2 * ow]);
+        o[ow] = TP_MAXIMUM_MASKED(m, r1[2 * ow + 1]);
+      }
+    }
+  }
+}
 
 static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
                                 topos_tensor *dst, topos_tensor **out) {
@@ -109,7 +145,12 @@ static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_ten
   int64_t B = ds[0], C = ds[1], OH = ds[2], OW = ds[3];
   int64_t KH = u2->attrs.size, SH = u2->attrs.step, DH = u2->attrs.dilation;
   int64_t KW = u4->attrs.size, SW = u4->attrs.step, DW = u4->attrs.dilation;
-  if (topos_tensor_dtype(x) == TOPOS_F32) TP_POOL_WALK(float);
+  if (topos_tensor_dtype(x) == TOPOS_F32 && KH == 2 && KW == 2 && SH == 2 && SW == 2 &&
+      DH == 1 && DW == 1 && st[3] == 1) {
+    tp_pool_2x2_job job = {topos_tensor_data(x), topos_tensor_data_mut(dst), st, C, OH, OW};
+    int64_t per = OH * OW > 0 ? OH * OW : 1;
+    tp_parallel_for(B * C, ((1 << 13) + per - 1) / per, tp_pool_2x2_range, &job);
+  } else if (topos_tensor_dtype(x) == TOPOS_F32) TP_POOL_WALK(float);
   else TP_POOL_WALK(double);
   *out = topos_tensor_retain(dst);
   return TOPOS_OK;

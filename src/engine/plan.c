@@ -66,7 +66,7 @@ static bool fusion_is_invisible(const topos_plan *plan, const tp_fusion *f, cons
     return false;
   uint32_t root = f->members[f->n_members - 1];
   if (root != f->root || graph->nodes[root].kind != TOPOS_NODE_OP ||
-      topos_op_is_view(graph->nodes[root].op))
+      (topos_op_is_view(graph->nodes[root].op) && graph->nodes[root].op != TOPOS_OP_RESHAPE))
     return false;
   for (uint32_t k = 0; k < f->n_members; ++k) {
     uint32_t m = f->members[k];
@@ -104,8 +104,12 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
     if (!plan->evaluated[i] || node->kind != TOPOS_NODE_OP) continue;
     for (int j = 0; j < topos_op_arity(node->op); ++j) ++uses[node->operands[j]];
   }
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!plan->evaluated[i] || graph->nodes[i].kind != TOPOS_NODE_OP) continue;
+  /* descending (pattern.h): uses[] follows each fusion, so it always counts
+   * the readers the steps have now (a group reads its inputs, not its
+   * members' operands) */
+  for (uint32_t i = n; i-- > 0;) {
+    if (!plan->evaluated[i] || graph->nodes[i].kind != TOPOS_NODE_OP || plan->fusion_of[i] >= 0)
+      continue;
     for (size_t p = 0; p < n_patterns; ++p) {
       tp_fusion f;
       memset(&f, 0, sizeof f);
@@ -116,10 +120,30 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
       int32_t id = (int32_t)plan->n_fusions;
       plan->fusions[plan->n_fusions++] = f;
       for (uint32_t k = 0; k < f.n_members; ++k) {
+        const tp_node *m = &graph->nodes[f.members[k]];
+        for (int j = 0; j < topos_op_arity(m->op); ++j) --uses[m->operands[j]];
         plan->fusion_of[f.members[k]] = id;
         if (f.members[k] != i) plan->evaluated[f.members[k]] = 0;
       }
+      for (uint32_t k = 0; k < f.n_inputs; ++k) ++uses[f.inputs[k]];
       break;
+    }
+  }
+  /* values nobody reads any more (a group recomputes them): not evaluated */
+  const tp_schedule *sc = &plan->schedule;
+  bool training = sc->posture != TP_RUN_OBSERVED;
+  for (uint32_t i = n; i-- > 0;) {
+    const tp_node *node = &graph->nodes[i];
+    if (!plan->evaluated[i] || node->kind != TOPOS_NODE_OP || uses[i] != 0 ||
+        sc->readable[i] || (training && sc->required[i]))
+      continue;
+    plan->evaluated[i] = 0;
+    int32_t g = plan->fusion_of[i];
+    if (g >= 0) {
+      const tp_fusion *f = &plan->fusions[g];
+      for (uint32_t k = 0; k < f->n_inputs; ++k) --uses[f->inputs[k]];
+    } else {
+      for (int j = 0; j < topos_op_arity(node->op); ++j) --uses[node->operands[j]];
     }
   }
   free(uses);
@@ -291,10 +315,11 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
     else
       snprintf(label, sizeof label, "%s", tp_node_label(node));
     if (interior) snprintf(liveness, sizeof liveness, "fused into %u", plan->fusions[g].root);
+    else if (!plan->evaluated[i]) snprintf(liveness, sizeof liveness, "recomputed, unread");
     else if (sc->readable[i]) snprintf(liveness, sizeof liveness, "kept");
     else if (plan->kept[i]) snprintf(liveness, sizeof liveness, "retained");
     else snprintf(liveness, sizeof liveness, "freed after %u", plan->last_use[i]);
-    if (interior) snprintf(buffer, sizeof buffer, "-");
+    if (interior || !plan->evaluated[i]) snprintf(buffer, sizeof buffer, "-");
     else if (node->kind != TOPOS_NODE_OP) snprintf(buffer, sizeof buffer, "source");
     else if (bp->offset[i] == TP_NOT_IN_ARENA) snprintf(buffer, sizeof buffer, "view");
     else

@@ -180,6 +180,10 @@ static void *tp_gemm_buffer(size_t bytes) {
     /* a narrow C (a conv's few output channels) would leave most of a wide                     \
      * tile's lanes idle: the next narrower kernel (bit-identical, see top) */                   \
     if (uk.vector_bytes == 64 && t->n * (int64_t)sizeof(T) <= 64) uk = tp_uk_narrower();       \
+    /* and a C at most one 16-byte pair wide (a conv's 8 channels) takes the                   \
+     * baseline tile, whose width it fills: no edge copies on every tile */                    \
+    if (uk.vector_bytes > 16 && t->n * (int64_t)sizeof(T) <= 32)                                 \
+      uk = (tp_uk_choice){tp_default_ukernel_f32_baseline, tp_default_ukernel_f64_baseline, 16};  \
     tp_gemm_job_##sfx job = {t, uk.sfx, 2 * uk.vector_bytes / (int)sizeof(T), 1, 0};             \
     int64_t row_panels = (t->m + TP_MR - 1) / TP_MR;                                             \
     int64_t col_panels = (t->n + job.nr - 1) / job.nr;                                           \
