@@ -187,7 +187,7 @@ QK_INLINE float QK_FN(w_scalar)(const uint8_t *row, int64_t e, int wt) {
 }
 
 QK_INLINE void QK_FN(ftile)(const uint8_t *const *wr, const float *a, int64_t k, int64_t c0, int C,
-                            int wt, float *res) {
+                            int wt, const uint8_t *pf, int64_t pf_step, float *res) {
   qk_vf acc[QK_R][QK_C];
   float tail[QK_R][QK_C];
 #pragma GCC unroll 4
@@ -196,6 +196,7 @@ QK_INLINE void QK_FN(ftile)(const uint8_t *const *wr, const float *a, int64_t k,
     for (int c = 0; c < C; ++c) acc[r][c] = QK_ZERO_F(), tail[r][c] = 0.0f;
   const int64_t kv = k / QK_VL * QK_VL;
   for (int64_t e = 0; e < kv; e += QK_VL) {
+    if (pf && e % 64 == 0) qk_prefetch_slice(pf, e / 64, pf_step);
 #pragma GCC unroll 4
     for (int r = 0; r < QK_R; ++r) {
       const qk_vf wv = QK_FN(loadw)(wr[r], e, wt);
@@ -215,18 +216,19 @@ QK_INLINE void QK_FN(ftile)(const uint8_t *const *wr, const float *a, int64_t k,
 
 #define QK_FTILE(name, wt)                                                                        \
   static void QK_FN(name##_c4)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
-                               float *r) {                                                        \
-    QK_FN(ftile)(w, a, k, c0, QK_C, wt, r);                                                       \
+                               const uint8_t *pf, int64_t pf_step, float *r) {                    \
+    QK_FN(ftile)(w, a, k, c0, QK_C, wt, pf, pf_step, r);                                          \
   }                                                                                               \
   static void QK_FN(name##_c1)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
-                               float *r) {                                                        \
-    QK_FN(ftile)(w, a, k, c0, 1, wt, r);                                                          \
+                               const uint8_t *pf, int64_t pf_step, float *r) {                   \
+    QK_FN(ftile)(w, a, k, c0, 1, wt, pf, pf_step, r);                                             \
   }
 QK_FTILE(ft_f32, 0)
 QK_FTILE(ft_f16, 1)
 QK_FTILE(ft_bf16, 2)
 
-typedef void (*QK_FN(ftile_fn))(const uint8_t *const *, const float *, int64_t, int64_t, float *);
+typedef void (*QK_FN(ftile_fn))(const uint8_t *const *, const float *, int64_t, int64_t, const uint8_t *, int64_t,
+                                 float *);
 
 /* ---- driver ----------------------------------------------------------------- */
 
@@ -320,20 +322,19 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * QK_R;
     const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
     int64_t c = 0;
+    /* m < QK_C: the kernels fetch the panel two ahead (within this range),
+     * slice by slice (qk_prefetch_slice) */
+    const uint8_t *pf = NULL;
+    int64_t pf_step = 0;
+    if (t->m < QK_C && p + 2 < p1) {
+      const int64_t units = ctx->kdecode ? t->k / 256 : (t->k + 63) / 64;
+      const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
+      pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
+      pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;
+    }
     if (fused) {
       const uint8_t *rows[QK_R];
       for (int r = 0; r < nr; ++r) rows[r] = w + (size_t)(n0 + r) * t->row_bytes;
-      /* The kernel fetches the panel two ahead (within this range), slice by
-       * slice: rows are short streams the hardware prefetcher barely ramps
-       * up on, and a burst of prefetches at a panel's start stalls it. */
-      const uint8_t *pf = NULL;
-      int64_t pf_step = 0;
-      if (p + 2 < p1) {
-        const int64_t units = ctx->kdecode ? t->k / 256 : t->k / 64;
-        const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
-        pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
-        pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;
-      }
       for (; c < t->m; ++c) {
         ctx->mv(rows, nr, &ctx->act, c, t->k, c == 0 ? pf : NULL, pf_step, res);
         QK_FN(store)(t, n0, nr, c, 1, res);
@@ -355,11 +356,11 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
       const uint8_t *rows[QK_R];
       for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
       for (; c + QK_C <= t->m; c += QK_C) {
-        ctx->f4(rows, t->a, t->k, c, res);
+        ctx->f4(rows, t->a, t->k, c, NULL, 0, res);
         QK_FN(store)(t, n0, nr, c, QK_C, res);
       }
       for (; c < t->m; ++c) {
-        ctx->f1(rows, t->a, t->k, c, res);
+        ctx->f1(rows, t->a, t->k, c, c == 0 && t->m < QK_C ? pf : NULL, pf_step, res);
         QK_FN(store)(t, n0, nr, c, 1, res);
       }
     }

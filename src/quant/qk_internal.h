@@ -58,6 +58,17 @@ topos_status tp_qk_fast_avx2(const tp_qk_task *task);
 topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU */
 topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
 
+/* Prefetch for matrix-vector products. Weight rows are short streams the
+ * hardware prefetcher barely ramps up on, and a burst of prefetches at a
+ * panel's start stalls the core: the driver passes the bytes of a panel
+ * ahead (pf, NULL for none) and iteration u of a kernel's loop fetches its
+ * u-th slice of pf_step bytes, so the next panels arrive in address order
+ * while this one computes. */
+static inline void qk_prefetch_slice(const uint8_t *pf, int64_t u, int64_t pf_step) {
+  if (!pf) return;
+  for (int64_t off = u * pf_step; off < (u + 1) * pf_step; off += 64) __builtin_prefetch(pf + off, 0, 2);
+}
+
 /* Internal variant of topos_qmatmul with an explicit thread count (tests). */
 topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,
                                 topos_dtype wtype, int64_t n, const float *bias, float *out,

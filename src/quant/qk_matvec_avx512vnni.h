@@ -27,15 +27,6 @@
 typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c,
                              int64_t k, const uint8_t *pf, int64_t pf_step, float *res);
 
-/* Rows are short streams the hardware prefetcher barely ramps up on: the
- * caller passes the next panel's bytes (pf, NULL for none), and iteration
- * u of a kernel's loop fetches its u-th slice of pf_step bytes, so the next
- * panel arrives, in address order, while this one computes. */
-MV_INLINE void mv_prefetch_slice(const uint8_t *pf, int64_t u, int64_t pf_step) {
-  if (!pf) return;
-  for (int64_t off = u * pf_step; off < (u + 1) * pf_step; off += 64) __builtin_prefetch(pf + off, 0, 2);
-}
-
 MV_INLINE __m512i mv_nib_mask(void) { return _mm512_set1_epi8(0x0F); }
 
 /* Lanes 0..15 of `v` repeated as the tile's EXPAND4: lane i gets element i/4 + 4 * j. */
@@ -53,13 +44,13 @@ MV_INLINE __m512i mv_idx4(int j) {
  * super-block, byte-parallel (the values of qk_scale_min_k4), in every
  * 128-bit lane. */
 MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
-  uint32_t w[3];
-  memcpy(w, blk + 4, 12);
-  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
-  const uint32_t sc_lo = w[0] & lo6, m_lo = w[1] & lo6;
-  const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
-  return _mm512_broadcast_i32x4(_mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo));
+  const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
+  const __m128i t1 = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)); /* w0 w2 w1 w2 */
+  const __m128i t2 = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)); /* w0 w0 w1 w1 */
+  const __m128i lo = _mm_and_si128(_mm_srlv_epi32(t1, _mm_set_epi32(4, 0, 0, 0)),
+                                   _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f));
+  const __m128i hi = _mm_and_si128(_mm_srli_epi32(t2, 2), _mm_set_epi32(0x30303030, 0, 0x30303030, 0));
+  return _mm512_broadcast_i32x4(_mm_or_si128(lo, hi));
 }
 
 /* vpshufb controls: 32-bit lanes that zero-extend one byte of the scales. */
@@ -110,7 +101,7 @@ MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *ac
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < k / 256; ++sb) {
     const int8_t *a = aq + 256 * sb;
-    mv_prefetch_slice(pf, sb, pf_step);
+    qk_prefetch_slice(pf, sb, pf_step);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const uint8_t *blk = rows[r] + 144 * sb;
@@ -160,7 +151,7 @@ MV_INLINE void mv_body_q6_K(const uint8_t *const *rows, int NR, const qk_act *ac
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < k / 256; ++sb) {
     const int8_t *a = aq + 256 * sb;
-    mv_prefetch_slice(pf, sb, pf_step);
+    qk_prefetch_slice(pf, sb, pf_step);
     const int32_t *in = init + 64 * sb;
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
@@ -229,7 +220,7 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t e = 0; e < k; e += 64) {
     const __m512i av = _mm512_loadu_si512(aq + e);
-    mv_prefetch_slice(pf, e / 64, pf_step);
+    qk_prefetch_slice(pf, e / 64, pf_step);
     const __m512 dv = _mm512_loadu_ps(da + e / 4);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
