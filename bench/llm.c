@@ -1,5 +1,6 @@
 /* `topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2]
- * [--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact]`: a llama-bench-like table.
+ * [--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact] [--peer LLAMA_BENCH]`:
+ * a llama-bench-like table.
  *
  *   ppN   one chunk of N prompt tokens into an empty context of N slots
  *   tgN   N tokens decoded one at a time into an empty context of N slots
@@ -9,7 +10,12 @@
  * measured right before and after each row (the higher one is used), and
  * decode is reported as a
  * fraction of bandwidth / weight bytes per token (the memory-bound ceiling).
- * --json prints one object per row instead of the table. */
+ * --json prints one object per row instead of the table.
+ *
+ * --peer PATH (or $TOPOS_LLAMA_BENCH) names a llama.cpp `llama-bench`
+ * binary: each row is then measured by it too, right after ours, on the same
+ * file with the same test, threads and repetitions, and the table gains its
+ * t/s and the ratio (the machine is shared: only same-run ratios hold). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -109,6 +115,25 @@ static double lb_peak_rss_mb(void) {
 }
 
 /* One timed run of a test; returns seconds. */
+/* llama-bench's mean and stdev t/s for one test (jsonl output); 0 when it
+ * could not be run or read. */
+static int lb_peer(const char *peer, const char *model, int is_pp, int64_t n, int threads, int reps,
+                   double *mean, double *sd) {
+  char cmd[4096];
+  int len = snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %d -r %d -o jsonl -p %lld -n %lld 2>/dev/null", peer,
+                     model, threads, reps, (long long)(is_pp ? n : 0), (long long)(is_pp ? 0 : n));
+  if (len < 0 || (size_t)len >= sizeof cmd || strchr(peer, '\'') || strchr(model, '\'')) return 0;
+  FILE *f = popen(cmd, "r");
+  if (!f) return 0;
+  char line[8192];
+  int ok = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *a = strstr(line, "\"avg_ts\":"), *b = strstr(line, "\"stddev_ts\":");
+    if (a && b) ok = sscanf(a + 9, "%lf", mean) == 1 && sscanf(b + 12, "%lf", sd) == 1;
+  }
+  return pclose(f) == 0 && ok;
+}
+
 static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const int32_t *tokens,
                            float *logits, double *seconds) {
   topos_llama_reset(ctx);
@@ -124,6 +149,7 @@ static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const
 
 static int lb_command(int argc, char **argv) {
   const char *path = NULL, *tests = "pp64,pp512,tg32,tg128", *threads_list = "1,2";
+  const char *peer = getenv("TOPOS_LLAMA_BENCH");
   int json = 0, reps = 3, exact = 0;
   topos_dtype kv = TOPOS_F32;
   for (int i = 1; i < argc; ++i) {
@@ -135,6 +161,7 @@ static int lb_command(int argc, char **argv) {
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc) tests = argv[++i];
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads_list = argv[++i];
+    else if (strcmp(argv[i], "--peer") == 0 && i + 1 < argc) peer = argv[++i];
     else if (argv[i][0] != '-' && !path) path = argv[i];
     else goto usage;
   }
@@ -146,6 +173,7 @@ static int lb_command(int argc, char **argv) {
     goto usage;
   }
   if (reps < 1) reps = 1;
+  if (peer && !*peer) peer = NULL;
   topos_llama *model = NULL;
   topos_status st = topos_llama_open(path, &model);
   if (st != TOPOS_OK) return tp_cli_fail("bench llm", st, path);
@@ -158,10 +186,12 @@ static int lb_command(int argc, char **argv) {
            (double)c->weight_bytes / 1048576.0, (long long)c->dim, (long long)c->n_layers,
            (long long)c->n_heads, (long long)c->n_kv_heads, (long long)c->ff,
            (long long)c->n_vocab, exact ? "exact" : "fast");
-    printf("| %-28s | %6s | %7s | %18s | %9s | %9s | %8s |\n", "model", "test", "threads",
-           "t/s", "bw GB/s", "of bound", "peak MB");
-    printf("|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------", "--------", "---------",
-           "--------------------", "-----------", "-----------", "----------");
+    if (peer) printf("peer: %s (llama.cpp llama-bench), run right after each row\n", peer);
+    printf("| %-28s | %6s | %7s | %18s | %9s | %9s | %8s |%s\n", "model", "test", "threads",
+           "t/s", "bw GB/s", "of bound", "peak MB", peer ? "    llama.cpp t/s |  ratio |" : "");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s\n", "------------------------------", "--------", "---------",
+           "--------------------", "-----------", "-----------", "----------",
+           peer ? "--------------------|--------|" : "");
   }
   int32_t *tokens = malloc(512 * sizeof *tokens);
   float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
@@ -214,6 +244,8 @@ static int lb_command(int argc, char **argv) {
         rc = tp_cli_fail("bench llm", st, test);
         break;
       }
+      double pmean = 0, psd = 0;
+      const int have_peer = peer && lb_peer(peer, path, is_pp, n, threads, reps, &pmean, &psd);
       double mean = sum / reps, var = reps > 1 ? (sum2 - sum * mean) / (reps - 1) : 0;
       double sd = var > 0 ? sqrt(var) : 0, peak = lb_peak_rss_mb();
       double bound = bw / (double)c->weight_bytes; /* tokens/s if every weight byte streams once */
@@ -221,16 +253,23 @@ static int lb_command(int argc, char **argv) {
       if (json) {
         printf("{\"bench\":\"llm\",\"model\":\"%s\",\"test\":\"%s\",\"threads\":%d,\"tps\":%.3f,"
                "\"stdev\":%.3f,\"peak_rss_mb\":%.1f,\"stream_gbs\":%.3f,\"bound_tps\":%.3f,"
-               "\"of_bound\":%.3f,\"mem_target_mb\":%.1f,\"numerics\":\"%s\"}\n",
+               "\"of_bound\":%.3f,\"mem_target_mb\":%.1f,\"numerics\":\"%s\"",
                name, test, threads, mean, sd, peak, bw / 1e9, bound, is_pp ? 0.0 : mean / bound,
                target_mb, exact ? "exact" : "fast");
+        if (have_peer)
+          printf(",\"peer\":\"llama.cpp\",\"peer_tps\":%.3f,\"peer_stdev\":%.3f,\"ratio\":%.3f", pmean,
+                 psd, mean / pmean);
+        printf("}\n");
       } else {
         char tps[32], of[16];
         snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
         if (is_pp) snprintf(of, sizeof of, "-");
         else snprintf(of, sizeof of, "%.0f%%", 100.0 * mean / bound);
-        printf("| %-28.28s | %6s | %7d | %18s | %9.2f | %9s | %8.0f |\n", name, test, threads, tps,
+        printf("| %-28.28s | %6s | %7d | %18s | %9.2f | %9s | %8.0f |", name, test, threads, tps,
                bw / 1e9, of, peak);
+        if (have_peer) printf(" %8.2f ± %7.2f | %5.2fx |", pmean, psd, mean / pmean);
+        else if (peer) printf(" %18s | %6s |", "(failed)", "-");
+        printf("\n");
       }
       fflush(stdout);
     }
@@ -247,7 +286,7 @@ static int lb_command(int argc, char **argv) {
   return rc;
 usage:
   fprintf(stderr, "usage: topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2] "
-          "[--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact]\n");
+          "[--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact] [--peer LLAMA_BENCH]\n");
   return 2;
 }
 
