@@ -96,6 +96,10 @@ static inline float qk_reduce_avx2(__m256 v) {
   return _mm_cvtss_f32(q);
 }
 
+#include "quant/qk_act_body.h"
+#include "quant/qk_matvec_avx2.h"
+#define QK_MATVEC_OF qk_matvec_of
+#define QK_MATVEC_PREPARE qk_matvec_prepare
 #include "quant/qk_engine_body.h"
 
 topos_status tp_qk_fast_avx2(const tp_qk_task *task) { return QK_FN(run)(task); }

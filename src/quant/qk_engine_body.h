@@ -242,8 +242,7 @@ typedef struct QK_FN(ctx) {
   QK_FN(ftile_fn) f4, f1;
   /* fused matrix-vector kernel for m < QK_C (ISA files that have one define
    * QK_MATVEC_OF); bit-identical to the tile route */
-  void (*mv)(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c, int64_t k, const uint8_t *pf,
-             int64_t pf_step, float *res);
+  qk_matvec_fn mv;
   volatile int failed; /* a range could not allocate its panel */
 } QK_FN(ctx);
 

@@ -24,8 +24,6 @@
 
 #define MV_INLINE static inline __attribute__((always_inline))
 
-typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c,
-                             int64_t k, const uint8_t *pf, int64_t pf_step, float *res);
 
 MV_INLINE __m512i mv_nib_mask(void) { return _mm512_set1_epi8(0x0F); }
 
