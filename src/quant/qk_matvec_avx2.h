@@ -25,10 +25,12 @@ MV_INLINE __m256i mv_dot4(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-/* ---- Q4_K: step 2j holds the low nibbles of qs[32j..32j+31], step 2j + 1
- * the high ones; one sub-block (one scale) per step. */
-MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                            const uint8_t *pf, int64_t pf_step, float *res) {
+/* ---- Q4_K / Q5_K: step 2j holds the low nibbles of qs[32j..32j+31], step
+ * 2j + 1 the high ones; one sub-block (one scale) per step. */
+MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
+                           const uint8_t *pf, int64_t pf_step, float *res, int five) {
+  const size_t bb = five ? 176 : 144, qs_at = five ? 48 : 16;
+  const __m256i b4 = _mm256_set1_epi8(0x10);
   const int64_t kpad = act->kpad, ng = kpad / 16, dstride = kpad / 256 + 1;
   const int8_t *aq = act->q + c * kpad;
   const float *dsb = act->dsb + c * dstride, *bf = act->bf + c * ng;
@@ -40,7 +42,8 @@ MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *ac
     qk_prefetch_slice(pf, sb, pf_step);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const uint8_t *blk = rows[r] + 144 * sb;
+      const uint8_t *blk = rows[r] + bb * (size_t)sb;
+      const __m256i qh = five ? mv_ld(blk + 16) : _mm256_setzero_si256();
       uint32_t w[3];
       memcpy(w, blk + 4, 12);
       const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
@@ -52,18 +55,26 @@ MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *ac
       const __m256i s03 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)sc_lo)));
       const __m256i s47 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)sc_hi)));
       __m256i isum = _mm256_setzero_si256();
+/* Q5_K: bit 2j (low nibbles) and 2j + 1 (high) of qh[l] become bit 4; 16-bit
+ * shifts of at most 4 left or 3 right never bring a neighbour's bit there */
+#define MV_BIT4(n) ((n) <= 4 ? _mm256_slli_epi16(qh, 4 - (n)) : _mm256_srli_epi16(qh, (n) - 4))
 #define MV_Q4K_STEPS(j, sv_lo, sv_hi)                                                                \
   {                                                                                                  \
-    const __m256i x = mv_ld(blk + 16 + 32 * (j));                                                    \
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mv_dot4(_mm256_and_si256(x, mv_nib()), mv_ld(a + 64 * (j))), sv_lo)); \
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mv_dot4(_mm256_and_si256(_mm256_srli_epi16(x, 4), mv_nib()), \
-                                                            mv_ld(a + 64 * (j) + 32)), sv_hi));     \
+    const __m256i x = mv_ld(blk + qs_at + 32 * (j));                                                 \
+    __m256i ql = _mm256_and_si256(x, mv_nib()), qu = _mm256_and_si256(_mm256_srli_epi16(x, 4), mv_nib()); \
+    if (five) {                                                                                      \
+      ql = _mm256_or_si256(ql, _mm256_and_si256(MV_BIT4(2 * (j)), b4));                               \
+      qu = _mm256_or_si256(qu, _mm256_and_si256(MV_BIT4(2 * (j) + 1), b4));                           \
+    }                                                                                                \
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mv_dot4(ql, mv_ld(a + 64 * (j))), sv_lo));      \
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mv_dot4(qu, mv_ld(a + 64 * (j) + 32)), sv_hi)); \
   }
       MV_Q4K_STEPS(0, _mm256_shuffle_epi32(s03, 0x00), _mm256_shuffle_epi32(s03, 0x55))
       MV_Q4K_STEPS(1, _mm256_shuffle_epi32(s03, 0xAA), _mm256_shuffle_epi32(s03, 0xFF))
       MV_Q4K_STEPS(2, _mm256_shuffle_epi32(s47, 0x00), _mm256_shuffle_epi32(s47, 0x55))
       MV_Q4K_STEPS(3, _mm256_shuffle_epi32(s47, 0xAA), _mm256_shuffle_epi32(s47, 0xFF))
 #undef MV_Q4K_STEPS
+#undef MV_BIT4
       const float dw = QK_F16_TO_F32((uint16_t)(blk[0] | (blk[1] << 8)));
       const float dmin = QK_F16_TO_F32((uint16_t)(blk[2] | (blk[3] << 8)));
       /* each min twice (per 16 elements), as qk_k4_scales */
@@ -186,7 +197,10 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
 #define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 0)
 #define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 1)
 #define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 2)
-MV_DEFINE(q4_K, mv_body_q4_K)
+#define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
+#define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
+MV_DEFINE(q4_K, MV_Q4_K)
+MV_DEFINE(q5_K, MV_Q5_K)
 MV_DEFINE(q6_K, mv_body_q6_K)
 MV_DEFINE(q8_0, MV_Q8_0)
 MV_DEFINE(q4_0, MV_Q4_0)
@@ -202,6 +216,7 @@ static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
   if (k % 32 != 0) return NULL;
   switch (wtype) {
     case TOPOS_Q4_K: return mv_q4_K;
+    case TOPOS_Q5_K: return mv_q5_K;
     case TOPOS_Q6_K: return mv_q6_K;
     case TOPOS_Q8_0: return mv_q8_0;
     case TOPOS_Q4_0: return mv_q4_0;

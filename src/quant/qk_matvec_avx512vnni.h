@@ -34,7 +34,8 @@ MV_INLINE __m512i mv_idx4(int j) {
                           b, b, b);
 }
 
-/* ---- Q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of
+/* ---- Q4_K / Q5_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, (Q5_K:
+ * 32 bytes of fifth bits,) 128 bytes of
  * nibbles; the 32 bytes of chunk j hold elements 64j..64j+31 in their low
  * nibbles and 64j+32..64j+63 in their high nibbles. */
 
@@ -58,7 +59,7 @@ MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
 
 /* Q4_K's activations in nibble order: per super-block the four 64-byte
  * vectors the kernel meets, [a0..31 a64..95] [a32..63 a96..127] and the
- * same for the second half (see mv_body_q4_K). */
+ * same for the second half (see mv_body_k45). */
 static int mv_q4k_prepare(qk_act *act) {
   const int64_t kpad = act->kpad;
   act->qn = malloc((size_t)(act->m * kpad));
@@ -84,8 +85,9 @@ static int mv_q4k_prepare(qk_act *act) {
  * < 8 of the low product then holds chunk 0's lane L and lane L + 8 chunk
  * 1's lane L; folding the two 256-bit halves of the scaled low and high
  * products (exact integer adds) gives the tile route's lanes. */
-MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                            const uint8_t *pf, int64_t pf_step, float *res) {
+MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
+                           const uint8_t *pf, int64_t pf_step, float *res, int five) {
+  const size_t bb = five ? 176 : 144, qs_at = five ? 48 : 16;
   const int64_t kpad = act->kpad, ng = kpad / 16, dstride = kpad / 256 + 1;
   const int8_t *aq = act->qn + c * kpad;
   const float *dsb = act->dsb + c * dstride, *bf = act->bf + c * ng;
@@ -102,13 +104,24 @@ MV_INLINE void mv_body_q4_K(const uint8_t *const *rows, int NR, const qk_act *ac
     qk_prefetch_slice(pf, sb, pf_step);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const uint8_t *blk = rows[r] + 144 * sb;
+      const uint8_t *blk = rows[r] + bb * (size_t)sb;
       const __m512i sm = mv_q4k_scales(blk);
-      const __m512i x01 = _mm512_loadu_si512(blk + 16), x23 = _mm512_loadu_si512(blk + 80);
-      const __m512i tl01 = qk_dpbusd0(_mm512_and_si512(x01, nib), _mm512_loadu_si512(a));
-      const __m512i th01 = qk_dpbusd0(_mm512_and_si512(_mm512_srli_epi16(x01, 4), nib), _mm512_loadu_si512(a + 64));
-      const __m512i tl23 = qk_dpbusd0(_mm512_and_si512(x23, nib), _mm512_loadu_si512(a + 128));
-      const __m512i th23 = qk_dpbusd0(_mm512_and_si512(_mm512_srli_epi16(x23, 4), nib), _mm512_loadu_si512(a + 192));
+      const __m512i x01 = _mm512_loadu_si512(blk + qs_at), x23 = _mm512_loadu_si512(blk + qs_at + 64);
+      __m512i q0 = _mm512_and_si512(x01, nib), q1 = _mm512_and_si512(_mm512_srli_epi16(x01, 4), nib);
+      __m512i q2 = _mm512_and_si512(x23, nib), q3 = _mm512_and_si512(_mm512_srli_epi16(x23, 4), nib);
+      if (five) { /* Q5_K: bit 2j (low nibbles of 32 bytes j) and 2j + 1 (high) of qh[l] are bit 4 */
+        const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)));
+        const __m512i b4 = _mm512_set1_epi8(0x10);
+        /* 16-bit shifts of at most 4 left or 3 right: bit 4 never takes a neighbour's bit */
+        q0 = _mm512_or_si512(q0, _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(h, 2), (__mmask32)0x0000FFFFu, h, 4), b4));
+        q1 = _mm512_or_si512(q1, _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(h, 1), (__mmask32)0x0000FFFFu, h, 3), b4));
+        q2 = _mm512_or_si512(q2, _mm512_and_si512(_mm512_mask_srli_epi16(h, (__mmask32)0xFFFF0000u, h, 2), b4));
+        q3 = _mm512_or_si512(q3, _mm512_and_si512(_mm512_mask_srli_epi16(_mm512_srli_epi16(h, 3), (__mmask32)0x0000FFFFu, h, 1), b4));
+      }
+      const __m512i tl01 = qk_dpbusd0(q0, _mm512_loadu_si512(a));
+      const __m512i th01 = qk_dpbusd0(q1, _mm512_loadu_si512(a + 64));
+      const __m512i tl23 = qk_dpbusd0(q2, _mm512_loadu_si512(a + 128));
+      const __m512i th23 = qk_dpbusd0(q3, _mm512_loadu_si512(a + 192));
       const __m512i lo = qk_dpwssd(_mm512_madd_epi16(tl01, _mm512_shuffle_epi8(sm, s02)), tl23, _mm512_shuffle_epi8(sm, s46));
       const __m512i hi = qk_dpwssd(_mm512_madd_epi16(th01, _mm512_shuffle_epi8(sm, s13)), th23, _mm512_shuffle_epi8(sm, s57));
       const __m512i isum = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0)),
@@ -255,7 +268,10 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
 #define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 0)
 #define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 1)
 #define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 2)
-MV_DEFINE(q4_K, mv_body_q4_K)
+#define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
+#define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
+MV_DEFINE(q4_K, MV_Q4_K)
+MV_DEFINE(q5_K, MV_Q5_K)
 MV_DEFINE(q6_K, mv_body_q6_K)
 MV_DEFINE(q8_0, MV_Q8_0)
 MV_DEFINE(q4_0, MV_Q4_0)
@@ -263,7 +279,7 @@ MV_DEFINE(q4_1, MV_Q4_1)
 
 /* Per-product preparation a fused kernel needs (1 ok, 0 out of memory). */
 static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
-  return wtype == TOPOS_Q4_K ? mv_q4k_prepare(act) : 1;
+  return wtype == TOPOS_Q4_K || wtype == TOPOS_Q5_K ? mv_q4k_prepare(act) : 1;
 }
 
 /* The fused kernel for a weight type, or NULL (the tile route serves it). */
@@ -271,6 +287,7 @@ static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
   if (k % 64 != 0) return NULL;
   switch (wtype) {
     case TOPOS_Q4_K: return mv_q4_K;
+    case TOPOS_Q5_K: return mv_q5_K;
     case TOPOS_Q6_K: return mv_q6_K;
     case TOPOS_Q8_0: return mv_q8_0;
     case TOPOS_Q4_0: return mv_q4_0;
