@@ -174,11 +174,32 @@ static topos_status tp_row_to_f32(topos_dtype dtype, const uint8_t *src, float *
   return topos_dequantize_row(dtype, src, dst, n);
 }
 
+/* One tensor re-quantized while the file is written (the writer asks for
+ * row ranges): only a chunk of output is held at a time. */
+typedef struct tp_quant_rows {
+  topos_dtype from, to;
+  const uint8_t *data;
+  size_t row_in, row_out;
+  int64_t ne0;
+} tp_quant_rows;
+
+static topos_status tp_quant_fill(void *user, int64_t row0, int64_t rows, void *dst) {
+  const tp_quant_rows *q = user;
+  float *row = malloc((size_t)q->ne0 * sizeof *row);
+  if (!row) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf quantize: row of %lld floats", (long long)q->ne0);
+  topos_status st = TOPOS_OK;
+  for (int64_t r = 0; r < rows && st == TOPOS_OK; ++r) {
+    st = tp_row_to_f32(q->from, q->data + (size_t)(row0 + r) * q->row_in, row, q->ne0);
+    if (st == TOPOS_OK) st = topos_quantize_row(q->to, row, (uint8_t *)dst + (size_t)r * q->row_out, q->ne0);
+  }
+  free(row);
+  return st;
+}
+
 typedef struct tp_quant_job {
   topos_gguf *in;
   topos_gguf_writer *w;
-  void **buffers;
-  int64_t n_buffers;
+  tp_quant_rows *rows; /* one per tensor */
 } tp_quant_job;
 
 /* Adds tensor i to the writer: re-quantized when it is a float tensor of
@@ -206,29 +227,13 @@ static topos_status tp_quantize_tensor(tp_quant_job *job, int64_t i, topos_dtype
   }
   size_t out_bytes;
   TP_TRY(topos_dtype_bytes(to, t.elements, &out_bytes));
-  int64_t rows = t.elements / t.ne[0];
-  size_t row_in = bytes / (size_t)rows;
-  size_t row_out = out_bytes / (size_t)rows;
-  uint8_t *out = malloc(out_bytes);
-  float *row = malloc((size_t)t.ne[0] * sizeof *row);
-  if (!out || !row) {
-    free(out);
-    free(row);
-    return TOPOS_ERR_OUT_OF_MEMORY;
-  }
-  job->buffers[job->n_buffers++] = out;
-  topos_status st = TOPOS_OK;
-  for (int64_t r = 0; r < rows && st == TOPOS_OK; ++r) {
-    st = tp_row_to_f32(t.dtype, (const uint8_t *)data + (size_t)r * row_in, row, t.ne[0]);
-    if (st == TOPOS_OK) st = topos_quantize_row(to, row, out + (size_t)r * row_out, t.ne[0]);
-  }
-  free(row);
-  if (st != TOPOS_OK) return st;
+  const int64_t rows = t.elements / t.ne[0];
+  job->rows[i] = (tp_quant_rows){t.dtype, to, data, bytes / (size_t)rows, out_bytes / (size_t)rows, t.ne[0]};
   printf("  %-36s %-6s -> %-6s %12zu -> %12zu bytes\n", t.name, t.type_name, topos_dtype_name(to),
          bytes, out_bytes);
   *out_total += out_bytes;
-  return topos_gguf_writer_add_tensor_raw(job->w, t.name, (uint32_t)topos_dtype_ggml_id(to),
-                                          t.n_dims, t.ne, out, out_bytes);
+  return topos_gguf_writer_add_tensor_fill(job->w, t.name, (uint32_t)topos_dtype_ggml_id(to), t.n_dims,
+                                           t.ne, tp_quant_fill, &job->rows[i]);
 }
 
 static int tp_gguf_quantize(int argc, char **argv) {
@@ -251,8 +256,8 @@ static int tp_gguf_quantize(int argc, char **argv) {
   if (st != TOPOS_OK) return tp_cli_fail("gguf quantize", st, "cannot load input");
   st = topos_gguf_writer_create(&job.w);
   int64_t n = topos_gguf_tensor_count(job.in);
-  job.buffers = calloc((size_t)n + 1, sizeof *job.buffers);
-  if (!job.buffers) st = TOPOS_ERR_OUT_OF_MEMORY;
+  job.rows = calloc((size_t)n + 1, sizeof *job.rows);
+  if (!job.rows) st = TOPOS_ERR_OUT_OF_MEMORY;
   /* Metadata: everything but the keys this command rewrites. */
   for (int64_t i = 0; i < topos_gguf_kv_count(job.in) && st == TOPOS_OK; ++i) {
     topos_gguf_kv kv;
@@ -271,6 +276,7 @@ static int tp_gguf_quantize(int argc, char **argv) {
   uint64_t in_total = 0, out_total = 0;
   for (int64_t i = 0; i < n && st == TOPOS_OK; ++i)
     st = tp_quantize_tensor(&job, i, to, &in_total, &out_total);
+  /* the tensors are quantized now, chunk by chunk, as the file is written */
   if (st == TOPOS_OK) st = topos_gguf_writer_write(job.w, out_path);
   int rc = 0;
   if (st != TOPOS_OK) rc = tp_cli_fail("gguf quantize", st, "failed");
@@ -278,8 +284,7 @@ static int tp_gguf_quantize(int argc, char **argv) {
     printf("wrote %s: tensor data %.2f MiB -> %.2f MiB\n", out_path, (double)in_total / 1048576.0,
            (double)out_total / 1048576.0);
   topos_gguf_writer_destroy(job.w);
-  for (int64_t i = 0; i < job.n_buffers; ++i) free(job.buffers[i]);
-  free(job.buffers);
+  free(job.rows);
   topos_gguf_close(job.in);
   return rc;
 }

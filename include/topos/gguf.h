@@ -245,6 +245,17 @@ TOPOS_API topos_status topos_gguf_writer_add_tensor_raw(topos_gguf_writer *w, co
                                                         uint32_t ggml_type, int n_dims,
                                                         const int64_t *ne, const void *data,
                                                         size_t bytes);
+/* A tensor whose bytes are produced while the file is written: `fill` is
+ * called with consecutive row ranges (a row = ne[0] elements, ggml_type's
+ * blocks) and writes rows*row_bytes bytes at dst; a status other than
+ * TOPOS_OK aborts the write (the target stays untouched). `user` must stay
+ * valid until the last write. So a converter holds one chunk at a time,
+ * never the whole output. */
+typedef topos_status (*topos_gguf_tensor_fill)(void *user, int64_t row0, int64_t rows, void *dst);
+TOPOS_API topos_status topos_gguf_writer_add_tensor_fill(topos_gguf_writer *w, const char *name,
+                                                         uint32_t ggml_type, int n_dims,
+                                                         const int64_t *ne,
+                                                         topos_gguf_tensor_fill fill, void *user);
 /* Writes the file atomically (see above). The writer stays usable. */
 TOPOS_API topos_status topos_gguf_writer_write(topos_gguf_writer *w, const char *path);
 /* Serializes into a new buffer owned by the caller (free with free()). */

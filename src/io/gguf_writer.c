@@ -27,6 +27,9 @@ typedef struct tp_writer_tensor {
   const void *data;
   size_t bytes;
   topos_tensor *hold; /* reference kept for tensors added as topos tensors */
+  topos_gguf_tensor_fill fill; /* data == NULL: bytes produced row range by row range */
+  void *fill_user;
+  size_t row_bytes;
 } tp_writer_tensor;
 
 struct topos_gguf_writer {
@@ -329,7 +332,7 @@ topos_status topos_gguf_writer_set_alignment(topos_gguf_writer *w, uint32_t alig
 /* ---- tensors */
 static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uint32_t ggml_type,
                                      int n_dims, const int64_t *ne, const void *data, size_t bytes,
-                                     topos_tensor *hold) {
+                                     topos_tensor *hold, topos_gguf_tensor_fill fill, void *fill_user) {
   TP_TRY(tp_check_name("tensor name", name, TOPOS_GGUF_MAX_NAME));
   for (size_t i = 0; i < w->n_tensors; ++i)
     if (strcmp(w->tensors[i].name, name) == 0)
@@ -360,12 +363,13 @@ static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uin
   if ((uint64_t)(blocks * info.block_bytes) != bytes)
     return tp_fail(TOPOS_ERR_SHAPE, "gguf_writer: tensor '%s' needs %" PRId64 " bytes of %s, got %zu",
                    name, blocks * info.block_bytes, info.name, bytes);
-  if (!data && bytes) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: tensor '%s': NULL data", name);
+  if (!data && bytes && !fill) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: tensor '%s': NULL data", name);
   TP_GROW(w->tensors, w->n_tensors, w->cap_tensors, 16, "gguf_writer: tensor table");
   char *copy = strdup(name);
   if (!copy) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: tensor name");
   tp_writer_tensor *t = &w->tensors[w->n_tensors++];
-  *t = (tp_writer_tensor){copy, ggml_type, n_dims, {1, 1, 1, 1}, data, bytes, hold};
+  *t = (tp_writer_tensor){copy, ggml_type, n_dims, {1, 1, 1, 1}, fill ? NULL : data, bytes, hold,
+                          fill, fill_user, (size_t)(ne[0] / info.block_size * info.block_bytes)};
   for (int d = 0; d < n_dims; ++d) t->ne[d] = ne[d];
   return TOPOS_OK;
 }
@@ -374,7 +378,35 @@ topos_status topos_gguf_writer_add_tensor_raw(topos_gguf_writer *w, const char *
                                               uint32_t ggml_type, int n_dims, const int64_t *ne,
                                               const void *data, size_t bytes) {
   if (!w || !ne) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer_add_tensor_raw: NULL argument");
-  return tp_append_tensor(w, name, ggml_type, n_dims, ne, data, bytes, NULL);
+  return tp_append_tensor(w, name, ggml_type, n_dims, ne, data, bytes, NULL, NULL, NULL);
+}
+
+topos_status topos_gguf_writer_add_tensor_fill(topos_gguf_writer *w, const char *name,
+                                               uint32_t ggml_type, int n_dims, const int64_t *ne,
+                                               topos_gguf_tensor_fill fill, void *user) {
+  if (!w || !ne || !fill)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer_add_tensor_fill: NULL argument");
+  topos_ggml_type_info info;
+  if (topos_ggml_type_info_get(ggml_type, &info) != TOPOS_OK)
+    return tp_fail(TOPOS_ERR_BAD_TYPE, "gguf_writer: tensor '%s': unknown ggml type id %u",
+                   name ? name : "(null)", ggml_type);
+  if (n_dims < 1 || n_dims > TOPOS_GGUF_MAX_DIMS)
+    return tp_fail(TOPOS_ERR_BAD_DIMS, "gguf_writer: tensor '%s' has %d dims, not 1..4",
+                   name ? name : "(null)", n_dims);
+  /* the byte count the shape implies (tp_append_tensor checks the shape and
+   * the overflows again, and that this matches) */
+  uint64_t blocks = 1;
+  for (int d = 0; d < n_dims; ++d) {
+    if (ne[d] <= 0 || blocks > UINT64_MAX / (uint64_t)ne[d])
+      return tp_fail(TOPOS_ERR_BAD_DIMS, "gguf_writer: tensor '%s': bad ne[%d] = %" PRId64,
+                     name ? name : "(null)", d, ne[d]);
+    blocks *= (uint64_t)ne[d];
+  }
+  blocks /= (uint64_t)info.block_size;
+  if (blocks > SIZE_MAX / (uint64_t)info.block_bytes)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: tensor '%s' byte size overflows", name ? name : "(null)");
+  return tp_append_tensor(w, name, ggml_type, n_dims, ne, NULL, (size_t)(blocks * (uint64_t)info.block_bytes),
+                          NULL, fill, user);
 }
 
 topos_status topos_gguf_writer_add_tensor(topos_gguf_writer *w, const char *name,
@@ -398,7 +430,7 @@ topos_status topos_gguf_writer_add_tensor(topos_gguf_writer *w, const char *name
   size_t bytes;
   topos_status st = topos_dtype_bytes(dt, topos_tensor_volume(c), &bytes);
   if (st == TOPOS_OK)
-    st = tp_append_tensor(w, name, (uint32_t)id, n_dims, ne, topos_tensor_data(c), bytes, c);
+    st = tp_append_tensor(w, name, (uint32_t)id, n_dims, ne, topos_tensor_data(c), bytes, c, NULL, NULL);
   if (st != TOPOS_OK) topos_tensor_release(c);
   return st;
 }
@@ -471,6 +503,27 @@ static topos_status tp_sink_zeros(tp_sink *s, size_t n) {
   return TOPOS_OK;
 }
 
+/* A produced tensor: row ranges of about 1 MiB through one chunk buffer. */
+static topos_status tp_sink_fill(tp_sink *s, const tp_writer_tensor *t) {
+  const int64_t rows = (int64_t)(t->bytes / t->row_bytes);
+  int64_t step = (int64_t)((1u << 20) / t->row_bytes);
+  if (step < 1) step = 1;
+  if (step > rows) step = rows;
+  uint8_t *chunk = malloc((size_t)step * t->row_bytes);
+  if (!chunk) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf_writer: tensor '%s': chunk of %" PRId64 " rows",
+                             t->name, step);
+  topos_status st = TOPOS_OK;
+  for (int64_t r = 0; r < rows && st == TOPOS_OK; r += step) {
+    const int64_t n = rows - r < step ? rows - r : step;
+    st = t->fill(t->fill_user, r, n, chunk);
+    if (st != TOPOS_OK) tp_fail_context(st, "gguf_writer: producing tensor '%s' rows %" PRId64 "..%" PRId64,
+                                        t->name, r, r + n - 1);
+    else st = tp_sink_put(s, chunk, (size_t)n * t->row_bytes);
+  }
+  free(chunk);
+  return st;
+}
+
 static topos_status tp_serialize(const topos_gguf_writer *w, tp_sink *s) {
   uint64_t a = w->alignment;
   TP_TRY(tp_sink_put(s, TP_GGUF_MAGIC, 4));
@@ -508,7 +561,8 @@ static topos_status tp_serialize(const topos_gguf_writer *w, tp_sink *s) {
   TP_TRY(tp_sink_zeros(s, (size_t)((a - pos % a) % a)));
   for (size_t i = 0; i < w->n_tensors; ++i) {
     const tp_writer_tensor *t = &w->tensors[i];
-    TP_TRY(tp_sink_put(s, t->data, t->bytes));
+    if (t->fill) TP_TRY(tp_sink_fill(s, t));
+    else TP_TRY(tp_sink_put(s, t->data, t->bytes));
     TP_TRY(tp_sink_zeros(s, (size_t)((a - t->bytes % a) % a)));
   }
   return tp_sink_flush(s);

@@ -114,3 +114,66 @@ TEST(gguf_atomic_unwritable_destinations) {
   CHECK(is_dir);
   CHECK_EQ_INT(entries, 1);
 }
+
+/* Produced tensors (topos_gguf_writer_add_tensor_fill): the file is the
+ * same bytes as with the data given whole, the producer sees every row once
+ * in order, in chunks; a failing producer leaves the target untouched. */
+typedef struct {
+  const uint8_t *src;
+  size_t row_bytes;
+  int64_t next_row, calls, fail_at;
+} tt_fill_state;
+
+static topos_status tt_fill(void *user, int64_t row0, int64_t rows, void *dst) {
+  tt_fill_state *s = user;
+  if (row0 != s->next_row) return tp_fail(TOPOS_ERR_INTERNAL, "rows out of order");
+  if (s->fail_at >= 0 && row0 + rows > s->fail_at) return tp_fail(TOPOS_ERR_IO, "producer failed (test)");
+  memcpy(dst, s->src + (size_t)row0 * s->row_bytes, (size_t)rows * s->row_bytes);
+  s->next_row += rows;
+  ++s->calls;
+  return TOPOS_OK;
+}
+
+TEST(gguf_writer_fill_same_bytes_and_atomic) {
+  /* q8_0 rows of 4096 elements (4352 bytes): 600 rows span 3 chunks of ~1 MiB */
+  const int64_t ne[2] = {4096, 600};
+  const size_t row_bytes = 4096 / 32 * 34, bytes = row_bytes * 600;
+  uint8_t *src = malloc(bytes);
+  CHECK(src != NULL);
+  for (size_t i = 0; i < bytes; ++i) src[i] = (uint8_t)(i * 131u + (i >> 9));
+  for (size_t b = 0; b < bytes; b += 34) src[b + 1] = 0x3c; /* finite f16 scales */
+  void *raw = NULL, *made = NULL;
+  size_t raw_n = 0, made_n = 0;
+  topos_gguf_writer *w1 = NULL, *w2 = NULL;
+  CHECK_OK(topos_gguf_writer_create(&w1));
+  CHECK_OK(topos_gguf_writer_add_tensor_raw(w1, "t", 8, 2, ne, src, bytes));
+  CHECK_OK(topos_gguf_writer_write_memory(w1, &raw, &raw_n));
+  tt_fill_state s = {src, row_bytes, 0, 0, -1};
+  CHECK_OK(topos_gguf_writer_create(&w2));
+  CHECK_OK(topos_gguf_writer_add_tensor_fill(w2, "t", 8, 2, ne, tt_fill, &s));
+  CHECK_OK(topos_gguf_writer_write_memory(w2, &made, &made_n));
+  CHECK(raw_n == made_n && memcmp(raw, made, raw_n) == 0);
+  CHECK_EQ_INT(s.next_row, 600);
+  CHECK(s.calls >= 3);
+  /* a producer failing part way: error with context, old target kept */
+  const char *dir = tt_subdir("fill_fail");
+  char path[600];
+  snprintf(path, sizeof path, "%s/model.gguf", dir);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  fputs("OLD CONTENT", f);
+  fclose(f);
+  s = (tt_fill_state){src, row_bytes, 0, 0, 400};
+  CHECK_STATUS(topos_gguf_writer_write(w2, path), TOPOS_ERR_IO);
+  CHECK(strstr(topos_last_error(), "producing tensor 't'") != NULL);
+  CHECK(tt_file_equals(path, "OLD CONTENT"));
+  CHECK_EQ_INT(tt_count_entries(dir), 1);
+  /* bad arguments */
+  CHECK_STATUS(topos_gguf_writer_add_tensor_fill(w2, "u", 8, 2, ne, NULL, &s), TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(topos_gguf_writer_add_tensor_fill(w2, "t", 8, 2, ne, tt_fill, &s), TOPOS_ERR_DUPLICATE);
+  const int64_t odd[2] = {100, 2};
+  CHECK_STATUS(topos_gguf_writer_add_tensor_fill(w2, "v", 8, 2, odd, tt_fill, &s), TOPOS_ERR_BAD_DIMS);
+  topos_gguf_writer_destroy(w1);
+  topos_gguf_writer_destroy(w2);
+  free(raw), free(made), free(src);
+}
