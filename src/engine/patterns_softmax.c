@@ -14,10 +14,14 @@
  * NaN) changes nothing, so it is skipped too. Everything else is expf/logf
  * exactly as the reference kernels call them.
  *
- * Fast: both exp passes go through the f32 map chain (the simd rung's vector
- * exp when that backend is built, 1 ulp; otherwise the default rung, whose
- * bits are Exact's). The envelope against Exact is stated in
- * TP_SOFTMAX_FAST_ULP and checked by tests/engine/softmax_pattern_test.c. */
+ * Fast: p = exp(x - peak) / s with one exp per element, through the f32 map
+ * chain (the simd rung's vector exp, 1 ulp, when that backend is built;
+ * otherwise libm expf). Exact's exp((x - peak) - ln s) rounds its argument,
+ * which costs up to |ln p| / 2 ulp; Fast's route costs about 2 ulp (exp,
+ * reciprocal, product) plus the sum's. Stated envelope against Exact, checked
+ * by tests/engine/softmax_pattern_test.c: |fast - exact| <= (8 + |ln p|) ulp
+ * of p, special values (NaN rows, exact zeros) identical. Still the same bits
+ * at every thread count (a row is one task). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -61,9 +65,20 @@ typedef struct tp_softmax_job {
   atomic_int status; /* Fast only: the status of a map that failed (rare) */
 } tp_softmax_job;
 
+/* The reference peak (TP_MAXIMUM ascending: the first NaN, +0 over -0). A
+ * plain max finds the same bits unless the row holds a NaN or the peak is a
+ * zero (the only tie whose operands differ in bits): those rows take the
+ * reference loop. */
 static float tp_softmax_peak(const float *x, int64_t n) {
+  float m = x[0];
+  int nan = x[0] != x[0];
+  for (int64_t k = 1; k < n; ++k) {
+    m = x[k] > m ? x[k] : m;
+    nan |= x[k] != x[k];
+  }
+  if (!nan && m != 0.0f) return m;
   float peak = x[0];
-  for (int64_t k = 1; k < n; ++k) peak = TP_MAXIMUM_MASKED(peak, x[k]);
+  for (int64_t k = 1; k < n; ++k) peak = TP_MAXIMUM(peak, x[k]);
   return peak;
 }
 
@@ -83,7 +98,9 @@ static void tp_softmax_row_exact(const float *x, float *y, int64_t n) {
   }
 }
 
-/* Fast: the same formula, both exp passes through the map chain. */
+/* Fast: p = exp(x - peak) * (1 / s), one exp per element (through the map
+ * chain: the simd rung's vector exp when built) instead of two; s is the same
+ * ascending sum. */
 static topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
   const topos_element *f32 = topos_element_of(TOPOS_F32);
   float peak = tp_softmax_peak(x, n);
@@ -91,9 +108,14 @@ static topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
   TP_TRY(topos_element_map(f32, TOPOS_MAP_EXP, y, y, n));
   float s = y[0];
   for (int64_t k = 1; k < n; ++k) s += y[k];
-  float log_s = logf(s);
-  for (int64_t k = 0; k < n; ++k) y[k] = (x[k] - peak) - log_s;
-  return topos_element_map(f32, TOPOS_MAP_EXP, y, y, n);
+  if (!(s >= 0.5f && s <= 3.0e38f)) { /* no finite peak term (NaN, inf, only -inf): */
+    float log_s = logf(s);            /* the Exact formula's special values */
+    for (int64_t k = 0; k < n; ++k) y[k] = expf((x[k] - peak) - log_s);
+    return TOPOS_OK;
+  }
+  float inv = 1.0f / s;
+  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+  return TOPOS_OK;
 }
 
 static void tp_softmax_rows(void *ctx, int64_t begin, int64_t end) {
