@@ -134,20 +134,19 @@ uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
   return 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim * x->capacity) * x->elem;
 }
 
-static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits, int whole,
+static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits,
                                  tp_llama_graph **out) {
   if (T == 1) all_logits = 0; /* one row either way */
-  /* A whole evaluation at position 0 needs no cache segment. Decoding attends
-   * to the first span slots, a power of two covering the written ones; prompt
-   * chunks to the whole capacity, so one plan (one arena) serves them all.
-   * Masked slots add exact zeros: neither choice changes a bit. */
-  int has_cache = x->pos > 0 || !whole;
-  int64_t span = x->capacity;
-  if (T == 1) {
-    span = 32;
-    while (span < x->pos) span *= 2;
-    if (span > x->capacity) span = x->capacity;
-  }
+  /* A chunk at position 0 needs no cache segment (cached keys would all be
+   * masked). Later chunks, prompt and decode alike, attend to the first span
+   * slots: a power of two covering the written ones, so attention costs the
+   * keys written so far rather than the whole capacity, while a handful of
+   * plans (log2 of the capacity per chunk length) serve every position.
+   * Masked slots add exact zeros: the span changes no bit. */
+  int has_cache = x->pos > 0;
+  int64_t span = 32;
+  while (span < x->pos) span *= 2;
+  if (span > x->capacity) span = x->capacity;
   for (int i = 0; i < x->n_graphs; ++i)
     if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits &&
         x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
@@ -216,11 +215,11 @@ static topos_status tp_new_input(int rank, int64_t d0, int64_t d1, int64_t d2, t
 }
 
 static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
-                                  int all_logits, int whole, float *logits) {
+                                  int all_logits, float *logits) {
   const topos_llama *m = x->model;
   const topos_llama_config *c = &m->config;
   tp_llama_graph *g;
-  TP_TRY(tp_graph_for(x, n, all_logits, whole, &g));
+  TP_TRY(tp_graph_for(x, n, all_logits, &g));
   int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
   topos_tensor *x0 = NULL, *cs = NULL, *sn = NULL, *mc = NULL, *mn = NULL;
@@ -319,7 +318,7 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
     int64_t len = n - done < batch ? n - done : batch;
     int last = done + len == n;
     float *out = all_logits ? (logits ? logits + done * c->n_vocab : NULL) : last ? logits : NULL;
-    TP_TRY(tp_eval_chunk(x, tokens + done, len, all_logits, len == n, out));
+    TP_TRY(tp_eval_chunk(x, tokens + done, len, all_logits, out));
     done += len;
   }
   return TOPOS_OK;

@@ -179,6 +179,34 @@ TEST(llama_decode_equals_full_context_bitwise_exact) {
   lt_close(&m);
 }
 
+/* Prompt chunks attend to a power-of-two span covering the written slots,
+ * not the capacity: the capacity (and so which masked slots exist) changes
+ * no bit of a chunked prefill, at 1 and 2 threads. */
+TEST(llama_chunked_prefill_independent_of_capacity_bitwise) {
+  lt_spec s = lt_default_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  int64_t V = s.vocab;
+  float *a = malloc((size_t)(LT_N * V) * sizeof *a);
+  float *b = malloc((size_t)(LT_N * V) * sizeof *b);
+  CHECK(a && b);
+  int saved = topos_threads();
+  lt_batch = 5;
+  for (int threads = 1; threads <= 2 && a && b; ++threads) {
+    CHECK_OK(topos_set_threads(threads));
+    CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 16, LT_N, a));
+    CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 200, LT_N, b));
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < LT_N * V; ++i) mismatches += tt_f32_bits(a[i]) != tt_f32_bits(b[i]);
+    CHECK_MSG(mismatches == 0, "%lld logits differ (threads %d)", (long long)mismatches, threads);
+  }
+  lt_batch = 128;
+  CHECK_OK(topos_set_threads(saved));
+  free(a);
+  free(b);
+  lt_close(&m);
+}
+
 /* Decoding attends to a power-of-two span of the cache (32, 64, then the
  * capacity): crossing spans changes no bit either. f16 weights, 1 layer. */
 TEST(llama_decode_across_cache_spans_bitwise) {

@@ -1,0 +1,133 @@
+/* The softmax pattern (patterns_softmax.c): exp(log_softmax(x, last axis))
+ * as one threaded step. Exact: the interpreter's bits — masked (-inf) keys,
+ * rows of only -inf, +inf and NaN included — at 1, 2 and 3 threads. Fast:
+ * within the stated envelope of the Exact result. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+/* A rows x n f32 input: scores like attention's, a causal -inf tail per row,
+ * and a few special rows at the end. */
+static topos_tensor *tsm_input(int64_t rows, int64_t n, int specials) {
+  float *v = malloc((size_t)(rows * n) * sizeof *v);
+  if (!v) return NULL;
+  uint32_t state = 12345u;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k) {
+      state = state * 1664525u + 1013904223u;
+      float u = (float)(state >> 8) / 16777216.0f; /* [0, 1) */
+      v[r * n + k] = k > (r * 7) % n ? -INFINITY : (u - 0.5f) * 24.0f;
+    }
+  if (specials && rows >= 4) {
+    for (int64_t k = 0; k < n; ++k) v[(rows - 1) * n + k] = -INFINITY; /* no key: NaN */
+    v[(rows - 2) * n + n / 2] = INFINITY;
+    v[(rows - 3) * n + n - 1] = NAN;
+    v[(rows - 4) * n] = -0.0f;
+  }
+  int64_t shape[2] = {rows, n};
+  topos_tensor *t = NULL;
+  if (topos_tensor_from_f32(TOPOS_F32, 2, shape, v, &t) != TOPOS_OK) t = NULL;
+  free(v);
+  return t;
+}
+
+/* exp(log_softmax(x)) over [heads, rows/heads, n] (rank 3, like the llama graph). */
+static topos_status tsm_plan(topos_tensor *x, int64_t heads, topos_numerics num, uint32_t *fused,
+                             topos_tensor **out, topos_tensor **ref) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  topos_plan *plan = NULL;
+  topos_run *run = NULL, *rr = NULL;
+  topos_status st = topos_tape_new(&tape);
+  if (st != TOPOS_OK) return st;
+  const int64_t *s = topos_tensor_shape(x);
+  int64_t shape[3] = {heads, s[0] / heads, s[1]};
+  topos_sym in = topos_tape_reshape(tape, topos_tape_input(tape, x, "x"), 3, shape);
+  topos_sym root = topos_tape_exp(tape, topos_tape_log_softmax(tape, in, 2));
+  st = topos_tape_seal(&tape, &net);
+  topos_request r = {.roots = &root, .n_roots = 1, .numerics = num};
+  if (st == TOPOS_OK) st = topos_plan_compile(net, &r, &plan);
+  topos_plan_stats stats;
+  if (st == TOPOS_OK) st = topos_plan_stats_get(plan, &stats);
+  if (st == TOPOS_OK) *fused = stats.fused;
+  if (st == TOPOS_OK) st = topos_plan_forward(plan, NULL, NULL, 0, &run);
+  if (st == TOPOS_OK) st = topos_run_read(run, root, out);
+  if (st == TOPOS_OK && ref) { /* the interpreter, under Exact */
+    topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
+    st = topos_network_forward(net, NULL, NULL, 0, NULL, &rr);
+    topos_numerics_restore(saved);
+    if (st == TOPOS_OK) st = topos_run_read(rr, root, ref);
+  }
+  topos_run_free(run);
+  topos_run_free(rr);
+  topos_plan_free(plan);
+  topos_network_free(net);
+  if (tape) topos_tape_free(tape);
+  return st;
+}
+
+TEST(plan_softmax_fuses_with_the_composed_bits_at_every_thread_count) {
+  static const int64_t ns[] = {1, 7, 33, 640};
+  int saved = topos_threads();
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; ++i) {
+    topos_tensor *x = tsm_input(32, ns[i], 1);
+    CHECK(x != NULL);
+    if (!x) continue;
+    topos_tensor *first = NULL;
+    for (int threads = 1; threads <= 3; ++threads) {
+      CHECK_OK(topos_set_threads(threads));
+      topos_tensor *y = NULL, *ref = NULL;
+      uint32_t fused = 0;
+      CHECK_OK(tsm_plan(x, 4, TOPOS_NUMERICS_EXACT, &fused, &y, &ref));
+      CHECK_EQ_INT(fused, 1);
+      if (y && ref) CHECK_MSG(topos_tensor_bits_equal(y, ref), "n %lld threads %d",
+                              (long long)ns[i], threads);
+      if (y && first) CHECK(topos_tensor_bits_equal(y, first));
+      if (!first) first = topos_tensor_retain(y);
+      topos_tensor_release(y);
+      topos_tensor_release(ref);
+    }
+    topos_tensor_release(first);
+    topos_tensor_release(x);
+  }
+  CHECK_OK(topos_set_threads(saved));
+}
+
+/* Fast: one exp per element (the simd rung's when built) over the same sum,
+ * times 1 / s. Stated envelope (patterns_softmax.c): |fast - exact| <=
+ * (8 + |ln p|) ulp of p, plus 2^-126 absolute (the subnormal range);
+ * NaN rows stay NaN. */
+TEST(plan_softmax_fast_within_its_envelope) {
+  topos_tensor *x = tsm_input(64, 640, 1);
+  CHECK(x != NULL);
+  if (!x) return;
+  topos_tensor *fast = NULL, *exact = NULL;
+  uint32_t fused = 0;
+  CHECK_OK(tsm_plan(x, 4, TOPOS_NUMERICS_FAST, &fused, &fast, NULL));
+  CHECK_EQ_INT(fused, 1);
+  CHECK_OK(tsm_plan(x, 4, TOPOS_NUMERICS_EXACT, &fused, &exact, NULL));
+  int64_t n = topos_tensor_volume(x);
+  float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+  CHECK(a && b);
+  if (a && b && fast && exact) {
+    CHECK_OK(topos_tensor_read_f32(fast, a, n));
+    CHECK_OK(topos_tensor_read_f32(exact, b, n));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (isnan(b[i])) {
+        bad += !isnan(a[i]);
+        continue;
+      }
+      float ulps = b[i] > 0.0f ? 8.0f + fabsf(logf(b[i])) : 0.0f;
+      bad += !(fabsf(a[i] - b[i]) <= ldexpf(b[i], -23) * ulps + ldexpf(1.0f, -126));
+    }
+    CHECK_EQ_INT(bad, 0);
+  }
+  free(a);
+  free(b);
+  topos_tensor_release(fast);
+  topos_tensor_release(exact);
+  topos_tensor_release(x);
+}
