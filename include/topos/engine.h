@@ -92,6 +92,12 @@ TOPOS_API void topos_plan_free(topos_plan *plan);
 TOPOS_API topos_status topos_plan_forward(const topos_plan *plan, const topos_params *params,
                                           const topos_feed *feeds, size_t n_feeds,
                                           topos_run **out);
+/* Releases what the plan keeps between runs for the next one (idle run
+ * contexts: their arena, scratch and recycled headers); the next run
+ * allocates them afresh. For a caller that alternates between many plans and
+ * wants the memory of one, not of all (the llama context trims the plan it
+ * leaves). Runs still alive are untouched. NULL is fine. */
+TOPOS_API void topos_plan_trim(topos_plan *plan);
 TOPOS_API topos_numerics topos_plan_numerics(const topos_plan *plan);
 TOPOS_API topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_stats *out);
 /* Writes the plan as text into buf (always NUL-terminated when size > 0) and

@@ -194,6 +194,19 @@ static void exec_put(tp_exec *ex) {
   tp_plan_release(plan);
 }
 
+void topos_plan_trim(topos_plan *plan) {
+  if (!plan) return;
+  lock(&plan->lock);
+  tp_exec *ex = plan->idle;
+  plan->idle = NULL;
+  unlock(&plan->lock);
+  while (ex) {
+    tp_exec *next = ex->next;
+    tp_exec_destroy(ex);
+    ex = next;
+  }
+}
+
 static void drop_values(tp_exec *ex) {
   uint32_t n = ex->run.graph->count;
   for (uint32_t i = 0; i < n; ++i) {

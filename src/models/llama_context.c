@@ -25,6 +25,7 @@ struct topos_llama_context {
   tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
   uint64_t last_used[TP_LLAMA_MAX_PLANS], clock;
   int n_graphs;
+  topos_plan *active; /* the plan of the last run: the only one that keeps its arena */
   topos_feed *feeds;
   float *row; /* one embedding row */
 };
@@ -134,6 +135,15 @@ uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
   return 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim * x->capacity) * x->elem;
 }
 
+/* Runs move from plan to plan (chunk shapes, growing spans) and each plan
+ * keeps its arena for its next run: the plan left behind gives its memory
+ * back, so the context holds one arena, not one per plan. */
+static void tp_graph_use(topos_llama_context *x, tp_llama_graph *g, tp_llama_graph **out) {
+  if (x->active && x->active != g->plan) topos_plan_trim(x->active);
+  x->active = g->plan;
+  *out = g;
+}
+
 static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits,
                                  tp_llama_graph **out) {
   if (T == 1) all_logits = 0; /* one row either way */
@@ -151,7 +161,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
     if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits &&
         x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
       x->last_used[i] = ++x->clock;
-      *out = &x->graphs[i];
+      tp_graph_use(x, &x->graphs[i], out);
       return TOPOS_OK;
     }
   int slot = x->n_graphs;
@@ -159,6 +169,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
     slot = 0;
     for (int i = 1; i < TP_LLAMA_MAX_PLANS; ++i)
       if (x->last_used[i] < x->last_used[slot]) slot = i;
+    if (x->graphs[slot].plan == x->active) x->active = NULL;
     tp_llama_graph_free(&x->graphs[slot]);
   }
   topos_status st = tp_llama_graph_build(x->model, T, x->capacity, span, all_logits, has_cache,
@@ -174,7 +185,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
   }
   if (slot == x->n_graphs) ++x->n_graphs;
   x->last_used[slot] = ++x->clock;
-  *out = &x->graphs[slot];
+  tp_graph_use(x, &x->graphs[slot], out);
   return TOPOS_OK;
 }
 
