@@ -32,6 +32,8 @@
 
 #include "base/error.h"
 #include "base/threads.h"
+#include "backend/platform.h"
+#include "engine/col2im_lines.h"
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 #include "ops/op_table.h"
@@ -254,6 +256,49 @@ static void tp_c2i_range_f64(void *ctx, int64_t b0, int64_t b1) {
   tp_c2i_general_f64(ctx, b0, b1);
 }
 
+typedef struct tp_c2i_lines_job {
+  tp_c2i_lines_args args;
+  int (*kernel)(const tp_c2i_lines_args *, int64_t, int64_t);
+  atomic_int failed;
+} tp_c2i_lines_job;
+
+static void tp_c2i_lines_range(void *ctx, int64_t b0, int64_t b1) {
+  tp_c2i_lines_job *j = ctx;
+  if (j->kernel(&j->args, b0, b1) != 0) atomic_store(&j->failed, 1);
+}
+
+/* The lines route (col2im_lines_template.h): D's elements computed in the
+ * reference product's order next to their use; true when it ran (*status
+ * set), false when the shapes are not its own. */
+static bool tp_c2i_lines(const tp_c2i_job *job, topos_tensor *const *inputs, topos_tensor *dst,
+                         topos_status *status) {
+  const tp_c2i_geom *q = &job->geo;
+  if (topos_tensor_dtype(dst) != TOPOS_F32 || !tp_c2i_unit(job, true)) return false;
+  tp_c2i_lines_job lj = {{NULL, NULL, topos_tensor_data_mut(dst), q->B, q->OH, q->OW, q->C, q->KH,
+                          q->KW, topos_tensor_shape(inputs[1])[1], q->top, q->left, q->H, q->W},
+                         tp_c2i_lines_f32_baseline, 0};
+  if (!tp_c2i_lines_fit(&lj.args)) return false;
+#if defined(__x86_64__)
+  if (tp_vector_isa_best() == TP_VECTOR_AVX512)
+    lj.kernel = tp_c2i_lines_f32_avx512;
+  else if (tp_vector_isa_best() == TP_VECTOR_AVX2)
+    lj.kernel = tp_c2i_lines_f32_avx2;
+#endif
+  topos_tensor *g = NULL, *k = NULL;
+  topos_status s = topos_tensor_contiguous(inputs[1], 0, &g);
+  if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[2], 0, &k);
+  if (s == TOPOS_OK) {
+    lj.args.g = topos_tensor_data(g);
+    lj.args.k = topos_tensor_data(k);
+    tp_parallel_for(q->B, 1, tp_c2i_lines_range, &lj);
+    if (atomic_load(&lj.failed)) s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "col2im: no scratch");
+  }
+  topos_tensor_release(g);
+  topos_tensor_release(k);
+  *status = s;
+  return true;
+}
+
 static topos_status tp_c2i_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
                                topos_tensor *dst, topos_tensor **out) {
   tp_c2i_job job = {0};
@@ -261,6 +306,11 @@ static topos_status tp_c2i_run(const tp_fusion *f, const tp_graph *g, topos_tens
     return tp_fail(TOPOS_ERR_INTERNAL, "col2im: the group no longer matches");
   bool f32 = topos_tensor_dtype(dst) == TOPOS_F32;
   topos_status s = topos_tensor_read_f64(inputs[0], &job.z, 1);
+  if (s != TOPOS_OK) return s;
+  if (tp_c2i_lines(&job, inputs, dst, &s)) {
+    if (s == TOPOS_OK) *out = topos_tensor_retain(dst);
+    return s;
+  }
   /* Dᵀ = K · Gᵀ: the product's elements, transposed (see top) */
   topos_tensor *gt = NULL, *dt = NULL, *d = NULL;
   if (s == TOPOS_OK) s = topos_tensor_transpose(inputs[1], &gt);
@@ -282,3 +332,7 @@ static topos_status tp_c2i_run(const tp_fusion *f, const tp_graph *g, topos_tens
 }
 
 const tp_pattern tp_pattern_col2im = {"col2im", tp_c2i_match, tp_c2i_run};
+
+/* the baseline instance of the lines kernel (the ISA files hold the others) */
+#define TP_C2I_SUFFIX baseline
+#include "engine/col2im_lines_template.h"
