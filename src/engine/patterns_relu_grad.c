@@ -89,26 +89,33 @@ typedef struct tp_rg_job {
 } tp_rg_job;
 
 #define TP_RG_KERNEL(T, sfx)                                                                   \
-  /* rows [r0, r1) of the root's first axis, in row-major order */                             \
+  /* rows [r0, r1) of the root's first axis, in row-major order; the last two */             \
+  /* axes as one tile (a conv's [W, C]: g read across C planes, x in order)    */             \
   static void tp_rg_rows_##sfx(const tp_rg_job *j, int64_t r0, int64_t r1) {                   \
     const T *g = j->g, *x = j->x;                                                              \
     T *out = j->out;                                                                           \
     const T z = (T)j->z, t = (T)j->t, ones[2] = {0, 1};                                        \
     int r = j->rank;                                                                           \
     int64_t inner = j->shape[r - 1], gsi = j->gs[r - 1], xsi = j->xs[r - 1];                   \
-    int64_t rows_per = 1;                                                                      \
-    for (int i = 1; i < r - 1; ++i) rows_per *= j->shape[i];                                   \
+    int64_t mid = r >= 3 ? j->shape[r - 2] : 1, gsm = r >= 3 ? j->gs[r - 2] : 0,                \
+            xsm = r >= 3 ? j->xs[r - 2] : 0;                                                   \
+    int64_t tiles = 1;                                                                         \
+    for (int i = 1; i < r - 2; ++i) tiles *= j->shape[i];                                      \
     for (int64_t a = r0; a < r1; ++a) {                                                        \
       int64_t index[TOPOS_MAX_RANK] = {0};                                                     \
-      for (int64_t row = 0; row < rows_per; ++row) {                                           \
+      for (int64_t tile = 0; tile < tiles; ++tile) {                                           \
         int64_t go = a * j->gs[0], xo = a * j->xs[0];                                          \
-        for (int i = 1; i < r - 1; ++i) go += index[i] * j->gs[i], xo += index[i] * j->xs[i];  \
-        T *o = out + (a * rows_per + row) * inner;                                             \
-        for (int64_t e = 0; e < inner; ++e) {                                                  \
-          T p = g[go + e * gsi] * ones[x[xo + e * xsi] >= t];                                  \
-          o[e] = z + p;                                                                        \
+        for (int i = 1; i < r - 2; ++i) go += index[i] * j->gs[i], xo += index[i] * j->xs[i];  \
+        T *o = out + (a * tiles + tile) * mid * inner;                                         \
+        for (int64_t m = 0; m < mid; ++m) {                                                    \
+          const T *gm = g + go + m * gsm, *xm = x + xo + m * xsm;                              \
+          T *om = o + m * inner;                                                               \
+          for (int64_t e = 0; e < inner; ++e) {                                                \
+            T p = gm[e * gsi] * ones[xm[e * xsi] >= t];                                        \
+            om[e] = z + p;                                                                     \
+          }                                                                                    \
         }                                                                                      \
-        for (int i = r - 2; i >= 1; --i) {                                                     \
+        for (int i = r - 3; i >= 1; --i) {                                                     \
           if (++index[i] < j->shape[i]) break;                                                 \
           index[i] = 0;                                                                        \
         }                                                                                      \
