@@ -158,8 +158,11 @@ static void tp_patch_range(void *ctx, int64_t begin, int64_t end) {
       for (int64_t c = 0; c < j->C; ++c)
         for (int64_t kh = 0; kh < j->KH; ++kh) {
           int64_t ih = oh * j->SH + kh * j->DH - j->top;
-          const char *line = j->src + (size_t)(b * j->st[0] + c * j->st[1] + ih * j->st[2]) * j->width;
           bool row_in = ih >= 0 && ih < j->H;
+          /* a row in the pad has no source line (no pointer formed outside x) */
+          const char *line =
+              row_in ? j->src + (size_t)(b * j->st[0] + c * j->st[1] + ih * j->st[2]) * j->width
+                     : j->src;
           if (j->width == sizeof(float)) {
             float *q = (float *)p;
             for (int64_t kw = 0; kw < j->KW; ++kw) {
