@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/threads.h"
+#include "engine/conv_chain.h"
 #include "engine/pattern.h"
 #include "ops/op_table.h"
 
@@ -24,8 +25,8 @@ static const tp_node *tp_conv_op(const tp_graph *g, uint32_t i, topos_op op) {
 }
 
 /* The chain ending at the patch matrix (a reshape): members ascending
- * (reshape last) and the image x, or false. */
-static bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
+ * (reshape last) and the image x, or false (conv_chain.h). */
+bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
                          uint32_t *image) {
   const tp_node *rs = tp_conv_op(g, reshape, TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 2) return false;

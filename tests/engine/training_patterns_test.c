@@ -5,9 +5,10 @@
  * plan with none and as the interpreter, at 1 and 3 threads, f32 and f64,
  * with odd image sizes (windows that miss a row), exact zeros and -0 in the
  * images (ties in the pools), and the expected groups in the plan.
- * col2im, relu_grad and matmul_bias are this plan's conv input gradient,
- * relu gradients and bias adds; a 42-wide image gives col2im rows of 21
- * (its vector route spans two vectors). */
+ * conv_forward / conv_wgrad (the convs without their patch matrix), col2im,
+ * relu_grad and matmul_bias are this plan's conv products, conv input
+ * gradient, relu gradients and the linear layer's bias add; a 42-wide image
+ * gives rows of 21 and 42 (two and three vectors). */
 #include <math.h>
 #include <stdio.h>
 
@@ -125,19 +126,22 @@ static void tt_lenet_case(const tt_lenet_cfg *cfg, const char *const *expect, in
 }
 
 TEST(plan_training_patterns_lenet_f32) {
-  static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col",
-                                       "fused:col2im", "fused:relu_grad", "fused:matmul_bias"};
+  static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:conv_forward",
+                                       "fused:conv_wgrad", "fused:col2im", "fused:relu_grad",
+                                       "fused:matmul_bias"};
   tt_lenet_cfg a = {TOPOS_F32, 3, 14, 18, 1, 2}; /* the vector path: rows of >= 4 windows */
-  tt_lenet_case(&a, expect, 6);
+  tt_lenet_case(&a, expect, 7);
   tt_lenet_cfg b = {TOPOS_F32, 2, 9, 7, 0, 2}; /* odd sizes: windows miss a row and column */
-  tt_lenet_case(&b, expect, 6);
+  tt_lenet_case(&b, expect, 7);
   tt_lenet_cfg c = {TOPOS_F32, 2, 8, 42, 1, 2}; /* conv2's rows of 21: col2im's lines span two vectors */
-  tt_lenet_case(&c, expect, 6);
+  tt_lenet_case(&c, expect, 7);
 }
 
 TEST(plan_training_patterns_lenet_f64) {
   static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col",
                                        "fused:col2im", "fused:relu_grad", "fused:matmul_bias"};
+  /* f64: the conv products stay im2col + matmul_bias (conv_forward and
+   * conv_wgrad are f32) */
   tt_lenet_cfg a = {TOPOS_F64, 2, 11, 12, 1, 2};
   tt_lenet_case(&a, expect, 6);
 }
