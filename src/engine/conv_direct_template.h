@@ -17,166 +17,38 @@
 typedef float TP_CD_CAT(tp_cd_v16_, TP_CD_SUFFIX) __attribute__((vector_size(64)));
 typedef int32_t TP_CD_CAT(tp_cd_m16_, TP_CD_SUFFIX) __attribute__((vector_size(64)));
 
-/* Forward, images [b0, b1): each image padded into rows of whole vectors,
- * then per output row oy and 16 columns ox at a time, 16 output channels
- * at a time (accumulators clamped at the end: a repeated channel is not
- * stored), out[p, f] = K[0,f]*P[p,0] + K[1,f]*P[p,1] + ... (i ascending:
- * the product's order; a*b == b*a), then + bias in the add's operand order. */
+#define TP_CD_FR 16
+#define TP_CD_FNAME TP_CD_CAT(tp_cd_forward_f32_r16_, TP_CD_SUFFIX)
+#include "engine/conv_direct_kernels.h"
+#undef TP_CD_FR
+#undef TP_CD_FNAME
+#define TP_CD_FR 8
+#define TP_CD_FNAME TP_CD_CAT(tp_cd_forward_f32_r8_, TP_CD_SUFFIX)
+#include "engine/conv_direct_kernels.h"
+#undef TP_CD_FR
+#undef TP_CD_FNAME
+
 int TP_CD_CAT(tp_cd_forward_f32_, TP_CD_SUFFIX)(const tp_cd_args *q, int64_t b0, int64_t b1) {
-  typedef TP_CD_CAT(tp_cd_v16_, TP_CD_SUFFIX) V;
-  enum { L = 16 };
-  const int64_t C = q->C, KH = q->KH, KW = q->KW, F = q->F, K = C * KH * KW;
-  const int64_t HP = q->OH + KH - 1, chunks = (q->OW + L - 1) / L, LW = chunks * L + KW - 1 + L;
-  const int64_t fblocks = (F + L - 1) / L;
-  float *xp = malloc((size_t)(C * HP * LW) * sizeof(float));
-  float *kp = malloc((size_t)(fblocks * K * L) * sizeof(float)); /* K per block of 16 f, 0-padded */
-  if (!xp || !kp) {
-    free(xp), free(kp);
-    return -1;
-  }
-  for (int64_t fb = 0; fb < fblocks; ++fb)
-    for (int64_t i = 0; i < K; ++i)
-      for (int l = 0; l < L; ++l) {
-        int64_t f = fb * L + l;
-        kp[(fb * K + i) * L + l] = f < F ? q->k[i * F + f] : 0.0f;
-      }
-  for (int64_t b = b0; b < b1; ++b) {
-    memset(xp, 0, (size_t)(C * HP * LW) * sizeof(float));
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t yy = 0; yy < HP; ++yy) {
-        int64_t y = yy - q->top;
-        if (y < 0 || y >= q->H) continue;
-        const float *src = q->x + ((b * C + c) * q->H + y) * q->W;
-        float *dst = xp + (c * HP + yy) * LW;
-        for (int64_t xx = 0; xx < LW; ++xx) {
-          int64_t xs = xx - q->left;
-          if (xs >= 0 && xs < q->W) dst[xx] = src[xs];
-        }
-      }
-    for (int64_t oy = 0; oy < q->OH; ++oy)
-      for (int64_t ch = 0; ch < chunks; ++ch)
-        for (int64_t fb = 0; fb < fblocks; ++fb) {
-          const float *kb = kp + fb * K * L;
-          V acc[L], v;
-          memcpy(&v, xp + oy * LW + ch * L, sizeof v); /* i = 0: c 0, kh 0, kw 0 */
-          _Pragma("GCC unroll 16") for (int r = 0; r < L; ++r) acc[r] = (kb[r] - (V){0}) * v;
-          int64_t i = 0;
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const float *row = xp + (c * HP + oy + kh) * LW + ch * L;
-              for (int64_t kw = 0; kw < KW; ++kw, ++i) {
-                if (i == 0) continue;
-                memcpy(&v, row + kw, sizeof v);
-                const float *kr = kb + i * L;
-                _Pragma("GCC unroll 16") for (int r = 0; r < L; ++r) acc[r] += (kr[r] - (V){0}) * v;
-              }
-            }
-          int64_t lanes = q->OW - ch * L < L ? q->OW - ch * L : L;
-          int64_t fs = F - fb * L < L ? F - fb * L : L;
-          float *o = q->out + ((b * q->OH + oy) * q->OW + ch * L) * F + fb * L;
-          const float *bias = q->bias ? q->bias + fb * L * q->bias_stride : NULL;
-          for (int64_t r = 0; r < fs; ++r) {
-            float t[L];
-            memcpy(t, &acc[r], sizeof t);
-            if (!bias) {
-              for (int64_t l = 0; l < lanes; ++l) o[l * F + r] = t[l];
-            } else {
-              float bv = bias[r * q->bias_stride];
-              if (q->product_first)
-                for (int64_t l = 0; l < lanes; ++l) o[l * F + r] = t[l] + bv;
-              else
-                for (int64_t l = 0; l < lanes; ++l) o[l * F + r] = bv + t[l];
-            }
-          }
-        }
-  }
-  free(xp), free(kp);
-  return 0;
+  return q->F <= 8 ? TP_CD_CAT(tp_cd_forward_f32_r8_, TP_CD_SUFFIX)(q, b0, b1)
+                   : TP_CD_CAT(tp_cd_forward_f32_r16_, TP_CD_SUFFIX)(q, b0, b1);
 }
 
-/* Weight gradient, rows [i0, i1) of dW [K, F] (F <= 16), blocks of 8 rows
- * (clamped at the end): dW[i, f] = P[0,i]*G[0,f] + P[1,i]*G[1,f] + ... over
- * every p ascending (b, oy, ox) — the product's order — with the 8 rows'
- * accumulators in registers over the whole sum. Per (b, oy) the block's
- * patch rows are copied (ox along the row, +0 outside x) so the broadcasts
- * read fixed offsets. */
+#define TP_CD_WL 16
+#define TP_CD_RB 8
+#define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w16_, TP_CD_SUFFIX)
+#include "engine/conv_direct_kernels.h"
+#undef TP_CD_WL
+#undef TP_CD_RB
+#undef TP_CD_WNAME
+#define TP_CD_WL 8
+#define TP_CD_RB 12
+#define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w8_, TP_CD_SUFFIX)
+#include "engine/conv_direct_kernels.h"
+#undef TP_CD_WL
+#undef TP_CD_RB
+#undef TP_CD_WNAME
+
 int TP_CD_CAT(tp_cd_wgrad_f32_, TP_CD_SUFFIX)(const tp_cd_args *q, int64_t i0, int64_t i1) {
-  typedef TP_CD_CAT(tp_cd_v16_, TP_CD_SUFFIX) V;
-  typedef TP_CD_CAT(tp_cd_m16_, TP_CD_SUFFIX) M;
-  enum { L = 16, RB = 8 };
-  const int64_t C = q->C, KH = q->KH, KW = q->KW, F = q->F, K = C * KH * KW;
-  const int64_t chunks = (q->OW + L - 1) / L, PW = chunks * L;
-  const int64_t xtotal = q->B * C * q->H * q->W, gtotal = q->B * q->OH * q->OW * F;
-  float *pb = malloc((size_t)(RB * PW) * sizeof(float));
-  int32_t *keeps = malloc((size_t)(KW * PW) * sizeof(int32_t)); /* ox inside x and < OW, per kw */
-  if (!pb || !keeps) {
-    free(pb), free(keeps);
-    return -1;
-  }
-  (void)K;
-  for (int64_t kw = 0; kw < KW; ++kw)
-    for (int64_t ox = 0; ox < PW; ++ox) {
-      int64_t xs = ox + kw - q->left;
-      keeps[kw * PW + ox] = xs >= 0 && xs < q->W && ox < q->OW ? -1 : 0;
-    }
-  for (int64_t r0 = i0; r0 < i1; r0 += RB) {
-    int64_t rows = i1 - r0 < RB ? i1 - r0 : RB;
-    int64_t ci[RB], khi[RB], kwi[RB];
-    for (int r = 0; r < RB; ++r) {
-      int64_t i = r0 + (r < rows ? r : rows - 1);
-      ci[r] = i / (KH * KW), khi[r] = i / KW % KH, kwi[r] = i % KW;
-    }
-    V acc[RB];
-    int first = 1;
-    for (int64_t b = 0; b < q->B; ++b)
-      for (int64_t oy = 0; oy < q->OH; ++oy) {
-        /* the block's patch rows for this (b, oy): ox = 0 .. OW-1 */
-        for (int r = 0; r < RB; ++r) {
-          float *dst = pb + r * PW;
-          int64_t y = oy + khi[r] - q->top;
-          if (y < 0 || y >= q->H) {
-            memset(dst, 0, (size_t)PW * sizeof(float));
-            continue;
-          }
-          int64_t at = ((b * C + ci[r]) * q->H + y) * q->W + kwi[r] - q->left;
-          for (int64_t ch = 0; ch < chunks; ++ch) {
-            int64_t from = at + ch * L;
-            V v;
-            if (from >= 0 && from + L <= xtotal) {
-              memcpy(&v, q->x + from, sizeof v);
-            } else {
-              for (int l = 0; l < L; ++l) v[l] = from + l >= 0 && from + l < xtotal ? q->x[from + l] : 0.0f;
-            }
-            M keep, bits;
-            memcpy(&keep, keeps + kwi[r] * PW + ch * L, sizeof keep);
-            memcpy(&bits, &v, sizeof bits);
-            bits &= keep;
-            memcpy(dst + ch * L, &bits, sizeof bits);
-          }
-        }
-        int64_t p0 = (b * q->OH + oy) * q->OW;
-        for (int64_t ox = 0; ox < q->OW; ++ox) {
-          V gv;
-          int64_t from = (p0 + ox) * F;
-          if (from + L <= gtotal) {
-            memcpy(&gv, q->g + from, sizeof gv);
-          } else {
-            for (int l = 0; l < L; ++l) gv[l] = l < F ? q->g[from + l] : 0.0f;
-          }
-          if (first) {
-            _Pragma("GCC unroll 8") for (int r = 0; r < RB; ++r) acc[r] = (pb[r * PW + ox] - (V){0}) * gv;
-            first = 0;
-          } else {
-            _Pragma("GCC unroll 8") for (int r = 0; r < RB; ++r) acc[r] += (pb[r * PW + ox] - (V){0}) * gv;
-          }
-        }
-      }
-    for (int64_t r = 0; r < rows; ++r) {
-      float t[L];
-      memcpy(t, &acc[r], sizeof t);
-      memcpy(q->out + (r0 + r) * F, t, (size_t)F * sizeof(float));
-    }
-  }
-  free(pb), free(keeps);
-  return 0;
+  return q->F <= 8 ? TP_CD_CAT(tp_cd_wgrad_f32_w8_, TP_CD_SUFFIX)(q, i0, i1)
+                   : TP_CD_CAT(tp_cd_wgrad_f32_w16_, TP_CD_SUFFIX)(q, i0, i1);
 }

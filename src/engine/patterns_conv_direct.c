@@ -197,7 +197,7 @@ static topos_status tp_cd_run(bool forward, const tp_fusion *f, const tp_graph *
       job.unit = 1, job.limit = a.B;
     } else {
       a.g = topos_tensor_data(other);
-      job.unit = 8, job.limit = a.C * a.KH * a.KW;
+      job.unit = a.F <= 8 ? 12 : 8, job.limit = a.C * a.KH * a.KW; /* the kernel's row blocks */
     }
     job.args = a;
     tp_cd_pick(forward, &job.kernel);
