@@ -86,7 +86,8 @@ static int TP_CD_FNAME(const tp_cd_args *q, int64_t b0, int64_t b1) {
 /* Weight gradient, rows [i0, i1) of dW [K, F] (F <= WL), blocks of RB rows
  * (clamped at the end): dW[i, f] = P[0,i]*G[0,f] + P[1,i]*G[1,f] + ... over
  * every p ascending (b, oy, ox) — the product's order — with the RB rows'
- * accumulators in registers over the whole sum. Per (b, oy) the block's
+ * accumulators in registers along each output row (kept exactly in
+ * between). Per (b, oy) the block's
  * patch rows are copied (ox along the row, +0 outside x) so the broadcasts
  * read fixed offsets. */
 static int TP_CD_WNAME(const tp_cd_args *q, int64_t i0, int64_t i1) {
@@ -94,7 +95,10 @@ static int TP_CD_WNAME(const tp_cd_args *q, int64_t i0, int64_t i1) {
   typedef float V __attribute__((vector_size(4 * TP_CD_WL))); /* along f */
   enum { L = 16, RB = TP_CD_RB, WL = TP_CD_WL };
   const int64_t C = q->C, KH = q->KH, KW = q->KW, F = q->F, K = C * KH * KW;
-  const int64_t chunks = (q->OW + L - 1) / L, PW = chunks * L;
+  /* patch rows a fixed 32 wide (OW <= 32, patterns_conv_direct.c): the
+   * broadcasts' offsets are constants */
+  enum { PW = 32 };
+  const int64_t chunks = (q->OW + L - 1) / L;
   const int64_t xtotal = q->B * C * q->H * q->W, gtotal = q->B * q->OH * q->OW * F;
   float *pb = malloc((size_t)(RB * PW) * sizeof(float));
   int32_t *keeps = malloc((size_t)(KW * PW) * sizeof(int32_t)); /* ox inside x and < OW, per kw */
@@ -115,7 +119,7 @@ static int TP_CD_WNAME(const tp_cd_args *q, int64_t i0, int64_t i1) {
       int64_t i = r0 + (r < rows ? r : rows - 1);
       ci[r] = i / (KH * KW), khi[r] = i / KW % KH, kwi[r] = i % KW;
     }
-    V acc[RB];
+    V accm[RB]; /* the running sums between (b, oy) rows (stored exactly) */
     int first = 1;
     for (int64_t b = 0; b < q->B; ++b)
       for (int64_t oy = 0; oy < q->OH; ++oy) {
@@ -124,7 +128,7 @@ static int TP_CD_WNAME(const tp_cd_args *q, int64_t i0, int64_t i1) {
           float *dst = pb + r * PW;
           int64_t y = oy + khi[r] - q->top;
           if (y < 0 || y >= q->H) {
-            memset(dst, 0, (size_t)PW * sizeof(float));
+            for (int64_t l = 0; l < PW; ++l) dst[l] = 0.0f;
             continue;
           }
           int64_t at = ((b * C + ci[r]) * q->H + y) * q->W + kwi[r] - q->left;
@@ -144,25 +148,33 @@ static int TP_CD_WNAME(const tp_cd_args *q, int64_t i0, int64_t i1) {
           }
         }
         int64_t p0 = (b * q->OH + oy) * q->OW;
-        for (int64_t ox = 0; ox < q->OW; ++ox) {
-          V gv;
+        V acc[RB], gv = {0};
+        int64_t ox = 0;
+        if (first) { /* p = 0: the first product seeds every sum */
+          if (WL <= gtotal) {
+            memcpy(&gv, q->g, sizeof gv);
+          } else {
+            for (int l = 0; l < WL; ++l) gv[l] = l < F ? q->g[l] : 0.0f;
+          }
+          _Pragma("GCC unroll 32") for (int r = 0; r < RB; ++r) acc[r] = (pb[r * PW] - (V){0}) * gv;
+          ox = 1, first = 0;
+        } else {
+          memcpy(acc, accm, sizeof acc);
+        }
+        for (; ox < q->OW; ++ox) {
           int64_t from = (p0 + ox) * F;
           if (from + WL <= gtotal) {
             memcpy(&gv, q->g + from, sizeof gv);
           } else {
             for (int l = 0; l < WL; ++l) gv[l] = l < F ? q->g[from + l] : 0.0f;
           }
-          if (first) {
-            _Pragma("GCC unroll 16") for (int r = 0; r < RB; ++r) acc[r] = (pb[r * PW + ox] - (V){0}) * gv;
-            first = 0;
-          } else {
-            _Pragma("GCC unroll 16") for (int r = 0; r < RB; ++r) acc[r] += (pb[r * PW + ox] - (V){0}) * gv;
-          }
+          _Pragma("GCC unroll 32") for (int r = 0; r < RB; ++r) acc[r] += (pb[r * PW + ox] - (V){0}) * gv;
         }
+        memcpy(accm, acc, sizeof acc);
       }
     for (int64_t r = 0; r < rows; ++r) {
       float t[WL];
-      memcpy(t, &acc[r], sizeof t);
+      memcpy(t, &accm[r], sizeof t);
       memcpy(q->out + (r0 + r) * F, t, (size_t)F * sizeof(float));
     }
   }

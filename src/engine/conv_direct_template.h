@@ -34,7 +34,7 @@ int TP_CD_CAT(tp_cd_forward_f32_, TP_CD_SUFFIX)(const tp_cd_args *q, int64_t b0,
 }
 
 #define TP_CD_WL 16
-#define TP_CD_RB 8
+#define TP_CD_RB 24
 #define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w16_, TP_CD_SUFFIX)
 #include "engine/conv_direct_kernels.h"
 #undef TP_CD_WL

@@ -15,7 +15,7 @@
  * envelope with the reference bits) — over the same patch values (x, or +0
  * where the pads are), then the bias add in the node's operand order
  * (conv_direct_template.h). f32 with unit steps and dilations; conv_wgrad
- * for at most 16 output channels. Only where P has another reader (a
+ * for at most 16 output channels and 32 output columns. Only where P has another reader (a
  * training plan): an inference plan keeps pattern conv_im2col. Threads
  * split images (forward) or rows of dW (weight gradient). */
 #include <stdatomic.h>
@@ -116,7 +116,7 @@ static bool tp_cd_wgrad_match(const tp_graph *g, const uint8_t *evaluated, uint3
   if (!t) return false;
   tp_cd_args a;
   uint32_t x = 0;
-  if (!tp_cd_geometry(g, evaluated, t->operands[0], &a, &x)) return false;
+  if (!tp_cd_geometry(g, evaluated, t->operands[0], &a, &x) || a.OW > 32) return false;
   const tp_node *gn = &g->nodes[mm->operands[1]];
   if (gn->desc.dtype != TOPOS_F32 || gn->desc.rank != 2) return false;
   f->n_members = 2;
@@ -197,7 +197,7 @@ static topos_status tp_cd_run(bool forward, const tp_fusion *f, const tp_graph *
       job.unit = 1, job.limit = a.B;
     } else {
       a.g = topos_tensor_data(other);
-      job.unit = a.F <= 8 ? 12 : 8, job.limit = a.C * a.KH * a.KW; /* the kernel's row blocks */
+      job.unit = a.F <= 8 ? 12 : 24, job.limit = a.C * a.KH * a.KW; /* the kernel's row blocks */
     }
     job.args = a;
     tp_cd_pick(forward, &job.kernel);
