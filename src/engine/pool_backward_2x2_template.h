@@ -96,7 +96,8 @@ void TP_PB2_CAT(tp_pb2_planes_f32_, TP_PB2_SUFFIX)(const tp_pb2_args *j, int64_t
   for (int64_t bc = begin; bc < end; ++bc) {
     int64_t b = bc / j->C, ch = bc % j->C;
     float *plane = j->out + bc * j->H * j->W;
-    memset(plane, 0, (size_t)(j->H * j->W) * sizeof *plane);
+    if (j->H != 2 * j->OH || j->W != 2 * j->OW) /* else every element is written below */
+      memset(plane, 0, (size_t)(j->H * j->W) * sizeof *plane);
     const float *xb = j->x + b * j->xs0 + ch * j->xs1;
     const float *gb = j->g + bc * j->OH * j->OW;
     for (int64_t oh = 0; oh < j->OH; ++oh) {
@@ -108,14 +109,14 @@ void TP_PB2_CAT(tp_pb2_planes_f32_, TP_PB2_SUFFIX)(const tp_pb2_args *j, int64_t
         TP_PB2_CAT(tp_pb2_windows_, TP_PB2_SUFFIX)(r0 + 2 * ow, r1 + 2 * ow, gr + ow, w0 + 2 * ow,
                                                     w1 + 2 * ow, j->c);
       if (ow < j->OW) { /* the last windows through zero-padded copies */
+        /* (element loops, not memcpy: a library call per short row cost more
+         * than the windows) */
         int64_t n = j->OW - ow;
         float a[32] = {0}, bb[32] = {0}, g[16] = {0}, o0[32], o1[32];
-        memcpy(a, r0 + 2 * ow, (size_t)(2 * n) * sizeof(float));
-        memcpy(bb, r1 + 2 * ow, (size_t)(2 * n) * sizeof(float));
-        memcpy(g, gr + ow, (size_t)n * sizeof(float));
+        for (int64_t k = 0; k < 2 * n; ++k) a[k] = r0[2 * ow + k], bb[k] = r1[2 * ow + k];
+        for (int64_t k = 0; k < n; ++k) g[k] = gr[ow + k];
         TP_PB2_CAT(tp_pb2_windows_, TP_PB2_SUFFIX)(a, bb, g, o0, o1, j->c);
-        memcpy(w0 + 2 * ow, o0, (size_t)(2 * n) * sizeof(float));
-        memcpy(w1 + 2 * ow, o1, (size_t)(2 * n) * sizeof(float));
+        for (int64_t k = 0; k < 2 * n; ++k) w0[2 * ow + k] = o0[k], w1[2 * ow + k] = o1[k];
       }
     }
   }
