@@ -121,3 +121,52 @@ void TP_PB2_CAT(tp_pb2_planes_f32_, TP_PB2_SUFFIX)(const tp_pb2_args *j, int64_t
     }
   }
 }
+
+/* The forward 2x2 / stride-2 max-pool of pattern max_pool (patterns_pool.c)
+ * on the same 16-lane layout: m = max(max(max(l0, l1), l2), l3) with the
+ * masked maximum, lane by lane — the composed maximum chain's bits. Planes
+ * [begin, end) of B*C into out [B*C, OH, OW]. */
+void TP_PB2_CAT(tp_pb2_pool_f32_, TP_PB2_SUFFIX)(const tp_pb2_args *j, int64_t begin,
+                                                  int64_t end) {
+  typedef TP_PB2_V V;
+  for (int64_t bc = begin; bc < end; ++bc) {
+    int64_t b = bc / j->C, ch = bc % j->C;
+    const float *xb = j->x + b * j->xs0 + ch * j->xs1;
+    float *o = j->out + bc * j->OH * j->OW;
+    for (int64_t oh = 0; oh < j->OH; ++oh, o += j->OW) {
+      const float *r0 = xb + 2 * oh * j->xs2, *r1 = r0 + j->xs2;
+      for (int64_t ow = 0; ow < j->OW; ow += 16) {
+        int64_t n = j->OW - ow < 16 ? j->OW - ow : 16;
+        V a0, a1, b0, b1;
+        if (n == 16) {
+          memcpy(&a0, r0 + 2 * ow, sizeof a0);
+          memcpy(&a1, r0 + 2 * ow + 16, sizeof a1);
+          memcpy(&b0, r1 + 2 * ow, sizeof b0);
+          memcpy(&b1, r1 + 2 * ow + 16, sizeof b1);
+        } else { /* the row's last windows: zero-padded copies */
+          float a[32] = {0}, bb[32] = {0};
+          for (int64_t k = 0; k < 2 * n; ++k) a[k] = r0[2 * ow + k], bb[k] = r1[2 * ow + k];
+          memcpy(&a0, a, sizeof a0);
+          memcpy(&a1, a + 16, sizeof a1);
+          memcpy(&b0, bb, sizeof b0);
+          memcpy(&b1, bb + 16, sizeof b1);
+        }
+        V l0 = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        V l1 = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        V l2 = __builtin_shufflevector(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        V l3 = __builtin_shufflevector(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        V m1, m2, m3;
+        TP_PB2_MAX(TP_PB2_M, m1, l0, l1);
+        TP_PB2_MAX(TP_PB2_M, m2, m1, l2);
+        TP_PB2_MAX(TP_PB2_M, m3, m2, l3);
+        if (n == 16) {
+          memcpy(o + ow, &m3, sizeof m3);
+        } else {
+          float t[16];
+          memcpy(t, &m3, sizeof t);
+          for (int64_t k = 0; k < n; ++k) o[ow + k] = t[k];
+        }
+      }
+    }
+  }
+}
