@@ -9,11 +9,10 @@
  * (maximum's rule reads them), so there the group stays unfused. */
 #include <string.h>
 
-#include "backend/platform.h"
 #include "base/error.h"
-#include "base/threads.h"
 #include "engine/pattern.h"
-#include "engine/pool_backward_2x2.h"
+#include "base/threads.h"
+#include "engine/vec4.h"
 #include "ops/kernel.h"
 
 static const tp_node *tp_pool_op(const tp_graph *g, uint32_t i, topos_op op) {
@@ -103,13 +102,33 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
  * m = maximum(maximum(maximum(l0, l1), l2), l3) as above; planes [begin, end)
  * of B*C each write their own output rows (any split, same bits). */
 typedef struct {
-  const tp_pb2_args *args;
-  void (*pool)(const tp_pb2_args *, int64_t, int64_t);
+  const float *x;
+  float *o;
+  const int64_t *st;
+  int64_t C, OH, OW;
 } tp_pool_2x2_job;
 
 static void tp_pool_2x2_range(void *ctx, int64_t begin, int64_t end) {
   const tp_pool_2x2_job *j = ctx;
-  j->pool(j->args, begin, end);
+  for (int64_t bc = begin; bc < end; ++bc) {
+    const float *plane = j->x + (bc / j->C) * j->st[0] + (bc % j->C) * j->st[1];
+    float *o = j->o + bc * j->OH * j->OW;
+    for (int64_t oh = 0; oh < j->OH; ++oh, o += j->OW) {
+      const float *r0 = plane + 2 * oh * j->st[2], *r1 = r0 + j->st[2];
+      int64_t ow = 0;
+      for (; ow + 4 <= j->OW; ow += 4) {
+        tp_vf4 l0, l1, l2, l3;
+        tp_vf4_deinterleave(r0 + 2 * ow, &l0, &l1);
+        tp_vf4_deinterleave(r1 + 2 * ow, &l2, &l3);
+        tp_vf4_store(o + ow, tp_vf4_max(tp_vf4_max(tp_vf4_max(l0, l1), l2), l3));
+      }
+      for (; ow < j->OW; ++ow) {
+        float m = TP_MAXIMUM_MASKED(r0[2 * ow], r0[2 * ow + 1]);
+        m = TP_MAXIMUM_MASKED(m, r1[2 * ow]);
+        o[ow] = TP_MAXIMUM_MASKED(m, r1[2 * ow + 1]);
+      }
+    }
+  }
 }
 
 static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
@@ -128,20 +147,9 @@ static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_ten
   int64_t KW = u4->attrs.size, SW = u4->attrs.step, DW = u4->attrs.dilation;
   if (topos_tensor_dtype(x) == TOPOS_F32 && KH == 2 && KW == 2 && SH == 2 && SW == 2 &&
       DH == 1 && DW == 1 && st[3] == 1) {
-    /* 16 windows per vector step, the CPU's widest instance (the same
-     * masked maximum chain; pool_backward_2x2_template.h) */
-    tp_pb2_args job = {topos_tensor_data(x), NULL, topos_tensor_data_mut(dst), st[0], st[1], st[2],
-                       C, 2 * OH, 2 * OW, OH, OW, {0}};
-    void (*pool)(const tp_pb2_args *, int64_t, int64_t) = tp_pb2_pool_f32_baseline;
-#if defined(__x86_64__)
-    if (tp_vector_isa_best() == TP_VECTOR_AVX512)
-      pool = tp_pb2_pool_f32_avx512;
-    else if (tp_vector_isa_best() == TP_VECTOR_AVX2)
-      pool = tp_pb2_pool_f32_avx2;
-#endif
-    tp_pool_2x2_job pj = {&job, pool};
+    tp_pool_2x2_job job = {topos_tensor_data(x), topos_tensor_data_mut(dst), st, C, OH, OW};
     int64_t per = OH * OW > 0 ? OH * OW : 1;
-    tp_parallel_for(B * C, ((1 << 13) + per - 1) / per, tp_pool_2x2_range, &pj);
+    tp_parallel_for(B * C, ((1 << 13) + per - 1) / per, tp_pool_2x2_range, &job);
   } else if (topos_tensor_dtype(x) == TOPOS_F32) TP_POOL_WALK(float);
   else TP_POOL_WALK(double);
   *out = topos_tensor_retain(dst);

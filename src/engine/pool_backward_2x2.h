@@ -1,5 +1,5 @@
-/* Internal (engine): patterns pool_backward's and max_pool's 2x2 / stride-2
- * f32 kernels in 16-lane vectors (pool_backward_2x2_template.h, one instance per ISA). */
+/* Internal (engine): pattern pool_backward's 2x2 / stride-2 f32 kernel in
+ * 16-lane vectors (pool_backward_2x2_template.h, one instance per ISA). */
 #ifndef TP_ENGINE_POOL_BACKWARD_2X2_H
 #define TP_ENGINE_POOL_BACKWARD_2X2_H
 
@@ -15,13 +15,9 @@ typedef struct tp_pb2_args {
 } tp_pb2_args;
 
 void tp_pb2_planes_f32_baseline(const tp_pb2_args *a, int64_t begin, int64_t end);
-/* the forward max-pool (pattern max_pool): g and c unused */
-void tp_pb2_pool_f32_baseline(const tp_pb2_args *a, int64_t begin, int64_t end);
 #if defined(__x86_64__)
 void tp_pb2_planes_f32_avx2(const tp_pb2_args *a, int64_t begin, int64_t end);
 void tp_pb2_planes_f32_avx512(const tp_pb2_args *a, int64_t begin, int64_t end);
-void tp_pb2_pool_f32_avx2(const tp_pb2_args *a, int64_t begin, int64_t end);
-void tp_pb2_pool_f32_avx512(const tp_pb2_args *a, int64_t begin, int64_t end);
 #endif
 
 #endif
