@@ -3,75 +3,78 @@
  * forward, or TP_CD_WNAME, TP_CD_WL (lanes along f) and TP_CD_RB (rows of dW
  * per block) for the weight gradient. No include guard, on purpose. */
 #ifdef TP_CD_FNAME
-/* Forward, images [b0, b1): each image padded into rows of whole vectors,
- * then per output row oy and 16 columns ox at a time, FR output channels
- * at a time (accumulators clamped at the end: a repeated channel is not
- * stored), out[p, f] = K[0,f]*P[p,0] + K[1,f]*P[p,1] + ... (i ascending:
- * the product's order; a*b == b*a), then + bias in the add's operand order. */
+/* Forward, images [b0, b1): each image padded (zeros around, rows of whole
+ * blocks), then per output row oy, 16 columns ox (one accumulator each) and
+ * FR output channels (the vector lanes, K's rows padded with zeros):
+ *   out[p, f] = P[p,0]*K[0,f] + P[p,1]*K[1,f] + ...   (i ascending: the
+ * product's order), each P broadcast from the padded image at a constant
+ * offset; then + bias in the add's operand order. Columns past OW are
+ * computed and not stored; each accumulator is one output row's FR values,
+ * stored as they are. */
 static int TP_CD_FNAME(const tp_cd_args *q, int64_t b0, int64_t b1) {
-  typedef TP_CD_CAT(tp_cd_v16_, TP_CD_SUFFIX) V;
-  enum { L = 16, FR = TP_CD_FR };
+  typedef float V __attribute__((vector_size(4 * TP_CD_FR)));
+  enum { R = 16, FR = TP_CD_FR };
   const int64_t C = q->C, KH = q->KH, KW = q->KW, F = q->F, K = C * KH * KW;
-  const int64_t HP = q->OH + KH - 1, chunks = (q->OW + L - 1) / L, LW = chunks * L + KW - 1 + L;
+  const int64_t HP = q->OH + KH - 1, chunks = (q->OW + R - 1) / R, LW = chunks * R + KW - 1 + R;
   const int64_t fblocks = (F + FR - 1) / FR;
   float *xp = malloc((size_t)(C * HP * LW) * sizeof(float));
-  float *kp = malloc((size_t)(fblocks * K * FR) * sizeof(float)); /* K per block of FR f, 0-padded */
+  float *kp = malloc((size_t)(fblocks * (K + 1) * FR) * sizeof(float)); /* + the bias row */
   if (!xp || !kp) {
     free(xp), free(kp);
     return -1;
   }
-  for (int64_t fb = 0; fb < fblocks; ++fb)
+  for (int64_t fb = 0; fb < fblocks; ++fb) {
     for (int64_t i = 0; i < K; ++i)
       for (int l = 0; l < FR; ++l) {
         int64_t f = fb * FR + l;
-        kp[(fb * K + i) * FR + l] = f < F ? q->k[i * F + f] : 0.0f;
+        kp[(fb * (K + 1) + i) * FR + l] = f < F ? q->k[i * F + f] : 0.0f;
       }
+    for (int l = 0; l < FR; ++l) {
+      int64_t f = fb * FR + l;
+      kp[(fb * (K + 1) + K) * FR + l] = q->bias && f < F ? q->bias[f * q->bias_stride] : 0.0f;
+    }
+  }
   for (int64_t b = b0; b < b1; ++b) {
     memset(xp, 0, (size_t)(C * HP * LW) * sizeof(float));
     for (int64_t c = 0; c < C; ++c)
       for (int64_t yy = 0; yy < HP; ++yy) {
         int64_t y = yy - q->top;
         if (y < 0 || y >= q->H) continue;
-        const float *src = q->x + ((b * C + c) * q->H + y) * q->W;
-        float *dst = xp + (c * HP + yy) * LW;
-        for (int64_t xx = 0; xx < LW; ++xx) {
-          int64_t xs = xx - q->left;
-          if (xs >= 0 && xs < q->W) dst[xx] = src[xs];
-        }
+        memcpy(xp + (c * HP + yy) * LW + q->left, q->x + ((b * C + c) * q->H + y) * q->W,
+               (size_t)q->W * sizeof(float));
       }
     for (int64_t oy = 0; oy < q->OH; ++oy)
       for (int64_t ch = 0; ch < chunks; ++ch)
         for (int64_t fb = 0; fb < fblocks; ++fb) {
-          const float *kb = kp + fb * K * FR;
-          V acc[FR], v;
-          memcpy(&v, xp + oy * LW + ch * L, sizeof v); /* i = 0: c 0, kh 0, kw 0 */
-          _Pragma("GCC unroll 16") for (int r = 0; r < FR; ++r) acc[r] = (kb[r] - (V){0}) * v;
+          const float *kb = kp + fb * (K + 1) * FR;
+          V acc[R], kv;
+          const float *row = xp + oy * LW + ch * R; /* i = 0: c 0, kh 0, kw 0 */
+          memcpy(&kv, kb, sizeof kv);
+          _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) acc[r] = (row[r] - (V){0}) * kv;
           int64_t i = 0;
           for (int64_t c = 0; c < C; ++c)
             for (int64_t kh = 0; kh < KH; ++kh) {
-              const float *row = xp + (c * HP + oy + kh) * LW + ch * L;
+              const float *line = xp + (c * HP + oy + kh) * LW + ch * R;
               for (int64_t kw = 0; kw < KW; ++kw, ++i) {
                 if (i == 0) continue;
-                memcpy(&v, row + kw, sizeof v);
-                const float *kr = kb + i * FR;
-                _Pragma("GCC unroll 16") for (int r = 0; r < FR; ++r) acc[r] += (kr[r] - (V){0}) * v;
+                const float *at = line + kw;
+                memcpy(&kv, kb + i * FR, sizeof kv);
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) acc[r] += (at[r] - (V){0}) * kv;
               }
             }
-          int64_t lanes = q->OW - ch * L < L ? q->OW - ch * L : L;
+          int64_t cols = q->OW - ch * R < R ? q->OW - ch * R : R;
           int64_t fs = F - fb * FR < FR ? F - fb * FR : FR;
-          float *o = q->out + ((b * q->OH + oy) * q->OW + ch * L) * F + fb * FR;
-          const float *bias = q->bias ? q->bias + fb * FR * q->bias_stride : NULL;
-          for (int64_t r = 0; r < fs; ++r) {
-            float t[L];
-            memcpy(t, &acc[r], sizeof t);
-            if (!bias) {
-              for (int64_t l = 0; l < lanes; ++l) o[l * F + r] = t[l];
+          float *o = q->out + ((b * q->OH + oy) * q->OW + ch * R) * F + fb * FR;
+          V bv;
+          memcpy(&bv, kb + K * FR, sizeof bv);
+          for (int64_t r = 0; r < cols; ++r) {
+            V v = !q->bias ? acc[r] : q->product_first ? acc[r] + bv : bv + acc[r];
+            if (fs == FR) {
+              memcpy(o + r * F, &v, sizeof v);
             } else {
-              float bv = bias[r * q->bias_stride];
-              if (q->product_first)
-                for (int64_t l = 0; l < lanes; ++l) o[l * F + r] = t[l] + bv;
-              else
-                for (int64_t l = 0; l < lanes; ++l) o[l * F + r] = bv + t[l];
+              float t[FR];
+              memcpy(t, &v, sizeof t);
+              memcpy(o + r * F, t, (size_t)fs * sizeof(float));
             }
           }
         }
@@ -79,7 +82,6 @@ static int TP_CD_FNAME(const tp_cd_args *q, int64_t b0, int64_t b1) {
   free(xp), free(kp);
   return 0;
 }
-
 #endif
 
 #ifdef TP_CD_WNAME

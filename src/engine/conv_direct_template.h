@@ -1,8 +1,8 @@
 /* The f32 kernels of patterns conv_forward and conv_wgrad (see
  * patterns_conv_direct.c for what they replace and why the bits are the
  * composed formula's), compiled once per ISA file with TP_CD_SUFFIX defined.
- * 16-lane compiler vectors (one AVX-512 register, two AVX2, four SSE); a
- * multiply then an add, each rounded (-ffp-contract=off).
+ * Compiler vectors of 8 or 16 floats (AVX-512: one register; AVX2, SSE:
+ * two or four); a multiply then an add, each rounded (-ffp-contract=off).
  *
  * Geometry: unit steps and dilations. Patch element (p, i), p = (b, oy, ox),
  * i = (c, kh, kw), is x[b, c, oy+kh-top, ox+kw-left], +0 outside x. */
