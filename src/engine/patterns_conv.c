@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/threads.h"
+#include "engine/conv_chain.h"
 #include "engine/pattern.h"
 #include "ops/op_table.h"
 
@@ -24,8 +25,8 @@ static const tp_node *tp_conv_op(const tp_graph *g, uint32_t i, topos_op op) {
 }
 
 /* The chain ending at the patch matrix (a reshape): members ascending
- * (reshape last) and the image x, or false. */
-static bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
+ * (reshape last) and the image x, or false (conv_chain.h). */
+bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
                          uint32_t *image) {
   const tp_node *rs = tp_conv_op(g, reshape, TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 2) return false;
@@ -158,8 +159,11 @@ static void tp_patch_range(void *ctx, int64_t begin, int64_t end) {
       for (int64_t c = 0; c < j->C; ++c)
         for (int64_t kh = 0; kh < j->KH; ++kh) {
           int64_t ih = oh * j->SH + kh * j->DH - j->top;
-          const char *line = j->src + (size_t)(b * j->st[0] + c * j->st[1] + ih * j->st[2]) * j->width;
           bool row_in = ih >= 0 && ih < j->H;
+          /* a row in the pad has no source line (no pointer formed outside x) */
+          const char *line =
+              row_in ? j->src + (size_t)(b * j->st[0] + c * j->st[1] + ih * j->st[2]) * j->width
+                     : j->src;
           if (j->width == sizeof(float)) {
             float *q = (float *)p;
             for (int64_t kw = 0; kw < j->KW; ++kw) {

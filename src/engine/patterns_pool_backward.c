@@ -26,7 +26,8 @@
 #include "base/error.h"
 #include "base/threads.h"
 #include "engine/pattern.h"
-#include "engine/vec4.h"
+#include "backend/platform.h"
+#include "engine/pool_backward_2x2.h"
 #include "ops/kernel.h"
 
 extern const tp_pattern tp_pattern_lane_sum; /* patterns_lanes.c */
@@ -251,92 +252,20 @@ static bool tp_pb_is_2x2(const tp_pb_job *j) {
          j->bDW == 1 && j->xs[3] == 1 && j->H >= 2 * j->OH && j->W >= 2 * j->OW;
 }
 
-/* One window's lanes -> its four output values, in the composed order. V
- * is float or a vector of floats (same expression, lane by lane); MAX and
- * STEP are the matching maximum and step. */
-#define TP_PB_WINDOW(V, MAX, STEP, l0, l1, l2, l3, g3, v0, v1, v2, v3)       \
-  do {                                                                     \
-    V m1_ = MAX(l0, l1), m2_ = MAX(m1_, l2);                               \
-    V s3_ = STEP(m2_, l3), s2_ = STEP(m1_, l2), s1_ = STEP(l0, l1);        \
-    V r3_ = o3 - s3_, q3_ = (g3) * r3_, t3_ = (g3) * s3_;                  \
-    v3 = z3 + q3_;                                                         \
-    V g2_ = p3 + t3_;                                                      \
-    V r2_ = o2 - s2_, q2_ = g2_ * r2_, t2_ = g2_ * s2_;                    \
-    v2 = z2 + q2_;                                                         \
-    V g1_ = p2 + t2_;                                                      \
-    V r1_ = o1 - s1_, q1_ = g1_ * r1_, t1_ = g1_ * s1_;                    \
-    v1 = z1 + q1_;                                                         \
-    v0 = p1 + t1_;                                                         \
-    /* lane_sum (+ 0), then each fold's zero seed (0 + v) */               \
-    v0 = zero + (zero + (v0 + zero));                                      \
-    v1 = zero + (zero + (v1 + zero));                                      \
-    v2 = zero + (zero + (v2 + zero));                                      \
-    v3 = zero + (zero + (v3 + zero));                                      \
-  } while (0)
-
-static inline float tp_pb_step(float a, float b) { return a >= b ? 1.0f : 0.0f; }
-
+/* The 2x2 planes in 16-lane vectors, the CPU's widest instance
+ * (pool_backward_2x2_template.h). */
 static void tp_pb_2x2_f32(const tp_pb_job *j, int64_t begin, int64_t end) {
-  const float *c = j->c32;
-  const float p3 = c[6], o3 = c[7], z3 = c[8], p2 = c[3], o2 = c[4], z2 = c[5];
-  const float p1 = c[0], o1 = c[1], z1 = c[2];
-  for (int64_t bc = begin; bc < end; ++bc) {
-    int64_t b = bc / j->C, ch = bc % j->C;
-    float *plane = (float *)j->out + bc * j->H * j->W;
-    memset(plane, 0, (size_t)(j->H * j->W) * sizeof *plane);
-    const float *xb = (const float *)j->x + b * j->xs[0] + ch * j->xs[1];
-    const float *gb = (const float *)j->g + bc * j->OH * j->OW;
-    for (int64_t oh = 0; oh < j->OH; ++oh) {
-      const float *r0 = xb + 2 * oh * j->xs[2], *r1 = r0 + j->xs[2];
-      const float *gr = gb + oh * j->OW;
-      float *w0 = plane + 2 * oh * j->W, *w1 = w0 + j->W;
-      int64_t ow = 0;
-      {
-        const tp_vf4 zero = {0}, vp3 = TP_VF4_SPLAT(p3), vo3 = TP_VF4_SPLAT(o3);
-        const tp_vf4 vz3 = TP_VF4_SPLAT(z3), vp2 = TP_VF4_SPLAT(p2), vo2 = TP_VF4_SPLAT(o2);
-        const tp_vf4 vz2 = TP_VF4_SPLAT(z2), vp1 = TP_VF4_SPLAT(p1), vo1 = TP_VF4_SPLAT(o1);
-        const tp_vf4 vz1 = TP_VF4_SPLAT(z1);
-        for (; ow + 4 <= j->OW; ow += 4) { /* four windows */
-          tp_vf4 l0, l1, l2, l3, g3 = tp_vf4_load(gr + ow);
-          tp_vf4_deinterleave(r0 + 2 * ow, &l0, &l1);
-          tp_vf4_deinterleave(r1 + 2 * ow, &l2, &l3);
-          tp_vf4 v0, v1, v2, v3;
-#define p3 vp3
-#define o3 vo3
-#define z3 vz3
-#define p2 vp2
-#define o2 vo2
-#define z2 vz2
-#define p1 vp1
-#define o1 vo1
-#define z1 vz1
-          TP_PB_WINDOW(tp_vf4, tp_vf4_max, tp_vf4_step, l0, l1, l2, l3, g3, v0, v1, v2, v3);
-#undef p3
-#undef o3
-#undef z3
-#undef p2
-#undef o2
-#undef z2
-#undef p1
-#undef o1
-#undef z1
-          tp_vf4_interleave(w0 + 2 * ow, v0, v1);
-          tp_vf4_interleave(w1 + 2 * ow, v2, v3);
-        }
-      }
-      const float zero = 0.0f;
-      for (; ow < j->OW; ++ow) {
-        float l0 = r0[2 * ow], l1 = r0[2 * ow + 1], l2 = r1[2 * ow], l3 = r1[2 * ow + 1];
-        float v0, v1, v2, v3;
-        TP_PB_WINDOW(float, TP_MAXIMUM_MASKED, tp_pb_step, l0, l1, l2, l3, gr[ow], v0, v1, v2,
-                     v3);
-        w0[2 * ow] = v0;
-        w0[2 * ow + 1] = v1;
-        w1[2 * ow] = v2;
-        w1[2 * ow + 1] = v3;
-      }
-    }
-  }
+  tp_pb2_args a = {j->x, j->g, j->out, j->xs[0], j->xs[1], j->xs[2],
+                   j->C, j->H, j->W, j->OH, j->OW, {0}};
+  memcpy(a.c, j->c32, sizeof a.c);
+  void (*planes)(const tp_pb2_args *, int64_t, int64_t) = tp_pb2_planes_f32_baseline;
+#if defined(__x86_64__)
+  if (tp_vector_isa_best() == TP_VECTOR_AVX512)
+    planes = tp_pb2_planes_f32_avx512;
+  else if (tp_vector_isa_best() == TP_VECTOR_AVX2)
+    planes = tp_pb2_planes_f32_avx2;
+#endif
+  planes(&a, begin, end);
 }
 
 /* planes [begin, end) of B*C: each writes only its own plane */
@@ -407,3 +336,7 @@ static topos_status tp_pb_run(const tp_fusion *f, const tp_graph *g, topos_tenso
 }
 
 const tp_pattern tp_pattern_pool_backward = {"pool_backward", tp_pb_match, tp_pb_run};
+
+/* the baseline instance of the 2x2 kernel (the ISA files hold the others) */
+#define TP_PB2_SUFFIX baseline
+#include "engine/pool_backward_2x2_template.h"

@@ -77,6 +77,31 @@ static int64_t tp_lane_shape(const topos_tensor *a, int axis, int64_t *lanes) {
     int64_t lanes[TOPOS_MAX_RANK], index[TOPOS_MAX_RANK] = {0};                          \
     int64_t count = tp_lane_shape(a, axis, lanes);                                       \
     int64_t extent = a->shape[axis], stride = a->strides[axis];                          \
+    /* the axes after `axis` one contiguous run (a bias gradient's [rows, C]):  */       \
+    /* a block of lanes side by side, each still its own ascending sum          */       \
+    int64_t inner = 1, expect = 1;                                                       \
+    bool run = extent > 1;                                                               \
+    for (int i = a->rank - 1; i > axis; --i) {                                           \
+      run = run && (a->shape[i] == 1 || a->strides[i] == expect);                        \
+      expect *= a->shape[i];                                                             \
+      inner *= a->shape[i];                                                              \
+    }                                                                                    \
+    if (run && inner > 1 && stride == inner) {                                           \
+      int64_t outer = count / inner;                                                     \
+      for (int64_t o = 0; o < outer; ++o) {                                              \
+        const S *x = pa + tp_tensor_element_offset(a, index);                            \
+        for (int64_t i0 = 0; i0 < inner; i0 += 64) {                                     \
+          int64_t w = inner - i0 < 64 ? inner - i0 : 64;                                 \
+          C acc[64];                                                                     \
+          for (int64_t i = 0; i < w; ++i) acc[i] = LD(x[i0 + i]);                        \
+          for (int64_t k = 1; k < extent; ++k)                                           \
+            for (int64_t i = 0; i < w; ++i) acc[i] += LD(x[k * stride + i0 + i]);        \
+          for (int64_t i = 0; i < w; ++i) po[o * inner + i0 + i] = ST(acc[i]);           \
+        }                                                                                \
+        for (int64_t i = 0; i < inner; ++i) tp_index_next(a->rank, lanes, index);        \
+      }                                                                                  \
+      return;                                                                            \
+    }                                                                                    \
     for (int64_t lane = 0; lane < count; ++lane) {                                       \
       const S *x = pa + tp_tensor_element_offset(a, index);                              \
       C acc = LD(x[0]);                                                                  \

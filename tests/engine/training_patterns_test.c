@@ -4,7 +4,11 @@
  * cross-entropy) whose plan with every pattern gives the same bits as the
  * plan with none and as the interpreter, at 1 and 3 threads, f32 and f64,
  * with odd image sizes (windows that miss a row), exact zeros and -0 in the
- * images (ties in the pools), and the expected groups in the plan. */
+ * images (ties in the pools), and the expected groups in the plan.
+ * conv_forward / conv_wgrad (the convs without their patch matrix), col2im,
+ * relu_grad and matmul_bias are this plan's conv products, conv input
+ * gradient, relu gradients and the linear layer's bias add; a 42-wide image
+ * gives rows of 21 and 42 (two and three vectors). */
 #include <math.h>
 #include <stdio.h>
 
@@ -14,6 +18,7 @@
 typedef struct {
   topos_dtype dtype;
   int64_t batch, h, w, pad, pool;
+  int64_t c1, c2; /* channels of the two convs; 0: 4 and 5 */
 } tt_lenet_cfg;
 
 typedef struct {
@@ -29,10 +34,11 @@ static topos_status tt_lenet_build(const tt_lenet_cfg *cfg, tt_lenet *m) {
   TP_TRY(topos_tape_new(&tape));
   topos_conv2d c1, c2;
   topos_linear fc;
-  topos_conv2d_new(tape, "c1", 1, 4, 3, 1, cfg->pad, 1, cfg->dtype, &rng, &c1);
-  topos_conv2d_new(tape, "c2", 4, 5, 3, 1, 1, 1, cfg->dtype, &rng, &c2);
+  int64_t k1 = cfg->c1 ? cfg->c1 : 4, k2 = cfg->c2 ? cfg->c2 : 5;
+  topos_conv2d_new(tape, "c1", 1, k1, 3, 1, cfg->pad, 1, cfg->dtype, &rng, &c1);
+  topos_conv2d_new(tape, "c2", k1, k2, 3, 1, 1, 1, cfg->dtype, &rng, &c2);
   int64_t h1 = (cfg->h + 2 * cfg->pad - 2) / cfg->pool, w1 = (cfg->w + 2 * cfg->pad - 2) / cfg->pool;
-  int64_t h2 = h1 / cfg->pool, w2 = w1 / cfg->pool, flat = 5 * h2 * w2;
+  int64_t h2 = h1 / cfg->pool, w2 = w1 / cfg->pool, flat = k2 * h2 * w2;
   topos_linear_new(tape, "fc", flat, 3, 1, cfg->dtype, &rng, &fc);
   /* images: normal values with every fifth pixel 0 and every seventh -0 */
   const int64_t xs[4] = {cfg->batch, 1, cfg->h, cfg->w};
@@ -122,17 +128,31 @@ static void tt_lenet_case(const tt_lenet_cfg *cfg, const char *const *expect, in
 }
 
 TEST(plan_training_patterns_lenet_f32) {
-  static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col"};
-  tt_lenet_cfg a = {TOPOS_F32, 3, 14, 18, 1, 2}; /* the vector path: rows of >= 4 windows */
-  tt_lenet_case(&a, expect, 3);
-  tt_lenet_cfg b = {TOPOS_F32, 2, 9, 7, 0, 2}; /* odd sizes: windows miss a row and column */
-  tt_lenet_case(&b, expect, 3);
+  static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:conv_forward",
+                                       "fused:conv_wgrad", "fused:col2im", "fused:relu_grad",
+                                       "fused:matmul_bias"};
+  tt_lenet_cfg a = {TOPOS_F32, 3, 14, 18, 1, 2, 0, 0}; /* the vector path: rows of >= 4 windows */
+  tt_lenet_case(&a, expect, 7);
+  tt_lenet_cfg b = {TOPOS_F32, 2, 9, 7, 0, 2, 0, 0}; /* odd sizes: windows miss a row and column */
+  tt_lenet_case(&b, expect, 7);
+  tt_lenet_cfg c = {TOPOS_F32, 2, 8, 42, 1, 2, 0, 0}; /* rows of 42 and 21: several vectors */
+  tt_lenet_case(&c, expect, 7);
+  /* the bench's channels (8 -> 16: the kernels' 16-wide blocks) and 12 -> 20
+   * (a second, partial block of output channels; conv2's weight gradient
+   * is wider than conv_wgrad takes and stays a product) */
+  tt_lenet_cfg d = {TOPOS_F32, 2, 12, 10, 1, 2, 8, 16};
+  tt_lenet_case(&d, expect, 7);
+  tt_lenet_cfg e = {TOPOS_F32, 2, 10, 10, 1, 2, 12, 20};
+  tt_lenet_case(&e, expect, 7);
 }
 
 TEST(plan_training_patterns_lenet_f64) {
-  static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col"};
-  tt_lenet_cfg a = {TOPOS_F64, 2, 11, 12, 1, 2};
-  tt_lenet_case(&a, expect, 3);
+  static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col",
+                                       "fused:col2im", "fused:relu_grad", "fused:matmul_bias"};
+  /* f64: the conv products stay im2col + matmul_bias (conv_forward and
+   * conv_wgrad are f32) */
+  tt_lenet_cfg a = {TOPOS_F64, 2, 11, 12, 1, 2, 0, 0};
+  tt_lenet_case(&a, expect, 6);
 }
 
 /* The pool's own gradient, observed: x a parameter full of ties (values from

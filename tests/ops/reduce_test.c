@@ -115,3 +115,39 @@ TEST(ops_log_sum_exp_non_finite_peaks) {
   }
   ot_free(&p);
 }
+
+/* sum_along over an axis whose trailing axes are one contiguous run (a bias
+ * gradient's [rows, C]) takes blocks of lanes side by side: still each lane
+ * seeded from its first element and ascending. Checked against that loop for
+ * short runs, runs longer than a block (64) and a leading axis. */
+TEST(ops_sum_along_contiguous_runs_keep_lane_order) {
+  ot_pool p = {{0}, 0};
+  static const int64_t shapes[][3] = {{1, 301, 8}, {1, 77, 70}, {3, 50, 5}, {2, 9, 130}};
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; ++c) {
+    int64_t o = shapes[c][0], k = shapes[c][1], in = shapes[c][2];
+    int64_t s[3] = {o, k, in}, so[2] = {o, in};
+    double *v = malloc((size_t)(o * k * in) * sizeof *v);
+    CHECK(v != NULL);
+    if (!v) break;
+    for (int64_t i = 0; i < o * k * in; ++i)
+      v[i] = (double)((i * 2654435761u) % 20011) / 97.0 - 100.0 + (i % 13 == 0 ? 1e7 : 0.0);
+    topos_tensor *xf = ot_make(&p, TOPOS_F32, 3, s, v), *xd = ot_make(&p, TOPOS_F64, 3, s, v);
+    topos_tensor *rf = NULL, *rd = NULL;
+    CHECK_OK(topos_sum_along(xf, 1, &rf));
+    CHECK_OK(topos_sum_along(xd, 1, &rd));
+    ot_keep(&p, rf), ot_keep(&p, rd);
+    CHECK(topos_tensor_rank(rf) == 2 && topos_tensor_shape(rf)[1] == so[1]);
+    int same = 1;
+    for (int64_t a = 0; a < o; ++a)
+      for (int64_t i = 0; i < in; ++i) {
+        const double *lane = v + a * k * in + i;
+        float ef = (float)lane[0];
+        double ed = lane[0];
+        for (int64_t q = 1; q < k; ++q) ef += (float)lane[q * in], ed += lane[q * in];
+        same &= (float)ot_at(rf, a * in + i) == ef && ot_at(rd, a * in + i) == ed;
+      }
+    CHECK_MSG(same, "sum_along [%lld,%lld,%lld] axis 1", (long long)o, (long long)k, (long long)in);
+    free(v);
+  }
+  ot_free(&p);
+}

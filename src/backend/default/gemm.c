@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend/backend_internal.h"
+#include "backend/default/gemm_narrow.h"
 #include "backend/platform.h"
 
 #define TP_UK_DECL(isa)                                                                      \
@@ -176,6 +177,9 @@ static void *tp_gemm_buffer(size_t bytes) {
       tp_reference_gemm_##sfx(t);                                                                \
       return TOPOS_OK;                                                                           \
     }                                                                                            \
+    /* a C one vector wide keeps its rows in registers, no packing */                          \
+    topos_status narrow_status;                                                                  \
+    if (tp_default_narrow_gemm_##sfx(t, &narrow_status)) return narrow_status;                   \
     tp_uk_choice uk = tp_uk_pick();                                                              \
     /* a narrow C (a conv's few output channels) would leave most of a wide                     \
      * tile's lanes idle: the next narrower kernel (bit-identical, see top) */                   \

@@ -3,3 +3,5 @@
 #define TP_UK_SUFFIX baseline
 #define TP_UK_VECTOR_BYTES 16
 #include "backend/default/gemm_ukernel_template.h"
+#define TP_NK_ROWS 12
+#include "backend/default/gemm_narrow_template.h"

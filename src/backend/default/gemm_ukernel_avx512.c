@@ -3,3 +3,5 @@
 #define TP_UK_SUFFIX avx512
 #define TP_UK_VECTOR_BYTES 64
 #include "backend/default/gemm_ukernel_template.h"
+#define TP_NK_ROWS 24
+#include "backend/default/gemm_narrow_template.h"
