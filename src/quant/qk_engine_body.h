@@ -341,7 +341,7 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
  * rows) should stay in L2 while every activation tile walks it, so the
  * activation rows are read from memory once per group instead of once per
  * panel, and a tile's activation rows stay in L1 across the group. */
-#define QK_GROUP_BYTES ((size_t)192 << 10)
+#define QK_GROUP_BYTES ((size_t)384 << 10)
 
 static int64_t QK_FN(group_panels)(size_t panel_bytes) {
   int64_t g = (int64_t)(QK_GROUP_BYTES / (panel_bytes ? panel_bytes : 1));
