@@ -349,16 +349,18 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
     }
 }
 
-/* Prompt-sized products take wide tiles (8 activation rows where the ISA has
- * them), then 4-row tiles, then single rows, over groups of decoded panels:
+/* Prompt-sized products take the ISA's own tiles where it has them (AVX-512
+ * VNNI: 2 x 8 for Q2_K / Q4_K / Q5_K, a scale-product table for Q8_0 /
+ * Q4_0 / Q5_0), then 4-row tiles, then single rows, over groups of decoded
+ * panels:
  * every row must get the bits it gets alone (m = 1: the fused matrix-vector
  * kernel or the single-row tile) and inside other products (m = 4, 9, 13 at
  * other offsets), at any thread count. n = 37 leaves a short last panel; k
  * covers one and several super-blocks and, for 32-blocks, k not a multiple
  * of 64. */
 TEST(qmatmul_prompt_tiles_same_bits_across_m) {
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q3_K, TOPOS_Q8_0,
-                               TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_F16, TOPOS_F32, TOPOS_BF16};
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q3_K, TOPOS_Q8_0, TOPOS_Q4_0,
+                               TOPOS_Q5_0, TOPOS_Q4_1, TOPOS_Q5_1, TOPOS_F16, TOPOS_F32, TOPOS_BF16};
   const int64_t n = 37, m = 21;
   if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
