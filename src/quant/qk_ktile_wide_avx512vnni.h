@@ -107,8 +107,9 @@ QK_INLINE void QK_FN(kwtile)(const QK_FN(kpanel) *p, int r0, const qk_act *act, 
       }
 #pragma GCC unroll 8
       for (int c = 0; c < QK_KW; ++c) {
-        const __m512i aa = _mm512_loadu_si512(au + (c0 + c) * astride + e);
-        const __m512i ab = _mm512_loadu_si512(au + (c0 + c) * astride + e + 64);
+        __m512i aa = _mm512_loadu_si512(au + (c0 + c) * astride + e);
+        __m512i ab = _mm512_loadu_si512(au + (c0 + c) * astride + e + 64);
+        __asm__("" : "+v"(aa), "+v"(ab)); /* one load each, for both rows */
 #pragma GCC unroll 2
         for (int r = 0; r < QK_KWR; ++r) {
           /* t'_b in the high half, then t'_a accumulated below it */
@@ -125,6 +126,10 @@ QK_INLINE void QK_FN(kwtile)(const QK_FN(kpanel) *p, int r0, const qk_act *act, 
       for (int c = 0; c < QK_KW; ++c) isum[r][c] = _mm512_sub_epi32(isum[r][c], corr);
     }
     /* ktile's float operations on ktile's integers */
+    __m512 mf[QK_KWR];
+#pragma GCC unroll 2
+    for (int r = 0; r < QK_KWR; ++r) mf[r] = _mm512_loadu_ps(p->mf[r0 + r] + 16 * sb);
+    __asm__("" : "+v"(mf[0]), "+v"(mf[1]));
 #pragma GCC unroll 8
     for (int c = 0; c < QK_KW; ++c) {
       const int64_t row = c0 + c;
@@ -135,7 +140,7 @@ QK_INLINE void QK_FN(kwtile)(const QK_FN(kpanel) *p, int r0, const qk_act *act, 
         float *am = accm + (r * QK_KW + c) * 16;
         __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_set1_ps(p->d[r0 + r][sb] * da),
                                      _mm512_load_ps(am));
-        acc = _mm512_fnmadd_ps(_mm512_loadu_ps(p->mf[r0 + r] + 16 * sb), bf, acc);
+        acc = _mm512_fnmadd_ps(mf[r], bf, acc);
         _mm512_store_ps(am, acc);
       }
     }
