@@ -261,7 +261,7 @@ typedef struct QK_FN(ctx) {
   float *qw_db;  /* its activation block scales, qw_st per row */
   int64_t qw_st;
   QK_FN(ktile_fn) k4, k1;
-  /* the wide K tile (QK_KTILE_WIDE_H), or NULL; kw_ip: its init pairs */
+  /* the wide K tile (QK_KTILE_WIDE_H), or NULL */
   void (*kw)(const QK_FN(kpanel) *, const qk_act *, const uint8_t *, int64_t, float *);
   uint8_t *kw_au; /* its unsigned activations */
   QK_FN(ftile_fn) f4, f1;
