@@ -92,12 +92,6 @@ QK_QTILE(qt_min, 0, 1, 0)  /* Q4_1, Q5_1, Q2_K, Q4_K, Q5_K */
 
 typedef void (*QK_FN(qtile_fn))(const QK_FN(qpanel) *, const qk_act *, int64_t, float *);
 
-/* An ISA may add a faster tile for the legacy types without a min (results
- * as qtile's, bit for bit). */
-#ifdef QK_QTILE_WIDE_H
-#include QK_QTILE_WIDE_H
-#endif
-
 /* ---- K formats ------------------------------------------------------------- */
 
 typedef struct QK_FN(kpanel) {
@@ -257,9 +251,6 @@ typedef struct QK_FN(ctx) {
   qk_decode_fn decode;
   qk_kdecode_fn kdecode;
   QK_FN(qtile_fn) q4, q1;
-  int qw;        /* the ISA's faster legacy tile serves the QK_C tiles */
-  float *qw_db;  /* its activation block scales, qw_st per row */
-  int64_t qw_st;
   QK_FN(ktile_fn) k4, k1;
   /* the wide K tile (QK_KTILE_WIDE_H), or NULL */
   void (*kw)(const QK_FN(kpanel) *, const qk_act *, const uint8_t *, int64_t, float *);
@@ -399,13 +390,11 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
   const int64_t gp = QK_FN(group_panels)(pbytes);
   uint8_t *buf = NULL;
   QK_FN(panels) *use = NULL;
-  float *qw_pt = NULL; /* the faster legacy tile's table of scale products */
   if (quantized) {
     buf = malloc((size_t)gp * pbytes);
     use = malloc((size_t)gp * sizeof *use);
-    if (ctx->qw) qw_pt = aligned_alloc(64, (size_t)(QK_R * QK_C * ctx->qw_st) * sizeof(float));
-    if (!buf || !use || (ctx->qw && !qw_pt)) {
-      free(buf), free(use), free(qw_pt);
+    if (!buf || !use) {
+      free(buf), free(use);
       ctx->failed = 1;
       return;
     }
@@ -426,10 +415,6 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
         const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
         if (ctx->kw && C == QK_KW) ctx->kw(&use[p - g0].k, &ctx->act, ctx->kw_au, c, res);
         else if (ctx->kdecode) (C == QK_C ? ctx->k4 : ctx->k1)(&use[p - g0].k, &ctx->act, c, res);
-#ifdef QK_QTILE_WIDE_H
-        else if (ctx->qw && C == QK_C)
-          QK_FN(qwtile)(&use[p - g0].q, &ctx->act, ctx->qw_db, ctx->qw_st, qw_pt, c, res);
-#endif
         else if (quantized) (C == QK_C ? ctx->q4 : ctx->q1)(&use[p - g0].q, &ctx->act, c, res);
         else {
           const uint8_t *rows[QK_R];
@@ -442,7 +427,6 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
   }
   free(buf);
   free(use);
-  free(qw_pt);
 }
 
 static topos_status QK_FN(run)(const tp_qk_task *t) {
@@ -480,18 +464,8 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads))
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
-#ifdef QK_QTILE_WIDE_H
-      if (t->m >= QK_C && !tr.has_min && !ctx.kdecode) {
-        ctx.qw = 1;
-        if (!(ctx.qw_db = qk_qw_block_scales(&ctx.act, &ctx.qw_st))) {
-          qk_act_free(&ctx.act);
-          return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
-                         (long long)t->m, (long long)t->k);
-        }
-      }
-#endif
 #ifdef QK_KTILE_WIDE_H
-      if (ctx.kw && !(ctx.kw_au = qk_kw_unsigned_act(&ctx.act))) { /* K types only: qw_db is NULL */
+      if (ctx.kw && !(ctx.kw_au = qk_kw_unsigned_act(&ctx.act))) {
         qk_act_free(&ctx.act);
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
@@ -511,7 +485,6 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
   tp_qk_parallel_for(t->threads, panels, grain, QK_FN(range), &ctx);
   qk_act_free(&ctx.act);
   free(ctx.kw_au);
-  free(ctx.qw_db);
   if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   return TOPOS_OK;
 }

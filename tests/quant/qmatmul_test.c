@@ -350,9 +350,8 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
 }
 
 /* Prompt-sized products take the ISA's own tiles where it has them (AVX-512
- * VNNI: 2 x 8 for Q2_K / Q4_K / Q5_K, a scale-product table for Q8_0 /
- * Q4_0 / Q5_0), then 4-row tiles, then single rows, over groups of decoded
- * panels:
+ * VNNI: 2 x 8 for Q2_K / Q4_K / Q5_K), then 4-row tiles, then single rows,
+ * over groups of decoded panels:
  * every row must get the bits it gets alone (m = 1: the fused matrix-vector
  * kernel or the single-row tile) and inside other products (m = 4, 9, 13 at
  * other offsets), at any thread count. n = 37 leaves a short last panel; k
