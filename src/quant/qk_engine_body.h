@@ -98,6 +98,10 @@ typedef struct QK_FN(kpanel) {
   const uint8_t *q[QK_R];
   const int32_t *sc[QK_R];
   const float *mf[QK_R], *d[QK_R];
+#ifdef QK_KTILE_WIDE_H
+  const int32_t *sc2[QK_R];  /* paired scales of the wide tile */
+  const int32_t *corr[QK_R]; /* its unsigned route's correction (types without a bias) */
+#endif
 } QK_FN(kpanel);
 
 /* Per super-block and output: isum = sum over lanes of sc * (q - bias) * qa
@@ -166,6 +170,15 @@ QK_KTILE(kt_bias, 1, 0) /* Q3_K, Q6_K */
 QK_KTILE(kt_min, 0, 1)  /* Q2_K, Q4_K, Q5_K */
 
 typedef void (*QK_FN(ktile_fn))(const QK_FN(kpanel) *, const qk_act *, int64_t, float *);
+
+/* An ISA may add a wider K tile (QK_KW activation rows; results as ktile's,
+ * bit for bit), used while at least QK_KW activation rows are left. */
+#ifdef QK_KTILE_WIDE_H
+#include QK_KTILE_WIDE_H
+#else
+#define QK_KW QK_C
+#endif
+#define QK_RES_MAX (QK_R * (QK_KW > QK_C ? QK_KW : QK_C))
 
 /* ---- float weights ------------------------------------------------------ */
 
@@ -239,6 +252,9 @@ typedef struct QK_FN(ctx) {
   qk_kdecode_fn kdecode;
   QK_FN(qtile_fn) q4, q1;
   QK_FN(ktile_fn) k4, k1;
+  /* the wide K tile (QK_KTILE_WIDE_H), or NULL */
+  void (*kw)(const QK_FN(kpanel) *, const qk_act *, const uint8_t *, int64_t, float *);
+  uint8_t *kw_au; /* its unsigned activations */
   QK_FN(ftile_fn) f4, f1;
   /* fused matrix-vector kernel for m < QK_C (ISA files that have one define
    * QK_MATVEC_OF); bit-identical to the tile route */
@@ -246,11 +262,13 @@ typedef struct QK_FN(ctx) {
   volatile int failed; /* a range could not allocate its panel */
 } QK_FN(ctx);
 
+/* res[r * stride + c]: stride QK_C, or QK_KW for the wide tile */
 static void QK_FN(store)(const tp_qk_task *t, int64_t n0, int nr, int64_t c0, int C,
                          const float *res) {
+  const int stride = C > QK_C ? C : QK_C;
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < nr; ++r) {
-      float v = res[r * QK_C + c];
+      float v = res[r * stride + c];
       t->out[(c0 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
     }
 }
@@ -264,7 +282,8 @@ typedef struct QK_FN(panels) {
 
 static size_t QK_FN(panel_bytes)(int64_t kpad) {
   return (size_t)QK_R * ((size_t)kpad + 2 * (size_t)(kpad / 16) * sizeof(float) +
-                         2 * (size_t)(kpad / 256 + 1) * sizeof(float) + 64);
+                         2 * (size_t)(kpad / 256 + 1) * sizeof(float) + (size_t)(kpad / 32) * sizeof(int32_t) +
+                         (size_t)(kpad / 16) * sizeof(int32_t) + 128);
 }
 
 static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0, int nr,
@@ -272,12 +291,18 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
   const tp_qk_task *t = ctx->task;
   const int64_t kpad = ctx->act.kpad, ng = kpad / 16, nsb = kpad / 256 + 1;
   for (int r = 0; r < QK_R; ++r) {
-    uint8_t *q = buf + (size_t)r * (size_t)kpad;
-    float *f = (float *)(void *)(buf + (size_t)QK_R * (size_t)kpad) + (size_t)r * (size_t)(2 * ng + 2 * nsb);
+    /* rows one cache line further apart than kpad: kpad is often a
+     * multiple of 4 KiB / 8, and the rows would share L1 sets */
+    const size_t qrow = (size_t)kpad + 64;
+    uint8_t *q = buf + (size_t)r * qrow;
+    float *f = (float *)(void *)(buf + (size_t)QK_R * qrow) + (size_t)r * (size_t)(2 * ng + 2 * nsb);
     if (r >= nr) {
       out->q.q[r] = out->q.q[nr - 1], out->q.s[r] = out->q.s[nr - 1], out->q.mn[r] = out->q.mn[nr - 1];
       out->k.q[r] = out->k.q[nr - 1], out->k.sc[r] = out->k.sc[nr - 1];
       out->k.mf[r] = out->k.mf[nr - 1], out->k.d[r] = out->k.d[nr - 1];
+#ifdef QK_KTILE_WIDE_H
+      out->k.sc2[r] = out->k.sc2[nr - 1], out->k.corr[r] = out->k.corr[nr - 1];
+#endif
       continue;
     }
     const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
@@ -291,6 +316,15 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
       float *mf = f + ng, *d = f + 2 * ng;
       ctx->kdecode(src, t->k, q, sc, mf, d);
       out->k.q[r] = q, out->k.sc[r] = sc, out->k.mf[r] = mf, out->k.d[r] = d;
+#ifdef QK_KTILE_WIDE_H
+      /* the wide tile's paired scales and correction, past all rows' floats */
+      int32_t *sc2 = (int32_t *)(void *)((float *)(void *)(buf + (size_t)QK_R * qrow) +
+                                         (size_t)QK_R * (size_t)(2 * ng + 2 * nsb)) +
+                     (size_t)r * (size_t)(kpad / 32);
+      int32_t *corr = sc2 + (size_t)(QK_R - r) * (size_t)(kpad / 32) + (size_t)r * (size_t)ng;
+      if (ctx->kw) qk_kw_pair_scales(sc, t->k, sc2), qk_kw_corr(q, sc, t->k, corr);
+      out->k.sc2[r] = sc2, out->k.corr[r] = corr;
+#endif
     } else {
       float *s = f, *mn = f + ng;
       memset(q + t->k, 0, (size_t)(kpad - t->k));
@@ -302,69 +336,96 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
   }
 }
 
-static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
-  QK_FN(ctx) *ctx = vctx;
+/* Panels per group: the decoded group (or, for float weights, the group's
+ * rows) should stay in L2 while every activation tile walks it, so the
+ * activation rows are read from memory once per group instead of once per
+ * panel, and a tile's activation rows stay in L1 across the group. */
+#define QK_GROUP_BYTES ((size_t)384 << 10)
+
+static int64_t QK_FN(group_panels)(size_t panel_bytes) {
+  int64_t g = (int64_t)(QK_GROUP_BYTES / (panel_bytes ? panel_bytes : 1));
+  return g < 1 ? 1 : g > 32 ? 32 : g;
+}
+
+/* m < QK_C with a fused matrix-vector kernel, or float weights at m < QK_C:
+ * one panel at a time, fetching the panel two ahead slice by slice
+ * (qk_prefetch_slice). */
+static void QK_FN(range_small)(QK_FN(ctx) *ctx, int64_t p0, int64_t p1) {
   const tp_qk_task *t = ctx->task;
   const uint8_t *w = t->w;
   float res[QK_R * QK_C];
-  uint8_t *buf = NULL;
-  const int quantized = ctx->decode || ctx->kdecode;
-  const int fused = ctx->mv && t->m < QK_C;
-  if (quantized && !fused) {
-    buf = malloc(QK_FN(panel_bytes)(ctx->act.kpad));
-    if (!buf) {
-      ctx->failed = 1;
-      return;
-    }
-  }
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * QK_R;
     const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
-    int64_t c = 0;
-    /* m < QK_C: the kernels fetch the panel two ahead (within this range),
-     * slice by slice (qk_prefetch_slice) */
     const uint8_t *pf = NULL;
     int64_t pf_step = 0;
-    if (t->m < QK_C && p + 2 < p1) {
+    if (p + 2 < p1) {
       const int64_t units = ctx->kdecode ? t->k / 256 : (t->k + 63) / 64;
       const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
       pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
       pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;
     }
-    if (fused) {
-      const uint8_t *rows[QK_R];
-      for (int r = 0; r < nr; ++r) rows[r] = w + (size_t)(n0 + r) * t->row_bytes;
-      for (; c < t->m; ++c) {
-        ctx->mv(rows, nr, &ctx->act, c, t->k, c == 0 ? pf : NULL, pf_step, res);
-        QK_FN(store)(t, n0, nr, c, 1, res);
+    const uint8_t *rows[QK_R];
+    for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+    for (int64_t c = 0; c < t->m; ++c) {
+      if (ctx->mv) ctx->mv(rows, nr, &ctx->act, c, t->k, c == 0 ? pf : NULL, pf_step, res);
+      else ctx->f1(rows, t->a, t->k, c, c == 0 ? pf : NULL, pf_step, res);
+      QK_FN(store)(t, n0, nr, c, 1, res);
+    }
+  }
+}
+
+static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
+  QK_FN(ctx) *ctx = vctx;
+  const tp_qk_task *t = ctx->task;
+  const int quantized = ctx->decode || ctx->kdecode;
+  if (t->m < QK_C && (!quantized || ctx->mv)) {
+    QK_FN(range_small)(ctx, p0, p1);
+    return;
+  }
+  const uint8_t *w = t->w;
+  float res[QK_RES_MAX];
+  const size_t pbytes = quantized ? QK_FN(panel_bytes)(ctx->act.kpad) : (size_t)QK_R * t->row_bytes;
+  const int64_t gp = QK_FN(group_panels)(pbytes);
+  uint8_t *buf = NULL;
+  QK_FN(panels) *use = NULL;
+  if (quantized) {
+    buf = malloc((size_t)gp * pbytes);
+    use = malloc((size_t)gp * sizeof *use);
+    if (!buf || !use) {
+      free(buf), free(use);
+      ctx->failed = 1;
+      return;
+    }
+  }
+  for (int64_t g0 = p0; g0 < p1; g0 += gp) {
+    const int64_t g1 = g0 + gp < p1 ? g0 + gp : p1;
+    if (quantized)
+      for (int64_t p = g0; p < g1; ++p) {
+        const int64_t n0 = p * QK_R;
+        const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
+        QK_FN(decode_panel)(ctx, buf + (size_t)(p - g0) * pbytes, n0, nr, &use[p - g0]);
       }
-    } else if (quantized) {
-      QK_FN(panels) use;
-      QK_FN(decode_panel)(ctx, buf, n0, nr, &use);
-      for (; c + QK_C <= t->m; c += QK_C) {
-        if (ctx->kdecode) ctx->k4(&use.k, &ctx->act, c, res);
-        else ctx->q4(&use.q, &ctx->act, c, res);
-        QK_FN(store)(t, n0, nr, c, QK_C, res);
-      }
-      for (; c < t->m; ++c) {
-        if (ctx->kdecode) ctx->k1(&use.k, &ctx->act, c, res);
-        else ctx->q1(&use.q, &ctx->act, c, res);
-        QK_FN(store)(t, n0, nr, c, 1, res);
-      }
-    } else {
-      const uint8_t *rows[QK_R];
-      for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-      for (; c + QK_C <= t->m; c += QK_C) {
-        ctx->f4(rows, t->a, t->k, c, NULL, 0, res);
-        QK_FN(store)(t, n0, nr, c, QK_C, res);
-      }
-      for (; c < t->m; ++c) {
-        ctx->f1(rows, t->a, t->k, c, c == 0 && t->m < QK_C ? pf : NULL, pf_step, res);
-        QK_FN(store)(t, n0, nr, c, 1, res);
+    for (int64_t c = 0, C; c < t->m; c += C) {
+      /* wide tiles, tiles, then the rest one by one */
+      C = ctx->kw && t->m - c >= QK_KW ? QK_KW : t->m - c >= QK_C ? QK_C : 1;
+      for (int64_t p = g0; p < g1; ++p) {
+        const int64_t n0 = p * QK_R;
+        const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
+        if (ctx->kw && C == QK_KW) ctx->kw(&use[p - g0].k, &ctx->act, ctx->kw_au, c, res);
+        else if (ctx->kdecode) (C == QK_C ? ctx->k4 : ctx->k1)(&use[p - g0].k, &ctx->act, c, res);
+        else if (quantized) (C == QK_C ? ctx->q4 : ctx->q1)(&use[p - g0].q, &ctx->act, c, res);
+        else {
+          const uint8_t *rows[QK_R];
+          for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+          (C == QK_C ? ctx->f4 : ctx->f1)(rows, t->a, t->k, c, NULL, 0, res);
+        }
+        QK_FN(store)(t, n0, nr, c, C, res);
       }
     }
   }
   free(buf);
+  free(use);
 }
 
 static topos_status QK_FN(run)(const tp_qk_task *t) {
@@ -386,6 +447,9 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       if (ctx.kdecode) {
         if (tr.has_min) ctx.k4 = QK_FN(kt_min_c4), ctx.k1 = QK_FN(kt_min_c1);
         else ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
+#ifdef QK_KTILE_WIDE_H
+        if (t->m >= QK_KW && tr.has_min) ctx.kw = QK_FN(kt_min_w8);
+#endif
       } else if (t->wtype == TOPOS_Q8_0) {
         ctx.q4 = QK_FN(qt_wide_c4), ctx.q1 = QK_FN(qt_wide_c1);
       } else if (tr.has_min) {
@@ -399,6 +463,13 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads))
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
+#ifdef QK_KTILE_WIDE_H
+      if (ctx.kw && !(ctx.kw_au = qk_kw_unsigned_act(&ctx.act))) {
+        qk_act_free(&ctx.act);
+        return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
+                       (long long)t->m, (long long)t->k);
+      }
+#endif
 #ifdef QK_MATVEC_OF
       if (ctx.mv && t->m < QK_C && !QK_MATVEC_PREPARE(t->wtype, &ctx.act)) {
         qk_act_free(&ctx.act);
@@ -412,6 +483,7 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
   const int64_t grain = 1 + ((int64_t)1 << 16) / (QK_R * t->k * t->m);
   tp_qk_parallel_for(t->threads, panels, grain, QK_FN(range), &ctx);
   qk_act_free(&ctx.act);
+  free(ctx.kw_au);
   if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   return TOPOS_OK;
 }

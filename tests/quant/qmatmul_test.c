@@ -348,3 +348,42 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
       free(w), free(a), free(full), free(part);
     }
 }
+
+/* Prompt-sized products take the ISA's own tiles where it has them (AVX-512
+ * VNNI: 2 x 8 for Q2_K / Q4_K / Q5_K), then 4-row tiles, then single rows,
+ * over groups of decoded panels:
+ * every row must get the bits it gets alone (m = 1: the fused matrix-vector
+ * kernel or the single-row tile) and inside other products (m = 4, 9, 13 at
+ * other offsets), at any thread count. n = 37 leaves a short last panel; k
+ * covers one and several super-blocks and, for 32-blocks, k not a multiple
+ * of 64. */
+TEST(qmatmul_prompt_tiles_same_bits_across_m) {
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q3_K, TOPOS_Q8_0, TOPOS_Q4_0,
+                               TOPOS_Q5_0, TOPOS_Q4_1, TOPOS_Q5_1, TOPOS_F16, TOPOS_F32, TOPOS_BF16};
+  const int64_t n = 37, m = 21;
+  if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
+    for (int kk = 0; kk < 2; ++kk) {
+      const topos_dtype t = types[ti];
+      const int64_t blk = qm_block(t);
+      const int64_t k = blk == 256 ? (kk ? 1280 : 256) : blk == 32 ? (kk ? 1056 : 96) : (kk ? 1031 : 77);
+      uint8_t *w = qm_weights(t, n, k);
+      float *a = qm_floats(m * k, 1.5f), *full = malloc(m * n * 4), *part = malloc(m * n * 4);
+      CHECK(w && a && full && part);
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, full, TOPOS_QMATMUL_FAST, 1));
+      for (int th = 2; th <= 3; ++th) {
+        memset(part, 0xFF, (size_t)(m * n) * 4);
+        CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, part, TOPOS_QMATMUL_FAST, th));
+        CHECK_MSG(qm_same_bits(part, full, m * n), "%s k %lld: %d threads differ", qm_name(t), (long long)k, th);
+      }
+      const int64_t subs[][2] = {{0, 1}, {8, 1}, {16, 1}, {20, 1}, {3, 4}, {1, 9}, {5, 13}, {8, 8}};
+      for (size_t si = 0; si < sizeof subs / sizeof subs[0]; ++si) {
+        const int64_t r0 = subs[si][0], sub = subs[si][1];
+        memset(part, 0xFF, (size_t)(sub * n) * 4);
+        CHECK_OK(tp_qmatmul_threads(a + r0 * k, sub, k, w, t, n, NULL, part, TOPOS_QMATMUL_FAST, 2));
+        CHECK_MSG(qm_same_bits(part, full + r0 * n, sub * n), "%s k %lld: rows %lld..%lld differ with m = %lld",
+                  qm_name(t), (long long)k, (long long)r0, (long long)(r0 + sub - 1), (long long)sub);
+      }
+      free(w), free(a), free(full), free(part);
+    }
+}
