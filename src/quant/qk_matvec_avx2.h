@@ -5,7 +5,7 @@
  * in the same order and lane layout, as the tile route with C = 1 (qtile /
  * ktile in qk_engine_body.h with 8 lanes), so results are bit-identical to
  * it. With 32-byte steps the file layouts need no reordering: a step of 32
- * elements is one Q8_0 / Q4_0 / Q4_1 block, or the low or high nibbles of
+ * elements is one Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 block, or the low or high nibbles of
  * 32 Q4_K / Q6_K bytes. Integer dots are exact whatever instructions form
  * them (Q8_0 uses the sign trick instead of the tile's nibble split).
  * k must be a multiple of 32 (legacy) or 256 (K types); the caller checks. */
@@ -146,14 +146,35 @@ MV_INLINE void mv_body_q6_K(const uint8_t *const *rows, int NR, const qk_act *ac
 
 MV_INLINE float mv_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
 
-/* kind: 0 Q8_0 (34-byte blocks, signed weights), 1 Q4_0 (18, bias 8), 2 Q4_1 (20, min) */
+/* Block layouts: bytes, offset of the nibbles or q, of the fifth bits (0:
+ * none), of the min (0: none). */
+typedef struct {
+  size_t bytes, qs, qh, min;
+} mv_legacy_kind;
+#define MV_Q8_0_K ((mv_legacy_kind){34, 2, 0, 0})
+#define MV_Q4_0_K ((mv_legacy_kind){18, 2, 0, 0})
+#define MV_Q4_1_K ((mv_legacy_kind){20, 4, 0, 2})
+#define MV_Q5_0_K ((mv_legacy_kind){22, 6, 2, 0})
+#define MV_Q5_1_K ((mv_legacy_kind){24, 8, 4, 2})
+
+/* Bits 0..31 of `bits` -> 32 bytes of 0x10 (bit set) or 0, element order. */
+MV_INLINE __m256i mv_bits_0x10(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                             _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+                                                               0x0101010101010101ll, 0));
+  const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel), _mm256_set1_epi8(0x10));
+}
+
+/* Q8_0 is signed: the sign trick gives sum w * a, the same integer as the
+ * tile's init + sum (w + 128) * a. Q4_0 / Q5_0 add the tile's init (bias)
+ * term; Q4_1 / Q5_1 have none and subtract the min term. */
 MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                         const uint8_t *pf, int64_t pf_step, float *res, int kind) {
+                         const uint8_t *pf, int64_t pf_step, float *res, mv_legacy_kind kd) {
   const int64_t kpad = act->kpad, lanes = kpad / 4;
   const int8_t *aq = act->q + c * kpad;
   const int32_t *init = act->init + c * lanes;
   const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
-  const size_t bb = kind == 0 ? 34 : kind == 1 ? 18 : 20;
   __m256 acc[4];
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
@@ -163,22 +184,27 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
     if (e % 64 == 0) qk_prefetch_slice(pf, e / 64, pf_step);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const uint8_t *b = rows[r] + (size_t)(e / 32) * bb;
+      const uint8_t *b = rows[r] + (size_t)(e / 32) * kd.bytes;
       const __m256 sv = _mm256_set1_ps(mv_f16(b));
       __m256i t;
-      if (kind == 0) { /* sum w * a directly: the same integer as init + sum (w + 128) * a */
+      if (kd.bytes == 34) {
         const __m256i wq = mv_ld(b + 2);
         t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(av, wq)),
                               _mm256_set1_epi16(1));
       } else {
-        const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(b + (kind == 1 ? 2 : 4)));
-        const __m256i q = _mm256_and_si256(
-            _mm256_inserti128_si256(_mm256_castsi128_si256(x), _mm_srli_epi16(x, 4), 1), mv_nib());
+        const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(b + kd.qs));
+        __m256i q = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(x), _mm_srli_epi16(x, 4), 1),
+                                     mv_nib());
+        if (kd.qh) {
+          uint32_t bits;
+          memcpy(&bits, b + kd.qh, 4);
+          q = _mm256_or_si256(q, mv_bits_0x10(bits));
+        }
         t = mv_dot4(q, av);
-        if (kind == 1) t = _mm256_add_epi32(mv_ld(init + e / 4), t);
+        if (!kd.min) t = _mm256_add_epi32(mv_ld(init + e / 4), t);
       }
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_mul_ps(sv, dv), acc[r]);
-      if (kind == 2) acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(-mv_f16(b + 2)), _mm256_loadu_ps(ga + e / 4), acc[r]);
+      if (kd.min) acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(-mv_f16(b + kd.min)), _mm256_loadu_ps(ga + e / 4), acc[r]);
     }
   }
 #pragma GCC unroll 4
@@ -194,9 +220,11 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
     }                                                                                                 \
     for (int r = 0; r < nr; ++r) call(rows + r, 1, act, c, k, r ? NULL : pf, pf_step, res + r * QK_C); \
   }
-#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 0)
-#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 1)
-#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 2)
+#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q8_0_K)
+#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_0_K)
+#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_1_K)
+#define MV_Q5_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_0_K)
+#define MV_Q5_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_1_K)
 #define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
 #define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
 MV_DEFINE(q4_K, MV_Q4_K)
@@ -205,6 +233,8 @@ MV_DEFINE(q6_K, mv_body_q6_K)
 MV_DEFINE(q8_0, MV_Q8_0)
 MV_DEFINE(q4_0, MV_Q4_0)
 MV_DEFINE(q4_1, MV_Q4_1)
+MV_DEFINE(q5_0, MV_Q5_0)
+MV_DEFINE(q5_1, MV_Q5_1)
 
 static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
   (void)wtype, (void)act;
@@ -221,6 +251,8 @@ static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
     case TOPOS_Q8_0: return mv_q8_0;
     case TOPOS_Q4_0: return mv_q4_0;
     case TOPOS_Q4_1: return mv_q4_1;
+    case TOPOS_Q5_0: return mv_q5_0;
+    case TOPOS_Q5_1: return mv_q5_1;
     default: return NULL;
   }
 }

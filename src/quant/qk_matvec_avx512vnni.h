@@ -15,7 +15,7 @@
  *
  * Layouts: reference/ggml.md §2. Each kernel takes NR (1..4) weight rows and
  * one activation row; rows are interleaved for instruction-level
- * parallelism. k must be a multiple of 64 (the caller checks). */
+ * parallelism. */
 #ifndef TP_QUANT_QK_MATVEC_AVX512VNNI_H
 #define TP_QUANT_QK_MATVEC_AVX512VNNI_H
 
@@ -200,53 +200,79 @@ MV_INLINE __m512 mv_two(float x0, float x1) {
 
 MV_INLINE float mv_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
 
-/* Q4_0 / Q4_1: 16 bytes of nibbles per block, low nibbles elements 0..15,
- * high nibbles 16..31. Chunk = [lo b, hi b, lo b+1, hi b+1]. */
-MV_INLINE __m512i mv_q4_chunk(const uint8_t *qs0, const uint8_t *qs1) {
-  const __m256i x = _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)qs0)),
-      _mm_loadu_si128((const __m128i *)(const void *)qs1), 1);
+/* The 64 weights of blocks b0 and b1 (NULL past the row's end: the tile
+ * route's zero padding) as the tile route decodes them. Q4_0 / Q4_1 / Q5_0 /
+ * Q5_1: 16 bytes of nibbles per block, low nibbles elements 0..15, high
+ * 16..31, so the chunk is [lo b0, hi b0, lo b1, hi b1]; Q5's fifth bits
+ * (32 per block, element order) become 0x10 through a byte mask. Q8_0:
+ * q + 128. */
+MV_INLINE __m128i mv_ld16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+
+MV_INLINE __m512i mv_nib_chunk(const uint8_t *qs0, const uint8_t *qs1) {
+  const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(mv_ld16(qs0)),
+                                            qs1 ? mv_ld16(qs1) : _mm_setzero_si128(), 1);
   __m512i v = _mm512_shuffle_i64x2(_mm512_castsi256_si512(x), _mm512_castsi256_si512(x), _MM_SHUFFLE(1, 1, 0, 0));
   v = _mm512_mask_srli_epi16(v, (__mmask32)0xFF00FF00u, v, 4);
   return _mm512_and_si512(v, mv_nib_mask());
 }
 
-MV_INLINE __m512i mv_q8_chunk(const uint8_t *qs0, const uint8_t *qs1) {
-  const __m512i v = _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)qs0)),
-      _mm256_loadu_si256((const __m256i *)(const void *)qs1), 1);
-  return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); /* q + 128 */
+MV_INLINE uint32_t mv_le32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v; /* x86: little-endian */
 }
 
-/* kind: 0 Q8_0 (34-byte blocks, bias 128), 1 Q4_0 (18, bias 8), 2 Q4_1 (20, min) */
+MV_INLINE __m512i mv_q8_chunk(const uint8_t *qs0, const uint8_t *qs1) {
+  const __m256i f = _mm256_set1_epi8((char)0x80);
+  const __m256i lo = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)qs0), f);
+  if (!qs1) return _mm512_zextsi256_si512(lo); /* padding decodes to 0, not 128 */
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)qs1), f), 1);
+}
+
+/* Block layouts: bytes, offset of the nibbles or q, of the fifth bits (0:
+ * none), of the min (0: none). */
+typedef struct {
+  size_t bytes, qs, qh, min;
+} mv_legacy_kind;
+#define MV_Q8_0_K ((mv_legacy_kind){34, 2, 0, 0})
+#define MV_Q4_0_K ((mv_legacy_kind){18, 2, 0, 0})
+#define MV_Q4_1_K ((mv_legacy_kind){20, 4, 0, 2})
+#define MV_Q5_0_K ((mv_legacy_kind){22, 6, 2, 0})
+#define MV_Q5_1_K ((mv_legacy_kind){24, 8, 4, 2})
+
+/* Q8_0 / Q4_0 / Q5_0 meet the activations with the tile's init (bias)
+ * term; Q4_1 / Q5_1 have none and subtract the min term. k % 32 == 0: a
+ * last chunk of one block meets the padding as the tile route does. */
 MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                         const uint8_t *pf, int64_t pf_step, float *res, int kind) {
+                         const uint8_t *pf, int64_t pf_step, float *res, mv_legacy_kind kd) {
   const int64_t kpad = act->kpad, lanes = kpad / 4;
   const int8_t *aq = act->q + c * kpad;
   const int32_t *init = act->init + c * lanes;
   const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
-  const size_t bb = kind == 0 ? 34 : kind == 1 ? 18 : 20;
+  const int q8 = kd.bytes == 34;
   __m512 acc[4];
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t e = 0; e < k; e += 64) {
+    const int two = e + 64 <= k;
     const __m512i av = _mm512_loadu_si512(aq + e);
     qk_prefetch_slice(pf, e / 64, pf_step);
     const __m512 dv = _mm512_loadu_ps(da + e / 4);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const uint8_t *b0 = rows[r] + (size_t)(e / 32) * bb, *b1 = b0 + bb;
-      const __m512 sv = mv_two(mv_f16(b0), mv_f16(b1));
-      if (kind == 0) {
-        const __m512i t = qk_dpbusd(_mm512_loadu_si512(init + e / 4), mv_q8_chunk(b0 + 2, b1 + 2), av);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
-      } else if (kind == 1) {
-        const __m512i t = qk_dpbusd(_mm512_loadu_si512(init + e / 4), mv_q4_chunk(b0 + 2, b1 + 2), av);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
-      } else {
-        const __m512i t = qk_dpbusd0(mv_q4_chunk(b0 + 4, b1 + 4), av);
-        const __m512 mv = mv_two(-mv_f16(b0 + 2), -mv_f16(b1 + 2));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
+      const uint8_t *b0 = rows[r] + (size_t)(e / 32) * kd.bytes, *b1 = two ? b0 + kd.bytes : NULL;
+      const __m512 sv = mv_two(mv_f16(b0), b1 ? mv_f16(b1) : 0.0f);
+      __m512i q = q8 ? mv_q8_chunk(b0 + kd.qs, b1 ? b1 + kd.qs : NULL)
+                     : mv_nib_chunk(b0 + kd.qs, b1 ? b1 + kd.qs : NULL);
+      if (kd.qh) {
+        const uint64_t bits = (uint64_t)mv_le32(b0 + kd.qh) | (b1 ? (uint64_t)mv_le32(b1 + kd.qh) << 32 : 0);
+        q = _mm512_or_si512(q, _mm512_maskz_mov_epi8((__mmask64)bits, _mm512_set1_epi8(0x10)));
+      }
+      const __m512i t = kd.min ? qk_dpbusd0(q, av) : qk_dpbusd(_mm512_loadu_si512(init + e / 4), q, av);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
+      if (kd.min) {
+        const __m512 mv = mv_two(-mv_f16(b0 + kd.min), b1 ? -mv_f16(b1 + kd.min) : 0.0f);
         acc[r] = _mm512_fnmadd_ps(mv, _mm512_loadu_ps(ga + e / 4), acc[r]);
       }
     }
@@ -265,9 +291,11 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
     }                                                                                                 \
     for (int r = 0; r < nr; ++r) call(rows + r, 1, act, c, k, r ? NULL : pf, pf_step, res + r * QK_C); \
   }
-#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 0)
-#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 1)
-#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, 2)
+#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q8_0_K)
+#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_0_K)
+#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_1_K)
+#define MV_Q5_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_0_K)
+#define MV_Q5_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_1_K)
 #define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
 #define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
 MV_DEFINE(q4_K, MV_Q4_K)
@@ -276,6 +304,8 @@ MV_DEFINE(q6_K, mv_body_q6_K)
 MV_DEFINE(q8_0, MV_Q8_0)
 MV_DEFINE(q4_0, MV_Q4_0)
 MV_DEFINE(q4_1, MV_Q4_1)
+MV_DEFINE(q5_0, MV_Q5_0)
+MV_DEFINE(q5_1, MV_Q5_1)
 
 /* Per-product preparation a fused kernel needs (1 ok, 0 out of memory). */
 static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
@@ -284,15 +314,16 @@ static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
 
 /* The fused kernel for a weight type, or NULL (the tile route serves it). */
 static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
-  if (k % 64 != 0) return NULL;
-  switch (wtype) {
+  switch (wtype) { /* K types: k is a multiple of 256; legacy types of 32 */
     case TOPOS_Q4_K: return mv_q4_K;
     case TOPOS_Q5_K: return mv_q5_K;
     case TOPOS_Q6_K: return mv_q6_K;
     case TOPOS_Q8_0: return mv_q8_0;
     case TOPOS_Q4_0: return mv_q4_0;
     case TOPOS_Q4_1: return mv_q4_1;
-    default: return NULL;
+    case TOPOS_Q5_0: return mv_q5_0;
+    case TOPOS_Q5_1: return mv_q5_1;
+    default: return (void)k, NULL;
   }
 }
 

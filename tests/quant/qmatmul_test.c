@@ -327,7 +327,8 @@ TEST(qmatmul_rejects_bad_arguments) {
  * K super-blocks, k = 96 (legacy types) is not a multiple of 64 and takes
  * the tile route. */
 TEST(qmatmul_small_m_same_bits_as_tiles) {
-  const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K};
+  const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1,
+                               TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K};
   const int64_t n = 37, m = 7;
   if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
