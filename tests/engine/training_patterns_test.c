@@ -130,29 +130,30 @@ static void tt_lenet_case(const tt_lenet_cfg *cfg, const char *const *expect, in
 TEST(plan_training_patterns_lenet_f32) {
   static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:conv_forward",
                                        "fused:conv_wgrad", "fused:col2im", "fused:relu_grad",
-                                       "fused:matmul_bias"};
+                                       "fused:matmul_bias", "fused:relu_permuted"};
   tt_lenet_cfg a = {TOPOS_F32, 3, 14, 18, 1, 2, 0, 0}; /* the vector path: rows of >= 4 windows */
-  tt_lenet_case(&a, expect, 7);
+  tt_lenet_case(&a, expect, 8);
   tt_lenet_cfg b = {TOPOS_F32, 2, 9, 7, 0, 2, 0, 0}; /* odd sizes: windows miss a row and column */
-  tt_lenet_case(&b, expect, 7);
+  tt_lenet_case(&b, expect, 8);
   tt_lenet_cfg c = {TOPOS_F32, 2, 8, 42, 1, 2, 0, 0}; /* rows of 42 and 21: several vectors */
-  tt_lenet_case(&c, expect, 7);
+  tt_lenet_case(&c, expect, 8);
   /* the bench's channels (8 -> 16: the kernels' 16-wide blocks) and 12 -> 20
    * (a second, partial block of output channels; conv2's weight gradient
    * is wider than conv_wgrad takes and stays a product) */
   tt_lenet_cfg d = {TOPOS_F32, 2, 12, 10, 1, 2, 8, 16};
-  tt_lenet_case(&d, expect, 7);
+  tt_lenet_case(&d, expect, 8);
   tt_lenet_cfg e = {TOPOS_F32, 2, 10, 10, 1, 2, 12, 20};
-  tt_lenet_case(&e, expect, 7);
+  tt_lenet_case(&e, expect, 8);
 }
 
 TEST(plan_training_patterns_lenet_f64) {
   static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col",
-                                       "fused:col2im", "fused:relu_grad", "fused:matmul_bias"};
+                                       "fused:col2im", "fused:relu_grad", "fused:matmul_bias",
+                                       "fused:relu_permuted"};
   /* f64: the conv products stay im2col + matmul_bias (conv_forward and
    * conv_wgrad are f32) */
   tt_lenet_cfg a = {TOPOS_F64, 2, 11, 12, 1, 2, 0, 0};
-  tt_lenet_case(&a, expect, 6);
+  tt_lenet_case(&a, expect, 7);
 }
 
 /* The pool's own gradient, observed: x a parameter full of ties (values from
