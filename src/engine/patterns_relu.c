@@ -44,6 +44,7 @@ typedef struct tp_relu_job {
  * unit-stride one, in a conv's case the channels) runs innermost over a
  * block of up to 64 steps of the output's last axis, so the source is read
  * in order and the writes go to a few streams. */
+#define TP_RELU_TILE 2048 /* elements of a block's tile */
 #define TP_RELU_KERNEL(T, sfx)                                                              \
   static void tp_relu_rows_##sfx(const tp_relu_job *j, int64_t n0, int64_t n1) {            \
     const T *x = j->x;                                                                      \
@@ -62,12 +63,25 @@ typedef struct tp_relu_job {
       return;                                                                               \
     }                                                                                       \
     int other = in == 1 ? 2 : 1; /* the remaining middle axis */                            \
+    /* a block's source is one contiguous run (a conv's [W, C] row): relu'd */              \
+    /* in order into a tile (vectorizable), then moved to the output planes */              \
+    bool run = xs[in] == 1 && xs[3] == s[in] && s[in] <= TP_RELU_TILE;                       \
+    int64_t block = run ? TP_RELU_TILE / s[in] : 64;                                        \
+    if (block > 64) block = 64;                                                             \
+    T tile[TP_RELU_TILE];                                                                   \
     for (int64_t n = n0; n < n1; ++n)                                                       \
       for (int64_t o = 0; o < s[other]; ++o)                                                \
-        for (int64_t c0 = 0; c0 < s[3]; c0 += 64) {                                         \
-          int64_t cn = s[3] - c0 < 64 ? s[3] - c0 : 64;                                     \
+        for (int64_t c0 = 0; c0 < s[3]; c0 += block) {                                      \
+          int64_t cn = s[3] - c0 < block ? s[3] - c0 : block;                               \
           const T *src = x + n * xs[0] + o * xs[other] + c0 * xs[3];                        \
           T *dst = out + n * ostr[0] + o * ostr[other] + c0;                                \
+          if (run) {                                                                        \
+            int64_t count = cn * s[in];                                                     \
+            for (int64_t k = 0; k < count; ++k) tile[k] = tp_maximum_masked_##T(src[k], 0);  \
+            for (int64_t c = 0; c < cn; ++c)                                                \
+              for (int64_t i = 0; i < s[in]; ++i) dst[i * ostr[in] + c] = tile[c * s[in] + i]; \
+            continue;                                                                       \
+          }                                                                                 \
           for (int64_t c = 0; c < cn; ++c)                                                  \
             for (int64_t i = 0; i < s[in]; ++i)                                             \
               dst[i * ostr[in] + c] = tp_maximum_masked_##T(src[c * xs[3] + i * xs[in]], 0); \
