@@ -107,6 +107,16 @@ typedef struct tp_rg_job {
         int64_t go = a * j->gs[0], xo = a * j->xs[0];                                          \
         for (int i = 1; i < r - 2; ++i) go += index[i] * j->gs[i], xo += index[i] * j->xs[i];  \
         T *o = out + (a * tiles + tile) * mid * inner;                                         \
+        if (gsm == 1) { /* g in order along mid (a conv's NCHW gradient): read so */          \
+          for (int64_t e = 0; e < inner; ++e) {                                                \
+            const T *ge = g + go + e * gsi, *xe = x + xo + e * xsi;                            \
+            T *oe = o + e;                                                                     \
+            for (int64_t m = 0; m < mid; ++m) {                                                \
+              T p = ge[m] * ones[xe[m * xsm] >= t];                                            \
+              oe[m * inner] = z + p;                                                           \
+            }                                                                                  \
+          }                                                                                    \
+        } else                                                                                 \
         for (int64_t m = 0; m < mid; ++m) {                                                    \
           const T *gm = g + go + m * gsm, *xm = x + xo + m * xsm;                              \
           T *om = o + m * inner;                                                               \
