@@ -21,15 +21,13 @@ typedef int32_t TP_PB2_M __attribute__((vector_size(64)));
 /* the library's masked maximum (ops/kernel.h) and step(a, b) = a >= b ? 1 : 0,
  * lane by lane (macros: no 64-byte vector crosses a call) */
 #ifndef TP_PB2_MAX
+/* (vec4.h's form: a where a > b or a is NaN, else b, equal operands the
+ * AND of their bits; a NaN b falls to "b" by itself) */
 #define TP_PB2_MAX(M, out, a, b)                  \
   do {                                            \
     M ua_ = (M)(a), ub_ = (M)(b);                 \
-    M gt_ = (a) > (b), eq_ = (a) == (b), an_ = (a) != (a); \
-    M bn_ = ((b) != (b)) & ~an_;                  \
-    M r_ = (gt_ & ua_) | (~gt_ & ub_);            \
-    r_ = (r_ & ~eq_) | (ua_ & ub_ & eq_);         \
-    r_ = (r_ & ~an_) | (ua_ & an_);               \
-    r_ = (r_ & ~bn_) | (ub_ & bn_);               \
+    M ta_ = ((a) > (b)) | ((a) != (a)), eq_ = (a) == (b); \
+    M r_ = (ta_ & ua_) | (~ta_ & ub_ & (ua_ | ~eq_)); \
     memcpy(&(out), &r_, sizeof r_);               \
   } while (0)
 #define TP_PB2_STEP(M, out, a, b, one)            \
