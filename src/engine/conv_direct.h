@@ -14,7 +14,13 @@ typedef struct tp_cd_args {
   float *out;          /* forward [B*OH*OW, F]; weight gradient [C*KH*KW, F] */
   int64_t B, C, H, W, OH, OW, KH, KW, F, top, left, bias_stride;
   int product_first;   /* the bias add's operand order: product + bias */
+  int wgrad_rows;      /* weight gradient: rows of dW per register block (TP_CD_WGRAD_ROWS) */
 } tp_cd_args;
+
+/* The weight gradient's register blocks: (F <= 8) 12 or 5 rows, (F <= 16)
+ * 24 or 12. Each dW element's sum is the same whatever block holds it; the
+ * smaller blocks give a second thread a share of a conv with few rows. */
+#define TP_CD_WGRAD_ROWS(F, small) ((F) <= 8 ? ((small) ? 5 : 12) : ((small) ? 12 : 24))
 
 /* forward: images [b0, b1); weight gradient: rows [i0, i1) of dW (F <= 16).
  * 0, or -1 when scratch could not be had. */

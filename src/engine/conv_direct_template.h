@@ -37,6 +37,11 @@ int TP_CD_CAT(tp_cd_forward_f32_, TP_CD_SUFFIX)(const tp_cd_args *q, int64_t b0,
 #define TP_CD_RB 24
 #define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w16_, TP_CD_SUFFIX)
 #include "engine/conv_direct_kernels.h"
+#undef TP_CD_RB
+#undef TP_CD_WNAME
+#define TP_CD_RB 12
+#define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w16s_, TP_CD_SUFFIX)
+#include "engine/conv_direct_kernels.h"
 #undef TP_CD_WL
 #undef TP_CD_RB
 #undef TP_CD_WNAME
@@ -44,11 +49,20 @@ int TP_CD_CAT(tp_cd_forward_f32_, TP_CD_SUFFIX)(const tp_cd_args *q, int64_t b0,
 #define TP_CD_RB 12
 #define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w8_, TP_CD_SUFFIX)
 #include "engine/conv_direct_kernels.h"
+#undef TP_CD_RB
+#undef TP_CD_WNAME
+#define TP_CD_RB 5
+#define TP_CD_WNAME TP_CD_CAT(tp_cd_wgrad_f32_w8s_, TP_CD_SUFFIX)
+#include "engine/conv_direct_kernels.h"
 #undef TP_CD_WL
 #undef TP_CD_RB
 #undef TP_CD_WNAME
 
+/* rows [i0, i1) in blocks of q->wgrad_rows (TP_CD_WGRAD_ROWS) */
 int TP_CD_CAT(tp_cd_wgrad_f32_, TP_CD_SUFFIX)(const tp_cd_args *q, int64_t i0, int64_t i1) {
-  return q->F <= 8 ? TP_CD_CAT(tp_cd_wgrad_f32_w8_, TP_CD_SUFFIX)(q, i0, i1)
-                   : TP_CD_CAT(tp_cd_wgrad_f32_w16_, TP_CD_SUFFIX)(q, i0, i1);
+  if (q->F <= 8)
+    return q->wgrad_rows == 5 ? TP_CD_CAT(tp_cd_wgrad_f32_w8s_, TP_CD_SUFFIX)(q, i0, i1)
+                              : TP_CD_CAT(tp_cd_wgrad_f32_w8_, TP_CD_SUFFIX)(q, i0, i1);
+  return q->wgrad_rows == 12 ? TP_CD_CAT(tp_cd_wgrad_f32_w16s_, TP_CD_SUFFIX)(q, i0, i1)
+                             : TP_CD_CAT(tp_cd_wgrad_f32_w16_, TP_CD_SUFFIX)(q, i0, i1);
 }

@@ -197,7 +197,11 @@ static topos_status tp_cd_run(bool forward, const tp_fusion *f, const tp_graph *
       job.unit = 1, job.limit = a.B;
     } else {
       a.g = topos_tensor_data(other);
-      job.unit = a.F <= 8 ? 12 : 24, job.limit = a.C * a.KH * a.KW; /* the kernel's row blocks */
+      /* the kernel's row blocks: the large ones on one thread, smaller ones
+       * when there are threads to share them (no bits change: each dW
+       * element is summed in one block, in the same order either way) */
+      a.wgrad_rows = TP_CD_WGRAD_ROWS(a.F, topos_threads() > 1);
+      job.unit = a.wgrad_rows, job.limit = a.C * a.KH * a.KW;
     }
     job.args = a;
     tp_cd_pick(forward, &job.kernel);

@@ -105,7 +105,7 @@ typedef struct {
   const float *x;
   float *o;
   const int64_t *st;
-  int64_t C, OH, OW;
+  int64_t C, H, OH, OW;
 } tp_pool_2x2_job;
 
 static void tp_pool_2x2_range(void *ctx, int64_t begin, int64_t end) {
@@ -121,6 +121,18 @@ static void tp_pool_2x2_range(void *ctx, int64_t begin, int64_t end) {
         tp_vf4_deinterleave(r0 + 2 * ow, &l0, &l1);
         tp_vf4_deinterleave(r1 + 2 * ow, &l2, &l3);
         tp_vf4_store(o + ow, tp_vf4_max(tp_vf4_max(tp_vf4_max(l0, l1), l2), l3));
+      }
+      /* the row's last (< 4) windows as one more vector step when it stays
+       * inside the plane: the lanes past the row read the next rows and
+       * store into the next output row, which the next oh rewrites (same
+       * thread, in order); the plane's last row keeps the scalar loop */
+      if (ow < j->OW && j->OW >= 4 && oh + 1 < j->OH && j->st[2] == 2 * j->OW &&
+          r1 + 2 * ow + 8 <= plane + j->H * j->st[2]) {
+        tp_vf4 l0, l1, l2, l3;
+        tp_vf4_deinterleave(r0 + 2 * ow, &l0, &l1);
+        tp_vf4_deinterleave(r1 + 2 * ow, &l2, &l3);
+        tp_vf4_store(o + ow, tp_vf4_max(tp_vf4_max(tp_vf4_max(l0, l1), l2), l3));
+        ow = j->OW;
       }
       for (; ow < j->OW; ++ow) {
         float m = TP_MAXIMUM_MASKED(r0[2 * ow], r0[2 * ow + 1]);
@@ -147,7 +159,8 @@ static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_ten
   int64_t KW = u4->attrs.size, SW = u4->attrs.step, DW = u4->attrs.dilation;
   if (topos_tensor_dtype(x) == TOPOS_F32 && KH == 2 && KW == 2 && SH == 2 && SW == 2 &&
       DH == 1 && DW == 1 && st[3] == 1) {
-    tp_pool_2x2_job job = {topos_tensor_data(x), topos_tensor_data_mut(dst), st, C, OH, OW};
+    tp_pool_2x2_job job = {topos_tensor_data(x), topos_tensor_data_mut(dst), st, C,
+                           topos_tensor_shape(x)[2], OH, OW};
     int64_t per = OH * OW > 0 ? OH * OW : 1;
     tp_parallel_for(B * C, ((1 << 13) + per - 1) / per, tp_pool_2x2_range, &job);
   } else if (topos_tensor_dtype(x) == TOPOS_F32) TP_POOL_WALK(float);

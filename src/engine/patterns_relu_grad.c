@@ -107,6 +107,16 @@ typedef struct tp_rg_job {
         int64_t go = a * j->gs[0], xo = a * j->xs[0];                                          \
         for (int i = 1; i < r - 2; ++i) go += index[i] * j->gs[i], xo += index[i] * j->xs[i];  \
         T *o = out + (a * tiles + tile) * mid * inner;                                         \
+        if (gsm == 1) { /* g in order along mid (a conv's NCHW gradient): read so */          \
+          for (int64_t e = 0; e < inner; ++e) {                                                \
+            const T *ge = g + go + e * gsi, *xe = x + xo + e * xsi;                            \
+            T *oe = o + e;                                                                     \
+            for (int64_t m = 0; m < mid; ++m) {                                                \
+              T p = ge[m] * ones[xe[m * xsm] >= t];                                            \
+              oe[m * inner] = z + p;                                                           \
+            }                                                                                  \
+          }                                                                                    \
+        } else                                                                                 \
         for (int64_t m = 0; m < mid; ++m) {                                                    \
           const T *gm = g + go + m * gsm, *xm = x + xo + m * xsm;                              \
           T *om = o + m * inner;                                                               \
@@ -125,9 +135,80 @@ typedef struct tp_rg_job {
 TP_RG_KERNEL(float, f32)
 TP_RG_KERNEL(double, f64)
 
+/* f32 with G in order along the tile's middle axis (a conv's NCHW
+ * gradient) and X and the output in order over the tile ([W, C] rows,
+ * C a multiple of 4): 4 planes x 4 positions of G per step, transposed to
+ * 4 vectors along C, then per lane z + G * (X >= t ? 1 : 0) — the same
+ * product of the same factors, then the same sum. */
+typedef float tp_rg_v4 __attribute__((vector_size(16)));
+typedef int32_t tp_rg_m4 __attribute__((vector_size(16)));
+
+static bool tp_rg_x4_fits(const tp_rg_job *j) {
+  int r = j->rank;
+  return j->f32 && r >= 3 && j->gs[r - 2] == 1 && j->xs[r - 1] == 1 &&
+         j->xs[r - 2] == j->shape[r - 1] && j->shape[r - 1] % 4 == 0;
+}
+
+static void tp_rg_rows_f32x4(const tp_rg_job *j, int64_t r0, int64_t r1) {
+  const float *g = j->g, *x = j->x;
+  float *out = j->out;
+  const int r = j->rank;
+  const int64_t C = j->shape[r - 1], W = j->shape[r - 2], gsc = j->gs[r - 1];
+  const float z = (float)j->z, t = (float)j->t, ones[2] = {0, 1};
+  const tp_rg_v4 zv = {z, z, z, z}, tv = {t, t, t, t};
+  float one = 1.0f;
+  int32_t one_bits;
+  memcpy(&one_bits, &one, sizeof one_bits);
+  const tp_rg_m4 onev = {one_bits, one_bits, one_bits, one_bits};
+  int64_t tiles = 1;
+  for (int i = 1; i < r - 2; ++i) tiles *= j->shape[i];
+  for (int64_t a = r0; a < r1; ++a) {
+    int64_t index[TOPOS_MAX_RANK] = {0};
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      int64_t go = a * j->gs[0], xo = a * j->xs[0];
+      for (int i = 1; i < r - 2; ++i) go += index[i] * j->gs[i], xo += index[i] * j->xs[i];
+      const float *gt = g + go, *xt = x + xo;
+      float *o = out + (a * tiles + tile) * W * C;
+      int64_t w = 0;
+      for (; w + 4 <= W; w += 4)
+        for (int64_t c = 0; c < C; c += 4) {
+          tp_rg_v4 q[4];
+          for (int k = 0; k < 4; ++k) memcpy(&q[k], gt + (c + k) * gsc + w, sizeof q[k]);
+          tp_rg_v4 lo01 = __builtin_shufflevector(q[0], q[1], 0, 4, 1, 5);
+          tp_rg_v4 hi01 = __builtin_shufflevector(q[0], q[1], 2, 6, 3, 7);
+          tp_rg_v4 lo23 = __builtin_shufflevector(q[2], q[3], 0, 4, 1, 5);
+          tp_rg_v4 hi23 = __builtin_shufflevector(q[2], q[3], 2, 6, 3, 7);
+          tp_rg_v4 p[4];
+          p[0] = __builtin_shufflevector(lo01, lo23, 0, 1, 4, 5);
+          p[1] = __builtin_shufflevector(lo01, lo23, 2, 3, 6, 7);
+          p[2] = __builtin_shufflevector(hi01, hi23, 0, 1, 4, 5);
+          p[3] = __builtin_shufflevector(hi01, hi23, 2, 3, 6, 7);
+          for (int k = 0; k < 4; ++k) {
+            tp_rg_v4 xv;
+            memcpy(&xv, xt + (w + k) * C + c, sizeof xv);
+            tp_rg_v4 step = (tp_rg_v4)((xv >= tv) & onev);
+            tp_rg_v4 v = zv + p[k] * step;
+            memcpy(o + (w + k) * C + c, &v, sizeof v);
+          }
+        }
+      for (; w < W; ++w)
+        for (int64_t c = 0; c < C; ++c) {
+          float pr = gt[c * gsc + w] * ones[xt[w * C + c] >= t];
+          o[w * C + c] = z + pr;
+        }
+      for (int i = r - 3; i >= 1; --i) {
+        if (++index[i] < j->shape[i]) break;
+        index[i] = 0;
+      }
+    }
+  }
+}
+
 static void tp_rg_range(void *ctx, int64_t r0, int64_t r1) {
   const tp_rg_job *j = ctx;
-  if (j->f32)
+  if (tp_rg_x4_fits(j))
+    tp_rg_rows_f32x4(j, r0, r1);
+  else if (j->f32)
     tp_rg_rows_f32(j, r0, r1);
   else
     tp_rg_rows_f64(j, r0, r1);

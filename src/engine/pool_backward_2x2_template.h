@@ -21,15 +21,13 @@ typedef int32_t TP_PB2_M __attribute__((vector_size(64)));
 /* the library's masked maximum (ops/kernel.h) and step(a, b) = a >= b ? 1 : 0,
  * lane by lane (macros: no 64-byte vector crosses a call) */
 #ifndef TP_PB2_MAX
+/* (vec4.h's form: a where a > b or a is NaN, else b, equal operands the
+ * AND of their bits; a NaN b falls to "b" by itself) */
 #define TP_PB2_MAX(M, out, a, b)                  \
   do {                                            \
     M ua_ = (M)(a), ub_ = (M)(b);                 \
-    M gt_ = (a) > (b), eq_ = (a) == (b), an_ = (a) != (a); \
-    M bn_ = ((b) != (b)) & ~an_;                  \
-    M r_ = (gt_ & ua_) | (~gt_ & ub_);            \
-    r_ = (r_ & ~eq_) | (ua_ & ub_ & eq_);         \
-    r_ = (r_ & ~an_) | (ua_ & an_);               \
-    r_ = (r_ & ~bn_) | (ub_ & bn_);               \
+    M ta_ = ((a) > (b)) | ((a) != (a)), eq_ = (a) == (b); \
+    M r_ = (ta_ & ua_) | (~ta_ & ub_ & (ua_ | ~eq_)); \
     memcpy(&(out), &r_, sizeof r_);               \
   } while (0)
 #define TP_PB2_STEP(M, out, a, b, one)            \
@@ -108,6 +106,19 @@ void TP_PB2_CAT(tp_pb2_planes_f32_, TP_PB2_SUFFIX)(const tp_pb2_args *j, int64_t
       for (; ow + 16 <= j->OW; ow += 16)
         TP_PB2_CAT(tp_pb2_windows_, TP_PB2_SUFFIX)(r0 + 2 * ow, r1 + 2 * ow, gr + ow, w0 + 2 * ow,
                                                     w1 + 2 * ow, j->c);
+      /* Short rows (fewer than 16 windows, exact tiling, x rows adjacent):
+       * the kernel reads 32 values of each input row and 16 gradients in
+       * place and writes 32 values of each output row in place, all inside
+       * this plane. The lanes past the row compute on the next row's values
+       * and their stores run past the row: w0's into w1 (stored next), w1's
+       * into rows 2oh+2.. which the next oh rewrites whole (same thread, in
+       * order) — so no row but the plane's last one needs the copies. */
+      if (ow == 0 && j->OW < 16 && j->W == 2 * j->OW && j->H == 2 * j->OH && j->xs2 == j->W &&
+          oh + 1 < j->OH && r1 + 32 <= xb + j->H * j->W && gr + 16 <= gb + j->OH * j->OW &&
+          w1 + 32 <= plane + j->H * j->W) {
+        TP_PB2_CAT(tp_pb2_windows_, TP_PB2_SUFFIX)(r0, r1, gr, w0, w1, j->c);
+        continue;
+      }
       if (ow < j->OW) { /* the last windows through zero-padded copies */
         /* (element loops, not memcpy: a library call per short row cost more
          * than the windows) */

@@ -70,6 +70,25 @@ static int64_t tp_lane_shape(const topos_tensor *a, int axis, int64_t *lanes) {
   }
 
 /* ---- sum_along */
+/* W lanes side by side with a constant width (the accumulators stay in
+ * registers instead of a stack array reloaded every row); each lane's sum
+ * is the same ascending one. */
+#define TP_SUM_ALONG_FIXED_(W_, C, LD, ST, x, o, extent, stride)                         \
+  do {                                                                                   \
+    if ((W_) == 8) {                                                                     \
+      C acc_[8];                                                                         \
+      for (int i_ = 0; i_ < 8; ++i_) acc_[i_] = LD((x)[i_]);                             \
+      for (int64_t k_ = 1; k_ < (extent); ++k_)                                          \
+        for (int i_ = 0; i_ < 8; ++i_) acc_[i_] += LD((x)[k_ * (stride) + i_]);          \
+      for (int i_ = 0; i_ < 8; ++i_) (o)[i_] = ST(acc_[i_]);                             \
+    } else {                                                                             \
+      C acc_[16];                                                                        \
+      for (int i_ = 0; i_ < 16; ++i_) acc_[i_] = LD((x)[i_]);                            \
+      for (int64_t k_ = 1; k_ < (extent); ++k_)                                          \
+        for (int i_ = 0; i_ < 16; ++i_) acc_[i_] += LD((x)[k_ * (stride) + i_]);         \
+      for (int i_ = 0; i_ < 16; ++i_) (o)[i_] = ST(acc_[i_]);                            \
+    }                                                                                    \
+  } while (0)
 #define TP_SUM_ALONG_KERNEL(sfx, DT, S, C, LD, ST, unused)                               \
   static void tp_sum_along_##sfx(const topos_tensor *a, int axis, topos_tensor *out) {   \
     const S *pa = TP_ELEMS(const S, a);                                                  \
@@ -92,6 +111,11 @@ static int64_t tp_lane_shape(const topos_tensor *a, int axis, int64_t *lanes) {
         const S *x = pa + tp_tensor_element_offset(a, index);                            \
         for (int64_t i0 = 0; i0 < inner; i0 += 64) {                                     \
           int64_t w = inner - i0 < 64 ? inner - i0 : 64;                                 \
+          if (w == 8 || w == 16) { /* a bias gradient's channels: sums in registers */  \
+            TP_SUM_ALONG_FIXED_(w == 8 ? 8 : 16, C, LD, ST, x + i0, po + o * inner + i0,  \
+                                extent, stride);                                         \
+            continue;                                                                    \
+          }                                                                              \
           C acc[64];                                                                     \
           for (int64_t i = 0; i < w; ++i) acc[i] = LD(x[i0 + i]);                        \
           for (int64_t k = 1; k < extent; ++k)                                           \

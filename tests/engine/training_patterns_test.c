@@ -130,29 +130,30 @@ static void tt_lenet_case(const tt_lenet_cfg *cfg, const char *const *expect, in
 TEST(plan_training_patterns_lenet_f32) {
   static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:conv_forward",
                                        "fused:conv_wgrad", "fused:col2im", "fused:relu_grad",
-                                       "fused:matmul_bias"};
+                                       "fused:matmul_bias", "fused:relu_permuted"};
   tt_lenet_cfg a = {TOPOS_F32, 3, 14, 18, 1, 2, 0, 0}; /* the vector path: rows of >= 4 windows */
-  tt_lenet_case(&a, expect, 7);
+  tt_lenet_case(&a, expect, 8);
   tt_lenet_cfg b = {TOPOS_F32, 2, 9, 7, 0, 2, 0, 0}; /* odd sizes: windows miss a row and column */
-  tt_lenet_case(&b, expect, 7);
+  tt_lenet_case(&b, expect, 8);
   tt_lenet_cfg c = {TOPOS_F32, 2, 8, 42, 1, 2, 0, 0}; /* rows of 42 and 21: several vectors */
-  tt_lenet_case(&c, expect, 7);
+  tt_lenet_case(&c, expect, 8);
   /* the bench's channels (8 -> 16: the kernels' 16-wide blocks) and 12 -> 20
    * (a second, partial block of output channels; conv2's weight gradient
    * is wider than conv_wgrad takes and stays a product) */
   tt_lenet_cfg d = {TOPOS_F32, 2, 12, 10, 1, 2, 8, 16};
-  tt_lenet_case(&d, expect, 7);
+  tt_lenet_case(&d, expect, 8);
   tt_lenet_cfg e = {TOPOS_F32, 2, 10, 10, 1, 2, 12, 20};
-  tt_lenet_case(&e, expect, 7);
+  tt_lenet_case(&e, expect, 8);
 }
 
 TEST(plan_training_patterns_lenet_f64) {
   static const char *const expect[] = {"fused:pool_backward", "fused:max_pool", "fused:im2col",
-                                       "fused:col2im", "fused:relu_grad", "fused:matmul_bias"};
+                                       "fused:col2im", "fused:relu_grad", "fused:matmul_bias",
+                                       "fused:relu_permuted"};
   /* f64: the conv products stay im2col + matmul_bias (conv_forward and
    * conv_wgrad are f32) */
   tt_lenet_cfg a = {TOPOS_F64, 2, 11, 12, 1, 2, 0, 0};
-  tt_lenet_case(&a, expect, 6);
+  tt_lenet_case(&a, expect, 7);
 }
 
 /* The pool's own gradient, observed: x a parameter full of ties (values from
@@ -221,4 +222,56 @@ TEST(plan_pool_backward_ties_and_specials) {
   tt_pool_grad_case(TOPOS_F32, 7, 9, 2, 2);  /* odd: a row and a column no window covers */
   tt_pool_grad_case(TOPOS_F32, 9, 9, 3, 3);  /* 3x3 windows: the general walk */
   tt_pool_grad_case(TOPOS_F64, 8, 12, 2, 2);
+}
+
+/* relu over a permuted view with -0, NaN, infinities and ties at 0: the
+ * fused step (its tile route for a conv's [.., W, C] rows and its general
+ * route for other orders) gives the interpreter's bits at 1, 2 and 3 threads. */
+static void tt_relu_permuted_case(topos_dtype dt, const int *order) {
+  topos_tape *tape = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  const int64_t xs[4] = {3, 5, 6, 8};
+  int64_t count = 3 * 5 * 6 * 8;
+  static const double values[8] = {-1.0, -0.0, 0.0, 1.5, NAN, INFINITY, -INFINITY, -2.5};
+  double *v = malloc((size_t)count * sizeof *v);
+  topos_rng rng = topos_rng_seed(5);
+  for (int64_t i = 0; i < count; ++i) v[i] = values[topos_rng_next(&rng) % 8];
+  topos_tensor *xt = NULL;
+  CHECK_OK(topos_tensor_from_f64(dt, 4, xs, v, &xt));
+  free(v);
+  topos_sym x = topos_tape_input(tape, xt, "x");
+  topos_tensor_release(xt);
+  tt_lenet m = {0};
+  m.roots[0] = topos_tape_relu(tape, topos_tape_permute(tape, x, order));
+  m.n_roots = 1;
+  CHECK_OK(topos_tape_seal(&tape, &m.net));
+  CHECK_OK(topos_params_from_network(m.net, &m.params));
+  topos_request req = {.roots = m.roots, .n_roots = 1, .numerics = TOPOS_NUMERICS_EXACT};
+  topos_plan *fused = NULL;
+  CHECK_OK(topos_plan_compile(m.net, &req, &fused));
+  char text[1 << 14];
+  topos_plan_describe(fused, text, sizeof text);
+  CHECK_MSG(strstr(text, "fused:relu_permuted") != NULL, "no relu_permuted (order %d%d%d%d)",
+            order[0], order[1], order[2], order[3]);
+  topos_run *ref = NULL;
+  CHECK_OK(tp_oracle_run(m.net, m.params, NULL, 0, 1, &ref));
+  for (int t = 1; t <= 3; ++t) {
+    CHECK_OK(topos_set_threads(t));
+    CHECK_MSG(tt_same_roots(&m, ref, fused), "relu_permuted differs (order %d%d%d%d, threads %d)",
+              order[0], order[1], order[2], order[3], t);
+  }
+  topos_set_threads(1);
+  topos_run_free(ref);
+  topos_plan_free(fused);
+  tt_lenet_free(&m);
+}
+
+TEST(plan_relu_permuted_specials) {
+  static const int nhwc_to_nchw[4] = {0, 3, 1, 2}; /* the conv's product: the tile route */
+  static const int other[4] = {0, 2, 3, 1};
+  static const int last_kept[4] = {0, 2, 1, 3};
+  tt_relu_permuted_case(TOPOS_F32, nhwc_to_nchw);
+  tt_relu_permuted_case(TOPOS_F32, other);
+  tt_relu_permuted_case(TOPOS_F32, last_kept);
+  tt_relu_permuted_case(TOPOS_F64, nhwc_to_nchw);
 }

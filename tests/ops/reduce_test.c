@@ -119,10 +119,12 @@ TEST(ops_log_sum_exp_non_finite_peaks) {
 /* sum_along over an axis whose trailing axes are one contiguous run (a bias
  * gradient's [rows, C]) takes blocks of lanes side by side: still each lane
  * seeded from its first element and ascending. Checked against that loop for
- * short runs, runs longer than a block (64) and a leading axis. */
+ * short runs, runs longer than a block (64), 8 or 16 lanes and a leading axis. */
 TEST(ops_sum_along_contiguous_runs_keep_lane_order) {
   ot_pool p = {{0}, 0};
-  static const int64_t shapes[][3] = {{1, 301, 8}, {1, 77, 70}, {3, 50, 5}, {2, 9, 130}};
+  /* 8 and 16 lanes (and a last block of 8 or 16 after 64) keep their sums in registers */
+  static const int64_t shapes[][3] = {{1, 301, 8}, {1, 77, 70}, {3, 50, 5}, {2, 9, 130},
+                                      {2, 33, 16}, {1, 20, 72}, {3, 7, 80}};
   for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; ++c) {
     int64_t o = shapes[c][0], k = shapes[c][1], in = shapes[c][2];
     int64_t s[3] = {o, k, in}, so[2] = {o, in};
