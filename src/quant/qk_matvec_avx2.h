@@ -15,6 +15,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "quant/qk_matvec_kinds.h"
+
 #define MV_INLINE static inline __attribute__((always_inline))
 
 MV_INLINE __m256i mv_ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -146,16 +148,6 @@ MV_INLINE void mv_body_q6_K(const uint8_t *const *rows, int NR, const qk_act *ac
 
 MV_INLINE float mv_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
 
-/* Block layouts: bytes, offset of the nibbles or q, of the fifth bits (0:
- * none), of the min (0: none). */
-typedef struct {
-  size_t bytes, qs, qh, min;
-} mv_legacy_kind;
-#define MV_Q8_0_K ((mv_legacy_kind){34, 2, 0, 0})
-#define MV_Q4_0_K ((mv_legacy_kind){18, 2, 0, 0})
-#define MV_Q4_1_K ((mv_legacy_kind){20, 4, 0, 2})
-#define MV_Q5_0_K ((mv_legacy_kind){22, 6, 2, 0})
-#define MV_Q5_1_K ((mv_legacy_kind){24, 8, 4, 2})
 
 /* Bits 0..31 of `bits` -> 32 bytes of 0x10 (bit set) or 0, element order. */
 MV_INLINE __m256i mv_bits_0x10(uint32_t bits) {
@@ -211,50 +203,11 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
   for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx2(acc[r]);
 }
 
-#define MV_DEFINE(name, call)                                                                         \
-  static void mv_##name(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c, int64_t k,   \
-                        const uint8_t *pf, int64_t pf_step, float *res) {                             \
-    if (nr == 4) {                                                                                    \
-      call(rows, 4, act, c, k, pf, pf_step, res);                                                     \
-      return;                                                                                         \
-    }                                                                                                 \
-    for (int r = 0; r < nr; ++r) call(rows + r, 1, act, c, k, r ? NULL : pf, pf_step, res + r * QK_C); \
-  }
-#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q8_0_K)
-#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_0_K)
-#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_1_K)
-#define MV_Q5_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_0_K)
-#define MV_Q5_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_1_K)
-#define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
-#define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
-MV_DEFINE(q4_K, MV_Q4_K)
-MV_DEFINE(q5_K, MV_Q5_K)
-MV_DEFINE(q6_K, mv_body_q6_K)
-MV_DEFINE(q8_0, MV_Q8_0)
-MV_DEFINE(q4_0, MV_Q4_0)
-MV_DEFINE(q4_1, MV_Q4_1)
-MV_DEFINE(q5_0, MV_Q5_0)
-MV_DEFINE(q5_1, MV_Q5_1)
-
-static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
+static int mv_prepare(topos_dtype wtype, qk_act *act) {
   (void)wtype, (void)act;
   return 1;
 }
 
-/* The fused kernel for a weight type, or NULL (the tile route serves it). */
-static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
-  if (k % 32 != 0) return NULL;
-  switch (wtype) {
-    case TOPOS_Q4_K: return mv_q4_K;
-    case TOPOS_Q5_K: return mv_q5_K;
-    case TOPOS_Q6_K: return mv_q6_K;
-    case TOPOS_Q8_0: return mv_q8_0;
-    case TOPOS_Q4_0: return mv_q4_0;
-    case TOPOS_Q4_1: return mv_q4_1;
-    case TOPOS_Q5_0: return mv_q5_0;
-    case TOPOS_Q5_1: return mv_q5_1;
-    default: return NULL;
-  }
-}
+#include "quant/qk_matvec_table.h"
 
 #endif

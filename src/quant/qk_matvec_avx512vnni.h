@@ -22,6 +22,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "quant/qk_matvec_kinds.h"
+
 #define MV_INLINE static inline __attribute__((always_inline))
 
 
@@ -230,16 +232,6 @@ MV_INLINE __m512i mv_q8_chunk(const uint8_t *qs0, const uint8_t *qs1) {
                             _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)qs1), f), 1);
 }
 
-/* Block layouts: bytes, offset of the nibbles or q, of the fifth bits (0:
- * none), of the min (0: none). */
-typedef struct {
-  size_t bytes, qs, qh, min;
-} mv_legacy_kind;
-#define MV_Q8_0_K ((mv_legacy_kind){34, 2, 0, 0})
-#define MV_Q4_0_K ((mv_legacy_kind){18, 2, 0, 0})
-#define MV_Q4_1_K ((mv_legacy_kind){20, 4, 0, 2})
-#define MV_Q5_0_K ((mv_legacy_kind){22, 6, 2, 0})
-#define MV_Q5_1_K ((mv_legacy_kind){24, 8, 4, 2})
 
 /* Q8_0 / Q4_0 / Q5_0 meet the activations with the tile's init (bias)
  * term; Q4_1 / Q5_1 have none and subtract the min term. k % 32 == 0: a
@@ -281,50 +273,11 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
   for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
 }
 
-/* Instantiations: a panel of 4 rows, or a shorter one row by row. */
-#define MV_DEFINE(name, call)                                                                         \
-  static void mv_##name(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c, int64_t k,   \
-                        const uint8_t *pf, int64_t pf_step, float *res) {                             \
-    if (nr == 4) {                                                                                    \
-      call(rows, 4, act, c, k, pf, pf_step, res);                                                     \
-      return;                                                                                         \
-    }                                                                                                 \
-    for (int r = 0; r < nr; ++r) call(rows + r, 1, act, c, k, r ? NULL : pf, pf_step, res + r * QK_C); \
-  }
-#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q8_0_K)
-#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_0_K)
-#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_1_K)
-#define MV_Q5_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_0_K)
-#define MV_Q5_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_1_K)
-#define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
-#define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
-MV_DEFINE(q4_K, MV_Q4_K)
-MV_DEFINE(q5_K, MV_Q5_K)
-MV_DEFINE(q6_K, mv_body_q6_K)
-MV_DEFINE(q8_0, MV_Q8_0)
-MV_DEFINE(q4_0, MV_Q4_0)
-MV_DEFINE(q4_1, MV_Q4_1)
-MV_DEFINE(q5_0, MV_Q5_0)
-MV_DEFINE(q5_1, MV_Q5_1)
-
-/* Per-product preparation a fused kernel needs (1 ok, 0 out of memory). */
-static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) {
+/* Q4_K / Q5_K kernels read the activations in nibble order. */
+static int mv_prepare(topos_dtype wtype, qk_act *act) {
   return wtype == TOPOS_Q4_K || wtype == TOPOS_Q5_K ? mv_q4k_prepare(act) : 1;
 }
 
-/* The fused kernel for a weight type, or NULL (the tile route serves it). */
-static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
-  switch (wtype) { /* K types: k is a multiple of 256; legacy types of 32 */
-    case TOPOS_Q4_K: return mv_q4_K;
-    case TOPOS_Q5_K: return mv_q5_K;
-    case TOPOS_Q6_K: return mv_q6_K;
-    case TOPOS_Q8_0: return mv_q8_0;
-    case TOPOS_Q4_0: return mv_q4_0;
-    case TOPOS_Q4_1: return mv_q4_1;
-    case TOPOS_Q5_0: return mv_q5_0;
-    case TOPOS_Q5_1: return mv_q5_1;
-    default: return (void)k, NULL;
-  }
-}
+#include "quant/qk_matvec_table.h"
 
 #endif
