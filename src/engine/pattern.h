@@ -69,6 +69,11 @@ struct tp_pattern {
                       topos_tensor *dst, topos_tensor **out);
 };
 
+/* A match's last step: members[0..n) (reordered in place) ascending into f,
+ * with n_members. False — no fusion — when a node appears twice, the root
+ * is not the last (largest) node, or n exceeds TP_FUSION_MAX_MEMBERS. */
+bool tp_fusion_take_members(tp_fusion *f, uint32_t *members, uint32_t n, uint32_t root);
+
 /* The table the public compiler uses (patterns.c). */
 extern const tp_pattern *const tp_plan_patterns[];
 extern const size_t tp_plan_pattern_count;

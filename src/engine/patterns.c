@@ -1,6 +1,9 @@
 /* The pattern table of the plan compiler (see pattern.h for the contract):
- * one row per fused pattern, each defined in its own file. */
+ * one row per fused pattern, each defined in its own file; and the members
+ * step every match ends with. */
 #include "engine/pattern.h"
+
+#include <string.h>
 
 extern const tp_pattern tp_pattern_conv_im2col; /* patterns_conv.c */
 extern const tp_pattern tp_pattern_max_pool;    /* patterns_pool.c */
@@ -25,3 +28,19 @@ const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_forward, &tp_patt
                                               &tp_pattern_matmul_bias, &tp_pattern_softmax,
                                               &tp_pattern_relu_permuted};
 const size_t tp_plan_pattern_count = sizeof tp_plan_patterns / sizeof tp_plan_patterns[0];
+
+bool tp_fusion_take_members(tp_fusion *f, uint32_t *members, uint32_t n, uint32_t root) {
+  if (n == 0 || n > TP_FUSION_MAX_MEMBERS) return false;
+  for (uint32_t i = 1; i < n; ++i) /* insertion sort: groups are small */
+    for (uint32_t j = i; j > 0 && members[j] < members[j - 1]; --j) {
+      uint32_t t = members[j];
+      members[j] = members[j - 1];
+      members[j - 1] = t;
+    }
+  for (uint32_t i = 1; i < n; ++i)
+    if (members[i] == members[i - 1]) return false;
+  if (members[n - 1] != root) return false;
+  f->n_members = n;
+  memcpy(f->members, members, n * sizeof *members);
+  return true;
+}

@@ -50,18 +50,7 @@ static bool tp_bn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   uint32_t members[10] = {sub->operands[1], div->operands[0], sq->operands[0], sqrt_node,
                           div->operands[1], mul->operands[0], mul->operands[1],
                           add->operands[0], add->operands[1], root};
-  /* ascending and distinct (insertion sort of ten) */
-  for (int i = 1; i < 10; ++i)
-    for (int j = i; j > 0 && members[j] < members[j - 1]; --j) {
-      uint32_t t = members[j];
-      members[j] = members[j - 1];
-      members[j - 1] = t;
-    }
-  for (int i = 1; i < 10; ++i)
-    if (members[i] == members[i - 1]) return false;
-  if (members[9] != root) return false;
-  f->n_members = 10;
-  memcpy(f->members, members, sizeof members);
+  if (!tp_fusion_take_members(f, members, 10, root)) return false;
   f->n_inputs = 6;
   f->inputs[0] = sub->operands[0]; /* x rows */
   f->inputs[1] = mean;

@@ -101,16 +101,7 @@ static bool tp_c2i_walk(const tp_graph *g, uint32_t root, tp_fusion *f, tp_c2i_g
     return false;
   uint32_t members[] = {kti, di, spi, addi, r6i, pmi, f1i, f2i, n2, n1, root};
   uint32_t count = sizeof members / sizeof members[0];
-  for (uint32_t k = 1; k < count; ++k) /* ascending (all precede the root) */
-    for (uint32_t q = k; q > 0 && members[q] < members[q - 1]; --q) {
-      uint32_t swap = members[q];
-      members[q] = members[q - 1];
-      members[q - 1] = swap;
-    }
-  for (uint32_t k = 1; k < count; ++k)
-    if (members[k] <= members[k - 1]) return false;
-  f->n_members = count;
-  memcpy(f->members, members, sizeof members);
+  if (!tp_fusion_take_members(f, members, count, root)) return false;
   f->n_inputs = 3;
   f->inputs[0] = spread->operands[0];
   f->inputs[1] = gi;

@@ -66,17 +66,7 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
       return false;
     by_lane[p->attrs.start] = p->operands[0];
   }
-  for (uint32_t i = 1; i < n; ++i) /* ascending */
-    for (uint32_t j = i; j > 0 && members[j] < members[j - 1]; --j) {
-      uint32_t t = members[j];
-      members[j] = members[j - 1];
-      members[j - 1] = t;
-    }
-  for (uint32_t i = 1; i < n; ++i)
-    if (members[i] == members[i - 1]) return false; /* one pad summed twice */
-  if (members[n - 1] != root) return false;
-  f->n_members = n;
-  memcpy(f->members, members, n * sizeof *members);
+  if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = n_pads;
   memcpy(f->inputs, by_lane, n_pads * sizeof *by_lane);
   return true;

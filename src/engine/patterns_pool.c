@@ -65,18 +65,7 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   chain[n++] = rs->operands[0];
   chain[n++] = pm->operands[0];
   chain[n++] = u4->operands[0];
-  /* ascending order (recording order puts each narrow just before its maximum) */
-  for (uint32_t i = 1; i < n; ++i)
-    for (uint32_t j = i; j > 0 && chain[j] < chain[j - 1]; --j) {
-      uint32_t t = chain[j];
-      chain[j] = chain[j - 1];
-      chain[j - 1] = t;
-    }
-  for (uint32_t i = 1; i < n; ++i)
-    if (chain[i] == chain[i - 1]) return false;
-  if (chain[n - 1] != root) return false;
-  f->n_members = n;
-  memcpy(f->members, chain, n * sizeof *chain);
+  if (!tp_fusion_take_members(f, chain, n, root)) return false;
   f->n_inputs = 1;
   f->inputs[0] = u2->operands[0];
   return true;

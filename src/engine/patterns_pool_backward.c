@@ -170,18 +170,7 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   for (int i = 0; i < 2; ++i)
     if (f2->desc.shape[i] != sn->desc.shape[i] || g->nodes[x].desc.shape[i] != sn->desc.shape[i])
       return false;
-  /* ascending, no repeats */
-  for (uint32_t i = 1; i < n; ++i)
-    for (uint32_t j = i; j > 0 && members[j] < members[j - 1]; --j) {
-      uint32_t t = members[j];
-      members[j] = members[j - 1];
-      members[j - 1] = t;
-    }
-  for (uint32_t i = 1; i < n; ++i)
-    if (members[i] == members[i - 1]) return false;
-  if (members[n - 1] != root) return false;
-  f->n_members = n;
-  memcpy(f->members, members, n * sizeof *members);
+  if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = 2 + 3 * (uint32_t)(L - 1);
   f->inputs[0] = at;
   f->inputs[1] = x;

@@ -61,16 +61,7 @@ static bool tp_rg_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
     return false;
   uint32_t members[] = {ti, stepi, muli, zi, addi, pmi, root};
   uint32_t count = sizeof members / sizeof members[0];
-  for (uint32_t k = 1; k < count; ++k) /* ascending (all precede the root) */
-    for (uint32_t q = k; q > 0 && members[q] < members[q - 1]; --q) {
-      uint32_t swap = members[q];
-      members[q] = members[q - 1];
-      members[q - 1] = swap;
-    }
-  for (uint32_t k = 1; k < count; ++k)
-    if (members[k] == members[k - 1]) return false;
-  f->n_members = count;
-  memcpy(f->members, members, sizeof members);
+  if (!tp_fusion_take_members(f, members, count, root)) return false;
   f->n_inputs = 4;
   f->inputs[0] = g->nodes[zi].operands[0];
   f->inputs[1] = g->nodes[ti].operands[0];
