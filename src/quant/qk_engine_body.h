@@ -228,29 +228,30 @@ QK_INLINE void QK_FN(ftile_r)(const uint8_t *const *wr, const float *a, int64_t 
 }
 
 QK_INLINE void QK_FN(ftile)(const uint8_t *const *wr, const float *a, int64_t k, int64_t c0, int C,
-                            int wt, const uint8_t *pf, int64_t pf_step, float *res) {
-  QK_FN(ftile_r)(wr, a, k, c0, QK_R, C, wt, pf, pf_step, res);
+                            int wt, float *res) {
+  QK_FN(ftile_r)(wr, a, k, c0, QK_R, C, wt, NULL, 0, res);
 }
 
+/* c4 / c1: tiles of QK_R rows; r1: one row (m < QK_C), fetching ahead (pf) */
 #define QK_FTILE(name, wt)                                                                        \
   static void QK_FN(name##_c4)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
-                               const uint8_t *pf, int64_t pf_step, float *r) {                    \
-    QK_FN(ftile)(w, a, k, c0, QK_C, wt, pf, pf_step, r);                                          \
+                               float *r) {                                                        \
+    QK_FN(ftile)(w, a, k, c0, QK_C, wt, r);                                                       \
   }                                                                                               \
   static void QK_FN(name##_c1)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
-                               const uint8_t *pf, int64_t pf_step, float *r) {                   \
-    QK_FN(ftile)(w, a, k, c0, 1, wt, pf, pf_step, r);                                             \
+                               float *r) {                                                        \
+    QK_FN(ftile)(w, a, k, c0, 1, wt, r);                                                          \
   }                                                                                               \
-  static void QK_FN(name##_r1)(const uint8_t *const *w, const float *a, int64_t k, int64_t c0,    \
+  static void QK_FN(name##_r1)(const uint8_t *w, const float *a, int64_t k, int64_t c0,           \
                                const uint8_t *pf, int64_t pf_step, float *r) {                   \
-    QK_FN(ftile_r)(w, a, k, c0, 1, 1, wt, pf, pf_step, r);                                        \
+    QK_FN(ftile_r)(&w, a, k, c0, 1, 1, wt, pf, pf_step, r);                                       \
   }
 QK_FTILE(ft_f32, 0)
 QK_FTILE(ft_f16, 1)
 QK_FTILE(ft_bf16, 2)
 
-typedef void (*QK_FN(ftile_fn))(const uint8_t *const *, const float *, int64_t, int64_t, const uint8_t *, int64_t,
-                                 float *);
+typedef void (*QK_FN(ftile_fn))(const uint8_t *const *, const float *, int64_t, int64_t, float *);
+typedef void (*QK_FN(frow_fn))(const uint8_t *, const float *, int64_t, int64_t, const uint8_t *, int64_t, float *);
 
 /* ---- driver ----------------------------------------------------------------- */
 
@@ -264,7 +265,8 @@ typedef struct QK_FN(ctx) {
   /* the wide K tile (QK_KTILE_WIDE_H), or NULL */
   void (*kw)(const QK_FN(kpanel) *, const qk_act *, const uint8_t *, int64_t, float *);
   uint8_t *kw_au; /* its unsigned activations */
-  QK_FN(ftile_fn) f4, f1, fr1;
+  QK_FN(ftile_fn) f4, f1;
+  QK_FN(frow_fn) fr1;
   /* fused matrix-vector kernel for m < QK_C (ISA files that have one define
    * QK_MATVEC_OF); bit-identical to the tile route */
   qk_matvec_fn mv;
@@ -363,26 +365,28 @@ static void QK_FN(range_small)(QK_FN(ctx) *ctx, int64_t p0, int64_t p1) {
   const tp_qk_task *t = ctx->task;
   const uint8_t *w = t->w;
   float res[QK_R * QK_C];
+  /* iterations of a kernel's loop over one row: super-blocks (K types) or
+   * 64 elements; each fetches one slice of what lies ahead */
+  const int64_t units = ctx->kdecode ? t->k / 256 : (t->k + 63) / 64;
+  const int64_t row_step = ((int64_t)t->row_bytes + units - 1) / units;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * QK_R;
     const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
-    const uint8_t *pf = NULL;
+    const uint8_t *pf = NULL; /* the panel two ahead, within this range */
     int64_t pf_step = 0;
     if (p + 2 < p1) {
-      const int64_t units = ctx->kdecode ? t->k / 256 : (t->k + 63) / 64;
       const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
       pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
       pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;
     }
     const uint8_t *rows[QK_R];
     for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-    const int64_t units = (t->k + 63) / 64, row_step = ((int64_t)t->row_bytes + units - 1) / units;
     for (int64_t c = 0; c < t->m; ++c) {
       if (ctx->mv) ctx->mv(rows, nr, &ctx->act, c, t->k, c == 0 ? pf : NULL, pf_step, res);
       else /* float weights: row after row (one stream; at 1 thread 20 % more bandwidth than 4
             * interleaved rows), each fetching its row two panels ahead; same operations per row */
         for (int r = 0; r < nr; ++r)
-          ctx->fr1(rows + r, t->a, t->k, c, c == 0 && pf ? pf + (size_t)r * t->row_bytes : NULL, row_step,
+          ctx->fr1(rows[r], t->a, t->k, c, c == 0 && pf ? pf + (size_t)r * t->row_bytes : NULL, row_step,
                    res + r * QK_C);
       QK_FN(store)(t, n0, nr, c, 1, res);
     }
@@ -432,7 +436,7 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
         else {
           const uint8_t *rows[QK_R];
           for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-          (C == QK_C ? ctx->f4 : ctx->f1)(rows, t->a, t->k, c, NULL, 0, res);
+          (C == QK_C ? ctx->f4 : ctx->f1)(rows, t->a, t->k, c, res);
         }
         QK_FN(store)(t, n0, nr, c, C, res);
       }
@@ -474,23 +478,20 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
 #ifdef QK_MATVEC_OF
       ctx.mv = QK_MATVEC_OF(t->wtype, t->k);
 #endif
-      if (!qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads))
-        return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
-                       (long long)t->m, (long long)t->k);
+      /* the activations, then what the wide tile or the fused kernels read of them */
+      int act_ok = qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads);
 #ifdef QK_KTILE_WIDE_H
-      if (ctx.kw && !(ctx.kw_au = qk_kw_unsigned_act(&ctx.act))) {
-        qk_act_free(&ctx.act);
-        return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
-                       (long long)t->m, (long long)t->k);
-      }
+      if (act_ok && ctx.kw) act_ok = (ctx.kw_au = qk_kw_unsigned_act(&ctx.act)) != NULL;
 #endif
 #ifdef QK_MATVEC_OF
-      if (ctx.mv && t->m < QK_C && !QK_MATVEC_PREPARE(t->wtype, &ctx.act)) {
+      if (act_ok && ctx.mv && t->m < QK_C) act_ok = QK_MATVEC_PREPARE(t->wtype, &ctx.act);
+#endif
+      if (!act_ok) {
         qk_act_free(&ctx.act);
+        free(ctx.kw_au);
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
       }
-#endif
   }
   const int64_t panels = (t->n + QK_R - 1) / QK_R;
   /* at least ~64K multiply-adds per range: waking a worker costs more below */
