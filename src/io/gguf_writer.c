@@ -360,7 +360,9 @@ static topos_status tp_append_tensor(topos_gguf_writer *w, const char *name, uin
   int64_t blocks = elements / info.block_size;
   if (blocks > INT64_MAX / info.block_bytes)
     return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: tensor '%s' byte size overflows", name);
-  if ((uint64_t)(blocks * info.block_bytes) != bytes)
+  if (fill) /* produced while writing: the shape gives the size */
+    bytes = (size_t)(blocks * info.block_bytes);
+  else if ((uint64_t)(blocks * info.block_bytes) != bytes)
     return tp_fail(TOPOS_ERR_SHAPE, "gguf_writer: tensor '%s' needs %" PRId64 " bytes of %s, got %zu",
                    name, blocks * info.block_bytes, info.name, bytes);
   if (!data && bytes && !fill) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer: tensor '%s': NULL data", name);
@@ -386,27 +388,7 @@ topos_status topos_gguf_writer_add_tensor_fill(topos_gguf_writer *w, const char 
                                                topos_gguf_tensor_fill fill, void *user) {
   if (!w || !ne || !fill)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "gguf_writer_add_tensor_fill: NULL argument");
-  topos_ggml_type_info info;
-  if (topos_ggml_type_info_get(ggml_type, &info) != TOPOS_OK)
-    return tp_fail(TOPOS_ERR_BAD_TYPE, "gguf_writer: tensor '%s': unknown ggml type id %u",
-                   name ? name : "(null)", ggml_type);
-  if (n_dims < 1 || n_dims > TOPOS_GGUF_MAX_DIMS)
-    return tp_fail(TOPOS_ERR_BAD_DIMS, "gguf_writer: tensor '%s' has %d dims, not 1..4",
-                   name ? name : "(null)", n_dims);
-  /* the byte count the shape implies (tp_append_tensor checks the shape and
-   * the overflows again, and that this matches) */
-  uint64_t blocks = 1;
-  for (int d = 0; d < n_dims; ++d) {
-    if (ne[d] <= 0 || blocks > UINT64_MAX / (uint64_t)ne[d])
-      return tp_fail(TOPOS_ERR_BAD_DIMS, "gguf_writer: tensor '%s': bad ne[%d] = %" PRId64,
-                     name ? name : "(null)", d, ne[d]);
-    blocks *= (uint64_t)ne[d];
-  }
-  blocks /= (uint64_t)info.block_size;
-  if (blocks > SIZE_MAX / (uint64_t)info.block_bytes)
-    return tp_fail(TOPOS_ERR_OVERFLOW, "gguf_writer: tensor '%s' byte size overflows", name ? name : "(null)");
-  return tp_append_tensor(w, name, ggml_type, n_dims, ne, NULL, (size_t)(blocks * (uint64_t)info.block_bytes),
-                          NULL, fill, user);
+  return tp_append_tensor(w, name, ggml_type, n_dims, ne, NULL, 0, NULL, fill, user);
 }
 
 topos_status topos_gguf_writer_add_tensor(topos_gguf_writer *w, const char *name,
