@@ -43,14 +43,19 @@ static const char *tt_subdir(const char *name) {
   return dir;
 }
 
+/* dir/model.gguf holding "OLD CONTENT" (the target a failed write must keep); path gets its name. */
+static int tt_old_target(const char *dir, char *path, size_t size) {
+  snprintf(path, size, "%s/model.gguf", dir);
+  FILE *f = fopen(path, "wb");
+  if (!f) return 0;
+  fputs("OLD CONTENT", f);
+  return fclose(f) == 0;
+}
+
 TEST(gguf_atomic_simulated_failures_keep_target) {
   const char *dir = tt_subdir("atomic_fail");
   char path[600];
-  snprintf(path, sizeof path, "%s/model.gguf", dir);
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  fputs("OLD CONTENT", f);
-  fclose(f);
+  CHECK(tt_old_target(dir, path, sizeof path));
   float data[256];
   topos_gguf_writer *w = NULL;
   topos_status st = tt_small_writer(&w, data);
@@ -158,11 +163,7 @@ TEST(gguf_writer_fill_same_bytes_and_atomic) {
   /* a producer failing part way: error with context, old target kept */
   const char *dir = tt_subdir("fill_fail");
   char path[600];
-  snprintf(path, sizeof path, "%s/model.gguf", dir);
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  fputs("OLD CONTENT", f);
-  fclose(f);
+  CHECK(tt_old_target(dir, path, sizeof path));
   s = (tt_fill_state){src, row_bytes, 0, 0, 400};
   CHECK_STATUS(topos_gguf_writer_write(w2, path), TOPOS_ERR_IO);
   CHECK(strstr(topos_last_error(), "producing tensor 't'") != NULL);
