@@ -17,6 +17,7 @@
 
 #include "backend/backend_internal.h"
 #include "backend/default/gemm_narrow.h"
+#include "backend/default/gemm_short.h"
 #include "backend/platform.h"
 
 #define TP_UK_DECL(isa)                                                                      \
@@ -171,6 +172,8 @@ static void *tp_gemm_buffer(size_t bytes) {
   }                                                                                              \
                                                                                                  \
   topos_status tp_default_gemm_##sfx(const topos_gemm_task *t) {                                 \
+    /* a C of a few rows reads B in place: packing it would cost as much */                      \
+    if (tp_default_short_gemm_##sfx(t)) return TOPOS_OK;                                          \
     /* Below a few thousand multiply-adds packing costs more than it saves;                      \
      * the plain loops give the same bits. */                                                     \
     if ((double)t->m * (double)t->n * (double)t->k < 4096.0) {                                   \

@@ -5,3 +5,5 @@
 #include "backend/default/gemm_ukernel_template.h"
 #define TP_NK_ROWS 24
 #include "backend/default/gemm_narrow_template.h"
+#define TP_SK_VECTORS 2
+#include "backend/default/gemm_short_template.h"
