@@ -17,7 +17,7 @@
  * maximum (the forward nodes' bits) — which also frees the forward nodes to
  * fuse into the max_pool pattern — then runs each element's ops in the
  * composed order: the products and sums above, the lane sum's + 0 (see
- * patterns_lanes.c), and each fold's zero seed plus its single contribution
+ * patterns_concat.c), and each fold's zero seed plus its single contribution
  * (the folds must not overlap: step >= (size-1)*dilation + 1, checked), so
  * every output element is 0 + (0 + (S_k + 0)) where a window covers it and
  * +0 elsewhere. f32 and f64. */
@@ -30,7 +30,7 @@
 #include "engine/pool_backward_2x2.h"
 #include "ops/kernel.h"
 
-extern const tp_pattern tp_pattern_lane_sum; /* patterns_lanes.c */
+extern const tp_pattern tp_pattern_concat; /* patterns_concat.c */
 
 static const tp_node *tp_pb_op(const tp_graph *g, uint32_t i, topos_op op) {
   if (i >= g->count) return NULL;
@@ -119,7 +119,7 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   /* the lane sum: members and S_k by lane */
   tp_fusion lanes_f;
   memset(&lanes_f, 0, sizeof lanes_f);
-  if (!tp_pattern_lane_sum.match(g, evaluated, sum, &lanes_f) || (int64_t)lanes_f.n_inputs != L)
+  if (!tp_pattern_concat.match(g, evaluated, sum, &lanes_f) || (int64_t)lanes_f.n_inputs != L)
     return false;
   for (uint32_t k = 0; k < lanes_f.n_members; ++k)
     if (g->nodes[lanes_f.members[k]].op == TOPOS_OP_PAD &&
