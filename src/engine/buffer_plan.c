@@ -1,6 +1,12 @@
 /* Static buffer assignment (see buffer_plan.h): lifetimes from the schedule's
- * last uses extended through view chains, then first-fit placement in one
- * arena in execution order. */
+ * last uses extended through view chains, then placement in one arena,
+ * largest buffer first: each takes the smallest gap (lowest offset on ties)
+ * among the buffers already placed whose lifetimes overlap its own.
+ *
+ * Placing in execution order (first fit) fragments: the small values a step
+ * leaves behind land in the holes a large one needs next. At a 128-token
+ * llama prompt chunk the arena came to 45 MiB for 26.5 MiB ever live at
+ * once; largest first comes within a few percent of the live peak. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,19 +48,39 @@ static topos_status aligned_bytes(const tp_node *node, uint32_t i, int64_t *out)
   return TOPOS_OK;
 }
 
-/* Live ranges, kept sorted by offset. */
+/* A placed buffer, for the gap search: its bytes and when it is needed. */
 typedef struct {
   int64_t offset, bytes;
-  uint32_t until;
-} live_range;
+} placed_range;
 
-static int64_t first_fit(const live_range *live, size_t n, int64_t bytes) {
-  int64_t at = 0;
+static int by_offset(const void *a, const void *b) {
+  const placed_range *x = a, *y = b;
+  return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* The smallest gap of at least `bytes` between the ranges (sorted by
+ * offset), or the offset above them all. */
+static int64_t best_fit(const placed_range *ranges, size_t n, int64_t bytes) {
+  int64_t at = 0, best = -1, best_gap = INT64_MAX;
   for (size_t k = 0; k < n; ++k) {
-    if (live[k].offset - at >= bytes) return at;
-    at = live[k].offset + live[k].bytes;
+    int64_t gap = ranges[k].offset - at;
+    if (gap >= bytes && gap < best_gap) best = at, best_gap = gap;
+    if (ranges[k].offset + ranges[k].bytes > at) at = ranges[k].offset + ranges[k].bytes;
   }
-  return at; /* above every live range */
+  return best >= 0 ? best : at;
+}
+
+/* Buffers to place, largest first; earlier nodes first among equals (a
+ * fixed order: the plan does not depend on the sort's stability). */
+typedef struct {
+  int64_t bytes;
+  uint32_t node;
+} to_place;
+
+static int by_size(const void *a, const void *b) {
+  const to_place *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return x->node < y->node ? -1 : x->node > y->node;
 }
 
 topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluated,
@@ -67,9 +93,11 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
   out->offset = malloc(m * sizeof *out->offset);
   out->bytes = calloc(m, sizeof *out->bytes);
   out->until = malloc(m * sizeof *out->until);
-  live_range *live = malloc(m * sizeof *live);
-  if (!out->offset || !out->bytes || !out->until || !live) {
+  placed_range *live = malloc(m * sizeof *live);
+  to_place *order = malloc(m * sizeof *order);
+  if (!out->offset || !out->bytes || !out->until || !live || !order) {
     free(live);
+    free(order);
     tp_buffer_plan_free(out);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (buffer plan)");
   }
@@ -87,39 +115,54 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     if (out->until[o] == UINT32_MAX || need == UINT32_MAX) out->until[o] = UINT32_MAX;
     else if (need > out->until[o]) out->until[o] = need;
   }
-  size_t n_live = 0;
+  /* sizes and the buffers to place */
+  uint32_t n_buf = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const tp_node *node = &graph->nodes[i];
     if (!evaluated[i] || !allocates(node)) continue;
-    /* ranges whose readers all ran before node i are free again */
-    size_t kept = 0;
-    for (size_t k = 0; k < n_live; ++k)
-      if (live[k].until == UINT32_MAX || live[k].until >= i) live[kept++] = live[k];
-    n_live = kept;
     int64_t bytes = 0;
     topos_status s = aligned_bytes(node, i, &bytes);
-    int64_t at = s == TOPOS_OK ? first_fit(live, n_live, bytes) : 0;
-    if (s == TOPOS_OK && (bytes > INT64_MAX - at || bytes > INT64_MAX - out->unshared_bytes))
-      s = tp_fail(TOPOS_ERR_OVERFLOW,
-                  "plan_compile: %s (node %u): %lld bytes at arena offset %lld overflow the arena",
-                  tp_node_label(node), i, (long long)bytes, (long long)at);
+    if (s == TOPOS_OK && bytes > INT64_MAX - out->unshared_bytes)
+      s = tp_fail(TOPOS_ERR_OVERFLOW, "plan_compile: %s (node %u): %lld bytes overflow the arena",
+                  tp_node_label(node), i, (long long)bytes);
     if (s != TOPOS_OK) {
       free(live);
+      free(order);
       tp_buffer_plan_free(out);
       return s;
     }
-    size_t pos = 0;
-    while (pos < n_live && live[pos].offset < at) ++pos;
-    memmove(&live[pos + 1], &live[pos], (n_live - pos) * sizeof *live);
-    live[pos] = (live_range){at, bytes, out->until[i] == UINT32_MAX ? UINT32_MAX
-                                        : (out->until[i] > i ? out->until[i] : i)};
-    ++n_live;
-    out->offset[i] = at;
     out->bytes[i] = bytes;
     out->unshared_bytes += bytes;
+    if (out->until[i] != UINT32_MAX && out->until[i] < i) out->until[i] = i;
+    order[n_buf++] = (to_place){bytes, i};
+  }
+  qsort(order, n_buf, sizeof *order, by_size);
+  /* each in turn: the gaps among the placed buffers live at the same time */
+  for (uint32_t b = 0; b < n_buf; ++b) {
+    uint32_t i = order[b].node;
+    size_t n_live = 0;
+    for (uint32_t c = 0; c < b; ++c) {
+      uint32_t j = order[c].node;
+      if (j <= out->until[i] && i <= out->until[j])
+        live[n_live++] = (placed_range){out->offset[j], out->bytes[j]};
+    }
+    qsort(live, n_live, sizeof *live, by_offset);
+    int64_t at = best_fit(live, n_live, out->bytes[i]);
+    if (out->bytes[i] > INT64_MAX - at) {
+      free(live);
+      free(order);
+      topos_status s = tp_fail(TOPOS_ERR_OVERFLOW, "plan_compile: %s (node %u): %lld bytes at "
+                               "arena offset %lld overflow the arena",
+                               tp_node_label(&graph->nodes[i]), i, (long long)out->bytes[i],
+                               (long long)at);
+      tp_buffer_plan_free(out);
+      return s;
+    }
+    out->offset[i] = at;
     ++out->buffers;
-    if (at + bytes > out->arena_bytes) out->arena_bytes = at + bytes;
+    if (at + out->bytes[i] > out->arena_bytes) out->arena_bytes = at + out->bytes[i];
   }
   free(live);
+  free(order);
   return TOPOS_OK;
 }
