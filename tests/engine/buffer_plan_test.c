@@ -189,3 +189,71 @@ TEST(plan_stats_saturate_on_huge_views) {
   topos_plan_free(plan);
   topos_network_free(net);
 }
+
+/* A tangle of values of many sizes with lifetimes that cross (each new value
+ * reads two earlier ones of its class at random; a few are kept): ranges
+ * live together never overlap, the arena is at most the unshared bytes and
+ * at least the bytes live at any one step, and the plan's bits equal the
+ * interpreter's, so no buffer was reused while a reader still needed it. */
+TEST(buffer_plan_packs_crossing_lifetimes_without_overlap) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  enum { CLASSES = 5, NODES = 240 };
+  static const int64_t widths[CLASSES] = {3, 17, 64, 250, 1000};
+  topos_sym vals[CLASSES][NODES];
+  int count[CLASSES] = {0};
+  for (int c = 0; c < CLASSES; ++c)
+    for (int k = 0; k < 2; ++k) {
+      int64_t shape[2] = {2, widths[c]};
+      topos_tensor *t = tg_random(TOPOS_F32, 2, shape, 10 + 2 * c + k, -1, 1);
+      vals[c][count[c]++] = topos_tape_input(tape, t, NULL);
+      topos_tensor_release(t);
+    }
+  uint64_t rng = 99;
+  topos_sym roots[8];
+  size_t n_roots = 0;
+  for (int i = 0; i < NODES; ++i) {
+    int c = (int)(tg_next(&rng) % CLASSES);
+    topos_sym a = vals[c][tg_next(&rng) % (uint64_t)count[c]];
+    topos_sym b = vals[c][count[c] - 1 - (int)(tg_next(&rng) % (uint64_t)(count[c] < 4 ? count[c] : 4))];
+    topos_sym v = i % 3 == 0 ? topos_tape_mul(tape, a, b)
+                  : i % 3 == 1 ? topos_tape_add(tape, a, b)
+                               : topos_tape_tanh(tape, topos_tape_sub(tape, a, b));
+    vals[c][count[c]++] = v;
+    if (i % 40 == 39 && n_roots < 8) roots[n_roots++] = v;
+  }
+  for (int c = 0; c < CLASSES && n_roots < 8; ++c) roots[n_roots++] = vals[c][count[c] - 1];
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {roots, n_roots, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK(bp->arena_bytes <= bp->unshared_bytes);
+  int64_t peak = 0;
+  for (uint32_t s = 0; s < bp->count; ++s) {
+    int64_t live = 0;
+    for (uint32_t i = 0; i <= s; ++i)
+      if (bp->offset[i] != TP_NOT_IN_ARENA && (bp->until[i] == UINT32_MAX || bp->until[i] >= s))
+        live += bp->bytes[i];
+    if (live > peak) peak = live;
+  }
+  CHECK(bp->arena_bytes >= peak);
+  CHECK(bp->arena_bytes < bp->unshared_bytes / 2); /* reuse happened */
+  topos_run *ref = NULL, *run = NULL;
+  CHECK_OK(topos_network_forward(net, NULL, NULL, 0, NULL, &ref));
+  CHECK_OK(topos_plan_forward(plan, NULL, NULL, 0, &run));
+  for (size_t r = 0; r < n_roots; ++r) {
+    topos_tensor *a = NULL, *b = NULL;
+    CHECK_OK(topos_run_read(ref, roots[r], &a));
+    CHECK_OK(topos_run_read(run, roots[r], &b));
+    CHECK(topos_tensor_bits_equal(a, b));
+    topos_tensor_release(a);
+    topos_tensor_release(b);
+  }
+  topos_run_free(ref);
+  topos_run_free(run);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
