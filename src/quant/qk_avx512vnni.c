@@ -102,11 +102,13 @@ static inline float qk_reduce_avx512(__m512 v) {
 #define QK_KTILE_WIDE_H "quant/qk_ktile_wide_avx512vnni.h"
 #include "quant/qk_engine_body.h"
 #include "quant/qk_amx_body.h"
+#include "quant/qk_q8_0_avx512vnni.h"
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
+  if (task->wtype == TOPOS_Q8_0 && task->k % 32 == 0) return qk_q80_run(task);
   return QK_FN(run)(task);
 }

@@ -1,0 +1,296 @@
+/* Q8_0 products of the AVX-512 VNNI engine (included by qk_avx512vnni.c
+ * after the engine body). Q8_0 weights meet Q8_0 activations block by block,
+ * and a block's dot product is one exact integer; the result of one output
+ * (weight row r, activation row c) is defined as
+ *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
+ * with isum_b = sum over the block's 32 elements of w * qa (exact), dw_b and
+ * da_b the weight's and the activation's block scales. That is the AMX
+ * route's definition (qk_amx_body.h: one chunk = one block), so on a CPU
+ * with AMX the tiles above 8 activation rows and these kernels below agree
+ * bit for bit; here it holds for every m and thread count by construction.
+ *
+ * Two kernels compute it:
+ *  - the tile (m >= QK_C): lanes are 16 activation rows. The activations are
+ *    repacked once per product, 4 bytes of each of 16 rows per vector, as
+ *    unsigned qa + 128; each weight row's 4 bytes are broadcast straight
+ *    from the file's layout (vpdpbusd's signed operand), and the integer
+ *    accumulator starts from -128 * sum(w) of the block, so it ends at the
+ *    exact isum_b. Per block and 16 x 6 outputs: 8 x 12 vpdpbusd, then 12
+ *    conversions, scale products and fmas — where the lane-per-4-elements
+ *    tile paid a conversion, a product and an fma per vpdpbusd.
+ *  - the matrix-vector kernel (m < QK_C, decoding): lanes are 16 weight
+ *    rows. Each row's two blocks meet the activations in one vpdpbusd (lanes
+ *    of 4 elements, the engine's init term as the bias correction); 16 such
+ *    vectors are reduced to the 16 rows' block sums by an exact integer
+ *    transpose-and-add, and the float steps run 16 rows at a time. */
+#ifndef TP_QUANT_QK_Q8_0_AVX512VNNI_H
+#define TP_QUANT_QK_Q8_0_AVX512VNNI_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define Q80_BLOCK 34 /* f16 d, 32 int8 */
+#define Q80_TR 6     /* weight rows per tile */
+
+/* acc + per-lane sum of 4 u8 (u) * s8 (the 4 bytes at p, broadcast: the
+ * instruction's own m32bcst operand, read where the weights lie) */
+typedef int32_t q80_dword __attribute__((may_alias, aligned(1)));
+static inline __m512i q80_dpbusd_bcast(__m512i acc, __m512i u, const uint8_t *p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const q80_dword *)(const void *)p));
+  return acc;
+}
+
+typedef struct {
+  const tp_qk_task *task;
+  qk_act act;
+  int64_t nb, groups; /* blocks per row; groups of 16 activation rows (tile) */
+  uint8_t *au;        /* tile: [group][block][4-byte step][16 rows][4] = qa + 128 */
+  float *da;          /* tile: [group][block][16] */
+  void *mem;
+  volatile int failed;
+} qk_q80_ctx;
+
+static float q80_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* -128 * the sum of the 32 weights of block b (out[0]) and, when `two`, of
+ * block b + 1 (out[1]): sums of w + 128 by psadbw, exact. */
+static void q80_corr2(const uint8_t *blk, int two, int32_t *out) {
+  const __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+  const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + Q80_BLOCK + 2))
+                         : _mm256_setzero_si256();
+  const __m512i v = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+                                     _mm512_set1_epi8((char)0x80));
+  const __m512i s8 = _mm512_sad_epu8(v, _mm512_setzero_si512()); /* 4 partial sums per block */
+  const __m512i s4 = _mm512_add_epi64(s8, _mm512_shuffle_epi32(s8, _MM_PERM_BADC));
+  const __m512i s2 = _mm512_add_epi64(s4, _mm512_shuffle_i64x2(s4, s4, _MM_SHUFFLE(2, 3, 0, 1)));
+  out[0] = (int32_t)(-128 * ((int64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(s2)) - 32 * 128));
+  if (two) out[1] = (int32_t)(-128 * ((int64_t)_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(s2, 2)) - 32 * 128));
+}
+
+/* ---- tile: Q80_TR weight rows x two groups of 16 activation rows ------- */
+
+/* pf: the next panel's rows (NULL: none), fetched a block per step while
+ * this panel's first activation groups run, so its preparation (the
+ * scales' pass) finds them in cache */
+static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const float *dw, const int32_t *corr,
+                     int64_t g0, int ng, const uint8_t *const *pf, __m512 f[Q80_TR][2]) {
+  const int64_t nb = x->nb;
+  for (int r = 0; r < Q80_TR; ++r) f[r][0] = f[r][1] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    if (pf)
+      for (int r = 0; r < Q80_TR; ++r) _mm_prefetch((const char *)pf[r] + b * Q80_BLOCK, _MM_HINT_T0);
+    __m512i acc[Q80_TR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < Q80_TR; ++r) acc[r][0] = acc[r][1] = _mm512_set1_epi32(corr[r * nb + b]);
+    const uint8_t *a0 = x->au + (size_t)((g0 * nb + b) * 8) * 64;
+    const uint8_t *a1 = ng > 1 ? a0 + (size_t)nb * 8 * 64 : a0;
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m512i u0 = _mm512_loadu_si512(a0 + 64 * s), u1 = _mm512_loadu_si512(a1 + 64 * s);
+#pragma GCC unroll 6
+      for (int r = 0; r < Q80_TR; ++r) {
+        const uint8_t *w = rows[r] + (size_t)b * Q80_BLOCK + 2 + 4 * s;
+        acc[r][0] = q80_dpbusd_bcast(acc[r][0], u0, w);
+        acc[r][1] = q80_dpbusd_bcast(acc[r][1], u1, w);
+      }
+    }
+    const __m512 d0 = _mm512_loadu_ps(x->da + (g0 * nb + b) * 16);
+    const __m512 d1 = ng > 1 ? _mm512_loadu_ps(x->da + ((g0 + 1) * nb + b) * 16) : d0;
+#pragma GCC unroll 6
+    for (int r = 0; r < Q80_TR; ++r) {
+      const __m512 sw = _mm512_set1_ps(dw[r * nb + b]);
+      f[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][0]), _mm512_mul_ps(sw, d0), f[r][0]);
+      f[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][1]), _mm512_mul_ps(sw, d1), f[r][1]);
+    }
+  }
+}
+
+static void q80_store(const tp_qk_task *t, int64_t n0, int nr, int64_t c0, int lanes_used, __m512 v, int r) {
+  float lane[16];
+  _mm512_storeu_ps(lane, v);
+  if (r >= nr) return;
+  for (int c = 0; c < lanes_used; ++c) {
+    const float y = lane[c];
+    t->out[(c0 + c) * t->n + n0 + r] = t->bias ? y + t->bias[n0 + r] : y;
+  }
+}
+
+static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
+  qk_q80_ctx *x = vctx;
+  const tp_qk_task *t = x->task;
+  const int64_t nb = x->nb;
+  float *dw = malloc((size_t)(Q80_TR * nb) * (sizeof(float) + sizeof(int32_t)));
+  if (!dw) {
+    x->failed = 1;
+    return;
+  }
+  int32_t *corr = (int32_t *)(void *)(dw + Q80_TR * nb);
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * Q80_TR;
+    const int nr = (int)(t->n - n0 < Q80_TR ? t->n - n0 : Q80_TR);
+    const uint8_t *rows[Q80_TR], *next[Q80_TR];
+    const int has_next = p + 1 < p1;
+    for (int r = 0; r < Q80_TR; ++r) {
+      const int64_t nx = n0 + Q80_TR + r < t->n ? n0 + Q80_TR + r : t->n - 1;
+      next[r] = (const uint8_t *)t->w + (size_t)nx * t->row_bytes;
+      rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+      for (int64_t b = 0; b < nb; ++b) dw[r * nb + b] = q80_f16(rows[r] + b * Q80_BLOCK);
+      for (int64_t b = 0; b < nb; b += 2) q80_corr2(rows[r] + b * Q80_BLOCK, b + 1 < nb, corr + r * nb + b);
+    }
+    for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
+      const int ng = x->groups - g0 >= 2 ? 2 : 1;
+      __m512 f[Q80_TR][2];
+      q80_tile(x, rows, dw, corr, g0, ng, has_next && g0 == 0 ? next : NULL, f);
+      for (int g = 0; g < ng; ++g) {
+        const int64_t c0 = (g0 + g) * 16;
+        const int used = (int)(t->m - c0 < 16 ? t->m - c0 : 16);
+        for (int r = 0; r < Q80_TR; ++r) q80_store(t, n0, nr, c0, used, f[r][g], r);
+      }
+    }
+  }
+  free(dw);
+}
+
+/* The activations as the tile reads them; rows past m are zeros. */
+static int q80_tile_prepare(qk_q80_ctx *x) {
+  const qk_act *act = &x->act;
+  const int64_t m = act->m, nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
+  x->groups = (m + 15) / 16;
+  const size_t cells = (size_t)(x->groups * nb);
+  x->mem = malloc(cells * 8 * 64 + cells * 16 * sizeof(float) + 64);
+  if (!x->mem) return 0;
+  x->da = (float *)x->mem;
+  x->au = (uint8_t *)(x->da + cells * 16);
+  memset(x->au, 128, cells * 8 * 64);
+  memset(x->da, 0, cells * 16 * sizeof(float));
+  for (int64_t c = 0; c < m; ++c) {
+    const int64_t g = c / 16, lane = c % 16;
+    const int8_t *q = act->q + c * kpad;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t *cell = x->au + (size_t)((g * nb + b) * 8) * 64 + 4 * lane;
+      for (int s = 0; s < 8; ++s)
+        for (int j = 0; j < 4; ++j) cell[64 * s + j] = (uint8_t)(q[32 * b + 4 * s + j] + 128);
+      x->da[(g * nb + b) * 16 + lane] = act->d[c * lanes + 8 * b];
+    }
+  }
+  return 1;
+}
+
+/* ---- matrix-vector: 16 weight rows per panel, lanes are rows ----------- */
+
+/* v[r] holds row r's lane sums of blocks b (lanes 0..7) and b + 1 (8..15);
+ * returns the 16 rows' sums of block b in *s0 and of block b + 1 in *s1. */
+static inline void q80_reduce16(const __m512i v[16], __m512i *s0, __m512i *s1) {
+  __m512i u[8], w[4];
+  for (int i = 0; i < 8; ++i) /* per 128-bit lane: [r0 l0+l2, r1 l0+l2, r0 l1+l3, r1 l1+l3] */
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
+                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) /* per 128-bit lane: rows 4i..4i+3, each its 4 lanes summed */
+    w[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
+                            _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
+  /* 128-bit lanes of w[i]: block b halves 0 and 1, block b + 1 halves 0 and 1 */
+  const __m512i z01 = _mm512_add_epi32(_mm512_shuffle_i32x4(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i z23 = _mm512_add_epi32(_mm512_shuffle_i32x4(w[2], w[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(w[2], w[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  /* z01: [rows 0-3 b, rows 0-3 b+1, rows 4-7 b, rows 4-7 b+1]; z23 the same for rows 8-15 */
+  *s0 = _mm512_shuffle_i32x4(z01, z23, _MM_SHUFFLE(2, 0, 2, 0));
+  *s1 = _mm512_shuffle_i32x4(z01, z23, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* The 16 rows' block scales at byte offset `at` of each row (gathered). */
+static inline __m512 q80_scales16(const uint8_t *base, __m512i offs, int64_t at) {
+  const __m512i v = _mm512_i32gather_epi32(_mm512_add_epi32(offs, _mm512_set1_epi32((int32_t)at)), base, 1);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
+  qk_q80_ctx *x = vctx;
+  const tp_qk_task *t = x->task;
+  const qk_act *act = &x->act;
+  const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 16;
+    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
+    const uint8_t *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
+    const uint8_t *rows[16];
+    int32_t off[16];
+    for (int r = 0; r < 16; ++r) {
+      off[r] = (int32_t)((r < nr ? r : nr - 1) * (int64_t)t->row_bytes);
+      rows[r] = base + off[r];
+    }
+    const __m512i offs = _mm512_loadu_si512(off);
+    /* the panel two ahead, fetched a block pair per step (the hardware
+     * prefetcher barely follows 16 short row streams) */
+    const uint8_t *pf = p + 2 < p1 ? base + (size_t)32 * t->row_bytes : NULL;
+    const int pf_rows = pf ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
+    for (int64_t c = 0; c < t->m; ++c) {
+      const int8_t *aq = act->q + c * kpad;
+      const int32_t *init = act->init + c * lanes;
+      const float *da = act->d + c * lanes;
+      __m512 f = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb;
+        if (c == 0 && pf)
+          for (int r = 0; r < pf_rows; ++r) {
+            const uint8_t *q = pf + (size_t)r * t->row_bytes + b * Q80_BLOCK;
+            _mm_prefetch((const char *)q, _MM_HINT_T1);
+            _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
+          }
+        const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
+        __m512i v[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) {
+          const uint8_t *blk = rows[r] + b * Q80_BLOCK;
+          const __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+          const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + Q80_BLOCK + 2))
+                                 : _mm256_setzero_si256();
+          const __m512i q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
+          v[r] = qk_dpbusd(iv, q, av);
+        }
+        __m512i s0, s1;
+        q80_reduce16(v, &s0, &s1);
+        f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0),
+                            _mm512_mul_ps(q80_scales16(base, offs, b * Q80_BLOCK), _mm512_set1_ps(da[8 * b])), f);
+        if (two)
+          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1),
+                              _mm512_mul_ps(q80_scales16(base, offs, (b + 1) * Q80_BLOCK),
+                                            _mm512_set1_ps(da[8 * (b + 1)])),
+                              f);
+      }
+      float lane[16];
+      _mm512_storeu_ps(lane, f);
+      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+    }
+  }
+}
+
+static topos_status qk_q80_run(const tp_qk_task *t) {
+  tp_qk_traits tr;
+  tp_qk_traits_of(TOPOS_Q8_0, &tr);
+  qk_q80_ctx x;
+  memset(&x, 0, sizeof x);
+  x.task = t;
+  x.nb = t->k / 32;
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (t->m < QK_C) {
+    const int64_t panels = (t->n + 15) / 16;
+    tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), q80_mv_range, &x);
+  } else if (q80_tile_prepare(&x)) {
+    const int64_t panels = (t->n + Q80_TR - 1) / Q80_TR;
+    tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (Q80_TR * t->k * t->m), q80_tile_range, &x);
+  } else {
+    x.failed = 1;
+  }
+  free(x.mem);
+  qk_act_free(&x.act);
+  if (x.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: Q8_0 buffers for %lld x %lld", (long long)t->m,
+                               (long long)t->k);
+  return TOPOS_OK;
+}
+
+#endif
