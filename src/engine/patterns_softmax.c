@@ -105,7 +105,18 @@ static topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
   const topos_element *f32 = topos_element_of(TOPOS_F32);
   float peak = tp_softmax_peak(x, n);
   for (int64_t k = 0; k < n; ++k) y[k] = x[k] - peak;
-  TP_TRY(topos_element_map(f32, TOPOS_MAP_EXP, y, y, n));
+  /* masked keys (-inf, up to half a causal row) are exp(-inf) = +0 without
+   * a call: the map runs over the runs between them */
+  for (int64_t k = 0; k < n;) {
+    if (y[k] == -INFINITY) {
+      y[k++] = 0.0f;
+      continue;
+    }
+    int64_t end = k + 1;
+    while (end < n && y[end] != -INFINITY) ++end;
+    TP_TRY(topos_element_map(f32, TOPOS_MAP_EXP, y + k, y + k, end - k));
+    k = end;
+  }
   float s = y[0];
   for (int64_t k = 1; k < n; ++k) s += y[k];
   if (!(s >= 0.5f && s <= 3.0e38f)) { /* no finite peak term (NaN, inf, only -inf): */
