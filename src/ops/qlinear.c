@@ -20,27 +20,35 @@ static int tp_linear_weight_ok(topos_dtype t) {
   }
 }
 
+/* "x . w^T" with both shapes, for a message (formatted only on failure:
+ * shape inference runs at every step of a plan). */
+static const char *tp_qlinear_shapes(const topos_tensor_desc *x, const topos_tensor_desc *w, char *buf,
+                                     size_t size) {
+  char xs[160], ws[160];
+  snprintf(buf, size, "%s . %s^T", tp_desc_string(x, xs, sizeof xs), tp_desc_string(w, ws, sizeof ws));
+  return buf;
+}
+
 topos_status tp_shape_qlinear(const topos_tensor_desc *in, const topos_op_attrs *attrs,
                              topos_tensor_desc *out) {
   (void)attrs;
   const topos_tensor_desc *x = &in[0], *w = &in[1];
-  char xs[160], ws[160];
-  tp_desc_string(x, xs, sizeof xs);
-  tp_desc_string(w, ws, sizeof ws);
+  char text[340];
   if (x->dtype != TOPOS_F32)
-    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: x must be f32, got %s %s",
-                   topos_dtype_name(x->dtype), xs);
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: x must be f32, got %s (%s)", topos_dtype_name(x->dtype),
+                   tp_qlinear_shapes(x, w, text, sizeof text));
   if (!tp_linear_weight_ok(w->dtype))
-    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: no product for weights of type %s %s",
-                   topos_dtype_name(w->dtype), ws);
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear: no product for weights of type %s (%s)",
+                   topos_dtype_name(w->dtype), tp_qlinear_shapes(x, w, text, sizeof text));
   if (x->rank < 1 || w->rank != 2)
-    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: needs x of rank >= 1 and w of rank 2: %s . %s^T",
-                   xs, ws);
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: needs x of rank >= 1 and w of rank 2: %s",
+                   tp_qlinear_shapes(x, w, text, sizeof text));
   if (x->shape[x->rank - 1] != w->shape[1])
-    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: inner extents differ: %s . %s^T", xs, ws);
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: inner extents differ: %s",
+                   tp_qlinear_shapes(x, w, text, sizeof text));
   if (w->shape[1] % topos_dtype_block_size(w->dtype) != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: rows of %s %s are not whole blocks",
-                   topos_dtype_name(w->dtype), ws);
+    return tp_fail(TOPOS_ERR_SHAPE, "qlinear: rows of %s are not whole blocks (%s)",
+                   topos_dtype_name(w->dtype), tp_qlinear_shapes(x, w, text, sizeof text));
   *out = *x;
   out->dtype = TOPOS_F32;
   out->shape[x->rank - 1] = w->shape[0];
