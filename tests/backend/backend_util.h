@@ -118,4 +118,44 @@ static inline void bt_all_backends(int enabled) {
   for (int b = 0; b < TOPOS_BACKEND_COUNT; ++b) topos_backend_set_enabled((topos_backend)b, enabled);
 }
 
+/* The default rung's product of A (m x k; row-major, or transposed: element
+ * (i, p) at a[p * m + i]) and B (k x n, rows ldb apart) against the
+ * reference loops, bit for bit, at 1, 2 and 3 threads. Operands are
+ * allocated to their exact extent so a read past the end shows under
+ * valgrind or ASan; -0 and an infinity are planted. 1 when all agree. */
+#define BT_DEFAULT_GEMM_CASE(T, sfx)                                                           \
+  static inline int bt_default_gemm_case_##sfx(int64_t m, int64_t n, int64_t k, int transposed,  \
+                                               int64_t ldb, uint64_t seed) {                   \
+    size_t bsize = (size_t)((k - 1) * ldb + n);                                                \
+    T *a = malloc((size_t)(m * k) * sizeof(T)), *b = malloc(bsize * sizeof(T));               \
+    T *c1 = malloc((size_t)(m * n) * sizeof(T)), *c2 = malloc((size_t)(m * n) * sizeof(T));   \
+    double *tmp = malloc(((size_t)(m * k) + bsize) * sizeof(double));                          \
+    int ok = a && b && c1 && c2 && tmp;                                                        \
+    if (ok) {                                                                                  \
+      bt_fill_f64(tmp, m * k + (int64_t)bsize, seed);                                          \
+      for (int64_t i = 0; i < m * k; ++i) a[i] = (T)tmp[i];                                    \
+      for (size_t i = 0; i < bsize; ++i) b[i] = (T)tmp[m * k + (int64_t)i];                    \
+      a[0] = (T)-0.0; /* the seed keeps -0 products */                                         \
+      b[n - 1] = (T)-0.0;                                                                      \
+      if (m * k > 7) a[7] = (T)INFINITY;                                                        \
+      /* A transposed: A's element (i, p) at a[p * m + i] (a_row_stride 1) */                 \
+      topos_gemm_task t = {m, n, k, a, transposed ? 1 : k, transposed ? m : 1,                 \
+                           b, ldb, 1, c1, n};                                                  \
+      tp_reference_gemm_##sfx(&t);                                                             \
+      for (int threads = 1; ok && threads <= 3; ++threads) {                                   \
+        tp_backend_set_threads(threads);                                                       \
+        memset(c2, 0x55, (size_t)(m * n) * sizeof(T));                                         \
+        t.c = c2;                                                                              \
+        ok &= tp_default_gemm_##sfx(&t) == TOPOS_OK &&                                         \
+              memcmp(c1, c2, (size_t)(m * n) * sizeof(T)) == 0;                                \
+        t.c = c1;                                                                              \
+      }                                                                                        \
+      tp_backend_set_threads(0);                                                               \
+    }                                                                                          \
+    free(a), free(b), free(c1), free(c2), free(tmp);                                           \
+    return ok;                                                                                 \
+  }
+BT_DEFAULT_GEMM_CASE(float, f32)
+BT_DEFAULT_GEMM_CASE(double, f64)
+
 #endif

@@ -7,41 +7,6 @@
 #include "backend_util.h"
 #include "backend/platform.h"
 
-#define BT_SHORT_CASE(T, sfx)                                                                  \
-  static int bt_short_case_##sfx(int64_t m, int64_t n, int64_t k, int transposed, int64_t ldb, \
-                                 uint64_t seed) {                                              \
-    size_t bsize = (size_t)((k - 1) * ldb + n);                                                \
-    T *a = malloc((size_t)(m * k) * sizeof(T)), *b = malloc(bsize * sizeof(T));               \
-    T *c1 = malloc((size_t)(m * n) * sizeof(T)), *c2 = malloc((size_t)(m * n) * sizeof(T));   \
-    double *tmp = malloc(((size_t)(m * k) + bsize) * sizeof(double));                          \
-    int ok = a && b && c1 && c2 && tmp;                                                        \
-    if (ok) {                                                                                  \
-      bt_fill_f64(tmp, m * k + (int64_t)bsize, seed);                                          \
-      for (int64_t i = 0; i < m * k; ++i) a[i] = (T)tmp[i];                                    \
-      for (size_t i = 0; i < bsize; ++i) b[i] = (T)tmp[m * k + (int64_t)i];                    \
-      a[0] = (T)-0.0; /* the seed keeps -0 products */                                         \
-      b[n - 1] = (T)-0.0;                                                                      \
-      if (m * k > 7) a[7] = (T)INFINITY;                                                        \
-      /* A transposed: A's element (i, p) at a[p * m + i] (a_row_stride 1) */                 \
-      topos_gemm_task t = {m, n, k, a, transposed ? 1 : k, transposed ? m : 1,                 \
-                           b, ldb, 1, c1, n};                                                  \
-      tp_reference_gemm_##sfx(&t);                                                             \
-      for (int threads = 1; ok && threads <= 3; ++threads) {                                   \
-        tp_backend_set_threads(threads);                                                       \
-        memset(c2, 0x55, (size_t)(m * n) * sizeof(T));                                         \
-        t.c = c2;                                                                              \
-        ok &= tp_default_gemm_##sfx(&t) == TOPOS_OK &&                                         \
-              memcmp(c1, c2, (size_t)(m * n) * sizeof(T)) == 0;                                \
-        t.c = c1;                                                                              \
-      }                                                                                        \
-      tp_backend_set_threads(0);                                                               \
-    }                                                                                          \
-    free(a), free(b), free(c1), free(c2), free(tmp);                                           \
-    return ok;                                                                                 \
-  }
-BT_SHORT_CASE(float, f32)
-BT_SHORT_CASE(double, f64)
-
 /* decoding's attention (8 query rows x 64 against 32..2048 keys; the
  * probabilities against 64-wide values), widths around the chunks (8 .. 32
  * columns by ISA) with tails, k of one and of two steps */
@@ -57,8 +22,8 @@ TEST(backend_default_short_product_matches_reference_loop) {
       const int64_t *sh = bt_short_shapes[s];
       int tr = v & 1;
       int64_t ldb = v & 2 ? sh[1] + 37 : sh[1];
-      int one = bt_short_case_f32(sh[0], sh[1], sh[2], tr, ldb, 300 + s);
-      int two = bt_short_case_f64(sh[0], sh[1], sh[2], tr, ldb, 400 + s);
+      int one = bt_default_gemm_case_f32(sh[0], sh[1], sh[2], tr, ldb, 300 + s);
+      int two = bt_default_gemm_case_f64(sh[0], sh[1], sh[2], tr, ldb, 400 + s);
       if (!one || !two)
         fprintf(stderr, "short gemm m=%lld n=%lld k=%lld transposed=%d ldb=%lld: f32 %d f64 %d\n",
                 (long long)sh[0], (long long)sh[1], (long long)sh[2], tr, (long long)ldb, one,

@@ -13,6 +13,40 @@ static topos_tensor *tl_tensor(topos_dtype dtype, const int64_t *shape, const do
   return topos_tensor_from_f64(dtype, 3, shape, v, &t) == TOPOS_OK ? t : NULL;
 }
 
+/* Compiles `sum` of net under `numerics`, expects `expect_fused` fused
+ * steps, runs the plan and the interpreter and compares their bits; the
+ * plan's first 12 values into first (if not NULL). NULL when all holds. */
+static const char *tc_plan_matches(topos_network *net, topos_sym sum, topos_numerics numerics,
+                                   uint32_t expect_fused, float *first) {
+  const char *reason = "compile failed";
+  topos_plan *plan = NULL;
+  topos_run *ref = NULL, *run = NULL;
+  topos_tensor *a = NULL, *b = NULL;
+  topos_request r = {.roots = &sum, .n_roots = 1, .numerics = numerics};
+  topos_plan_stats st;
+  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK || topos_plan_stats_get(plan, &st) != TOPOS_OK)
+    goto done;
+  reason = "unexpected number of fused steps";
+  if (st.fused != expect_fused) goto done;
+  reason = "run failed";
+  if (topos_network_forward(net, NULL, NULL, 0, NULL, &ref) != TOPOS_OK ||
+      topos_plan_forward(plan, NULL, NULL, 0, &run) != TOPOS_OK ||
+      topos_run_read(ref, sum, &a) != TOPOS_OK || topos_run_read(run, sum, &b) != TOPOS_OK)
+    goto done;
+  reason = "plan differs from the interpreter";
+  if (!topos_tensor_bits_equal(a, b)) goto done;
+  reason = "reading the result failed";
+  if (first && topos_tensor_read_f32(b, first, 12) != TOPOS_OK) goto done;
+  reason = NULL;
+done:
+  topos_tensor_release(a);
+  topos_tensor_release(b);
+  topos_run_free(ref);
+  topos_run_free(run);
+  topos_plan_free(plan);
+  return reason;
+}
+
 /* sum of pad(s_k, axis 2, starts[k], extent 3) over k, left to right; plan
  * (Exact) against the interpreter. Returns NULL when all holds. */
 static const char *tl_case(topos_dtype dtype, const int64_t *starts, int n, uint32_t expect_fused,
@@ -20,9 +54,6 @@ static const char *tl_case(topos_dtype dtype, const int64_t *starts, int n, uint
   const char *reason = "setup failed";
   topos_tape *tape = NULL;
   topos_network *net = NULL;
-  topos_plan *plan = NULL;
-  topos_run *ref = NULL, *run = NULL;
-  topos_tensor *a = NULL, *b = NULL;
   const int64_t shape[3] = {2, 2, 1};
   static const double v[3][4] = {{-0.0, 1.5, NAN, -2.0}, {3.0, -0.0, -INFINITY, 0.25},
                                  {0.0, -7.0, 1e-30, -0.0}};
@@ -35,31 +66,10 @@ static const char *tl_case(topos_dtype dtype, const int64_t *starts, int n, uint
     topos_sym lane = topos_tape_pad(tape, s, 2, starts[k], 3);
     sum = k == 0 ? lane : topos_tape_add(tape, sum, lane);
   }
-  topos_sym root = topos_tape_mul(tape, sum, sum); /* a consumer outside the group */
+  topos_tape_mul(tape, sum, sum); /* a consumer outside the group */
   if (topos_tape_seal(&tape, &net) != TOPOS_OK) goto done;
-  topos_request r = {.roots = &sum, .n_roots = 1, .numerics = TOPOS_NUMERICS_EXACT};
-  (void)root;
-  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK) goto done;
-  topos_plan_stats st;
-  if (topos_plan_stats_get(plan, &st) != TOPOS_OK) goto done;
-  reason = "unexpected number of fused steps";
-  if (st.fused != expect_fused) goto done;
-  reason = "run failed";
-  if (topos_network_forward(net, NULL, NULL, 0, NULL, &ref) != TOPOS_OK) goto done;
-  if (topos_plan_forward(plan, NULL, NULL, 0, &run) != TOPOS_OK) goto done;
-  if (topos_run_read(ref, sum, &a) != TOPOS_OK || topos_run_read(run, sum, &b) != TOPOS_OK)
-    goto done;
-  reason = "plan differs from the interpreter";
-  if (!topos_tensor_bits_equal(a, b)) goto done;
-  reason = "reading the result failed";
-  if (first_lanes && topos_tensor_read_f32(b, first_lanes, 12) != TOPOS_OK) goto done;
-  reason = NULL;
+  reason = tc_plan_matches(net, sum, TOPOS_NUMERICS_EXACT, expect_fused, first_lanes);
 done:
-  topos_tensor_release(a);
-  topos_tensor_release(b);
-  topos_run_free(ref);
-  topos_run_free(run);
-  topos_plan_free(plan);
   topos_network_free(net);
   topos_tape_free(tape);
   return reason;
@@ -98,9 +108,6 @@ static const char *tc_parts(const int64_t *ext, const int64_t *starts, int n, in
   const char *reason = "setup failed";
   topos_tape *tape = NULL;
   topos_network *net = NULL;
-  topos_plan *plan = NULL;
-  topos_run *ref = NULL, *run = NULL;
-  topos_tensor *a = NULL, *b = NULL;
   if (topos_tape_new(&tape) != TOPOS_OK) goto done;
   topos_sym parts[8], sum = TOPOS_SYM_INVALID;
   for (int k = 0; k < n; ++k) {
@@ -119,33 +126,9 @@ static const char *tc_parts(const int64_t *ext, const int64_t *starts, int n, in
   }
   if (recorded) sum = topos_tape_concat(tape, (size_t)n, parts, 1);
   if (topos_tape_seal(&tape, &net) != TOPOS_OK) goto done;
-  for (int fast = 0; fast < 2; ++fast) {
-    topos_request r = {.roots = &sum, .n_roots = 1,
-                       .numerics = fast ? TOPOS_NUMERICS_FAST : TOPOS_NUMERICS_EXACT};
-    reason = "compile failed";
-    if (topos_plan_compile(net, &r, &plan) != TOPOS_OK) goto done;
-    topos_plan_stats st;
-    if (topos_plan_stats_get(plan, &st) != TOPOS_OK) goto done;
-    reason = "unexpected number of fused steps";
-    if (st.fused != expect_fused) goto done;
-    reason = "run failed";
-    if (!ref && topos_network_forward(net, NULL, NULL, 0, NULL, &ref) != TOPOS_OK) goto done;
-    if (topos_plan_forward(plan, NULL, NULL, 0, &run) != TOPOS_OK) goto done;
-    if (!a && topos_run_read(ref, sum, &a) != TOPOS_OK) goto done;
-    if (topos_run_read(run, sum, &b) != TOPOS_OK) goto done;
-    reason = "plan differs from the interpreter";
-    if (!topos_tensor_bits_equal(a, b)) goto done;
-    topos_tensor_release(b), b = NULL;
-    topos_run_free(run), run = NULL;
-    topos_plan_free(plan), plan = NULL;
-  }
-  reason = NULL;
+  reason = tc_plan_matches(net, sum, TOPOS_NUMERICS_EXACT, expect_fused, NULL);
+  if (!reason) reason = tc_plan_matches(net, sum, TOPOS_NUMERICS_FAST, expect_fused, NULL);
 done:
-  topos_tensor_release(a);
-  topos_tensor_release(b);
-  topos_run_free(ref);
-  topos_run_free(run);
-  topos_plan_free(plan);
   topos_network_free(net);
   topos_tape_free(tape);
   return reason;
