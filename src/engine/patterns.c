@@ -19,6 +19,7 @@ extern const tp_pattern tp_pattern_matmul_bias;   /* patterns_matmul_bias.c */
 extern const tp_pattern tp_pattern_conv_forward;  /* patterns_conv_direct.c */
 extern const tp_pattern tp_pattern_conv_wgrad;    /* patterns_conv_direct.c */
 extern const tp_pattern tp_pattern_relu_permuted; /* patterns_relu.c */
+extern const tp_pattern tp_pattern_swiglu;        /* patterns_swiglu.c */
 
 const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_forward, &tp_pattern_conv_wgrad,
                                               &tp_pattern_pool_backward, &tp_pattern_conv_im2col, &tp_pattern_max_pool,
@@ -26,7 +27,7 @@ const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_forward, &tp_patt
                                               &tp_pattern_seed_mul, &tp_pattern_im2col,
                                               &tp_pattern_col2im, &tp_pattern_relu_grad,
                                               &tp_pattern_matmul_bias, &tp_pattern_softmax,
-                                              &tp_pattern_relu_permuted};
+                                              &tp_pattern_relu_permuted, &tp_pattern_swiglu};
 const size_t tp_plan_pattern_count = sizeof tp_plan_patterns / sizeof tp_plan_patterns[0];
 
 bool tp_fusion_take_members(tp_fusion *f, uint32_t *members, uint32_t n, uint32_t root) {

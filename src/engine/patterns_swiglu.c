@@ -1,0 +1,147 @@
+/* Pattern "swiglu": the llama feed-forward's gate, silu(x) * u, f32 — as
+ * topos_tape_silu records it:
+ *   mul(mul(x, div(one, add(one, exp(neg(x))))), u)
+ * with `one` a broadcast scalar constant (1 for silu; any value c is taken
+ * as it is). Composed, that is six steps and five full-size intermediates;
+ * fused, one pass:
+ *   t = exp(-x)  (the f32 map chain, as the exp step runs it: libm expf, or
+ *                 the simd rung's vector exp under Fast when that is built)
+ *   y = (x * (c / (c + t))) * u
+ * each operation the composed step's single rounding, in the same order and
+ * operand order (-ffp-contract=off; a NaN in both operands of a product
+ * resolved as the composed step's kernel does), so the bits are the composed bits in
+ * both postures and at every thread count (every element is computed alone:
+ * threads split the elements anywhere, which also spreads a decoding step's
+ * single row). */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/numerics.h"
+#include "base/threads.h"
+#include "engine/pattern.h"
+#include "ops/kernel.h"
+#include "topos/backend.h"
+
+static const tp_node *tp_swiglu_op(const tp_graph *g, uint32_t i, topos_op op) {
+  if (i >= g->count) return NULL;
+  const tp_node *n = &g->nodes[i];
+  return n->kind == TOPOS_NODE_OP && n->op == op && n->desc.dtype == TOPOS_F32 ? n : NULL;
+}
+
+static bool tp_same_shape(const tp_node *a, const tp_node *b) {
+  return a->desc.rank == b->desc.rank &&
+         memcmp(a->desc.shape, b->desc.shape, (size_t)a->desc.rank * sizeof(int64_t)) == 0;
+}
+
+/* silu(x) at node i: mul(x, div(one, add(one, exp(neg(x))))); fills the five
+ * member nodes and x, one. */
+static bool tp_swiglu_silu(const tp_graph *g, uint32_t i, uint32_t *members, uint32_t *x,
+                           uint32_t *one) {
+  const tp_node *m = tp_swiglu_op(g, i, TOPOS_OP_MUL);
+  if (!m) return false;
+  const tp_node *d = tp_swiglu_op(g, m->operands[1], TOPOS_OP_DIV);
+  if (!d) return false;
+  const tp_node *a = tp_swiglu_op(g, d->operands[1], TOPOS_OP_ADD);
+  if (!a || a->operands[0] != d->operands[0]) return false;
+  const tp_node *e = tp_swiglu_op(g, a->operands[1], TOPOS_OP_EXP);
+  if (!e) return false;
+  const tp_node *n = tp_swiglu_op(g, e->operands[0], TOPOS_OP_NEG);
+  if (!n || n->operands[0] != m->operands[0]) return false;
+  /* `one`: a broadcast of a single value */
+  const tp_node *o = &g->nodes[d->operands[0]];
+  if (o->kind != TOPOS_NODE_OP || o->op != TOPOS_OP_BROADCAST || o->desc.dtype != TOPOS_F32) return false;
+  const tp_node *src = &g->nodes[o->operands[0]];
+  for (int k = 0; k < src->desc.rank; ++k)
+    if (src->desc.shape[k] != 1) return false;
+  const tp_node *xs = &g->nodes[m->operands[0]];
+  if (xs->desc.dtype != TOPOS_F32 || !tp_same_shape(xs, m) || !tp_same_shape(o, m) ||
+      !tp_same_shape(n, m) || !tp_same_shape(e, m) || !tp_same_shape(a, m) || !tp_same_shape(d, m))
+    return false;
+  members[0] = e->operands[0]; /* neg */
+  members[1] = a->operands[1]; /* exp */
+  members[2] = d->operands[1]; /* add */
+  members[3] = m->operands[1]; /* div */
+  members[4] = i;              /* mul */
+  *x = m->operands[0];
+  *one = d->operands[0];
+  return true;
+}
+
+static bool tp_swiglu_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
+  (void)evaluated;
+  const tp_node *r = tp_swiglu_op(g, root, TOPOS_OP_MUL);
+  if (!r) return false;
+  uint32_t members[6], x, one;
+  if (!tp_swiglu_silu(g, r->operands[0], members, &x, &one)) return false;
+  const tp_node *u = &g->nodes[r->operands[1]];
+  if (u->desc.dtype != TOPOS_F32 || !tp_same_shape(u, r) || !tp_same_shape(&g->nodes[x], r)) return false;
+  members[5] = root;
+  if (!tp_fusion_take_members(f, members, 6, root)) return false;
+  f->n_inputs = 3;
+  f->inputs[0] = x;
+  f->inputs[1] = r->operands[1];
+  f->inputs[2] = one;
+  return true;
+}
+
+typedef struct tp_swiglu_job {
+  const float *x, *u;
+  float *y, c;
+  int exact;
+  atomic_int status;
+} tp_swiglu_job;
+
+/* a OP b with the reference's NaN: when both operands are NaN, x86 returns
+ * the first one's (quieted). The compiler may swap the operands of a
+ * commutative operation, so a NaN first operand is returned explicitly
+ * (a + a: a itself, quieted); one NaN operand is returned whichever order. */
+#define TP_FIRST_NAN(a, b, op) ((a) != (a) ? (a) + (a) : (a)op(b))
+
+/* elements [begin, end) */
+static void tp_swiglu_range(void *ctx, int64_t begin, int64_t end) {
+  tp_swiglu_job *j = ctx;
+  const topos_element *f32 = topos_element_of(TOPOS_F32);
+  int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
+  const float *x = j->x + begin, *u = j->u + begin;
+  float *y = j->y + begin;
+  const int64_t n = end - begin;
+  const float c = j->c;
+  for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
+  topos_status s = topos_element_map(f32, TOPOS_MAP_EXP, y, y, n);
+  if (s == TOPOS_OK)
+    for (int64_t i = 0; i < n; ++i) {
+      const float sig = TP_FIRST_NAN(c, TP_FIRST_NAN(c, y[i], +), /);
+      const float g = TP_FIRST_NAN(x[i], sig, *);
+      y[i] = TP_FIRST_NAN(g, u[i], *);
+    }
+  else
+    atomic_store(&j->status, (int)s);
+  tp_numerics_leave(saved);
+}
+
+static topos_status tp_swiglu_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
+                                  topos_tensor *dst, topos_tensor **out) {
+  (void)f, (void)g;
+  topos_tensor *x = NULL, *u = NULL;
+  double c = 0.0; /* every element of `one` is this f32 value */
+  const int64_t first[TOPOS_MAX_RANK] = {0};
+  topos_status s = topos_tensor_contiguous(inputs[0], 0, &x);
+  if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[1], 0, &u);
+  if (s == TOPOS_OK) s = topos_tensor_get(inputs[2], topos_tensor_rank(inputs[2]) ? first : NULL, &c);
+  if (s == TOPOS_OK) {
+    tp_swiglu_job job = {topos_tensor_data(x), topos_tensor_data(u), topos_tensor_data_mut(dst), (float)c,
+                         tp_numerics_exact(), TOPOS_OK};
+    atomic_init(&job.status, TOPOS_OK);
+    tp_parallel_for(topos_tensor_volume(dst), 2048, tp_swiglu_range, &job);
+    s = (topos_status)atomic_load(&job.status);
+    if (s != TOPOS_OK) s = tp_fail(s, "swiglu: the exp map failed");
+  }
+  topos_tensor_release(x);
+  topos_tensor_release(u);
+  if (s != TOPOS_OK) return s;
+  *out = topos_tensor_retain(dst);
+  return TOPOS_OK;
+}
+
+const tp_pattern tp_pattern_swiglu = {"swiglu", tp_swiglu_match, tp_swiglu_run};

@@ -1,0 +1,90 @@
+/* The swiglu pattern (patterns_swiglu.c): mul(silu(x), u) as one threaded
+ * step with the composed bits under Exact and Fast — NaN, infinities, -0
+ * and exp overflow (x = -100: exp(100) = inf, 1 / inf = 0) included — at 1,
+ * 2 and 3 threads, NaN against NaN in both products (the first operand's
+ * wins, as in the composed kernels); a silu read outside the group stays
+ * composed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+static topos_tensor *tsw_input(int64_t rows, int64_t n, uint32_t seed, int specials) {
+  float *v = malloc((size_t)(rows * n) * sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < rows * n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 20.0f;
+  }
+  if (specials == 1) { /* x */
+    v[0] = NAN, v[1] = INFINITY, v[2] = -INFINITY, v[3] = -0.0f, v[4] = -100.0f, v[5] = 100.0f;
+    v[7] = -NAN;
+  }
+  if (specials == 2) /* u: NaN against x's NaN (whose NaN wins) and against numbers */
+    v[0] = -NAN, v[6] = NAN, v[7] = NAN, v[8] = -0.0f;
+  int64_t shape[2] = {rows, n};
+  topos_tensor *t = NULL;
+  if (topos_tensor_from_f32(TOPOS_F32, 2, shape, v, &t) != TOPOS_OK) t = NULL;
+  free(v);
+  return t;
+}
+
+/* y = silu(x) * u (and silu(x) itself as a second root when `leak`); the
+ * plan's fused step count and whether its bits equal the interpreter's. */
+static const char *tsw_case(topos_numerics num, int threads, int leak, uint32_t want_fused) {
+  const char *reason = "setup failed";
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  topos_plan *plan = NULL;
+  topos_run *ref = NULL, *run = NULL;
+  topos_tensor *x = tsw_input(5, 37, 7, 1), *u = tsw_input(5, 37, 99, 2), *a = NULL, *b = NULL;
+  if (!x || !u || topos_tape_new(&tape) != TOPOS_OK) goto done;
+  topos_sym xs = topos_tape_input(tape, x, "x"), us = topos_tape_input(tape, u, "u");
+  topos_sym gate = topos_tape_silu(tape, xs);
+  topos_sym roots[2] = {topos_tape_mul(tape, gate, us), gate};
+  if (topos_tape_seal(&tape, &net) != TOPOS_OK) goto done;
+  topos_request r = {roots, leak ? 2 : 1, NULL, 0, 0, num};
+  topos_plan_stats st;
+  reason = "compile failed";
+  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK || topos_plan_stats_get(plan, &st) != TOPOS_OK)
+    goto done;
+  reason = "unexpected number of fused steps";
+  if (st.fused != want_fused) goto done;
+  reason = "run failed";
+  if (topos_set_threads(threads) != TOPOS_OK) goto done;
+  topos_numerics saved = topos_numerics_enter(num);
+  topos_status s1 = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
+  topos_numerics_restore(saved);
+  topos_status s2 = topos_plan_forward(plan, NULL, NULL, 0, &run);
+  if (s1 != TOPOS_OK || s2 != TOPOS_OK || topos_run_read(ref, roots[0], &a) != TOPOS_OK ||
+      topos_run_read(run, roots[0], &b) != TOPOS_OK)
+    goto done;
+  reason = "plan differs from the interpreter";
+  if (!topos_tensor_bits_equal(a, b)) goto done;
+  reason = NULL;
+done:
+  topos_tensor_release(x);
+  topos_tensor_release(u);
+  topos_tensor_release(a);
+  topos_tensor_release(b);
+  topos_run_free(ref);
+  topos_run_free(run);
+  topos_plan_free(plan);
+  topos_network_free(net);
+  topos_tape_free(tape);
+  return reason;
+}
+
+TEST(plan_swiglu_fuses_with_the_composed_bits) {
+  int saved = topos_threads();
+  for (int th = 1; th <= 3; ++th) {
+    const char *r = tsw_case(TOPOS_NUMERICS_EXACT, th, 0, 1);
+    CHECK_MSG(!r, "exact, %d threads: %s", th, r);
+    r = tsw_case(TOPOS_NUMERICS_FAST, th, 0, 1);
+    CHECK_MSG(!r, "fast, %d threads: %s", th, r);
+  }
+  const char *r = tsw_case(TOPOS_NUMERICS_EXACT, 2, 1, 0); /* the silu is read: no fusion */
+  CHECK_MSG(!r, "silu read outside: %s", r);
+  topos_set_threads(saved);
+}
