@@ -242,7 +242,9 @@ TEST(buffer_plan_packs_crossing_lifetimes_without_overlap) {
   CHECK(bp->arena_bytes >= peak);
   CHECK(bp->arena_bytes < bp->unshared_bytes / 2); /* reuse happened */
   topos_run *ref = NULL, *run = NULL;
+  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT); /* the plan's posture */
   CHECK_OK(topos_network_forward(net, NULL, NULL, 0, NULL, &ref));
+  topos_numerics_restore(saved);
   CHECK_OK(topos_plan_forward(plan, NULL, NULL, 0, &run));
   for (size_t r = 0; r < n_roots; ++r) {
     topos_tensor *a = NULL, *b = NULL;

@@ -29,7 +29,10 @@ static const char *tc_plan_matches(topos_network *net, topos_sym sum, topos_nume
   reason = "unexpected number of fused steps";
   if (st.fused != expect_fused) goto done;
   reason = "run failed";
-  if (topos_network_forward(net, NULL, NULL, 0, NULL, &ref) != TOPOS_OK ||
+  topos_numerics saved = topos_numerics_enter(numerics); /* the interpreter in the plan's posture */
+  topos_status forward = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
+  topos_numerics_restore(saved);
+  if (forward != TOPOS_OK ||
       topos_plan_forward(plan, NULL, NULL, 0, &run) != TOPOS_OK ||
       topos_run_read(ref, sum, &a) != TOPOS_OK || topos_run_read(run, sum, &b) != TOPOS_OK)
     goto done;
