@@ -109,6 +109,8 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
-  if (task->wtype == TOPOS_Q8_0 && task->k % 32 == 0) return qk_q80_run(task);
+  /* Q8_0: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
+  if (task->wtype == TOPOS_Q8_0 && task->k % 32 == 0 && task->row_bytes <= INT32_MAX / 16)
+    return qk_q80_run(task);
   return QK_FN(run)(task);
 }

@@ -13,7 +13,9 @@
  * is exact (vpdpbusd / maddubs), and the float accumulator of one output is
  *     acc += float(t) * (s * da) - mn * g
  * lane by lane, reduced once at the end. Rows are padded with zeros to a
- * multiple of TP_QK_STEP elements. */
+ * multiple of TP_QK_STEP elements. Q8_0 on AVX-512 VNNI and the AMX tiles
+ * differ: each 32-element block's sum is one exact integer, scaled once
+ * (qk_q8_0_avx512vnni.h). */
 #ifndef TP_QUANT_QK_INTERNAL_H
 #define TP_QUANT_QK_INTERNAL_H
 
