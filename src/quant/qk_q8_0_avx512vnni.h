@@ -5,9 +5,11 @@
  *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
  * with isum_b = sum over the block's 32 elements of w * qa (exact), dw_b and
  * da_b the weight's and the activation's block scales. That is the AMX
- * route's definition (qk_amx_body.h: one chunk = one block), so on a CPU
- * with AMX the tiles above 8 activation rows and these kernels below agree
- * bit for bit; here it holds for every m and thread count by construction.
+ * route's definition (qk_amx_body.h: one chunk = one block, the same
+ * operations), so on a CPU with AMX the tiles above 8 activation rows and
+ * these kernels below should agree bit for bit (not run yet: no AMX where
+ * this was written); among these kernels it holds for every m and thread
+ * count, tested against the definition in scalar C.
  *
  * Two kernels compute it:
  *  - the tile (m >= QK_C): lanes are 16 activation rows. The activations are
