@@ -69,6 +69,14 @@ struct tp_pattern {
                       topos_tensor *dst, topos_tensor **out);
 };
 
+/* Node i when it is an op node of kind `op`, else NULL (i past the graph
+ * included): the first test of every match. */
+static inline const tp_node *tp_pattern_op(const tp_graph *g, uint32_t i, topos_op op) {
+  if (i >= g->count) return NULL;
+  const tp_node *n = &g->nodes[i];
+  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
+}
+
 /* A match's last step: members[0..n) (reordered in place) ascending into f,
  * with n_members. False — no fusion — when a node appears twice, the root
  * is not the last (largest) node, or n exceeds TP_FUSION_MAX_MEMBERS. */

@@ -13,15 +13,9 @@
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 
-static const tp_node *tp_bn_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 /* A broadcast_along(axis 0) of a [F] node: its index, or UINT32_MAX. */
 static uint32_t tp_bn_spread(const tp_graph *g, uint32_t i, int64_t features) {
-  const tp_node *b = tp_bn_op(g, i, TOPOS_OP_BROADCAST_ALONG);
+  const tp_node *b = tp_pattern_op(g, i, TOPOS_OP_BROADCAST_ALONG);
   if (!b || b->attrs.axis != 0) return UINT32_MAX;
   const tp_node *src = &g->nodes[b->operands[0]];
   return src->desc.rank == 1 && src->desc.shape[0] == features ? b->operands[0] : UINT32_MAX;
@@ -29,22 +23,22 @@ static uint32_t tp_bn_spread(const tp_graph *g, uint32_t i, int64_t features) {
 
 static bool tp_bn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
   (void)evaluated;
-  const tp_node *add = tp_bn_op(g, root, TOPOS_OP_ADD);
+  const tp_node *add = tp_pattern_op(g, root, TOPOS_OP_ADD);
   if (!add || add->desc.rank != 2) return false;
   if (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64) return false;
   int64_t F = add->desc.shape[1];
-  const tp_node *mul = tp_bn_op(g, add->operands[0], TOPOS_OP_MUL);
+  const tp_node *mul = tp_pattern_op(g, add->operands[0], TOPOS_OP_MUL);
   uint32_t shift = tp_bn_spread(g, add->operands[1], F);
   if (!mul || shift == UINT32_MAX) return false;
-  const tp_node *div = tp_bn_op(g, mul->operands[0], TOPOS_OP_DIV);
+  const tp_node *div = tp_pattern_op(g, mul->operands[0], TOPOS_OP_DIV);
   uint32_t scale = tp_bn_spread(g, mul->operands[1], F);
   if (!div || scale == UINT32_MAX) return false;
-  const tp_node *sub = tp_bn_op(g, div->operands[0], TOPOS_OP_SUB);
+  const tp_node *sub = tp_pattern_op(g, div->operands[0], TOPOS_OP_SUB);
   uint32_t sqrt_node = tp_bn_spread(g, div->operands[1], F);
   if (!sub || sqrt_node == UINT32_MAX) return false;
-  const tp_node *sq = tp_bn_op(g, sqrt_node, TOPOS_OP_SQRT);
+  const tp_node *sq = tp_pattern_op(g, sqrt_node, TOPOS_OP_SQRT);
   if (!sq) return false;
-  const tp_node *var_eps = tp_bn_op(g, sq->operands[0], TOPOS_OP_ADD);
+  const tp_node *var_eps = tp_pattern_op(g, sq->operands[0], TOPOS_OP_ADD);
   uint32_t mean = tp_bn_spread(g, sub->operands[1], F);
   if (!var_eps || mean == UINT32_MAX) return false;
   uint32_t members[10] = {sub->operands[1], div->operands[0], sq->operands[0], sqrt_node,

@@ -19,15 +19,9 @@
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 
-static const tp_node *tp_lanes_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 /* A pad into `like`'s shape: same dtype and shape as the sum. */
 static const tp_node *tp_lane_pad(const tp_graph *g, uint32_t i, const tp_node *like) {
-  const tp_node *p = tp_lanes_op(g, i, TOPOS_OP_PAD);
+  const tp_node *p = tp_pattern_op(g, i, TOPOS_OP_PAD);
   if (!p || p->desc.dtype != like->desc.dtype || p->desc.rank != like->desc.rank ||
       memcmp(p->desc.shape, like->desc.shape, (size_t)p->desc.rank * sizeof(int64_t)) != 0)
     return NULL;
@@ -37,7 +31,7 @@ static const tp_node *tp_lane_pad(const tp_graph *g, uint32_t i, const tp_node *
 static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                            tp_fusion *f) {
   (void)evaluated;
-  const tp_node *top = tp_lanes_op(g, root, TOPOS_OP_ADD);
+  const tp_node *top = tp_pattern_op(g, root, TOPOS_OP_ADD);
   if (!top || (top->desc.dtype != TOPOS_F32 && top->desc.dtype != TOPOS_F64)) return false;
   uint32_t members[TP_FUSION_MAX_MEMBERS], n = 0;
   uint32_t by_start[TP_FUSION_MAX_INPUTS];
@@ -45,7 +39,7 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
   uint32_t n_pads = 0, at = root;
   /* the left spine: add(rest, pad) down to the first pad */
   for (;;) {
-    const tp_node *add = tp_lanes_op(g, at, TOPOS_OP_ADD);
+    const tp_node *add = tp_pattern_op(g, at, TOPOS_OP_ADD);
     if (!add) break;
     const tp_node *right = tp_lane_pad(g, add->operands[1], top);
     if (!right || n_pads + 2 > TP_FUSION_MAX_INPUTS || n + 3 > TP_FUSION_MAX_MEMBERS) return false;

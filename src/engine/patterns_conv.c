@@ -18,35 +18,29 @@
 #include "engine/pattern.h"
 #include "ops/op_table.h"
 
-static const tp_node *tp_conv_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 /* The chain ending at the patch matrix (a reshape): members ascending
  * (reshape last) and the image x, or false (conv_chain.h). */
 bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
                          uint32_t *image) {
-  const tp_node *rs = tp_conv_op(g, reshape, TOPOS_OP_RESHAPE);
+  const tp_node *rs = tp_pattern_op(g, reshape, TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 2) return false;
   uint32_t permute = rs->operands[0];
-  const tp_node *pm = tp_conv_op(g, permute, TOPOS_OP_PERMUTE);
+  const tp_node *pm = tp_pattern_op(g, permute, TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 2, 4, 1, 3, 5};
   if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
     return false;
   uint32_t cols = pm->operands[0];
-  const tp_node *u4 = tp_conv_op(g, cols, TOPOS_OP_UNFOLD);
+  const tp_node *u4 = tp_pattern_op(g, cols, TOPOS_OP_UNFOLD);
   if (!u4 || u4->attrs.axis != 4) return false;
   uint32_t rows = u4->operands[0];
-  const tp_node *u2 = tp_conv_op(g, rows, TOPOS_OP_UNFOLD);
+  const tp_node *u2 = tp_pattern_op(g, rows, TOPOS_OP_UNFOLD);
   if (!u2 || u2->attrs.axis != 2) return false;
   uint32_t below = u2->operands[0];
   uint32_t n = 0;
-  const tp_node *p3 = tp_conv_op(g, below, TOPOS_OP_PAD);
+  const tp_node *p3 = tp_pattern_op(g, below, TOPOS_OP_PAD);
   uint32_t x = below;
   if (p3 && p3->attrs.axis == 3) {
-    const tp_node *p2 = tp_conv_op(g, p3->operands[0], TOPOS_OP_PAD);
+    const tp_node *p2 = tp_pattern_op(g, p3->operands[0], TOPOS_OP_PAD);
     if (!p2 || p2->attrs.axis != 2) return false;
     members[n++] = p3->operands[0];
     members[n++] = below;
@@ -71,7 +65,7 @@ bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32
 static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                           tp_fusion *f) {
   (void)evaluated;
-  const tp_node *mm = tp_conv_op(g, root, TOPOS_OP_MATMUL);
+  const tp_node *mm = tp_pattern_op(g, root, TOPOS_OP_MATMUL);
   if (!mm || mm->desc.rank != 2) return false;
   uint32_t members[7], n = 0, x = 0;
   if (!tp_conv_walk(g, mm->operands[0], members, &n, &x) || members[n - 1] >= root) return false;

@@ -28,12 +28,6 @@
 #include "engine/conv_direct.h"
 #include "engine/pattern.h"
 
-static const tp_node *tp_cd_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 /* The patch matrix `reshape`'s geometry into a (no pointers) and the image,
  * when it is an f32 chain with unit steps and dilations whose transpose is
  * recorded (a training graph). */
@@ -76,12 +70,12 @@ static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uin
   uint32_t mmi = root, bci = 0;
   bool bias = node->op == TOPOS_OP_ADD;
   if (bias) {
-    int side = tp_cd_op(g, node->operands[0], TOPOS_OP_MATMUL) ? 0
-               : tp_cd_op(g, node->operands[1], TOPOS_OP_MATMUL) ? 1
+    int side = tp_pattern_op(g, node->operands[0], TOPOS_OP_MATMUL) ? 0
+               : tp_pattern_op(g, node->operands[1], TOPOS_OP_MATMUL) ? 1
                                                                  : -1;
     if (side < 0) return false;
     mmi = node->operands[side], bci = node->operands[1 - side];
-    const tp_node *bc = tp_cd_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
+    const tp_node *bc = tp_pattern_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
     if (!bc || bc->attrs.axis != 0 || g->nodes[bc->operands[0]].desc.rank != 1 ||
         bc->desc.dtype != TOPOS_F32)
       return false;
@@ -108,11 +102,11 @@ static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uin
 
 static bool tp_cd_wgrad_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                               tp_fusion *f) {
-  const tp_node *mm = tp_cd_op(g, root, TOPOS_OP_MATMUL);
+  const tp_node *mm = tp_pattern_op(g, root, TOPOS_OP_MATMUL);
   if (!mm || mm->desc.dtype != TOPOS_F32 || mm->desc.rank != 2 || mm->desc.shape[1] > 16)
     return false;
   uint32_t ti = mm->operands[0];
-  const tp_node *t = tp_cd_op(g, ti, TOPOS_OP_TRANSPOSE);
+  const tp_node *t = tp_pattern_op(g, ti, TOPOS_OP_TRANSPOSE);
   if (!t) return false;
   tp_cd_args a;
   uint32_t x = 0;

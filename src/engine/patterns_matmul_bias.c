@@ -14,24 +14,18 @@
 #include "engine/pattern.h"
 #include "ops/op_table.h"
 
-static const tp_node *tp_mb_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 static bool tp_mb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
-  const tp_node *add = tp_mb_op(g, root, TOPOS_OP_ADD);
+  const tp_node *add = tp_pattern_op(g, root, TOPOS_OP_ADD);
   if (!add || add->desc.rank != 2 ||
       (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64))
     return false;
-  int side = tp_mb_op(g, add->operands[0], TOPOS_OP_MATMUL) ? 0
-             : tp_mb_op(g, add->operands[1], TOPOS_OP_MATMUL) ? 1
+  int side = tp_pattern_op(g, add->operands[0], TOPOS_OP_MATMUL) ? 0
+             : tp_pattern_op(g, add->operands[1], TOPOS_OP_MATMUL) ? 1
                                                               : -1;
   if (side < 0) return false;
   uint32_t mmi = add->operands[side], bci = add->operands[1 - side];
-  const tp_node *mm = &g->nodes[mmi], *bc = tp_mb_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
+  const tp_node *mm = &g->nodes[mmi], *bc = tp_pattern_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
   if (!bc || mm->desc.rank != 2 || mm->desc.dtype != add->desc.dtype ||
       g->nodes[bc->operands[0]].desc.rank != 1 || bc->desc.dtype != add->desc.dtype ||
       mm->desc.shape[0] != add->desc.shape[0] || mm->desc.shape[1] != add->desc.shape[1])
@@ -41,8 +35,8 @@ static bool tp_mb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
    * (a conv's patch matrix in an inference plan) is pattern conv_im2col's
    * root: leave it there (it builds the patches without the copy) */
   uint32_t ai = mm->operands[0];
-  const tp_node *an = tp_mb_op(g, ai, TOPOS_OP_RESHAPE);
-  if (an && tp_mb_op(g, an->operands[0], TOPOS_OP_PERMUTE)) {
+  const tp_node *an = tp_pattern_op(g, ai, TOPOS_OP_RESHAPE);
+  if (an && tp_pattern_op(g, an->operands[0], TOPOS_OP_PERMUTE)) {
     uint32_t readers = 0;
     for (uint32_t i = ai + 1; i < g->count; ++i) {
       const tp_node *n = &g->nodes[i];

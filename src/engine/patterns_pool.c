@@ -15,12 +15,6 @@
 #include "engine/vec4.h"
 #include "ops/kernel.h"
 
-static const tp_node *tp_pool_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                           tp_fusion *f) {
   (void)evaluated;
@@ -28,12 +22,12 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   uint32_t n = 0;
   /* walk the left spine of maximum nodes down to narrow(lane 0) */
   uint32_t at = root, lanes_node = UINT32_MAX;
-  const tp_node *m = tp_pool_op(g, root, TOPOS_OP_MAXIMUM);
+  const tp_node *m = tp_pattern_op(g, root, TOPOS_OP_MAXIMUM);
   if (!m) return false;
   if (m->desc.dtype != TOPOS_F32 && m->desc.dtype != TOPOS_F64) return false;
   int64_t expect = -1;
-  while ((m = tp_pool_op(g, at, TOPOS_OP_MAXIMUM)) != NULL) {
-    const tp_node *right = tp_pool_op(g, m->operands[1], TOPOS_OP_NARROW);
+  while ((m = tp_pattern_op(g, at, TOPOS_OP_MAXIMUM)) != NULL) {
+    const tp_node *right = tp_pattern_op(g, m->operands[1], TOPOS_OP_NARROW);
     if (!right || right->attrs.axis != 4 || right->attrs.length != 1) return false;
     if (expect >= 0 && right->attrs.start != expect) return false;
     expect = right->attrs.start - 1;
@@ -43,22 +37,22 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
     chain[n++] = m->operands[1];
     at = m->operands[0];
   }
-  const tp_node *first = tp_pool_op(g, at, TOPOS_OP_NARROW);
+  const tp_node *first = tp_pattern_op(g, at, TOPOS_OP_NARROW);
   if (!first || first->attrs.axis != 4 || first->attrs.start != 0 || first->attrs.length != 1 ||
       first->operands[0] != lanes_node || expect != 0)
     return false;
   chain[n++] = at;
-  const tp_node *rs = tp_pool_op(g, lanes_node, TOPOS_OP_RESHAPE);
+  const tp_node *rs = tp_pattern_op(g, lanes_node, TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 5) return false;
   int64_t L = rs->desc.shape[4];
   if ((int64_t)(n + 1) / 2 != L) return false; /* every lane folded exactly once */
-  const tp_node *pm = tp_pool_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
+  const tp_node *pm = tp_pattern_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
   if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
     return false;
-  const tp_node *u4 = tp_pool_op(g, pm->operands[0], TOPOS_OP_UNFOLD);
+  const tp_node *u4 = tp_pattern_op(g, pm->operands[0], TOPOS_OP_UNFOLD);
   if (!u4 || u4->attrs.axis != 4) return false;
-  const tp_node *u2 = tp_pool_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
+  const tp_node *u2 = tp_pattern_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
   if (!u2 || u2->attrs.axis != 2 || u2->attrs.size * u4->attrs.size != L) return false;
   if (g->nodes[u2->operands[0]].desc.rank != 4) return false;
   chain[n++] = lanes_node;

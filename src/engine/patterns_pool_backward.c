@@ -32,12 +32,6 @@
 
 extern const tp_pattern tp_pattern_concat; /* patterns_concat.c */
 
-static const tp_node *tp_pb_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 static bool tp_pb_scalar(const tp_graph *g, uint32_t i, topos_dtype dt) {
   return i < g->count && g->nodes[i].desc.rank == 0 && g->nodes[i].desc.dtype == dt;
 }
@@ -48,10 +42,10 @@ typedef struct {
 } tp_pb_seed;
 
 static bool tp_pb_seed_of(const tp_graph *g, uint32_t at, topos_dtype dt, tp_pb_seed *s) {
-  const tp_node *add = tp_pb_op(g, at, TOPOS_OP_ADD);
+  const tp_node *add = tp_pattern_op(g, at, TOPOS_OP_ADD);
   if (!add) return false;
-  const tp_node *spread = tp_pb_op(g, add->operands[0], TOPOS_OP_BROADCAST);
-  const tp_node *mul = tp_pb_op(g, add->operands[1], TOPOS_OP_MUL);
+  const tp_node *spread = tp_pattern_op(g, add->operands[0], TOPOS_OP_BROADCAST);
+  const tp_node *mul = tp_pattern_op(g, add->operands[1], TOPOS_OP_MUL);
   if (!spread || !mul || !tp_pb_scalar(g, spread->operands[0], dt)) return false;
   *s = (tp_pb_seed){spread->operands[0], mul->operands[0], mul->operands[1], add->operands[0],
                     add->operands[1]};
@@ -60,7 +54,7 @@ static bool tp_pb_seed_of(const tp_graph *g, uint32_t at, topos_dtype dt, tp_pb_
 
 /* narrow(lanes, 4, k, 1) */
 static bool tp_pb_lane(const tp_graph *g, uint32_t i, uint32_t lanes, int64_t k) {
-  const tp_node *n = tp_pb_op(g, i, TOPOS_OP_NARROW);
+  const tp_node *n = tp_pattern_op(g, i, TOPOS_OP_NARROW);
   return n && n->operands[0] == lanes && n->attrs.axis == 4 && n->attrs.start == k &&
          n->attrs.length == 1;
 }
@@ -68,7 +62,7 @@ static bool tp_pb_lane(const tp_graph *g, uint32_t i, uint32_t lanes, int64_t k)
 /* M_k: the running maximum of lanes 0..k as the forward records it */
 static bool tp_pb_running_max(const tp_graph *g, uint32_t i, uint32_t lanes, int64_t k) {
   for (; k > 0; --k) {
-    const tp_node *m = tp_pb_op(g, i, TOPOS_OP_MAXIMUM);
+    const tp_node *m = tp_pattern_op(g, i, TOPOS_OP_MAXIMUM);
     if (!m || !tp_pb_lane(g, m->operands[1], lanes, k)) return false;
     i = m->operands[0];
   }
@@ -78,15 +72,15 @@ static bool tp_pb_running_max(const tp_graph *g, uint32_t i, uint32_t lanes, int
 /* lanes = reshape [B,C,OH,OW,L] of permute [0,1,2,4,3,5] of unfold(axis 4)
  * of unfold(axis 2) of x (rank 4): x's node, or UINT32_MAX */
 static uint32_t tp_pb_lanes_source(const tp_graph *g, uint32_t lanes, int64_t L) {
-  const tp_node *rs = tp_pb_op(g, lanes, TOPOS_OP_RESHAPE);
+  const tp_node *rs = tp_pattern_op(g, lanes, TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 5 || rs->desc.shape[4] != L) return UINT32_MAX;
-  const tp_node *pm = tp_pb_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
+  const tp_node *pm = tp_pattern_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
   if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
     return UINT32_MAX;
-  const tp_node *u4 = tp_pb_op(g, pm->operands[0], TOPOS_OP_UNFOLD);
+  const tp_node *u4 = tp_pattern_op(g, pm->operands[0], TOPOS_OP_UNFOLD);
   if (!u4 || u4->attrs.axis != 4) return UINT32_MAX;
-  const tp_node *u2 = tp_pb_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
+  const tp_node *u2 = tp_pattern_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
   if (!u2 || u2->attrs.axis != 2 || u2->attrs.size * u4->attrs.size != L) return UINT32_MAX;
   if (g->nodes[u2->operands[0]].desc.rank != 4) return UINT32_MAX;
   return u2->operands[0];
@@ -98,18 +92,18 @@ static bool tp_pb_fold_disjoint(const tp_node *f) {
 
 static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
-  const tp_node *f2 = tp_pb_op(g, root, TOPOS_OP_FOLD);
+  const tp_node *f2 = tp_pattern_op(g, root, TOPOS_OP_FOLD);
   if (!f2 || f2->attrs.axis != 2 || f2->desc.rank != 4) return false;
   topos_dtype dt = f2->desc.dtype;
   if (dt != TOPOS_F32 && dt != TOPOS_F64) return false;
-  const tp_node *f1 = tp_pb_op(g, f2->operands[0], TOPOS_OP_FOLD);
+  const tp_node *f1 = tp_pattern_op(g, f2->operands[0], TOPOS_OP_FOLD);
   if (!f1 || f1->attrs.axis != 4 || !tp_pb_fold_disjoint(f1) || !tp_pb_fold_disjoint(f2))
     return false;
-  const tp_node *pm = tp_pb_op(g, f1->operands[0], TOPOS_OP_PERMUTE);
+  const tp_node *pm = tp_pattern_op(g, f1->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
   if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
     return false;
-  const tp_node *rs = tp_pb_op(g, pm->operands[0], TOPOS_OP_RESHAPE);
+  const tp_node *rs = tp_pattern_op(g, pm->operands[0], TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 6) return false;
   uint32_t sum = rs->operands[0];
   const tp_node *sn = &g->nodes[sum];
@@ -141,12 +135,12 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
     tp_pb_seed pass, share;
     if (!tp_pb_seed_of(g, at, dt, &pass)) return false;           /* G_{k-1} = z' + G_k*s */
     if (!tp_pb_seed_of(g, lanes_f.inputs[k], dt, &share)) return false; /* S_k */
-    const tp_node *st = tp_pb_op(g, pass.b, TOPOS_OP_STEP);
-    const tp_node *rest = tp_pb_op(g, share.b, TOPOS_OP_SUB);
+    const tp_node *st = tp_pattern_op(g, pass.b, TOPOS_OP_STEP);
+    const tp_node *rest = tp_pattern_op(g, share.b, TOPOS_OP_SUB);
     if (!st || !rest || share.a != pass.a || rest->operands[1] != pass.b) return false;
-    const tp_node *one = tp_pb_op(g, rest->operands[0], TOPOS_OP_BROADCAST);
+    const tp_node *one = tp_pattern_op(g, rest->operands[0], TOPOS_OP_BROADCAST);
     if (!one || !tp_pb_scalar(g, one->operands[0], dt)) return false;
-    const tp_node *lane = tp_pb_op(g, st->operands[1], TOPOS_OP_NARROW);
+    const tp_node *lane = tp_pattern_op(g, st->operands[1], TOPOS_OP_NARROW);
     if (!lane) return false;
     if (lanes == UINT32_MAX) lanes = lane->operands[0];
     if (!tp_pb_lane(g, st->operands[1], lanes, k) ||

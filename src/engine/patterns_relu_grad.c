@@ -17,38 +17,32 @@
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 
-static const tp_node *tp_rg_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 static bool tp_rg_same(const topos_tensor_desc *a, const topos_tensor_desc *b) {
   return a->dtype == b->dtype && a->rank == b->rank &&
          memcmp(a->shape, b->shape, (size_t)a->rank * sizeof(int64_t)) == 0;
 }
 
 static bool tp_rg_scalar_spread(const tp_graph *g, uint32_t i) {
-  const tp_node *n = tp_rg_op(g, i, TOPOS_OP_BROADCAST);
+  const tp_node *n = tp_pattern_op(g, i, TOPOS_OP_BROADCAST);
   return n && g->nodes[n->operands[0]].desc.rank == 0;
 }
 
 static bool tp_rg_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
   (void)evaluated;
-  const tp_node *rs = tp_rg_op(g, root, TOPOS_OP_RESHAPE);
+  const tp_node *rs = tp_pattern_op(g, root, TOPOS_OP_RESHAPE);
   if (!rs || (rs->desc.dtype != TOPOS_F32 && rs->desc.dtype != TOPOS_F64)) return false;
   uint32_t pmi = rs->operands[0];
-  const tp_node *pm = tp_rg_op(g, pmi, TOPOS_OP_PERMUTE);
+  const tp_node *pm = tp_pattern_op(g, pmi, TOPOS_OP_PERMUTE);
   if (!pm) return false;
   uint32_t addi = pm->operands[0];
-  const tp_node *add = tp_rg_op(g, addi, TOPOS_OP_ADD);
+  const tp_node *add = tp_pattern_op(g, addi, TOPOS_OP_ADD);
   if (!add || add->desc.dtype != rs->desc.dtype) return false;
   uint32_t zi = add->operands[0], muli = add->operands[1];
-  const tp_node *mul = tp_rg_op(g, muli, TOPOS_OP_MUL);
+  const tp_node *mul = tp_pattern_op(g, muli, TOPOS_OP_MUL);
   if (!tp_rg_scalar_spread(g, zi) || !mul) return false;
-  int side = tp_rg_op(g, mul->operands[1], TOPOS_OP_STEP) ? 1
-             : tp_rg_op(g, mul->operands[0], TOPOS_OP_STEP) ? 0
+  int side = tp_pattern_op(g, mul->operands[1], TOPOS_OP_STEP) ? 1
+             : tp_pattern_op(g, mul->operands[0], TOPOS_OP_STEP) ? 0
                                                             : -1;
   if (side < 0) return false;
   uint32_t stepi = mul->operands[side], gi = mul->operands[1 - side];

@@ -13,12 +13,6 @@
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 
-static const tp_node *tp_seed_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 static bool tp_seed_same(const topos_tensor_desc *a, const topos_tensor_desc *b) {
   return a->dtype == b->dtype && a->rank == b->rank &&
          memcmp(a->shape, b->shape, (size_t)a->rank * sizeof(int64_t)) == 0;
@@ -27,10 +21,10 @@ static bool tp_seed_same(const topos_tensor_desc *a, const topos_tensor_desc *b)
 static bool tp_seed_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                           tp_fusion *f) {
   (void)evaluated;
-  const tp_node *add = tp_seed_op(g, root, TOPOS_OP_ADD);
+  const tp_node *add = tp_pattern_op(g, root, TOPOS_OP_ADD);
   if (!add || (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64)) return false;
-  const tp_node *spread = tp_seed_op(g, add->operands[0], TOPOS_OP_BROADCAST);
-  const tp_node *mul = tp_seed_op(g, add->operands[1], TOPOS_OP_MUL);
+  const tp_node *spread = tp_pattern_op(g, add->operands[0], TOPOS_OP_BROADCAST);
+  const tp_node *mul = tp_pattern_op(g, add->operands[1], TOPOS_OP_MUL);
   if (!spread || !mul || g->nodes[spread->operands[0]].desc.rank != 0) return false;
   if (!tp_seed_same(&mul->desc, &add->desc) ||
       !tp_seed_same(&g->nodes[mul->operands[0]].desc, &add->desc) ||

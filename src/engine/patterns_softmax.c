@@ -33,19 +33,13 @@
 #include "ops/kernel.h"
 #include "topos/backend.h"
 
-static const tp_node *tp_softmax_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
-}
-
 static bool tp_softmax_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                              tp_fusion *f) {
   (void)evaluated;
-  const tp_node *e = tp_softmax_op(g, root, TOPOS_OP_EXP);
+  const tp_node *e = tp_pattern_op(g, root, TOPOS_OP_EXP);
   if (!e || e->desc.dtype != TOPOS_F32) return false;
   uint32_t ls = e->operands[0];
-  const tp_node *l = tp_softmax_op(g, ls, TOPOS_OP_LOG_SOFTMAX);
+  const tp_node *l = tp_pattern_op(g, ls, TOPOS_OP_LOG_SOFTMAX);
   if (!l || l->desc.dtype != TOPOS_F32 || l->desc.rank < 1 ||
       l->attrs.axis != l->desc.rank - 1 || l->desc.shape[l->desc.rank - 1] < 1)
     return false;

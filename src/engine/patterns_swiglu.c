@@ -23,10 +23,10 @@
 #include "ops/kernel.h"
 #include "topos/backend.h"
 
+/* an f32 op node of kind `op` */
 static const tp_node *tp_swiglu_op(const tp_graph *g, uint32_t i, topos_op op) {
-  if (i >= g->count) return NULL;
-  const tp_node *n = &g->nodes[i];
-  return n->kind == TOPOS_NODE_OP && n->op == op && n->desc.dtype == TOPOS_F32 ? n : NULL;
+  const tp_node *n = tp_pattern_op(g, i, op);
+  return n && n->desc.dtype == TOPOS_F32 ? n : NULL;
 }
 
 static bool tp_same_shape(const tp_node *a, const tp_node *b) {
@@ -49,8 +49,8 @@ static bool tp_swiglu_silu(const tp_graph *g, uint32_t i, uint32_t *members, uin
   const tp_node *n = tp_swiglu_op(g, e->operands[0], TOPOS_OP_NEG);
   if (!n || n->operands[0] != m->operands[0]) return false;
   /* `one`: a broadcast of a single value */
-  const tp_node *o = &g->nodes[d->operands[0]];
-  if (o->kind != TOPOS_NODE_OP || o->op != TOPOS_OP_BROADCAST || o->desc.dtype != TOPOS_F32) return false;
+  const tp_node *o = tp_swiglu_op(g, d->operands[0], TOPOS_OP_BROADCAST);
+  if (!o) return false;
   const tp_node *src = &g->nodes[o->operands[0]];
   for (int k = 0; k < src->desc.rank; ++k)
     if (src->desc.shape[k] != 1) return false;
