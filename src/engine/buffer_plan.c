@@ -48,7 +48,7 @@ static topos_status aligned_bytes(const tp_node *node, uint32_t i, int64_t *out)
   return TOPOS_OK;
 }
 
-/* A placed buffer, for the gap search: its bytes and when it is needed. */
+/* A placed buffer, for the gap search: where it lies. */
 typedef struct {
   int64_t offset, bytes;
 } placed_range;

@@ -54,16 +54,10 @@ typedef struct {
   volatile int failed;
 } qk_q80_ctx;
 
-static float q80_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
-
 /* -128 * the sum of the 32 weights of block b (out[0]) and, when `two`, of
  * block b + 1 (out[1]): sums of w + 128 by psadbw, exact. */
 static void q80_corr2(const uint8_t *blk, int two, int32_t *out) {
-  const __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-  const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + Q80_BLOCK + 2))
-                         : _mm256_setzero_si256();
-  const __m512i v = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                                     _mm512_set1_epi8((char)0x80));
+  const __m512i v = mv_q8_chunk(blk + 2, two ? blk + Q80_BLOCK + 2 : NULL); /* w + 128 */
   const __m512i s8 = _mm512_sad_epu8(v, _mm512_setzero_si512()); /* 4 partial sums per block */
   const __m512i s4 = _mm512_add_epi64(s8, _mm512_shuffle_epi32(s8, _MM_PERM_BADC));
   const __m512i s2 = _mm512_add_epi64(s4, _mm512_shuffle_i64x2(s4, s4, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -138,7 +132,7 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
       const int64_t nx = n0 + Q80_TR + r < t->n ? n0 + Q80_TR + r : t->n - 1;
       next[r] = (const uint8_t *)t->w + (size_t)nx * t->row_bytes;
       rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-      for (int64_t b = 0; b < nb; ++b) dw[r * nb + b] = q80_f16(rows[r] + b * Q80_BLOCK);
+      for (int64_t b = 0; b < nb; ++b) dw[r * nb + b] = mv_f16(rows[r] + b * Q80_BLOCK);
       for (int64_t b = 0; b < nb; b += 2) q80_corr2(rows[r] + b * Q80_BLOCK, b + 1 < nb, corr + r * nb + b);
     }
     for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
@@ -213,7 +207,6 @@ static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
   const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
-  const __m512i flip = _mm512_set1_epi8((char)0x80);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
@@ -247,11 +240,7 @@ static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
 #pragma GCC unroll 16
         for (int r = 0; r < 16; ++r) {
           const uint8_t *blk = rows[r] + b * Q80_BLOCK;
-          const __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-          const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + Q80_BLOCK + 2))
-                                 : _mm256_setzero_si256();
-          const __m512i q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
-          v[r] = qk_dpbusd(iv, q, av);
+          v[r] = qk_dpbusd(iv, mv_q8_chunk(blk + 2, two ? blk + Q80_BLOCK + 2 : NULL), av);
         }
         __m512i s0, s1;
         q80_reduce16(v, &s0, &s1);
