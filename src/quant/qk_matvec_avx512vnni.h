@@ -61,7 +61,7 @@ MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
 
 /* Q4_K's activations in nibble order: per super-block the four 64-byte
  * vectors the kernel meets, [a0..31 a64..95] [a32..63 a96..127] and the
- * same for the second half (see mv_body_k45). */
+ * same for the second half (k45_row_sums in qk_k45_avx512vnni.h). */
 static int mv_q4k_prepare(qk_act *act) {
   const int64_t kpad = act->kpad;
   act->qn = malloc((size_t)(act->m * kpad));
@@ -80,63 +80,17 @@ static int mv_q4k_prepare(qk_act *act) {
   return 1;
 }
 
-/* Chunk j of the tile route holds elements 64j..64j+63 in element order.
- * Here the 64 nibble bytes of each half super-block are used as loaded:
- * low nibbles = elements [0..31 | 64..95], high = [32..63 | 96..127] of the
- * half, met by the activations in the same order (mv_q4k_prepare). Lane L
- * < 8 of the low product then holds chunk 0's lane L and lane L + 8 chunk
- * 1's lane L; folding the two 256-bit halves of the scaled low and high
- * products (exact integer adds) gives the tile route's lanes. */
-MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                           const uint8_t *pf, int64_t pf_step, float *res, int five) {
-  const size_t bb = five ? 176 : 144, qs_at = five ? 48 : 16;
-  const int64_t kpad = act->kpad, ng = kpad / 16, dstride = kpad / 256 + 1;
-  const int8_t *aq = act->qn + c * kpad;
-  const float *dsb = act->dsb + c * dstride, *bf = act->bf + c * ng;
-  const __m512i s02 = MV_PAIR(0, 2), s13 = MV_PAIR(1, 3), s46 = MV_PAIR(4, 6), s57 = MV_PAIR(5, 7);
-  const __m512i mins = _mm512_set_epi8(MV_B(15), MV_B(15), MV_B(14), MV_B(14), MV_B(13), MV_B(13), MV_B(12),
-                                       MV_B(12), MV_B(11), MV_B(11), MV_B(10), MV_B(10), MV_B(9), MV_B(9),
-                                       MV_B(8), MV_B(8));
-  const __m512i nib = mv_nib_mask();
-  __m512 acc[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < k / 256; ++sb) {
-    const int8_t *a = aq + 256 * sb;
-    qk_prefetch_slice(pf, sb, pf_step);
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t *blk = rows[r] + bb * (size_t)sb;
-      const __m512i sm = mv_q4k_scales(blk);
-      const __m512i x01 = _mm512_loadu_si512(blk + qs_at), x23 = _mm512_loadu_si512(blk + qs_at + 64);
-      __m512i q0 = _mm512_and_si512(x01, nib), q1 = _mm512_and_si512(_mm512_srli_epi16(x01, 4), nib);
-      __m512i q2 = _mm512_and_si512(x23, nib), q3 = _mm512_and_si512(_mm512_srli_epi16(x23, 4), nib);
-      if (five) { /* Q5_K: bit 2j (low nibbles of 32 bytes j) and 2j + 1 (high) of qh[l] are bit 4 */
-        const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)));
-        const __m512i b4 = _mm512_set1_epi8(0x10);
-        /* 16-bit shifts of at most 4 left or 3 right: bit 4 never takes a neighbour's bit */
-        q0 = _mm512_or_si512(q0, _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(h, 2), (__mmask32)0x0000FFFFu, h, 4), b4));
-        q1 = _mm512_or_si512(q1, _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(h, 1), (__mmask32)0x0000FFFFu, h, 3), b4));
-        q2 = _mm512_or_si512(q2, _mm512_and_si512(_mm512_mask_srli_epi16(h, (__mmask32)0xFFFF0000u, h, 2), b4));
-        q3 = _mm512_or_si512(q3, _mm512_and_si512(_mm512_mask_srli_epi16(_mm512_srli_epi16(h, 3), (__mmask32)0x0000FFFFu, h, 1), b4));
-      }
-      const __m512i tl01 = qk_dpbusd0(q0, _mm512_loadu_si512(a));
-      const __m512i th01 = qk_dpbusd0(q1, _mm512_loadu_si512(a + 64));
-      const __m512i tl23 = qk_dpbusd0(q2, _mm512_loadu_si512(a + 128));
-      const __m512i th23 = qk_dpbusd0(q3, _mm512_loadu_si512(a + 192));
-      const __m512i lo = qk_dpwssd(_mm512_madd_epi16(tl01, _mm512_shuffle_epi8(sm, s02)), tl23, _mm512_shuffle_epi8(sm, s46));
-      const __m512i hi = qk_dpwssd(_mm512_madd_epi16(th01, _mm512_shuffle_epi8(sm, s13)), th23, _mm512_shuffle_epi8(sm, s57));
-      const __m512i isum = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0)),
-                                            _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2)));
-      const float dw = QK_F16_TO_F32((uint16_t)(blk[0] | (blk[1] << 8)));
-      const float dmin = QK_F16_TO_F32((uint16_t)(blk[2] | (blk[3] << 8)));
-      const __m512 mf = _mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(_mm512_shuffle_epi8(sm, mins)));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(dw * dsb[sb]), acc[r]);
-      acc[r] = _mm512_fnmadd_ps(mf, _mm512_loadu_ps(bf + 16 * sb), acc[r]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
+/* Q5_K's fifth bits, into the four nibble vectors of a super-block as
+ * loaded (low and high nibbles of bytes 0..63, then of 64..127): bit 2j
+ * (low nibbles of 32 bytes j) and 2j + 1 (high) of qh[l] are bit 4. */
+MV_INLINE void mv_q5k_fifth_bits(const uint8_t *blk, __m512i *q0, __m512i *q1, __m512i *q2, __m512i *q3) {
+  const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)));
+  const __m512i b4 = _mm512_set1_epi8(0x10);
+  /* 16-bit shifts of at most 4 left or 3 right: bit 4 never takes a neighbour's bit */
+  *q0 = _mm512_or_si512(*q0, _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(h, 2), (__mmask32)0x0000FFFFu, h, 4), b4));
+  *q1 = _mm512_or_si512(*q1, _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(h, 1), (__mmask32)0x0000FFFFu, h, 3), b4));
+  *q2 = _mm512_or_si512(*q2, _mm512_and_si512(_mm512_mask_srli_epi16(h, (__mmask32)0xFFFF0000u, h, 2), b4));
+  *q3 = _mm512_or_si512(*q3, _mm512_and_si512(_mm512_mask_srli_epi16(_mm512_srli_epi16(h, 3), (__mmask32)0x0000FFFFu, h, 1), b4));
 }
 
 /* ---- Q6_K: ql[128] low nibbles, qh[64] top two bits, 16 int8 scales, d
@@ -273,9 +227,11 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
   for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
 }
 
-/* Q4_K / Q5_K kernels read the activations in nibble order. */
+/* Q4_K / Q5_K have their own kernels (qk_k45_avx512vnni.h); the others
+ * need no preparation. */
 static int mv_prepare(topos_dtype wtype, qk_act *act) {
-  return wtype == TOPOS_Q4_K || wtype == TOPOS_Q5_K ? mv_q4k_prepare(act) : 1;
+  (void)wtype, (void)act;
+  return 1;
 }
 
 #include "quant/qk_matvec_table.h"

@@ -431,3 +431,84 @@ TEST(qmatmul_q8_0_avx512_is_the_block_sum_definition) {
     free(w), free(aq), free(a), free(want), free(got);
   }
 }
+
+/* Q4_K and Q5_K on the AVX-512 VNNI engine (qk_k45_avx512vnni.h) are
+ * defined per super-block: with T_j the exact dot of sub-block j's q and
+ * the Q8_K activation's qa, B_j the sum of its qa, isc = sum sc_j * T_j and
+ * imn = sum m_j * B_j (exact integers),
+ *     acc = fma(float(isc), d * da, acc);  acc = acc - float(imn) * (dmin * da)
+ * over the super-blocks in order from 0. Written out here in scalar C from
+ * the reference quantizer's blocks, it must give the fast path's bits for
+ * the matrix-vector kernel (m < 4) and the tile (m >= 4: one and several
+ * activation groups, a part-filled last one), a short last panel, one and
+ * five super-blocks, any thread count; extreme weights and activations
+ * (every q at its top, qa at +-127) check the integers' range. */
+static void qm_k45_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int *mn, int *q32) {
+  const uint8_t *s = blk + 4, *qh = blk + 16, *qs = blk + (t == TOPOS_Q5_K ? 48 : 16);
+  if (j < 4) {
+    *sc = s[j] & 63, *mn = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+    *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+  }
+  for (int l = 0; l < 32; ++l) { /* sub-block j: the low (j even) or high nibbles of 32 bytes j / 2 */
+    const int c = j / 2;
+    q32[l] = j % 2 ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+    if (t == TOPOS_Q5_K) q32[l] |= ((qh[l] >> j) & 1) << 4;
+  }
+}
+
+TEST(qmatmul_q4_K_q5_K_avx512_is_the_super_block_sum_definition) {
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
+  if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the Q4_K / Q5_K super-block kernels need AVX-512 VNNI");
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K};
+  const int64_t n = 37, ms[] = {1, 3, 4, 21, 40};
+  for (size_t ti = 0; ti < 2; ++ti)
+    for (int kk = 0; kk < 3; ++kk) {
+      const topos_dtype t = types[ti];
+      const int64_t k = kk == 1 ? 1280 : 256, nsb = k / 256, wb = t == TOPOS_Q5_K ? 176 : 144, ab = 292;
+      uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nsb * ab));
+      float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
+      CHECK(w && aq && a && want && got);
+      if (kk == 2) { /* extremes: q = 15 or 31 everywhere, scales and mins 63; qa = +-127 */
+        for (int64_t r = 0; r < n; ++r) {
+          uint8_t *blk = w + (size_t)r * (size_t)wb;
+          memset(blk + 4, 0xFF, (size_t)(wb - 4));
+        }
+        for (int64_t i = 0; i < 40 * k; ++i) a[i] = (i / 7) % 2 ? 1.0f : -1.0f;
+      }
+      for (int64_t c = 0; c < 40; ++c) CHECK_OK(topos_quantize_row(TOPOS_Q8_K, a + c * k, aq + c * nsb * ab, k));
+      for (int64_t c = 0; c < 40; ++c)
+        for (int64_t r = 0; r < n; ++r) {
+          float acc = 0.0f;
+          for (int64_t sb = 0; sb < nsb; ++sb) {
+            const uint8_t *blk = w + (size_t)((r * nsb + sb) * wb), *act = aq + (size_t)((c * nsb + sb) * ab);
+            const int8_t *qa = (const int8_t *)(act + 4);
+            float da;
+            memcpy(&da, act, 4);
+            int32_t isc = 0, imn = 0;
+            for (int j = 0; j < 8; ++j) {
+              int sc, mn, q[32];
+              qm_k45_fields(t, blk, j, &sc, &mn, q);
+              int32_t tj = 0, bj = 0;
+              for (int l = 0; l < 32; ++l) tj += q[l] * qa[32 * j + l], bj += qa[32 * j + l];
+              isc += sc * tj, imn += mn * bj;
+            }
+            const float d = topos_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+            const float dmin = topos_f16_to_f32((uint16_t)(blk[2] | blk[3] << 8));
+            acc = fmaf((float)isc, d * da, acc);
+            acc = fmaf(-(float)imn, dmin * da, acc);
+          }
+          want[c * n + r] = acc;
+        }
+      for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
+        for (int th = 1; th <= 2; ++th) {
+          const int64_t m = ms[mi];
+          memset(got, 0xFF, (size_t)(m * n) * 4);
+          CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, got, TOPOS_QMATMUL_FAST, th));
+          CHECK_MSG(qm_same_bits(got, want, m * n), "%s k %lld%s m %lld threads %d: not the super-block definition",
+                    qm_name(t), (long long)k, kk == 2 ? " (extremes)" : "", (long long)m, th);
+        }
+      free(w), free(aq), free(a), free(want), free(got);
+    }
+}
