@@ -23,7 +23,7 @@ typedef struct qk_act {
   float *g;        /* m * kpad/4: d * lane sum (Q8_1: s/8) */
   /* Q8_K partner */
   float *dsb;      /* m * kpad/256: d of each super-block */
-  float *bf;      /* m * kpad/16: d * sum of each 16 q (the min term's partner) */
+  float *bf;       /* m * kpad/16: d * sum of each 16 q (the min term's partner; has_min only) */
   int8_t *qn;      /* NULL, or q in a kernel's own order (fused matrix-vector kernels) */
   void *mem;
 } qk_act;
@@ -58,6 +58,16 @@ static float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
   return topos_f16_to_f32(topos_f32_to_f16(d));
 }
 
+/* The first x[i] with |x[i]| == amax (amax when none: NaNs). An ISA file
+ * may supply a vector scan (QK_HAS_FIRST_OF_MAGNITUDE). */
+#ifndef QK_HAS_FIRST_OF_MAGNITUDE
+static inline float qk_first_of_magnitude(const float *x, int n, float amax) {
+  for (int j = 0; j < n; ++j)
+    if (fabsf(x[j]) == amax) return x[j];
+  return amax;
+}
+#endif
+
 /* One Q8_K block of 256: returns d (f32). The signed extreme is the first
  * element of largest magnitude, as in the reference scan. */
 static float qk_quant_q8_K_block(const float *x, int8_t *q) {
@@ -66,12 +76,7 @@ static float qk_quant_q8_K_block(const float *x, int8_t *q) {
     memset(q, 0, 256);
     return 0.0f;
   }
-  float max = amax;
-  for (int j = 0; j < 256; ++j)
-    if (fabsf(x[j]) == amax) {
-      max = x[j];
-      break;
-    }
+  const float max = qk_first_of_magnitude(x, 256, amax);
   const float iscale = -127.0f / max;
   qk_round_even(x, iscale, q, 256);
   return 1.0f / iscale;
@@ -137,11 +142,12 @@ static void qk_act_rows(void *vjob, int64_t r0, int64_t r1) {
       float *dsb = act->dsb + r * (kpad / 256 + 1);
       float *bf = act->bf + r * (kpad / 16);
       for (int64_t b = 0; b < k / 256; ++b) dsb[b] = qk_quant_q8_K_block(x + 256 * b, q + 256 * b);
-      for (int64_t j = 0; j < k / 16; ++j) {
-        int sum = 0;
-        for (int l = 0; l < 16; ++l) sum += q[16 * j + l];
-        bf[j] = dsb[j / 16] * (float)sum;
-      }
+      if (tr->has_min) /* the engine's float min term; kernels that take it in integers clear has_min */
+        for (int64_t j = 0; j < k / 16; ++j) {
+          int sum = 0;
+          for (int l = 0; l < 16; ++l) sum += q[16 * j + l];
+          bf[j] = dsb[j / 16] * (float)sum;
+        }
     } else {
       for (int64_t b = 0; b < k / 32; ++b) {
         float s = 0.0f;

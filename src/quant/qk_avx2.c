@@ -50,6 +50,16 @@ static inline float qk_absmax(const float *x, int n) {
   return _mm_cvtss_f32(h);
 }
 
+#define QK_HAS_FIRST_OF_MAGNITUDE 1
+static inline float qk_first_of_magnitude(const float *x, int n, float amax) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), v = _mm256_set1_ps(amax);
+  for (int i = 0; i < n; i += 8) {
+    const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), v, _CMP_EQ_OQ));
+    if (eq) return x[i + __builtin_ctz((unsigned)eq)];
+  }
+  return amax;
+}
+
 /* 8 int32 (each within int8 range) to 8 bytes. */
 static inline void qk_store8(int8_t *q, __m256i r) {
   __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));

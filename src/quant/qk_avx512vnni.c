@@ -63,6 +63,16 @@ static inline float qk_absmax(const float *x, int n) {
   return _mm512_reduce_max_ps(m); /* max is exact in any order */
 }
 
+#define QK_HAS_FIRST_OF_MAGNITUDE 1
+static inline float qk_first_of_magnitude(const float *x, int n, float amax) {
+  const __m512 v = _mm512_set1_ps(amax);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 eq = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + i)), v, _CMP_EQ_OQ);
+    if (eq) return x[i + __builtin_ctz(eq)];
+  }
+  return amax;
+}
+
 /* roundf: truncate, then step away from zero when the dropped part is >= 1/2. */
 static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
   const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);

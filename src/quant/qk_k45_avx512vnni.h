@@ -209,35 +209,62 @@ static void k45_tile_range(void *vctx, int64_t p0, int64_t p1) {
   free(mem);
 }
 
-/* The activations as the tile reads them; rows past m are zeros. */
-static int k45_tile_prepare(qk_k45_ctx *x) {
+/* The activations as the tile reads them (rows past m: qa = 0), a group of
+ * 16 rows per call: each 4-byte step of the 16 rows' super-block is one
+ * gather; a sub-block's sum of qa is psadbw's sum of qa + 128 less 32 * 128. */
+static void k45_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
+  qk_k45_ctx *x = vctx;
   const qk_act *act = &x->act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
-  x->groups = (m + 15) / 16;
-  const size_t cells = (size_t)(x->groups * nsb);
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t used = m - 16 * g < 16 ? m - 16 * g : 16;
+    int32_t off[16];
+    for (int l = 0; l < 16; ++l) off[l] = (int32_t)((l < used ? l : 0) * kpad);
+    const __m512i offs = _mm512_loadu_si512(off);
+    const __mmask16 live = (__mmask16)((1u << used) - 1u);
+    const int8_t *q = act->q + 16 * g * kpad;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const size_t cell = (size_t)(g * nsb + sb);
+      uint8_t *au = x->au + cell * 64 * 64;
+      for (int s = 0; s < 64; ++s) {
+        const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offs, q + 256 * sb + 4 * s, 1);
+        _mm512_storeu_si512(au + 64 * s, _mm512_xor_si512(v, flip));
+      }
+      int32_t *bp = x->bp + cell * 64;
+      float *da = x->da + cell * 16;
+      for (int l = 0; l < 16; ++l) {
+        if (l >= used) {
+          da[l] = 0.0f;
+          for (int p = 0; p < 4; ++p) bp[16 * p + l] = 0;
+          continue;
+        }
+        const int8_t *row = q + l * kpad + 256 * sb;
+        da[l] = act->dsb[(16 * g + l) * dstride + sb];
+        int32_t b[8];
+        for (int j = 0; j < 8; ++j) {
+          const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(row + 32 * j)),
+                                             _mm256_set1_epi8((char)0x80));
+          const __m256i sad = _mm256_sad_epu8(u, _mm256_setzero_si256());
+          const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+          b[j] = (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+        }
+        for (int p = 0; p < 4; ++p)
+          bp[16 * p + l] = (int32_t)((uint32_t)(uint16_t)b[2 * p] | (uint32_t)b[2 * p + 1] << 16);
+      }
+    }
+  }
+}
+
+static int k45_tile_prepare(qk_k45_ctx *x) {
+  x->groups = (x->act.m + 15) / 16;
+  const size_t cells = (size_t)(x->groups * x->nsb);
   x->mem = malloc(cells * (64 * 64 + 16 * sizeof(float) + 64 * sizeof(int32_t)));
   if (!x->mem) return 0;
   x->au = (uint8_t *)x->mem;
   x->da = (float *)(void *)(x->au + cells * 64 * 64);
   x->bp = (int32_t *)(void *)(x->da + cells * 16);
-  memset(x->au, 128, cells * 64 * 64);
-  memset(x->da, 0, cells * 16 * sizeof(float));
-  memset(x->bp, 0, cells * 64 * sizeof(int32_t));
-  for (int64_t c = 0; c < m; ++c) {
-    const int64_t g = c / 16, lane = c % 16;
-    for (int64_t sb = 0; sb < nsb; ++sb) {
-      const int8_t *q = act->q + c * kpad + 256 * sb;
-      const size_t cell = (size_t)(g * nsb + sb);
-      uint8_t *dst = x->au + cell * 64 * 64 + 4 * lane;
-      for (int s = 0; s < 64; ++s)
-        for (int i = 0; i < 4; ++i) dst[64 * s + i] = (uint8_t)(q[4 * s + i] + 128);
-      x->da[cell * 16 + lane] = act->dsb[c * dstride + sb];
-      int32_t b[8] = {0};
-      for (int i = 0; i < 256; ++i) b[i / 32] += q[i];
-      for (int p = 0; p < 4; ++p)
-        x->bp[cell * 64 + 16 * p + lane] = (int32_t)((uint32_t)(uint16_t)b[2 * p] | (uint32_t)b[2 * p + 1] << 16);
-    }
-  }
+  tp_qk_parallel_for(x->task->threads, x->groups, 1, k45_tile_prepare_groups, x);
   return 1;
 }
 
@@ -340,6 +367,7 @@ static int k45_mv_prepare(qk_k45_ctx *x) {
 static topos_status qk_k45_run(const tp_qk_task *t) {
   tp_qk_traits tr;
   tp_qk_traits_of(t->wtype, &tr);
+  tr.has_min = 0; /* the min term is taken in integers: no float group sums (act.bf) */
   qk_k45_ctx x;
   memset(&x, 0, sizeof x);
   x.task = t;
