@@ -20,7 +20,7 @@ typedef struct qk_act {
   int32_t *init;   /* m * kpad/4: -bias * lane sum */
   /* legacy partners (Q8_0, Q8_1) */
   float *d;        /* m * kpad/4: scale of each lane */
-  float *g;        /* m * kpad/4: d * lane sum (Q8_1: s/8) */
+  float *g;        /* m * kpad/4: Q8_1's s/8 per lane (the min term's partner) */
   /* Q8_K partner */
   float *dsb;      /* m * kpad/256: d of each super-block */
   float *bf;       /* m * kpad/16: d * sum of each 16 q (the min term's partner; has_min only) */
@@ -65,6 +65,14 @@ static inline float qk_first_of_magnitude(const float *x, int n, float amax) {
   for (int j = 0; j < n; ++j)
     if (fabsf(x[j]) == amax) return x[j];
   return amax;
+}
+#endif
+
+/* out[l] = mul * (q[4l] + ... + q[4l + 3]) for l < lanes (a multiple of 8);
+ * an ISA file may supply a vector form (QK_HAS_LANE_SUMS). */
+#ifndef QK_HAS_LANE_SUMS
+static inline void qk_lane_sums(const int8_t *q, int64_t lanes, int32_t mul, int32_t *out) {
+  for (int64_t l = 0; l < lanes; ++l) out[l] = mul * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
 }
 #endif
 
@@ -160,12 +168,7 @@ static void qk_act_rows(void *vjob, int64_t r0, int64_t r1) {
       for (int64_t l = k / 4; l < lanes; ++l) d[l] = g[l] = 0.0f;
     }
     for (int64_t l = k / 4; l < lanes; ++l) init[l] = 0;
-    if (tr->bias || !kq)
-      for (int64_t l = 0; l < k / 4; ++l) {
-        int sum = q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3];
-        init[l] = -tr->bias * sum;
-        if (!kq && tr->act != TP_QK_ACT_Q8_1) g[l] = d[l] * (float)sum;
-      }
+    if (tr->bias) qk_lane_sums(q, k / 4, -tr->bias, init); /* types without a bias never read init */
   }
 }
 

@@ -73,6 +73,15 @@ static inline float qk_first_of_magnitude(const float *x, int n, float amax) {
   return amax;
 }
 
+#define QK_HAS_LANE_SUMS 1
+static inline void qk_lane_sums(const int8_t *q, int64_t lanes, int32_t mul, int32_t *out) {
+  const __m512i ones = _mm512_set1_epi8(1), vm = _mm512_set1_epi32(mul);
+  int64_t l = 0;
+  for (; l + 16 <= lanes; l += 16)
+    _mm512_storeu_si512(out + l, _mm512_mullo_epi32(vm, qk_dpbusd0(ones, _mm512_loadu_si512(q + 4 * l))));
+  for (; l < lanes; ++l) out[l] = mul * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
+}
+
 /* roundf: truncate, then step away from zero when the dropped part is >= 1/2. */
 static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
   const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);

@@ -8,14 +8,17 @@
  * (bias a per-type constant, mn zero for types without a min). Activations
  * are quantized once per product to the partner format's integers qa and
  * scales, laid out per lane of 4 elements: da (scale), init = -bias * sum of
- * the 4 qa, g = da * sum of the 4 qa (min term). One lane's integer sum
+ * the 4 qa, g = the min term's activation sum (Q8_1: its s / 8; Q8_K: da
+ * times each 16 qa's sum, per 16). One lane's integer sum
  *     t = init + sum_4 q * qa = sum_4 (q - bias) * qa
  * is exact (vpdpbusd / maddubs), and the float accumulator of one output is
  *     acc += float(t) * (s * da) - mn * g
  * lane by lane, reduced once at the end. Rows are padded with zeros to a
  * multiple of TP_QK_STEP elements. Q8_0 on AVX-512 VNNI and the AMX tiles
  * differ: each 32-element block's sum is one exact integer, scaled once
- * (qk_q8_0_avx512vnni.h). */
+ * (qk_q8_0_avx512vnni.h); so do Q4_K and Q5_K on AVX-512 VNNI: a
+ * super-block's scaled sums and min term are exact integers, converted once
+ * each (qk_k45_avx512vnni.h). */
 #ifndef TP_QUANT_QK_INTERNAL_H
 #define TP_QUANT_QK_INTERNAL_H
 

@@ -210,27 +210,18 @@ static void k45_tile_range(void *vctx, int64_t p0, int64_t p1) {
 }
 
 /* The activations as the tile reads them (rows past m: qa = 0), a group of
- * 16 rows per call: each 4-byte step of the 16 rows' super-block is one
- * gather; a sub-block's sum of qa is psadbw's sum of qa + 128 less 32 * 128. */
+ * 16 rows per call (qk_lanes_repack); a sub-block's sum of qa is psadbw's
+ * sum of qa + 128 less 32 * 128. */
 static void k45_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_k45_ctx *x = vctx;
   const qk_act *act = &x->act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
-  const __m512i flip = _mm512_set1_epi8((char)0x80);
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t used = m - 16 * g < 16 ? m - 16 * g : 16;
-    int32_t off[16];
-    for (int l = 0; l < 16; ++l) off[l] = (int32_t)((l < used ? l : 0) * kpad);
-    const __m512i offs = _mm512_loadu_si512(off);
-    const __mmask16 live = (__mmask16)((1u << used) - 1u);
     const int8_t *q = act->q + 16 * g * kpad;
     for (int64_t sb = 0; sb < nsb; ++sb) {
       const size_t cell = (size_t)(g * nsb + sb);
-      uint8_t *au = x->au + cell * 64 * 64;
-      for (int s = 0; s < 64; ++s) {
-        const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offs, q + 256 * sb + 4 * s, 1);
-        _mm512_storeu_si512(au + 64 * s, _mm512_xor_si512(v, flip));
-      }
+      qk_lanes_repack(q, kpad, used, 256 * sb, 64, x->au + cell * 64 * 64);
       int32_t *bp = x->bp + cell * 64;
       float *da = x->da + cell * 16;
       for (int l = 0; l < 16; ++l) {

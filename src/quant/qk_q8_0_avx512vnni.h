@@ -149,28 +149,43 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
   free(dw);
 }
 
-/* The activations as the tile reads them; rows past m are zeros. */
-static int q80_tile_prepare(qk_q80_ctx *x) {
+/* Activation rows as tile lanes: for `steps` 4-byte steps from element e0
+ * of the 16 rows at q (kpad apart; `used` of them real, the rest qa = 0),
+ * dst[64 * s + 4 * lane + i] = qa + 128. One gather per step. */
+static void qk_lanes_repack(const int8_t *q, int64_t kpad, int64_t used, int64_t e0, int steps, uint8_t *dst) {
+  int32_t off[16];
+  for (int l = 0; l < 16; ++l) off[l] = (int32_t)((l < used ? l : 0) * kpad);
+  const __m512i offs = _mm512_loadu_si512(off), flip = _mm512_set1_epi8((char)0x80);
+  const __mmask16 live = (__mmask16)((1u << used) - 1u);
+  for (int s = 0; s < steps; ++s) {
+    const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offs, q + e0 + 4 * s, 1);
+    _mm512_storeu_si512(dst + 64 * s, _mm512_xor_si512(v, flip));
+  }
+}
+
+/* The activations as the tile reads them, a group of 16 rows per call. */
+static void q80_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
+  qk_q80_ctx *x = vctx;
   const qk_act *act = &x->act;
   const int64_t m = act->m, nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
-  x->groups = (m + 15) / 16;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t used = m - 16 * g < 16 ? m - 16 * g : 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      qk_lanes_repack(act->q + 16 * g * kpad, kpad, used, 32 * b, 8, x->au + (size_t)((g * nb + b) * 8) * 64);
+      for (int64_t l = 0; l < 16; ++l) x->da[(g * nb + b) * 16 + l] = l < used ? act->d[(16 * g + l) * lanes + 8 * b] : 0.0f;
+    }
+  }
+}
+
+static int q80_tile_prepare(qk_q80_ctx *x) {
+  const int64_t nb = x->nb;
+  x->groups = (x->act.m + 15) / 16;
   const size_t cells = (size_t)(x->groups * nb);
   x->mem = malloc(cells * 8 * 64 + cells * 16 * sizeof(float) + 64);
   if (!x->mem) return 0;
   x->da = (float *)x->mem;
   x->au = (uint8_t *)(x->da + cells * 16);
-  memset(x->au, 128, cells * 8 * 64);
-  memset(x->da, 0, cells * 16 * sizeof(float));
-  for (int64_t c = 0; c < m; ++c) {
-    const int64_t g = c / 16, lane = c % 16;
-    const int8_t *q = act->q + c * kpad;
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t *cell = x->au + (size_t)((g * nb + b) * 8) * 64 + 4 * lane;
-      for (int s = 0; s < 8; ++s)
-        for (int j = 0; j < 4; ++j) cell[64 * s + j] = (uint8_t)(q[32 * b + 4 * s + j] + 128);
-      x->da[(g * nb + b) * 16 + lane] = act->d[c * lanes + 8 * b];
-    }
-  }
+  tp_qk_parallel_for(x->task->threads, x->groups, 1, q80_tile_prepare_groups, x);
   return 1;
 }
 
