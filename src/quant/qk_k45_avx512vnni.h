@@ -78,25 +78,38 @@ static void k45_decode_row(const qk_k45_ctx *x, const uint8_t *src, uint8_t *mem
   out->corr = out->mnp + 4 * nsb;
   out->d = (float *)(void *)(out->corr + nsb);
   out->dmin = out->d + nsb;
-  int32_t sc16[16];
-  float mf16[16];
+  const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t *blk = src + sb * x->bb;
+    const uint8_t *blk = src + sb * x->bb, *qs = blk + (x->five ? 48 : 16);
     uint8_t *q = out->q + 256 * sb;
-    /* the engine's decoders: q and, per 16 elements, the scales (each twice) */
-    (x->five ? qk_decode_q5_K : qk_decode_q4_K)(blk, 256, q, sc16, mf16, out->d + sb);
+    out->d[sb] = qk_f16(blk);
     out->dmin[sb] = qk_f16(blk + 2);
+    /* q: 32 bytes c hold sub-block 2c in their low nibbles, 2c + 1 in their
+     * high nibbles; Q5_K's bit 4 of sub-block j is bit j of qh[l] */
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16));
+    int32_t qsum[8];
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
+      __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+      if (x->five) { /* bit j to bit 4: a 16-bit shift right by j, then left by 4, masked per byte */
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), 4), b4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), 4), b4));
+      }
+      _mm256_storeu_si256((__m256i *)(void *)(q + 64 * c), lo);
+      _mm256_storeu_si256((__m256i *)(void *)(q + 64 * c + 32), hi);
+      const __m256i sl = _mm256_sad_epu8(lo, _mm256_setzero_si256()), sh = _mm256_sad_epu8(hi, _mm256_setzero_si256());
+      const __m128i hl = _mm_add_epi64(_mm256_castsi256_si128(sl), _mm256_extracti128_si256(sl, 1));
+      const __m128i hh = _mm_add_epi64(_mm256_castsi256_si128(sh), _mm256_extracti128_si256(sh, 1));
+      qsum[2 * c] = (int32_t)(_mm_cvtsi128_si64(hl) + _mm_extract_epi64(hl, 1));
+      qsum[2 * c + 1] = (int32_t)(_mm_cvtsi128_si64(hh) + _mm_extract_epi64(hh, 1));
+    }
     int mins[8];
     int64_t corr = 0;
     for (int j = 0; j < 8; ++j) {
-      int s;
-      qk_scale_min_k4(j, blk + 4, &s, &mins[j]);
-      out->sc[8 * sb + j] = s;
-      /* Q_j by psadbw: four partial sums of 8 bytes */
-      const __m256i sad = _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * j)),
-                                          _mm256_setzero_si256());
-      const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-      corr += (int64_t)s * (_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
+      int sc;
+      qk_scale_min_k4(j, blk + 4, &sc, &mins[j]);
+      out->sc[8 * sb + j] = sc;
+      corr += (int64_t)sc * qsum[j];
     }
     for (int p = 0; p < 4; ++p) out->mnp[4 * sb + p] = mins[2 * p] | mins[2 * p + 1] << 16;
     out->corr[sb] = (int32_t)(-128 * corr);
