@@ -122,7 +122,7 @@ static inline float qk_reduce_avx512(__m512 v) {
 #include "quant/qk_engine_body.h"
 #include "quant/qk_amx_body.h"
 #include "quant/qk_q8_0_avx512vnni.h"
-#include "quant/qk_k45_avx512vnni.h"
+#include "quant/qk_ksum_avx512vnni.h"
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
@@ -132,9 +132,9 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   /* Q8_0: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
   if (task->wtype == TOPOS_Q8_0 && task->k % 32 == 0 && task->row_bytes <= INT32_MAX / 16)
     return qk_q80_run(task);
-  /* Q4_K / Q5_K: the super-block-sum kernels (the same int32 gather) */
-  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K) && task->k % 256 == 0 &&
-      task->row_bytes <= INT32_MAX / 16)
-    return qk_k45_run(task);
+  /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels (the same int32 gather) */
+  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) &&
+      task->k % 256 == 0 && task->row_bytes <= INT32_MAX / 16)
+    return qk_ks_run(task);
   return QK_FN(run)(task);
 }

@@ -18,7 +18,7 @@
  * differ: each 32-element block's sum is one exact integer, scaled once
  * (qk_q8_0_avx512vnni.h); so do Q4_K and Q5_K on AVX-512 VNNI: a
  * super-block's scaled sums and min term are exact integers, converted once
- * each (qk_k45_avx512vnni.h). */
+ * each (qk_ksum_avx512vnni.h). */
 #ifndef TP_QUANT_QK_INTERNAL_H
 #define TP_QUANT_QK_INTERNAL_H
 

@@ -1,6 +1,7 @@
 /* The wide K-format tile of the AVX-512 VNNI engine: 2 weight rows x 8
  * activation rows (QK_KW), for prompt-sized products of the K types without
- * a bias (Q2_K, Q4_K, Q5_K). Included by the engine body (qk_engine_body.h)
+ * a bias (Q2_K; Q4_K and Q5_K take qk_ksum_avx512vnni.h's kernels unless
+ * their rows are too long for its int32 offsets). Included by the engine body (qk_engine_body.h)
  * after the K panel type, only for this ISA.
  *
  * Same results as ktile, bit for bit: every output's 16 int32 lane sums per

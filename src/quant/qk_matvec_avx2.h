@@ -18,7 +18,7 @@
 #include "quant/qk_matvec_kinds.h"
 
 #define MV_INLINE static inline __attribute__((always_inline))
-#define MV_HAS_K45 1 /* mv_body_k45 below (qk_matvec_table.h) */
+#define MV_HAS_K_TYPES 1 /* mv_body_k45, mv_body_q6_K below (qk_matvec_table.h) */
 
 MV_INLINE __m256i mv_ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 MV_INLINE __m256i mv_nib(void) { return _mm256_set1_epi8(0x0F); }

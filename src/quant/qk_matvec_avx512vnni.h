@@ -61,7 +61,7 @@ MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
 
 /* Q4_K's activations in nibble order: per super-block the four 64-byte
  * vectors the kernel meets, [a0..31 a64..95] [a32..63 a96..127] and the
- * same for the second half (k45_row_sums in qk_k45_avx512vnni.h). */
+ * same for the second half (k45_row_sums in qk_ksum_avx512vnni.h). */
 static int mv_q4k_prepare(qk_act *act) {
   const int64_t kpad = act->kpad;
   act->qn = malloc((size_t)(act->m * kpad));
@@ -105,45 +105,6 @@ MV_INLINE void mv_q6k_chunks(const uint8_t *ql, const uint8_t *qh, __m512i *lo, 
   const __m512i h_hi = _mm512_mask_srli_epi16(h, (__mmask32)0xFFFF0000u, h, 2);
   *lo = _mm512_or_si512(_mm512_and_si512(l, mv_nib_mask()), _mm512_and_si512(h_lo, m30));
   *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), mv_nib_mask()), _mm512_and_si512(h_hi, m30));
-}
-
-MV_INLINE void mv_body_q6_K(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k, const uint8_t *pf, int64_t pf_step,
-                       float *res) {
-  const int64_t kpad = act->kpad, lanes = kpad / 4, dstride = kpad / 256 + 1;
-  const int8_t *aq = act->q + c * kpad;
-  const int32_t *init = act->init + c * lanes;
-  const float *dsb = act->dsb + c * dstride;
-  __m512 acc[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < k / 256; ++sb) {
-    const int8_t *a = aq + 256 * sb;
-    qk_prefetch_slice(pf, sb, pf_step);
-    const int32_t *in = init + 64 * sb;
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t *blk = rows[r] + 210 * sb;
-      /* scales as vpdpwssd wants them: int16 value, zero high half */
-      const __m512i s32 = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192))));
-      __m512i q0, q1, q2, q3;
-      mv_q6k_chunks(blk, blk + 128, &q0, &q1);
-      mv_q6k_chunks(blk + 64, blk + 160, &q2, &q3);
-      __m512i i0 = qk_dpwssd(_mm512_setzero_si512(),
-                             qk_dpbusd(_mm512_loadu_si512(in), q0, _mm512_loadu_si512(a)),
-                             _mm512_permutexvar_epi32(mv_idx4(0), s32));
-      __m512i i1 = qk_dpwssd(_mm512_setzero_si512(),
-                             qk_dpbusd(_mm512_loadu_si512(in + 16), q1, _mm512_loadu_si512(a + 64)),
-                             _mm512_permutexvar_epi32(mv_idx4(1), s32));
-      i0 = qk_dpwssd(i0, qk_dpbusd(_mm512_loadu_si512(in + 32), q2, _mm512_loadu_si512(a + 128)),
-                     _mm512_permutexvar_epi32(mv_idx4(2), s32));
-      i1 = qk_dpwssd(i1, qk_dpbusd(_mm512_loadu_si512(in + 48), q3, _mm512_loadu_si512(a + 192)),
-                     _mm512_permutexvar_epi32(mv_idx4(3), s32));
-      const float dw = QK_F16_TO_F32((uint16_t)(blk[208] | (blk[209] << 8)));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_set1_ps(dw * dsb[sb]), acc[r]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
 }
 
 /* ---- legacy 32-element blocks, two per 64-element chunk ---------------- */
@@ -227,7 +188,7 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
   for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
 }
 
-/* Q4_K / Q5_K have their own kernels (qk_k45_avx512vnni.h); the others
+/* The K types have their own kernels (qk_ksum_avx512vnni.h); the others
  * need no preparation. */
 static int mv_prepare(topos_dtype wtype, qk_act *act) {
   (void)wtype, (void)act;

@@ -192,12 +192,16 @@ static int q80_tile_prepare(qk_q80_ctx *x) {
 /* ---- matrix-vector: 16 weight rows per panel, lanes are rows ----------- */
 
 /* v[r] holds row r's lane sums of blocks b (lanes 0..7) and b + 1 (8..15);
- * returns the 16 rows' sums of block b in *s0 and of block b + 1 in *s1. */
-static inline void q80_reduce16(const __m512i v[16], __m512i *s0, __m512i *s1) {
-  __m512i u[8], w[4];
-  for (int i = 0; i < 8; ++i) /* per 128-bit lane: [r0 l0+l2, r1 l0+l2, r0 l1+l3, r1 l1+l3] */
-    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+ * the 16 rows' sums of block b end in *s0 and of block b + 1 in *s1. In
+ * two steps, so callers can pair rows as they make them (16 live vectors
+ * would not leave registers for the work): q80_pair per rows 2i, 2i + 1,
+ * then q80_reduce8 over the 8 pairs. */
+static inline __m512i q80_pair(__m512i v0, __m512i v1) {
+  /* per 128-bit lane: [r0 l0+l2, r1 l0+l2, r0 l1+l3, r1 l1+l3] */
+  return _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+}
+static inline void q80_reduce8(const __m512i u[8], __m512i *s0, __m512i *s1) {
+  __m512i w[4];
   for (int i = 0; i < 4; ++i) /* per 128-bit lane: rows 4i..4i+3, each its 4 lanes summed */
     w[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
                             _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
@@ -251,14 +255,15 @@ static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
             _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
           }
         const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
-        __m512i v[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; ++r) {
-          const uint8_t *blk = rows[r] + b * Q80_BLOCK;
-          v[r] = qk_dpbusd(iv, mv_q8_chunk(blk + 2, two ? blk + Q80_BLOCK + 2 : NULL), av);
+        __m512i u[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          const uint8_t *b0 = rows[2 * i] + b * Q80_BLOCK, *b1 = rows[2 * i + 1] + b * Q80_BLOCK;
+          u[i] = q80_pair(qk_dpbusd(iv, mv_q8_chunk(b0 + 2, two ? b0 + Q80_BLOCK + 2 : NULL), av),
+                          qk_dpbusd(iv, mv_q8_chunk(b1 + 2, two ? b1 + Q80_BLOCK + 2 : NULL), av));
         }
         __m512i s0, s1;
-        q80_reduce16(v, &s0, &s1);
+        q80_reduce8(u, &s0, &s1);
         f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0),
                             _mm512_mul_ps(q80_scales16(base, offs, b * Q80_BLOCK), _mm512_set1_ps(da[8 * b])), f);
         if (two)

@@ -351,7 +351,8 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
 }
 
 /* Prompt-sized products take the ISA's own tiles where it has them (AVX-512
- * VNNI: 2 x 8 for Q2_K / Q4_K / Q5_K), then 4-row tiles, then single rows,
+ * VNNI: 2 x 8 for Q2_K, the super-block kernels for Q4_K / Q5_K / Q6_K, the
+ * block-sum kernels for Q8_0), then 4-row tiles, then single rows,
  * over groups of decoded panels:
  * every row must get the bits it gets alone (m = 1: the fused matrix-vector
  * kernel or the single-row tile) and inside other products (m = 4, 9, 13 at
@@ -432,18 +433,27 @@ TEST(qmatmul_q8_0_avx512_is_the_block_sum_definition) {
   }
 }
 
-/* Q4_K and Q5_K on the AVX-512 VNNI engine (qk_k45_avx512vnni.h) are
- * defined per super-block: with T_j the exact dot of sub-block j's q and
- * the Q8_K activation's qa, B_j the sum of its qa, isc = sum sc_j * T_j and
- * imn = sum m_j * B_j (exact integers),
+/* Q4_K, Q5_K and Q6_K on the AVX-512 VNNI engine (qk_ksum_avx512vnni.h) are
+ * defined per super-block: with the Q8_K activation's qa and per sub-block
+ * j the exact sums isc = sum_j sc_j * (dot of j's q and qa) and imn = sum_j
+ * m_j * (sum of j's qa) (Q6_K: q - 32 in the dot, no imn),
  *     acc = fma(float(isc), d * da, acc);  acc = acc - float(imn) * (dmin * da)
  * over the super-blocks in order from 0. Written out here in scalar C from
  * the reference quantizer's blocks, it must give the fast path's bits for
  * the matrix-vector kernel (m < 4) and the tile (m >= 4: one and several
  * activation groups, a part-filled last one), a short last panel, one and
  * five super-blocks, any thread count; extreme weights and activations
- * (every q at its top, qa at +-127) check the integers' range. */
-static void qm_k45_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int *mn, int *q32) {
+ * (every q and scale at its top, qa at +-127) check the integers' range. */
+static void qm_k_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int *mn, int *q) {
+  if (t == TOPOS_Q6_K) { /* 16 sub-blocks of 16 */
+    *sc = (int8_t)blk[192 + j], *mn = 0;
+    for (int l = 0; l < 16; ++l) {
+      const int e = 16 * j + l, h = e / 128, u = (e % 128) / 32, ll = e % 32;
+      const uint8_t lo = blk[64 * h + 32 * (u % 2) + ll], hb = blk[128 + 32 * h + ll];
+      q[l] = ((u < 2 ? lo & 15 : lo >> 4) | ((hb >> (2 * u)) & 3) << 4) - 32;
+    }
+    return;
+  }
   const uint8_t *s = blk + 4, *qh = blk + 16, *qs = blk + (t == TOPOS_Q5_K ? 48 : 16);
   if (j < 4) {
     *sc = s[j] & 63, *mn = s[j + 4] & 63;
@@ -453,27 +463,29 @@ static void qm_k45_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int
   }
   for (int l = 0; l < 32; ++l) { /* sub-block j: the low (j even) or high nibbles of 32 bytes j / 2 */
     const int c = j / 2;
-    q32[l] = j % 2 ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
-    if (t == TOPOS_Q5_K) q32[l] |= ((qh[l] >> j) & 1) << 4;
+    q[l] = j % 2 ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+    if (t == TOPOS_Q5_K) q[l] |= ((qh[l] >> j) & 1) << 4;
   }
 }
 
-TEST(qmatmul_q4_K_q5_K_avx512_is_the_super_block_sum_definition) {
+TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
-  if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the Q4_K / Q5_K super-block kernels need AVX-512 VNNI");
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K};
+  if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the K super-block kernels need AVX-512 VNNI");
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
   const int64_t n = 37, ms[] = {1, 3, 4, 21, 40};
-  for (size_t ti = 0; ti < 2; ++ti)
+  for (size_t ti = 0; ti < 3; ++ti)
     for (int kk = 0; kk < 3; ++kk) {
       const topos_dtype t = types[ti];
-      const int64_t k = kk == 1 ? 1280 : 256, nsb = k / 256, wb = t == TOPOS_Q5_K ? 176 : 144, ab = 292;
+      const int64_t k = kk == 1 ? 1280 : 256, nsb = k / 256, ab = 292;
+      const int64_t wb = t == TOPOS_Q6_K ? 210 : t == TOPOS_Q5_K ? 176 : 144;
       uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nsb * ab));
       float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
       CHECK(w && aq && a && want && got);
-      if (kk == 2) { /* extremes: q = 15 or 31 everywhere, scales and mins 63; qa = +-127 */
+      if (kk == 2) { /* extremes: all q bits set, scales and mins 63 (Q6_K scales -128), qa = +-127 */
         for (int64_t r = 0; r < n; ++r) {
           uint8_t *blk = w + (size_t)r * (size_t)wb;
-          memset(blk + 4, 0xFF, (size_t)(wb - 4));
+          if (t == TOPOS_Q6_K) memset(blk, 0xFF, 192), memset(blk + 192, 0x80, 16);
+          else memset(blk + 4, 0xFF, (size_t)(wb - 4));
         }
         for (int64_t i = 0; i < 40 * k; ++i) a[i] = (i / 7) % 2 ? 1.0f : -1.0f;
       }
@@ -487,17 +499,17 @@ TEST(qmatmul_q4_K_q5_K_avx512_is_the_super_block_sum_definition) {
             float da;
             memcpy(&da, act, 4);
             int32_t isc = 0, imn = 0;
-            for (int j = 0; j < 8; ++j) {
+            const int len = t == TOPOS_Q6_K ? 16 : 32; /* sub-block length */
+            for (int j = 0; j < 256 / len; ++j) {
               int sc, mn, q[32];
-              qm_k45_fields(t, blk, j, &sc, &mn, q);
-              int32_t tj = 0, bj = 0;
-              for (int l = 0; l < 32; ++l) tj += q[l] * qa[32 * j + l], bj += qa[32 * j + l];
-              isc += sc * tj, imn += mn * bj;
+              qm_k_fields(t, blk, j, &sc, &mn, q);
+              int32_t dot = 0, sum = 0;
+              for (int l = 0; l < len; ++l) dot += q[l] * qa[len * j + l], sum += qa[len * j + l];
+              isc += sc * dot, imn += mn * sum;
             }
-            const float d = topos_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
-            const float dmin = topos_f16_to_f32((uint16_t)(blk[2] | blk[3] << 8));
+            const float d = topos_f16_to_f32((uint16_t)(t == TOPOS_Q6_K ? blk[208] | blk[209] << 8 : blk[0] | blk[1] << 8));
             acc = fmaf((float)isc, d * da, acc);
-            acc = fmaf(-(float)imn, dmin * da, acc);
+            if (t != TOPOS_Q6_K) acc = fmaf(-(float)imn, topos_f16_to_f32((uint16_t)(blk[2] | blk[3] << 8)) * da, acc);
           }
           want[c * n + r] = acc;
         }

@@ -1,0 +1,521 @@
+/* Q4_K, Q5_K and Q6_K products of the AVX-512 VNNI engine (included by
+ * qk_avx512vnni.c after the engine body), defined by super-block sums.
+ *
+ * A super-block of 256 weights has sub-blocks j with integer scales sc_j:
+ * Q4_K / Q5_K eight of 32 with 6-bit scales and mins m_j and two f16
+ * factors, w = d * sc_j * q - dmin * m_j (q: 0..15, Q5_K 0..31); Q6_K
+ * sixteen of 16 with int8 scales, w = d * sc_j * (q - 32) (q: 0..63). The
+ * activations are Q8_K: per super-block one f32 da and int8 qa. The result
+ * of one output (weight row, activation row) is defined per super-block, in
+ * order from acc = 0, as
+ *     Q4_K, Q5_K:  isc = sum_j sc_j * sum_(i in j) q_i * qa_i
+ *                  imn = sum_j m_j * sum_(i in j) qa_i
+ *                  acc = fma(float(isc), d * da, acc)
+ *                  acc = acc - float(imn) * (dmin * da)     (one fnmadd)
+ *     Q6_K:        isc = sum_j sc_j * sum_(i in j) (q_i - 32) * qa_i
+ *                  acc = fma(float(isc), d * da, acc)
+ * where isc and imn are exact integers (|isc| < 2^27, |imn| < 2^22), so
+ * every kernel that forms them, in whatever order, gives the same bits.
+ * The engine's K tile (qk_engine_body.h) converted 16 lane sums per
+ * super-block and took the min term group by group in floats; here one or
+ * two conversions per super-block are the whole float work.
+ *
+ * Two kernels compute it, as for Q8_0 (qk_q8_0_avx512vnni.h):
+ *  - the tile (m >= QK_C): lanes are 16 activation rows, repacked once per
+ *    product as unsigned qa + 128 (qk_lanes_repack); a panel of 6 weight
+ *    rows is decoded to bytes (Q6_K: q - 32) whose 4-byte groups are
+ *    broadcast as vpdpbusd's signed operand. A sub-block's vpdpbusd give
+ *    its dot plus 128 * (its sum of weight bytes), one vpmulld scales that
+ *    by sc_j into isc, and isc starts each super-block at -128 * sum_j sc_j
+ *    * (sub-block j's byte sum), a per-row constant; imn is 4 vpdpwssd of
+ *    the activations' paired sub-block sums with the paired mins. Per
+ *    sub-block of 32 and 16 x 6 outputs: 96 vpdpbusd and 12 vpmulld, where
+ *    the K tile spent a vpdpwssd (or, wide, half of one) per vpdpbusd.
+ *  - the matrix-vector kernel (m < QK_C, decoding): lanes are elements as
+ *    in the tile route's fused kernels (qk_matvec_avx512vnni.h); each
+ *    weight row's scaled lane sums (and min products) are folded into one
+ *    vector, 16 rows are reduced to their integers by an exact integer
+ *    transpose-and-add, and the float steps run 16 rows at a time. */
+#ifndef TP_QUANT_QK_KSUM_AVX512VNNI_H
+#define TP_QUANT_QK_KSUM_AVX512VNNI_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KS_TR 6 /* weight rows per tile */
+
+typedef enum { KS_Q4_K, KS_Q5_K, KS_Q6_K } ks_kind;
+
+typedef struct {
+  const tp_qk_task *task;
+  qk_act act;
+  ks_kind kind;
+  int64_t nsb, bb;    /* super-blocks per row; bytes per super-block */
+  int64_t groups;     /* tile: groups of 16 activation rows */
+  uint8_t *au;        /* tile: [group][sb][64 steps][16 rows][4] = qa + 128 */
+  float *da;          /* tile: [group][sb][16] */
+  int32_t *bp;        /* tile, Q4_K / Q5_K: [group][sb][pair p][16] = B_2p (low half) | B_2p+1 << 16 */
+  int32_t *bs;        /* matrix-vector, Q4_K / Q5_K: [row][16 * sb + g] = sum of qa over 16-element group g */
+  void *mem;
+  volatile int failed;
+} qk_ks_ctx;
+
+/* ---- tile: weight rows ----------------------------------------------------- */
+
+/* One decoded panel row: bytes in element order (Q6_K: q - 32 as int8), per
+ * super-block the sub-block scales (8 or 16), Q4_K / Q5_K's 4 paired mins,
+ * the correction -128 * sum_j sc_j * (byte sum of j), d and dmin. */
+typedef struct {
+  uint8_t *q;
+  int32_t *sc, *mnp, *corr;
+  float *d, *dmin;
+} ks_row;
+
+static size_t ks_row_bytes(int64_t nsb) {
+  /* q, then sc (16), mnp (4), corr, d, dmin per super-block; q rows a cache
+   * line longer than 256 * nsb (L1 sets, as in the engine) */
+  return (size_t)nsb * (256 + 23 * 4) + 64;
+}
+
+static inline int32_t ks_sad(__m256i u) { /* the sum of 32 unsigned bytes */
+  const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
+  const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  return (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
+}
+
+static void ks_decode_k45(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
+  const int five = x->kind == KS_Q5_K;
+  const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+  for (int64_t sb = 0; sb < x->nsb; ++sb) {
+    const uint8_t *blk = src + sb * x->bb, *qs = blk + (five ? 48 : 16);
+    uint8_t *q = out->q + 256 * sb;
+    out->d[sb] = qk_f16(blk);
+    out->dmin[sb] = qk_f16(blk + 2);
+    /* 32 bytes c hold sub-block 2c in their low nibbles, 2c + 1 in their
+     * high nibbles; Q5_K's bit 4 of sub-block j is bit j of qh[l] */
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16));
+    int32_t qsum[8];
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
+      __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+      if (five) { /* bit j to bit 4: a 16-bit shift right by j, then left by 4, masked per byte */
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), 4), b4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), 4), b4));
+      }
+      _mm256_storeu_si256((__m256i *)(void *)(q + 64 * c), lo);
+      _mm256_storeu_si256((__m256i *)(void *)(q + 64 * c + 32), hi);
+      qsum[2 * c] = ks_sad(lo), qsum[2 * c + 1] = ks_sad(hi);
+    }
+    int mins[8];
+    int64_t corr = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc;
+      qk_scale_min_k4(j, blk + 4, &sc, &mins[j]);
+      out->sc[16 * sb + j] = sc;
+      corr += (int64_t)sc * qsum[j];
+    }
+    for (int p = 0; p < 4; ++p) out->mnp[4 * sb + p] = mins[2 * p] | mins[2 * p + 1] << 16;
+    out->corr[sb] = (int32_t)(-128 * corr);
+  }
+}
+
+/* Q6_K: per half h, ql[64h..] and qh[32h..]; elements 0..31 are the low
+ * nibbles of ql 0..31 with qh bits 0-1, 32..63 those of ql 32..63 with
+ * bits 2-3, 64..95 the high nibbles of ql 0..31 with bits 4-5, 96..127
+ * those of ql 32..63 with bits 6-7 (16-bit shifts: the bits a byte takes
+ * from its neighbour fall outside 0x30). */
+static void ks_decode_q6(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
+  const __m256i nib = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), b32 = _mm256_set1_epi8(32);
+  for (int64_t sb = 0; sb < x->nsb; ++sb) {
+    const uint8_t *blk = src + sb * x->bb;
+    uint8_t *q = out->q + 256 * sb;
+    out->d[sb] = qk_f16(blk + 208);
+    int64_t corr = 0;
+    for (int h = 0; h < 2; ++h) {
+      const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
+      const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
+      const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
+      const __m256i v[4] = {
+          _mm256_or_si256(_mm256_and_si256(a, nib), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)),
+          _mm256_or_si256(_mm256_and_si256(b, nib), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nib), _mm256_and_si256(hb, m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), nib), _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
+      for (int t = 0; t < 4; ++t) {
+        _mm256_storeu_si256((__m256i *)(void *)(q + 128 * h + 32 * t), _mm256_sub_epi8(v[t], b32));
+        /* the two sub-blocks of 16: psadbw's partial sums of 8 bytes, pairwise */
+        const __m256i s = _mm256_sad_epu8(v[t], _mm256_setzero_si256());
+        const int j = 8 * h + 2 * t;
+        const int sc0 = (int8_t)blk[192 + j], sc1 = (int8_t)blk[192 + j + 1];
+        out->sc[16 * sb + j] = sc0, out->sc[16 * sb + j + 1] = sc1;
+        const int64_t s0 = _mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 1) - 16 * 32;
+        const int64_t s1 = _mm256_extract_epi64(s, 2) + _mm256_extract_epi64(s, 3) - 16 * 32;
+        corr += sc0 * s0 + sc1 * s1;
+      }
+    }
+    out->corr[sb] = (int32_t)(-128 * corr);
+  }
+}
+
+static void ks_decode_row(const qk_ks_ctx *x, const uint8_t *src, uint8_t *mem, ks_row *out) {
+  const int64_t nsb = x->nsb;
+  out->q = mem;
+  out->sc = (int32_t *)(void *)(mem + nsb * 256 + 64);
+  out->mnp = out->sc + 16 * nsb;
+  out->corr = out->mnp + 4 * nsb;
+  out->d = (float *)(void *)(out->corr + nsb);
+  out->dmin = out->d + nsb;
+  if (x->kind == KS_Q6_K) ks_decode_q6(x, src, out);
+  else ks_decode_k45(x, src, out);
+}
+
+/* ---- tile --------------------------------------------------------------- */
+
+static inline __m512i ks_dpbusd0_bcast(__m512i u, const uint8_t *p) {
+  __m512i acc;
+  __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2%{1to16%}, %1, %0"
+          : "=&v"(acc)
+          : "v"(u), "m"(*(const q80_dword *)(const void *)p));
+  return acc;
+}
+
+/* KS_TR rows x activation groups g0, g0 + 1 (ng of them), sub-blocks of
+ * SUB (32: Q4_K / Q5_K with the min term; 16: Q6_K); f[r][g] in memory:
+ * touched once per super-block, the registers hold the integers. */
+static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng,
+                                                          float f[KS_TR][2][16], const int SUB) {
+  const int64_t nsb = x->nsb;
+  const int steps = SUB / 4;
+  memset(f, 0, sizeof(float) * KS_TR * 2 * 16);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    __m512i isc[KS_TR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < KS_TR; ++r) isc[r][0] = isc[r][1] = _mm512_set1_epi32(rw[r].corr[sb]);
+    const uint8_t *a0 = x->au + (size_t)(g0 * nsb + sb) * 64 * 64;
+    const uint8_t *a1 = ng > 1 ? a0 + (size_t)nsb * 64 * 64 : a0;
+    for (int j = 0; j < 256 / SUB; ++j) {
+      __m512i t[KS_TR][2];
+      {
+        const __m512i u0 = _mm512_loadu_si512(a0 + 64 * steps * j), u1 = _mm512_loadu_si512(a1 + 64 * steps * j);
+#pragma GCC unroll 6
+        for (int r = 0; r < KS_TR; ++r) {
+          const uint8_t *w = rw[r].q + 256 * sb + SUB * j;
+          t[r][0] = ks_dpbusd0_bcast(u0, w);
+          t[r][1] = ks_dpbusd0_bcast(u1, w);
+        }
+      }
+#pragma GCC unroll 7
+      for (int s = 1; s < steps; ++s) {
+        const __m512i u0 = _mm512_loadu_si512(a0 + 64 * (steps * j + s));
+        const __m512i u1 = _mm512_loadu_si512(a1 + 64 * (steps * j + s));
+#pragma GCC unroll 6
+        for (int r = 0; r < KS_TR; ++r) {
+          const uint8_t *w = rw[r].q + 256 * sb + SUB * j + 4 * s;
+          t[r][0] = q80_dpbusd_bcast(t[r][0], u0, w);
+          t[r][1] = q80_dpbusd_bcast(t[r][1], u1, w);
+        }
+      }
+#pragma GCC unroll 6
+      for (int r = 0; r < KS_TR; ++r) {
+        const __m512i sc = _mm512_set1_epi32(rw[r].sc[16 * sb + j]);
+        isc[r][0] = _mm512_add_epi32(isc[r][0], _mm512_mullo_epi32(t[r][0], sc));
+        isc[r][1] = _mm512_add_epi32(isc[r][1], _mm512_mullo_epi32(t[r][1], sc));
+      }
+    }
+    for (int g = 0; g < ng; ++g) {
+      const int64_t cell = (g0 + g) * nsb + sb;
+      const __m512 da = _mm512_loadu_ps(x->da + cell * 16);
+#pragma GCC unroll 6
+      for (int r = 0; r < KS_TR; ++r) {
+        __m512 acc = _mm512_loadu_ps(f[r][g]);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc[r][g]), _mm512_mul_ps(_mm512_set1_ps(rw[r].d[sb]), da), acc);
+        if (SUB == 32) {
+          const int32_t *bp = x->bp + cell * 64;
+          __m512i imn = _mm512_setzero_si512();
+          for (int p = 0; p < 4; ++p)
+            imn = qk_dpwssd(imn, _mm512_loadu_si512(bp + 16 * p), _mm512_set1_epi32(rw[r].mnp[4 * sb + p]));
+          acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(_mm512_set1_ps(rw[r].dmin[sb]), da), acc);
+        }
+        _mm512_storeu_ps(f[r][g], acc);
+      }
+    }
+  }
+}
+
+static void ks_tile_k45(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
+  ks_tile(x, rw, g0, ng, f, 32);
+}
+static void ks_tile_q6(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
+  ks_tile(x, rw, g0, ng, f, 16);
+}
+
+static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
+  qk_ks_ctx *x = vctx;
+  const tp_qk_task *t = x->task;
+  const size_t rb = ks_row_bytes(x->nsb);
+  uint8_t *mem = aligned_alloc(64, (rb * KS_TR + 63) / 64 * 64);
+  if (!mem) {
+    x->failed = 1;
+    return;
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * KS_TR;
+    const int nr = (int)(t->n - n0 < KS_TR ? t->n - n0 : KS_TR);
+    ks_row rw[KS_TR];
+    for (int r = 0; r < KS_TR; ++r) {
+      if (r >= nr) { /* a short last panel repeats its last row (results dropped) */
+        rw[r] = rw[nr - 1];
+        continue;
+      }
+      const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
+      if (p + 1 < p1) /* the same row of the next panel, for its decode */
+        for (size_t off = 0; off < t->row_bytes; off += 64)
+          __builtin_prefetch(src + (size_t)KS_TR * t->row_bytes + off, 0, 2);
+      ks_decode_row(x, src, mem + (size_t)r * rb, &rw[r]);
+    }
+    for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
+      const int ng = x->groups - g0 >= 2 ? 2 : 1;
+      float f[KS_TR][2][16] __attribute__((aligned(64)));
+      (x->kind == KS_Q6_K ? ks_tile_q6 : ks_tile_k45)(x, rw, g0, ng, f);
+      for (int g = 0; g < ng; ++g) {
+        const int64_t c0 = (g0 + g) * 16;
+        const int used = (int)(t->m - c0 < 16 ? t->m - c0 : 16);
+        for (int c = 0; c < used; ++c)
+          for (int r = 0; r < nr; ++r)
+            t->out[(c0 + c) * t->n + n0 + r] = t->bias ? f[r][g][c] + t->bias[n0 + r] : f[r][g][c];
+      }
+    }
+  }
+  free(mem);
+}
+
+/* The activations as the tile reads them (rows past m: qa = 0), a group of
+ * 16 rows per call (qk_lanes_repack); for Q4_K / Q5_K a sub-block's sum of
+ * qa is psadbw's sum of qa + 128 less 32 * 128. */
+static void ks_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
+  qk_ks_ctx *x = vctx;
+  const qk_act *act = &x->act;
+  const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t used = m - 16 * g < 16 ? m - 16 * g : 16;
+    const int8_t *q = act->q + 16 * g * kpad;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const size_t cell = (size_t)(g * nsb + sb);
+      qk_lanes_repack(q, kpad, used, 256 * sb, 64, x->au + cell * 64 * 64);
+      float *da = x->da + cell * 16;
+      for (int l = 0; l < 16; ++l) da[l] = l < used ? act->dsb[(16 * g + l) * dstride + sb] : 0.0f;
+      if (x->kind == KS_Q6_K) continue;
+      int32_t *bp = x->bp + cell * 64;
+      for (int l = 0; l < 16; ++l) {
+        int32_t b[8] = {0};
+        if (l < used)
+          for (int j = 0; j < 8; ++j)
+            b[j] = ks_sad(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(q + l * kpad + 256 * sb + 32 * j)),
+                                           _mm256_set1_epi8((char)0x80))) -
+                   32 * 128;
+        for (int p = 0; p < 4; ++p)
+          bp[16 * p + l] = (int32_t)((uint32_t)(uint16_t)b[2 * p] | (uint32_t)b[2 * p + 1] << 16);
+      }
+    }
+  }
+}
+
+static int ks_tile_prepare(qk_ks_ctx *x) {
+  x->groups = (x->act.m + 15) / 16;
+  const size_t cells = (size_t)(x->groups * x->nsb);
+  x->mem = malloc(cells * (64 * 64 + 16 * sizeof(float) + 64 * sizeof(int32_t)));
+  if (!x->mem) return 0;
+  x->au = (uint8_t *)x->mem;
+  x->da = (float *)(void *)(x->au + cells * 64 * 64);
+  x->bp = (int32_t *)(void *)(x->da + cells * 16);
+  tp_qk_parallel_for(x->task->threads, x->groups, 1, ks_tile_prepare_groups, x);
+  return 1;
+}
+
+/* ---- matrix-vector: 16 weight rows per panel, lanes are rows ------------ */
+
+/* Two 16-lane integer vectors folded into one: lanes 0..7 sum to a's lane
+ * total, lanes 8..15 to b's (the halves q80_reduce8 separates). */
+MV_INLINE __m512i ks_fold(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* Q4_K / Q5_K: one row's super-block, lanes 0..7 summing to isc and 8..15
+ * to imn. The 64 nibble bytes of each half super-block are used as loaded:
+ * low nibbles hold elements [0..31 | 64..95] of the half, high ones [32..63
+ * | 96..127], met by the activations in the same order (mv_q4k_prepare);
+ * the scale shuffles give each lane its sub-block's scale. Min products
+ * m_j * (16-element group sums) by vpmaddwd (m in a lane's low half, zero
+ * above: the sums' sign bits meet zeros). */
+MV_INLINE __m512i ks_row_k45(const uint8_t *blk, const int8_t *a, __m512i bsv, int five) {
+  const size_t qs_at = five ? 48 : 16;
+  const __m512i s02 = MV_PAIR(0, 2), s13 = MV_PAIR(1, 3), s46 = MV_PAIR(4, 6), s57 = MV_PAIR(5, 7);
+  const __m512i mins = _mm512_set_epi8(MV_B(15), MV_B(15), MV_B(14), MV_B(14), MV_B(13), MV_B(13), MV_B(12),
+                                       MV_B(12), MV_B(11), MV_B(11), MV_B(10), MV_B(10), MV_B(9), MV_B(9),
+                                       MV_B(8), MV_B(8));
+  const __m512i nib = mv_nib_mask();
+  const __m512i sm = mv_q4k_scales(blk);
+  const __m512i x01 = _mm512_loadu_si512(blk + qs_at), x23 = _mm512_loadu_si512(blk + qs_at + 64);
+  __m512i q0 = _mm512_and_si512(x01, nib), q1 = _mm512_and_si512(_mm512_srli_epi16(x01, 4), nib);
+  __m512i q2 = _mm512_and_si512(x23, nib), q3 = _mm512_and_si512(_mm512_srli_epi16(x23, 4), nib);
+  if (five) mv_q5k_fifth_bits(blk, &q0, &q1, &q2, &q3);
+  const __m512i tl01 = qk_dpbusd0(q0, _mm512_loadu_si512(a));
+  const __m512i th01 = qk_dpbusd0(q1, _mm512_loadu_si512(a + 64));
+  const __m512i tl23 = qk_dpbusd0(q2, _mm512_loadu_si512(a + 128));
+  const __m512i th23 = qk_dpbusd0(q3, _mm512_loadu_si512(a + 192));
+  const __m512i lo = qk_dpwssd(_mm512_madd_epi16(tl01, _mm512_shuffle_epi8(sm, s02)), tl23, _mm512_shuffle_epi8(sm, s46));
+  const __m512i hi = qk_dpwssd(_mm512_madd_epi16(th01, _mm512_shuffle_epi8(sm, s13)), th23, _mm512_shuffle_epi8(sm, s57));
+  return ks_fold(_mm512_add_epi32(lo, hi), _mm512_madd_epi16(_mm512_shuffle_epi8(sm, mins), bsv));
+}
+
+/* Q6_K: one row's super-block, all 16 lanes summing to isc (the caller adds
+ * the reduction's two halves). Lanes of 4
+ * elements start from the activations' bias term (init = -32 * their qa
+ * sum), so each is the exact sum of (q - 32) * qa, within int16 (|.| <=
+ * 4 * 32 * 127), scaled by its sub-block's scale with vpdpwssd. */
+MV_INLINE __m512i ks_row_q6(const uint8_t *blk, const int8_t *a, const int32_t *in) {
+  /* scales as vpdpwssd wants them: int16 value, zero high half */
+  const __m512i s32 = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192))));
+  __m512i q0, q1, q2, q3;
+  mv_q6k_chunks(blk, blk + 128, &q0, &q1);
+  mv_q6k_chunks(blk + 64, blk + 160, &q2, &q3);
+  __m512i i0 = qk_dpwssd(_mm512_setzero_si512(), qk_dpbusd(_mm512_loadu_si512(in), q0, _mm512_loadu_si512(a)),
+                         _mm512_permutexvar_epi32(mv_idx4(0), s32));
+  __m512i i1 = qk_dpwssd(_mm512_setzero_si512(), qk_dpbusd(_mm512_loadu_si512(in + 16), q1, _mm512_loadu_si512(a + 64)),
+                         _mm512_permutexvar_epi32(mv_idx4(1), s32));
+  i0 = qk_dpwssd(i0, qk_dpbusd(_mm512_loadu_si512(in + 32), q2, _mm512_loadu_si512(a + 128)),
+                 _mm512_permutexvar_epi32(mv_idx4(2), s32));
+  i1 = qk_dpwssd(i1, qk_dpbusd(_mm512_loadu_si512(in + 48), q3, _mm512_loadu_si512(a + 192)),
+                 _mm512_permutexvar_epi32(mv_idx4(3), s32));
+  return _mm512_add_epi32(i0, i1);
+}
+
+static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int64_t p0, int64_t p1,
+                                                               const ks_kind kind) {
+  const tp_qk_task *t = x->task;
+  const qk_act *act = &x->act;
+  const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad, lanes = kpad / 4, dstride = kpad / 256 + 1;
+  /* the 32 bits gathered per row and super-block: d | dmin << 16 (Q4_K,
+   * Q5_K), scales 14-15 | d << 16 (Q6_K: d ends the block) */
+  const int64_t at = kind == KS_Q6_K ? 206 : 0;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 16;
+    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
+    const uint8_t *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
+    const uint8_t *rows[16];
+    int32_t off[16];
+    for (int r = 0; r < 16; ++r) {
+      off[r] = (int32_t)((r < nr ? r : nr - 1) * (int64_t)t->row_bytes);
+      rows[r] = base + off[r];
+    }
+    const __m512i offs = _mm512_loadu_si512(off);
+    /* the next panel (its rows are one contiguous run; two ahead measured
+     * no better with 16-row panels), a slice per row pair and super-block
+     * (qk_prefetch_slice: spread, not in bursts) */
+    const uint8_t *pf = p + 1 < p1 ? base + (size_t)16 * t->row_bytes : NULL;
+    const int64_t pf_rows = pf ? (t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16) : 0;
+    const int64_t pf_step = (pf_rows * (int64_t)t->row_bytes + 8 * nsb - 1) / (8 * nsb);
+    const uint8_t *pf_c = pf; /* the first activation row's pass fetches */
+    for (int64_t c = 0; c < t->m; ++c) {
+      const int8_t *aq = kind == KS_Q6_K ? act->q + c * kpad : act->qn + c * kpad;
+      const int32_t *init = act->init + c * lanes;
+      const float *dsb = act->dsb + c * dstride;
+      __m512 f = _mm512_setzero_ps();
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        __m512i u[8];
+        if (kind == KS_Q6_K) {
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            qk_prefetch_slice(pf_c, 8 * sb + i, pf_step);
+            u[i] = q80_pair(ks_row_q6(rows[2 * i] + sb * bb, aq + 256 * sb, init + 64 * sb),
+                            ks_row_q6(rows[2 * i + 1] + sb * bb, aq + 256 * sb, init + 64 * sb));
+          }
+        } else {
+          const __m512i bsv = _mm512_loadu_si512(x->bs + (c * nsb + sb) * 16);
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            qk_prefetch_slice(pf_c, 8 * sb + i, pf_step);
+            u[i] = q80_pair(ks_row_k45(rows[2 * i] + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K),
+                            ks_row_k45(rows[2 * i + 1] + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K));
+          }
+        }
+        __m512i s0, s1;
+        q80_reduce8(u, &s0, &s1);
+        const __m512i dd = _mm512_i32gather_epi32(_mm512_add_epi32(offs, _mm512_set1_epi32((int32_t)(sb * bb + at))), base, 1);
+        const __m512 da = _mm512_set1_ps(dsb[sb]);
+        if (kind == KS_Q6_K) {
+          const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_mul_ps(d, da), f);
+        } else {
+          const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+          const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d, da), f);
+          f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(dmin, da), f);
+        }
+      }
+      float lane[16];
+      _mm512_storeu_ps(lane, f);
+      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+      pf_c = NULL;
+    }
+  }
+}
+
+static void ks_mv_range_q4(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q4_K); }
+static void ks_mv_range_q5(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q5_K); }
+static void ks_mv_range_q6(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q6_K); }
+
+/* Q4_K / Q5_K: the activations in nibble order and their 16-element group
+ * sums, for the min products (Q6_K reads q and the bias term as they are). */
+static int ks_mv_prepare(qk_ks_ctx *x) {
+  if (x->kind == KS_Q6_K) return 1;
+  const qk_act *act = &x->act;
+  x->mem = malloc((size_t)(act->m * x->nsb * 16) * sizeof(int32_t));
+  if (!x->mem || !mv_q4k_prepare(&x->act)) return 0;
+  x->bs = x->mem;
+  for (int64_t c = 0; c < act->m; ++c)
+    for (int64_t g = 0; g < x->nsb * 16; ++g) {
+      int32_t s = 0;
+      for (int i = 0; i < 16; ++i) s += act->q[c * act->kpad + 16 * g + i];
+      x->bs[c * x->nsb * 16 + g] = s;
+    }
+  return 1;
+}
+
+static topos_status qk_ks_run(const tp_qk_task *t) {
+  tp_qk_traits tr;
+  tp_qk_traits_of(t->wtype, &tr);
+  tr.has_min = 0; /* the min term is taken in integers: no float group sums (act.bf) */
+  qk_ks_ctx x;
+  memset(&x, 0, sizeof x);
+  x.task = t;
+  x.kind = t->wtype == TOPOS_Q6_K ? KS_Q6_K : t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
+  x.nsb = t->k / 256;
+  x.bb = x.kind == KS_Q6_K ? 210 : x.kind == KS_Q5_K ? 176 : 144;
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (t->m < QK_C) {
+    if (ks_mv_prepare(&x)) {
+      const int64_t panels = (t->n + 15) / 16;
+      tp_qk_range_fn fn = x.kind == KS_Q6_K ? ks_mv_range_q6 : x.kind == KS_Q5_K ? ks_mv_range_q5 : ks_mv_range_q4;
+      tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), fn, &x);
+    } else {
+      x.failed = 1;
+    }
+  } else if (ks_tile_prepare(&x)) {
+    const int64_t panels = (t->n + KS_TR - 1) / KS_TR;
+    tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (KS_TR * t->k * t->m), ks_tile_range, &x);
+  } else {
+    x.failed = 1;
+  }
+  free(x.mem);
+  qk_act_free(&x.act);
+  if (x.failed)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: %s buffers for %lld x %lld",
+                   x.kind == KS_Q6_K ? "Q6_K" : x.kind == KS_Q5_K ? "Q5_K" : "Q4_K", (long long)t->m, (long long)t->k);
+  return TOPOS_OK;
+}
+
+#endif
