@@ -121,7 +121,7 @@ static inline float qk_reduce_avx512(__m512 v) {
 #define QK_KTILE_WIDE_H "quant/qk_ktile_wide_avx512vnni.h"
 #include "quant/qk_engine_body.h"
 #include "quant/qk_amx_body.h"
-#include "quant/qk_q8_0_avx512vnni.h"
+#include "quant/qk_block32_avx512vnni.h"
 #include "quant/qk_ksum_avx512vnni.h"
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
@@ -129,9 +129,10 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
-  /* Q8_0: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
-  if (task->wtype == TOPOS_Q8_0 && task->k % 32 == 0 && task->row_bytes <= INT32_MAX / 16)
-    return qk_q80_run(task);
+  /* Q8_0 / Q4_0 / Q5_0: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
+  if ((task->wtype == TOPOS_Q8_0 || task->wtype == TOPOS_Q4_0 || task->wtype == TOPOS_Q5_0) &&
+      task->k % 32 == 0 && task->row_bytes <= INT32_MAX / 16)
+    return qk_b32_run(task);
   /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels (the same int32 gather) */
   if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) &&
       task->k % 256 == 0 && task->row_bytes <= INT32_MAX / 16)

@@ -20,7 +20,7 @@
  * super-block and took the min term group by group in floats; here one or
  * two conversions per super-block are the whole float work.
  *
- * Two kernels compute it, as for Q8_0 (qk_q8_0_avx512vnni.h):
+ * Two kernels compute it, as for Q8_0 (qk_block32_avx512vnni.h):
  *  - the tile (m >= QK_C): lanes are 16 activation rows, repacked once per
  *    product as unsigned qa + 128 (qk_lanes_repack); a panel of 6 weight
  *    rows is decoded to bytes (Q6_K: q - 32) whose 4-byte groups are

@@ -390,32 +390,40 @@ TEST(qmatmul_prompt_tiles_same_bits_across_m) {
     }
 }
 
-/* Q8_0 on the AVX-512 VNNI engine (qk_q8_0_avx512vnni.h) is defined block by
- * block: acc = fma(float(isum_b), dw_b * da_b, acc) over the blocks in
- * order from 0, isum_b the exact integer dot of the weight's and the
- * quantized activation's 32 values (the AMX tiles' definition). Written out
+/* Q8_0, Q4_0 and Q5_0 on the AVX-512 VNNI engine (qk_block32_avx512vnni.h)
+ * are defined block by block: acc = fma(float(isum_b), dw_b * da_b, acc)
+ * over the blocks in order from 0, isum_b the exact integer dot of the
+ * weight's values (Q8_0: q; Q4_0 / Q5_0: q - 8 / q - 16) and the quantized
+ * activation's 32 values (the AMX tiles' definition for Q8_0). Written out
  * here in scalar C from the reference quantizer's blocks, it must give the
  * fast path's bits for the matrix-vector kernel (m < 4) and the tile (m >=
- * 4), an even and an odd block count, a short last panel, any thread count. */
-TEST(qmatmul_q8_0_avx512_is_the_block_sum_definition) {
-  const char *isa = topos_qmatmul_fast_isa(TOPOS_Q8_0);
-  if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the Q8_0 block-sum kernels need AVX-512 VNNI");
+ * 4), an even and an odd block count, a short last panel, any thread count
+ * (AMX capped off for Q4_0 / Q5_0, whose AMX tiles round their own way). */
+static int qm_b32_weight(topos_dtype t, const uint8_t *blk, int i) {
+  if (t == TOPOS_Q8_0) return (int8_t)blk[2 + i];
+  const uint8_t *qs = blk + (t == TOPOS_Q5_0 ? 6 : 2);
+  int q = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+  if (t == TOPOS_Q4_0) return q - 8;
+  const uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 | (uint32_t)blk[5] << 24;
+  return (q | ((qh >> i) & 1) << 4) - 16;
+}
+
+static void qm_b32_cases(topos_dtype t) {
   const int64_t n = 37, ms[] = {1, 3, 4, 21, 40};
   for (int kk = 0; kk < 2; ++kk) {
-    const int64_t k = kk ? 1056 : 128, nb = k / 32;
-    uint8_t *w = qm_weights(TOPOS_Q8_0, n, k), *aq = malloc((size_t)(40 * nb * 34));
+    const int64_t k = kk ? 1056 : 128, nb = k / 32, wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : 18;
+    uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nb * 34));
     float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
     CHECK(w && aq && a && want && got);
-    for (int64_t c = 0; c < 40; ++c)
-      CHECK_OK(topos_quantize_row(TOPOS_Q8_0, a + c * k, aq + c * nb * 34, k));
+    for (int64_t c = 0; c < 40; ++c) CHECK_OK(topos_quantize_row(TOPOS_Q8_0, a + c * k, aq + c * nb * 34, k));
     for (int64_t c = 0; c < 40; ++c)
       for (int64_t r = 0; r < n; ++r) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t *wb = w + (size_t)(r * nb + b) * 34, *ab = aq + (size_t)(c * nb + b) * 34;
+          const uint8_t *wblk = w + (size_t)((r * nb + b) * wb), *ab = aq + (size_t)(c * nb + b) * 34;
           int32_t isum = 0;
-          for (int i = 0; i < 32; ++i) isum += (int8_t)wb[2 + i] * (int8_t)ab[2 + i];
-          const float dw = topos_f16_to_f32((uint16_t)(wb[0] | wb[1] << 8));
+          for (int i = 0; i < 32; ++i) isum += qm_b32_weight(t, wblk, i) * (int8_t)ab[2 + i];
+          const float dw = topos_f16_to_f32((uint16_t)(wblk[0] | wblk[1] << 8));
           const float da = topos_f16_to_f32((uint16_t)(ab[0] | ab[1] << 8));
           acc = fmaf((float)isum, dw * da, acc);
         }
@@ -425,12 +433,22 @@ TEST(qmatmul_q8_0_avx512_is_the_block_sum_definition) {
       for (int th = 1; th <= 2; ++th) {
         const int64_t m = ms[mi];
         memset(got, 0xFF, (size_t)(m * n) * 4);
-        CHECK_OK(tp_qmatmul_threads(a, m, k, w, TOPOS_Q8_0, n, NULL, got, TOPOS_QMATMUL_FAST, th));
-        CHECK_MSG(qm_same_bits(got, want, m * n), "k %lld m %lld threads %d: not the block-sum definition",
-                  (long long)k, (long long)m, th);
+        CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, got, TOPOS_QMATMUL_FAST, th));
+        CHECK_MSG(qm_same_bits(got, want, m * n), "%s k %lld m %lld threads %d: not the block-sum definition",
+                  qm_name(t), (long long)k, (long long)m, th);
       }
     free(w), free(aq), free(a), free(want), free(got);
   }
+}
+
+TEST(qmatmul_32_blocks_avx512_are_the_block_sum_definition) {
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_Q8_0);
+  if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the block-sum kernels need AVX-512 VNNI");
+  qm_b32_cases(TOPOS_Q8_0); /* through the AMX tiles at m = 21, 40 where present: the same definition */
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI);
+  qm_b32_cases(TOPOS_Q4_0);
+  qm_b32_cases(TOPOS_Q5_0);
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
 /* Q4_K, Q5_K and Q6_K on the AVX-512 VNNI engine (qk_ksum_avx512vnni.h) are

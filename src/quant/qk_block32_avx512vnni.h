@@ -1,21 +1,24 @@
-/* Q8_0 products of the AVX-512 VNNI engine (included by qk_avx512vnni.c
- * after the engine body). Q8_0 weights meet Q8_0 activations block by block,
- * and a block's dot product is one exact integer; the result of one output
- * (weight row r, activation row c) is defined as
+/* Products of the 32-element block types with a bias (Q8_0, Q4_0, Q5_0) on
+ * the AVX-512 VNNI engine (included by qk_avx512vnni.c after the engine
+ * body). Weights meet Q8_0 activations block by block, and a block's dot
+ * product is one exact integer; the result of one output (weight row r,
+ * activation row c) is defined as
  *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
- * with isum_b = sum over the block's 32 elements of w * qa (exact), dw_b and
- * da_b the weight's and the activation's block scales. That is the AMX
- * route's definition (qk_amx_body.h: one chunk = one block, the same
- * operations), so on a CPU with AMX the tiles above 8 activation rows and
- * these kernels below should agree bit for bit (not run yet: no AMX where
- * this was written); among these kernels it holds for every m and thread
- * count, tested against the definition in scalar C.
+ * with isum_b = sum over the block's 32 elements of w * qa (exact; w = q
+ * for Q8_0, q - 8 for Q4_0, q - 16 for Q5_0), dw_b and da_b the weight's
+ * and the activation's block scales. For Q8_0 that is the AMX route's
+ * definition (qk_amx_body.h: one chunk = one block, the same operations),
+ * so on a CPU with AMX the tiles above 8 activation rows and these kernels
+ * below should agree bit for bit (not run yet: no AMX where this was
+ * written); among these kernels it holds for every m and thread count,
+ * tested against the definition in scalar C.
  *
  * Two kernels compute it:
  *  - the tile (m >= QK_C): lanes are 16 activation rows. The activations are
  *    repacked once per product, 4 bytes of each of 16 rows per vector, as
  *    unsigned qa + 128; each weight row's 4 bytes are broadcast straight
- *    from the file's layout (vpdpbusd's signed operand), and the integer
+ *    from the file's layout (vpdpbusd's signed operand; Q4_0 / Q5_0 rows
+ *    are first decoded to Q8_0's layout, w = q - bias), and the integer
  *    accumulator starts from -128 * sum(w) of the block, so it ends at the
  *    exact isum_b. Per block and 16 x 6 outputs: 8 x 12 vpdpbusd, then 12
  *    conversions, scale products and fmas — where the lane-per-4-elements
@@ -25,8 +28,8 @@
  *    of 4 elements, the engine's init term as the bias correction); 16 such
  *    vectors are reduced to the 16 rows' block sums by an exact integer
  *    transpose-and-add, and the float steps run 16 rows at a time. */
-#ifndef TP_QUANT_QK_Q8_0_AVX512VNNI_H
-#define TP_QUANT_QK_Q8_0_AVX512VNNI_H
+#ifndef TP_QUANT_QK_BLOCK32_AVX512VNNI_H
+#define TP_QUANT_QK_BLOCK32_AVX512VNNI_H
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -44,9 +47,21 @@ static inline __m512i q80_dpbusd_bcast(__m512i acc, __m512i u, const uint8_t *p)
   return acc;
 }
 
+/* The weight types served: Q8_0 as stored; Q4_0 / Q5_0 (nibbles, Q5_0's
+ * fifth bits, w = q - bias) through the same operations, their rows decoded
+ * to Q8_0's layout for the tile. */
+typedef struct {
+  size_t bytes, qs, qh; /* block bytes, offsets of the q (nibbles) and of the fifth bits (0: none) */
+  int bias;             /* w = q - bias (Q8_0: q is w, bias 0) */
+} b32_kind;
+#define B32_Q8_0 ((b32_kind){34, 2, 0, 0})
+#define B32_Q4_0 ((b32_kind){18, 2, 0, 8})
+#define B32_Q5_0 ((b32_kind){22, 6, 2, 16})
+
 typedef struct {
   const tp_qk_task *task;
   qk_act act;
+  b32_kind kind;
   int64_t nb, groups; /* blocks per row; groups of 16 activation rows (tile) */
   uint8_t *au;        /* tile: [group][block][4-byte step][16 rows][4] = qa + 128 */
   float *da;          /* tile: [group][block][16] */
@@ -63,6 +78,37 @@ static void q80_corr2(const uint8_t *blk, int two, int32_t *out) {
   const __m512i s2 = _mm512_add_epi64(s4, _mm512_shuffle_i64x2(s4, s4, _MM_SHUFFLE(2, 3, 0, 1)));
   out[0] = (int32_t)(-128 * ((int64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(s2)) - 32 * 128));
   if (two) out[1] = (int32_t)(-128 * ((int64_t)_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(s2, 2)) - 32 * 128));
+}
+
+/* The weights of blocks b0 and b0 + 1 (two = 0: b0 only, the rest zeros)
+ * as vpdpbusd's unsigned operand: Q8_0's w + 128 (the activations' bias
+ * term is -128 * their sum), Q4_0 / Q5_0's q (bias term -bias * sum). */
+static inline __attribute__((always_inline)) __m512i b32_chunk(const uint8_t *b0, int two, const b32_kind kd) {
+  const uint8_t *b1 = two ? b0 + kd.bytes : NULL;
+  if (kd.bias == 0) return mv_q8_chunk(b0 + 2, b1 ? b1 + 2 : NULL);
+  __m512i q = mv_nib_chunk(b0 + kd.qs, b1 ? b1 + kd.qs : NULL);
+  if (kd.qh) {
+    const uint64_t bits = (uint64_t)mv_le32(b0 + kd.qh) | (b1 ? (uint64_t)mv_le32(b1 + kd.qh) << 32 : 0);
+    q = _mm512_or_si512(q, _mm512_maskz_mov_epi8((__mmask64)bits, _mm512_set1_epi8(0x10)));
+  }
+  return q;
+}
+
+/* A Q4_0 / Q5_0 row in Q8_0's layout (f16 d, then the 32 w = q - bias). */
+static void b32_decode_row(const uint8_t *src, int64_t nb, const b32_kind kd, uint8_t *dst) {
+  const __m512i bias = _mm512_set1_epi8((char)kd.bias);
+  for (int64_t b = 0; b < nb; b += 2) {
+    const int two = b + 1 < nb;
+    const uint8_t *blk = src + b * kd.bytes;
+    uint8_t w[64];
+    _mm512_storeu_si512(w, _mm512_sub_epi8(b32_chunk(blk, two, kd), bias));
+    memcpy(dst + b * Q80_BLOCK, blk, 2);
+    memcpy(dst + b * Q80_BLOCK + 2, w, 32);
+    if (two) {
+      memcpy(dst + (b + 1) * Q80_BLOCK, blk + kd.bytes, 2);
+      memcpy(dst + (b + 1) * Q80_BLOCK + 2, w + 32, 32);
+    }
+  }
 }
 
 /* ---- tile: Q80_TR weight rows x two groups of 16 activation rows ------- */
@@ -117,12 +163,14 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
   qk_q80_ctx *x = vctx;
   const tp_qk_task *t = x->task;
   const int64_t nb = x->nb;
-  float *dw = malloc((size_t)(Q80_TR * nb) * (sizeof(float) + sizeof(int32_t)));
+  const int decoded = x->kind.bias != 0; /* Q4_0 / Q5_0: rows decoded to Q8_0's layout */
+  float *dw = malloc((size_t)(Q80_TR * nb) * (sizeof(float) + sizeof(int32_t) + (decoded ? Q80_BLOCK : 0)));
   if (!dw) {
     x->failed = 1;
     return;
   }
   int32_t *corr = (int32_t *)(void *)(dw + Q80_TR * nb);
+  uint8_t *dec = (uint8_t *)(void *)(corr + Q80_TR * nb);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * Q80_TR;
     const int nr = (int)(t->n - n0 < Q80_TR ? t->n - n0 : Q80_TR);
@@ -132,13 +180,19 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
       const int64_t nx = n0 + Q80_TR + r < t->n ? n0 + Q80_TR + r : t->n - 1;
       next[r] = (const uint8_t *)t->w + (size_t)nx * t->row_bytes;
       rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+      if (decoded) {
+        if (has_next)
+          for (size_t off = 0; off < t->row_bytes; off += 64) __builtin_prefetch(next[r] + off, 0, 2);
+        b32_decode_row(rows[r], nb, x->kind, dec + (size_t)(r * nb) * Q80_BLOCK);
+        rows[r] = dec + (size_t)(r * nb) * Q80_BLOCK;
+      }
       for (int64_t b = 0; b < nb; ++b) dw[r * nb + b] = mv_f16(rows[r] + b * Q80_BLOCK);
       for (int64_t b = 0; b < nb; b += 2) q80_corr2(rows[r] + b * Q80_BLOCK, b + 1 < nb, corr + r * nb + b);
     }
     for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
       const int ng = x->groups - g0 >= 2 ? 2 : 1;
       __m512 f[Q80_TR][2];
-      q80_tile(x, rows, dw, corr, g0, ng, has_next && g0 == 0 ? next : NULL, f);
+      q80_tile(x, rows, dw, corr, g0, ng, has_next && g0 == 0 && !decoded ? next : NULL, f);
       for (int g = 0; g < ng; ++g) {
         const int64_t c0 = (g0 + g) * 16;
         const int used = (int)(t->m - c0 < 16 ? t->m - c0 : 16);
@@ -221,11 +275,11 @@ static inline __m512 q80_scales16(const uint8_t *base, __m512i offs, int64_t at)
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
-static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
-  qk_q80_ctx *x = vctx;
+static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, int64_t p0, int64_t p1,
+                                                                const b32_kind kd) {
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
-  const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
+  const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4, bytes = (int64_t)kd.bytes;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
@@ -250,25 +304,24 @@ static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
         const int two = b + 1 < nb;
         if (c == 0 && pf)
           for (int r = 0; r < pf_rows; ++r) {
-            const uint8_t *q = pf + (size_t)r * t->row_bytes + b * Q80_BLOCK;
+            const uint8_t *q = pf + (size_t)r * t->row_bytes + b * bytes;
             _mm_prefetch((const char *)q, _MM_HINT_T1);
-            _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
+            if (2 * bytes > 64) _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
           }
         const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
         __m512i u[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const uint8_t *b0 = rows[2 * i] + b * Q80_BLOCK, *b1 = rows[2 * i + 1] + b * Q80_BLOCK;
-          u[i] = q80_pair(qk_dpbusd(iv, mv_q8_chunk(b0 + 2, two ? b0 + Q80_BLOCK + 2 : NULL), av),
-                          qk_dpbusd(iv, mv_q8_chunk(b1 + 2, two ? b1 + Q80_BLOCK + 2 : NULL), av));
+          u[i] = q80_pair(qk_dpbusd(iv, b32_chunk(rows[2 * i] + b * bytes, two, kd), av),
+                          qk_dpbusd(iv, b32_chunk(rows[2 * i + 1] + b * bytes, two, kd), av));
         }
         __m512i s0, s1;
         q80_reduce8(u, &s0, &s1);
         f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0),
-                            _mm512_mul_ps(q80_scales16(base, offs, b * Q80_BLOCK), _mm512_set1_ps(da[8 * b])), f);
+                            _mm512_mul_ps(q80_scales16(base, offs, b * bytes), _mm512_set1_ps(da[8 * b])), f);
         if (two)
           f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1),
-                              _mm512_mul_ps(q80_scales16(base, offs, (b + 1) * Q80_BLOCK),
+                              _mm512_mul_ps(q80_scales16(base, offs, (b + 1) * bytes),
                                             _mm512_set1_ps(da[8 * (b + 1)])),
                               f);
       }
@@ -279,18 +332,26 @@ static void q80_mv_range(void *vctx, int64_t p0, int64_t p1) {
   }
 }
 
-static topos_status qk_q80_run(const tp_qk_task *t) {
+static void b32_mv_range_q8_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q8_0); }
+static void b32_mv_range_q4_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q4_0); }
+static void b32_mv_range_q5_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q5_0); }
+
+/* Q8_0, Q4_0 or Q5_0 weights (k % 32 == 0). */
+static topos_status qk_b32_run(const tp_qk_task *t) {
   tp_qk_traits tr;
-  tp_qk_traits_of(TOPOS_Q8_0, &tr);
+  tp_qk_traits_of(t->wtype, &tr);
   qk_q80_ctx x;
   memset(&x, 0, sizeof x);
   x.task = t;
+  x.kind = t->wtype == TOPOS_Q4_0 ? B32_Q4_0 : t->wtype == TOPOS_Q5_0 ? B32_Q5_0 : B32_Q8_0;
+  tp_qk_range_fn mv = t->wtype == TOPOS_Q4_0 ? b32_mv_range_q4_0 : t->wtype == TOPOS_Q5_0 ? b32_mv_range_q5_0
+                                                                                           : b32_mv_range_q8_0;
   x.nb = t->k / 32;
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   if (t->m < QK_C) {
     const int64_t panels = (t->n + 15) / 16;
-    tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), q80_mv_range, &x);
+    tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), mv, &x);
   } else if (q80_tile_prepare(&x)) {
     const int64_t panels = (t->n + Q80_TR - 1) / Q80_TR;
     tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (Q80_TR * t->k * t->m), q80_tile_range, &x);
@@ -299,7 +360,7 @@ static topos_status qk_q80_run(const tp_qk_task *t) {
   }
   free(x.mem);
   qk_act_free(&x.act);
-  if (x.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: Q8_0 buffers for %lld x %lld", (long long)t->m,
+  if (x.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
                                (long long)t->k);
   return TOPOS_OK;
 }
