@@ -275,6 +275,23 @@ static inline __m512 q80_scales16(const uint8_t *base, __m512i offs, int64_t at)
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
+/* The 16 rows of the decode panel at row n0 (a short last panel repeats its
+ * last row): their addresses and their int32 byte offsets from *base, for
+ * gathers (the routes admit 16 * row_bytes <= INT32_MAX). Returns the real
+ * rows' count. */
+static inline int b16_panel(const tp_qk_task *t, int64_t n0, const uint8_t **base, const uint8_t *rows[16],
+                            __m512i *offs) {
+  const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
+  int32_t off[16];
+  *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
+  for (int r = 0; r < 16; ++r) {
+    off[r] = (int32_t)((r < nr ? r : nr - 1) * (int64_t)t->row_bytes);
+    rows[r] = *base + off[r];
+  }
+  *offs = _mm512_loadu_si512(off);
+  return nr;
+}
+
 static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, int64_t p0, int64_t p1,
                                                                 const b32_kind kd) {
   const tp_qk_task *t = x->task;
@@ -282,15 +299,9 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
   const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4, bytes = (int64_t)kd.bytes;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
-    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
-    const uint8_t *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
-    const uint8_t *rows[16];
-    int32_t off[16];
-    for (int r = 0; r < 16; ++r) {
-      off[r] = (int32_t)((r < nr ? r : nr - 1) * (int64_t)t->row_bytes);
-      rows[r] = base + off[r];
-    }
-    const __m512i offs = _mm512_loadu_si512(off);
+    const uint8_t *base, *rows[16];
+    __m512i offs;
+    const int nr = b16_panel(t, n0, &base, rows, &offs);
     /* the panel two ahead, fetched a block pair per step (the hardware
      * prefetcher barely follows 16 short row streams) */
     const uint8_t *pf = p + 2 < p1 ? base + (size_t)32 * t->row_bytes : NULL;

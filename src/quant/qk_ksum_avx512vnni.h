@@ -402,15 +402,9 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
   const int64_t at = kind == KS_Q6_K ? 206 : 0;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
-    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
-    const uint8_t *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
-    const uint8_t *rows[16];
-    int32_t off[16];
-    for (int r = 0; r < 16; ++r) {
-      off[r] = (int32_t)((r < nr ? r : nr - 1) * (int64_t)t->row_bytes);
-      rows[r] = base + off[r];
-    }
-    const __m512i offs = _mm512_loadu_si512(off);
+    const uint8_t *base, *rows[16];
+    __m512i offs;
+    const int nr = b16_panel(t, n0, &base, rows, &offs);
     /* the next panel (its rows are one contiguous run; two ahead measured
      * no better with 16-row panels), a slice per row pair and super-block
      * (qk_prefetch_slice: spread, not in bursts) */

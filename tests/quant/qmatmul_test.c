@@ -399,6 +399,22 @@ TEST(qmatmul_prompt_tiles_same_bits_across_m) {
  * fast path's bits for the matrix-vector kernel (m < 4) and the tile (m >=
  * 4), an even and an odd block count, a short last panel, any thread count
  * (AMX capped off for Q4_0 / Q5_0, whose AMX tiles round their own way). */
+/* The fast path's bits against want[40][n] for m = 1, 3 (the matrix-vector
+ * kernels), 4, 21, 40 (the tiles: one and several activation groups, a
+ * part-filled last one) at 1 and 2 threads. */
+static void qm_fast_is(topos_dtype t, const float *a, int64_t k, const uint8_t *w, int64_t n, const float *want,
+                       float *got, const char *what) {
+  const int64_t ms[] = {1, 3, 4, 21, 40};
+  for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
+    for (int th = 1; th <= 2; ++th) {
+      const int64_t m = ms[mi];
+      memset(got, 0xFF, (size_t)(m * n) * 4);
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, got, TOPOS_QMATMUL_FAST, th));
+      CHECK_MSG(qm_same_bits(got, want, m * n), "%s k %lld m %lld threads %d: not the %s", qm_name(t), (long long)k,
+                (long long)m, th, what);
+    }
+}
+
 static int qm_b32_weight(topos_dtype t, const uint8_t *blk, int i) {
   if (t == TOPOS_Q8_0) return (int8_t)blk[2 + i];
   const uint8_t *qs = blk + (t == TOPOS_Q5_0 ? 6 : 2);
@@ -409,7 +425,7 @@ static int qm_b32_weight(topos_dtype t, const uint8_t *blk, int i) {
 }
 
 static void qm_b32_cases(topos_dtype t) {
-  const int64_t n = 37, ms[] = {1, 3, 4, 21, 40};
+  const int64_t n = 37;
   for (int kk = 0; kk < 2; ++kk) {
     const int64_t k = kk ? 1056 : 128, nb = k / 32, wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : 18;
     uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nb * 34));
@@ -429,14 +445,7 @@ static void qm_b32_cases(topos_dtype t) {
         }
         want[c * n + r] = acc;
       }
-    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
-      for (int th = 1; th <= 2; ++th) {
-        const int64_t m = ms[mi];
-        memset(got, 0xFF, (size_t)(m * n) * 4);
-        CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, got, TOPOS_QMATMUL_FAST, th));
-        CHECK_MSG(qm_same_bits(got, want, m * n), "%s k %lld m %lld threads %d: not the block-sum definition",
-                  qm_name(t), (long long)k, (long long)m, th);
-      }
+    qm_fast_is(t, a, k, w, n, want, got, "block-sum definition");
     free(w), free(aq), free(a), free(want), free(got);
   }
 }
@@ -488,7 +497,7 @@ static void qm_k_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int *
 
 static void qm_k_super_block_cases(void) {
   const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
-  const int64_t n = 37, ms[] = {1, 3, 4, 21, 40};
+  const int64_t n = 37;
   for (size_t ti = 0; ti < 3; ++ti)
     for (int kk = 0; kk < 3; ++kk) {
       const topos_dtype t = types[ti];
@@ -529,14 +538,7 @@ static void qm_k_super_block_cases(void) {
           }
           want[c * n + r] = acc;
         }
-      for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
-        for (int th = 1; th <= 2; ++th) {
-          const int64_t m = ms[mi];
-          memset(got, 0xFF, (size_t)(m * n) * 4);
-          CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, got, TOPOS_QMATMUL_FAST, th));
-          CHECK_MSG(qm_same_bits(got, want, m * n), "%s k %lld%s m %lld threads %d: not the super-block definition",
-                    qm_name(t), (long long)k, kk == 2 ? " (extremes)" : "", (long long)m, th);
-        }
+      qm_fast_is(t, a, k, w, n, want, got, kk == 2 ? "super-block definition (extremes)" : "super-block definition");
       free(w), free(aq), free(a), free(want), free(got);
     }
 }
