@@ -129,8 +129,9 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
-  /* Q8_0 / Q4_0 / Q5_0: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
-  if ((task->wtype == TOPOS_Q8_0 || task->wtype == TOPOS_Q4_0 || task->wtype == TOPOS_Q5_0) &&
+  /* the 32-element block types: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
+  if ((task->wtype == TOPOS_Q8_0 || task->wtype == TOPOS_Q4_0 || task->wtype == TOPOS_Q5_0 ||
+       task->wtype == TOPOS_Q4_1 || task->wtype == TOPOS_Q5_1) &&
       task->k % 32 == 0 && task->row_bytes <= INT32_MAX / 16)
     return qk_b32_run(task);
   /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels (the same int32 gather) */

@@ -1,12 +1,14 @@
-/* Products of the 32-element block types with a bias (Q8_0, Q4_0, Q5_0) on
+/* Products of the 32-element block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) on
  * the AVX-512 VNNI engine (included by qk_avx512vnni.c after the engine
- * body). Weights meet Q8_0 activations block by block, and a block's dot
- * product is one exact integer; the result of one output (weight row r,
- * activation row c) is defined as
+ * body). Weights meet Q8_0 activations (Q4_1 / Q5_1: Q8_1) block by block,
+ * and a block's dot product is one exact integer; the result of one output
+ * (weight row r, activation row c) is defined as
  *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
+ *                                           (Q4_1 / Q5_1, then: acc = fma(m_b, s_b, acc))
  * with isum_b = sum over the block's 32 elements of w * qa (exact; w = q
- * for Q8_0, q - 8 for Q4_0, q - 16 for Q5_0), dw_b and da_b the weight's
- * and the activation's block scales. For Q8_0 that is the AMX route's
+ * for Q8_0, q - 8 for Q4_0, q - 16 for Q5_0, q for Q4_1 / Q5_1), dw_b and
+ * da_b the weight's and the activation's block scales, m_b the weight's
+ * min and s_b the Q8_1 activation's s. For Q8_0 that is the AMX route's
  * definition (qk_amx_body.h: one chunk = one block, the same operations),
  * so on a CPU with AMX the tiles above 8 activation rows and these kernels
  * below should agree bit for bit (not run yet: no AMX where this was
@@ -52,11 +54,15 @@ static inline __m512i q80_dpbusd_bcast(__m512i acc, __m512i u, const uint8_t *p)
  * to Q8_0's layout for the tile. */
 typedef struct {
   size_t bytes, qs, qh; /* block bytes, offsets of the q (nibbles) and of the fifth bits (0: none) */
-  int bias;             /* w = q - bias (Q8_0: q is w, bias 0) */
+  int bias;             /* w = q - bias */
+  int q8;               /* Q8_0: q is w, stored as int8 */
+  size_t min;           /* offset of the f16 min (Q4_1 / Q5_1: w = d * q + m; 0: none) */
 } b32_kind;
-#define B32_Q8_0 ((b32_kind){34, 2, 0, 0})
-#define B32_Q4_0 ((b32_kind){18, 2, 0, 8})
-#define B32_Q5_0 ((b32_kind){22, 6, 2, 16})
+#define B32_Q8_0 ((b32_kind){34, 2, 0, 0, 1, 0})
+#define B32_Q4_0 ((b32_kind){18, 2, 0, 8, 0, 0})
+#define B32_Q5_0 ((b32_kind){22, 6, 2, 16, 0, 0})
+#define B32_Q4_1 ((b32_kind){20, 4, 0, 0, 0, 2})
+#define B32_Q5_1 ((b32_kind){24, 8, 4, 0, 0, 2})
 
 typedef struct {
   const tp_qk_task *task;
@@ -65,6 +71,7 @@ typedef struct {
   int64_t nb, groups; /* blocks per row; groups of 16 activation rows (tile) */
   uint8_t *au;        /* tile: [group][block][4-byte step][16 rows][4] = qa + 128 */
   float *da;          /* tile: [group][block][16] */
+  float *sa;          /* tile, Q4_1 / Q5_1: [group][block][16] = the Q8_1 activation's s */
   void *mem;
   volatile int failed;
 } qk_q80_ctx;
@@ -85,7 +92,7 @@ static void q80_corr2(const uint8_t *blk, int two, int32_t *out) {
  * term is -128 * their sum), Q4_0 / Q5_0's q (bias term -bias * sum). */
 static inline __attribute__((always_inline)) __m512i b32_chunk(const uint8_t *b0, int two, const b32_kind kd) {
   const uint8_t *b1 = two ? b0 + kd.bytes : NULL;
-  if (kd.bias == 0) return mv_q8_chunk(b0 + 2, b1 ? b1 + 2 : NULL);
+  if (kd.q8) return mv_q8_chunk(b0 + 2, b1 ? b1 + 2 : NULL);
   __m512i q = mv_nib_chunk(b0 + kd.qs, b1 ? b1 + kd.qs : NULL);
   if (kd.qh) {
     const uint64_t bits = (uint64_t)mv_le32(b0 + kd.qh) | (b1 ? (uint64_t)mv_le32(b1 + kd.qh) << 32 : 0);
@@ -94,7 +101,8 @@ static inline __attribute__((always_inline)) __m512i b32_chunk(const uint8_t *b0
   return q;
 }
 
-/* A Q4_0 / Q5_0 row in Q8_0's layout (f16 d, then the 32 w = q - bias). */
+/* A Q4_0 / Q5_0 / Q4_1 / Q5_1 row in Q8_0's layout (f16 d, then the 32 w =
+ * q - bias; the mins stay in the file). */
 static void b32_decode_row(const uint8_t *src, int64_t nb, const b32_kind kd, uint8_t *dst) {
   const __m512i bias = _mm512_set1_epi8((char)kd.bias);
   for (int64_t b = 0; b < nb; b += 2) {
@@ -116,8 +124,8 @@ static void b32_decode_row(const uint8_t *src, int64_t nb, const b32_kind kd, ui
 /* pf: the next panel's rows (NULL: none), fetched a block per step while
  * this panel's first activation groups run, so its preparation (the
  * scales' pass) finds them in cache */
-static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const float *dw, const int32_t *corr,
-                     int64_t g0, int ng, const uint8_t *const *pf, __m512 f[Q80_TR][2]) {
+static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const float *dw, const float *mw,
+                     const int32_t *corr, int64_t g0, int ng, const uint8_t *const *pf, __m512 f[Q80_TR][2]) {
   const int64_t nb = x->nb;
   for (int r = 0; r < Q80_TR; ++r) f[r][0] = f[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -146,6 +154,16 @@ static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const floa
       f[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][0]), _mm512_mul_ps(sw, d0), f[r][0]);
       f[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][1]), _mm512_mul_ps(sw, d1), f[r][1]);
     }
+    if (mw) { /* Q4_1 / Q5_1: + m * s */
+      const __m512 s0 = _mm512_loadu_ps(x->sa + (g0 * nb + b) * 16);
+      const __m512 s1 = ng > 1 ? _mm512_loadu_ps(x->sa + ((g0 + 1) * nb + b) * 16) : s0;
+#pragma GCC unroll 6
+      for (int r = 0; r < Q80_TR; ++r) {
+        const __m512 mv = _mm512_set1_ps(mw[r * nb + b]);
+        f[r][0] = _mm512_fmadd_ps(mv, s0, f[r][0]);
+        f[r][1] = _mm512_fmadd_ps(mv, s1, f[r][1]);
+      }
+    }
   }
 }
 
@@ -163,13 +181,14 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
   qk_q80_ctx *x = vctx;
   const tp_qk_task *t = x->task;
   const int64_t nb = x->nb;
-  const int decoded = x->kind.bias != 0; /* Q4_0 / Q5_0: rows decoded to Q8_0's layout */
-  float *dw = malloc((size_t)(Q80_TR * nb) * (sizeof(float) + sizeof(int32_t) + (decoded ? Q80_BLOCK : 0)));
+  const int decoded = !x->kind.q8; /* rows decoded to Q8_0's layout */
+  float *dw = malloc((size_t)(Q80_TR * nb) * (2 * sizeof(float) + sizeof(int32_t) + (decoded ? Q80_BLOCK : 0)));
   if (!dw) {
     x->failed = 1;
     return;
   }
-  int32_t *corr = (int32_t *)(void *)(dw + Q80_TR * nb);
+  float *mw = x->kind.min ? dw + Q80_TR * nb : NULL;
+  int32_t *corr = (int32_t *)(void *)(dw + 2 * Q80_TR * nb);
   uint8_t *dec = (uint8_t *)(void *)(corr + Q80_TR * nb);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * Q80_TR;
@@ -183,6 +202,8 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
       if (decoded) {
         if (has_next)
           for (size_t off = 0; off < t->row_bytes; off += 64) __builtin_prefetch(next[r] + off, 0, 2);
+        if (mw)
+          for (int64_t b = 0; b < nb; ++b) mw[r * nb + b] = mv_f16(rows[r] + b * x->kind.bytes + x->kind.min);
         b32_decode_row(rows[r], nb, x->kind, dec + (size_t)(r * nb) * Q80_BLOCK);
         rows[r] = dec + (size_t)(r * nb) * Q80_BLOCK;
       }
@@ -192,7 +213,7 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
     for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
       const int ng = x->groups - g0 >= 2 ? 2 : 1;
       __m512 f[Q80_TR][2];
-      q80_tile(x, rows, dw, corr, g0, ng, has_next && g0 == 0 && !decoded ? next : NULL, f);
+      q80_tile(x, rows, dw, mw, corr, g0, ng, has_next && g0 == 0 && !decoded ? next : NULL, f);
       for (int g = 0; g < ng; ++g) {
         const int64_t c0 = (g0 + g) * 16;
         const int used = (int)(t->m - c0 < 16 ? t->m - c0 : 16);
@@ -227,6 +248,9 @@ static void q80_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
     for (int64_t b = 0; b < nb; ++b) {
       qk_lanes_repack(act->q + 16 * g * kpad, kpad, used, 32 * b, 8, x->au + (size_t)((g * nb + b) * 8) * 64);
       for (int64_t l = 0; l < 16; ++l) x->da[(g * nb + b) * 16 + l] = l < used ? act->d[(16 * g + l) * lanes + 8 * b] : 0.0f;
+      if (x->sa) /* Q8_1's s, spread over the block's 8 lanes as s / 8 (exact) */
+        for (int64_t l = 0; l < 16; ++l)
+          x->sa[(g * nb + b) * 16 + l] = l < used ? act->g[(16 * g + l) * lanes + 8 * b] * 8.0f : 0.0f;
     }
   }
 }
@@ -235,10 +259,11 @@ static int q80_tile_prepare(qk_q80_ctx *x) {
   const int64_t nb = x->nb;
   x->groups = (x->act.m + 15) / 16;
   const size_t cells = (size_t)(x->groups * nb);
-  x->mem = malloc(cells * 8 * 64 + cells * 16 * sizeof(float) + 64);
+  x->mem = malloc(cells * 8 * 64 + 2 * cells * 16 * sizeof(float) + 64);
   if (!x->mem) return 0;
   x->da = (float *)x->mem;
-  x->au = (uint8_t *)(x->da + cells * 16);
+  x->sa = x->kind.min ? x->da + cells * 16 : NULL;
+  x->au = (uint8_t *)(x->da + 2 * cells * 16);
   tp_qk_parallel_for(x->task->threads, x->groups, 1, q80_tile_prepare_groups, x);
   return 1;
 }
@@ -309,7 +334,7 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
-      const float *da = act->d + c * lanes;
+      const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
       __m512 f = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; b += 2) {
         const int two = b + 1 < nb;
@@ -319,7 +344,9 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
             _mm_prefetch((const char *)q, _MM_HINT_T1);
             if (2 * bytes > 64) _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
           }
-        const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
+        const __m512i av = _mm512_loadu_si512(aq + 32 * b);
+        /* the bias term (Q4_1 / Q5_1 have none, and no init is made for them) */
+        const __m512i iv = kd.min ? _mm512_setzero_si512() : _mm512_loadu_si512(init + 8 * b);
         __m512i u[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
@@ -330,11 +357,17 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
         q80_reduce8(u, &s0, &s1);
         f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0),
                             _mm512_mul_ps(q80_scales16(base, offs, b * bytes), _mm512_set1_ps(da[8 * b])), f);
-        if (two)
+        if (kd.min) /* + m * s (Q8_1's s spread over 8 lanes as s / 8) */
+          f = _mm512_fmadd_ps(q80_scales16(base, offs, b * bytes + (int64_t)kd.min), _mm512_set1_ps(ga[8 * b] * 8.0f), f);
+        if (two) {
           f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1),
                               _mm512_mul_ps(q80_scales16(base, offs, (b + 1) * bytes),
                                             _mm512_set1_ps(da[8 * (b + 1)])),
                               f);
+          if (kd.min)
+            f = _mm512_fmadd_ps(q80_scales16(base, offs, (b + 1) * bytes + (int64_t)kd.min),
+                                _mm512_set1_ps(ga[8 * (b + 1)] * 8.0f), f);
+        }
       }
       float lane[16];
       _mm512_storeu_ps(lane, f);
@@ -346,17 +379,24 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
 static void b32_mv_range_q8_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q8_0); }
 static void b32_mv_range_q4_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q4_0); }
 static void b32_mv_range_q5_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q5_0); }
+static void b32_mv_range_q4_1(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q4_1); }
+static void b32_mv_range_q5_1(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q5_1); }
 
-/* Q8_0, Q4_0 or Q5_0 weights (k % 32 == 0). */
+/* Q8_0, Q4_0, Q5_0, Q4_1 or Q5_1 weights (k % 32 == 0). */
 static topos_status qk_b32_run(const tp_qk_task *t) {
   tp_qk_traits tr;
   tp_qk_traits_of(t->wtype, &tr);
   qk_q80_ctx x;
   memset(&x, 0, sizeof x);
   x.task = t;
-  x.kind = t->wtype == TOPOS_Q4_0 ? B32_Q4_0 : t->wtype == TOPOS_Q5_0 ? B32_Q5_0 : B32_Q8_0;
-  tp_qk_range_fn mv = t->wtype == TOPOS_Q4_0 ? b32_mv_range_q4_0 : t->wtype == TOPOS_Q5_0 ? b32_mv_range_q5_0
-                                                                                           : b32_mv_range_q8_0;
+  tp_qk_range_fn mv;
+  switch (t->wtype) {
+    case TOPOS_Q4_0: x.kind = B32_Q4_0, mv = b32_mv_range_q4_0; break;
+    case TOPOS_Q5_0: x.kind = B32_Q5_0, mv = b32_mv_range_q5_0; break;
+    case TOPOS_Q4_1: x.kind = B32_Q4_1, mv = b32_mv_range_q4_1; break;
+    case TOPOS_Q5_1: x.kind = B32_Q5_1, mv = b32_mv_range_q5_1; break;
+    default: x.kind = B32_Q8_0, mv = b32_mv_range_q8_0; break;
+  }
   x.nb = t->k / 32;
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);

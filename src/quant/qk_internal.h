@@ -14,7 +14,7 @@
  * is exact (vpdpbusd / maddubs), and the float accumulator of one output is
  *     acc += float(t) * (s * da) - mn * g
  * lane by lane, reduced once at the end. Rows are padded with zeros to a
- * multiple of TP_QK_STEP elements. Q8_0 / Q4_0 / Q5_0 on AVX-512 VNNI and
+ * multiple of TP_QK_STEP elements. The 32-element types on AVX-512 VNNI and
  * the AMX tiles differ: each 32-element block's sum is one exact integer,
  * scaled once (qk_block32_avx512vnni.h); so do Q4_K, Q5_K and Q6_K on
  * AVX-512 VNNI: a super-block's scaled sums and min term are exact

@@ -400,15 +400,17 @@ TEST(qmatmul_prompt_tiles_same_bits_across_m) {
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
-/* Q8_0, Q4_0 and Q5_0 on the AVX-512 VNNI engine (qk_block32_avx512vnni.h)
- * are defined block by block: acc = fma(float(isum_b), dw_b * da_b, acc)
- * over the blocks in order from 0, isum_b the exact integer dot of the
- * weight's values (Q8_0: q; Q4_0 / Q5_0: q - 8 / q - 16) and the quantized
- * activation's 32 values (the AMX tiles' definition for Q8_0). Written out
- * here in scalar C from the reference quantizer's blocks, it must give the
- * fast path's bits for the matrix-vector kernel (m < 4) and the tile (m >=
- * 4), an even and an odd block count, a short last panel, any thread count
- * (AMX capped off for Q4_0 / Q5_0, whose AMX tiles round their own way). */
+/* The 32-element block types on the AVX-512 VNNI engine
+ * (qk_block32_avx512vnni.h) are defined block by block: acc =
+ * fma(float(isum_b), dw_b * da_b, acc) over the blocks in order from 0,
+ * isum_b the exact integer dot of the weight's values (Q8_0: q; Q4_0 / Q5_0:
+ * q - 8 / q - 16; Q4_1 / Q5_1: q, then acc = fma(m_b, s_b, acc) with the
+ * weight's min and the Q8_1 activation's s) and the quantized activation's
+ * 32 values (the AMX tiles' definition for Q8_0). Written out here in scalar
+ * C from the reference quantizer's blocks, it must give the fast path's bits
+ * for the matrix-vector kernel (m < 4) and the tile (m >= 4), an even and an
+ * odd block count, a short last panel, any thread count (AMX capped off for
+ * all but Q8_0, whose AMX tiles round their own way). */
 /* The fast path's bits against want[40][n] for m = 1, 3 (the matrix-vector
  * kernels), 4, 21, 40 (the tiles: one and several activation groups, a
  * part-filled last one) at 1 and 2 threads. */
@@ -427,31 +429,41 @@ static void qm_fast_is(topos_dtype t, const float *a, int64_t k, const uint8_t *
 
 static int qm_b32_weight(topos_dtype t, const uint8_t *blk, int i) {
   if (t == TOPOS_Q8_0) return (int8_t)blk[2 + i];
-  const uint8_t *qs = blk + (t == TOPOS_Q5_0 ? 6 : 2);
+  const int five = t == TOPOS_Q5_0 || t == TOPOS_Q5_1, at = t == TOPOS_Q5_1 ? 4 : 2; /* fifth bits' offset */
+  const uint8_t *qs = blk + (t == TOPOS_Q4_0 ? 2 : t == TOPOS_Q4_1 || t == TOPOS_Q5_0 ? 4 + 2 * five : 8);
   int q = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
-  if (t == TOPOS_Q4_0) return q - 8;
-  const uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 | (uint32_t)blk[5] << 24;
-  return (q | ((qh >> i) & 1) << 4) - 16;
+  if (five) {
+    const uint32_t qh = (uint32_t)blk[at] | (uint32_t)blk[at + 1] << 8 | (uint32_t)blk[at + 2] << 16 |
+                        (uint32_t)blk[at + 3] << 24;
+    q |= ((qh >> i) & 1) << 4;
+  }
+  return t == TOPOS_Q4_0 ? q - 8 : t == TOPOS_Q5_0 ? q - 16 : q; /* Q4_1 / Q5_1: w = d * q + m */
 }
 
 static void qm_b32_cases(topos_dtype t) {
   const int64_t n = 37;
   for (int kk = 0; kk < 2; ++kk) {
-    const int64_t k = kk ? 1056 : 128, nb = k / 32, wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : 18;
-    uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nb * 34));
+    const int minned = t == TOPOS_Q4_1 || t == TOPOS_Q5_1, ab = minned ? 36 : 34; /* Q8_1 or Q8_0 activations */
+    const int64_t k = kk ? 1056 : 128, nb = k / 32;
+    const int64_t wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : t == TOPOS_Q4_0 ? 18 : t == TOPOS_Q4_1 ? 20 : 24;
+    uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nb * ab));
     float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
     CHECK(w && aq && a && want && got);
-    for (int64_t c = 0; c < 40; ++c) CHECK_OK(topos_quantize_row(TOPOS_Q8_0, a + c * k, aq + c * nb * 34, k));
+    for (int64_t c = 0; c < 40; ++c)
+      CHECK_OK(topos_quantize_row(minned ? TOPOS_Q8_1 : TOPOS_Q8_0, a + c * k, aq + c * nb * ab, k));
     for (int64_t c = 0; c < 40; ++c)
       for (int64_t r = 0; r < n; ++r) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t *wblk = w + (size_t)((r * nb + b) * wb), *ab = aq + (size_t)(c * nb + b) * 34;
+          const uint8_t *wblk = w + (size_t)((r * nb + b) * wb), *ablk = aq + (size_t)((c * nb + b) * ab);
           int32_t isum = 0;
-          for (int i = 0; i < 32; ++i) isum += qm_b32_weight(t, wblk, i) * (int8_t)ab[2 + i];
+          for (int i = 0; i < 32; ++i) isum += qm_b32_weight(t, wblk, i) * (int8_t)ablk[ab - 32 + i];
           const float dw = topos_f16_to_f32((uint16_t)(wblk[0] | wblk[1] << 8));
-          const float da = topos_f16_to_f32((uint16_t)(ab[0] | ab[1] << 8));
+          const float da = topos_f16_to_f32((uint16_t)(ablk[0] | ablk[1] << 8));
           acc = fmaf((float)isum, dw * da, acc);
+          if (minned) /* + m * s: the weight's f16 min, the Q8_1 activation's f16 s */
+            acc = fmaf(topos_f16_to_f32((uint16_t)(wblk[2] | wblk[3] << 8)),
+                       topos_f16_to_f32((uint16_t)(ablk[2] | ablk[3] << 8)), acc);
         }
         want[c * n + r] = acc;
       }
@@ -467,6 +479,8 @@ TEST(qmatmul_32_blocks_avx512_are_the_block_sum_definition) {
   tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI);
   qm_b32_cases(TOPOS_Q4_0);
   qm_b32_cases(TOPOS_Q5_0);
+  qm_b32_cases(TOPOS_Q4_1);
+  qm_b32_cases(TOPOS_Q5_1);
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
