@@ -1,17 +1,21 @@
 /* Fused matrix-vector kernels of the AVX-512 VNNI engine, for products with
- * fewer activation rows than a tile (decoding: m = 1). Included by
- * qk_avx512vnni.c before the engine body.
+ * fewer activation rows than a tile (decoding: m = 1), and the in-register
+ * unpacking of the K types that the super-block kernels
+ * (qk_ksum_avx512vnni.h) build on. Included by qk_avx512vnni.c before the
+ * engine body.
  *
  * The tile route decodes a panel of weight rows into a buffer, then dots
  * it with the activations: for m = 1 that is two passes over every weight
  * byte, and the decode pass dominated decoding time. These kernels unpack
  * each block in registers straight from the file's layout and feed it to
  * the very integer and float operations of the tile route with C = 1
- * (qtile / ktile in qk_engine_body.h), in the same order and with the same
- * lane layout: each 32-bit lane holds the exact integer sum of the same 4
+ * (qtile in qk_engine_body.h), in the same order and with the same lane
+ * layout: each 32-bit lane holds the exact integer sum of the same 4
  * elements, each float accumulator lane sees the same sequence of roundings.
  * So results are bit-identical to the tile route, and hence independent of
- * m and of the thread count as before (tests/quant/test_qk_matvec.c).
+ * m and of the thread count (tests/quant/qmatmul_test.c). On this ISA the
+ * engine serves the 32-element types only for rows too long for the
+ * block-sum kernels' int32 gather offsets (qk_block32_avx512vnni.h).
  *
  * Layouts: reference/ggml.md §2. Each kernel takes NR (1..4) weight rows and
  * one activation row; rows are interleaved for instruction-level
@@ -61,7 +65,7 @@ MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
 
 /* Q4_K's activations in nibble order: per super-block the four 64-byte
  * vectors the kernel meets, [a0..31 a64..95] [a32..63 a96..127] and the
- * same for the second half (k45_row_sums in qk_ksum_avx512vnni.h). */
+ * same for the second half (ks_row_k45 in qk_ksum_avx512vnni.h). */
 static int mv_q4k_prepare(qk_act *act) {
   const int64_t kpad = act->kpad;
   act->qn = malloc((size_t)(act->m * kpad));
