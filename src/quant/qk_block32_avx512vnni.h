@@ -167,6 +167,8 @@ static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const floa
   }
 }
 
+/* Tile output: weight row n0 + r (r < nr, else dropped) for the activation
+ * rows c0 .. c0 + lanes_used - 1 held in v's lanes, plus the bias. */
 static void q80_store(const tp_qk_task *t, int64_t n0, int nr, int64_t c0, int lanes_used, __m512 v, int r) {
   float lane[16];
   _mm512_storeu_ps(lane, v);
@@ -317,6 +319,14 @@ static inline int b16_panel(const tp_qk_task *t, int64_t n0, const uint8_t **bas
   return nr;
 }
 
+/* Decode output: activation row c for weight rows n0 .. n0 + nr - 1 held in
+ * v's lanes, plus the bias. */
+static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512 v) {
+  float lane[16];
+  _mm512_storeu_ps(lane, v);
+  for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+}
+
 static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, int64_t p0, int64_t p1,
                                                                 const b32_kind kd) {
   const tp_qk_task *t = x->task;
@@ -369,9 +379,7 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
                                 _mm512_set1_ps(ga[8 * (b + 1)] * 8.0f), f);
         }
       }
-      float lane[16];
-      _mm512_storeu_ps(lane, f);
-      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+      b16_store(t, c, n0, nr, f);
     }
   }
 }

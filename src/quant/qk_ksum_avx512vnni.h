@@ -281,9 +281,7 @@ static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
       for (int g = 0; g < ng; ++g) {
         const int64_t c0 = (g0 + g) * 16;
         const int used = (int)(t->m - c0 < 16 ? t->m - c0 : 16);
-        for (int c = 0; c < used; ++c)
-          for (int r = 0; r < nr; ++r)
-            t->out[(c0 + c) * t->n + n0 + r] = t->bias ? f[r][g][c] + t->bias[n0 + r] : f[r][g][c];
+        for (int r = 0; r < nr; ++r) q80_store(t, n0, nr, c0, used, _mm512_load_ps(f[r][g]), r);
       }
     }
   }
@@ -449,9 +447,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
           f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(dmin, da), f);
         }
       }
-      float lane[16];
-      _mm512_storeu_ps(lane, f);
-      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+      b16_store(t, c, n0, nr, f);
       pf_c = NULL;
     }
   }
