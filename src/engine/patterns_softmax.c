@@ -14,9 +14,13 @@
  * NaN) changes nothing, so it is skipped too. Everything else is expf/logf
  * exactly as the reference kernels call them.
  *
- * Fast: p = exp(x - peak) / s with one exp per element, through the f32 map
- * chain (the simd rung's vector exp, 1 ulp, when that backend is built;
- * otherwise libm expf). Exact's exp((x - peak) - ln s) rounds its argument,
+ * Fast: p = exp(x - peak) / s with one exp per element. On x86-64 with AVX2
+ * or AVX-512 the whole row runs in vectors (softmax_rows_template.h: the
+ * shared vector exp, 1 ulp, and s summed on 64 fixed lanes, the same bits on
+ * both ISAs); elsewhere, and for rows with a NaN or infinite key, the exp
+ * goes through the f32 map chain (the simd rung's vector exp when that
+ * backend is built, otherwise libm expf) and s is the ascending sum. Exact's
+ * exp((x - peak) - ln s) rounds its argument,
  * which costs up to |ln p| / 2 ulp; Fast's route costs about 2 ulp (exp,
  * reciprocal, product) plus the sum's. Stated envelope against Exact, checked
  * by tests/engine/softmax_pattern_test.c: |fast - exact| <= (8 + |ln p|) ulp
@@ -28,8 +32,10 @@
 
 #include "base/error.h"
 #include "base/numerics.h"
+#include "backend/platform.h"
 #include "base/threads.h"
 #include "engine/pattern.h"
+#include "engine/softmax_rows.h"
 #include "ops/kernel.h"
 #include "topos/backend.h"
 
@@ -92,10 +98,22 @@ static void tp_softmax_row_exact(const float *x, float *y, int64_t n) {
   }
 }
 
-/* Fast: p = exp(x - peak) * (1 / s), one exp per element (through the map
- * chain: the simd rung's vector exp when built) instead of two; s is the same
- * ascending sum. */
+int tp_softmax_row_vector(const float *x, float *y, int64_t n, int isa) {
+#if defined(__x86_64__)
+  const tp_vector_isa best = tp_vector_isa_best();
+  if ((isa == 0 || isa == 2) && best == TP_VECTOR_AVX512) return tp_softmax_row_vector_avx512(x, y, n);
+  if ((isa == 0 || isa == 1) && best >= TP_VECTOR_AVX2) return tp_softmax_row_vector_avx2(x, y, n);
+#else
+  (void)x, (void)y, (void)n, (void)isa;
+#endif
+  return -1;
+}
+
+/* Fast: p = exp(x - peak) * (1 / s), one exp per element instead of two:
+ * the vector row where the CPU has one, else through the map chain (the simd
+ * rung's vector exp when built) with s the ascending sum. */
 static topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
+  if (tp_softmax_row_vector(x, y, n, 0) == 1) return TOPOS_OK;
   const topos_element *f32 = topos_element_of(TOPOS_F32);
   float peak = tp_softmax_peak(x, n);
   for (int64_t k = 0; k < n; ++k) y[k] = x[k] - peak;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/softmax_rows.h"
 #include "test.h"
 
 /* A rows x n f32 input: scores like attention's, a causal -inf tail per row,
@@ -130,4 +131,63 @@ TEST(plan_softmax_fast_within_its_envelope) {
   topos_tensor_release(fast);
   topos_tensor_release(exact);
   topos_tensor_release(x);
+}
+
+/* The vector row (softmax_rows_template.h) directly: the same bits on AVX2
+ * and AVX-512; a causal row cut after its last live key (what decoding
+ * sees) gives the bits of the full masked row; within the stated envelope of
+ * p computed in double; special rows declined to the scalar path. */
+static void tsm_row(uint32_t *state, float *x, int64_t n, int64_t live, float spread) {
+  for (int64_t k = 0; k < n; ++k) {
+    *state = *state * 1664525u + 1013904223u;
+    float u = (float)(*state >> 8) / 16777216.0f;
+    x[k] = k < live ? (u - 0.5f) * spread : -INFINITY;
+  }
+}
+
+TEST(softmax_vector_rows_agree_across_isas_cut_rows_and_the_envelope) {
+  if (tp_softmax_row_vector(NULL, NULL, 0, 1) == -1) SKIP("no AVX2 here (or masked): no vector rows");
+  const int isas = tp_softmax_row_vector(NULL, NULL, 0, 2) == -1 ? 1 : 2;
+  static const int64_t ns[] = {1, 2, 15, 63, 64, 65, 127, 130, 700};
+  enum { N = 700 };
+  float x[N], y1[N], y2[N], yc[N];
+  uint32_t state = 99u;
+  int64_t bad = 0, rows = 0;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; ++i)
+    for (int64_t live = 1; live <= ns[i]; live += 1 + live / 8) {
+      const int64_t n = ns[i];
+      const float spread = live % 2 ? 24.0f : 180.0f; /* 180: terms down to the subnormals */
+      tsm_row(&state, x, n, live, spread);
+      memset(y1, 0xff, sizeof y1);
+      CHECK_EQ_INT(tp_softmax_row_vector(x, y1, n, 1), 1);
+      if (isas == 2) {
+        memset(y2, 0, sizeof y2);
+        CHECK_EQ_INT(tp_softmax_row_vector(x, y2, n, 2), 1);
+        bad += memcmp(y1, y2, (size_t)n * sizeof *y1) != 0;
+      }
+      /* cut after the last live key */
+      CHECK_EQ_INT(tp_softmax_row_vector(x, yc, live, isas), 1);
+      bad += memcmp(y1, yc, (size_t)live * sizeof *y1) != 0;
+      double peak = -INFINITY, sum = 0.0;
+      for (int64_t k = 0; k < n; ++k) peak = x[k] > peak ? x[k] : peak;
+      for (int64_t k = 0; k < live; ++k) sum += exp((double)x[k] - peak);
+      for (int64_t k = 0; k < n; ++k) {
+        double p = k < live ? exp((double)x[k] - peak) / sum : 0.0;
+        double ulps = p > 0.0 ? 8.0 + fabs(log(p)) : 0.0;
+        bad += !(fabs((double)y1[k] - p) <= ldexp(p, -23) * ulps + ldexp(1.0, -126));
+      }
+      ++rows;
+    }
+  CHECK_EQ_INT(bad, 0);
+  CHECK(rows > 100);
+  /* declined: only -inf, a NaN key, an infinite key (the scalar path's
+   * special values); an empty cut is never asked for */
+  for (int64_t k = 0; k < 70; ++k) x[k] = -INFINITY;
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 0);
+  x[3] = 1.0f;
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 1);
+  x[66] = NAN;
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 0);
+  x[66] = INFINITY;
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 0);
 }

@@ -1,17 +1,13 @@
 /* Vectorized f32 maps for the simd rung (Fast posture only: envelope), one
  * definition compiled per ISA file (vmath_avx2.c, vmath_avx512.c), which
- * defines the TP_V* operation macros and TP_VMATH_SUFFIX first.
+ * includes the lane operations (base/vlanes_*.h) and defines TP_VMATH_SUFFIX
+ * first.
  *
  * Every lane runs the same sequence of correctly rounded operations (FMA
  * included), so results do not depend on the position in the buffer, the
  * thread split or the tail handling; both ISA files use the same sequence.
  *
- *   exp:  n = round(x log2 e) (one FMA with the 1.5 * 2^23 trick, which
- *         also gives n's integer bits); r = x - n ln2 (two-part ln2, FMA);
- *         degree-7 polynomial in r (|r| <= ~0.35, Chebyshev fit, relative
- *         error < 3e-10); scaled by 2^n as two power-of-two factors, so
- *         subnormal results are rounded once. Overflow gives +inf,
- *         underflow 0.
+ *   exp:  base/vexp_template.h (shared with the engine's softmax rows).
  *   ln:   x = m 2^e with m in [sqrt(1/2), sqrt(2)); f = m - 1 (exact),
  *         s = f/(2+f), ln(m) = f - s (f - R(s^2)) with R the atanh series
  *         to s^10; plus e ln2 in two parts. Subnormals are prescaled by 2^23.
@@ -30,48 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TP_VM_CAT_(a, b) a##b
-#define TP_VM_CAT(a, b) TP_VM_CAT_(a, b)
-#define TP_VM_FN(name) TP_VM_CAT(name, TP_VMATH_SUFFIX)
-
-/* Round-to-nearest through the float adder: adding 1.5 * 2^23 leaves the
- * nearest integer in the low mantissa bits (|v| < 2^22), so one FMA gives
- * both n (as a float, after subtracting the constant again) and its integer
- * bits, where a round + convert pair would cost three instructions. */
-#define TP_VM_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23, bits 0x4b400000 */
-
-/* e^r - 1 - r = r^2 S(r) on |r| <= ln2/2: S is a degree-5 Chebyshev fit
- * (relative error of e^r below 3e-10, vs 6e-9 for the Taylor terms to r^7
- * at the same cost). Coefficients from mpmath.chebyfit. */
-#define TP_VM_EXP_POLY(r, p)                                  \
-  do {                                                        \
-    p = TP_VSET(1.98910171843e-4f);                           \
-    p = TP_VFMA(p, r, TP_VSET(1.39336737329e-3f));            \
-    p = TP_VFMA(p, r, TP_VSET(8.33331090173e-3f));            \
-    p = TP_VFMA(p, r, TP_VSET(4.16664647114e-2f));            \
-    p = TP_VFMA(p, r, TP_VSET(1.66666666816e-1f));            \
-    p = TP_VFMA(p, r, TP_VSET(5.00000001349e-1f));            \
-    p = TP_VFMA(p, r, TP_VSET(1.0f));                         \
-    p = TP_VFMA(p, r, TP_VSET(1.0f));                         \
-  } while (0)
-
-static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
-  /* max/min with x second: a NaN x passes through both (the instructions
-   * return the second operand when either is NaN) and stays NaN to the end */
-  TP_V xc = TP_VMIN(TP_VSET(89.0f), TP_VMAX(TP_VSET(-104.0f), x));
-  TP_V t = TP_VFMA(xc, TP_VSET(1.44269504088896341f), TP_VSET(TP_VM_ROUND_MAGIC));
-  TP_V n = TP_VSUB(t, TP_VSET(TP_VM_ROUND_MAGIC));
-  TP_V r = TP_VFMA(n, TP_VSET(-0.693359375f), xc);
-  r = TP_VFMA(n, TP_VSET(2.12194440e-4f), r);
-  TP_V p;
-  TP_VM_EXP_POLY(r, p);
-  TP_VI ni = TP_VI_SUB(TP_VCAST_I(t), TP_VCAST_I(TP_VSET(TP_VM_ROUND_MAGIC)));
-  TP_VI n1 = TP_VI_SRAI(ni, 1);
-  TP_VI n2 = TP_VI_SUB(ni, n1);
-  TP_V s1 = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(n1, TP_VI_SET(127)), 23));
-  TP_V s2 = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(n2, TP_VI_SET(127)), 23));
-  return TP_VMUL(TP_VMUL(p, s1), s2);
-}
+#include "base/vexp_template.h"
 
 /* ln of a positive normal xs, minus `shift` in the exponent. The integer
  * add moves m = 1.M >= sqrt(2) (mantissa bits from 0x3504f4 up) into the

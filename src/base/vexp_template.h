@@ -1,0 +1,66 @@
+/* The vector exp of the Fast posture, one definition for every ISA: the
+ * including file defines the lane operations first (base/vlanes_avx512.h or
+ * base/vlanes_avx2.h) and TP_VMATH_SUFFIX, which names the instance. Used
+ * by the simd rung's maps (backend/simd/vmath_template.h) and by the
+ * engine's fused softmax rows.
+ *
+ * Every lane runs the same sequence of correctly rounded operations (FMA
+ * included), so a result does not depend on its position, the vector width
+ * or the thread split: AVX-512 and AVX2 give the same bits.
+ *
+ *   n = round(x log2 e) (one FMA with the 1.5 * 2^23 trick, which also
+ *   gives n's integer bits); r = x - n ln2 (two-part ln2, FMA); degree-7
+ *   polynomial in r (|r| <= ~0.35, Chebyshev fit, relative error < 3e-10);
+ *   scaled by 2^n as two power-of-two factors, so subnormal results are
+ *   rounded once. Overflow gives +inf, underflow (and -inf) 0, NaN stays
+ *   NaN. Measured against the correctly rounded exp: at most 1 ulp
+ *   (tests/backend/simd/vmath_test.c). */
+#ifndef TP_VMATH_SUFFIX
+#error "define TP_VMATH_SUFFIX and the lane operations before including vexp_template.h"
+#endif
+
+#ifndef TP_VM_FN
+#define TP_VM_CAT_(a, b) a##b
+#define TP_VM_CAT(a, b) TP_VM_CAT_(a, b)
+#define TP_VM_FN(name) TP_VM_CAT(name, TP_VMATH_SUFFIX)
+#endif
+
+/* Round-to-nearest through the float adder: adding 1.5 * 2^23 leaves the
+ * nearest integer in the low mantissa bits (|v| < 2^22), so one FMA gives
+ * both n (as a float, after subtracting the constant again) and its integer
+ * bits, where a round + convert pair would cost three instructions. */
+#define TP_VM_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23, bits 0x4b400000 */
+
+/* e^r - 1 - r = r^2 S(r) on |r| <= ln2/2: S is a degree-5 Chebyshev fit
+ * (relative error of e^r below 3e-10, vs 6e-9 for the Taylor terms to r^7
+ * at the same cost). Coefficients from mpmath.chebyfit. */
+#define TP_VM_EXP_POLY(r, p)                                  \
+  do {                                                        \
+    p = TP_VSET(1.98910171843e-4f);                           \
+    p = TP_VFMA(p, r, TP_VSET(1.39336737329e-3f));            \
+    p = TP_VFMA(p, r, TP_VSET(8.33331090173e-3f));            \
+    p = TP_VFMA(p, r, TP_VSET(4.16664647114e-2f));            \
+    p = TP_VFMA(p, r, TP_VSET(1.66666666816e-1f));            \
+    p = TP_VFMA(p, r, TP_VSET(5.00000001349e-1f));            \
+    p = TP_VFMA(p, r, TP_VSET(1.0f));                         \
+    p = TP_VFMA(p, r, TP_VSET(1.0f));                         \
+  } while (0)
+
+static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
+  /* max/min with x second: a NaN x passes through both (the instructions
+   * return the second operand when either is NaN) and stays NaN to the end */
+  TP_V xc = TP_VMIN(TP_VSET(89.0f), TP_VMAX(TP_VSET(-104.0f), x));
+  TP_V t = TP_VFMA(xc, TP_VSET(1.44269504088896341f), TP_VSET(TP_VM_ROUND_MAGIC));
+  TP_V n = TP_VSUB(t, TP_VSET(TP_VM_ROUND_MAGIC));
+  TP_V r = TP_VFMA(n, TP_VSET(-0.693359375f), xc);
+  r = TP_VFMA(n, TP_VSET(2.12194440e-4f), r);
+  TP_V p;
+  TP_VM_EXP_POLY(r, p);
+  TP_VI ni = TP_VI_SUB(TP_VCAST_I(t), TP_VCAST_I(TP_VSET(TP_VM_ROUND_MAGIC)));
+  TP_VI n1 = TP_VI_SRAI(ni, 1);
+  TP_VI n2 = TP_VI_SUB(ni, n1);
+  TP_V s1 = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(n1, TP_VI_SET(127)), 23));
+  TP_V s2 = TP_VCAST_F(TP_VI_SLLI(TP_VI_ADD(n2, TP_VI_SET(127)), 23));
+  return TP_VMUL(TP_VMUL(p, s1), s2);
+}
+

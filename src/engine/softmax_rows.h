@@ -1,0 +1,21 @@
+/* Internal: the Fast softmax row in vectors (softmax_rows_template.h),
+ * instanced per ISA (patterns_softmax_avx512.c, patterns_softmax_avx2.c);
+ * patterns_softmax.c picks one, tests pin one. */
+#ifndef TP_ENGINE_SOFTMAX_ROWS_H
+#define TP_ENGINE_SOFTMAX_ROWS_H
+
+#include <stdint.h>
+
+/* p = exp(x - peak) / s over one row of n floats, y separate from x. Returns
+ * 0 (y then holds nothing meaningful) when the row needs the scalar path: no
+ * finite peak (NaN, +inf or only -inf), or a sum outside [0.5, 3e38] (a NaN
+ * key). */
+int tp_softmax_row_vector_avx512(const float *x, float *y, int64_t n);
+int tp_softmax_row_vector_avx2(const float *x, float *y, int64_t n);
+
+/* The CPU's widest instance (isa 0), or AVX2 (1) / AVX-512 (2) pinned;
+ * -1 when that instance cannot run here (not x86-64, or the ISA is missing
+ * or masked), else the instance's return value. */
+int tp_softmax_row_vector(const float *x, float *y, int64_t n, int isa);
+
+#endif

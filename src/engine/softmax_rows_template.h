@@ -1,0 +1,72 @@
+/* The Fast softmax row, p = exp(x - peak) / s, in vectors: one definition,
+ * instanced per ISA by a file that includes the lane operations
+ * (base/vlanes_*.h) and defines TP_VMATH_SUFFIX first.
+ *
+ * The same bits on every ISA and at every vector width: the exp is
+ * base/vexp_template.h (lane-independent), and the sum s is defined on 64
+ * lanes, not on the registers — element k adds into lane k % 64 in ascending
+ * k, then the lanes meet in a fixed halving tree (lane i += lane i + w for
+ * w = 32, 16, ..., 1). AVX-512 holds the 64 lanes in 4 registers, AVX2 in 8.
+ *
+ * Keys past the last finite one (a causal row's masked future) are -inf,
+ * whose exp is +0: they are written as +0 and skipped, which adds nothing
+ * to any lane. So a row cut after its last live key, as decoding sees it,
+ * gives the same bits as the full masked row of a prompt. */
+#include <math.h>
+#include <string.h>
+
+#include "base/vexp_template.h"
+
+#define TP_SMX_LANES 64
+#define TP_SMX_NV (TP_SMX_LANES / TP_VW)
+
+int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
+  int64_t live = n;
+  while (live > 0 && x[live - 1] == -INFINITY) --live;
+  if (live == 0) return 0;
+  const int64_t full = live / TP_SMX_LANES * TP_SMX_LANES, rest = live - full;
+  /* the partial last block, padded with -inf (exp: +0) */
+  float pad[TP_SMX_LANES] __attribute__((aligned(64)));
+  for (int i = 0; i < TP_SMX_LANES; ++i) pad[i] = i < rest ? x[full + i] : -INFINITY;
+
+  /* peak: max with the running value second, so a NaN key is passed over
+   * here (its exp is NaN, which the sum check below catches) */
+  TP_V m[TP_SMX_NV];
+  for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VSET(-INFINITY);
+  for (int64_t k = 0; k < full; k += TP_SMX_LANES)
+    for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(x + k + v * TP_VW), m[v]);
+  for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(pad + v * TP_VW), m[v]);
+  float lanes[TP_SMX_LANES] __attribute__((aligned(64)));
+  for (int v = 0; v < TP_SMX_NV; ++v) TP_VSTORE(lanes + v * TP_VW, m[v]);
+  float peak = lanes[0];
+  for (int i = 1; i < TP_SMX_LANES; ++i) peak = lanes[i] > peak ? lanes[i] : peak;
+  if (!(peak > -INFINITY && peak < INFINITY)) return 0;
+
+  const TP_V pk = TP_VSET(peak);
+  TP_V s[TP_SMX_NV];
+  for (int v = 0; v < TP_SMX_NV; ++v) s[v] = TP_VSET(0.0f);
+  for (int64_t k = 0; k < full; k += TP_SMX_LANES)
+    for (int v = 0; v < TP_SMX_NV; ++v) {
+      TP_V e = TP_VM_FN(tp_vexp_)(TP_VSUB(TP_VLOAD(x + k + v * TP_VW), pk));
+      TP_VSTORE(y + k + v * TP_VW, e);
+      s[v] = TP_VADD(s[v], e);
+    }
+  for (int v = 0; v < TP_SMX_NV; ++v) {
+    TP_V e = TP_VM_FN(tp_vexp_)(TP_VSUB(TP_VLOAD(pad + v * TP_VW), pk));
+    TP_VSTORE(pad + v * TP_VW, e);
+    s[v] = TP_VADD(s[v], e);
+  }
+  memcpy(y + full, pad, (size_t)rest * sizeof *y);
+  for (int v = 0; v < TP_SMX_NV; ++v) TP_VSTORE(lanes + v * TP_VW, s[v]);
+  for (int w = TP_SMX_LANES / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) lanes[i] += lanes[i + w];
+  const float sum = lanes[0];
+  if (!(sum >= 0.5f && sum <= 3.0e38f)) return 0; /* a NaN key */
+
+  const float inv = 1.0f / sum;
+  const TP_V vinv = TP_VSET(inv);
+  for (int64_t k = 0; k < full; k += TP_VW) TP_VSTORE(y + k, TP_VMUL(TP_VLOAD(y + k), vinv));
+  for (int64_t k = full; k < live; ++k) y[k] *= inv;
+  memset(y + live, 0, (size_t)(n - live) * sizeof *y);
+  return 1;
+}
