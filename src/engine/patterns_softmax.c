@@ -83,7 +83,7 @@ static float tp_softmax_peak(const float *x, int64_t n) {
 }
 
 /* Exact: the reference's order and calls, -inf arguments written as +0. */
-static void tp_softmax_row_exact(const float *x, float *y, int64_t n) {
+void tp_softmax_row_exact(const float *x, float *y, int64_t n) {
   float peak = tp_softmax_peak(x, n);
   float z0 = x[0] - peak;
   float s = z0 == -INFINITY ? 0.0f : expf(z0);
@@ -112,7 +112,7 @@ int tp_softmax_row_vector(const float *x, float *y, int64_t n, int isa) {
 /* Fast: p = exp(x - peak) * (1 / s), one exp per element instead of two:
  * the vector row where the CPU has one, else through the map chain (the simd
  * rung's vector exp when built) with s the ascending sum. */
-static topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
+topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
   if (tp_softmax_row_vector(x, y, n, 0) == 1) return TOPOS_OK;
   const topos_element *f32 = topos_element_of(TOPOS_F32);
   float peak = tp_softmax_peak(x, n);

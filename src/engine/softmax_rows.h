@@ -1,10 +1,20 @@
-/* Internal: the Fast softmax row in vectors (softmax_rows_template.h),
- * instanced per ISA (patterns_softmax_avx512.c, patterns_softmax_avx2.c);
- * patterns_softmax.c picks one, tests pin one. */
+/* Internal: softmax rows, exp(log_softmax(x)) over one row, as the softmax
+ * and attention patterns run them (patterns_softmax.c), and the Fast row in
+ * vectors (softmax_rows_template.h), instanced per ISA
+ * (patterns_softmax_avx512.c, patterns_softmax_avx2.c). */
 #ifndef TP_ENGINE_SOFTMAX_ROWS_H
 #define TP_ENGINE_SOFTMAX_ROWS_H
 
 #include <stdint.h>
+
+#include "topos/base.h"
+
+/* Exact: the reference's bits (peak, ascending sum of expf, logf, expf);
+ * y separate from x. */
+void tp_softmax_row_exact(const float *x, float *y, int64_t n);
+/* Fast: within the envelope stated in patterns_softmax.c; y separate from
+ * x. Fails only when the exp map fails. */
+topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n);
 
 /* p = exp(x - peak) / s over one row of n floats, y separate from x. Returns
  * 0 (y then holds nothing meaningful) when the row needs the scalar path: no

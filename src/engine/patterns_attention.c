@@ -1,0 +1,333 @@
+/* Pattern "attention": masked softmax attention over f32 keys and values, as
+ * the llama graph records it (models/llama_graph.c, f32 cache), in one step.
+ *
+ * Without a cache segment (a prompt's first chunk):
+ *   o = matmul(exp(log_softmax(add(matmul(q, kn), mn))), vn)
+ * with one (cached keys, then the chunk's own):
+ *   s = add(pad(add(matmul(q, kc), mc)), pad(add(matmul(q, kn), mn)))   (concat)
+ *   p = exp(log_softmax(s))
+ *   o = add(matmul(narrow(p, 0, S), vc), matmul(narrow(p, S, T), vn))
+ * q [B, m, d], kc [B, d, S], kn [B, d, T], masks [B, m, S|T], vc [B, S, dv],
+ * vn [B, T, dv], all rank 3, last axis the softmax's.
+ *
+ * Composed, the scores, their masked sum, the concatenation and the
+ * probabilities are four [B, m, S + T] buffers and as many passes; fused, a
+ * task takes one batch and a block of query rows (at_block_rows), holds its
+ * scores and probabilities in a scratch row buffer of S + T lanes, and
+ * writes its rows of o.
+ *
+ * Exact: the composed bits. Every product is the f32 gemm of the element
+ * chain (under Exact its rungs give the reference's bits for every block
+ * shape: each element seeded with its first product, k ascending), the
+ * masked sum is s + m, the concatenation adds +0 (as the concat pattern),
+ * the softmax row is the reference's (tp_softmax_row_exact), and
+ * o = (p_c vc) + (p_n vn) in that order.
+ *
+ * Fast: the products through the chain's Fast rungs, the Fast softmax row,
+ * and the keys a block's rows cannot see skipped: a key whose mask is -inf
+ * for every row of the block, past the last one any row sees (in the cached
+ * segment and in the chunk separately), has score -inf and probability +0,
+ * so it is neither multiplied nor summed (a causal chunk's future, a cache
+ * span's unwritten slots). That changes no value but through a NaN or an
+ * infinity in those keys or values, or the sign of a zero sum, which Fast
+ * does not promise to keep; a block any of whose rows sees no key at all is
+ * computed whole. Rows are blocks fixed by position, so the bits never depend
+ * on the thread count. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/numerics.h"
+#include "base/threads.h"
+#include "engine/pattern.h"
+#include "engine/softmax_rows.h"
+#include "topos/backend.h"
+
+/* Query rows per task: 64, fewer (a multiple of 8, at least 8) where the
+ * block's scores and probabilities would pass 256 KiB, so they stay in L2.
+ * A function of the shapes alone: the blocks never depend on the threads. */
+static int64_t at_block_rows(int64_t keys) {
+  int64_t rows = (int64_t)(256 * 1024 / sizeof(float)) / (2 * keys) / 8 * 8;
+  return rows > 64 ? 64 : rows < 8 ? 8 : rows;
+}
+
+/* an f32 rank-3 op node of kind `op` */
+static const tp_node *at_op(const tp_graph *g, uint32_t i, topos_op op) {
+  const tp_node *n = tp_pattern_op(g, i, op);
+  return n && n->desc.dtype == TOPOS_F32 && n->desc.rank == 3 ? n : NULL;
+}
+
+static bool at_same_shape(const tp_graph *g, uint32_t a, const tp_node *b) {
+  const tp_node *n = &g->nodes[a];
+  return n->desc.dtype == TOPOS_F32 && n->desc.rank == 3 &&
+         memcmp(n->desc.shape, b->desc.shape, 3 * sizeof(int64_t)) == 0;
+}
+
+/* add(matmul(q, k), mask) at node i, mask shaped as the product; fills the
+ * two members and q, k, mask */
+static bool at_scores(const tp_graph *g, uint32_t i, uint32_t *members, uint32_t *q, uint32_t *k,
+                      uint32_t *mask) {
+  const tp_node *add = at_op(g, i, TOPOS_OP_ADD);
+  if (!add) return false;
+  const tp_node *mm = at_op(g, add->operands[0], TOPOS_OP_MATMUL);
+  if (!mm || !at_same_shape(g, add->operands[1], mm)) return false;
+  const tp_node *qn = &g->nodes[mm->operands[0]], *kn = &g->nodes[mm->operands[1]];
+  if (qn->desc.dtype != TOPOS_F32 || kn->desc.dtype != TOPOS_F32 || qn->desc.rank != 3 ||
+      kn->desc.rank != 3)
+    return false;
+  members[0] = add->operands[0];
+  members[1] = i;
+  *q = mm->operands[0];
+  *k = mm->operands[1];
+  *mask = add->operands[1];
+  return true;
+}
+
+/* narrow(p, last axis, start, length) */
+static bool at_narrow(const tp_graph *g, uint32_t i, uint32_t p, int64_t start, int64_t length) {
+  const tp_node *n = at_op(g, i, TOPOS_OP_NARROW);
+  return n && n->operands[0] == p && n->attrs.axis == 2 && n->attrs.start == start &&
+         n->attrs.length == length;
+}
+
+/* pad(x, last axis, start, extent) */
+static bool at_pad(const tp_graph *g, uint32_t i, int64_t start, int64_t extent, uint32_t *x) {
+  const tp_node *n = at_op(g, i, TOPOS_OP_PAD);
+  if (!n || n->attrs.axis != 2 || n->attrs.start != start || n->attrs.length != extent) return false;
+  *x = n->operands[0];
+  return true;
+}
+
+/* inputs: q, kn, mn, vn, then kc, mc, vc when cached */
+enum { AT_Q, AT_KN, AT_MN, AT_VN, AT_KC, AT_MC, AT_VC };
+
+static bool at_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
+  (void)evaluated;
+  uint32_t members[16], n = 0, in[7];
+  uint32_t p = 0;
+  int64_t S = 0;
+  int cached = 0;
+  const tp_node *top = at_op(g, root, TOPOS_OP_ADD);
+  if (top) { /* add(matmul(narrow(p), vc), matmul(narrow(p), vn)) */
+    const tp_node *a = at_op(g, top->operands[0], TOPOS_OP_MATMUL);
+    const tp_node *b = at_op(g, top->operands[1], TOPOS_OP_MATMUL);
+    if (!a || !b) return false;
+    const tp_node *na = at_op(g, a->operands[0], TOPOS_OP_NARROW);
+    if (!na) return false;
+    p = na->operands[0];
+    S = na->attrs.length;
+    const int64_t W = g->nodes[p].desc.shape[2];
+    if (!at_narrow(g, a->operands[0], p, 0, S) || !at_narrow(g, b->operands[0], p, S, W - S))
+      return false;
+    members[n++] = a->operands[0];
+    members[n++] = b->operands[0];
+    members[n++] = top->operands[0];
+    members[n++] = top->operands[1];
+    in[AT_VC] = a->operands[1];
+    in[AT_VN] = b->operands[1];
+    cached = 1;
+  } else {
+    const tp_node *mm = at_op(g, root, TOPOS_OP_MATMUL);
+    if (!mm) return false;
+    p = mm->operands[0];
+    in[AT_VN] = mm->operands[1];
+  }
+  members[n++] = root;
+  const tp_node *e = at_op(g, p, TOPOS_OP_EXP);
+  if (!e) return false;
+  const tp_node *ls = at_op(g, e->operands[0], TOPOS_OP_LOG_SOFTMAX);
+  if (!ls || ls->attrs.axis != 2) return false;
+  members[n++] = p;
+  members[n++] = e->operands[0];
+  uint32_t s = ls->operands[0];
+  const int64_t W = g->nodes[s].desc.shape[2];
+  if (cached) {
+    const tp_node *cat = at_op(g, s, TOPOS_OP_ADD);
+    if (!cat) return false;
+    uint32_t xc, xn;
+    if (!at_pad(g, cat->operands[0], 0, W, &xc) || !at_pad(g, cat->operands[1], S, W, &xn) ||
+        g->nodes[xc].desc.shape[2] != S || g->nodes[xn].desc.shape[2] != W - S)
+      return false;
+    members[n++] = s;
+    members[n++] = cat->operands[0];
+    members[n++] = cat->operands[1];
+    uint32_t qc;
+    if (!at_scores(g, xc, members + n, &qc, &in[AT_KC], &in[AT_MC])) return false;
+    n += 2;
+    if (!at_scores(g, xn, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN]) || qc != in[AT_Q])
+      return false;
+    n += 2;
+  } else {
+    if (!at_scores(g, s, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN])) return false;
+    n += 2;
+  }
+  /* shapes: q [B, m, d], k [B, d, keys], v [B, keys, dv], out [B, m, dv] */
+  const int64_t *qs = g->nodes[in[AT_Q]].desc.shape, *os = g->nodes[root].desc.shape;
+  const int nparts = cached ? 2 : 1;
+  for (int c = 0; c < nparts; ++c) {
+    const tp_node *k = &g->nodes[in[c ? AT_KC : AT_KN]], *v = &g->nodes[in[c ? AT_VC : AT_VN]];
+    if (v->desc.dtype != TOPOS_F32 || v->desc.rank != 3 || k->desc.shape[0] != qs[0] ||
+        k->desc.shape[1] != qs[2] || v->desc.shape[0] != qs[0] ||
+        v->desc.shape[1] != k->desc.shape[2] || v->desc.shape[2] != os[2])
+      return false;
+  }
+  if (os[0] != qs[0] || os[1] != qs[1]) return false;
+  if (!tp_fusion_take_members(f, members, n, root)) return false;
+  f->n_inputs = cached ? 7 : 4;
+  memcpy(f->inputs, in, f->n_inputs * sizeof *in);
+  return true;
+}
+
+/* A strided rank-3 f32 operand: element (b, i, j) at base[b*s0 + i*s1 + j*s2]. */
+typedef struct at_view {
+  const float *base;
+  int64_t s0, s1, s2, n1, n2;
+} at_view;
+
+static at_view at_view_of(const topos_tensor *t) {
+  const int64_t *st = topos_tensor_strides(t), *sh = topos_tensor_shape(t);
+  return (at_view){topos_tensor_data(t), st[0], st[1], st[2], sh[1], sh[2]};
+}
+
+typedef struct at_job {
+  at_view q, k[2], m[2], v[2]; /* [0]: the chunk's keys, [1]: the cached segment */
+  int cached, exact;
+  int64_t B, rows, d, dv, S, T, block_rows, blocks;
+  float *out;
+  atomic_int status;
+} at_job;
+
+/* keys [0, n) of part `part` that some row of the block may see: up to the
+ * last whose mask is not -inf in any row (0 when none) */
+static int64_t at_live_keys(const at_view *m, int64_t b, int64_t i0, int64_t i1, int64_t n) {
+  int64_t live = 0;
+  for (int64_t i = i0; i < i1; ++i) {
+    const float *row = m->base + b * m->s0 + i * m->s1;
+    for (int64_t j = n - 1; j >= live; --j)
+      if (row[j * m->s2] != -INFINITY) {
+        live = j + 1;
+        break;
+      }
+  }
+  return live;
+}
+
+/* s[r, 0..n) = q[b, i0 + r, :] . k[b, :, 0..n) + mask (+ 0 when concatenated),
+ * row stride ld */
+static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_t i0, int64_t rows,
+                                    int64_t n, float *s, int64_t ld) {
+  const at_view *q = &j->q, *k = &j->k[part], *m = &j->m[part];
+  topos_gemm_task t = {rows, n, j->d, q->base + b * q->s0 + i0 * q->s1, q->s1, q->s2,
+                       k->base + b * k->s0, k->s1, k->s2, s, ld};
+  TP_TRY(topos_element_gemm(topos_element_of(TOPOS_F32), &t));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *mr = m->base + b * m->s0 + (i0 + r) * m->s1;
+    float *sr = s + r * ld;
+    if (j->cached)
+      for (int64_t c = 0; c < n; ++c) sr[c] = (sr[c] + mr[c * m->s2]) + 0.0f;
+    else
+      for (int64_t c = 0; c < n; ++c) sr[c] = sr[c] + mr[c * m->s2];
+  }
+  return TOPOS_OK;
+}
+
+/* o[r, :] = p[r, 0..n) . v[b, 0..n, :] */
+static topos_status at_values_block(const at_job *j, int part, int64_t b, int64_t rows, int64_t n,
+                                    const float *p, int64_t ld, float *o) {
+  const at_view *v = &j->v[part];
+  topos_gemm_task t = {rows, j->dv, n, p, ld, 1, v->base + b * v->s0, v->s1, v->s2, o, j->dv};
+  return topos_element_gemm(topos_element_of(TOPOS_F32), &t);
+}
+
+static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1, float *buf) {
+  const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, W = S + T, dv = j->dv;
+  float *s = buf, *p = buf + rows * W, *o_n = p + rows * W;
+  int64_t nc = S, nn = T;
+  if (!j->exact) { /* keys no row of the block sees (see the header) */
+    nn = at_live_keys(&j->m[0], b, i0, i1, T);
+    nc = j->cached ? at_live_keys(&j->m[1], b, i0, i1, S) : 0;
+    if (nn == 0 || (j->cached && nc == 0)) nc = S, nn = T;
+  }
+  /* scores: [cached | chunk] lanes, the skipped ones -inf */
+  if (j->cached) {
+    TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, W));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = nc; c < S; ++c) s[r * W + c] = -INFINITY;
+  }
+  TP_TRY(at_scores_block(j, 0, b, i0, rows, nn, s + S, W));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = S + nn; c < W; ++c) s[r * W + c] = -INFINITY;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (j->exact)
+      tp_softmax_row_exact(s + r * W, p + r * W, W);
+    else
+      TP_TRY(tp_softmax_row_fast(s + r * W, p + r * W, W));
+  }
+  float *o = j->out + (b * j->rows + i0) * dv;
+  if (!j->cached) return at_values_block(j, 0, b, rows, nn, p, W, o);
+  TP_TRY(at_values_block(j, 1, b, rows, nc, p, W, o));
+  TP_TRY(at_values_block(j, 0, b, rows, nn, p + S, W, o_n));
+  for (int64_t e = 0; e < rows * dv; ++e) o[e] = o[e] + o_n[e];
+  return TOPOS_OK;
+}
+
+/* tasks [begin, end): task t is batch t / blocks, row block t % blocks */
+static void at_range(void *ctx, int64_t begin, int64_t end) {
+  at_job *j = ctx;
+  int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
+  const int64_t W = (j->cached ? j->S : 0) + j->T;
+  const size_t br = (size_t)j->block_rows;
+  float *buf = malloc((2 * br * (size_t)W + br * (size_t)j->dv) * sizeof *buf);
+  if (!buf) atomic_store(&j->status, (int)TOPOS_ERR_OUT_OF_MEMORY);
+  for (int64_t t = begin; buf && t < end; ++t) {
+    const int64_t b = t / j->blocks, i0 = (t % j->blocks) * j->block_rows;
+    const int64_t i1 = i0 + j->block_rows < j->rows ? i0 + j->block_rows : j->rows;
+    topos_status s = at_block(j, b, i0, i1, buf);
+    if (s != TOPOS_OK) {
+      atomic_store(&j->status, (int)s);
+      break;
+    }
+  }
+  free(buf);
+  tp_numerics_leave(saved);
+}
+
+static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
+                           topos_tensor *dst, topos_tensor **out) {
+  (void)g;
+  at_job j;
+  memset(&j, 0, sizeof j);
+  j.cached = f->n_inputs == 7;
+  j.exact = tp_numerics_exact();
+  j.q = at_view_of(inputs[AT_Q]);
+  j.k[0] = at_view_of(inputs[AT_KN]);
+  j.m[0] = at_view_of(inputs[AT_MN]);
+  j.v[0] = at_view_of(inputs[AT_VN]);
+  if (j.cached) {
+    j.k[1] = at_view_of(inputs[AT_KC]);
+    j.m[1] = at_view_of(inputs[AT_MC]);
+    j.v[1] = at_view_of(inputs[AT_VC]);
+  }
+  const int64_t *qs = topos_tensor_shape(inputs[AT_Q]);
+  j.B = qs[0];
+  j.rows = qs[1];
+  j.d = qs[2];
+  j.dv = topos_tensor_shape(dst)[2];
+  j.T = j.k[0].n2;
+  j.S = j.cached ? j.k[1].n2 : 0;
+  j.block_rows = at_block_rows(j.S + j.T);
+  j.blocks = (j.rows + j.block_rows - 1) / j.block_rows;
+  j.out = topos_tensor_data_mut(dst);
+  atomic_init(&j.status, TOPOS_OK);
+  tp_parallel_for(j.B * j.blocks, 1, at_range, &j);
+  topos_status s = (topos_status)atomic_load(&j.status);
+  if (s != TOPOS_OK)
+    return tp_fail(s, "attention: a block of %lld query rows over %lld keys failed",
+                   (long long)j.block_rows, (long long)(j.S + j.T));
+  *out = topos_tensor_retain(dst);
+  return TOPOS_OK;
+}
+
+const tp_pattern tp_pattern_attention = {"attention", at_match, at_run};

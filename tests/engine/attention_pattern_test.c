@@ -1,0 +1,197 @@
+/* The attention pattern (patterns_attention.c): masked softmax attention,
+ * without and with a cached key segment, as one step. Exact: the
+ * interpreter's bits at 1, 2 and 3 threads, with causal masks, a fully
+ * visible mask, holes in the mask, a row that sees nothing (NaN) and a NaN
+ * query. Fast: the same bits at every thread count, and within a stated
+ * bound of Exact — the skipped keys included. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+/* m = T query rows (a causal chunk); the cached segment is 70 keys, or 2100
+ * (then the blocks shrink to 8 rows: at_block_rows) */
+enum { AP_B = 2, AP_M = 150, AP_D = 8, AP_T = 150, AP_DV = 5 };
+
+typedef struct ap_case {
+  int cached;
+  int64_t S;
+  int mask_kind; /* 0 causal, 1 all visible, 2 causal with holes and special rows */
+} ap_case;
+
+static uint32_t ap_state = 2024u;
+static float ap_uniform(void) {
+  ap_state = ap_state * 1664525u + 1013904223u;
+  return (float)(ap_state >> 8) / 16777216.0f - 0.5f;
+}
+
+static topos_tensor *ap_tensor(int64_t a, int64_t b, int64_t c, float scale) {
+  int64_t shape[3] = {a, b, c}, n = a * b * c;
+  float *v = malloc((size_t)n * sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < n; ++i) v[i] = ap_uniform() * scale;
+  topos_tensor *t = NULL;
+  if (topos_tensor_from_f32(TOPOS_F32, 3, shape, v, &t) != TOPOS_OK) t = NULL;
+  free(v);
+  return t;
+}
+
+/* [m, keys] mask: causal over the chunk (query row i sees chunk keys <= i),
+ * cached keys [0, pos) visible; kind 2 adds holes and, in its last row,
+ * nothing visible */
+static topos_tensor *ap_mask(int64_t m, int64_t keys, int chunk, int kind, int64_t pos) {
+  int64_t shape[2] = {m, keys};
+  float *v = malloc((size_t)(m * keys) * sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < keys; ++j) {
+      int visible = chunk ? (kind == 1 || j <= i) : j < pos;
+      if (kind == 2 && (i + 3 * j) % 7 == 0 && j != i) visible = 0;
+      if (kind == 2 && i == m - 1) visible = 0;
+      v[i * keys + j] = visible ? (kind == 2 ? 0.25f * (float)(j % 3) : 0.0f) : -INFINITY;
+    }
+  topos_tensor *t = NULL;
+  if (topos_tensor_from_f32(TOPOS_F32, 2, shape, v, &t) != TOPOS_OK) t = NULL;
+  free(v);
+  return t;
+}
+
+/* Records the llama graph's attention (models/llama_graph.c, f32 cache) over
+ * fresh random operands; runs the plan, and the interpreter under Exact. */
+static topos_status ap_run(const ap_case *c, topos_numerics num, uint32_t *fused, topos_tensor **out,
+                           topos_tensor **ref) {
+  ap_state = 2024u + (uint32_t)(c->cached * 10 + c->mask_kind + c->S);
+  topos_tensor *q = ap_tensor(AP_B, AP_M, AP_D, 3.0f), *kn = ap_tensor(AP_B, AP_D, AP_T, 3.0f);
+  topos_tensor *vn = ap_tensor(AP_B, AP_T, AP_DV, 2.0f), *kc = ap_tensor(AP_B, AP_D, c->S, 3.0f);
+  topos_tensor *vc = ap_tensor(AP_B, c->S, AP_DV, 2.0f);
+  topos_tensor *mn = ap_mask(AP_M, AP_T, 1, c->mask_kind, 0);
+  topos_tensor *mc = ap_mask(AP_M, c->S, 0, c->mask_kind, c->S - 9); /* 9 unwritten slots */
+  topos_status st = q && kn && vn && kc && vc && mn && mc ? TOPOS_OK : TOPOS_ERR_OUT_OF_MEMORY;
+  if (st == TOPOS_OK && c->mask_kind == 2) { /* a NaN query element */
+    float *qd = topos_tensor_data_mut(q);
+    qd[5 * AP_D + 2] = NAN;
+  }
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  topos_plan *plan = NULL;
+  topos_run *run = NULL, *rr = NULL;
+  if (st == TOPOS_OK) st = topos_tape_new(&tape);
+  topos_sym root = TOPOS_SYM_INVALID;
+  if (st == TOPOS_OK) {
+    topos_sym sq = topos_tape_input(tape, q, "q"), skn = topos_tape_input(tape, kn, "kn");
+    topos_sym svn = topos_tape_input(tape, vn, "vn");
+    topos_sym smn = topos_tape_broadcast_along(tape, topos_tape_input(tape, mn, "mn"), 0, AP_B);
+    topos_sym s_n = topos_tape_add(tape, topos_tape_matmul(tape, sq, skn), smn);
+    if (!c->cached) {
+      root = topos_tape_matmul(tape, topos_tape_exp(tape, topos_tape_log_softmax(tape, s_n, 2)), svn);
+    } else {
+      topos_sym skc = topos_tape_input(tape, kc, "kc"), svc = topos_tape_input(tape, vc, "vc");
+      topos_sym smc = topos_tape_broadcast_along(tape, topos_tape_input(tape, mc, "mc"), 0, AP_B);
+      topos_sym s_c = topos_tape_add(tape, topos_tape_matmul(tape, sq, skc), smc);
+      topos_sym parts[2] = {s_c, s_n};
+      topos_sym p =
+          topos_tape_exp(tape, topos_tape_log_softmax(tape, topos_tape_concat(tape, 2, parts, 2), 2));
+      topos_sym p_c = topos_tape_narrow(tape, p, 2, 0, c->S), p_n = topos_tape_narrow(tape, p, 2, c->S, AP_T);
+      root = topos_tape_add(tape, topos_tape_matmul(tape, p_c, svc), topos_tape_matmul(tape, p_n, svn));
+    }
+    st = topos_tape_seal(&tape, &net);
+  }
+  topos_request r = {.roots = &root, .n_roots = 1, .numerics = num};
+  if (st == TOPOS_OK) st = topos_plan_compile(net, &r, &plan);
+  /* fused: whether the plan runs an attention step */
+  if (st == TOPOS_OK) {
+    size_t need = topos_plan_describe(plan, NULL, 0);
+    char *text = malloc(need + 1);
+    if (!text) st = TOPOS_ERR_OUT_OF_MEMORY;
+    if (text) {
+      topos_plan_describe(plan, text, need + 1);
+      *fused = strstr(text, "fused:attention") != NULL;
+      free(text);
+    }
+  }
+  if (st == TOPOS_OK) st = topos_plan_forward(plan, NULL, NULL, 0, &run);
+  if (st == TOPOS_OK) st = topos_run_read(run, root, out);
+  if (st == TOPOS_OK && ref) {
+    topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
+    st = topos_network_forward(net, NULL, NULL, 0, NULL, &rr);
+    topos_numerics_restore(saved);
+    if (st == TOPOS_OK) st = topos_run_read(rr, root, ref);
+  }
+  topos_run_free(run);
+  topos_run_free(rr);
+  topos_plan_free(plan);
+  topos_network_free(net);
+  if (tape) topos_tape_free(tape);
+  topos_tensor *all[] = {q, kn, vn, kc, vc, mn, mc};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
+  return st;
+}
+
+static const ap_case ap_cases[] = {{0, 70, 0}, {0, 70, 1}, {0, 70, 2}, {1, 70, 0},
+                                   {1, 70, 1}, {1, 70, 2}, {1, 2100, 0}, {1, 2100, 2}};
+
+TEST(plan_attention_fuses_with_the_interpreter_bits_at_every_thread_count) {
+  int saved = topos_threads();
+  for (size_t i = 0; i < sizeof ap_cases / sizeof ap_cases[0]; ++i) {
+    topos_tensor *first = NULL;
+    for (int threads = 1; threads <= 3; ++threads) {
+      CHECK_OK(topos_set_threads(threads));
+      topos_tensor *y = NULL, *ref = NULL;
+      uint32_t fused = 0;
+      CHECK_OK(ap_run(&ap_cases[i], TOPOS_NUMERICS_EXACT, &fused, &y, &ref));
+      CHECK_EQ_INT(fused, 1); /* else the interpreter was compared with itself */
+      if (y && ref)
+        CHECK_MSG(topos_tensor_bits_equal(y, ref), "case %zu threads %d", i, threads);
+      if (y && first) CHECK(topos_tensor_bits_equal(y, first));
+      if (!first) first = topos_tensor_retain(y);
+      topos_tensor_release(y);
+      topos_tensor_release(ref);
+    }
+    topos_tensor_release(first);
+  }
+  CHECK_OK(topos_set_threads(saved));
+}
+
+/* Fast: the chain's Fast products and softmax, keys no row of a block sees
+ * skipped. Bound against Exact: |fast - exact| <= 2^-16 (max |v|) per
+ * output (the probabilities' envelope, a few ulp each, and the products'
+ * reassociation, over at most S + T = 2250 terms of a convex combination);
+ * NaN outputs where Exact has them; the same bits at 1, 2 and 3 threads. */
+TEST(plan_attention_fast_within_its_bound_at_every_thread_count) {
+  int saved = topos_threads();
+  for (size_t i = 0; i < sizeof ap_cases / sizeof ap_cases[0]; ++i) {
+    topos_tensor *first = NULL, *exact = NULL;
+    uint32_t fused = 0;
+    CHECK_OK(ap_run(&ap_cases[i], TOPOS_NUMERICS_EXACT, &fused, &exact, NULL));
+    for (int threads = 1; threads <= 3; ++threads) {
+      CHECK_OK(topos_set_threads(threads));
+      topos_tensor *y = NULL;
+      CHECK_OK(ap_run(&ap_cases[i], TOPOS_NUMERICS_FAST, &fused, &y, NULL));
+      CHECK_EQ_INT(fused, 1);
+      if (y && first) CHECK_MSG(topos_tensor_bits_equal(y, first), "case %zu threads %d", i, threads);
+      if (!first) first = topos_tensor_retain(y);
+      topos_tensor_release(y);
+    }
+    enum { N = AP_B * AP_M * AP_DV };
+    float a[N], b[N];
+    if (first && exact) {
+      CHECK_OK(topos_tensor_read_f32(first, a, N));
+      CHECK_OK(topos_tensor_read_f32(exact, b, N));
+      int64_t bad = 0, nans = 0;
+      for (int64_t e = 0; e < N; ++e) {
+        if (isnan(b[e])) {
+          bad += !isnan(a[e]);
+          ++nans;
+          continue;
+        }
+        bad += !(fabsf(a[e] - b[e]) <= ldexpf(1.0f, -16)); /* |v| < 1 */
+      }
+      CHECK_MSG(bad == 0, "case %zu: %lld outputs off", i, (long long)bad);
+      if (ap_cases[i].mask_kind == 2) CHECK(nans > 0); /* the NaN query and the blind row */
+    }
+    topos_tensor_release(first);
+    topos_tensor_release(exact);
+  }
+  CHECK_OK(topos_set_threads(saved));
+}
