@@ -98,7 +98,9 @@ TOPOS_API void topos_llama_context_free(topos_llama_context *ctx); /* NULL is fi
 
 /* Runs n tokens (in chunks of n_batch) at the next positions and appends their keys and values to
  * the cache. logits receives n_vocab floats for the last token, or, with
- * all_logits, n x n_vocab (row t = token t); may be NULL. Plans are compiled
+ * all_logits, n x n_vocab (row t = token t); may be NULL (then, as for the
+ * chunks before the last when only the last row is asked, the plan has no
+ * output head: a prompt costs its blocks alone). Plans are compiled
  * on first use per chunk shape (length, logits rows, cache span: a power of
  * two >= the position) and kept (least recently used evicted).
  * TOPOS_ERR_RANGE when the tokens do not fit the remaining capacity or an id

@@ -144,9 +144,9 @@ static void tp_graph_use(topos_llama_context *x, tp_llama_graph *g, tp_llama_gra
   *out = g;
 }
 
-static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logits,
+static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_rows logits_rows,
                                  tp_llama_graph **out) {
-  if (T == 1) all_logits = 0; /* one row either way */
+  if (T == 1 && logits_rows == TP_LOGITS_ALL) logits_rows = TP_LOGITS_LAST; /* one row either way */
   /* A chunk at position 0 needs no cache segment (cached keys would all be
    * masked). Later chunks, prompt and decode alike, attend to the first span
    * slots: a power of two covering the written ones, so attention costs the
@@ -158,7 +158,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
   while (span < x->pos) span *= 2;
   if (span > x->capacity) span = x->capacity;
   for (int i = 0; i < x->n_graphs; ++i)
-    if (x->graphs[i].T == T && x->graphs[i].all_logits == all_logits &&
+    if (x->graphs[i].T == T && x->graphs[i].logits_rows == logits_rows &&
         x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
       x->last_used[i] = ++x->clock;
       tp_graph_use(x, &x->graphs[i], out);
@@ -172,7 +172,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, int all_logi
     if (x->graphs[slot].plan == x->active) x->active = NULL;
     tp_llama_graph_free(&x->graphs[slot]);
   }
-  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, span, all_logits, has_cache,
+  topos_status st = tp_llama_graph_build(x->model, T, x->capacity, span, logits_rows, has_cache,
                                          x->options.kv_dtype, x->options.numerics,
                                          &x->graphs[slot]);
   if (st != TOPOS_OK) {
@@ -230,7 +230,9 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   const topos_llama *m = x->model;
   const topos_llama_config *c = &m->config;
   tp_llama_graph *g;
-  TP_TRY(tp_graph_for(x, n, all_logits, &g));
+  /* no logits wanted (a prompt chunk before the last): a plan without the head */
+  const tp_logits_rows rows = !logits ? TP_LOGITS_NONE : all_logits ? TP_LOGITS_ALL : TP_LOGITS_LAST;
+  TP_TRY(tp_graph_for(x, n, rows, &g));
   int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
   topos_tensor *x0 = NULL, *cs = NULL, *sn = NULL, *mc = NULL, *mn = NULL;

@@ -167,8 +167,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     x = topos_tape_add(t, x, topos_tape_qlinear(t, topos_tape_mul(t, gate, up),
                                                tp_const(r, L->w_down)));
   }
+  if (g->logits_rows == TP_LOGITS_NONE) {
+    g->logits = TOPOS_SYM_INVALID;
+    return topos_tape_status(t);
+  }
   int64_t rows = T;
-  if (!g->all_logits && T > 1) {
+  if (g->logits_rows == TP_LOGITS_LAST && T > 1) {
     x = topos_tape_narrow(t, x, 0, T - 1, 1);
     rows = 1;
   }
@@ -178,12 +182,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 }
 
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  int all_logits, int has_cache, topos_dtype kv_dtype,
+                                  tp_logits_rows logits_rows, int has_cache, topos_dtype kv_dtype,
                                   topos_numerics numerics,
                                   tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
-  g->all_logits = all_logits;
+  g->logits_rows = logits_rows;
   g->has_cache = has_cache;
   g->span = span;
   size_t L = (size_t)m->config.n_layers;
@@ -208,10 +212,11 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
     if (!roots) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: plan roots");
   }
   if (st == TOPOS_OK) {
+    const size_t head = logits_rows == TP_LOGITS_NONE ? 0 : 1;
     roots[0] = g->logits;
-    memcpy(roots + 1, g->k_new, L * sizeof *roots);
-    memcpy(roots + 1 + L, g->v_new, L * sizeof *roots);
-    topos_request req = {roots, 2 * L + 1, NULL, 0, 0, numerics};
+    memcpy(roots + head, g->k_new, L * sizeof *roots);
+    memcpy(roots + head + L, g->v_new, L * sizeof *roots);
+    topos_request req = {roots, 2 * L + head, NULL, 0, 0, numerics};
     st = topos_plan_compile(net, &req, &g->plan);
   }
   free(roots);

@@ -28,11 +28,15 @@ struct topos_llama {
  *   mask_c f32 [G*T, S]        0 where row (g, t) may see cache slot j < S, else -inf
  *   mask_n f32 [G*T, T]        causal mask inside the chunk
  *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd]
- * Roots: logits [T or 1, vocab], k_new[l] f32 [T, KVH, hd] (after rope),
+ * Roots: logits [T or 1, vocab] (none for TP_LOGITS_NONE: a prompt chunk
+ * before the last needs no head), k_new[l] f32 [T, KVH, hd] (after rope),
  * v_new[l] f32 [T, KVH, hd]. */
+typedef enum tp_logits_rows { TP_LOGITS_LAST, TP_LOGITS_ALL, TP_LOGITS_NONE } tp_logits_rows;
+
 typedef struct tp_llama_graph {
   int64_t T;
-  int all_logits, has_cache;
+  tp_logits_rows logits_rows;
+  int has_cache;
   int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
   topos_sym x0, cos, sin, mask_c, mask_n, logits;
@@ -45,7 +49,8 @@ typedef struct tp_llama_graph {
  * inputs, no mask_cache): the same bits, since cached keys would all be
  * masked and add exact zeros. */
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  int all_logits, int has_cache, topos_dtype kv_dtype, topos_numerics numerics,
+                                  tp_logits_rows logits_rows, int has_cache, topos_dtype kv_dtype,
+                                  topos_numerics numerics,
                                   tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);
 

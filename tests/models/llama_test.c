@@ -432,3 +432,51 @@ TEST(llama_logits_match_plain_forward_f32_tight) {
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 1e-5);
 }
+
+/* A prompt in chunks asks the head only of the last (the others run plans
+ * without it), and eval with no logits buffer runs none: the last row, and a
+ * token decoded after a head-less prompt, equal a full evaluation's, bit for
+ * bit (Exact). */
+TEST(llama_prompt_chunks_without_the_head_bitwise) {
+  lt_spec s = lt_default_spec();
+  s.layers = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  const int64_t V = s.vocab;
+  enum { N = 23 };
+  int32_t tokens[N];
+  for (int i = 0; i < N; ++i) tokens[i] = (int32_t)((i * 53 + 7) % V);
+  float *full = malloc((size_t)N * (size_t)V * sizeof *full), *last = malloc((size_t)V * sizeof *last);
+  float *next = malloc((size_t)V * sizeof *next);
+  CHECK(full && last && next);
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.n_ctx = 64;
+  o.numerics = TOPOS_NUMERICS_EXACT;
+  topos_llama_context *a = NULL, *b = NULL, *c = NULL;
+  o.n_batch = 0;
+  CHECK_OK(topos_llama_context_new(m.model, &o, &a));
+  o.n_batch = 5; /* chunks 5, 5, 5, 5, 3: four without the head */
+  CHECK_OK(topos_llama_context_new(m.model, &o, &b));
+  CHECK_OK(topos_llama_context_new(m.model, &o, &c));
+  if (full && last && next && a && b && c) {
+    CHECK_OK(topos_llama_eval(a, tokens, N, 1, full));
+    CHECK_OK(topos_llama_eval(b, tokens, N, 0, last));
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < V; ++i)
+      mismatches += tt_f32_bits(last[i]) != tt_f32_bits(full[(N - 1) * V + i]);
+    CHECK_EQ_INT(mismatches, 0);
+    /* no logits at all for the prompt but its last token, then that token */
+    CHECK_OK(topos_llama_eval(c, tokens, N - 1, 0, NULL));
+    CHECK_OK(topos_llama_eval(c, tokens + N - 1, 1, 0, next));
+    mismatches = 0;
+    for (int64_t i = 0; i < V; ++i) mismatches += tt_f32_bits(next[i]) != tt_f32_bits(last[i]);
+    CHECK_EQ_INT(mismatches, 0);
+  }
+  topos_llama_context_free(a);
+  topos_llama_context_free(b);
+  topos_llama_context_free(c);
+  free(full);
+  free(last);
+  free(next);
+  lt_close(&m);
+}
