@@ -23,8 +23,11 @@
  * the softmax row is the reference's (tp_softmax_row_exact), and
  * o = (p_c vc) + (p_n vn) in that order.
  *
- * Fast: the products through the chain's Fast rungs, the Fast softmax row,
- * and the keys a block's rows cannot see skipped: a key whose mask is -inf
+ * Fast: the products without packing (attention_gemm_template.h: keys and
+ * value rows read in place, a block's small products never pay a pack; the
+ * chain's Fast gemm where the CPU lacks AVX2 or the value rows are not
+ * adjacent), the Fast softmax row, and the keys a block's rows cannot see
+ * skipped: a key whose mask is -inf
  * for every row of the block, past the last one any row sees (in the cached
  * segment and in the chunk separately), has score -inf and probability +0,
  * so it is neither multiplied nor summed (a causal chunk's future, a cache
@@ -40,7 +43,9 @@
 
 #include "base/error.h"
 #include "base/numerics.h"
+#include "backend/platform.h"
 #include "base/threads.h"
+#include "engine/attention_gemm.h"
 #include "engine/pattern.h"
 #include "engine/softmax_rows.h"
 #include "topos/backend.h"
@@ -194,6 +199,7 @@ static at_view at_view_of(const topos_tensor *t) {
 typedef struct at_job {
   at_view q, k[2], m[2], v[2]; /* [0]: the chunk's keys, [1]: the cached segment */
   int cached, exact;
+  tp_attn_gemm_fn fast; /* Fast: the products without packing, where the CPU has them */
   int64_t B, rows, d, dv, S, T, block_rows, blocks;
   float *out;
   atomic_int status;
@@ -215,13 +221,29 @@ static int64_t at_live_keys(const at_view *m, int64_t b, int64_t i0, int64_t i1,
 }
 
 /* s[r, 0..n) = q[b, i0 + r, :] . k[b, :, 0..n) + mask (+ 0 when concatenated),
- * row stride ld */
+ * row stride ld. The Fast products write up to n rounded to 16 columns (the
+ * row stride leaves room; the caller overwrites them with -inf), reading
+ * the keys in place when they are adjacent and that many exist, else from
+ * a zero-padded copy in kbuf. */
 static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_t i0, int64_t rows,
-                                    int64_t n, float *s, int64_t ld) {
+                                    int64_t n, float *s, int64_t ld, float *kbuf) {
   const at_view *q = &j->q, *k = &j->k[part], *m = &j->m[part];
-  topos_gemm_task t = {rows, n, j->d, q->base + b * q->s0 + i0 * q->s1, q->s1, q->s2,
-                       k->base + b * k->s0, k->s1, k->s2, s, ld};
-  TP_TRY(topos_element_gemm(topos_element_of(TOPOS_F32), &t));
+  const float *qb = q->base + b * q->s0 + i0 * q->s1, *kb = k->base + b * k->s0;
+  if (j->fast) {
+    const int64_t n16 = (n + 15) / 16 * 16;
+    int64_t ldk = k->s1;
+    if (k->s2 != 1 || n16 > k->n2) {
+      for (int64_t dd = 0; dd < j->d; ++dd)
+        for (int64_t c = 0; c < n16; ++c)
+          kbuf[dd * n16 + c] = c < n ? kb[dd * k->s1 + c * k->s2] : 0.0f;
+      kb = kbuf;
+      ldk = n16;
+    }
+    j->fast(rows, n16, j->d, qb, q->s1, q->s2, kb, ldk, s, ld);
+  } else {
+    topos_gemm_task t = {rows, n, j->d, qb, q->s1, q->s2, kb, k->s1, k->s2, s, ld};
+    TP_TRY(topos_element_gemm(topos_element_of(TOPOS_F32), &t));
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const float *mr = m->base + b * m->s0 + (i0 + r) * m->s1;
     float *sr = s + r * ld;
@@ -237,13 +259,22 @@ static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_
 static topos_status at_values_block(const at_job *j, int part, int64_t b, int64_t rows, int64_t n,
                                     const float *p, int64_t ld, float *o) {
   const at_view *v = &j->v[part];
+  if (j->fast && v->s2 == 1 && j->dv % 16 == 0) {
+    j->fast(rows, j->dv, n, p, ld, 1, v->base + b * v->s0, v->s1, o, j->dv);
+    return TOPOS_OK;
+  }
   topos_gemm_task t = {rows, j->dv, n, p, ld, 1, v->base + b * v->s0, v->s1, v->s2, o, j->dv};
   return topos_element_gemm(topos_element_of(TOPOS_F32), &t);
 }
 
+/* the scratch of one task: scores and probabilities [block rows x ld], the
+ * second value product [block rows x dv], a copy of keys [d x ld] */
+static int64_t at_row_stride(const at_job *j) { return (j->cached ? j->S : 0) + (j->T + 15) / 16 * 16; }
+
 static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1, float *buf) {
   const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, W = S + T, dv = j->dv;
-  float *s = buf, *p = buf + rows * W, *o_n = p + rows * W;
+  const int64_t ld = at_row_stride(j);
+  float *s = buf, *p = s + rows * ld, *o_n = p + rows * ld, *kbuf = o_n + rows * dv;
   int64_t nc = S, nn = T;
   if (!j->exact) { /* keys no row of the block sees (see the header) */
     nn = at_live_keys(&j->m[0], b, i0, i1, T);
@@ -252,23 +283,23 @@ static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1,
   }
   /* scores: [cached | chunk] lanes, the skipped ones -inf */
   if (j->cached) {
-    TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, W));
+    TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, ld, kbuf));
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = nc; c < S; ++c) s[r * W + c] = -INFINITY;
+      for (int64_t c = nc; c < S; ++c) s[r * ld + c] = -INFINITY;
   }
-  TP_TRY(at_scores_block(j, 0, b, i0, rows, nn, s + S, W));
+  TP_TRY(at_scores_block(j, 0, b, i0, rows, nn, s + S, ld, kbuf));
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = S + nn; c < W; ++c) s[r * W + c] = -INFINITY;
+    for (int64_t c = S + nn; c < W; ++c) s[r * ld + c] = -INFINITY;
   for (int64_t r = 0; r < rows; ++r) {
     if (j->exact)
-      tp_softmax_row_exact(s + r * W, p + r * W, W);
+      tp_softmax_row_exact(s + r * ld, p + r * ld, W);
     else
-      TP_TRY(tp_softmax_row_fast(s + r * W, p + r * W, W));
+      TP_TRY(tp_softmax_row_fast(s + r * ld, p + r * ld, W));
   }
   float *o = j->out + (b * j->rows + i0) * dv;
-  if (!j->cached) return at_values_block(j, 0, b, rows, nn, p, W, o);
-  TP_TRY(at_values_block(j, 1, b, rows, nc, p, W, o));
-  TP_TRY(at_values_block(j, 0, b, rows, nn, p + S, W, o_n));
+  if (!j->cached) return at_values_block(j, 0, b, rows, nn, p, ld, o);
+  TP_TRY(at_values_block(j, 1, b, rows, nc, p, ld, o));
+  TP_TRY(at_values_block(j, 0, b, rows, nn, p + S, ld, o_n));
   for (int64_t e = 0; e < rows * dv; ++e) o[e] = o[e] + o_n[e];
   return TOPOS_OK;
 }
@@ -277,9 +308,8 @@ static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1,
 static void at_range(void *ctx, int64_t begin, int64_t end) {
   at_job *j = ctx;
   int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
-  const int64_t W = (j->cached ? j->S : 0) + j->T;
-  const size_t br = (size_t)j->block_rows;
-  float *buf = malloc((2 * br * (size_t)W + br * (size_t)j->dv) * sizeof *buf);
+  const size_t br = (size_t)j->block_rows, ld = (size_t)at_row_stride(j);
+  float *buf = malloc((2 * br * ld + br * (size_t)j->dv + (size_t)j->d * ld) * sizeof *buf);
   if (!buf) atomic_store(&j->status, (int)TOPOS_ERR_OUT_OF_MEMORY);
   for (int64_t t = begin; buf && t < end; ++t) {
     const int64_t b = t / j->blocks, i0 = (t % j->blocks) * j->block_rows;
@@ -301,6 +331,10 @@ static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *
   memset(&j, 0, sizeof j);
   j.cached = f->n_inputs == 7;
   j.exact = tp_numerics_exact();
+#if defined(__x86_64__)
+  if (!j.exact && tp_vector_isa_best() == TP_VECTOR_AVX512) j.fast = tp_attn_gemm_avx512;
+  else if (!j.exact && tp_vector_isa_best() == TP_VECTOR_AVX2) j.fast = tp_attn_gemm_avx2;
+#endif
   j.q = at_view_of(inputs[AT_Q]);
   j.k[0] = at_view_of(inputs[AT_KN]);
   j.m[0] = at_view_of(inputs[AT_MN]);

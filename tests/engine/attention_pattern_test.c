@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/platform.h"
+#include "engine/attention_gemm.h"
 #include "test.h"
 
 /* m = T query rows (a causal chunk); the cached segment is 70 keys, or 2100
@@ -194,4 +196,46 @@ TEST(plan_attention_fast_within_its_bound_at_every_thread_count) {
     topos_tensor_release(exact);
   }
   CHECK_OK(topos_set_threads(saved));
+}
+
+/* The Fast products without packing (attention_gemm_template.h): AVX2 and
+ * AVX-512 give the same bits (one FMA chain per element), every row count
+ * (4-row tiles, lone rows) and column count (multiples of 16), within
+ * k * 2^-22 relative to sum |a b| of a double product. */
+TEST(attention_fast_products_agree_across_isas) {
+#if defined(__x86_64__)
+  if (tp_vector_isa_best() < TP_VECTOR_AVX2) SKIP("no AVX2 here (or masked)");
+  const int both = tp_vector_isa_best() == TP_VECTOR_AVX512;
+  enum { M = 9, N = 80, K = 37, LDB = 83, LDC = 85 };
+  static float a[M * K], b[K * LDB], c1[M * LDC], c2[M * LDC];
+  ap_state = 77u;
+  for (int i = 0; i < M * K; ++i) a[i] = ap_uniform();
+  for (int i = 0; i < K * LDB; ++i) b[i] = ap_uniform();
+  int64_t bad = 0, cases = 0;
+  for (int64_t m = 1; m <= M; ++m)
+    for (int64_t n = 16; n <= N; n += 16) {
+      memset(c1, 0, sizeof c1);
+      memset(c2, 0, sizeof c2);
+      /* a read as [m x K] with strides (1, m): the transposed access */
+      tp_attn_gemm_avx2(m, n, K, a, 1, m, b, LDB, c1, LDC);
+      if (both) {
+        tp_attn_gemm_avx512(m, n, K, a, 1, m, b, LDB, c2, LDC);
+        bad += memcmp(c1, c2, sizeof c1) != 0;
+      }
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t col = 0; col < n; ++col) {
+          double want = 0.0, mag = 0.0;
+          for (int64_t t = 0; t < K; ++t) {
+            want += (double)a[r + t * m] * b[t * LDB + col];
+            mag += fabs((double)a[r + t * m] * b[t * LDB + col]);
+          }
+          bad += !(fabs(c1[r * LDC + col] - want) <= mag * K * ldexp(1.0, -22));
+        }
+      ++cases;
+    }
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(cases, 45);
+#else
+  SKIP("x86-64 only");
+#endif
 }
