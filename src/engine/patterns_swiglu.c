@@ -4,21 +4,27 @@
  * with `one` a broadcast scalar constant (1 for silu; any value c is taken
  * as it is). Composed, that is six steps and five full-size intermediates;
  * fused, one pass:
- *   t = exp(-x)  (the f32 map chain, as the exp step runs it: libm expf, or
- *                 the simd rung's vector exp under Fast when that is built)
+ *   t = exp(-x)
  *   y = (x * (c / (c + t))) * u
  * each operation the composed step's single rounding, in the same order and
  * operand order (-ffp-contract=off; a NaN in both operands of a product
- * resolved as the composed step's kernel does), so the bits are the composed bits in
- * both postures and at every thread count (every element is computed alone:
- * threads split the elements anywhere, which also spreads a decoding step's
- * single row). */
+ * resolved as the composed step's kernel does). Every element is computed
+ * alone: threads split the elements anywhere (which also spreads a decoding
+ * step's single row) and never change a bit.
+ *
+ * Exact: t through the f32 map chain as the exp step runs it (libm expf), so
+ * the composed bits. Fast: t by the shared vector exp (base/vexp.h, 1 ulp;
+ * the simd rung's exp, so the composed bits wherever that rung serves the
+ * exp step), else the map chain. Against the composed steps: t within 1 ulp,
+ * so y within 4 ulp (t's error moves c + t by at most as much, and three
+ * roundings follow); special values (NaN, +-inf, exp's overflow) the same. */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "base/numerics.h"
 #include "base/threads.h"
+#include "base/vexp.h"
 #include "engine/pattern.h"
 #include "ops/kernel.h"
 #include "topos/backend.h"
@@ -108,7 +114,8 @@ static void tp_swiglu_range(void *ctx, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   const float c = j->c;
   for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
-  topos_status s = topos_element_map(f32, TOPOS_MAP_EXP, y, y, n);
+  topos_status s = TOPOS_OK;
+  if (j->exact || !tp_vexp_f32(y, y, n)) s = topos_element_map(f32, TOPOS_MAP_EXP, y, y, n);
   if (s == TOPOS_OK)
     for (int64_t i = 0; i < n; ++i) {
       const float sig = TP_FIRST_NAN(c, TP_FIRST_NAN(c, y[i], +), /);
