@@ -98,12 +98,6 @@ typedef struct tp_swiglu_job {
   atomic_int status;
 } tp_swiglu_job;
 
-/* a OP b with the reference's NaN: when both operands are NaN, x86 returns
- * the first one's (quieted). The compiler may swap the operands of a
- * commutative operation, so a NaN first operand is returned explicitly
- * (a + a: a itself, quieted); one NaN operand is returned whichever order. */
-#define TP_FIRST_NAN(a, b, op) ((a) != (a) ? (a) + (a) : (a)op(b))
-
 /* elements [begin, end) */
 static void tp_swiglu_range(void *ctx, int64_t begin, int64_t end) {
   tp_swiglu_job *j = ctx;
