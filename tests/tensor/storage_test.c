@@ -125,3 +125,37 @@ TEST(storage_refcount_across_threads) {
   topos_tensor_release(t);
   CHECK_EQ_INT(log.calls, 1);
 }
+
+/* Large storages are mapped; the block last given back is kept as a spare
+ * for the next request it fits (storage.c). A zeroed request served by the
+ * spare is zero, the spare's old bytes gone; a request more than twice
+ * smaller or larger maps fresh pages. Tensor zeros are public behaviour:
+ * topos_tensor_zeros of a large shape after a large tensor was freed. */
+TEST(storage_large_blocks_reuse_the_spare_and_keep_zeros) {
+  const int64_t n = (int64_t)1 << 19; /* 2 MiB of f32: mapped */
+  int64_t shape[1] = {n};
+  topos_tensor *a = NULL, *b = NULL, *c = NULL;
+  CHECK_OK(topos_tensor_zeros(TOPOS_F32, 1, shape, &a));
+  if (!a) return;
+  float *pa = topos_tensor_data_mut(a);
+  for (int64_t i = 0; i < n; ++i) pa[i] = 1.5f;
+  const void *first = pa;
+  topos_tensor_release(a); /* the spare now */
+  CHECK_OK(topos_tensor_zeros(TOPOS_F32, 1, shape, &b));
+  if (!b) return;
+  const float *pb = topos_tensor_data(b);
+  CHECK(pb == first); /* the same pages back */
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < n; ++i) nonzero += pb[i] != 0.0f;
+  CHECK_EQ_INT(nonzero, 0);
+  topos_tensor_release(b);
+  int64_t big[1] = {3 * n}; /* more than the spare holds: fresh, zero */
+  CHECK_OK(topos_tensor_zeros(TOPOS_F32, 1, big, &c));
+  if (c) {
+    const float *pc = topos_tensor_data(c);
+    nonzero = 0;
+    for (int64_t i = 0; i < 3 * n; ++i) nonzero += pc[i] != 0.0f;
+    CHECK_EQ_INT(nonzero, 0);
+  }
+  topos_tensor_release(c);
+}
