@@ -22,10 +22,11 @@ extern const tp_pattern tp_pattern_relu_permuted; /* patterns_relu.c */
 extern const tp_pattern tp_pattern_swiglu;        /* patterns_swiglu.c */
 extern const tp_pattern tp_pattern_attention;     /* patterns_attention.c */
 extern const tp_pattern tp_pattern_rope;          /* patterns_rope.c */
+extern const tp_pattern tp_pattern_rmsnorm;       /* patterns_rmsnorm.c */
 
 const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_forward, &tp_pattern_conv_wgrad,
                                               &tp_pattern_pool_backward, &tp_pattern_conv_im2col, &tp_pattern_max_pool,
-                                              &tp_pattern_batch_norm, &tp_pattern_attention, &tp_pattern_rope, &tp_pattern_concat,
+                                              &tp_pattern_batch_norm, &tp_pattern_attention, &tp_pattern_rope, &tp_pattern_rmsnorm, &tp_pattern_concat,
                                               &tp_pattern_seed_mul, &tp_pattern_im2col,
                                               &tp_pattern_col2im, &tp_pattern_relu_grad,
                                               &tp_pattern_matmul_bias, &tp_pattern_softmax,
