@@ -15,6 +15,9 @@
  *   rounded once. Overflow gives +inf, underflow (and -inf) 0, NaN stays
  *   NaN. Measured against the correctly rounded exp: at most 1 ulp
  *   (tests/backend/simd/vmath_test.c). */
+#include <stdint.h>
+#include <string.h>
+
 #ifndef TP_VMATH_SUFFIX
 #error "define TP_VMATH_SUFFIX and the lane operations before including vexp_template.h"
 #endif
@@ -64,3 +67,20 @@ static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
   return TP_VMUL(TP_VMUL(p, s1), s2);
 }
 
+
+/* out[i] = exp(in[i]) over a buffer, for an instance that defines
+ * TP_VEXP_MAP_FN (base/vexp_avx512.c, base/vexp_avx2.c): whole vectors,
+ * then the tail through a zero-padded one (lanes are independent). */
+#ifdef TP_VEXP_MAP_FN
+void TP_VEXP_MAP_FN(const float *in, float *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + TP_VW <= n; i += TP_VW) TP_VSTORE(out + i, TP_VM_FN(tp_vexp_)(TP_VLOAD(in + i)));
+  if (i < n) {
+    float pad[TP_VW];
+    memset(pad, 0, sizeof pad);
+    memcpy(pad, in + i, (size_t)(n - i) * sizeof *pad);
+    TP_VSTORE(pad, TP_VM_FN(tp_vexp_)(TP_VLOAD(pad)));
+    memcpy(out + i, pad, (size_t)(n - i) * sizeof *pad);
+  }
+}
+#endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test.h"
+#include "fusion_util.h"
 
 enum { RN_ROWS = 37, RN_DIM = 70 };
 
@@ -42,10 +42,6 @@ static const char *rn_case(topos_numerics num, int threads, int leak, int want_f
   topos_tensor *x = rn_tensor(2, xs, 3, 1), *w = rn_tensor(1, wsh, 11, w_nan ? 2 : 0);
   topos_tape *t = NULL;
   topos_network *net = NULL;
-  topos_plan *plan = NULL;
-  topos_run *ref = NULL, *run = NULL;
-  topos_tensor *a = NULL, *b = NULL;
-  char *text = NULL;
   if (!x || !w || topos_tape_new(&t) != TOPOS_OK) goto done;
   topos_sym xv = topos_tape_input(t, x, "x");
   topos_sym ms = topos_tape_mean_along(t, topos_tape_mul(t, xv, xv), 1);
@@ -56,36 +52,10 @@ static const char *rn_case(topos_numerics num, int threads, int leak, int want_f
   topos_sym roots[2] = {
       topos_tape_mul(t, y, topos_tape_broadcast_along(t, topos_tape_constant(t, w), 0, RN_ROWS)), inv};
   if (topos_tape_seal(&t, &net) != TOPOS_OK) goto done;
-  topos_request r = {roots, leak ? 2 : 1, NULL, 0, 0, num};
-  reason = "compile failed";
-  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK) goto done;
-  size_t need = topos_plan_describe(plan, NULL, 0);
-  text = malloc(need + 1);
-  if (!text) goto done;
-  topos_plan_describe(plan, text, need + 1);
-  reason = "fused:rmsnorm where it should not be, or missing";
-  if ((strstr(text, "fused:rmsnorm") != NULL) != want_fused) goto done;
-  reason = "run failed";
-  if (topos_set_threads(threads) != TOPOS_OK) goto done;
-  topos_numerics saved = topos_numerics_enter(num);
-  topos_status s1 = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
-  topos_numerics_restore(saved);
-  topos_status s2 = topos_plan_forward(plan, NULL, NULL, 0, &run);
-  if (s1 != TOPOS_OK || s2 != TOPOS_OK || topos_run_read(ref, roots[0], &a) != TOPOS_OK ||
-      topos_run_read(run, roots[0], &b) != TOPOS_OK)
-    goto done;
-  reason = "plan differs from the interpreter";
-  if (!topos_tensor_bits_equal(a, b)) goto done;
-  reason = NULL;
+  reason = fu_fused_bits(net, roots, leak ? 2 : 1, num, threads, "rmsnorm", want_fused);
 done:
-  free(text);
   topos_tensor_release(x);
   topos_tensor_release(w);
-  topos_tensor_release(a);
-  topos_tensor_release(b);
-  topos_run_free(ref);
-  topos_run_free(run);
-  topos_plan_free(plan);
   topos_network_free(net);
   topos_tape_free(t);
   return reason;

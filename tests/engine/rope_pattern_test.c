@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test.h"
+#include "fusion_util.h"
 
 enum { RT_T = 9, RT_H = 3, RT_HALF = 7 };
 
@@ -43,10 +43,6 @@ static const char *rt_case(topos_numerics num, int threads, int leak, int want_f
   topos_tensor *x = rt_tensor(3, xs, 5, 1), *cs = rt_tensor(3, ts, 17, 2), *sn = rt_tensor(3, ts, 29, 3);
   topos_tape *tape = NULL;
   topos_network *net = NULL;
-  topos_plan *plan = NULL;
-  topos_run *ref = NULL, *run = NULL;
-  topos_tensor *a = NULL, *b = NULL;
-  char *text = NULL;
   if (!x || !cs || !sn || topos_tape_new(&tape) != TOPOS_OK) goto done;
   int64_t ps[4] = {RT_T, RT_H, RT_HALF, 2}, os[3] = {RT_T, RT_H, 2 * RT_HALF};
   topos_sym p = topos_tape_reshape(tape, topos_tape_input(tape, x, "x"), 4, ps);
@@ -58,37 +54,11 @@ static const char *rt_case(topos_numerics num, int threads, int leak, int want_f
   topos_sym parts[2] = {y0, y1};
   topos_sym roots[2] = {topos_tape_reshape(tape, topos_tape_concat(tape, 2, parts, 3), 3, os), y0};
   if (topos_tape_seal(&tape, &net) != TOPOS_OK) goto done;
-  topos_request r = {roots, leak ? 2 : 1, NULL, 0, 0, num};
-  reason = "compile failed";
-  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK) goto done;
-  size_t need = topos_plan_describe(plan, NULL, 0);
-  text = malloc(need + 1);
-  if (!text) goto done;
-  topos_plan_describe(plan, text, need + 1);
-  reason = "fused:rope where it should not be, or missing";
-  if ((strstr(text, "fused:rope") != NULL) != want_fused) goto done;
-  reason = "run failed";
-  if (topos_set_threads(threads) != TOPOS_OK) goto done;
-  topos_numerics saved = topos_numerics_enter(num);
-  topos_status s1 = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
-  topos_numerics_restore(saved);
-  topos_status s2 = topos_plan_forward(plan, NULL, NULL, 0, &run);
-  if (s1 != TOPOS_OK || s2 != TOPOS_OK || topos_run_read(ref, roots[0], &a) != TOPOS_OK ||
-      topos_run_read(run, roots[0], &b) != TOPOS_OK)
-    goto done;
-  reason = "plan differs from the interpreter";
-  if (!topos_tensor_bits_equal(a, b)) goto done;
-  reason = NULL;
+  reason = fu_fused_bits(net, roots, leak ? 2 : 1, num, threads, "rope", want_fused);
 done:
-  free(text);
   topos_tensor_release(x);
   topos_tensor_release(cs);
   topos_tensor_release(sn);
-  topos_tensor_release(a);
-  topos_tensor_release(b);
-  topos_run_free(ref);
-  topos_run_free(run);
-  topos_plan_free(plan);
   topos_network_free(net);
   topos_tape_free(tape);
   return reason;

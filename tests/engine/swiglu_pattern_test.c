@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test.h"
+#include "fusion_util.h"
 
 static topos_tensor *tsw_input(int64_t rows, int64_t n, uint32_t seed, int specials) {
   float *v = malloc((size_t)(rows * n) * sizeof *v);
@@ -31,36 +31,23 @@ static topos_tensor *tsw_input(int64_t rows, int64_t n, uint32_t seed, int speci
   return t;
 }
 
-/* y = silu(x) * u (and silu(x) itself as a second root when `leak`); the
- * plan's fused step count and whether its bits equal the interpreter's. */
-static const char *tsw_case(topos_numerics num, int threads, int leak, uint32_t want_fused) {
+/* y = silu(x) * u (and silu(x) itself as a second root when `leak`): whether
+ * the plan fuses it, and its bits against the interpreter's. */
+static const char *tsw_case(topos_numerics num, int threads, int leak, int want_fused) {
   const char *reason = "setup failed";
   topos_tape *tape = NULL;
   topos_network *net = NULL;
-  topos_plan *plan = NULL;
-  topos_run *ref = NULL, *run = NULL;
   topos_tensor *x = tsw_input(5, 37, 7, 1), *u = tsw_input(5, 37, 99, 2), *a = NULL, *b = NULL;
+  int fused = 0;
   if (!x || !u || topos_tape_new(&tape) != TOPOS_OK) goto done;
   topos_sym xs = topos_tape_input(tape, x, "x"), us = topos_tape_input(tape, u, "u");
   topos_sym gate = topos_tape_silu(tape, xs);
   topos_sym roots[2] = {topos_tape_mul(tape, gate, us), gate};
   if (topos_tape_seal(&tape, &net) != TOPOS_OK) goto done;
-  topos_request r = {roots, leak ? 2 : 1, NULL, 0, 0, num};
-  topos_plan_stats st;
-  reason = "compile failed";
-  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK || topos_plan_stats_get(plan, &st) != TOPOS_OK)
-    goto done;
-  reason = "unexpected number of fused steps";
-  if (st.fused != want_fused) goto done;
-  reason = "run failed";
-  if (topos_set_threads(threads) != TOPOS_OK) goto done;
-  topos_numerics saved = topos_numerics_enter(num);
-  topos_status s1 = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
-  topos_numerics_restore(saved);
-  topos_status s2 = topos_plan_forward(plan, NULL, NULL, 0, &run);
-  if (s1 != TOPOS_OK || s2 != TOPOS_OK || topos_run_read(ref, roots[0], &a) != TOPOS_OK ||
-      topos_run_read(run, roots[0], &b) != TOPOS_OK)
-    goto done;
+  reason = fu_plan_and_interpreter(net, roots, leak ? 2 : 1, num, threads, "swiglu", &fused, &b, &a);
+  if (reason) goto done;
+  reason = "unexpected fusion (or none)";
+  if (fused != want_fused) goto done;
   reason = "plan differs from the interpreter";
   if (num == TOPOS_NUMERICS_EXACT && !topos_tensor_bits_equal(a, b)) goto done;
   if (num != TOPOS_NUMERICS_EXACT) { /* 4 ulp, special values alike */
@@ -82,9 +69,6 @@ done:
   topos_tensor_release(u);
   topos_tensor_release(a);
   topos_tensor_release(b);
-  topos_run_free(ref);
-  topos_run_free(run);
-  topos_plan_free(plan);
   topos_network_free(net);
   topos_tape_free(tape);
   return reason;
