@@ -13,9 +13,10 @@
  * --json prints one object per row instead of the table.
  *
  * --peer PATH (or $TOPOS_LLAMA_BENCH) names a llama.cpp `llama-bench`
- * binary: each row is then measured by it too, right after ours, on the same
- * file with the same test, threads and repetitions, and the table gains its
- * t/s and the ratio (the machine is shared: only same-run ratios hold). */
+ * binary: each row is then measured by it too, on the same file with the
+ * same test, threads and repetitions, one of its runs after each of ours (so
+ * both see the same minutes), and the table gains its t/s and the ratio (the
+ * machine is shared: only same-run ratios hold). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -186,7 +187,7 @@ static int lb_command(int argc, char **argv) {
            (double)c->weight_bytes / 1048576.0, (long long)c->dim, (long long)c->n_layers,
            (long long)c->n_heads, (long long)c->n_kv_heads, (long long)c->ff,
            (long long)c->n_vocab, exact ? "exact" : "fast");
-    if (peer) printf("peer: %s (llama.cpp llama-bench), run right after each row\n", peer);
+    if (peer) printf("peer: %s (llama.cpp llama-bench), one run after each of ours\n", peer);
     printf("| %-28s | %6s | %7s | %18s | %9s | %9s | %8s |%s\n", "model", "test", "threads",
            "t/s", "bw GB/s", "of bound", "peak MB", peer ? "    llama.cpp t/s |  ratio |" : "");
     printf("|%s|%s|%s|%s|%s|%s|%s|%s\n", "------------------------------", "--------", "---------",
@@ -230,11 +231,20 @@ static int lb_command(int argc, char **argv) {
       double bw = lb_stream_read_isolated(threads);
       st = topos_llama_context_new(model, &o, &ctx);
       if (st == TOPOS_OK) st = lb_run(ctx, is_pp, n, tokens, logits, &secs); /* warm-up */
+      /* ours and the peer alternate, one run each, so that both see the same
+       * minutes of a shared machine (each peer call is one llama-bench run
+       * after its own warm-up) */
+      double psum = 0, psum2 = 0;
+      int have_peer = peer != NULL;
       for (int r = 0; st == TOPOS_OK && r < reps; ++r) {
         st = lb_run(ctx, is_pp, n, tokens, logits, &secs);
         double tps = (double)n / secs;
         sum += tps;
         sum2 += tps * tps;
+        double pm = 0, ps = 0;
+        if (st == TOPOS_OK && have_peer) have_peer = lb_peer(peer, path, is_pp, n, threads, 1, &pm, &ps);
+        psum += pm;
+        psum2 += pm * pm;
       }
       double bw_after = lb_stream_read_isolated(threads);
       if (bw_after > bw) bw = bw_after;
@@ -244,8 +254,8 @@ static int lb_command(int argc, char **argv) {
         rc = tp_cli_fail("bench llm", st, test);
         break;
       }
-      double pmean = 0, psd = 0;
-      const int have_peer = peer && lb_peer(peer, path, is_pp, n, threads, reps, &pmean, &psd);
+      double pmean = psum / reps, pvar = reps > 1 ? (psum2 - psum * pmean) / (reps - 1) : 0;
+      double psd = pvar > 0 ? sqrt(pvar) : 0;
       double mean = sum / reps, var = reps > 1 ? (sum2 - sum * mean) / (reps - 1) : 0;
       double sd = var > 0 ? sqrt(var) : 0, peak = lb_peak_rss_mb();
       double bound = bw / (double)c->weight_bytes; /* tokens/s if every weight byte streams once */
