@@ -46,42 +46,53 @@
 #include "backend/platform.h"
 #include "base/threads.h"
 #include "engine/attention_gemm.h"
+#include "engine/attention_internal.h"
 #include "engine/pattern.h"
 #include "engine/softmax_rows.h"
 #include "topos/backend.h"
 
-/* Query rows per task: 64, fewer (a multiple of 8, at least 8) where the
- * block's scores and probabilities would pass 256 KiB, so they stay in L2.
- * A function of the shapes alone: the blocks never depend on the threads. */
-static int64_t at_block_rows(int64_t keys) {
-  int64_t rows = (int64_t)(256 * 1024 / sizeof(float)) / (2 * keys) / 8 * 8;
-  return rows > 64 ? 64 : rows < 8 ? 8 : rows;
-}
+/* The two recorded forms: the f32 cache's batched matmuls over [B, m, d]
+ * (rank 3), and the 16-bit cache's per-kv-head qlinear products over [m, d]
+ * with keys [keys, d] and values [dv, keys] as weight rows (rank 2,
+ * patterns_attention_linear.c runs it). The softmax axis is the last. */
+typedef struct at_form {
+  topos_op product;
+  int rank;
+} at_form;
 
-/* an f32 rank-3 op node of kind `op` */
-static const tp_node *at_op(const tp_graph *g, uint32_t i, topos_op op) {
+static const at_form at_batched = {TOPOS_OP_MATMUL, 3}, at_linear = {TOPOS_OP_QLINEAR, 2};
+
+/* an f32 op node of the form's rank and kind `op` */
+static const tp_node *at_op(const at_form *fm, const tp_graph *g, uint32_t i, topos_op op) {
   const tp_node *n = tp_pattern_op(g, i, op);
-  return n && n->desc.dtype == TOPOS_F32 && n->desc.rank == 3 ? n : NULL;
+  return n && n->desc.dtype == TOPOS_F32 && n->desc.rank == fm->rank ? n : NULL;
 }
 
-static bool at_same_shape(const tp_graph *g, uint32_t a, const tp_node *b) {
+static bool at_same_shape(const at_form *fm, const tp_graph *g, uint32_t a, const tp_node *b) {
   const tp_node *n = &g->nodes[a];
-  return n->desc.dtype == TOPOS_F32 && n->desc.rank == 3 &&
-         memcmp(n->desc.shape, b->desc.shape, 3 * sizeof(int64_t)) == 0;
+  return n->desc.dtype == TOPOS_F32 && n->desc.rank == fm->rank &&
+         memcmp(n->desc.shape, b->desc.shape, (size_t)fm->rank * sizeof(int64_t)) == 0;
 }
 
-/* add(matmul(q, k), mask) at node i, mask shaped as the product; fills the
+/* a product operand: f32 for the batched form; for qlinear's weights any
+ * float type (the 16-bit cache) */
+static bool at_operand(const at_form *fm, const tp_graph *g, uint32_t i, bool weight) {
+  const tp_node *n = &g->nodes[i];
+  if (n->desc.rank != fm->rank) return false;
+  if (n->desc.dtype == TOPOS_F32) return true;
+  return weight && fm->product == TOPOS_OP_QLINEAR &&
+         (n->desc.dtype == TOPOS_F16 || n->desc.dtype == TOPOS_BF16);
+}
+
+/* add(product(q, k), mask) at node i, mask shaped as the product; fills the
  * two members and q, k, mask */
-static bool at_scores(const tp_graph *g, uint32_t i, uint32_t *members, uint32_t *q, uint32_t *k,
-                      uint32_t *mask) {
-  const tp_node *add = at_op(g, i, TOPOS_OP_ADD);
+static bool at_scores(const at_form *fm, const tp_graph *g, uint32_t i, uint32_t *members, uint32_t *q,
+                      uint32_t *k, uint32_t *mask) {
+  const tp_node *add = at_op(fm, g, i, TOPOS_OP_ADD);
   if (!add) return false;
-  const tp_node *mm = at_op(g, add->operands[0], TOPOS_OP_MATMUL);
-  if (!mm || !at_same_shape(g, add->operands[1], mm)) return false;
-  const tp_node *qn = &g->nodes[mm->operands[0]], *kn = &g->nodes[mm->operands[1]];
-  if (qn->desc.dtype != TOPOS_F32 || kn->desc.dtype != TOPOS_F32 || qn->desc.rank != 3 ||
-      kn->desc.rank != 3)
-    return false;
+  const tp_node *mm = at_op(fm, g, add->operands[0], fm->product);
+  if (!mm || !at_same_shape(fm, g, add->operands[1], mm)) return false;
+  if (!at_operand(fm, g, mm->operands[0], false) || !at_operand(fm, g, mm->operands[1], true)) return false;
   members[0] = add->operands[0];
   members[1] = i;
   *q = mm->operands[0];
@@ -91,40 +102,40 @@ static bool at_scores(const tp_graph *g, uint32_t i, uint32_t *members, uint32_t
 }
 
 /* narrow(p, last axis, start, length) */
-static bool at_narrow(const tp_graph *g, uint32_t i, uint32_t p, int64_t start, int64_t length) {
-  const tp_node *n = at_op(g, i, TOPOS_OP_NARROW);
-  return n && n->operands[0] == p && n->attrs.axis == 2 && n->attrs.start == start &&
+static bool at_narrow(const at_form *fm, const tp_graph *g, uint32_t i, uint32_t p, int64_t start,
+                      int64_t length) {
+  const tp_node *n = at_op(fm, g, i, TOPOS_OP_NARROW);
+  return n && n->operands[0] == p && n->attrs.axis == fm->rank - 1 && n->attrs.start == start &&
          n->attrs.length == length;
 }
 
 /* pad(x, last axis, start, extent) */
-static bool at_pad(const tp_graph *g, uint32_t i, int64_t start, int64_t extent, uint32_t *x) {
-  const tp_node *n = at_op(g, i, TOPOS_OP_PAD);
-  if (!n || n->attrs.axis != 2 || n->attrs.start != start || n->attrs.length != extent) return false;
+static bool at_pad(const at_form *fm, const tp_graph *g, uint32_t i, int64_t start, int64_t extent,
+                   uint32_t *x) {
+  const tp_node *n = at_op(fm, g, i, TOPOS_OP_PAD);
+  if (!n || n->attrs.axis != fm->rank - 1 || n->attrs.start != start || n->attrs.length != extent)
+    return false;
   *x = n->operands[0];
   return true;
 }
 
-/* inputs: q, kn, mn, vn, then kc, mc, vc when cached */
-enum { AT_Q, AT_KN, AT_MN, AT_VN, AT_KC, AT_MC, AT_VC };
-
-static bool at_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
-  (void)evaluated;
+static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, tp_fusion *f) {
+  const int last = fm->rank - 1;
   uint32_t members[16], n = 0, in[7];
   uint32_t p = 0;
   int64_t S = 0;
   int cached = 0;
-  const tp_node *top = at_op(g, root, TOPOS_OP_ADD);
-  if (top) { /* add(matmul(narrow(p), vc), matmul(narrow(p), vn)) */
-    const tp_node *a = at_op(g, top->operands[0], TOPOS_OP_MATMUL);
-    const tp_node *b = at_op(g, top->operands[1], TOPOS_OP_MATMUL);
+  const tp_node *top = at_op(fm, g, root, TOPOS_OP_ADD);
+  if (top) { /* add(product(narrow(p), vc), product(narrow(p), vn)) */
+    const tp_node *a = at_op(fm, g, top->operands[0], fm->product);
+    const tp_node *b = at_op(fm, g, top->operands[1], fm->product);
     if (!a || !b) return false;
-    const tp_node *na = at_op(g, a->operands[0], TOPOS_OP_NARROW);
+    const tp_node *na = at_op(fm, g, a->operands[0], TOPOS_OP_NARROW);
     if (!na) return false;
     p = na->operands[0];
     S = na->attrs.length;
-    const int64_t W = g->nodes[p].desc.shape[2];
-    if (!at_narrow(g, a->operands[0], p, 0, S) || !at_narrow(g, b->operands[0], p, S, W - S))
+    const int64_t W = g->nodes[p].desc.shape[last];
+    if (!at_narrow(fm, g, a->operands[0], p, 0, S) || !at_narrow(fm, g, b->operands[0], p, S, W - S))
       return false;
     members[n++] = a->operands[0];
     members[n++] = b->operands[0];
@@ -134,66 +145,66 @@ static bool at_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
     in[AT_VN] = b->operands[1];
     cached = 1;
   } else {
-    const tp_node *mm = at_op(g, root, TOPOS_OP_MATMUL);
+    const tp_node *mm = at_op(fm, g, root, fm->product);
     if (!mm) return false;
     p = mm->operands[0];
     in[AT_VN] = mm->operands[1];
   }
   members[n++] = root;
-  const tp_node *e = at_op(g, p, TOPOS_OP_EXP);
+  const tp_node *e = at_op(fm, g, p, TOPOS_OP_EXP);
   if (!e) return false;
-  const tp_node *ls = at_op(g, e->operands[0], TOPOS_OP_LOG_SOFTMAX);
-  if (!ls || ls->attrs.axis != 2) return false;
+  const tp_node *ls = at_op(fm, g, e->operands[0], TOPOS_OP_LOG_SOFTMAX);
+  if (!ls || ls->attrs.axis != last) return false;
   members[n++] = p;
   members[n++] = e->operands[0];
   uint32_t s = ls->operands[0];
-  const int64_t W = g->nodes[s].desc.shape[2];
+  const int64_t W = g->nodes[s].desc.shape[last];
   if (cached) {
-    const tp_node *cat = at_op(g, s, TOPOS_OP_ADD);
+    const tp_node *cat = at_op(fm, g, s, TOPOS_OP_ADD);
     if (!cat) return false;
     uint32_t xc, xn;
-    if (!at_pad(g, cat->operands[0], 0, W, &xc) || !at_pad(g, cat->operands[1], S, W, &xn) ||
-        g->nodes[xc].desc.shape[2] != S || g->nodes[xn].desc.shape[2] != W - S)
+    if (!at_pad(fm, g, cat->operands[0], 0, W, &xc) || !at_pad(fm, g, cat->operands[1], S, W, &xn) ||
+        g->nodes[xc].desc.shape[last] != S || g->nodes[xn].desc.shape[last] != W - S)
       return false;
     members[n++] = s;
     members[n++] = cat->operands[0];
     members[n++] = cat->operands[1];
     uint32_t qc;
-    if (!at_scores(g, xc, members + n, &qc, &in[AT_KC], &in[AT_MC])) return false;
+    if (!at_scores(fm, g, xc, members + n, &qc, &in[AT_KC], &in[AT_MC])) return false;
     n += 2;
-    if (!at_scores(g, xn, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN]) || qc != in[AT_Q])
+    if (!at_scores(fm, g, xn, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN]) || qc != in[AT_Q])
       return false;
     n += 2;
   } else {
-    if (!at_scores(g, s, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN])) return false;
+    if (!at_scores(fm, g, s, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN])) return false;
     n += 2;
   }
-  /* shapes: q [B, m, d], k [B, d, keys], v [B, keys, dv], out [B, m, dv] */
+  /* shapes, batched: q [B, m, d], k [B, d, keys], v [B, keys, dv], out [B, m, dv];
+   * linear: q [m, d], k [keys, d], v [dv, keys], out [m, dv] */
   const int64_t *qs = g->nodes[in[AT_Q]].desc.shape, *os = g->nodes[root].desc.shape;
   const int nparts = cached ? 2 : 1;
   for (int c = 0; c < nparts; ++c) {
     const tp_node *k = &g->nodes[in[c ? AT_KC : AT_KN]], *v = &g->nodes[in[c ? AT_VC : AT_VN]];
-    if (v->desc.dtype != TOPOS_F32 || v->desc.rank != 3 || k->desc.shape[0] != qs[0] ||
-        k->desc.shape[1] != qs[2] || v->desc.shape[0] != qs[0] ||
-        v->desc.shape[1] != k->desc.shape[2] || v->desc.shape[2] != os[2])
+    if (!at_operand(fm, g, in[c ? AT_VC : AT_VN], true)) return false;
+    if (fm->rank == 3 &&
+        (k->desc.shape[0] != qs[0] || k->desc.shape[1] != qs[2] || v->desc.shape[0] != qs[0] ||
+         v->desc.shape[1] != k->desc.shape[2] || v->desc.shape[2] != os[2]))
+      return false;
+    if (fm->rank == 2 && (k->desc.shape[1] != qs[1] || v->desc.shape[1] != k->desc.shape[0] ||
+                          v->desc.shape[0] != os[1]))
       return false;
   }
-  if (os[0] != qs[0] || os[1] != qs[1]) return false;
+  if (fm->rank == 3 && (os[0] != qs[0] || os[1] != qs[1])) return false;
+  if (fm->rank == 2 && os[0] != qs[0]) return false;
   if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = cached ? 7 : 4;
   memcpy(f->inputs, in, f->n_inputs * sizeof *in);
   return true;
 }
 
-/* A strided rank-3 f32 operand: element (b, i, j) at base[b*s0 + i*s1 + j*s2]. */
-typedef struct at_view {
-  const float *base;
-  int64_t s0, s1, s2, n1, n2;
-} at_view;
-
-static at_view at_view_of(const topos_tensor *t) {
-  const int64_t *st = topos_tensor_strides(t), *sh = topos_tensor_shape(t);
-  return (at_view){topos_tensor_data(t), st[0], st[1], st[2], sh[1], sh[2]};
+static bool at_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
+  (void)evaluated;
+  return at_match_form(&at_batched, g, root, f) || at_match_form(&at_linear, g, root, f);
 }
 
 typedef struct at_job {
@@ -204,21 +215,6 @@ typedef struct at_job {
   float *out;
   atomic_int status;
 } at_job;
-
-/* keys [0, n) of part `part` that some row of the block may see: up to the
- * last whose mask is not -inf in any row (0 when none) */
-static int64_t at_live_keys(const at_view *m, int64_t b, int64_t i0, int64_t i1, int64_t n) {
-  int64_t live = 0;
-  for (int64_t i = i0; i < i1; ++i) {
-    const float *row = m->base + b * m->s0 + i * m->s1;
-    for (int64_t j = n - 1; j >= live; --j)
-      if (row[j * m->s2] != -INFINITY) {
-        live = j + 1;
-        break;
-      }
-  }
-  return live;
-}
 
 /* s[r, 0..n) = q[b, i0 + r, :] . k[b, :, 0..n) + mask (+ 0 when concatenated),
  * row stride ld. The Fast products write up to n rounded to 16 columns (the
@@ -326,7 +322,11 @@ static void at_range(void *ctx, int64_t begin, int64_t end) {
 
 static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
                            topos_tensor *dst, topos_tensor **out) {
-  (void)g;
+  if (g->nodes[f->root].desc.rank == 2) { /* the 16-bit cache's per-head form */
+    TP_TRY(tp_attention_linear_run(f, inputs, dst));
+    *out = topos_tensor_retain(dst);
+    return TOPOS_OK;
+  }
   at_job j;
   memset(&j, 0, sizeof j);
   j.cached = f->n_inputs == 7;

@@ -239,3 +239,118 @@ TEST(attention_fast_products_agree_across_isas) {
   SKIP("x86-64 only");
 #endif
 }
+
+/* The 16-bit cache's form: per kv head, qlinear products with the keys
+ * [keys, d] and values [dv, keys] as weight rows, the cached segment f16 or
+ * bf16 (models/llama_graph.c). */
+static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_type, int64_t S,
+                                  topos_numerics num, uint32_t *fused, topos_tensor **out,
+                                  topos_tensor **ref) {
+  ap_state = 4048u + (uint32_t)(cached * 10 + mask_kind + S);
+  int64_t qs[2] = {AP_M, AP_D}, ks[2] = {AP_T, AP_D}, vs[2] = {AP_T, AP_DV}, kcs[2] = {S, AP_D},
+          vcs[2] = {AP_DV, S};
+  topos_tensor *q3 = ap_tensor(1, AP_M, AP_D, 3.0f), *k3 = ap_tensor(1, AP_T, AP_D, 3.0f);
+  topos_tensor *v3 = ap_tensor(1, AP_T, AP_DV, 2.0f), *kc3 = ap_tensor(1, S, AP_D, 3.0f);
+  topos_tensor *vc3 = ap_tensor(1, AP_DV, S, 2.0f);
+  topos_tensor *q = NULL, *kn = NULL, *vn = NULL, *kc = NULL, *vc = NULL;
+  topos_tensor *mn = ap_mask(AP_M, AP_T, 1, mask_kind, 0), *mc = ap_mask(AP_M, S, 0, mask_kind, S - 9);
+  topos_status st = q3 && k3 && v3 && kc3 && vc3 && mn && mc ? TOPOS_OK : TOPOS_ERR_OUT_OF_MEMORY;
+  if (st == TOPOS_OK) st = topos_tensor_reshape(q3, 2, qs, &q);
+  if (st == TOPOS_OK) st = topos_tensor_reshape(k3, 2, ks, &kn);
+  if (st == TOPOS_OK) st = topos_tensor_reshape(v3, 2, vs, &vn);
+  if (st == TOPOS_OK) st = topos_tensor_from_f32(cache_type, 2, kcs, topos_tensor_data(kc3), &kc);
+  if (st == TOPOS_OK) st = topos_tensor_from_f32(cache_type, 2, vcs, topos_tensor_data(vc3), &vc);
+  if (st == TOPOS_OK && mask_kind == 2) ((float *)topos_tensor_data_mut(q))[5 * AP_D + 2] = NAN;
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  topos_plan *plan = NULL;
+  topos_run *run = NULL, *rr = NULL;
+  if (st == TOPOS_OK) st = topos_tape_new(&tape);
+  topos_sym root = TOPOS_SYM_INVALID;
+  if (st == TOPOS_OK) {
+    topos_sym sq = topos_tape_input(tape, q, "q"), skn = topos_tape_input(tape, kn, "kn");
+    topos_sym svn = topos_tape_transpose(tape, topos_tape_input(tape, vn, "vn"));
+    topos_sym s_n = topos_tape_add(tape, topos_tape_qlinear(tape, sq, skn), topos_tape_input(tape, mn, "mn"));
+    if (!cached) {
+      root = topos_tape_qlinear(tape, topos_tape_exp(tape, topos_tape_log_softmax(tape, s_n, 1)), svn);
+    } else {
+      topos_sym skc = topos_tape_constant(tape, kc), svc = topos_tape_constant(tape, vc);
+      topos_sym s_c = topos_tape_add(tape, topos_tape_qlinear(tape, sq, skc), topos_tape_input(tape, mc, "mc"));
+      topos_sym parts[2] = {s_c, s_n};
+      topos_sym p =
+          topos_tape_exp(tape, topos_tape_log_softmax(tape, topos_tape_concat(tape, 2, parts, 1), 1));
+      topos_sym p_c = topos_tape_narrow(tape, p, 1, 0, S), p_n = topos_tape_narrow(tape, p, 1, S, AP_T);
+      root = topos_tape_add(tape, topos_tape_qlinear(tape, p_c, svc), topos_tape_qlinear(tape, p_n, svn));
+    }
+    st = topos_tape_seal(&tape, &net);
+  }
+  topos_request r = {.roots = &root, .n_roots = 1, .numerics = num};
+  if (st == TOPOS_OK) st = topos_plan_compile(net, &r, &plan);
+  if (st == TOPOS_OK) {
+    size_t need = topos_plan_describe(plan, NULL, 0);
+    char *text = malloc(need + 1);
+    if (!text) st = TOPOS_ERR_OUT_OF_MEMORY;
+    if (text) {
+      topos_plan_describe(plan, text, need + 1);
+      *fused = strstr(text, "fused:attention") != NULL;
+      free(text);
+    }
+  }
+  if (st == TOPOS_OK) st = topos_plan_forward(plan, NULL, NULL, 0, &run);
+  if (st == TOPOS_OK) st = topos_run_read(run, root, out);
+  if (st == TOPOS_OK && ref) {
+    topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
+    st = topos_network_forward(net, NULL, NULL, 0, NULL, &rr);
+    topos_numerics_restore(saved);
+    if (st == TOPOS_OK) st = topos_run_read(rr, root, ref);
+  }
+  topos_run_free(run);
+  topos_run_free(rr);
+  topos_plan_free(plan);
+  topos_network_free(net);
+  if (tape) topos_tape_free(tape);
+  topos_tensor *all[] = {q3, k3, v3, kc3, vc3, q, kn, vn, kc, vc, mn, mc};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
+  return st;
+}
+
+TEST(plan_attention_16bit_cache_form_interpreter_bits_and_fast_bound) {
+  static const struct { int cached, mask_kind; topos_dtype type; int64_t S; } cases[] = {
+      {0, 0, TOPOS_F16, 70}, {0, 2, TOPOS_F16, 70}, {1, 0, TOPOS_F16, 70},
+      {1, 1, TOPOS_BF16, 70}, {1, 2, TOPOS_F16, 70}, {1, 0, TOPOS_F16, 2100}};
+  int saved = topos_threads();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    topos_tensor *first = NULL, *exact = NULL;
+    for (int threads = 1; threads <= 3; ++threads) {
+      CHECK_OK(topos_set_threads(threads));
+      topos_tensor *y = NULL, *ref = NULL;
+      uint32_t fused = 0;
+      CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S,
+                             TOPOS_NUMERICS_EXACT, &fused, &y, &ref));
+      CHECK_EQ_INT(fused, 1);
+      if (y && ref) CHECK_MSG(topos_tensor_bits_equal(y, ref), "case %zu threads %d", i, threads);
+      if (!exact) exact = topos_tensor_retain(ref);
+      topos_tensor_release(y);
+      topos_tensor_release(ref);
+      CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S,
+                             TOPOS_NUMERICS_FAST, &fused, &y, NULL));
+      CHECK_EQ_INT(fused, 1);
+      if (y && first) CHECK_MSG(topos_tensor_bits_equal(y, first), "fast, case %zu threads %d", i, threads);
+      if (!first) first = topos_tensor_retain(y);
+      topos_tensor_release(y);
+    }
+    enum { N = AP_M * AP_DV };
+    float a[N], b[N];
+    if (first && exact) {
+      CHECK_OK(topos_tensor_read_f32(first, a, N));
+      CHECK_OK(topos_tensor_read_f32(exact, b, N));
+      int64_t bad = 0;
+      for (int64_t e = 0; e < N; ++e)
+        bad += isnan(b[e]) ? !isnan(a[e]) : !(fabsf(a[e] - b[e]) <= ldexpf(1.0f, -16));
+      CHECK_MSG(bad == 0, "fast, case %zu: %lld outputs off", i, (long long)bad);
+    }
+    topos_tensor_release(first);
+    topos_tensor_release(exact);
+  }
+  CHECK_OK(topos_set_threads(saved));
+}

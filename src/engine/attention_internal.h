@@ -1,0 +1,55 @@
+/* Internal: what the two attention runs share (patterns_attention.c for
+ * the f32 cache's batched form, patterns_attention_linear.c for the 16-bit
+ * cache's per-head qlinear form): the inputs' order, strided views of the
+ * masks, the keys a block of rows can see, the block height. */
+#ifndef TP_ENGINE_ATTENTION_INTERNAL_H
+#define TP_ENGINE_ATTENTION_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "engine/pattern.h"
+
+/* inputs: q, kn, mn, vn, then kc, mc, vc when cached */
+enum { AT_Q, AT_KN, AT_MN, AT_VN, AT_KC, AT_MC, AT_VC };
+
+/* Query rows per task: 64, fewer (a multiple of 8, at least 8) where the
+ * block's scores and probabilities would pass 256 KiB, so they stay in L2.
+ * A function of the shapes alone: the blocks never depend on the threads. */
+static inline int64_t at_block_rows(int64_t keys) {
+  int64_t rows = (int64_t)(256 * 1024 / sizeof(float)) / (2 * keys) / 8 * 8;
+  return rows > 64 ? 64 : rows < 8 ? 8 : rows;
+}
+
+/* A strided f32 operand of rank 3 (element (b, i, j) at base[b*s0 + i*s1 +
+ * j*s2]) or rank 2 (b = 0, s0 = 0). */
+typedef struct at_view {
+  const float *base;
+  int64_t s0, s1, s2, n1, n2;
+} at_view;
+
+static inline at_view at_view_of(const topos_tensor *t) {
+  const int64_t *st = topos_tensor_strides(t), *sh = topos_tensor_shape(t);
+  if (topos_tensor_rank(t) == 2) return (at_view){topos_tensor_data(t), 0, st[0], st[1], sh[0], sh[1]};
+  return (at_view){topos_tensor_data(t), st[0], st[1], st[2], sh[1], sh[2]};
+}
+
+/* keys [0, n) of part `part` that some row of the block may see: up to the
+ * last whose mask is not -inf in any row (0 when none) */
+static inline int64_t at_live_keys(const at_view *m, int64_t b, int64_t i0, int64_t i1, int64_t n) {
+  int64_t live = 0;
+  for (int64_t i = i0; i < i1; ++i) {
+    const float *row = m->base + b * m->s0 + i * m->s1;
+    for (int64_t j = n - 1; j >= live; --j)
+      if (row[j * m->s2] != -INFINITY) {
+        live = j + 1;
+        break;
+      }
+  }
+  return live;
+}
+
+/* The linear form's step (patterns_attention_linear.c). */
+topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *inputs, topos_tensor *dst);
+
+#endif
