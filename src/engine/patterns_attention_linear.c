@@ -14,8 +14,10 @@
  * the masked sum s + m, the concatenation's + 0, the softmax row of the
  * posture, o_c + o_n in that order: under Exact the composed bits. Under
  * Fast the scores of keys no row of the block sees are not computed (their
- * probabilities are +0 and still enter the value products, whose rows are
- * the cache's as they lie). Weights and activations a product reads must be
+ * probabilities are +0 and still enter the value products), and with 16 query
+ * rows or more the keys and values are converted once to f32 (keys
+ * transposed) for the products without packing of the batched form
+ * (attention_gemm_template.h); decoding's few rows keep qlinear's kernels. Weights and activations a product reads must be
  * packed rows: the views are made dense once per step, as qlinear does per
  * call. */
 #include <stdatomic.h>
@@ -23,11 +25,15 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "base/numerics.h"
 #include "base/threads.h"
+#include "backend/platform.h"
+#include "engine/attention_gemm.h"
 #include "engine/attention_internal.h"
 #include "engine/softmax_rows.h"
 #include "topos/qmatmul.h"
+#include "topos/quant.h"
 
 typedef struct al_job {
   const float *q; /* [m, d] */
@@ -36,19 +42,61 @@ typedef struct al_job {
   at_view mask[2];
   int cached, exact;
   int64_t m, d, dv, S, T, block_rows, blocks;
+  /* Fast with enough query rows: the keys as f32 [d][keys rounded to 16] and
+   * the values as f32 [keys][dv], converted once per step, for the products
+   * without packing (attention_gemm_template.h) */
+  tp_attn_gemm_fn gemm;
+  float *keys_t[2], *values[2];
+  int64_t keys16[2];
   float *out;
   atomic_int status;
 } al_job;
+
+/* n elements of a float type as f32 (the 16-bit ones by the vector
+ * converters, exact) */
+static topos_status al_widen(topos_dtype t, const void *src, float *dst, int64_t n) {
+  if (t == TOPOS_F16) tp_f16_to_f32_row(src, dst, (size_t)n);
+  else if (t == TOPOS_BF16) tp_bf16_to_f32_row(src, dst, (size_t)n);
+  else if (t == TOPOS_F32) memcpy(dst, src, (size_t)n * sizeof *dst);
+  else return topos_dequantize_row(t, src, dst, n);
+  return TOPOS_OK;
+}
+
+/* The Fast route's operands of part `part` (keys rows [keys, d], value rows
+ * [dv, keys], any float type) as f32 [d][keys16] and [keys][dv]. */
+static topos_status al_convert(al_job *j, int part, int64_t keys, float *row) {
+  const int64_t k16 = j->keys16[part], d = j->d, dv = j->dv;
+  size_t kb = 0, vb = 0;
+  TP_TRY(topos_dtype_bytes(j->kt[part], d, &kb));
+  TP_TRY(topos_dtype_bytes(j->vt[part], keys, &vb));
+  float *kt = j->keys_t[part], *vr = j->values[part];
+  memset(kt, 0, (size_t)(d * k16) * sizeof *kt);
+  for (int64_t c = 0; c < keys; ++c) {
+    TP_TRY(al_widen(j->kt[part], (const uint8_t *)j->k[part] + (size_t)c * kb, row, d));
+    for (int64_t dd = 0; dd < d; ++dd) kt[dd * k16 + c] = row[dd];
+  }
+  for (int64_t e = 0; e < dv; ++e) {
+    TP_TRY(al_widen(j->vt[part], (const uint8_t *)j->v[part] + (size_t)e * vb, row, keys));
+    for (int64_t c = 0; c < keys; ++c) vr[c * dv + e] = row[c];
+  }
+  return TOPOS_OK;
+}
 
 /* s[r, 0..n) (row stride ld) = q[i0 + r] . k[0..n) + mask (+ 0 when
  * concatenated); tmp: rows x n floats */
 static topos_status al_scores(const al_job *j, int part, int64_t i0, int64_t rows, int64_t n,
                               float *s, int64_t ld, float *tmp) {
   const topos_qmatmul_path path = j->exact ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO;
-  TP_TRY(topos_qmatmul(j->q + i0 * j->d, rows, j->d, j->k[part], j->kt[part], n, NULL, tmp, path));
+  int64_t ldt = n;
+  if (j->gemm) { /* Fast: up to n rounded to 16 columns of the converted keys */
+    ldt = (n + 15) / 16 * 16;
+    j->gemm(rows, ldt, j->d, j->q + i0 * j->d, j->d, 1, j->keys_t[part], j->keys16[part], tmp, ldt);
+  } else {
+    TP_TRY(topos_qmatmul(j->q + i0 * j->d, rows, j->d, j->k[part], j->kt[part], n, NULL, tmp, path));
+  }
   const at_view *m = &j->mask[part];
   for (int64_t r = 0; r < rows; ++r) {
-    const float *mr = m->base + (i0 + r) * m->s1, *tr = tmp + r * n;
+    const float *mr = m->base + (i0 + r) * m->s1, *tr = tmp + r * ldt;
     float *sr = s + r * ld;
     if (j->cached)
       for (int64_t c = 0; c < n; ++c) sr[c] = (tr[c] + mr[c * m->s2]) + 0.0f;
@@ -62,13 +110,17 @@ static topos_status al_scores(const al_job *j, int part, int64_t i0, int64_t row
 static topos_status al_values(const al_job *j, int part, int64_t rows, int64_t n, const float *p,
                               int64_t ld, float *o, float *tmp) {
   const topos_qmatmul_path path = j->exact ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO;
+  if (j->gemm) {
+    j->gemm(rows, j->dv, n, p, ld, 1, j->values[part], j->dv, o, j->dv);
+    return TOPOS_OK;
+  }
   for (int64_t r = 0; r < rows; ++r) memcpy(tmp + r * n, p + r * ld, (size_t)n * sizeof *tmp);
   return topos_qmatmul(tmp, rows, n, j->v[part], j->vt[part], j->dv, NULL, o, path);
 }
 
 static topos_status al_block(const al_job *j, int64_t i0, int64_t i1, float *buf) {
   const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, W = S + T, ld = W, dv = j->dv;
-  float *s = buf, *p = s + rows * ld, *tmp = p + rows * ld, *o_n = tmp + rows * ld;
+  float *s = buf, *p = s + rows * ld, *tmp = p + rows * ld, *o_n = tmp + rows * (ld + 16);
   int64_t nc = S, nn = T;
   if (!j->exact) { /* scores of keys no row of the block sees: not computed */
     nn = at_live_keys(&j->mask[0], 0, i0, i1, T);
@@ -101,7 +153,7 @@ static void al_range(void *ctx, int64_t begin, int64_t end) {
   al_job *j = ctx;
   int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
   const size_t br = (size_t)j->block_rows, ld = (size_t)((j->cached ? j->S : 0) + j->T);
-  float *buf = malloc((3 * br * ld + br * (size_t)j->dv) * sizeof *buf);
+  float *buf = malloc((3 * br * ld + 16 * br + br * (size_t)j->dv) * sizeof *buf);
   if (!buf) atomic_store(&j->status, (int)TOPOS_ERR_OUT_OF_MEMORY);
   for (int64_t t = begin; buf && t < end; ++t) {
     const int64_t i0 = t * j->block_rows, i1 = i0 + j->block_rows < j->m ? i0 + j->block_rows : j->m;
@@ -115,6 +167,30 @@ static void al_range(void *ctx, int64_t begin, int64_t end) {
   tp_numerics_leave(saved);
 }
 
+/* The Fast route's converted operands, in one allocation (*mem). */
+static topos_status al_prepare(al_job *j, float **mem) {
+  const int parts = j->cached ? 2 : 1;
+  const int64_t keys[2] = {j->T, j->S};
+  size_t total = (size_t)(j->d > keys[0] ? j->d : keys[0]) + (size_t)(keys[1] > j->d ? keys[1] : j->d);
+  for (int part = 0; part < parts; ++part) {
+    j->keys16[part] = (keys[part] + 15) / 16 * 16;
+    total += (size_t)(j->d * j->keys16[part] + keys[part] * j->dv);
+  }
+  float *m = malloc(total * sizeof *m);
+  if (!m) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "attention (16-bit cache): %zu floats of keys and values", total);
+  *mem = m;
+  float *row = m;
+  m += (size_t)(j->d > keys[0] ? j->d : keys[0]) + (size_t)(keys[1] > j->d ? keys[1] : j->d);
+  for (int part = 0; part < parts; ++part) {
+    j->keys_t[part] = m;
+    m += j->d * j->keys16[part];
+    j->values[part] = m;
+    m += keys[part] * j->dv;
+    TP_TRY(al_convert(j, part, keys[part], row));
+  }
+  return TOPOS_OK;
+}
+
 topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *inputs, topos_tensor *dst) {
   al_job j;
   memset(&j, 0, sizeof j);
@@ -125,6 +201,7 @@ topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *in
   topos_tensor *dense[AL_DENSE] = {NULL, NULL, NULL, NULL, NULL};
   const int which[AL_DENSE] = {AT_Q, AT_KN, AT_VN, AT_KC, AT_VC};
   topos_status st = TOPOS_OK;
+  float *conv = NULL;
   for (int i = 0; i < AL_DENSE && st == TOPOS_OK; ++i)
     if (which[i] < (int)f->n_inputs) st = topos_tensor_contiguous(inputs[which[i]], 0, &dense[i]);
   if (st == TOPOS_OK) {
@@ -150,13 +227,25 @@ topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *in
     j.block_rows = at_block_rows(j.S + j.T);
     j.blocks = (j.m + j.block_rows - 1) / j.block_rows;
     j.out = topos_tensor_data_mut(dst);
+#if defined(__x86_64__)
+    /* enough query rows that converting the keys and values once is
+     * small against the products (decoding keeps the qlinear kernels) */
+    if (!j.exact && j.m >= 16 && j.dv % 16 == 0) {
+      if (tp_vector_isa_best() == TP_VECTOR_AVX512) j.gemm = tp_attn_gemm_avx512;
+      else if (tp_vector_isa_best() == TP_VECTOR_AVX2) j.gemm = tp_attn_gemm_avx2;
+    }
+#endif
+    if (j.gemm) st = al_prepare(&j, &conv);
     atomic_init(&j.status, TOPOS_OK);
-    tp_parallel_for(j.blocks, 1, al_range, &j);
-    st = (topos_status)atomic_load(&j.status);
+    if (st == TOPOS_OK) {
+      tp_parallel_for(j.blocks, 1, al_range, &j);
+      st = (topos_status)atomic_load(&j.status);
+    }
     if (st != TOPOS_OK)
       st = tp_fail(st, "attention (16-bit cache): a block of %lld query rows over %lld keys failed",
                    (long long)j.block_rows, (long long)(j.S + j.T));
   }
   for (int i = 0; i < AL_DENSE; ++i) topos_tensor_release(dense[i]);
+  free(conv);
   return st;
 }

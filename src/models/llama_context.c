@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "models/llama_internal.h"
 #include "topos/quant.h"
 
@@ -206,11 +207,13 @@ static void tp_cache_write(topos_llama_context *x, int64_t l, const float *k, co
         memcpy(vc + (h * C + p) * hd, vr, (size_t)hd * sizeof(float));
       } else {
         uint16_t *kc = (uint16_t *)x->k_mem + base, *vc = (uint16_t *)x->v_mem + base;
-        for (int64_t i = 0; i < hd; ++i) {
-          uint16_t kb = dt == TOPOS_F16 ? topos_f32_to_f16(kr[i]) : topos_f32_to_bf16(kr[i]);
-          uint16_t vb = dt == TOPOS_F16 ? topos_f32_to_f16(vr[i]) : topos_f32_to_bf16(vr[i]);
-          kc[(h * C + p) * hd + i] = kb;
-          vc[(h * hd + i) * C + p] = vb;
+        void (*to16)(const float *, uint16_t *, size_t) = dt == TOPOS_F16 ? tp_f32_to_f16_row : tp_f32_to_bf16_row;
+        to16(kr, kc + (h * C + p) * hd, (size_t)hd); /* a K row is contiguous */
+        uint16_t vb[64]; /* V is transposed: rows converted 64 at a time, then scattered */
+        for (int64_t i0 = 0; i0 < hd; i0 += 64) {
+          const int64_t len = hd - i0 < 64 ? hd - i0 : 64;
+          to16(vr + i0, vb, (size_t)len);
+          for (int64_t i = 0; i < len; ++i) vc[(h * hd + i0 + i) * C + p] = vb[i];
         }
       }
     }
