@@ -8,7 +8,10 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "base/error.h"
+
 #include "engine/pattern.h"
+#include "engine/softmax_rows.h"
 
 /* inputs: q, kn, mn, vn, then kc, mc, vc when cached */
 enum { AT_Q, AT_KN, AT_MN, AT_VN, AT_KC, AT_MC, AT_VC };
@@ -47,6 +50,39 @@ static inline int64_t at_live_keys(const at_view *m, int64_t b, int64_t i0, int6
       }
   }
   return live;
+}
+
+/* s[r, c] = p[r, c] + mask[b, i0 + r, c] for r < rows, c < n (row strides
+ * ld_s, ld_p; s may be p), then + 0 when the scores were concatenated (the
+ * composed concat adds the other part's zero: -0 becomes +0) */
+static inline void at_add_mask(const at_view *m, int64_t b, int64_t i0, int64_t rows, int64_t n,
+                               const float *p, int64_t ld_p, float *s, int64_t ld_s, int concatenated) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *mr = m->base + b * m->s0 + (i0 + r) * m->s1, *pr = p + r * ld_p;
+    float *sr = s + r * ld_s;
+    if (concatenated)
+      for (int64_t c = 0; c < n; ++c) sr[c] = (pr[c] + mr[c * m->s2]) + 0.0f;
+    else
+      for (int64_t c = 0; c < n; ++c) sr[c] = pr[c] + mr[c * m->s2];
+  }
+}
+
+/* Rows of scores s (row stride ld, [cached S | chunk T]) to probabilities p:
+ * the keys whose scores were not computed (cached ones from nc, the chunk's
+ * from nn) set to -inf first, then the posture's softmax row. */
+static inline topos_status at_probabilities(float *s, float *p, int64_t rows, int64_t ld, int64_t S,
+                                            int64_t nc, int64_t T, int64_t nn, int exact) {
+  const int64_t W = S + T;
+  for (int64_t r = 0; r < rows; ++r) {
+    float *sr = s + r * ld;
+    for (int64_t c = nc; c < S; ++c) sr[c] = -INFINITY;
+    for (int64_t c = S + nn; c < W; ++c) sr[c] = -INFINITY;
+    if (exact)
+      tp_softmax_row_exact(sr, p + r * ld, W);
+    else
+      TP_TRY(tp_softmax_row_fast(sr, p + r * ld, W));
+  }
+  return TOPOS_OK;
 }
 
 /* The linear form's step (patterns_attention_linear.c). */

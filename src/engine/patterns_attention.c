@@ -240,14 +240,7 @@ static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_
     topos_gemm_task t = {rows, n, j->d, qb, q->s1, q->s2, kb, k->s1, k->s2, s, ld};
     TP_TRY(topos_element_gemm(topos_element_of(TOPOS_F32), &t));
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *mr = m->base + b * m->s0 + (i0 + r) * m->s1;
-    float *sr = s + r * ld;
-    if (j->cached)
-      for (int64_t c = 0; c < n; ++c) sr[c] = (sr[c] + mr[c * m->s2]) + 0.0f;
-    else
-      for (int64_t c = 0; c < n; ++c) sr[c] = sr[c] + mr[c * m->s2];
-  }
+  at_add_mask(m, b, i0, rows, n, s, ld, s, ld, j->cached);
   return TOPOS_OK;
 }
 
@@ -268,7 +261,7 @@ static topos_status at_values_block(const at_job *j, int part, int64_t b, int64_
 static int64_t at_row_stride(const at_job *j) { return (j->cached ? j->S : 0) + (j->T + 15) / 16 * 16; }
 
 static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1, float *buf) {
-  const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, W = S + T, dv = j->dv;
+  const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, dv = j->dv;
   const int64_t ld = at_row_stride(j);
   float *s = buf, *p = s + rows * ld, *o_n = p + rows * ld, *kbuf = o_n + rows * dv;
   int64_t nc = S, nn = T;
@@ -278,20 +271,9 @@ static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1,
     if (nn == 0 || (j->cached && nc == 0)) nc = S, nn = T;
   }
   /* scores: [cached | chunk] lanes, the skipped ones -inf */
-  if (j->cached) {
-    TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, ld, kbuf));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = nc; c < S; ++c) s[r * ld + c] = -INFINITY;
-  }
+  if (j->cached) TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, ld, kbuf));
   TP_TRY(at_scores_block(j, 0, b, i0, rows, nn, s + S, ld, kbuf));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = S + nn; c < W; ++c) s[r * ld + c] = -INFINITY;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (j->exact)
-      tp_softmax_row_exact(s + r * ld, p + r * ld, W);
-    else
-      TP_TRY(tp_softmax_row_fast(s + r * ld, p + r * ld, W));
-  }
+  TP_TRY(at_probabilities(s, p, rows, ld, S, nc, T, nn, j->exact));
   float *o = j->out + (b * j->rows + i0) * dv;
   if (!j->cached) return at_values_block(j, 0, b, rows, nn, p, ld, o);
   TP_TRY(at_values_block(j, 1, b, rows, nc, p, ld, o));

@@ -94,15 +94,7 @@ static topos_status al_scores(const al_job *j, int part, int64_t i0, int64_t row
   } else {
     TP_TRY(topos_qmatmul(j->q + i0 * j->d, rows, j->d, j->k[part], j->kt[part], n, NULL, tmp, path));
   }
-  const at_view *m = &j->mask[part];
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *mr = m->base + (i0 + r) * m->s1, *tr = tmp + r * ldt;
-    float *sr = s + r * ld;
-    if (j->cached)
-      for (int64_t c = 0; c < n; ++c) sr[c] = (tr[c] + mr[c * m->s2]) + 0.0f;
-    else
-      for (int64_t c = 0; c < n; ++c) sr[c] = tr[c] + mr[c * m->s2];
-  }
+  at_add_mask(&j->mask[part], 0, i0, rows, n, tmp, ldt, s, ld, j->cached);
   return TOPOS_OK;
 }
 
@@ -119,7 +111,7 @@ static topos_status al_values(const al_job *j, int part, int64_t rows, int64_t n
 }
 
 static topos_status al_block(const al_job *j, int64_t i0, int64_t i1, float *buf) {
-  const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, W = S + T, ld = W, dv = j->dv;
+  const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, ld = S + T, dv = j->dv;
   float *s = buf, *p = s + rows * ld, *tmp = p + rows * ld, *o_n = tmp + rows * (ld + 16);
   int64_t nc = S, nn = T;
   if (!j->exact) { /* scores of keys no row of the block sees: not computed */
@@ -127,20 +119,9 @@ static topos_status al_block(const al_job *j, int64_t i0, int64_t i1, float *buf
     nc = j->cached ? at_live_keys(&j->mask[1], 0, i0, i1, S) : 0;
     if (nn == 0 || (j->cached && nc == 0)) nc = S, nn = T;
   }
-  if (j->cached) {
-    TP_TRY(al_scores(j, 1, i0, rows, nc, s, ld, tmp));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = nc; c < S; ++c) s[r * ld + c] = -INFINITY;
-  }
+  if (j->cached) TP_TRY(al_scores(j, 1, i0, rows, nc, s, ld, tmp));
   TP_TRY(al_scores(j, 0, i0, rows, nn, s + S, ld, tmp));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = S + nn; c < W; ++c) s[r * ld + c] = -INFINITY;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (j->exact)
-      tp_softmax_row_exact(s + r * ld, p + r * ld, W);
-    else
-      TP_TRY(tp_softmax_row_fast(s + r * ld, p + r * ld, W));
-  }
+  TP_TRY(at_probabilities(s, p, rows, ld, S, nc, T, nn, j->exact));
   float *o = j->out + i0 * dv;
   if (!j->cached) return al_values(j, 0, rows, T, p, ld, o, tmp);
   TP_TRY(al_values(j, 1, rows, S, p, ld, o, tmp));

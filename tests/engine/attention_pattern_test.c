@@ -59,49 +59,14 @@ static topos_tensor *ap_mask(int64_t m, int64_t keys, int chunk, int kind, int64
   return t;
 }
 
-/* Records the llama graph's attention (models/llama_graph.c, f32 cache) over
- * fresh random operands; runs the plan, and the interpreter under Exact. */
-static topos_status ap_run(const ap_case *c, topos_numerics num, uint32_t *fused, topos_tensor **out,
-                           topos_tensor **ref) {
-  ap_state = 2024u + (uint32_t)(c->cached * 10 + c->mask_kind + c->S);
-  topos_tensor *q = ap_tensor(AP_B, AP_M, AP_D, 3.0f), *kn = ap_tensor(AP_B, AP_D, AP_T, 3.0f);
-  topos_tensor *vn = ap_tensor(AP_B, AP_T, AP_DV, 2.0f), *kc = ap_tensor(AP_B, AP_D, c->S, 3.0f);
-  topos_tensor *vc = ap_tensor(AP_B, c->S, AP_DV, 2.0f);
-  topos_tensor *mn = ap_mask(AP_M, AP_T, 1, c->mask_kind, 0);
-  topos_tensor *mc = ap_mask(AP_M, c->S, 0, c->mask_kind, c->S - 9); /* 9 unwritten slots */
-  topos_status st = q && kn && vn && kc && vc && mn && mc ? TOPOS_OK : TOPOS_ERR_OUT_OF_MEMORY;
-  if (st == TOPOS_OK && c->mask_kind == 2) { /* a NaN query element */
-    float *qd = topos_tensor_data_mut(q);
-    qd[5 * AP_D + 2] = NAN;
-  }
-  topos_tape *tape = NULL;
-  topos_network *net = NULL;
+/* Compiles root under num, tells whether the plan runs an attention step,
+ * runs it, and (ref non-NULL) the interpreter under Exact; frees the net. */
+static topos_status ap_plan_and_reference(topos_network *net, topos_sym root, topos_numerics num,
+                                          uint32_t *fused, topos_tensor **out, topos_tensor **ref) {
   topos_plan *plan = NULL;
   topos_run *run = NULL, *rr = NULL;
-  if (st == TOPOS_OK) st = topos_tape_new(&tape);
-  topos_sym root = TOPOS_SYM_INVALID;
-  if (st == TOPOS_OK) {
-    topos_sym sq = topos_tape_input(tape, q, "q"), skn = topos_tape_input(tape, kn, "kn");
-    topos_sym svn = topos_tape_input(tape, vn, "vn");
-    topos_sym smn = topos_tape_broadcast_along(tape, topos_tape_input(tape, mn, "mn"), 0, AP_B);
-    topos_sym s_n = topos_tape_add(tape, topos_tape_matmul(tape, sq, skn), smn);
-    if (!c->cached) {
-      root = topos_tape_matmul(tape, topos_tape_exp(tape, topos_tape_log_softmax(tape, s_n, 2)), svn);
-    } else {
-      topos_sym skc = topos_tape_input(tape, kc, "kc"), svc = topos_tape_input(tape, vc, "vc");
-      topos_sym smc = topos_tape_broadcast_along(tape, topos_tape_input(tape, mc, "mc"), 0, AP_B);
-      topos_sym s_c = topos_tape_add(tape, topos_tape_matmul(tape, sq, skc), smc);
-      topos_sym parts[2] = {s_c, s_n};
-      topos_sym p =
-          topos_tape_exp(tape, topos_tape_log_softmax(tape, topos_tape_concat(tape, 2, parts, 2), 2));
-      topos_sym p_c = topos_tape_narrow(tape, p, 2, 0, c->S), p_n = topos_tape_narrow(tape, p, 2, c->S, AP_T);
-      root = topos_tape_add(tape, topos_tape_matmul(tape, p_c, svc), topos_tape_matmul(tape, p_n, svn));
-    }
-    st = topos_tape_seal(&tape, &net);
-  }
   topos_request r = {.roots = &root, .n_roots = 1, .numerics = num};
-  if (st == TOPOS_OK) st = topos_plan_compile(net, &r, &plan);
-  /* fused: whether the plan runs an attention step */
+  topos_status st = topos_plan_compile(net, &r, &plan);
   if (st == TOPOS_OK) {
     size_t need = topos_plan_describe(plan, NULL, 0);
     char *text = malloc(need + 1);
@@ -124,6 +89,49 @@ static topos_status ap_run(const ap_case *c, topos_numerics num, uint32_t *fused
   topos_run_free(rr);
   topos_plan_free(plan);
   topos_network_free(net);
+  return st;
+}
+
+/* Records the llama graph's attention (models/llama_graph.c, f32 cache) over
+ * fresh random operands; runs the plan, and the interpreter under Exact. */
+static topos_status ap_run(const ap_case *c, topos_numerics num, uint32_t *fused, topos_tensor **out,
+                           topos_tensor **ref) {
+  ap_state = 2024u + (uint32_t)(c->cached * 10 + c->mask_kind + c->S);
+  topos_tensor *q = ap_tensor(AP_B, AP_M, AP_D, 3.0f), *kn = ap_tensor(AP_B, AP_D, AP_T, 3.0f);
+  topos_tensor *vn = ap_tensor(AP_B, AP_T, AP_DV, 2.0f), *kc = ap_tensor(AP_B, AP_D, c->S, 3.0f);
+  topos_tensor *vc = ap_tensor(AP_B, c->S, AP_DV, 2.0f);
+  topos_tensor *mn = ap_mask(AP_M, AP_T, 1, c->mask_kind, 0);
+  topos_tensor *mc = ap_mask(AP_M, c->S, 0, c->mask_kind, c->S - 9); /* 9 unwritten slots */
+  topos_status st = q && kn && vn && kc && vc && mn && mc ? TOPOS_OK : TOPOS_ERR_OUT_OF_MEMORY;
+  if (st == TOPOS_OK && c->mask_kind == 2) { /* a NaN query element */
+    float *qd = topos_tensor_data_mut(q);
+    qd[5 * AP_D + 2] = NAN;
+  }
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  if (st == TOPOS_OK) st = topos_tape_new(&tape);
+  topos_sym root = TOPOS_SYM_INVALID;
+  if (st == TOPOS_OK) {
+    topos_sym sq = topos_tape_input(tape, q, "q"), skn = topos_tape_input(tape, kn, "kn");
+    topos_sym svn = topos_tape_input(tape, vn, "vn");
+    topos_sym smn = topos_tape_broadcast_along(tape, topos_tape_input(tape, mn, "mn"), 0, AP_B);
+    topos_sym s_n = topos_tape_add(tape, topos_tape_matmul(tape, sq, skn), smn);
+    if (!c->cached) {
+      root = topos_tape_matmul(tape, topos_tape_exp(tape, topos_tape_log_softmax(tape, s_n, 2)), svn);
+    } else {
+      topos_sym skc = topos_tape_input(tape, kc, "kc"), svc = topos_tape_input(tape, vc, "vc");
+      topos_sym smc = topos_tape_broadcast_along(tape, topos_tape_input(tape, mc, "mc"), 0, AP_B);
+      topos_sym s_c = topos_tape_add(tape, topos_tape_matmul(tape, sq, skc), smc);
+      topos_sym parts[2] = {s_c, s_n};
+      topos_sym p =
+          topos_tape_exp(tape, topos_tape_log_softmax(tape, topos_tape_concat(tape, 2, parts, 2), 2));
+      topos_sym p_c = topos_tape_narrow(tape, p, 2, 0, c->S), p_n = topos_tape_narrow(tape, p, 2, c->S, AP_T);
+      root = topos_tape_add(tape, topos_tape_matmul(tape, p_c, svc), topos_tape_matmul(tape, p_n, svn));
+    }
+    st = topos_tape_seal(&tape, &net);
+  }
+  if (st == TOPOS_OK) st = ap_plan_and_reference(net, root, num, fused, out, ref);
+  else topos_network_free(net);
   if (tape) topos_tape_free(tape);
   topos_tensor *all[] = {q, kn, vn, kc, vc, mn, mc};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
@@ -263,8 +271,6 @@ static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_t
   if (st == TOPOS_OK && mask_kind == 2) ((float *)topos_tensor_data_mut(q))[5 * AP_D + 2] = NAN;
   topos_tape *tape = NULL;
   topos_network *net = NULL;
-  topos_plan *plan = NULL;
-  topos_run *run = NULL, *rr = NULL;
   if (st == TOPOS_OK) st = topos_tape_new(&tape);
   topos_sym root = TOPOS_SYM_INVALID;
   if (st == TOPOS_OK) {
@@ -284,30 +290,8 @@ static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_t
     }
     st = topos_tape_seal(&tape, &net);
   }
-  topos_request r = {.roots = &root, .n_roots = 1, .numerics = num};
-  if (st == TOPOS_OK) st = topos_plan_compile(net, &r, &plan);
-  if (st == TOPOS_OK) {
-    size_t need = topos_plan_describe(plan, NULL, 0);
-    char *text = malloc(need + 1);
-    if (!text) st = TOPOS_ERR_OUT_OF_MEMORY;
-    if (text) {
-      topos_plan_describe(plan, text, need + 1);
-      *fused = strstr(text, "fused:attention") != NULL;
-      free(text);
-    }
-  }
-  if (st == TOPOS_OK) st = topos_plan_forward(plan, NULL, NULL, 0, &run);
-  if (st == TOPOS_OK) st = topos_run_read(run, root, out);
-  if (st == TOPOS_OK && ref) {
-    topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
-    st = topos_network_forward(net, NULL, NULL, 0, NULL, &rr);
-    topos_numerics_restore(saved);
-    if (st == TOPOS_OK) st = topos_run_read(rr, root, ref);
-  }
-  topos_run_free(run);
-  topos_run_free(rr);
-  topos_plan_free(plan);
-  topos_network_free(net);
+  if (st == TOPOS_OK) st = ap_plan_and_reference(net, root, num, fused, out, ref);
+  else topos_network_free(net);
   if (tape) topos_tape_free(tape);
   topos_tensor *all[] = {q3, k3, v3, kc3, vc3, q, kn, vn, kc, vc, mn, mc};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
