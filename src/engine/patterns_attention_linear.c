@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/half.h"
 #include "base/numerics.h"
 #include "base/threads.h"
 #include "backend/platform.h"
@@ -52,16 +51,6 @@ typedef struct al_job {
   atomic_int status;
 } al_job;
 
-/* n elements of a float type as f32 (the 16-bit ones by the vector
- * converters, exact) */
-static topos_status al_widen(topos_dtype t, const void *src, float *dst, int64_t n) {
-  if (t == TOPOS_F16) tp_f16_to_f32_row(src, dst, (size_t)n);
-  else if (t == TOPOS_BF16) tp_bf16_to_f32_row(src, dst, (size_t)n);
-  else if (t == TOPOS_F32) memcpy(dst, src, (size_t)n * sizeof *dst);
-  else return topos_dequantize_row(t, src, dst, n);
-  return TOPOS_OK;
-}
-
 /* The Fast route's operands of part `part` (keys rows [keys, d], value rows
  * [dv, keys], any float type) as f32 [d][keys16] and [keys][dv]. */
 static topos_status al_convert(al_job *j, int part, int64_t keys, float *row) {
@@ -72,11 +61,11 @@ static topos_status al_convert(al_job *j, int part, int64_t keys, float *row) {
   float *kt = j->keys_t[part], *vr = j->values[part];
   memset(kt, 0, (size_t)(d * k16) * sizeof *kt);
   for (int64_t c = 0; c < keys; ++c) {
-    TP_TRY(al_widen(j->kt[part], (const uint8_t *)j->k[part] + (size_t)c * kb, row, d));
+    TP_TRY(topos_dequantize_row(j->kt[part], (const uint8_t *)j->k[part] + (size_t)c * kb, row, d));
     for (int64_t dd = 0; dd < d; ++dd) kt[dd * k16 + c] = row[dd];
   }
   for (int64_t e = 0; e < dv; ++e) {
-    TP_TRY(al_widen(j->vt[part], (const uint8_t *)j->v[part] + (size_t)e * vb, row, keys));
+    TP_TRY(topos_dequantize_row(j->vt[part], (const uint8_t *)j->v[part] + (size_t)e * vb, row, keys));
     for (int64_t c = 0; c < keys; ++c) vr[c * dv + e] = row[c];
   }
   return TOPOS_OK;
@@ -152,7 +141,10 @@ static void al_range(void *ctx, int64_t begin, int64_t end) {
 static topos_status al_prepare(al_job *j, float **mem) {
   const int parts = j->cached ? 2 : 1;
   const int64_t keys[2] = {j->T, j->S};
-  size_t total = (size_t)(j->d > keys[0] ? j->d : keys[0]) + (size_t)(keys[1] > j->d ? keys[1] : j->d);
+  /* one key row (d) or value row (keys) widened at a time */
+  int64_t row_len = j->d > j->T ? j->d : j->T;
+  if (j->S > row_len) row_len = j->S;
+  size_t total = (size_t)row_len;
   for (int part = 0; part < parts; ++part) {
     j->keys16[part] = (keys[part] + 15) / 16 * 16;
     total += (size_t)(j->d * j->keys16[part] + keys[part] * j->dv);
@@ -161,7 +153,7 @@ static topos_status al_prepare(al_job *j, float **mem) {
   if (!m) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "attention (16-bit cache): %zu floats of keys and values", total);
   *mem = m;
   float *row = m;
-  m += (size_t)(j->d > keys[0] ? j->d : keys[0]) + (size_t)(keys[1] > j->d ? keys[1] : j->d);
+  m += row_len;
   for (int part = 0; part < parts; ++part) {
     j->keys_t[part] = m;
     m += j->d * j->keys16[part];

@@ -3,6 +3,10 @@
  * even (ggml's GGML_FP32_TO_FP16 / GGML_FP32_TO_BF16 agree bit for bit). */
 #include "quant/quant_internal.h"
 
+#include <stdint.h>
+
+#include "base/half.h"
+
 void tp_quantize_f32(const float *src, void *dst, int64_t blocks) {
   memcpy(dst, src, (size_t)blocks * sizeof(float));
 }
@@ -11,8 +15,15 @@ void tp_dequantize_f32(const void *src, float *dst, int64_t blocks) {
   memcpy(dst, src, (size_t)blocks * sizeof(float));
 }
 
-#define TP_DEFINE_HALF_ROWS(suffix, to_half, from_half)                   \
+/* Rows aligned to 2 bytes (every tensor's) go through the base row
+ * converters (F16C where the CPU has it, the same bits as the scalar
+ * conversions); others are read byte-wise. */
+#define TP_DEFINE_HALF_ROWS(suffix, to_half, from_half, to_row, from_row)    \
   void tp_quantize_##suffix(const float *src, void *dst, int64_t blocks) { \
+    if (((uintptr_t)dst & 1u) == 0) {                                      \
+      to_row(src, dst, (size_t)blocks);                                    \
+      return;                                                              \
+    }                                                                      \
     uint8_t *out = dst;                                                    \
     for (int64_t i = 0; i < blocks; ++i) {                                 \
       uint16_t bits = to_half(src[i]);                                     \
@@ -20,6 +31,10 @@ void tp_dequantize_f32(const void *src, float *dst, int64_t blocks) {
     }                                                                      \
   }                                                                        \
   void tp_dequantize_##suffix(const void *src, float *dst, int64_t blocks) { \
+    if (((uintptr_t)src & 1u) == 0) {                                      \
+      from_row(src, dst, (size_t)blocks);                                  \
+      return;                                                              \
+    }                                                                      \
     const uint8_t *in = src;                                               \
     for (int64_t i = 0; i < blocks; ++i) {                                 \
       uint16_t bits;                                                       \
@@ -28,6 +43,6 @@ void tp_dequantize_f32(const void *src, float *dst, int64_t blocks) {
     }                                                                      \
   }
 
-TP_DEFINE_HALF_ROWS(f16, topos_f32_to_f16, topos_f16_to_f32)
-TP_DEFINE_HALF_ROWS(bf16, topos_f32_to_bf16, topos_bf16_to_f32)
+TP_DEFINE_HALF_ROWS(f16, topos_f32_to_f16, topos_f16_to_f32, tp_f32_to_f16_row, tp_f16_to_f32_row)
+TP_DEFINE_HALF_ROWS(bf16, topos_f32_to_bf16, topos_bf16_to_f32, tp_f32_to_bf16_row, tp_bf16_to_f32_row)
 #undef TP_DEFINE_HALF_ROWS
