@@ -67,20 +67,25 @@ static inline TP_V TP_VM_FN(tp_vexp_)(TP_V x) {
   return TP_VMUL(TP_VMUL(p, s1), s2);
 }
 
+/* fn over in[0..count) into out (the names in scope): whole vectors, then
+ * the tail through a zero-padded vector (lanes are independent, so padding
+ * never changes the live lanes). Also the simd rung's maps' loop. */
+#define TP_VM_LOOP(fn)                                               \
+  do {                                                               \
+    int64_t i = 0;                                                   \
+    for (; i + TP_VW <= count; i += TP_VW)                           \
+      TP_VSTORE(out + i, fn(TP_VLOAD(in + i)));                      \
+    if (i < count) {                                                 \
+      float pad[TP_VW];                                              \
+      memset(pad, 0, sizeof pad);                                    \
+      memcpy(pad, in + i, (size_t)(count - i) * sizeof(float));      \
+      TP_VSTORE(pad, fn(TP_VLOAD(pad)));                             \
+      memcpy(out + i, pad, (size_t)(count - i) * sizeof(float));     \
+    }                                                                \
+  } while (0)
 
 /* out[i] = exp(in[i]) over a buffer, for an instance that defines
- * TP_VEXP_MAP_FN (base/vexp_avx512.c, base/vexp_avx2.c): whole vectors,
- * then the tail through a zero-padded one (lanes are independent). */
+ * TP_VEXP_MAP_FN (base/vexp_avx512.c, base/vexp_avx2.c). */
 #ifdef TP_VEXP_MAP_FN
-void TP_VEXP_MAP_FN(const float *in, float *out, int64_t n) {
-  int64_t i = 0;
-  for (; i + TP_VW <= n; i += TP_VW) TP_VSTORE(out + i, TP_VM_FN(tp_vexp_)(TP_VLOAD(in + i)));
-  if (i < n) {
-    float pad[TP_VW];
-    memset(pad, 0, sizeof pad);
-    memcpy(pad, in + i, (size_t)(n - i) * sizeof *pad);
-    TP_VSTORE(pad, TP_VM_FN(tp_vexp_)(TP_VLOAD(pad)));
-    memcpy(out + i, pad, (size_t)(n - i) * sizeof *pad);
-  }
-}
+void TP_VEXP_MAP_FN(const float *in, float *out, int64_t count) { TP_VM_LOOP(TP_VM_FN(tp_vexp_)); }
 #endif

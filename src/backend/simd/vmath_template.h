@@ -117,22 +117,6 @@ static inline TP_V TP_VM_FN(tp_vtanh_)(TP_V x) {
 
 static inline TP_V TP_VM_FN(tp_vsqrt_)(TP_V x) { return TP_VSQRT(x); }
 
-/* Whole vectors, then the tail through a zero-padded vector (lanes are
- * independent, so padding never changes the live lanes). */
-#define TP_VM_LOOP(fn)                                               \
-  do {                                                               \
-    int64_t i = 0;                                                   \
-    for (; i + TP_VW <= count; i += TP_VW)                           \
-      TP_VSTORE(out + i, fn(TP_VLOAD(in + i)));                      \
-    if (i < count) {                                                 \
-      float pad[TP_VW];                                              \
-      memset(pad, 0, sizeof pad);                                    \
-      memcpy(pad, in + i, (size_t)(count - i) * sizeof(float));      \
-      TP_VSTORE(pad, fn(TP_VLOAD(pad)));                             \
-      memcpy(out + i, pad, (size_t)(count - i) * sizeof(float));     \
-    }                                                                \
-  } while (0)
-
 /* op: 0 exp, 1 ln, 2 sqrt, 3 tanh (topos_map_op order). Returns 0 for
  * other ops (not served). */
 int TP_VM_FN(tp_vmath_f32_)(int op, const float *in, float *out, int64_t count) {
