@@ -10,7 +10,7 @@
 
 #include "backend/platform.h"
 #include "engine/attention_gemm.h"
-#include "test.h"
+#include "fusion_util.h"
 
 /* m = T query rows (a causal chunk); the cached segment is 70 keys, or 2100
  * (then the blocks shrink to 8 rows: at_block_rows) */
@@ -59,42 +59,9 @@ static topos_tensor *ap_mask(int64_t m, int64_t keys, int chunk, int kind, int64
   return t;
 }
 
-/* Compiles root under num, tells whether the plan runs an attention step,
- * runs it, and (ref non-NULL) the interpreter under Exact; frees the net. */
-static topos_status ap_plan_and_reference(topos_network *net, topos_sym root, topos_numerics num,
-                                          uint32_t *fused, topos_tensor **out, topos_tensor **ref) {
-  topos_plan *plan = NULL;
-  topos_run *run = NULL, *rr = NULL;
-  topos_request r = {.roots = &root, .n_roots = 1, .numerics = num};
-  topos_status st = topos_plan_compile(net, &r, &plan);
-  if (st == TOPOS_OK) {
-    size_t need = topos_plan_describe(plan, NULL, 0);
-    char *text = malloc(need + 1);
-    if (!text) st = TOPOS_ERR_OUT_OF_MEMORY;
-    if (text) {
-      topos_plan_describe(plan, text, need + 1);
-      *fused = strstr(text, "fused:attention") != NULL;
-      free(text);
-    }
-  }
-  if (st == TOPOS_OK) st = topos_plan_forward(plan, NULL, NULL, 0, &run);
-  if (st == TOPOS_OK) st = topos_run_read(run, root, out);
-  if (st == TOPOS_OK && ref) {
-    topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
-    st = topos_network_forward(net, NULL, NULL, 0, NULL, &rr);
-    topos_numerics_restore(saved);
-    if (st == TOPOS_OK) st = topos_run_read(rr, root, ref);
-  }
-  topos_run_free(run);
-  topos_run_free(rr);
-  topos_plan_free(plan);
-  topos_network_free(net);
-  return st;
-}
-
 /* Records the llama graph's attention (models/llama_graph.c, f32 cache) over
  * fresh random operands; runs the plan, and the interpreter under Exact. */
-static topos_status ap_run(const ap_case *c, topos_numerics num, uint32_t *fused, topos_tensor **out,
+static topos_status ap_run(const ap_case *c, topos_numerics num, int *fused, topos_tensor **out,
                            topos_tensor **ref) {
   ap_state = 2024u + (uint32_t)(c->cached * 10 + c->mask_kind + c->S);
   topos_tensor *q = ap_tensor(AP_B, AP_M, AP_D, 3.0f), *kn = ap_tensor(AP_B, AP_D, AP_T, 3.0f);
@@ -130,8 +97,9 @@ static topos_status ap_run(const ap_case *c, topos_numerics num, uint32_t *fused
     }
     st = topos_tape_seal(&tape, &net);
   }
-  if (st == TOPOS_OK) st = ap_plan_and_reference(net, root, num, fused, out, ref);
-  else topos_network_free(net);
+  if (st == TOPOS_OK)
+    st = fu_plan_and_reference(net, &root, 1, num, TOPOS_NUMERICS_EXACT, "attention", fused, out, ref);
+  topos_network_free(net);
   if (tape) topos_tape_free(tape);
   topos_tensor *all[] = {q, kn, vn, kc, vc, mn, mc};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
@@ -148,7 +116,7 @@ TEST(plan_attention_fuses_with_the_interpreter_bits_at_every_thread_count) {
     for (int threads = 1; threads <= 3; ++threads) {
       CHECK_OK(topos_set_threads(threads));
       topos_tensor *y = NULL, *ref = NULL;
-      uint32_t fused = 0;
+      int fused = 0;
       CHECK_OK(ap_run(&ap_cases[i], TOPOS_NUMERICS_EXACT, &fused, &y, &ref));
       CHECK_EQ_INT(fused, 1); /* else the interpreter was compared with itself */
       if (y && ref)
@@ -172,7 +140,7 @@ TEST(plan_attention_fast_within_its_bound_at_every_thread_count) {
   int saved = topos_threads();
   for (size_t i = 0; i < sizeof ap_cases / sizeof ap_cases[0]; ++i) {
     topos_tensor *first = NULL, *exact = NULL;
-    uint32_t fused = 0;
+    int fused = 0;
     CHECK_OK(ap_run(&ap_cases[i], TOPOS_NUMERICS_EXACT, &fused, &exact, NULL));
     for (int threads = 1; threads <= 3; ++threads) {
       CHECK_OK(topos_set_threads(threads));
@@ -252,7 +220,7 @@ TEST(attention_fast_products_agree_across_isas) {
  * [keys, d] and values [dv, keys] as weight rows, the cached segment f16 or
  * bf16 (models/llama_graph.c). */
 static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_type, int64_t S,
-                                  topos_numerics num, uint32_t *fused, topos_tensor **out,
+                                  topos_numerics num, int *fused, topos_tensor **out,
                                   topos_tensor **ref) {
   ap_state = 4048u + (uint32_t)(cached * 10 + mask_kind + S);
   int64_t qs[2] = {AP_M, AP_D}, ks[2] = {AP_T, AP_D}, vs[2] = {AP_T, AP_DV}, kcs[2] = {S, AP_D},
@@ -290,8 +258,9 @@ static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_t
     }
     st = topos_tape_seal(&tape, &net);
   }
-  if (st == TOPOS_OK) st = ap_plan_and_reference(net, root, num, fused, out, ref);
-  else topos_network_free(net);
+  if (st == TOPOS_OK)
+    st = fu_plan_and_reference(net, &root, 1, num, TOPOS_NUMERICS_EXACT, "attention", fused, out, ref);
+  topos_network_free(net);
   if (tape) topos_tape_free(tape);
   topos_tensor *all[] = {q3, k3, v3, kc3, vc3, q, kn, vn, kc, vc, mn, mc};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
@@ -308,7 +277,7 @@ TEST(plan_attention_16bit_cache_form_interpreter_bits_and_fast_bound) {
     for (int threads = 1; threads <= 3; ++threads) {
       CHECK_OK(topos_set_threads(threads));
       topos_tensor *y = NULL, *ref = NULL;
-      uint32_t fused = 0;
+      int fused = 0;
       CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S,
                              TOPOS_NUMERICS_EXACT, &fused, &y, &ref));
       CHECK_EQ_INT(fused, 1);

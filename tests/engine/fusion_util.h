@@ -9,44 +9,60 @@
 
 #include "test.h"
 
-/* NULL, or why it could not: *fused is whether the plan's description names
- * "fused:<pattern>"; *plan_value and *interp_value (the caller releases them)
- * are roots[0] from the plan at `threads` threads and from the interpreter. */
+/* Compiles roots[0..n_roots) under num; *fused is whether the plan's
+ * description names "fused:<pattern>"; *plan_value is roots[0] from the plan
+ * and, when interp_value is not NULL, *interp_value roots[0] from the
+ * interpreter under ref_num (the caller releases both). */
+static inline topos_status fu_plan_and_reference(const topos_network *net, topos_sym *roots,
+                                                 size_t n_roots, topos_numerics num,
+                                                 topos_numerics ref_num, const char *pattern,
+                                                 int *fused, topos_tensor **plan_value,
+                                                 topos_tensor **interp_value) {
+  topos_plan *plan = NULL;
+  topos_run *ref = NULL, *run = NULL;
+  char want[64];
+  *plan_value = NULL;
+  if (interp_value) *interp_value = NULL;
+  topos_request r = {roots, n_roots, NULL, 0, 0, num};
+  topos_status st = topos_plan_compile(net, &r, &plan);
+  if (st == TOPOS_OK) {
+    size_t need = topos_plan_describe(plan, NULL, 0);
+    char *text = malloc(need + 1);
+    if (!text) st = TOPOS_ERR_OUT_OF_MEMORY;
+    if (text) {
+      topos_plan_describe(plan, text, need + 1);
+      snprintf(want, sizeof want, "fused:%s", pattern);
+      *fused = strstr(text, want) != NULL;
+      free(text);
+    }
+  }
+  if (st == TOPOS_OK) st = topos_plan_forward(plan, NULL, NULL, 0, &run);
+  if (st == TOPOS_OK) st = topos_run_read(run, roots[0], plan_value);
+  if (st == TOPOS_OK && interp_value) {
+    topos_numerics saved = topos_numerics_enter(ref_num);
+    st = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
+    topos_numerics_restore(saved);
+    if (st == TOPOS_OK) st = topos_run_read(ref, roots[0], interp_value);
+  }
+  topos_run_free(ref);
+  topos_run_free(run);
+  topos_plan_free(plan);
+  return st;
+}
+
+/* NULL, or why it could not: the same at `threads` threads, the interpreter
+ * under the plan's posture. */
 static inline const char *fu_plan_and_interpreter(const topos_network *net, topos_sym *roots,
                                                   size_t n_roots, topos_numerics num, int threads,
                                                   const char *pattern, int *fused,
                                                   topos_tensor **plan_value,
                                                   topos_tensor **interp_value) {
-  const char *reason = "compile failed";
-  topos_plan *plan = NULL;
-  topos_run *ref = NULL, *run = NULL;
-  char *text = NULL, want[64];
   *plan_value = *interp_value = NULL;
-  topos_request r = {roots, n_roots, NULL, 0, 0, num};
-  if (topos_plan_compile(net, &r, &plan) != TOPOS_OK) goto done;
-  reason = "describe failed";
-  size_t need = topos_plan_describe(plan, NULL, 0);
-  text = malloc(need + 1);
-  if (!text) goto done;
-  topos_plan_describe(plan, text, need + 1);
-  snprintf(want, sizeof want, "fused:%s", pattern);
-  *fused = strstr(text, want) != NULL;
-  reason = "run failed";
-  if (topos_set_threads(threads) != TOPOS_OK) goto done;
-  topos_numerics saved = topos_numerics_enter(num);
-  topos_status s1 = topos_network_forward(net, NULL, NULL, 0, NULL, &ref);
-  topos_numerics_restore(saved);
-  topos_status s2 = topos_plan_forward(plan, NULL, NULL, 0, &run);
-  if (s1 != TOPOS_OK || s2 != TOPOS_OK || topos_run_read(ref, roots[0], interp_value) != TOPOS_OK ||
-      topos_run_read(run, roots[0], plan_value) != TOPOS_OK)
-    goto done;
-  reason = NULL;
-done:
-  free(text);
-  topos_run_free(ref);
-  topos_run_free(run);
-  topos_plan_free(plan);
-  return reason;
+  if (topos_set_threads(threads) != TOPOS_OK) return "setting the threads failed";
+  if (fu_plan_and_reference(net, roots, n_roots, num, num, pattern, fused, plan_value, interp_value) !=
+      TOPOS_OK)
+    return "compile or run failed";
+  return NULL;
 }
 
 /* NULL when the plan fuses `pattern` exactly when want_fused says, and
