@@ -25,9 +25,33 @@ static bool keeps_operand_alive(const tp_node *node) {
   return node->kind == TOPOS_NODE_OP && topos_op_is_view(node->op);
 }
 
-static bool allocates(const tp_node *node) {
-  return node->kind == TOPOS_NODE_OP &&
-         (!topos_op_is_view(node->op) || node->op == TOPOS_OP_RESHAPE);
+/* What a node's value lives in. Every evaluated op that is not a view (and
+ * every fusion root: its pattern writes the root's buffer) gets an arena
+ * buffer, dense by construction. A reshape is a copy when its operand's
+ * layout does not allow a view, so it gets a buffer too — unless its operand
+ * is dense by construction (a buffer, or such a reshape of one): then it is
+ * a view at run time (topos_tensor_reshape) and only keeps its operand
+ * alive. At a llama prompt chunk the kept keys and values (reshapes of
+ * rope's and the value product's buffers) held twice their bytes to the end
+ * of the run before this. Should a run find such an operand strided after
+ * all, the reshape copies into a tensor of the run's provider: slower,
+ * still correct. */
+enum { HOLDS_NOTHING, HOLDS_BUFFER, HOLDS_DENSE_VIEW, HOLDS_RESHAPE_BUFFER };
+
+static void mark_holdings(const tp_graph *graph, const uint8_t *evaluated, const int32_t *fusion_of,
+                          uint8_t *holds) {
+  for (uint32_t i = 0; i < graph->count; ++i) {
+    const tp_node *node = &graph->nodes[i];
+    holds[i] = HOLDS_NOTHING;
+    if (!evaluated[i] || node->kind != TOPOS_NODE_OP) continue;
+    if (!topos_op_is_view(node->op) || (fusion_of && fusion_of[i] >= 0)) {
+      holds[i] = HOLDS_BUFFER;
+    } else if (node->op == TOPOS_OP_RESHAPE) {
+      uint32_t o = node->operands[0];
+      bool dense = o < i && (holds[o] == HOLDS_BUFFER || holds[o] == HOLDS_DENSE_VIEW);
+      holds[i] = dense ? HOLDS_DENSE_VIEW : HOLDS_RESHAPE_BUFFER;
+    }
+  }
 }
 
 /* Node i's result in bytes, rounded up to TP_BUFFER_ALIGN. A shape rule
@@ -84,8 +108,8 @@ static int by_size(const void *a, const void *b) {
 }
 
 topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluated,
-                                  const uint8_t *kept, const uint32_t *last_use,
-                                  tp_buffer_plan *out) {
+                                  const int32_t *fusion_of, const uint8_t *kept,
+                                  const uint32_t *last_use, tp_buffer_plan *out) {
   memset(out, 0, sizeof *out);
   uint32_t n = graph->count;
   size_t m = n ? n : 1;
@@ -95,9 +119,11 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
   out->until = malloc(m * sizeof *out->until);
   placed_range *live = malloc(m * sizeof *live);
   to_place *order = malloc(m * sizeof *order);
-  if (!out->offset || !out->bytes || !out->until || !live || !order) {
+  uint8_t *holds = malloc(m);
+  if (!out->offset || !out->bytes || !out->until || !live || !order || !holds) {
     free(live);
     free(order);
+    free(holds);
     tp_buffer_plan_free(out);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (buffer plan)");
   }
@@ -116,10 +142,11 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     else if (need > out->until[o]) out->until[o] = need;
   }
   /* sizes and the buffers to place */
+  mark_holdings(graph, evaluated, fusion_of, holds);
   uint32_t n_buf = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const tp_node *node = &graph->nodes[i];
-    if (!evaluated[i] || !allocates(node)) continue;
+    if (holds[i] != HOLDS_BUFFER && holds[i] != HOLDS_RESHAPE_BUFFER) continue;
     int64_t bytes = 0;
     topos_status s = aligned_bytes(node, i, &bytes);
     if (s == TOPOS_OK && bytes > INT64_MAX - out->unshared_bytes)
@@ -128,6 +155,7 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     if (s != TOPOS_OK) {
       free(live);
       free(order);
+      free(holds);
       tp_buffer_plan_free(out);
       return s;
     }
@@ -151,6 +179,7 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     if (out->bytes[i] > INT64_MAX - at) {
       free(live);
       free(order);
+      free(holds);
       topos_status s = tp_fail(TOPOS_ERR_OVERFLOW, "plan_compile: %s (node %u): %lld bytes at "
                                "arena offset %lld overflow the arena",
                                tp_node_label(&graph->nodes[i]), i, (long long)out->bytes[i],
@@ -164,5 +193,6 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
   }
   free(live);
   free(order);
+  free(holds);
   return TOPOS_OK;
 }

@@ -7,8 +7,9 @@
  * source's buffer alive). A node never reuses a buffer one of its own operands
  * still needs (no in-place writes). Kept values (readable ones, and in a
  * backward plan those a backward rule reads) live to the end of the run.
- * Reshape is treated as both: it may copy (own range) or view (keeps its
- * operand alive).
+ * A reshape of a value dense by construction is a view of it (keeps its
+ * operand alive, no range); any other reshape is treated as both: it may
+ * copy (own range) or view (keeps its operand alive).
  *
  * The executor (executor.c) follows it: each node's kernel writes straight
  * into its range of the run's arena (tp_op_forward_into). */
@@ -32,11 +33,12 @@ typedef struct tp_buffer_plan {
 } tp_buffer_plan;
 
 /* evaluated: nodes that produce a value in this plan (pruned and fused-away
- * nodes excluded); kept: values that live to the end of a run; last_use: the
+ * nodes excluded); fusion_of: each node's fusion (-1: none; NULL: no
+ * fusions), a fusion root's pattern writing the root's range; kept: values that live to the end of a run; last_use: the
  * last node (step) that reads each value (UINT32_MAX: none). */
 topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluated,
-                                  const uint8_t *kept, const uint32_t *last_use,
-                                  tp_buffer_plan *out);
+                                  const int32_t *fusion_of, const uint8_t *kept,
+                                  const uint32_t *last_use, tp_buffer_plan *out);
 void tp_buffer_plan_free(tp_buffer_plan *plan);
 
 /* The buffer plan of a compiled plan (for tests and tools). */

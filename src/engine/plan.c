@@ -256,8 +256,8 @@ topos_status tp_plan_compile_with(const topos_network *net, const topos_request 
   }
   if (s == TOPOS_OK) s = plan_liveness(plan);
   if (s == TOPOS_OK)
-    s = tp_buffer_plan_build(net->graph, plan->evaluated, plan->kept, plan->last_use,
-                             &plan->buffers);
+    s = tp_buffer_plan_build(net->graph, plan->evaluated, plan->fusion_of, plan->kept,
+                             plan->last_use, &plan->buffers);
   if (s != TOPOS_OK) {
     plan_destroy(plan);
     return s;

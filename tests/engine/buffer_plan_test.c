@@ -259,3 +259,57 @@ TEST(buffer_plan_packs_crossing_lifetimes_without_overlap) {
   topos_plan_free(plan);
   topos_network_free(net);
 }
+
+/* A reshape of a value the plan computes into its arena is a view of that
+ * buffer: no range of its own, its operand kept alive as long as it is (to
+ * the end when it is read after the run). A reshape of a transposed view may
+ * need a copy and keeps a range. Results equal the network's. */
+TEST(buffer_plan_reshape_of_a_buffer_is_a_view) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t s[] = {6, 8};
+  topos_tensor *t = tg_random(TOPOS_F32, 2, s, 31, -1, 1);
+  topos_sym x = topos_tape_input(tape, t, "x");
+  topos_tensor_release(t);
+  int64_t flat[] = {48}, split[] = {4, 12};
+  topos_sym e = topos_tape_exp(tape, x);
+  topos_sym kept = topos_tape_reshape(tape, e, 1, flat);          /* read after the run */
+  topos_sym again = topos_tape_reshape(tape, kept, 2, split);     /* a view of a view of e */
+  topos_sym strided = topos_tape_reshape(tape, topos_tape_transpose(tape, e), 1, flat);
+  topos_sym late = topos_tape_tanh(tape, e);
+  for (int i = 0; i < 4; ++i) late = topos_tape_tanh(tape, late); /* buffers that could reuse e's */
+  topos_sym total = topos_tape_add(tape, topos_tape_add(tape, strided, topos_tape_reshape(tape, late, 1, flat)),
+                                   topos_tape_reshape(tape, again, 1, flat));
+  topos_sym roots[] = {kept, total};
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {roots, 2, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK(bp->offset[e.index] != TP_NOT_IN_ARENA);
+  CHECK(bp->offset[kept.index] == TP_NOT_IN_ARENA);
+  CHECK(bp->offset[again.index] == TP_NOT_IN_ARENA);
+  CHECK(bp->offset[strided.index] != TP_NOT_IN_ARENA);
+  CHECK(bp->until[e.index] == UINT32_MAX); /* kept through its reshape */
+  topos_run *ref = NULL, *run = NULL;
+  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
+  CHECK_OK(topos_network_forward(net, NULL, NULL, 0, NULL, &ref));
+  topos_numerics_restore(saved);
+  for (int rep = 0; rep < 2; ++rep) { /* the second run reuses the arena */
+    CHECK_OK(topos_plan_forward(plan, NULL, NULL, 0, &run));
+    for (int r = 0; r < 2; ++r) {
+      topos_tensor *a = NULL, *b = NULL;
+      CHECK_OK(topos_run_read(ref, roots[r], &a));
+      CHECK_OK(topos_run_read(run, roots[r], &b));
+      CHECK(topos_tensor_bits_equal(a, b));
+      topos_tensor_release(a);
+      topos_tensor_release(b);
+    }
+    topos_run_free(run);
+  }
+  topos_run_free(ref);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
