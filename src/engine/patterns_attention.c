@@ -212,9 +212,24 @@ typedef struct at_job {
   int cached, exact;
   tp_attn_gemm_fn fast; /* Fast: the products without packing, where the CPU has them */
   int64_t B, rows, d, dv, S, T, block_rows, blocks;
+  /* Fast, a mask shared by all batch entries (stride 0): each row block's
+   * live keys [block][part] + 1, found by the first task that needs them
+   * instead of once per entry (0: not yet; tasks racing store the same
+   * value); or NULL */
+  atomic_llong *live;
   float *out;
   atomic_int status;
 } at_job;
+
+/* A range's copies of one batch entry's keys, per part, where the Fast
+ * products cannot read them in place (the chunk's are strided in the graph;
+ * a cached segment may end short of 16 columns): zero-padded to a multiple
+ * of 16 columns, made at the entry's first block and read by the rest (a
+ * range's tasks run entry by entry). */
+typedef struct at_keys {
+  float *buf[2];
+  int64_t b[2], ld[2];
+} at_keys;
 
 /* s[r, 0..n) = q[b, i0 + r, :] . k[b, :, 0..n) + mask (+ 0 when concatenated),
  * row stride ld. The Fast products write up to n rounded to 16 columns (the
@@ -222,18 +237,23 @@ typedef struct at_job {
  * the keys in place when they are adjacent and that many exist, else from
  * a zero-padded copy in kbuf. */
 static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_t i0, int64_t rows,
-                                    int64_t n, float *s, int64_t ld, float *kbuf) {
+                                    int64_t n, float *s, int64_t ld, at_keys *copy) {
   const at_view *q = &j->q, *k = &j->k[part], *m = &j->m[part];
   const float *qb = q->base + b * q->s0 + i0 * q->s1, *kb = k->base + b * k->s0;
   if (j->fast) {
     const int64_t n16 = (n + 15) / 16 * 16;
     int64_t ldk = k->s1;
     if (k->s2 != 1 || n16 > k->n2) {
-      for (int64_t dd = 0; dd < j->d; ++dd)
-        for (int64_t c = 0; c < n16; ++c)
-          kbuf[dd * n16 + c] = c < n ? kb[dd * k->s1 + c * k->s2] : 0.0f;
-      kb = kbuf;
-      ldk = n16;
+      /* all of the entry's keys, once: later blocks see as many or more */
+      const int64_t all = k->n2, all16 = (all + 15) / 16 * 16;
+      if (copy->b[part] != b) {
+        for (int64_t dd = 0; dd < j->d; ++dd)
+          for (int64_t c = 0; c < all16; ++c)
+            copy->buf[part][dd * all16 + c] = c < all ? kb[dd * k->s1 + c * k->s2] : 0.0f;
+        copy->b[part] = b, copy->ld[part] = all16;
+      }
+      kb = copy->buf[part];
+      ldk = copy->ld[part];
     }
     j->fast(rows, n16, j->d, qb, q->s1, q->s2, kb, ldk, s, ld);
   } else {
@@ -257,22 +277,34 @@ static topos_status at_values_block(const at_job *j, int part, int64_t b, int64_
 }
 
 /* the scratch of one task: scores and probabilities [block rows x ld], the
- * second value product [block rows x dv], a copy of keys [d x ld] */
+ * second value product [block rows x dv], copies of keys [d x T16], [d x S16] */
 static int64_t at_row_stride(const at_job *j) { return (j->cached ? j->S : 0) + (j->T + 15) / 16 * 16; }
 
-static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1, float *buf) {
+static topos_status at_block(const at_job *j, int64_t b, int64_t i0, int64_t i1, float *buf,
+                             at_keys *copy) {
   const int64_t rows = i1 - i0, S = j->cached ? j->S : 0, T = j->T, dv = j->dv;
   const int64_t ld = at_row_stride(j);
-  float *s = buf, *p = s + rows * ld, *o_n = p + rows * ld, *kbuf = o_n + rows * dv;
+  float *s = buf, *p = s + rows * ld, *o_n = p + rows * ld;
   int64_t nc = S, nn = T;
   if (!j->exact) { /* keys no row of the block sees (see the header) */
-    nn = at_live_keys(&j->m[0], b, i0, i1, T);
-    nc = j->cached ? at_live_keys(&j->m[1], b, i0, i1, S) : 0;
+    atomic_llong *known = j->live ? j->live + 2 * (i0 / j->block_rows) : NULL;
+    const int64_t seen = known ? (int64_t)atomic_load_explicit(&known[0], memory_order_acquire) : 0;
+    if (seen > 0) { /* known[1] was stored before known[0] */
+      nn = seen - 1;
+      nc = (int64_t)atomic_load_explicit(&known[1], memory_order_relaxed) - 1;
+    } else {
+      nn = at_live_keys(&j->m[0], b, i0, i1, T);
+      nc = j->cached ? at_live_keys(&j->m[1], b, i0, i1, S) : 0;
+      if (known) {
+        atomic_store_explicit(&known[1], nc + 1, memory_order_relaxed);
+        atomic_store_explicit(&known[0], nn + 1, memory_order_release);
+      }
+    }
     if (nn == 0 || (j->cached && nc == 0)) nc = S, nn = T;
   }
   /* scores: [cached | chunk] lanes, the skipped ones -inf */
-  if (j->cached) TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, ld, kbuf));
-  TP_TRY(at_scores_block(j, 0, b, i0, rows, nn, s + S, ld, kbuf));
+  if (j->cached) TP_TRY(at_scores_block(j, 1, b, i0, rows, nc, s, ld, copy));
+  TP_TRY(at_scores_block(j, 0, b, i0, rows, nn, s + S, ld, copy));
   TP_TRY(at_probabilities(s, p, rows, ld, S, nc, T, nn, j->exact));
   float *o = j->out + (b * j->rows + i0) * dv;
   if (!j->cached) return at_values_block(j, 0, b, rows, nn, p, ld, o);
@@ -287,12 +319,15 @@ static void at_range(void *ctx, int64_t begin, int64_t end) {
   at_job *j = ctx;
   int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
   const size_t br = (size_t)j->block_rows, ld = (size_t)at_row_stride(j);
-  float *buf = malloc((2 * br * ld + br * (size_t)j->dv + (size_t)j->d * ld) * sizeof *buf);
+  const size_t t16 = (size_t)(j->T + 15) / 16 * 16, s16 = (size_t)(j->S + 15) / 16 * 16;
+  float *buf = malloc((2 * br * ld + br * (size_t)j->dv + (size_t)j->d * (t16 + s16)) * sizeof *buf);
   if (!buf) atomic_store(&j->status, (int)TOPOS_ERR_OUT_OF_MEMORY);
+  at_keys copy = {{NULL, NULL}, {-1, -1}, {0, 0}};
+  if (buf) copy.buf[0] = buf + 2 * br * ld + br * (size_t)j->dv, copy.buf[1] = copy.buf[0] + (size_t)j->d * t16;
   for (int64_t t = begin; buf && t < end; ++t) {
     const int64_t b = t / j->blocks, i0 = (t % j->blocks) * j->block_rows;
     const int64_t i1 = i0 + j->block_rows < j->rows ? i0 + j->block_rows : j->rows;
-    topos_status s = at_block(j, b, i0, i1, buf);
+    topos_status s = at_block(j, b, i0, i1, buf, &copy);
     if (s != TOPOS_OK) {
       atomic_store(&j->status, (int)s);
       break;
@@ -336,8 +371,15 @@ static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *
   j.block_rows = at_block_rows(j.S + j.T);
   j.blocks = (j.rows + j.block_rows - 1) / j.block_rows;
   j.out = topos_tensor_data_mut(dst);
+  atomic_llong *live = NULL;
+  if (!j.exact && j.m[0].s0 == 0 && (!j.cached || j.m[1].s0 == 0) && j.B > 1 &&
+      (live = malloc((size_t)(2 * j.blocks) * sizeof *live)) != NULL) {
+    for (int64_t e = 0; e < 2 * j.blocks; ++e) atomic_init(&live[e], 0);
+    j.live = live;
+  }
   atomic_init(&j.status, TOPOS_OK);
   tp_parallel_for(j.B * j.blocks, 1, at_range, &j);
+  free(live);
   topos_status s = (topos_status)atomic_load(&j.status);
   if (s != TOPOS_OK)
     return tp_fail(s, "attention: a block of %lld query rows over %lld keys failed",
