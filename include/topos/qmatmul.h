@@ -58,6 +58,16 @@ TOPOS_API topos_status topos_qmatmul(const float *a, int64_t m, int64_t k, const
                                      topos_dtype wtype, int64_t n, const float *bias,
                                      float *out, topos_qmatmul_path path);
 
+/* topos_qmatmul with weight rows w_row_bytes apart (0: packed, as above):
+ * for f32, f16 and bf16 weights, a stride of at least k elements and a whole
+ * number of elements — a view of a larger matrix, such as the first keys of
+ * a KV cache's value rows, read in place. Same bits as the packed product of
+ * the same rows. Block-quantized weights must be packed
+ * (TOPOS_ERR_INVALID_ARGUMENT otherwise). */
+TOPOS_API topos_status topos_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w,
+                                          size_t w_row_bytes, topos_dtype wtype, int64_t n,
+                                          const float *bias, float *out, topos_qmatmul_path path);
+
 /* The kernel family the FAST path would use for wtype right now
  * ("avx512vnni+amx": AMX tiles for block-quantized weights from the m above,
  * AVX-512 VNNI below; "avx512vnni", "avx2", "neon-dotprod", "generic"), or

@@ -17,9 +17,11 @@
  * probabilities are +0 and still enter the value products), and with 16 query
  * rows or more the keys and values are converted once to f32 (keys
  * transposed) for the products without packing of the batched form
- * (attention_gemm_template.h); decoding's few rows keep qlinear's kernels. Weights and activations a product reads must be
- * packed rows: the views are made dense once per step, as qlinear does per
- * call. */
+ * (attention_gemm_template.h); decoding's few rows keep qlinear's kernels.
+ * The queries are made packed rows once per step; keys and values are read
+ * in place through their row stride (topos_qmatmul_rows) where their rows
+ * are runs of adjacent elements — the cache's value rows, a narrow of each
+ * head's [dv, n_ctx] rows, are — and made dense otherwise. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,8 @@
 
 typedef struct al_job {
   const float *q; /* [m, d] */
-  const void *k[2], *v[2]; /* [0] the chunk's, [1] the cached segment's; packed rows */
+  const void *k[2], *v[2]; /* [0] the chunk's, [1] the cached segment's */
+  size_t kr[2], vr[2];      /* their rows' strides in bytes */
   topos_dtype kt[2], vt[2];
   at_view mask[2];
   int cached, exact;
@@ -55,9 +58,7 @@ typedef struct al_job {
  * [dv, keys], any float type) as f32 [d][keys16] and [keys][dv]. */
 static topos_status al_convert(al_job *j, int part, int64_t keys, float *row) {
   const int64_t k16 = j->keys16[part], d = j->d, dv = j->dv;
-  size_t kb = 0, vb = 0;
-  TP_TRY(topos_dtype_bytes(j->kt[part], d, &kb));
-  TP_TRY(topos_dtype_bytes(j->vt[part], keys, &vb));
+  const size_t kb = j->kr[part], vb = j->vr[part];
   float *kt = j->keys_t[part], *vr = j->values[part];
   memset(kt, 0, (size_t)(d * k16) * sizeof *kt);
   for (int64_t c = 0; c < keys; ++c) {
@@ -81,7 +82,8 @@ static topos_status al_scores(const al_job *j, int part, int64_t i0, int64_t row
     ldt = (n + 15) / 16 * 16;
     j->gemm(rows, ldt, j->d, j->q + i0 * j->d, j->d, 1, j->keys_t[part], j->keys16[part], tmp, ldt);
   } else {
-    TP_TRY(topos_qmatmul(j->q + i0 * j->d, rows, j->d, j->k[part], j->kt[part], n, NULL, tmp, path));
+    TP_TRY(topos_qmatmul_rows(j->q + i0 * j->d, rows, j->d, j->k[part], j->kr[part], j->kt[part], n, NULL, tmp,
+                              path));
   }
   at_add_mask(&j->mask[part], 0, i0, rows, n, tmp, ldt, s, ld, j->cached);
   return TOPOS_OK;
@@ -96,7 +98,7 @@ static topos_status al_values(const al_job *j, int part, int64_t rows, int64_t n
     return TOPOS_OK;
   }
   for (int64_t r = 0; r < rows; ++r) memcpy(tmp + r * n, p + r * ld, (size_t)n * sizeof *tmp);
-  return topos_qmatmul(tmp, rows, n, j->v[part], j->vt[part], j->dv, NULL, o, path);
+  return topos_qmatmul_rows(tmp, rows, n, j->v[part], j->vr[part], j->vt[part], j->dv, NULL, o, path);
 }
 
 static topos_status al_block(const al_job *j, int64_t i0, int64_t i1, float *buf) {
@@ -164,31 +166,50 @@ static topos_status al_prepare(al_job *j, float **mem) {
   return TOPOS_OK;
 }
 
+/* A product's weight operand as rows read in place: a rank-2 view whose
+ * elements are adjacent within a row (a narrow of the cache's rows, as the
+ * value rows are) keeps its row stride (topos_qmatmul_rows); anything else
+ * is made dense into *copy. */
+static topos_status al_rows(topos_tensor *t, const void **data, size_t *stride, topos_tensor **copy) {
+  const int64_t *st = topos_tensor_strides(t), *sh = topos_tensor_shape(t);
+  size_t es = 0, row = 0;
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(t), 1, &es));
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(t), sh[1], &row));
+  if (topos_tensor_rank(t) == 2 && (st[1] == 1 || sh[1] == 1) &&
+      (sh[0] == 1 || (st[0] >= sh[1] && (uint64_t)st[0] <= SIZE_MAX / es))) {
+    *data = topos_tensor_data(t);
+    *stride = sh[0] == 1 ? row : (size_t)st[0] * es;
+    return TOPOS_OK;
+  }
+  TP_TRY(topos_tensor_contiguous(t, 0, copy));
+  *data = topos_tensor_data(*copy);
+  *stride = row;
+  return TOPOS_OK;
+}
+
 topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *inputs, topos_tensor *dst) {
   al_job j;
   memset(&j, 0, sizeof j);
   j.cached = f->n_inputs == 7;
   j.exact = tp_numerics_exact();
-  /* packed rows for every product operand (views made dense, as qlinear does) */
-  enum { AL_DENSE = 5 };
-  topos_tensor *dense[AL_DENSE] = {NULL, NULL, NULL, NULL, NULL};
-  const int which[AL_DENSE] = {AT_Q, AT_KN, AT_VN, AT_KC, AT_VC};
-  topos_status st = TOPOS_OK;
+  /* the queries as packed rows; keys and values in place where their rows
+   * allow (the cache's value rows are a narrow: no copy per step) */
+  enum { AL_COPIES = 5 };
+  topos_tensor *copies[AL_COPIES] = {NULL, NULL, NULL, NULL, NULL};
+  topos_status st = topos_tensor_contiguous(inputs[AT_Q], 0, &copies[0]);
   float *conv = NULL;
-  for (int i = 0; i < AL_DENSE && st == TOPOS_OK; ++i)
-    if (which[i] < (int)f->n_inputs) st = topos_tensor_contiguous(inputs[which[i]], 0, &dense[i]);
+  if (st == TOPOS_OK) st = al_rows(inputs[AT_KN], &j.k[0], &j.kr[0], &copies[1]);
+  if (st == TOPOS_OK) st = al_rows(inputs[AT_VN], &j.v[0], &j.vr[0], &copies[2]);
+  if (st == TOPOS_OK && j.cached) st = al_rows(inputs[AT_KC], &j.k[1], &j.kr[1], &copies[3]);
+  if (st == TOPOS_OK && j.cached) st = al_rows(inputs[AT_VC], &j.v[1], &j.vr[1], &copies[4]);
   if (st == TOPOS_OK) {
-    j.q = topos_tensor_data(dense[0]);
-    j.k[0] = topos_tensor_data(dense[1]);
-    j.kt[0] = topos_tensor_dtype(dense[1]);
-    j.v[0] = topos_tensor_data(dense[2]);
-    j.vt[0] = topos_tensor_dtype(dense[2]);
+    j.q = topos_tensor_data(copies[0]);
+    j.kt[0] = topos_tensor_dtype(inputs[AT_KN]);
+    j.vt[0] = topos_tensor_dtype(inputs[AT_VN]);
     j.mask[0] = at_view_of(inputs[AT_MN]);
     if (j.cached) {
-      j.k[1] = topos_tensor_data(dense[3]);
-      j.kt[1] = topos_tensor_dtype(dense[3]);
-      j.v[1] = topos_tensor_data(dense[4]);
-      j.vt[1] = topos_tensor_dtype(dense[4]);
+      j.kt[1] = topos_tensor_dtype(inputs[AT_KC]);
+      j.vt[1] = topos_tensor_dtype(inputs[AT_VC]);
       j.mask[1] = at_view_of(inputs[AT_MC]);
     }
     const int64_t *qs = topos_tensor_shape(inputs[AT_Q]);
@@ -218,7 +239,7 @@ topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *in
       st = tp_fail(st, "attention (16-bit cache): a block of %lld query rows over %lld keys failed",
                    (long long)j.block_rows, (long long)(j.S + j.T));
   }
-  for (int i = 0; i < AL_DENSE; ++i) topos_tensor_release(dense[i]);
+  for (int i = 0; i < AL_COPIES; ++i) topos_tensor_release(copies[i]);
   free(conv);
   return st;
 }

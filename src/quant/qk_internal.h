@@ -74,9 +74,13 @@ static inline void qk_prefetch_slice(const uint8_t *pf, int64_t u, int64_t pf_st
   for (int64_t off = u * pf_step; off < (u + 1) * pf_step; off += 64) __builtin_prefetch(pf + off, 0, 2);
 }
 
-/* Internal variant of topos_qmatmul with an explicit thread count (tests). */
+/* Internal variants of topos_qmatmul(_rows) with an explicit thread count
+ * (tests; 0: topos_threads()). */
 topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,
                                 topos_dtype wtype, int64_t n, const float *bias, float *out,
                                 topos_qmatmul_path path, int threads);
+topos_status tp_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
+                             topos_dtype wtype, int64_t n, const float *bias, float *out,
+                             topos_qmatmul_path path, int threads);
 
 #endif

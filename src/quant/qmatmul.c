@@ -176,9 +176,9 @@ static topos_status qk_reference(const tp_qk_task *t) {
 
 /* ---- entry ----------------------------------------------------------------- */
 
-topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,
-                                topos_dtype wtype, int64_t n, const float *bias, float *out,
-                                topos_qmatmul_path path, int threads) {
+topos_status tp_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
+                             topos_dtype wtype, int64_t n, const float *bias, float *out,
+                             topos_qmatmul_path path, int threads) {
   if (!a || !w || !out)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul: NULL %s", !a ? "activations a" : !w ? "weights w" : "out");
   if (m < 1 || n < 1 || k < 1)
@@ -194,6 +194,17 @@ topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void
     return tp_fail(TOPOS_ERR_SHAPE, "qmatmul: k = %lld is not a multiple of the %s block size %lld",
                    (long long)k, g->name, (long long)g->block);
   int64_t mk, mn, wbytes, row_bytes = (k / g->block) * g->bytes;
+  if (w_row_bytes != 0) {
+    const bool float_w = wtype == TOPOS_F32 || wtype == TOPOS_F16 || wtype == TOPOS_BF16;
+    if (!float_w)
+      return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul: %s weights must be packed rows (a row stride "
+                     "is for f32, f16 and bf16 weights)", g->name);
+    if (w_row_bytes > (size_t)INT64_MAX / 2 || (int64_t)w_row_bytes < row_bytes || w_row_bytes % (size_t)g->bytes)
+      return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul: a weight row stride of %zu bytes is shorter than a "
+                     "row of %lld %s elements (%lld bytes) or not a whole number of elements",
+                     w_row_bytes, (long long)k, g->name, (long long)row_bytes);
+    row_bytes = (int64_t)w_row_bytes;
+  }
   /* the engines allocate a few bytes per activation element (padded rows
    * included) and index outputs and weights with these products */
   if (__builtin_mul_overflow(m, k, &mk) || __builtin_mul_overflow(m, n, &mn) ||
@@ -216,7 +227,19 @@ topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void
   return st;
 }
 
+topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,
+                                topos_dtype wtype, int64_t n, const float *bias, float *out,
+                                topos_qmatmul_path path, int threads) {
+  return tp_qmatmul_rows(a, m, k, w, 0, wtype, n, bias, out, path, threads);
+}
+
 topos_status topos_qmatmul(const float *a, int64_t m, int64_t k, const void *w, topos_dtype wtype,
                            int64_t n, const float *bias, float *out, topos_qmatmul_path path) {
-  return tp_qmatmul_threads(a, m, k, w, wtype, n, bias, out, path, 0);
+  return tp_qmatmul_rows(a, m, k, w, 0, wtype, n, bias, out, path, 0);
+}
+
+topos_status topos_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
+                                topos_dtype wtype, int64_t n, const float *bias, float *out,
+                                topos_qmatmul_path path) {
+  return tp_qmatmul_rows(a, m, k, w, w_row_bytes, wtype, n, bias, out, path, 0);
 }

@@ -574,3 +574,46 @@ TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   qm_k_super_block_cases();
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
+
+/* Float weights read through a row stride (topos_qmatmul_rows: a view of a
+ * wider matrix, as a KV cache's value rows) give the packed product's bits
+ * on every path, at m = 1 (decoding's row kernels) and m = 21 (tiles), at
+ * 1-3 threads; a stride shorter than a row, not a whole number of elements,
+ * or on block-quantized weights is refused. */
+TEST(qmatmul_rows_strided_float_weights_same_bits_as_packed) {
+  const topos_dtype types[] = {TOPOS_F32, TOPOS_F16, TOPOS_BF16};
+  const int64_t n = 37, k = 77, pad = 13;
+  for (size_t ti = 0; ti < 3; ++ti) {
+    const topos_dtype t = types[ti];
+    const size_t es = t == TOPOS_F32 ? 4 : 2, row = (size_t)k * es, stride = row + (size_t)pad * es;
+    uint8_t *w = qm_weights(t, n, k), *wide = malloc((size_t)n * stride);
+    float *a = qm_floats(21 * k, 1.5f), *want = malloc(21 * n * 4), *got = malloc(21 * n * 4);
+    CHECK(w && wide && a && want && got);
+    memset(wide, 0xFF, (size_t)n * stride); /* NaN in the gaps: any read of them shows */
+    for (int64_t r = 0; r < n; ++r) memcpy(wide + (size_t)r * stride, w + (size_t)r * row, row);
+    const topos_qmatmul_path paths[] = {TOPOS_QMATMUL_REFERENCE, TOPOS_QMATMUL_AUTO};
+    for (int pi = 0; pi < 2; ++pi)
+      for (int64_t m = 1; m <= 21; m += 20)
+        for (int th = 1; th <= 3; ++th) {
+          CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, want, paths[pi], th));
+          memset(got, 0, (size_t)(m * n) * 4);
+          CHECK_OK(tp_qmatmul_rows(a, m, k, wide, stride, t, n, NULL, got, paths[pi], th));
+          CHECK_MSG(qm_same_bits(got, want, m * n), "%s path %d m %lld threads %d", qm_name(t), (int)paths[pi],
+                    (long long)m, th);
+        }
+    CHECK_STATUS(topos_qmatmul_rows(a, 1, k, wide, row - es, t, n, NULL, got, TOPOS_QMATMUL_AUTO),
+                 TOPOS_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("shorter");
+    if (es == 4)
+      CHECK_STATUS(topos_qmatmul_rows(a, 1, k, wide, row + 2, t, n, NULL, got, TOPOS_QMATMUL_AUTO),
+                   TOPOS_ERR_INVALID_ARGUMENT);
+    free(w), free(wide), free(a), free(want), free(got);
+  }
+  uint8_t *q = qm_weights(TOPOS_Q8_0, 2, 64);
+  float a[64] = {0}, out[2];
+  CHECK(q);
+  CHECK_STATUS(topos_qmatmul_rows(a, 1, 64, q, 136, TOPOS_Q8_0, 2, NULL, out, TOPOS_QMATMUL_AUTO),
+               TOPOS_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("packed");
+  free(q);
+}
