@@ -196,7 +196,7 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * Q80_TR;
     const int nr = (int)(t->n - n0 < Q80_TR ? t->n - n0 : Q80_TR);
     const uint8_t *rows[Q80_TR], *next[Q80_TR];
-    const int has_next = p + 1 < p1;
+    const int has_next = n0 + Q80_TR < t->n; /* past p1 too: the next claim is usually ours */
     for (int r = 0; r < Q80_TR; ++r) {
       const int64_t nx = n0 + Q80_TR + r < t->n ? n0 + Q80_TR + r : t->n - 1;
       next[r] = (const uint8_t *)t->w + (size_t)nx * t->row_bytes;
@@ -339,7 +339,7 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
     const int nr = b16_panel(t, n0, &base, rows, &offs);
     /* the panel two ahead, fetched a block pair per step (the hardware
      * prefetcher barely follows 16 short row streams) */
-    const uint8_t *pf = p + 2 < p1 ? base + (size_t)32 * t->row_bytes : NULL;
+    const uint8_t *pf = n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL;
     const int pf_rows = pf ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;

@@ -372,9 +372,12 @@ static void QK_FN(range_small)(QK_FN(ctx) *ctx, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * QK_R;
     const int nr = (int)(t->n - n0 < QK_R ? t->n - n0 : QK_R);
-    const uint8_t *pf = NULL; /* the panel two ahead, within this range */
+    /* the panel two ahead, past p1 too: a range is one claim of a thread's
+     * share (tp_qk_parallel_for), and the next claim is usually the same
+     * thread's */
+    const uint8_t *pf = NULL;
     int64_t pf_step = 0;
-    if (p + 2 < p1) {
+    if (n0 + 2 * QK_R < t->n) {
       const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
       pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
       pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;

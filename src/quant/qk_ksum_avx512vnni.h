@@ -269,7 +269,7 @@ static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
         continue;
       }
       const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
-      if (p + 1 < p1) /* the same row of the next panel, for its decode */
+      if (n0 + r + KS_TR < t->n) /* the same row of the next panel, for its decode */
         for (size_t off = 0; off < t->row_bytes; off += 64)
           __builtin_prefetch(src + (size_t)KS_TR * t->row_bytes + off, 0, 2);
       ks_decode_row(x, src, mem + (size_t)r * rb, &rw[r]);
@@ -406,7 +406,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
     /* the next panel (its rows are one contiguous run; two ahead measured
      * no better with 16-row panels), a slice per row pair and super-block
      * (qk_prefetch_slice: spread, not in bursts) */
-    const uint8_t *pf = p + 1 < p1 ? base + (size_t)16 * t->row_bytes : NULL;
+    const uint8_t *pf = n0 + 16 < t->n ? base + (size_t)16 * t->row_bytes : NULL; /* past p1 too */
     const int64_t pf_rows = pf ? (t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16) : 0;
     const int64_t pf_step = (pf_rows * (int64_t)t->row_bytes + 8 * nsb - 1) / (8 * nsb);
     const uint8_t *pf_c = pf; /* the first activation row's pass fetches */

@@ -10,10 +10,11 @@
 
 typedef void (*tp_qk_range_fn)(void *ctx, int64_t begin, int64_t end);
 
-/* Calls fn over contiguous ranges covering [0, n) once each: threads <= 0
- * is tp_parallel_for (topos_threads()); threads > 0 cuts [0, n) as
- * tp_parallel_for would for that many threads and runs the ranges on the
- * pool (tests and benches pick the cut). Results never depend on the cut. */
+/* Calls fn over contiguous ranges covering [0, n), every index once: one
+ * share per thread (threads <= 0: topos_threads(); threads > 0: that many
+ * shares, for tests and benches), each taken from its front a chunk at a
+ * time, and a thread done with its share takes the back half of what is
+ * left of another's (qk_shim.c). Results never depend on the cut. */
 void tp_qk_parallel_for(int threads, int64_t n, int64_t grain, tp_qk_range_fn fn, void *ctx);
 
 /* The ISA sets the *_avx2.c / *_avx512vnni.c files are built for, after
