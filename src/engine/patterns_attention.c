@@ -235,7 +235,7 @@ typedef struct at_keys {
  * row stride ld. The Fast products write up to n rounded to 16 columns (the
  * row stride leaves room; the caller overwrites them with -inf), reading
  * the keys in place when they are adjacent and that many exist, else from
- * a zero-padded copy in kbuf. */
+ * the range's zero-padded copy of the entry's keys (at_keys). */
 static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_t i0, int64_t rows,
                                     int64_t n, float *s, int64_t ld, at_keys *copy) {
   const at_view *q = &j->q, *k = &j->k[part], *m = &j->m[part];
