@@ -21,6 +21,29 @@ static int check_disjoint(const tp_buffer_plan *bp) {
   return 1;
 }
 
+/* The plan's roots equal the network's, bit for bit, over `runs` runs (the
+ * later ones reuse the first one's arena). */
+static void bp_check_plan_bits(const topos_network *net, const topos_plan *plan, const topos_sym *roots,
+                               size_t n_roots, int runs) {
+  topos_run *ref = NULL, *run = NULL;
+  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT); /* the plan's posture */
+  CHECK_OK(topos_network_forward(net, NULL, NULL, 0, NULL, &ref));
+  topos_numerics_restore(saved);
+  for (int rep = 0; rep < runs; ++rep) {
+    CHECK_OK(topos_plan_forward(plan, NULL, NULL, 0, &run));
+    for (size_t r = 0; r < n_roots; ++r) {
+      topos_tensor *a = NULL, *b = NULL;
+      CHECK_OK(topos_run_read(ref, roots[r], &a));
+      CHECK_OK(topos_run_read(run, roots[r], &b));
+      CHECK(topos_tensor_bits_equal(a, b));
+      topos_tensor_release(a);
+      topos_tensor_release(b);
+    }
+    topos_run_free(run);
+  }
+  topos_run_free(ref);
+}
+
 TEST(buffer_plan_reuses_along_a_chain_and_respects_views) {
   topos_tape *tape = NULL;
   topos_network *net = NULL;
@@ -241,21 +264,7 @@ TEST(buffer_plan_packs_crossing_lifetimes_without_overlap) {
   }
   CHECK(bp->arena_bytes >= peak);
   CHECK(bp->arena_bytes < bp->unshared_bytes / 2); /* reuse happened */
-  topos_run *ref = NULL, *run = NULL;
-  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT); /* the plan's posture */
-  CHECK_OK(topos_network_forward(net, NULL, NULL, 0, NULL, &ref));
-  topos_numerics_restore(saved);
-  CHECK_OK(topos_plan_forward(plan, NULL, NULL, 0, &run));
-  for (size_t r = 0; r < n_roots; ++r) {
-    topos_tensor *a = NULL, *b = NULL;
-    CHECK_OK(topos_run_read(ref, roots[r], &a));
-    CHECK_OK(topos_run_read(run, roots[r], &b));
-    CHECK(topos_tensor_bits_equal(a, b));
-    topos_tensor_release(a);
-    topos_tensor_release(b);
-  }
-  topos_run_free(ref);
-  topos_run_free(run);
+  bp_check_plan_bits(net, plan, roots, n_roots, 1);
   topos_plan_free(plan);
   topos_network_free(net);
 }
@@ -293,23 +302,7 @@ TEST(buffer_plan_reshape_of_a_buffer_is_a_view) {
   CHECK(bp->offset[again.index] == TP_NOT_IN_ARENA);
   CHECK(bp->offset[strided.index] != TP_NOT_IN_ARENA);
   CHECK(bp->until[e.index] == UINT32_MAX); /* kept through its reshape */
-  topos_run *ref = NULL, *run = NULL;
-  topos_numerics saved = topos_numerics_enter(TOPOS_NUMERICS_EXACT);
-  CHECK_OK(topos_network_forward(net, NULL, NULL, 0, NULL, &ref));
-  topos_numerics_restore(saved);
-  for (int rep = 0; rep < 2; ++rep) { /* the second run reuses the arena */
-    CHECK_OK(topos_plan_forward(plan, NULL, NULL, 0, &run));
-    for (int r = 0; r < 2; ++r) {
-      topos_tensor *a = NULL, *b = NULL;
-      CHECK_OK(topos_run_read(ref, roots[r], &a));
-      CHECK_OK(topos_run_read(run, roots[r], &b));
-      CHECK(topos_tensor_bits_equal(a, b));
-      topos_tensor_release(a);
-      topos_tensor_release(b);
-    }
-    topos_run_free(run);
-  }
-  topos_run_free(ref);
+  bp_check_plan_bits(net, plan, roots, 2, 2);
   topos_plan_free(plan);
   topos_network_free(net);
 }
