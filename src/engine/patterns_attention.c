@@ -43,7 +43,6 @@
 
 #include "base/error.h"
 #include "base/numerics.h"
-#include "backend/platform.h"
 #include "base/threads.h"
 #include "engine/attention_gemm.h"
 #include "engine/attention_internal.h"
@@ -348,10 +347,7 @@ static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *
   memset(&j, 0, sizeof j);
   j.cached = f->n_inputs == 7;
   j.exact = tp_numerics_exact();
-#if defined(__x86_64__)
-  if (!j.exact && tp_vector_isa_best() == TP_VECTOR_AVX512) j.fast = tp_attn_gemm_avx512;
-  else if (!j.exact && tp_vector_isa_best() == TP_VECTOR_AVX2) j.fast = tp_attn_gemm_avx2;
-#endif
+  if (!j.exact) j.fast = tp_attn_gemm_best();
   j.q = at_view_of(inputs[AT_Q]);
   j.k[0] = at_view_of(inputs[AT_KN]);
   j.m[0] = at_view_of(inputs[AT_MN]);

@@ -29,7 +29,6 @@
 #include "base/error.h"
 #include "base/numerics.h"
 #include "base/threads.h"
-#include "backend/platform.h"
 #include "engine/attention_gemm.h"
 #include "engine/attention_internal.h"
 #include "engine/softmax_rows.h"
@@ -221,14 +220,9 @@ topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *in
     j.block_rows = at_block_rows(j.S + j.T);
     j.blocks = (j.m + j.block_rows - 1) / j.block_rows;
     j.out = topos_tensor_data_mut(dst);
-#if defined(__x86_64__)
     /* enough query rows that converting the keys and values once is
      * small against the products (decoding keeps the qlinear kernels) */
-    if (!j.exact && j.m >= 16 && j.dv % 16 == 0) {
-      if (tp_vector_isa_best() == TP_VECTOR_AVX512) j.gemm = tp_attn_gemm_avx512;
-      else if (tp_vector_isa_best() == TP_VECTOR_AVX2) j.gemm = tp_attn_gemm_avx2;
-    }
-#endif
+    if (!j.exact && j.m >= 16 && j.dv % 16 == 0) j.gemm = tp_attn_gemm_best();
     if (j.gemm) st = al_prepare(&j, &conv);
     atomic_init(&j.status, TOPOS_OK);
     if (st == TOPOS_OK) {
