@@ -340,16 +340,22 @@ MV_INLINE __m512i ks_fold(__m512i a, __m512i b) {
                           _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
+/* vpshufb controls: 16-bit lanes that zero-extend scale byte a (low 256
+ * bits) or b (high 256 bits). */
+#define KS_W16(i) (int64_t)(0x8000800080008000ull | 0x0001000100010001ull * (uint64_t)(i))
+#define KS_PAIR16(a, b) _mm512_set_epi64(KS_W16(b), KS_W16(b), KS_W16(b), KS_W16(b), KS_W16(a), KS_W16(a), KS_W16(a), KS_W16(a))
+
 /* Q4_K / Q5_K: one row's super-block, lanes 0..7 summing to isc and 8..15
  * to imn. The 64 nibble bytes of each half super-block are used as loaded:
  * low nibbles hold elements [0..31 | 64..95] of the half, high ones [32..63
- * | 96..127], met by the activations in the same order (mv_q4k_prepare);
- * the scale shuffles give each lane its sub-block's scale. Min products
- * m_j * (16-element group sums) by vpmaddwd (m in a lane's low half, zero
- * above: the sums' sign bits meet zeros). */
+ * | 96..127], met by the activations in the same order (mv_q4k_prepare).
+ * vpmaddubsw pairs q * qa within int16 (|.| <= 2 * 31 * 128), vpdpwssd
+ * scales each pair by its sub-block's scale into one int32 accumulator; the
+ * min products m_j * (16-element group sums) by vpmaddwd (m in a lane's low
+ * half, zero above: the sums' sign bits meet zeros). */
 MV_INLINE __m512i ks_row_k45(const uint8_t *blk, const int8_t *a, __m512i bsv, int five) {
   const size_t qs_at = five ? 48 : 16;
-  const __m512i s02 = MV_PAIR(0, 2), s13 = MV_PAIR(1, 3), s46 = MV_PAIR(4, 6), s57 = MV_PAIR(5, 7);
+  const __m512i s02 = KS_PAIR16(0, 2), s13 = KS_PAIR16(1, 3), s46 = KS_PAIR16(4, 6), s57 = KS_PAIR16(5, 7);
   const __m512i mins = _mm512_set_epi8(MV_B(15), MV_B(15), MV_B(14), MV_B(14), MV_B(13), MV_B(13), MV_B(12),
                                        MV_B(12), MV_B(11), MV_B(11), MV_B(10), MV_B(10), MV_B(9), MV_B(9),
                                        MV_B(8), MV_B(8));
@@ -359,13 +365,11 @@ MV_INLINE __m512i ks_row_k45(const uint8_t *blk, const int8_t *a, __m512i bsv, i
   __m512i q0 = _mm512_and_si512(x01, nib), q1 = _mm512_and_si512(_mm512_srli_epi16(x01, 4), nib);
   __m512i q2 = _mm512_and_si512(x23, nib), q3 = _mm512_and_si512(_mm512_srli_epi16(x23, 4), nib);
   if (five) mv_q5k_fifth_bits(blk, &q0, &q1, &q2, &q3);
-  const __m512i tl01 = qk_dpbusd0(q0, _mm512_loadu_si512(a));
-  const __m512i th01 = qk_dpbusd0(q1, _mm512_loadu_si512(a + 64));
-  const __m512i tl23 = qk_dpbusd0(q2, _mm512_loadu_si512(a + 128));
-  const __m512i th23 = qk_dpbusd0(q3, _mm512_loadu_si512(a + 192));
-  const __m512i lo = qk_dpwssd(_mm512_madd_epi16(tl01, _mm512_shuffle_epi8(sm, s02)), tl23, _mm512_shuffle_epi8(sm, s46));
-  const __m512i hi = qk_dpwssd(_mm512_madd_epi16(th01, _mm512_shuffle_epi8(sm, s13)), th23, _mm512_shuffle_epi8(sm, s57));
-  return ks_fold(_mm512_add_epi32(lo, hi), _mm512_madd_epi16(_mm512_shuffle_epi8(sm, mins), bsv));
+  __m512i isc = _mm512_madd_epi16(_mm512_maddubs_epi16(q0, _mm512_loadu_si512(a)), _mm512_shuffle_epi8(sm, s02));
+  isc = qk_dpwssd(isc, _mm512_maddubs_epi16(q1, _mm512_loadu_si512(a + 64)), _mm512_shuffle_epi8(sm, s13));
+  isc = qk_dpwssd(isc, _mm512_maddubs_epi16(q2, _mm512_loadu_si512(a + 128)), _mm512_shuffle_epi8(sm, s46));
+  isc = qk_dpwssd(isc, _mm512_maddubs_epi16(q3, _mm512_loadu_si512(a + 192)), _mm512_shuffle_epi8(sm, s57));
+  return ks_fold(isc, _mm512_madd_epi16(_mm512_shuffle_epi8(sm, mins), bsv));
 }
 
 /* Q6_K: one row's super-block, all 16 lanes summing to isc (the caller adds
@@ -390,6 +394,10 @@ MV_INLINE __m512i ks_row_q6(const uint8_t *blk, const int8_t *a, const int32_t *
   return _mm512_add_epi32(i0, i1);
 }
 
+/* Super-blocks per pass of the matrix-vector kernel: a row pair's integer
+ * vectors for KS_SBC super-blocks wait in u (8 KiB) for the reduction. */
+#define KS_SBC 16
+
 static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int64_t p0, int64_t p1,
                                                                const ks_kind kind) {
   const tp_qk_task *t = x->task;
@@ -405,46 +413,54 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
     const int nr = b16_panel(t, n0, &base, rows, &offs);
     /* the next panel (its rows are one contiguous run; two ahead measured
      * no better with 16-row panels), a slice per row pair and super-block
-     * (qk_prefetch_slice: spread, not in bursts) */
+     * in address order (qk_prefetch_slice: spread, not in bursts) */
     const uint8_t *pf = n0 + 16 < t->n ? base + (size_t)16 * t->row_bytes : NULL; /* past p1 too */
     const int64_t pf_rows = pf ? (t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16) : 0;
     const int64_t pf_step = (pf_rows * (int64_t)t->row_bytes + 8 * nsb - 1) / (8 * nsb);
     const uint8_t *pf_c = pf; /* the first activation row's pass fetches */
+    int64_t pf_u = 0;
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = kind == KS_Q6_K ? act->q + c * kpad : act->qn + c * kpad;
       const int32_t *init = act->init + c * lanes;
       const float *dsb = act->dsb + c * dstride;
+      const int32_t *bs = x->bs + c * nsb * 16;
       __m512 f = _mm512_setzero_ps();
-      for (int64_t sb = 0; sb < nsb; ++sb) {
-        __m512i u[8];
-        if (kind == KS_Q6_K) {
-#pragma GCC unroll 8
-          for (int i = 0; i < 8; ++i) {
-            qk_prefetch_slice(pf_c, 8 * sb + i, pf_step);
-            u[i] = q80_pair(ks_row_q6(rows[2 * i] + sb * bb, aq + 256 * sb, init + 64 * sb),
-                            ks_row_q6(rows[2 * i + 1] + sb * bb, aq + 256 * sb, init + 64 * sb));
-          }
-        } else {
-          const __m512i bsv = _mm512_loadu_si512(x->bs + (c * nsb + sb) * 16);
-#pragma GCC unroll 8
-          for (int i = 0; i < 8; ++i) {
-            qk_prefetch_slice(pf_c, 8 * sb + i, pf_step);
-            u[i] = q80_pair(ks_row_k45(rows[2 * i] + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K),
-                            ks_row_k45(rows[2 * i + 1] + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K));
+      /* a row pair at a time through KS_SBC super-blocks: the panel's bytes
+       * are met nearly in address order (two adjacent rows), a pattern the
+       * hardware prefetcher follows; sixteen rows side by side it does not */
+      for (int64_t s0 = 0; s0 < nsb; s0 += KS_SBC) {
+        const int64_t ns = nsb - s0 < KS_SBC ? nsb - s0 : KS_SBC;
+        __m512i u[KS_SBC][8];
+        for (int i = 0; i < 8; ++i) {
+          const uint8_t *r0 = rows[2 * i], *r1 = rows[2 * i + 1];
+          for (int64_t j = 0; j < ns; ++j) {
+            const int64_t sb = s0 + j;
+            qk_prefetch_slice(pf_c, pf_u++, pf_step);
+            if (kind == KS_Q6_K)
+              u[j][i] = q80_pair(ks_row_q6(r0 + sb * bb, aq + 256 * sb, init + 64 * sb),
+                                 ks_row_q6(r1 + sb * bb, aq + 256 * sb, init + 64 * sb));
+            else {
+              const __m512i bsv = _mm512_loadu_si512(bs + sb * 16);
+              u[j][i] = q80_pair(ks_row_k45(r0 + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K),
+                                 ks_row_k45(r1 + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K));
+            }
           }
         }
-        __m512i s0, s1;
-        q80_reduce8(u, &s0, &s1);
-        const __m512i dd = _mm512_i32gather_epi32(_mm512_add_epi32(offs, _mm512_set1_epi32((int32_t)(sb * bb + at))), base, 1);
-        const __m512 da = _mm512_set1_ps(dsb[sb]);
-        if (kind == KS_Q6_K) {
-          const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
-          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_mul_ps(d, da), f);
-        } else {
-          const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
-          const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
-          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d, da), f);
-          f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(dmin, da), f);
+        for (int64_t j = 0; j < ns; ++j) {
+          const int64_t sb = s0 + j;
+          __m512i i0, i1;
+          q80_reduce8(u[j], &i0, &i1);
+          const __m512i dd = _mm512_i32gather_epi32(_mm512_add_epi32(offs, _mm512_set1_epi32((int32_t)(sb * bb + at))), base, 1);
+          const __m512 da = _mm512_set1_ps(dsb[sb]);
+          if (kind == KS_Q6_K) {
+            const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+            f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_mul_ps(d, da), f);
+          } else {
+            const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+            const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+            f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(d, da), f);
+            f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(i1), _mm512_mul_ps(dmin, da), f);
+          }
         }
       }
       b16_store(t, c, n0, nr, f);

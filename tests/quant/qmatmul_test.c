@@ -523,9 +523,9 @@ static void qm_k_super_block_cases(void) {
   const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
   const int64_t n = 37;
   for (size_t ti = 0; ti < 3; ++ti)
-    for (int kk = 0; kk < 3; ++kk) {
+    for (int kk = 0; kk < 4; ++kk) { /* k = 4864: the decode kernel's passes of 16 super-blocks, and 3 more */
       const topos_dtype t = types[ti];
-      const int64_t k = kk == 1 ? 1280 : 256, nsb = k / 256, ab = 292;
+      const int64_t k = kk == 1 ? 1280 : kk == 3 ? 4864 : 256, nsb = k / 256, ab = 292;
       const int64_t wb = t == TOPOS_Q6_K ? 210 : t == TOPOS_Q5_K ? 176 : 144;
       uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nsb * ab));
       float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
