@@ -425,27 +425,30 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
       const float *dsb = act->dsb + c * dstride;
       const int32_t *bs = x->bs + c * nsb * 16;
       __m512 f = _mm512_setzero_ps();
-      /* a row pair at a time through KS_SBC super-blocks: the panel's bytes
-       * are met nearly in address order (two adjacent rows), a pattern the
-       * hardware prefetcher follows; sixteen rows side by side it does not */
+      /* G row pairs at a time through KS_SBC super-blocks. Q4_K / Q5_K: one
+       * pair, its bytes met nearly in address order (24.9 against 22.7 GB/s
+       * from L2 with all 16 rows side by side); Q6_K: all eight pairs, which
+       * share each super-block's activation loads (31.7 against 27.1) */
+      const int G = kind == KS_Q6_K ? 8 : 1;
       for (int64_t s0 = 0; s0 < nsb; s0 += KS_SBC) {
         const int64_t ns = nsb - s0 < KS_SBC ? nsb - s0 : KS_SBC;
         __m512i u[KS_SBC][8];
-        for (int i = 0; i < 8; ++i) {
-          const uint8_t *r0 = rows[2 * i], *r1 = rows[2 * i + 1];
+        for (int i0 = 0; i0 < 8; i0 += G)
           for (int64_t j = 0; j < ns; ++j) {
             const int64_t sb = s0 + j;
-            qk_prefetch_slice(pf_c, pf_u++, pf_step);
-            if (kind == KS_Q6_K)
-              u[j][i] = q80_pair(ks_row_q6(r0 + sb * bb, aq + 256 * sb, init + 64 * sb),
-                                 ks_row_q6(r1 + sb * bb, aq + 256 * sb, init + 64 * sb));
-            else {
-              const __m512i bsv = _mm512_loadu_si512(bs + sb * 16);
-              u[j][i] = q80_pair(ks_row_k45(r0 + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K),
-                                 ks_row_k45(r1 + sb * bb, aq + 256 * sb, bsv, kind == KS_Q5_K));
+#pragma GCC unroll 8
+            for (int i = i0; i < i0 + G; ++i) {
+              const uint8_t *r0 = rows[2 * i] + sb * bb, *r1 = rows[2 * i + 1] + sb * bb;
+              qk_prefetch_slice(pf_c, pf_u++, pf_step);
+              if (kind == KS_Q6_K)
+                u[j][i] = q80_pair(ks_row_q6(r0, aq + 256 * sb, init + 64 * sb), ks_row_q6(r1, aq + 256 * sb, init + 64 * sb));
+              else {
+                const __m512i bsv = _mm512_loadu_si512(bs + sb * 16);
+                u[j][i] = q80_pair(ks_row_k45(r0, aq + 256 * sb, bsv, kind == KS_Q5_K),
+                                   ks_row_k45(r1, aq + 256 * sb, bsv, kind == KS_Q5_K));
+              }
             }
           }
-        }
         for (int64_t j = 0; j < ns; ++j) {
           const int64_t sb = s0 + j;
           __m512i i0, i1;
