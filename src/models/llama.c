@@ -104,6 +104,61 @@ static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne
   return TOPOS_OK;
 }
 
+static void tp_llama_join_release(void *context, void *data, size_t bytes) {
+  (void)data, (void)bytes;
+  topos_tensor_release(context);
+}
+
+/* parts[0..n) joined into one [sum of rows, in] weight when they are
+ * matrices of one type and width lying back to back in the mapping; *out
+ * stays NULL (no error) when they do not. The joined view keeps parts[0]
+ * (and through it the mapping) alive. */
+static topos_status tp_llama_join(topos_tensor *const *parts, int n, topos_tensor **out) {
+  *out = NULL;
+  const topos_dtype dtype = topos_tensor_dtype(parts[0]);
+  const int64_t in = topos_tensor_shape(parts[0])[1];
+  int64_t rows = 0;
+  size_t total = 0;
+  const uint8_t *next = topos_tensor_data(parts[0]);
+  for (int i = 0; i < n; ++i) {
+    const topos_tensor *p = parts[i];
+    size_t bytes;
+    if (topos_tensor_rank(p) != 2 || topos_tensor_dtype(p) != dtype || topos_tensor_shape(p)[1] != in ||
+        !topos_tensor_is_contiguous(p) || topos_tensor_storage_kind(p) != TOPOS_STORAGE_MAPPED ||
+        topos_tensor_data(p) != next ||
+        topos_dtype_bytes(dtype, topos_tensor_volume(p), &bytes) != TOPOS_OK) {
+      topos_clear_error();
+      return TOPOS_OK;
+    }
+    rows += topos_tensor_shape(p)[0];
+    total += bytes;
+    next += bytes;
+  }
+  const int64_t shape[2] = {rows, in};
+  topos_tensor *owner = topos_tensor_retain(parts[0]);
+  topos_status st = topos_tensor_wrap(dtype, 2, shape, (void *)topos_tensor_data(parts[0]), total,
+                                      TOPOS_STORAGE_MAPPED, tp_llama_join_release, owner, out);
+  if (st != TOPOS_OK) topos_tensor_release(owner);
+  return st;
+}
+
+static topos_status tp_llama_join_layer(tp_llama_layer *L) {
+  topos_tensor *qkv[3] = {L->wq, L->wk, L->wv};
+  TP_TRY(tp_llama_join(qkv, 3, &L->w_attn_in));
+  L->attn_in_parts = L->w_attn_in ? 3 : 0;
+  if (!L->w_attn_in) {
+    TP_TRY(tp_llama_join(qkv, 2, &L->w_attn_in));
+    L->attn_in_parts = L->w_attn_in ? 2 : 0;
+  }
+  topos_tensor *gu[2] = {L->w_gate, L->w_up}, *ug[2] = {L->w_up, L->w_gate};
+  TP_TRY(tp_llama_join(gu, 2, &L->w_ffn_in));
+  if (!L->w_ffn_in) {
+    TP_TRY(tp_llama_join(ug, 2, &L->w_ffn_in));
+    L->ffn_up_first = L->w_ffn_in != NULL;
+  }
+  return TOPOS_OK;
+}
+
 static topos_status tp_llama_config(topos_llama *m) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
@@ -197,6 +252,7 @@ static topos_status tp_llama_weights(topos_llama *m) {
     TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
     TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
 #undef TP_W
+    TP_TRY(tp_llama_join_layer(L));
   }
   return TOPOS_OK;
 }
@@ -238,7 +294,8 @@ void topos_llama_free(topos_llama *m) {
     for (int64_t l = 0; l < m->config.n_layers; ++l) {
       tp_llama_layer *L = &m->layers[l];
       topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo,
-                             L->ffn_norm, L->w_gate, L->w_up, L->w_down};
+                             L->ffn_norm, L->w_gate, L->w_up, L->w_down,
+                             L->w_attn_in, L->w_ffn_in};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -101,9 +101,19 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
 
     topos_sym h = tp_rmsnorm(r, x, T, L->attn_norm);
-    topos_sym q = topos_tape_qlinear(t, h, tp_const(r, L->wq));
-    topos_sym k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
-    topos_sym v = topos_tape_qlinear(t, h, tp_const(r, L->wv));
+    topos_sym q, k, v;
+    if (T == 1 && L->w_attn_in) { /* one product, its row cut in parts (views) */
+      const int64_t qd = H * hd, kvd = KVH * hd;
+      topos_sym qkv = topos_tape_qlinear(t, h, tp_const(r, L->w_attn_in));
+      q = topos_tape_narrow(t, qkv, 1, 0, qd);
+      k = topos_tape_narrow(t, qkv, 1, qd, kvd);
+      v = L->attn_in_parts == 3 ? topos_tape_narrow(t, qkv, 1, qd + kvd, kvd)
+                                : topos_tape_qlinear(t, h, tp_const(r, L->wv));
+    } else {
+      q = topos_tape_qlinear(t, h, tp_const(r, L->wq));
+      k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
+      v = topos_tape_qlinear(t, h, tp_const(r, L->wv));
+    }
     q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
     k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
@@ -162,8 +172,17 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     x = topos_tape_add(t, x, topos_tape_qlinear(t, o, tp_const(r, L->wo)));
 
     h = tp_rmsnorm(r, x, T, L->ffn_norm);
-    topos_sym gate = topos_tape_silu(t, topos_tape_qlinear(t, h, tp_const(r, L->w_gate)));
-    topos_sym up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
+    topos_sym gate, up;
+    if (T == 1 && L->w_ffn_in) {
+      const int64_t ff = c->ff;
+      topos_sym gu = topos_tape_qlinear(t, h, tp_const(r, L->w_ffn_in));
+      gate = topos_tape_narrow(t, gu, 1, L->ffn_up_first ? ff : 0, ff);
+      up = topos_tape_narrow(t, gu, 1, L->ffn_up_first ? 0 : ff, ff);
+    } else {
+      gate = topos_tape_qlinear(t, h, tp_const(r, L->w_gate));
+      up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
+    }
+    gate = topos_tape_silu(t, gate);
     x = topos_tape_add(t, x, topos_tape_qlinear(t, topos_tape_mul(t, gate, up),
                                                tp_const(r, L->w_down)));
   }

@@ -10,6 +10,13 @@ typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
   topos_tensor *w_gate, *w_up, *w_down;
+  /* Weights the file lays out back to back in one type, joined into one
+   * product for decoding (one dispatch instead of two or three; each output
+   * row is computed as alone, so no bit changes): q, k (and v) rows in that
+   * order (attn_in_parts 2 or 3; NULL, 0: none), gate and up rows (up first
+   * when the file has it first). Views of the mapping, no copies. */
+  topos_tensor *w_attn_in, *w_ffn_in;
+  int attn_in_parts, ffn_up_first;
 } tp_llama_layer;
 
 struct topos_llama {

@@ -423,7 +423,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
       const int8_t *aq = kind == KS_Q6_K ? act->q + c * kpad : act->qn + c * kpad;
       const int32_t *init = act->init + c * lanes;
       const float *dsb = act->dsb + c * dstride;
-      const int32_t *bs = x->bs + c * nsb * 16;
+      const int32_t *bs = kind == KS_Q6_K ? NULL : x->bs + c * nsb * 16; /* Q6_K has none */
       __m512 f = _mm512_setzero_ps();
       /* G row pairs at a time through KS_SBC super-blocks. Q4_K / Q5_K: one
        * pair, its bytes met nearly in address order (24.9 against 22.7 GB/s

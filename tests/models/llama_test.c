@@ -2,6 +2,7 @@
  * equal to the full-context forward bit for bit under Exact at 1/2/3
  * threads, refusals of bad files, and a real model when one is available. */
 #include "models/llama_util.h"
+#include "models/llama_internal.h" /* joined weights (llama_joined_products_decode_bitwise) */
 
 typedef struct lt_model {
   lt_file file;
@@ -138,6 +139,29 @@ TEST(llama_kv_cache_16bit_matches_plain_forward) {
   lt_kv = TOPOS_F32;
 }
 
+/* Token-by-token decoding (after a first chunk of 1 or 5 tokens) against
+ * one full-context forward of model m, bit for bit, at 1, 2 and 3 threads;
+ * full and step hold LT_N * vocab logits. */
+static void lt_decode_is_full_context(const lt_model *m, int64_t V, float *full, float *step) {
+  int saved = topos_threads();
+  CHECK_OK(topos_set_threads(1));
+  CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 24, LT_N, full));
+  for (int threads = 1; threads <= 3; ++threads) {
+    CHECK_OK(topos_set_threads(threads));
+    for (int64_t first = 1; first <= 5; first += 4) {
+      memset(step, 0, (size_t)(LT_N * V) * sizeof *step);
+      CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 24, first, step));
+      /* the first chunk returns all its rows; compare every row */
+      int64_t mismatches = 0;
+      for (int64_t i = 0; i < LT_N * V; ++i)
+        mismatches += tt_f32_bits(full[i]) != tt_f32_bits(step[i]);
+      CHECK_MSG(mismatches == 0, "%lld logits differ (threads %d, first chunk %lld)",
+                (long long)mismatches, threads, (long long)first);
+    }
+  }
+  CHECK_OK(topos_set_threads(saved));
+}
+
 /* Decoding token by token (after a prompt chunk, or from the start) gives the
  * bits of one full-context forward, at 1, 2 and 3 threads. */
 TEST(llama_decode_equals_full_context_bitwise_exact) {
@@ -149,21 +173,7 @@ TEST(llama_decode_equals_full_context_bitwise_exact) {
   float *step = malloc((size_t)(LT_N * V) * sizeof *step);
   CHECK(full && step);
   int saved = topos_threads();
-  CHECK_OK(topos_set_threads(1));
-  CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, LT_N, full));
-  for (int threads = 1; threads <= 3; ++threads) {
-    CHECK_OK(topos_set_threads(threads));
-    for (int64_t first = 1; first <= 5; first += 4) {
-      memset(step, 0, (size_t)(LT_N * V) * sizeof *step);
-      CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 24, first, step));
-      /* the first chunk returns all its rows; compare every row */
-      int64_t mismatches = 0;
-      for (int64_t i = 0; i < LT_N * V; ++i)
-        mismatches += tt_f32_bits(full[i]) != tt_f32_bits(step[i]);
-      CHECK_MSG(mismatches == 0, "%lld logits differ (threads %d, first chunk %lld)",
-                (long long)mismatches, threads, (long long)first);
-    }
-  }
+  lt_decode_is_full_context(&m, V, full, step);
   /* a prompt cut in one-token chunks is token-by-token decoding; longer
    * chunks add cache and chunk value sums: close, not bitwise */
   lt_batch = 1;
@@ -177,6 +187,41 @@ TEST(llama_decode_equals_full_context_bitwise_exact) {
   free(full);
   free(step);
   lt_close(&m);
+}
+
+/* Weights of one type lying back to back (q, k, v; gate, up) are joined into
+ * one product for decoding, where the full-context forward runs them apart:
+ * the same bits, and the logits of the plain forward. Joined as the file
+ * allows: all three, q and k only (v of another type), or nothing; gate and
+ * up in either file order. */
+TEST(llama_joined_products_decode_bitwise) {
+  const struct {
+    topos_dtype q, k, v, gate, up;
+    int up_first, parts, ffn;
+  } cases[] = {{TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q4_K, 0, 3, 1},
+               {TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_F16, TOPOS_F16, 1, 2, 1},
+               {TOPOS_F32, TOPOS_F16, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, 0, 0, 0}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    lt_spec s = lt_default_spec();
+    s.types[LT_Q] = cases[ci].q, s.types[LT_K] = cases[ci].k, s.types[LT_V] = cases[ci].v;
+    s.types[LT_GATE] = cases[ci].gate, s.types[LT_UP] = cases[ci].up;
+    s.up_first = cases[ci].up_first;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    for (int64_t l = 0; l < s.layers; ++l) {
+      CHECK_EQ_INT(m.model->layers[l].attn_in_parts, cases[ci].parts);
+      CHECK_EQ_INT(m.model->layers[l].w_ffn_in != NULL, cases[ci].ffn);
+      CHECK_EQ_INT(m.model->layers[l].ffn_up_first, cases[ci].up_first && cases[ci].ffn);
+    }
+    float *full = malloc((size_t)(LT_N * s.vocab) * sizeof *full);
+    float *step = malloc((size_t)(LT_N * s.vocab) * sizeof *step);
+    CHECK(full && step);
+    lt_decode_is_full_context(&m, s.vocab, full, step);
+    free(full);
+    free(step);
+    lt_close(&m);
+    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+  }
 }
 
 /* Prompt chunks attend to a power-of-two span covering the written slots,

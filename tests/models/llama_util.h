@@ -26,6 +26,7 @@ typedef struct lt_spec {
   const char *bad_tensor;  /* write this one with ne0 + 32 */
   int no_scores;           /* vocabulary without tokenizer.ggml.scores */
   int64_t heads_key;       /* if > 0, llama.attention.head_count written as this */
+  int up_first;            /* ffn_up.weight written before ffn_gate.weight */
 } lt_spec;
 
 static inline lt_spec lt_default_spec(void) {
@@ -152,8 +153,13 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
     LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    if (s->up_first) {
+      LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+    }
     LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
-    LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+    if (!s->up_first) {
+      LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+    }
     LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
 #undef LT_W
   }
