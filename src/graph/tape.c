@@ -122,10 +122,14 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
   if (attrs) node.attrs = *attrs;
   topos_tensor_desc descs[TP_MAX_ARITY];
   for (int j = 0; j < arity; ++j) {
-    char what[64];
-    snprintf(what, sizeof what, "%s (node %u) operand %d", name, node_index, j);
-    topos_status s = tp_graph_resolve(graph, inputs[j], what, &node.operands[j]);
-    if (s != TOPOS_OK) return tape_fail(tape, s);
+    const topos_sym in = inputs[j];
+    if (topos_sym_is_valid(in) && in.origin == graph->origin && in.index < graph->count) {
+      node.operands[j] = in.index; /* what tp_graph_resolve accepts, without its message */
+    } else {
+      char what[64];
+      snprintf(what, sizeof what, "%s (node %u) operand %d", name, node_index, j);
+      return tape_fail(tape, tp_graph_resolve(graph, in, what, &node.operands[j]));
+    }
     descs[j] = graph->nodes[node.operands[j]].desc;
   }
   topos_status s = topos_op_infer(op, descs, &node.attrs, &node.desc);

@@ -221,6 +221,9 @@ TEST(llama_joined_products_decode_bitwise) {
     free(step);
     lt_close(&m);
     lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+    lt_kv = TOPOS_F16; /* the 16-bit cache's per-head form reads the joined row's views too */
+    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+    lt_kv = TOPOS_F32;
   }
 }
 
