@@ -2,7 +2,8 @@
  * inputs that open, walk every key through every getter, every array
  * element, every tensor (info, bytes, a topos tensor over the mapping and a
  * few of its bytes), then re-serialize the whole file with the writer and
- * require the result to open again (a valid file must round-trip).
+ * require the result to open again (a valid file must round-trip); then the
+ * llama model over it (metadata, every weight's shape, joined weights).
  *
  * Seeds (fuzz/corpus/fuzz_gguf/, .bin because *.gguf is git-ignored): files
  * from our writer: metadata.bin (every value type), tensors.bin (f32/f16/q8_0,
@@ -107,6 +108,19 @@ static void fz_roundtrip(const topos_gguf *g) {
   free(out);
 }
 
+/* The llama model over the file: refused with a message, or a model whose
+ * weights (joined ones too) lie inside the mapping. */
+static void fz_llama(topos_gguf *g) {
+  topos_llama *m = NULL;
+  if (topos_llama_from_gguf(g, &m) != TOPOS_OK) {
+    if (topos_last_error()[0] == '\0') __builtin_trap();
+    return;
+  }
+  const topos_llama_config *c = topos_llama_config_of(m);
+  if (c->n_layers < 1 || c->dim < 1 || c->n_heads < 1 || c->n_kv_heads < 1) __builtin_trap();
+  topos_llama_free(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   topos_gguf *g;
   if (topos_gguf_open_memory(data, size, &g) != TOPOS_OK) {
@@ -116,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_walk_kv(g);
   fz_walk_tensors(g);
   fz_roundtrip(g);
+  fz_llama(g);
   topos_gguf_close(g);
   return 0;
 }

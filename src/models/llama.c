@@ -234,6 +234,13 @@ static topos_status tp_llama_weights(topos_llama *m) {
     m->config.weight_bytes += info.bytes;
   }
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+  /* each block has 9 tensors: a block_count the file cannot hold is refused
+   * before anything is sized by it */
+  const int64_t tensors = topos_gguf_tensor_count(m->gguf);
+  if (c->n_layers > tensors / 9)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: block_count %" PRId64 " needs %" PRId64
+                   " block tensors; the file has %" PRId64 " tensors in all",
+                   c->n_layers, 9 * c->n_layers, tensors);
   m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
   if (!m->layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " layers", c->n_layers);
   for (int64_t l = 0; l < c->n_layers; ++l) {

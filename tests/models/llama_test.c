@@ -348,6 +348,12 @@ TEST(llama_bad_files_refused) {
   t.heads_key = 8; /* consistent with dim, but the tensors were written for 4 heads of 64 */
   t.kv_heads = 3;
   lt_expect_refused(t, TOPOS_ERR_SHAPE, "head_count_kv 3");
+  t = s;
+  t.blocks_key = 1000000; /* refused by the tensor count, before 10^6 layers are sized */
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "block_count 1000000 needs 9000000 block tensors");
+  t = s;
+  t.blocks_key = 2; /* one block more than written: 18 block tensors, 12 in the file */
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "the file has 12 tensors in all");
   /* a vocabulary without scores: the model loads, the tokenizer refuses */
   t = s;
   t.no_scores = 1;

@@ -27,6 +27,7 @@ typedef struct lt_spec {
   int no_scores;           /* vocabulary without tokenizer.ggml.scores */
   int64_t heads_key;       /* if > 0, llama.attention.head_count written as this */
   int up_first;            /* ffn_up.weight written before ffn_gate.weight */
+  int64_t blocks_key;      /* if > 0, llama.block_count written as this (tensors for layers) */
 } lt_spec;
 
 static inline lt_spec lt_default_spec(void) {
@@ -110,7 +111,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_u32(w, "general.quantization_version", 2));
   LT(topos_gguf_writer_add_u32(w, "llama.context_length", (uint32_t)s->ctx));
   LT(topos_gguf_writer_add_u32(w, "llama.embedding_length", (uint32_t)s->dim));
-  LT(topos_gguf_writer_add_u32(w, "llama.block_count", (uint32_t)s->layers));
+  LT(topos_gguf_writer_add_u32(w, "llama.block_count",
+                               (uint32_t)(s->blocks_key > 0 ? s->blocks_key : s->layers)));
   LT(topos_gguf_writer_add_u32(w, "llama.feed_forward_length", (uint32_t)s->ff));
   LT(topos_gguf_writer_add_u32(w, "llama.rope.dimension_count", (uint32_t)hd));
   LT(topos_gguf_writer_add_u32(w, "llama.attention.head_count",
