@@ -327,11 +327,8 @@ static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512
   for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
 }
 
-#define B32_TAB_BLOCKS 256 /* rows of up to 8192 weights take the scale table (16 KiB) */
-
 static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, int64_t p0, int64_t p1,
                                                                 const b32_kind kd) {
-  uint32_t tab[B32_TAB_BLOCKS * 16] __attribute__((aligned(64)));
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
   const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4, bytes = (int64_t)kd.bytes;
@@ -344,14 +341,6 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
      * prefetcher barely follows 16 short row streams) */
     const uint8_t *pf = n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL;
     const int pf_rows = pf ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
-    /* The 16 rows' block scales (and mins, the f16 after d: kd.min == 2),
-     * block-major, one 32-bit word per row and block read by scalar loads
-     * once per panel: a 16-lane gather per block (~26 cycles on Zen 4) cost
-     * more than the block's products. Rows longer than the table gather. */
-    const int tabled = nb <= B32_TAB_BLOCKS;
-    if (tabled)
-      for (int r = 0; r < 16; ++r)
-        for (int64_t b = 0; b < nb; ++b) memcpy(&tab[b * 16 + r], rows[r] + b * bytes, sizeof tab[0]);
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
@@ -376,30 +365,18 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
         }
         __m512i s0, s1;
         q80_reduce8(u, &s0, &s1);
-        __m512 d0, m0, d1 = _mm512_setzero_ps(), m1 = d1;
-        if (tabled) {
-          const __m512i w0 = _mm512_loadu_si512(tab + b * 16);
-          d0 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
-          m0 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w0, 16)));
-          if (two) {
-            const __m512i w1 = _mm512_loadu_si512(tab + (b + 1) * 16);
-            d1 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w1));
-            m1 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w1, 16)));
-          }
-        } else {
-          d0 = q80_scales16(base, offs, b * bytes);
-          m0 = kd.min ? q80_scales16(base, offs, b * bytes + (int64_t)kd.min) : d0;
-          if (two) {
-            d1 = q80_scales16(base, offs, (b + 1) * bytes);
-            m1 = kd.min ? q80_scales16(base, offs, (b + 1) * bytes + (int64_t)kd.min) : d1;
-          }
-        }
-        f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d0, _mm512_set1_ps(da[8 * b])), f);
+        f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0),
+                            _mm512_mul_ps(q80_scales16(base, offs, b * bytes), _mm512_set1_ps(da[8 * b])), f);
         if (kd.min) /* + m * s (Q8_1's s spread over 8 lanes as s / 8) */
-          f = _mm512_fmadd_ps(m0, _mm512_set1_ps(ga[8 * b] * 8.0f), f);
+          f = _mm512_fmadd_ps(q80_scales16(base, offs, b * bytes + (int64_t)kd.min), _mm512_set1_ps(ga[8 * b] * 8.0f), f);
         if (two) {
-          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(d1, _mm512_set1_ps(da[8 * (b + 1)])), f);
-          if (kd.min) f = _mm512_fmadd_ps(m1, _mm512_set1_ps(ga[8 * (b + 1)] * 8.0f), f);
+          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1),
+                              _mm512_mul_ps(q80_scales16(base, offs, (b + 1) * bytes),
+                                            _mm512_set1_ps(da[8 * (b + 1)])),
+                              f);
+          if (kd.min)
+            f = _mm512_fmadd_ps(q80_scales16(base, offs, (b + 1) * bytes + (int64_t)kd.min),
+                                _mm512_set1_ps(ga[8 * (b + 1)] * 8.0f), f);
         }
       }
       b16_store(t, c, n0, nr, f);
