@@ -69,6 +69,10 @@ topos_status tp_graph_copy(const tp_graph *graph, tp_graph **out) {
 
 topos_status tp_graph_resolve(const tp_graph *graph, topos_sym sym, const char *what,
                               uint32_t *index) {
+  if (tp_graph_owns(graph, sym)) {
+    *index = sym.index;
+    return TOPOS_OK;
+  }
   if (!topos_sym_is_valid(sym))
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "%s: invalid symbol (from a failed record?)",
                    what);
@@ -77,11 +81,8 @@ topos_status tp_graph_resolve(const tp_graph *graph, topos_sym sym, const char *
                    "%s: symbol (origin %llu, node %u) belongs to another tape (origin %llu)",
                    what, (unsigned long long)sym.origin, sym.index,
                    (unsigned long long)graph->origin);
-  if (sym.index >= graph->count)
-    return tp_fail(TOPOS_ERR_FOREIGN, "%s: node %u is beyond this graph's %u nodes", what,
-                   sym.index, graph->count);
-  *index = sym.index;
-  return TOPOS_OK;
+  return tp_fail(TOPOS_ERR_FOREIGN, "%s: node %u is beyond this graph's %u nodes", what,
+                 sym.index, graph->count);
 }
 
 const char *tp_node_label(const tp_node *node) {

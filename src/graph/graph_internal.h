@@ -106,6 +106,11 @@ topos_status tp_graph_copy(const tp_graph *graph, tp_graph **out);
  * `what` names the caller for the message. */
 topos_status tp_graph_resolve(const tp_graph *graph, topos_sym sym, const char *what,
                               uint32_t *index);
+/* Whether tp_graph_resolve accepts sym (no message: for hot callers that
+ * format `what` only on failure). */
+static inline bool tp_graph_owns(const tp_graph *graph, topos_sym sym) {
+  return topos_sym_is_valid(sym) && sym.origin == graph->origin && sym.index < graph->count;
+}
 const char *tp_node_label(const tp_node *node); /* op name or source kind */
 
 /* Marks (flags[i] = 1) every ancestor of the flagged nodes, including them. */

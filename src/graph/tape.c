@@ -123,8 +123,8 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
   topos_tensor_desc descs[TP_MAX_ARITY];
   for (int j = 0; j < arity; ++j) {
     const topos_sym in = inputs[j];
-    if (topos_sym_is_valid(in) && in.origin == graph->origin && in.index < graph->count) {
-      node.operands[j] = in.index; /* what tp_graph_resolve accepts, without its message */
+    if (tp_graph_owns(graph, in)) {
+      node.operands[j] = in.index; /* no message to format */
     } else {
       char what[64];
       snprintf(what, sizeof what, "%s (node %u) operand %d", name, node_index, j);
