@@ -31,7 +31,8 @@ static bool keeps_operand_alive(const tp_node *node) {
  * layout does not allow a view, so it gets a buffer too — unless its operand
  * is dense by construction (a buffer, or such a reshape of one): then it is
  * a view at run time (topos_tensor_reshape) and only keeps its operand
- * alive. At a llama prompt chunk the kept keys and values (reshapes of
+ * alive; so is a narrow that cuts one dense run out of such an operand. At
+ * a llama prompt chunk the kept keys and values (reshapes of
  * rope's and the value product's buffers) held twice their bytes to the end
  * of the run before this. Should a run find such an operand strided after
  * all, the reshape copies into a tensor of the run's provider: slower,
@@ -46,10 +47,18 @@ static void mark_holdings(const tp_graph *graph, const uint8_t *evaluated, const
     if (!evaluated[i] || node->kind != TOPOS_NODE_OP) continue;
     if (!topos_op_is_view(node->op) || (fusion_of && fusion_of[i] >= 0)) {
       holds[i] = HOLDS_BUFFER;
-    } else if (node->op == TOPOS_OP_RESHAPE) {
-      uint32_t o = node->operands[0];
-      bool dense = o < i && (holds[o] == HOLDS_BUFFER || holds[o] == HOLDS_DENSE_VIEW);
-      holds[i] = dense ? HOLDS_DENSE_VIEW : HOLDS_RESHAPE_BUFFER;
+      continue;
+    }
+    const uint32_t o = node->operands[0];
+    const bool dense_operand = o < i && (holds[o] == HOLDS_BUFFER || holds[o] == HOLDS_DENSE_VIEW);
+    if (node->op == TOPOS_OP_RESHAPE) {
+      holds[i] = dense_operand ? HOLDS_DENSE_VIEW : HOLDS_RESHAPE_BUFFER;
+    } else if (node->op == TOPOS_OP_NARROW && dense_operand) {
+      /* a cut of the outermost non-unit axis (a decoding step's [1, n]
+       * product row cut into q, k, v) is one dense run of its operand */
+      bool leading_units = true;
+      for (int a = 0; a < node->attrs.axis; ++a) leading_units = leading_units && node->desc.shape[a] == 1;
+      if (leading_units) holds[i] = HOLDS_DENSE_VIEW;
     }
   }
 }

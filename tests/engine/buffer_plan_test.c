@@ -306,3 +306,38 @@ TEST(buffer_plan_reshape_of_a_buffer_is_a_view) {
   topos_plan_free(plan);
   topos_network_free(net);
 }
+
+/* A narrow that cuts one dense run out of a buffer (the outermost non-unit
+ * axis, as a decoding step's [1, n] product row cut into q, k and v) is
+ * dense too: a reshape of it is a view. A narrow of an inner axis of a
+ * [2, n] buffer is strided, and its reshape keeps a range. Results equal
+ * the network's. */
+TEST(buffer_plan_reshape_of_a_dense_narrow_is_a_view) {
+  topos_tape *tape = NULL;
+  topos_network *net = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  int64_t row[] = {1, 24}, two[] = {2, 24};
+  topos_tensor *a = tg_random(TOPOS_F32, 2, row, 32, -1, 1), *b = tg_random(TOPOS_F32, 2, two, 33, -1, 1);
+  topos_sym x = topos_tape_exp(tape, topos_tape_input(tape, a, "a"));
+  topos_sym y = topos_tape_exp(tape, topos_tape_input(tape, b, "b"));
+  topos_tensor_release(a);
+  topos_tensor_release(b);
+  int64_t split[] = {2, 4}, split2[] = {4, 4};
+  topos_sym cut = topos_tape_narrow(tape, x, 1, 8, 8);
+  topos_sym dense = topos_tape_reshape(tape, cut, 2, split);
+  topos_sym strided = topos_tape_reshape(tape, topos_tape_narrow(tape, y, 1, 8, 8), 2, split2);
+  topos_sym roots[] = {topos_tape_tanh(tape, dense), topos_tape_tanh(tape, strided)};
+  CHECK_OK(topos_tape_seal(&tape, &net));
+  topos_request req = {roots, 2, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
+  topos_plan *plan = NULL;
+  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  const tp_buffer_plan *bp = tp_plan_buffers(plan);
+  CHECK(check_disjoint(bp));
+  CHECK(bp->offset[x.index] != TP_NOT_IN_ARENA);
+  CHECK(bp->offset[dense.index] == TP_NOT_IN_ARENA);
+  CHECK(bp->offset[strided.index] != TP_NOT_IN_ARENA);
+  CHECK(bp->until[x.index] >= roots[0].index); /* kept alive through the views */
+  bp_check_plan_bits(net, plan, roots, 2, 2);
+  topos_plan_free(plan);
+  topos_network_free(net);
+}
