@@ -330,55 +330,103 @@ static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512
   for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
 }
 
-/* ---- matrix-vector, four blocks per step (Q4_0 / Q4_1) ----------------
- * Every gather of the pair step above fetches one scale per row and block
- * (~1.6 cycles per element on Zen 4), more than a third of the step's time.
- * Q4_0's and Q4_1's four-block span of a row (72 / 80 bytes) holds all four
- * blocks' d (and Q4_1's min) in its first 64 bytes, so one load per row
- * carries them and a tree of permutes (q80_heads4) turns 16 such vectors
- * into the 16 rows' scales per block, ~1.3 permutes per row where a gather
- * would take 4 loads. The nibbles are not unpacked into element order: the
- * four blocks' 16 qs bytes are packed into one vector, its low nibbles meet
- * the activations' elements 0..15 of each block and its high nibbles
- * elements 16..31, arranged once per step for all 16 rows (q4_act4). Lane
+/* ---- matrix-vector, four blocks per step -------------------------------
+ * A gather fetches one scale per row and block (~1.6 cycles per element on
+ * Zen 4): the pair step below spends more than a third of its time on them.
+ * Here a step covers four blocks of each of 16 rows (a span of 72 to 96
+ * bytes per row; Q4_0, Q4_1, Q5_0, Q5_1), and one or two 64-byte loads per row carry all four
+ * blocks' d (and min) along with the weights; word permutes and lane
+ * shuffles (q4_quad_heads, q4_lanes_transpose) turn them into the 16 rows'
+ * scales per block, ~1.5 shuffles per row where the gathers took 4 loads.
+ * The nibbles are not put in element order: the four blocks' 16 qs bytes
+ * are packed into one vector, its low nibbles meet the activations'
+ * elements 0..15 of each block and its high nibbles elements 16..31 (arranged
+ * once per step for all 16 rows, q4_act); Q5's fifth bits join as 0x10
+ * under two 64-bit masks, and Q4_0 / Q5_0's init term holds -bias * the
+ * activations' sums. Lane
  * 4j + i then sums 8 products of block j; the exact integer block sums and
- * the float steps in block order are the pair step's, bit for bit. */
+ * the float steps in block order are the pair step's, bit for bit. A row's
+ * last 1..3 blocks take the same step with the missing blocks zero (nq). */
 
-/* The four blocks' 16 qs bytes each, packed. */
-static inline __attribute__((always_inline)) __m512i q4_qs4(const uint8_t *span, int64_t bytes, int64_t qs) {
-  const __m128i *p0 = (const __m128i *)(const void *)(span + qs);
-  __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(p0));
-  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)(span + bytes + qs)), 1);
-  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)(span + 2 * bytes + qs)), 2);
-  return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)(span + 3 * bytes + qs)), 3);
+typedef struct {
+  __m512i words; /* q4_row's permute of its loads' words (scale dwords, fifth-bit words) */
+  __m512i quads; /* q4_quad_heads' permute of two rows' words */
+  int64_t tail;  /* offset of a row's second load (0: one load carries every word) */
+} q4_index;
+
+/* Q4_0 / Q4_1: a row's words are its first 64 span bytes, block j's scale
+ * dword at byte j * bytes. Q5_0 / Q5_1 (block 3's scale past byte 64): a
+ * second load at `tail` (the span's last 64 bytes), and `words` gathers
+ * dword j <- block j's first two words (d, then the min or whatever
+ * follows), words 8 + j and 12 + j <- the low and high half of Q5's qh of
+ * block j (word w of the first load is index w, of the second 32 + w).
+ * quads puts, in 128-bit lane j, rows r and r + 1's d of block j in words 0
+ * and 1, their mins in words 2 and 3. */
+static inline q4_index q4_index_of(const b32_kind kd) {
+  const int64_t bytes = (int64_t)kd.bytes;
+  const int64_t tail = kd.qh ? 4 * bytes - 64 : 0;
+  uint16_t w[32] = {0}, h[32] = {0};
+  for (int64_t j = 0; j < 4; ++j) {
+    const int64_t at = j * bytes, qh = at + (int64_t)kd.qh;
+    for (int64_t i = 0; i < 2; ++i) {
+      const int64_t x = at + 2 * i, y = qh + 2 * i;
+      w[2 * j + i] = (uint16_t)(x + 2 <= 64 ? x / 2 : 32 + (x - tail) / 2);
+      w[8 + 4 * i + j] = (uint16_t)(y + 2 <= 64 ? y / 2 : 32 + (y - tail) / 2);
+    }
+    const uint16_t s = (uint16_t)(tail ? 2 * j : j * bytes / 2); /* block j's d in a row's words */
+    h[8 * j] = s, h[8 * j + 1] = (uint16_t)(32 + s), h[8 * j + 2] = (uint16_t)(s + 1), h[8 * j + 3] = (uint16_t)(33 + s);
+  }
+  return (q4_index){_mm512_loadu_si512(w), _mm512_loadu_si512(h), tail};
+}
+
+/* 16 bytes at `at` of each of the nq (1..4) blocks, packed (missing blocks zero). */
+static inline __attribute__((always_inline)) __m512i q4_pack(const uint8_t *span, int64_t bytes, int64_t at, int nq) {
+#define Q4_LD(j) _mm_loadu_si128((const __m128i *)(const void *)(span + (j) * bytes + at))
+  __m512i v = _mm512_zextsi128_si512(Q4_LD(0));
+  if (nq > 1) v = _mm512_inserti32x4(v, Q4_LD(1), 1);
+  if (nq > 2) v = _mm512_inserti32x4(v, Q4_LD(2), 2);
+  if (nq > 3) v = _mm512_inserti32x4(v, Q4_LD(3), 3);
+#undef Q4_LD
+  return v;
 }
 
 /* The activation side of a step: elements 0..15 (*lo) and 16..31 (*hi) of
- * each of the 4 blocks at q, 16 bytes per block; and the bias term spread
- * over the block's 4 lanes (the lane sums of `init`, 8 lanes per block,
- * folded in pairs: any split of a block's exact sum gives the same sum). */
-static inline __attribute__((always_inline)) void q4_act4(const int8_t *q, const int32_t *init, int bias,
-                                                          __m512i *lo, __m512i *hi, __m512i *iv) {
-  __m512i l = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)q));
-  __m512i h = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(q + 16)));
-  for (int j = 1; j < 4; ++j) {
-    l = _mm512_inserti32x4(l, _mm_loadu_si128((const __m128i *)(const void *)(q + 32 * j)), j);
-    h = _mm512_inserti32x4(h, _mm_loadu_si128((const __m128i *)(const void *)(q + 32 * j + 16)), j);
-  }
-  *lo = l, *hi = h;
-  if (!bias) return;
-  const __m512i x = _mm512_loadu_si512(init), y = _mm512_loadu_si512(init + 16);
+ * each of the nq blocks at q, 16 bytes per block (missing blocks zero); and
+ * the bias term spread over the block's 4 lanes (`init`'s 8 lane sums per
+ * block folded in pairs: any split of a block's exact sum gives its sum). */
+static inline __attribute__((always_inline)) void q4_act(const int8_t *q, const int32_t *init, int biased, int nq,
+                                                         __m512i *lo, __m512i *hi, __m512i *iv) {
+  *lo = q4_pack((const uint8_t *)q, 32, 0, nq), *hi = q4_pack((const uint8_t *)q, 32, 16, nq);
+  if (!biased) return;
+  const __mmask16 m0 = (__mmask16)(nq >= 2 ? 0xFFFFu : 0xFFu), m1 = (__mmask16)(nq == 4 ? 0xFFFFu : nq == 3 ? 0xFFu : 0u);
+  const __m512i x = _mm512_maskz_loadu_epi32(m0, init), y = _mm512_maskz_loadu_epi32(m1, init + 16);
   /* lane 4j + i: lanes 8j + i and 8j + 4 + i of (x, y) */
   const __m512i ia = _mm512_set_epi32(27, 26, 25, 24, 19, 18, 17, 16, 11, 10, 9, 8, 3, 2, 1, 0);
   const __m512i ib = _mm512_add_epi32(ia, _mm512_set1_epi32(4));
   *iv = _mm512_add_epi32(_mm512_permutex2var_epi32(x, ia, y), _mm512_permutex2var_epi32(x, ib, y));
 }
 
-/* Per-lane sums of one row's four blocks: lane 4j + i holds 8 products of block j. */
-static inline __attribute__((always_inline)) __m512i q4_row4(const uint8_t *span, int64_t bytes, int64_t qs,
-                                                             __m512i init, __m512i alo, __m512i ahi) {
-  const __m512i q = q4_qs4(span, bytes, qs), m = _mm512_set1_epi8(0x0F);
-  const __m512i lo = _mm512_and_si512(q, m), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
+static inline __m512i q4_load_first(const uint8_t *p, int64_t n) {
+  return n >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8((__mmask64)((1ull << n) - 1), p);
+}
+
+/* One row's step: its lane sums (lane 4j + i: 8 products of block j) and
+ * its words (q4_index). Loads stay inside the nq blocks' span. */
+static inline __attribute__((always_inline)) __m512i q4_row(const uint8_t *span, const b32_kind kd, const q4_index *ix,
+                                                            int nq, __m512i init, __m512i alo, __m512i ahi,
+                                                            __m512i *words) {
+  const int64_t bytes = (int64_t)kd.bytes, n = nq * bytes;
+  const __m512i x = q4_load_first(span, n);
+  if (!ix->tail) *words = x;
+  else *words = _mm512_permutex2var_epi16(x, ix->words, n > ix->tail ? q4_load_first(span + ix->tail, n - ix->tail) : x);
+  const __m512i q = q4_pack(span, bytes, (int64_t)kd.qs, nq), m = _mm512_set1_epi8(0x0F);
+  __m512i lo = _mm512_and_si512(q, m), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
+  if (kd.qh) { /* fifth bits: qh bit i is element i (lo byte i), bit 16 + i element 16 + i (hi byte i) */
+    const __m128i hq = _mm512_extracti32x4_epi32(*words, 1);
+    const __m512i b5 = _mm512_set1_epi8(0x10);
+    lo = _mm512_mask_add_epi8(lo, (__mmask64)_mm_cvtsi128_si64(hq), lo, b5); /* the nibbles leave bit 4 clear */
+    hi = _mm512_mask_add_epi8(hi, (__mmask64)_mm_extract_epi64(hq, 1), hi, b5);
+  }
   return qk_dpbusd(qk_dpbusd(init, lo, alo), hi, ahi);
 }
 
@@ -402,57 +450,42 @@ static inline __m512i q4_quad_sums(const __m512i s[4]) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(p01, p23), _mm512_unpackhi_epi64(p01, p23));
 }
 
-/* Rows 4i..4i+3's first 64 span bytes (h[4]) -> per 128-bit lane j: the 4
- * rows' scale dword of block j (the f16 d, then Q4_1's min; Q4_0's high
- * half is not used). wi: the word pairs' indices (q4_head_index). */
-static inline __m512i q4_quad_heads(const __m512i h[4], __m512i wi) {
-  const __m512i a = _mm512_permutex2var_epi16(h[0], wi, h[1]), b = _mm512_permutex2var_epi16(h[2], wi, h[3]);
-  return _mm512_unpacklo_epi64(a, b);
+/* Rows 4i..4i+3's words (w[4]) -> per 128-bit lane j: the 4 rows' d of
+ * block j (words 0..3), then their mins (words 4..7). */
+static inline __m512i q4_quad_heads(const __m512i w[4], __m512i quads) {
+  const __m512i a = _mm512_permutex2var_epi16(w[0], quads, w[1]), b = _mm512_permutex2var_epi16(w[2], quads, w[3]);
+  return _mm512_unpacklo_epi32(a, b);
 }
 
-/* vpermt2w indices: in 128-bit lane j, dword 0 <- the scale dword of block j
- * of the first row, dword 1 <- the same of the second row (words 32..63). */
-static inline __m512i q4_head_index(int64_t bytes) {
-  uint16_t w[32] = {0};
-  for (int j = 0; j < 4; ++j) {
-    const uint16_t at = (uint16_t)(j * bytes / 2);
-    w[8 * j] = at, w[8 * j + 1] = (uint16_t)(at + 1), w[8 * j + 2] = (uint16_t)(32 + at),
-    w[8 * j + 3] = (uint16_t)(33 + at);
-  }
-  return _mm512_loadu_si512(w);
-}
-
-/* One step over blocks b .. b + 3 of the 16 rows: *f gains the four blocks'
- * terms in order. */
-static inline __attribute__((always_inline)) void q4_step4(const uint8_t *const rows[16], int64_t b,
-                                                           const int8_t *aq, const int32_t *init,
-                                                           const float *da, const float *ga, __m512i wi,
-                                                           const b32_kind kd, __m512 *f) {
-  const int64_t bytes = (int64_t)kd.bytes;
+/* One step over blocks b .. b + nq - 1 of the 16 rows: *f gains their terms
+ * in order. */
+static inline __attribute__((always_inline)) void q4_step(const uint8_t *const rows[16], int64_t b, int nq,
+                                                          const int8_t *aq, const int32_t *init, const float *da,
+                                                          const float *ga, const q4_index *ix, const b32_kind kd,
+                                                          __m512 *f) {
   __m512i alo, ahi, iv = _mm512_setzero_si512();
-  q4_act4(aq + 32 * b, init + 8 * b, kd.bias, &alo, &ahi, &iv);
+  q4_act(aq + 32 * b, init + 8 * b, kd.bias, nq, &alo, &ahi, &iv);
   __m512i sums[4], heads[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
-    __m512i s[4], h[4];
+    __m512i s[4], w[4];
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t *span = rows[4 * i + r] + b * bytes;
-      s[r] = q4_row4(span, bytes, (int64_t)kd.qs, iv, alo, ahi);
-      h[r] = _mm512_loadu_si512(span);
-    }
+    for (int r = 0; r < 4; ++r) s[r] = q4_row(rows[4 * i + r] + b * (int64_t)kd.bytes, kd, ix, nq, iv, alo, ahi, &w[r]);
     sums[i] = q4_quad_sums(s);
-    heads[i] = q4_quad_heads(h, wi);
+    heads[i] = q4_quad_heads(w, ix->quads);
   }
   __m512i bs[4], hd[4];
   q4_lanes_transpose(sums, bs);
   q4_lanes_transpose(heads, hd);
+  /* hd[j]'s qwords: d of rows 0-3, their mins, d of rows 4-7, ... */
+  const __m512i split = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
 #pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(hd[j]));
+  for (int j = 0; j < nq; ++j) {
+    const __m512i dm = _mm512_permutexvar_epi64(split, hd[j]); /* [16 d | 16 mins] */
+    const __m512 d = _mm512_cvtph_ps(_mm512_castsi512_si256(dm));
     *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(bs[j]), _mm512_mul_ps(d, _mm512_set1_ps(da[8 * (b + j)])), *f);
     if (kd.min) { /* + m * s (Q8_1's s spread over 8 lanes as s / 8) */
-      const __m512 m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(hd[j], 16)));
+      const __m512 m = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(dm, 1));
       *f = _mm512_fmadd_ps(m, _mm512_set1_ps(ga[8 * (b + j)] * 8.0f), *f);
     }
   }
@@ -472,15 +505,17 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
      * prefetcher barely follows 16 short row streams) */
     const uint8_t *pf = n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL;
     const int pf_rows = pf ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
-    const int quads = !kd.q8 && !kd.qh;
-    const __m512i wi = q4_head_index(bytes);
+    /* Q8_0 keeps the pair step: from memory its four-block span (136 bytes
+     * per row, three lines) ran 5-10 % slower than pairs */
+    const int quads = !kd.q8;
+    const q4_index ix = q4_index_of(kd);
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
       const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
       __m512 f = _mm512_setzero_ps();
       int64_t b = 0;
-      if (quads) /* Q4_0 / Q4_1: four blocks per step while four are left */
+      if (quads) { /* four blocks per step, then the 1..3 left */
         for (; b + 4 <= nb; b += 4) {
           if (c == 0 && pf)
             for (int r = 0; r < pf_rows; ++r) {
@@ -488,8 +523,10 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
               _mm_prefetch((const char *)q, _MM_HINT_T1);
               _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
             }
-          q4_step4(rows, b, aq, init, da, ga, wi, kd, &f);
+          q4_step(rows, b, 4, aq, init, da, ga, &ix, kd, &f);
         }
+        if (b < nb) q4_step(rows, b, (int)(nb - b), aq, init, da, ga, &ix, kd, &f), b = nb;
+      }
       for (; b < nb; b += 2) {
         const int two = b + 1 < nb;
         if (c == 0 && pf)

@@ -442,9 +442,11 @@ static int qm_b32_weight(topos_dtype t, const uint8_t *blk, int i) {
 
 static void qm_b32_cases(topos_dtype t) {
   const int64_t n = 37;
-  for (int kk = 0; kk < 2; ++kk) {
+  /* blocks: 2, 4, 33, 35 (the decode kernels' steps of four, and none, one or three left) */
+  const int64_t ks[] = {64, 128, 1056, 1120};
+  for (int kk = 0; kk < 4; ++kk) {
     const int minned = t == TOPOS_Q4_1 || t == TOPOS_Q5_1, ab = minned ? 36 : 34; /* Q8_1 or Q8_0 activations */
-    const int64_t k = kk ? 1056 : 128, nb = k / 32;
+    const int64_t k = ks[kk], nb = k / 32;
     const int64_t wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : t == TOPOS_Q4_0 ? 18 : t == TOPOS_Q4_1 ? 20 : 24;
     uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nb * ab));
     float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
