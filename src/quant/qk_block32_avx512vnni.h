@@ -26,10 +26,12 @@
  *    conversions, scale products and fmas — where the lane-per-4-elements
  *    tile paid a conversion, a product and an fma per vpdpbusd.
  *  - the matrix-vector kernel (m < QK_C, decoding): lanes are 16 weight
- *    rows. Each row's two blocks meet the activations in one vpdpbusd (lanes
- *    of 4 elements, the engine's init term as the bias correction); 16 such
+ *    rows. Each row's blocks meet the activations in vpdpbusd (lanes of 4
+ *    or 8 elements, the engine's init term as the bias correction), two
+ *    blocks per step for Q8_0 and four for the nibble types; 16 such
  *    vectors are reduced to the 16 rows' block sums by an exact integer
- *    transpose-and-add, and the float steps run 16 rows at a time. */
+ *    transpose-and-add, the rows' scales come out of the same loads by
+ *    word permutes (no gathers), and the float steps run 16 rows at a time. */
 #ifndef TP_QUANT_QK_BLOCK32_AVX512VNNI_H
 #define TP_QUANT_QK_BLOCK32_AVX512VNNI_H
 
@@ -296,15 +298,6 @@ static inline void q80_reduce8(const __m512i u[8], __m512i *s0, __m512i *s1) {
   *s1 = _mm512_shuffle_i32x4(z01, z23, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-/* The 16 rows' block scales at byte offset `at` of each row (gathered), and
- * with `hi` the f16 right after them (Q4_1 / Q5_1's min: one gather for
- * both; a 16-lane gather costs ~26 cycles on Zen 4). */
-static inline __m512 q80_scales16(const uint8_t *base, __m512i offs, int64_t at, __m512 *hi) {
-  const __m512i v = _mm512_i32gather_epi32(_mm512_add_epi32(offs, _mm512_set1_epi32((int32_t)at)), base, 1);
-  if (hi) *hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-}
-
 /* The 16 rows of the decode panel at row n0 (a short last panel repeats its
  * last row): their addresses and their int32 byte offsets from *base, for
  * gathers (the routes admit 16 * row_bytes <= INT32_MAX). Returns the real
@@ -491,6 +484,22 @@ static inline __attribute__((always_inline)) void q4_step(const uint8_t *const r
   }
 }
 
+/* Q8_0's pair step takes its scales the same way: row pairs' d of blocks b
+ * and b + 1 (bytes 0 and 34 of the step's span) by one word permute into
+ * dword 0 of 128-bit lanes 0 and 1 (q80_heads_index), then unpacks merge 8
+ * pairs to the 16 rows' d per block. */
+static inline __m512i q80_heads_index(void) {
+  uint16_t w[32] = {0};
+  w[0] = 0, w[1] = 32, w[8] = Q80_BLOCK / 2, w[9] = 32 + Q80_BLOCK / 2;
+  return _mm512_loadu_si512(w);
+}
+static inline __m512i q80_heads2(const __m512i h[8]) {
+  __m512i q[4], r[2];
+  for (int i = 0; i < 4; ++i) q[i] = _mm512_unpacklo_epi32(h[2 * i], h[2 * i + 1]); /* 4 rows */
+  for (int i = 0; i < 2; ++i) r[i] = _mm512_unpacklo_epi64(q[2 * i], q[2 * i + 1]);  /* 8 rows */
+  return _mm512_permutex2var_epi64(r[0], _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), r[1]);
+}
+
 static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, int64_t p0, int64_t p1,
                                                                 const b32_kind kd) {
   const tp_qk_task *t = x->task;
@@ -509,6 +518,7 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
      * per row, three lines) ran 5-10 % slower than pairs */
     const int quads = !kd.q8;
     const q4_index ix = q4_index_of(kd);
+    const __m512i hix = q80_heads_index();
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
@@ -527,35 +537,30 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
         }
         if (b < nb) q4_step(rows, b, (int)(nb - b), aq, init, da, ga, &ix, kd, &f), b = nb;
       }
-      for (; b < nb; b += 2) {
+      for (; b < nb; b += 2) { /* Q8_0: two blocks per step */
         const int two = b + 1 < nb;
         if (c == 0 && pf)
           for (int r = 0; r < pf_rows; ++r) {
             const uint8_t *q = pf + (size_t)r * t->row_bytes + b * bytes;
             _mm_prefetch((const char *)q, _MM_HINT_T1);
-            if (2 * bytes > 64) _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
+            _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
           }
-        const __m512i av = _mm512_loadu_si512(aq + 32 * b);
-        /* the bias term (Q4_1 / Q5_1 have none, and no init is made for them) */
-        const __m512i iv = kd.min ? _mm512_setzero_si512() : _mm512_loadu_si512(init + 8 * b);
-        __m512i u[8];
+        const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
+        __m512i u[8], h[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          u[i] = q80_pair(qk_dpbusd(iv, b32_chunk(rows[2 * i] + b * bytes, two, kd), av),
-                          qk_dpbusd(iv, b32_chunk(rows[2 * i + 1] + b * bytes, two, kd), av));
+          const uint8_t *r0 = rows[2 * i] + b * bytes, *r1 = rows[2 * i + 1] + b * bytes;
+          u[i] = q80_pair(qk_dpbusd(iv, b32_chunk(r0, two, kd), av), qk_dpbusd(iv, b32_chunk(r1, two, kd), av));
+          h[i] = _mm512_permutex2var_epi16(q4_load_first(r0, two ? 64 : bytes), hix, q4_load_first(r1, two ? 64 : bytes));
         }
         __m512i s0, s1;
         q80_reduce8(u, &s0, &s1);
-        /* d, and the min right after it (kd.min == 2) from the same gather */
-        __m512 m0, m1;
-        const __m512 d0 = q80_scales16(base, offs, b * bytes, kd.min ? &m0 : NULL);
+        const __m512i dd = q80_heads2(h); /* [16 rows' d of block b | of block b + 1] */
+        const __m512 d0 = _mm512_cvtph_ps(_mm512_castsi512_si256(dd));
         f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d0, _mm512_set1_ps(da[8 * b])), f);
-        if (kd.min) /* + m * s (Q8_1's s spread over 8 lanes as s / 8) */
-          f = _mm512_fmadd_ps(m0, _mm512_set1_ps(ga[8 * b] * 8.0f), f);
         if (two) {
-          const __m512 d1 = q80_scales16(base, offs, (b + 1) * bytes, kd.min ? &m1 : NULL);
+          const __m512 d1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(dd, 1));
           f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(d1, _mm512_set1_ps(da[8 * (b + 1)])), f);
-          if (kd.min) f = _mm512_fmadd_ps(m1, _mm512_set1_ps(ga[8 * (b + 1)] * 8.0f), f);
         }
       }
       b16_store(t, c, n0, nr, f);
