@@ -129,14 +129,13 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
-  /* the 32-element block types: the block-sum kernels (their decode gathers 16 rows by int32 offsets) */
+  /* the 32-element block types: the block-sum kernels */
   if ((task->wtype == TOPOS_Q8_0 || task->wtype == TOPOS_Q4_0 || task->wtype == TOPOS_Q5_0 ||
        task->wtype == TOPOS_Q4_1 || task->wtype == TOPOS_Q5_1) &&
-      task->k % 32 == 0 && task->row_bytes <= INT32_MAX / 16)
+      task->k % 32 == 0)
     return qk_b32_run(task);
-  /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels (the same int32 gather) */
-  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) &&
-      task->k % 256 == 0 && task->row_bytes <= INT32_MAX / 16)
+  /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels */
+  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) && task->k % 256 == 0)
     return qk_ks_run(task);
   return QK_FN(run)(task);
 }

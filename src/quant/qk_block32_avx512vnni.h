@@ -299,19 +299,12 @@ static inline void q80_reduce8(const __m512i u[8], __m512i *s0, __m512i *s1) {
 }
 
 /* The 16 rows of the decode panel at row n0 (a short last panel repeats its
- * last row): their addresses and their int32 byte offsets from *base, for
- * gathers (the routes admit 16 * row_bytes <= INT32_MAX). Returns the real
- * rows' count. */
-static inline int b16_panel(const tp_qk_task *t, int64_t n0, const uint8_t **base, const uint8_t *rows[16],
-                            __m512i *offs) {
+ * last row) and *base, the first one's address. Returns the real rows'
+ * count. */
+static inline int b16_panel(const tp_qk_task *t, int64_t n0, const uint8_t **base, const uint8_t *rows[16]) {
   const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
-  int32_t off[16];
   *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
-  for (int r = 0; r < 16; ++r) {
-    off[r] = (int32_t)((r < nr ? r : nr - 1) * (int64_t)t->row_bytes);
-    rows[r] = *base + off[r];
-  }
-  *offs = _mm512_loadu_si512(off);
+  for (int r = 0; r < 16; ++r) rows[r] = *base + (size_t)(r < nr ? r : nr - 1) * t->row_bytes;
   return nr;
 }
 
@@ -508,8 +501,7 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
-    __m512i offs;
-    const int nr = b16_panel(t, n0, &base, rows, &offs);
+    const int nr = b16_panel(t, n0, &base, rows);
     /* the panel two ahead, fetched a block pair per step (the hardware
      * prefetcher barely follows 16 short row streams) */
     const uint8_t *pf = n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL;

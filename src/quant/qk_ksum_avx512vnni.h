@@ -403,14 +403,13 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad, lanes = kpad / 4, dstride = kpad / 256 + 1;
-  /* the 32 bits gathered per row and super-block: d | dmin << 16 (Q4_K,
+  /* the 32 bits read per row and super-block: d | dmin << 16 (Q4_K,
    * Q5_K), scales 14-15 | d << 16 (Q6_K: d ends the block) */
   const int64_t at = kind == KS_Q6_K ? 206 : 0;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
-    __m512i offs;
-    const int nr = b16_panel(t, n0, &base, rows, &offs);
+    const int nr = b16_panel(t, n0, &base, rows);
     /* the next panel (its rows are one contiguous run; two ahead measured
      * no better with 16-row panels), a slice per row pair and super-block
      * in address order (qk_prefetch_slice: spread, not in bursts) */
@@ -433,6 +432,10 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
       for (int64_t s0 = 0; s0 < nsb; s0 += KS_SBC) {
         const int64_t ns = nsb - s0 < KS_SBC ? nsb - s0 : KS_SBC;
         __m512i u[KS_SBC][8];
+        /* the rows' 32 bits at `at`, read as each pair's block is (its lines are
+         * being fetched then), for one vector load per super-block: a gather
+         * there cost 4-8 % of the kernel from L2 */
+        uint32_t dw[KS_SBC][16];
         for (int i0 = 0; i0 < 8; i0 += G)
           for (int64_t j = 0; j < ns; ++j) {
             const int64_t sb = s0 + j;
@@ -440,6 +443,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
             for (int i = i0; i < i0 + G; ++i) {
               const uint8_t *r0 = rows[2 * i] + sb * bb, *r1 = rows[2 * i + 1] + sb * bb;
               qk_prefetch_slice(pf_c, pf_u++, pf_step);
+              memcpy(&dw[j][2 * i], r0 + at, 4), memcpy(&dw[j][2 * i + 1], r1 + at, 4);
               if (kind == KS_Q6_K)
                 u[j][i] = q80_pair(ks_row_q6(r0, aq + 256 * sb, init + 64 * sb), ks_row_q6(r1, aq + 256 * sb, init + 64 * sb));
               else {
@@ -453,7 +457,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
           const int64_t sb = s0 + j;
           __m512i i0, i1;
           q80_reduce8(u[j], &i0, &i1);
-          const __m512i dd = _mm512_i32gather_epi32(_mm512_add_epi32(offs, _mm512_set1_epi32((int32_t)(sb * bb + at))), base, 1);
+          const __m512i dd = _mm512_loadu_si512(dw[j]);
           const __m512 da = _mm512_set1_ps(dsb[sb]);
           if (kind == KS_Q6_K) {
             const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
