@@ -147,6 +147,11 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
     }
   }
   free(uses);
+  /* room was made for a fusion per node (660 bytes each); keep the ones found */
+  if (plan->n_fusions > 0) {
+    tp_fusion *kept = realloc(plan->fusions, plan->n_fusions * sizeof *plan->fusions);
+    if (kept) plan->fusions = kept;
+  }
   return TOPOS_OK;
 }
 
