@@ -498,6 +498,11 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
   const int64_t nb = x->nb, kpad = act->kpad, lanes = kpad / 4, bytes = (int64_t)kd.bytes;
+  /* Q8_0 keeps the pair step: from memory its four-block span (136 bytes
+   * per row, three lines) ran 5-10 % slower than pairs */
+  const int quads = !kd.q8;
+  const q4_index ix = q4_index_of(kd);
+  const __m512i hix = q80_heads_index();
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
@@ -506,11 +511,6 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
      * prefetcher barely follows 16 short row streams) */
     const uint8_t *pf = n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL;
     const int pf_rows = pf ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
-    /* Q8_0 keeps the pair step: from memory its four-block span (136 bytes
-     * per row, three lines) ran 5-10 % slower than pairs */
-    const int quads = !kd.q8;
-    const q4_index ix = q4_index_of(kd);
-    const __m512i hix = q80_heads_index();
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
