@@ -116,8 +116,6 @@ static inline float qk_reduce_avx512(__m512 v) {
 
 #include "quant/qk_act_body.h"
 #include "quant/qk_matvec_avx512vnni.h"
-#define QK_MATVEC_OF qk_matvec_of
-#define QK_MATVEC_PREPARE qk_matvec_prepare
 #define QK_KTILE_WIDE_H "quant/qk_ktile_wide_avx512vnni.h"
 #include "quant/qk_engine_body.h"
 #include "quant/qk_amx_body.h"

@@ -1,32 +1,17 @@
-/* Fused matrix-vector kernels of the AVX-512 VNNI engine, for products with
- * fewer activation rows than a tile (decoding: m = 1), and the in-register
- * unpacking of the K types that the super-block kernels
- * (qk_ksum_avx512vnni.h) build on. Included by qk_avx512vnni.c before the
- * engine body.
+/* In-register unpacking of the block layouts for the AVX-512 VNNI
+ * engine's own kernels: the block-sum and super-block-sum products
+ * (qk_block32_avx512vnni.h, qk_ksum_avx512vnni.h) build on these. Included
+ * by qk_avx512vnni.c before the engine body. Those kernels serve every
+ * product of their types on this ISA (decoding included), so the engine's
+ * fused matrix-vector table (qk_matvec_table.h) has no AVX-512 instance:
+ * the AVX2 engine keeps its own (qk_matvec_avx2.h).
  *
- * The tile route decodes a panel of weight rows into a buffer, then dots
- * it with the activations: for m = 1 that is two passes over every weight
- * byte, and the decode pass dominated decoding time. These kernels unpack
- * each block in registers straight from the file's layout and feed it to
- * the very integer and float operations of the tile route with C = 1
- * (qtile in qk_engine_body.h), in the same order and with the same lane
- * layout: each 32-bit lane holds the exact integer sum of the same 4
- * elements, each float accumulator lane sees the same sequence of roundings.
- * So results are bit-identical to the tile route, and hence independent of
- * m and of the thread count (tests/quant/qmatmul_test.c). On this ISA the
- * engine serves the 32-element types only for rows too long for the
- * block-sum kernels' int32 gather offsets (qk_block32_avx512vnni.h).
- *
- * Layouts: reference/ggml.md §2. Each kernel takes NR (1..4) weight rows and
- * one activation row; rows are interleaved for instruction-level
- * parallelism. */
+ * Layouts: reference/ggml.md §2. */
 #ifndef TP_QUANT_QK_MATVEC_AVX512VNNI_H
 #define TP_QUANT_QK_MATVEC_AVX512VNNI_H
 
 #include <immintrin.h>
 #include <stdint.h>
-
-#include "quant/qk_matvec_kinds.h"
 
 #define MV_INLINE static inline __attribute__((always_inline))
 
@@ -113,12 +98,6 @@ MV_INLINE void mv_q6k_chunks(const uint8_t *ql, const uint8_t *qh, __m512i *lo, 
 
 /* ---- legacy 32-element blocks, two per 64-element chunk ---------------- */
 
-/* Scales of blocks b and b + 1 over lanes 0..7 and 8..15 (the tile's
- * EXPAND4 of s[2b], s[2b+1], s[2b+2], s[2b+3]). */
-MV_INLINE __m512 mv_two(float x0, float x1) {
-  return _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_set1_ps(x0), _mm512_set1_ps(x1));
-}
-
 MV_INLINE float mv_f16(const uint8_t *p) { return QK_F16_TO_F32((uint16_t)(p[0] | (p[1] << 8))); }
 
 /* The 64 weights of blocks b0 and b1 (NULL past the row's end: the tile
@@ -151,54 +130,5 @@ MV_INLINE __m512i mv_q8_chunk(const uint8_t *qs0, const uint8_t *qs1) {
                             _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)qs1), f), 1);
 }
 
-
-/* Q8_0 / Q4_0 / Q5_0 meet the activations with the tile's init (bias)
- * term; Q4_1 / Q5_1 have none and subtract the min term. k % 32 == 0: a
- * last chunk of one block meets the padding as the tile route does. */
-MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                         const uint8_t *pf, int64_t pf_step, float *res, mv_legacy_kind kd) {
-  const int64_t kpad = act->kpad, lanes = kpad / 4;
-  const int8_t *aq = act->q + c * kpad;
-  const int32_t *init = act->init + c * lanes;
-  const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
-  const int q8 = kd.bytes == 34;
-  __m512 acc[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t e = 0; e < k; e += 64) {
-    const int two = e + 64 <= k;
-    const __m512i av = _mm512_loadu_si512(aq + e);
-    qk_prefetch_slice(pf, e / 64, pf_step);
-    const __m512 dv = _mm512_loadu_ps(da + e / 4);
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t *b0 = rows[r] + (size_t)(e / 32) * kd.bytes, *b1 = two ? b0 + kd.bytes : NULL;
-      const __m512 sv = mv_two(mv_f16(b0), b1 ? mv_f16(b1) : 0.0f);
-      __m512i q = q8 ? mv_q8_chunk(b0 + kd.qs, b1 ? b1 + kd.qs : NULL)
-                     : mv_nib_chunk(b0 + kd.qs, b1 ? b1 + kd.qs : NULL);
-      if (kd.qh) {
-        const uint64_t bits = (uint64_t)mv_le32(b0 + kd.qh) | (b1 ? (uint64_t)mv_le32(b1 + kd.qh) << 32 : 0);
-        q = _mm512_or_si512(q, _mm512_maskz_mov_epi8((__mmask64)bits, _mm512_set1_epi8(0x10)));
-      }
-      const __m512i t = kd.min ? qk_dpbusd0(q, av) : qk_dpbusd(_mm512_loadu_si512(init + e / 4), q, av);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(sv, dv), acc[r]);
-      if (kd.min) {
-        const __m512 mv = mv_two(-mv_f16(b0 + kd.min), b1 ? -mv_f16(b1 + kd.min) : 0.0f);
-        acc[r] = _mm512_fnmadd_ps(mv, _mm512_loadu_ps(ga + e / 4), acc[r]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx512(acc[r]);
-}
-
-/* The K types have their own kernels (qk_ksum_avx512vnni.h); the others
- * need no preparation. */
-static int mv_prepare(topos_dtype wtype, qk_act *act) {
-  (void)wtype, (void)act;
-  return 1;
-}
-
-#include "quant/qk_matvec_table.h"
 
 #endif
