@@ -127,13 +127,17 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
-  /* the 32-element block types: the block-sum kernels */
+  /* the 32-element block types: the block-sum kernels; both kinds of kernel
+   * repack prompt activations with a gather of 16 rows at int32 offsets
+   * (qk_lanes_repack), so rows up to INT32_MAX / 16 elements */
+  const int gatherable = task->k <= INT32_MAX / 16 - 256;
   if ((task->wtype == TOPOS_Q8_0 || task->wtype == TOPOS_Q4_0 || task->wtype == TOPOS_Q5_0 ||
        task->wtype == TOPOS_Q4_1 || task->wtype == TOPOS_Q5_1) &&
-      task->k % 32 == 0)
+      task->k % 32 == 0 && gatherable)
     return qk_b32_run(task);
   /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels */
-  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) && task->k % 256 == 0)
+  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) && task->k % 256 == 0 &&
+      gatherable)
     return qk_ks_run(task);
   return QK_FN(run)(task);
 }
