@@ -318,21 +318,22 @@ static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512
 
 /* ---- matrix-vector, four blocks per step -------------------------------
  * A gather fetches one scale per row and block (~1.6 cycles per element on
- * Zen 4): the pair step below spends more than a third of its time on them.
- * Here a step covers four blocks of each of 16 rows (a span of 72 to 96
- * bytes per row; Q4_0, Q4_1, Q5_0, Q5_1), and one or two 64-byte loads per row carry all four
- * blocks' d (and min) along with the weights; word permutes and lane
- * shuffles (q4_quad_heads, q4_lanes_transpose) turn them into the 16 rows'
- * scales per block, ~1.5 shuffles per row where the gathers took 4 loads.
+ * Zen 4): pair steps that gathered their scales spent more than a third of
+ * their time on them. Here a step covers four blocks of each of 16 rows (a
+ * span of 72 to 96 bytes per row; Q4_0, Q4_1, Q5_0, Q5_1), and one or two
+ * 64-byte loads per row carry all four blocks' d (and min) along with the
+ * weights; word permutes and lane shuffles (q4_quad_heads,
+ * q4_lanes_transpose) turn them into the 16 rows' scales per block, ~1.5
+ * shuffles per row where the gathers took 4 loads.
  * The nibbles are not put in element order: the four blocks' 16 qs bytes
  * are packed into one vector, its low nibbles meet the activations'
  * elements 0..15 of each block and its high nibbles elements 16..31 (arranged
  * once per step for all 16 rows, q4_act); Q5's fifth bits join as 0x10
  * under two 64-bit masks, and Q4_0 / Q5_0's init term holds -bias * the
- * activations' sums. Lane
- * 4j + i then sums 8 products of block j; the exact integer block sums and
- * the float steps in block order are the pair step's, bit for bit. A row's
- * last 1..3 blocks take the same step with the missing blocks zero (nq). */
+ * activations' sums. Lane 4j + i then sums 8 products of block j; the exact
+ * integer block sums and the float steps in block order are the
+ * definition's, bit for bit. A row's last 1..3 blocks take the same step
+ * with the missing blocks zero (nq). */
 
 typedef struct {
   __m512i words; /* q4_row's permute of its loads' words (scale dwords, fifth-bit words) */
