@@ -21,6 +21,18 @@ static int check_disjoint(const tp_buffer_plan *bp) {
   return 1;
 }
 
+/* Seals the tape and compiles a plan of the roots (backward or not, in
+ * `numerics`), whose buffers must not overlap while live; *plan stays NULL
+ * when sealing or compiling fails (the failure is recorded). */
+static void bp_compile(topos_tape **tape, const topos_sym *roots, size_t n_roots, int backward,
+                       topos_numerics numerics, topos_network **net, topos_plan **plan) {
+  *plan = NULL;
+  CHECK_OK(topos_tape_seal(tape, net));
+  topos_request req = {roots, n_roots, NULL, 0, backward, numerics};
+  CHECK_OK(topos_plan_compile(*net, &req, plan));
+  CHECK(check_disjoint(tp_plan_buffers(*plan)));
+}
+
 /* The plan's roots equal the network's, bit for bit, over `runs` runs (the
  * later ones reuse the first one's arena). */
 static void bp_check_plan_bits(const topos_network *net, const topos_plan *plan, const topos_sym *roots,
@@ -101,12 +113,10 @@ TEST(buffer_plan_never_writes_over_an_operand) {
   topos_tensor_release(t);
   topos_sym a = topos_tape_exp(tape, x), b = topos_tape_tanh(tape, x);
   topos_sym z = topos_tape_mul(tape, a, b), out = topos_tape_sum(tape, z);
-  CHECK_OK(topos_tape_seal(&tape, &net));
-  topos_request req = {&out, 1, NULL, 0, 0, TOPOS_NUMERICS_FAST};
   topos_plan *plan = NULL;
-  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp_compile(&tape, &out, 1, 0, TOPOS_NUMERICS_FAST, &net, &plan);
+  CHECK(plan != NULL);
   const tp_buffer_plan *bp = tp_plan_buffers(plan);
-  CHECK(check_disjoint(bp));
   CHECK(bp->offset[z.index] != bp->offset[a.index]);
   CHECK(bp->offset[z.index] != bp->offset[b.index]);
   CHECK(bp->offset[out.index] == bp->offset[a.index] || bp->offset[out.index] == bp->offset[b.index]);
@@ -126,12 +136,10 @@ TEST(buffer_plan_backward_drops_what_no_rule_reads) {
   topos_sym y = x;
   for (int i = 0; i < 8; ++i) y = topos_tape_neg(tape, y);
   topos_sym out = topos_tape_sum(tape, y);
-  CHECK_OK(topos_tape_seal(&tape, &net));
-  topos_request req = {&out, 1, NULL, 0, 1, TOPOS_NUMERICS_EXACT};
   topos_plan *plan = NULL;
-  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp_compile(&tape, &out, 1, 1, TOPOS_NUMERICS_EXACT, &net, &plan);
+  CHECK(plan != NULL);
   const tp_buffer_plan *bp = tp_plan_buffers(plan);
-  CHECK(check_disjoint(bp));
   CHECK_EQ_INT(bp->unshared_bytes, 8 * 256 + 64);
   CHECK(bp->arena_bytes <= 2 * 256 + 64);
   /* and the engine route still differentiates it */
@@ -247,12 +255,10 @@ TEST(buffer_plan_packs_crossing_lifetimes_without_overlap) {
     if (i % 40 == 39 && n_roots < 8) roots[n_roots++] = v;
   }
   for (int c = 0; c < CLASSES && n_roots < 8; ++c) roots[n_roots++] = vals[c][count[c] - 1];
-  CHECK_OK(topos_tape_seal(&tape, &net));
-  topos_request req = {roots, n_roots, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
   topos_plan *plan = NULL;
-  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp_compile(&tape, roots, n_roots, 0, TOPOS_NUMERICS_EXACT, &net, &plan);
+  CHECK(plan != NULL);
   const tp_buffer_plan *bp = tp_plan_buffers(plan);
-  CHECK(check_disjoint(bp));
   CHECK(bp->arena_bytes <= bp->unshared_bytes);
   int64_t peak = 0;
   for (uint32_t s = 0; s < bp->count; ++s) {
@@ -291,12 +297,10 @@ TEST(buffer_plan_reshape_of_a_buffer_is_a_view) {
   topos_sym total = topos_tape_add(tape, topos_tape_add(tape, strided, topos_tape_reshape(tape, late, 1, flat)),
                                    topos_tape_reshape(tape, again, 1, flat));
   topos_sym roots[] = {kept, total};
-  CHECK_OK(topos_tape_seal(&tape, &net));
-  topos_request req = {roots, 2, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
   topos_plan *plan = NULL;
-  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp_compile(&tape, roots, 2, 0, TOPOS_NUMERICS_EXACT, &net, &plan);
+  CHECK(plan != NULL);
   const tp_buffer_plan *bp = tp_plan_buffers(plan);
-  CHECK(check_disjoint(bp));
   CHECK(bp->offset[e.index] != TP_NOT_IN_ARENA);
   CHECK(bp->offset[kept.index] == TP_NOT_IN_ARENA);
   CHECK(bp->offset[again.index] == TP_NOT_IN_ARENA);
@@ -327,12 +331,10 @@ TEST(buffer_plan_reshape_of_a_dense_narrow_is_a_view) {
   topos_sym dense = topos_tape_reshape(tape, cut, 2, split);
   topos_sym strided = topos_tape_reshape(tape, topos_tape_narrow(tape, y, 1, 8, 8), 2, split2);
   topos_sym roots[] = {topos_tape_tanh(tape, dense), topos_tape_tanh(tape, strided)};
-  CHECK_OK(topos_tape_seal(&tape, &net));
-  topos_request req = {roots, 2, NULL, 0, 0, TOPOS_NUMERICS_EXACT};
   topos_plan *plan = NULL;
-  CHECK_OK(topos_plan_compile(net, &req, &plan));
+  bp_compile(&tape, roots, 2, 0, TOPOS_NUMERICS_EXACT, &net, &plan);
+  CHECK(plan != NULL);
   const tp_buffer_plan *bp = tp_plan_buffers(plan);
-  CHECK(check_disjoint(bp));
   CHECK(bp->offset[x.index] != TP_NOT_IN_ARENA);
   CHECK(bp->offset[dense.index] == TP_NOT_IN_ARENA);
   CHECK(bp->offset[strided.index] != TP_NOT_IN_ARENA);
