@@ -18,6 +18,16 @@
  * as no envelope kernel engages (the acceleration tier states its envelope).
  * Plans of both postures may be compiled from one network and used together.
  *
+ * Sinks. A forward plan may have sinks (topos_plan_compile_sinks): values
+ * its runs hand to a callback (topos_plan_forward_sink) the moment they are
+ * computed, and
+ * then treats as any other intermediate: dropped after their last reader,
+ * their bytes reused. A value a caller only copies out (a llama chunk's new
+ * keys and values, bound for the cache) need not hold its arena range to the
+ * end of the run. A sink is evaluated as a root is (its ancestors too) but
+ * is not readable unless it is also a root or observed, and no fused step
+ * hides it. Bits are unchanged: the same kernels run on the same operands.
+ *
  * Runs made by a plan are ordinary topos_run objects: topos_run_read answers
  * roots and observed nodes only, topos_run_backward works on backward plans
  * (the loss must be a root or observed) and gives TOPOS_ERR_STATE on
@@ -61,6 +71,12 @@ typedef struct topos_request {
   topos_numerics numerics;
 } topos_request;
 
+/* Called once per sink and run, in evaluation order, with the sink's index in
+ * request->sinks and its value: a view of run memory, valid during the call
+ * only. A status other than TOPOS_OK stops the run and is returned by
+ * topos_plan_forward_sink. */
+typedef topos_status (*topos_sink_fn)(void *user, size_t sink, const topos_tensor *value);
+
 typedef struct topos_plan topos_plan;
 
 /* What a plan evaluates and stores; element counts, not bytes. */
@@ -84,6 +100,13 @@ typedef struct topos_plan_stats {
  * TOPOS_ERR_OUT_OF_MEMORY; *out is NULL then. */
 TOPOS_API topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
                                           topos_plan **out);
+/* topos_plan_compile with sinks[0 .. n_sinks - 1] (see Sinks): request may
+ * then have no root. Further errors: TOPOS_ERR_INVALID_ARGUMENT for sinks in
+ * a backward request or an invalid sink symbol, TOPOS_ERR_FOREIGN for one
+ * from another network. */
+TOPOS_API topos_status topos_plan_compile_sinks(const topos_network *net, const topos_request *request,
+                                                const topos_sym *sinks, size_t n_sinks,
+                                                topos_plan **out);
 /* Drops the caller's reference; runs and fields still alive keep the plan
  * until they are freed. NULL is fine. */
 TOPOS_API void topos_plan_free(topos_plan *plan);
@@ -92,6 +115,12 @@ TOPOS_API void topos_plan_free(topos_plan *plan);
 TOPOS_API topos_status topos_plan_forward(const topos_plan *plan, const topos_params *params,
                                           const topos_feed *feeds, size_t n_feeds,
                                           topos_run **out);
+/* topos_plan_forward for a plan with sinks: sink(user, k, value) as each is
+ * computed. topos_plan_forward refuses such a plan (TOPOS_ERR_INVALID_ARGUMENT),
+ * and this one a NULL sink for it; a plan without sinks never calls it. */
+TOPOS_API topos_status topos_plan_forward_sink(const topos_plan *plan, const topos_params *params,
+                                               const topos_feed *feeds, size_t n_feeds,
+                                               topos_sink_fn sink, void *user, topos_run **out);
 /* Releases what the plan keeps between runs for the next one (idle run
  * contexts: their arena, scratch and recycled headers); the next run
  * allocates them afresh. For a caller that alternates between many plans and
@@ -105,7 +134,8 @@ TOPOS_API topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_s
  *   "  %4u  %-16s %-20s %-16s %s" index, op (source kind, or "fused:NAME" for
  * the root of a fused group), dtype+shape, liveness, buffer
  * with liveness one of "kept" (readable), "retained" (read by a backward
- * rule), "freed after N" (dropped after node N reads it) or "fused into N"
+ * rule), "freed after N" (dropped after node N reads it), "sink, freed
+ * after N" (handed to the sink, then as freed after N) or "fused into N"
  * (computed inside node N's fused step), and buffer one of "source" (the
  * caller's tensor), "view" (no bytes of its own), "arena [A,B)" (its byte
  * range in the run's arena) or "-" (fused away); then the summary lines

@@ -280,7 +280,7 @@ static topos_status run_step(tp_exec *ex, uint32_t i) {
 }
 
 static topos_status exec_run(tp_exec *ex, const topos_params *params, const topos_feed *feeds,
-                             size_t n_feeds) {
+                             size_t n_feeds, topos_sink_fn sink, void *sink_user) {
   const topos_plan *plan = ex->plan;
   const tp_graph *graph = plan->schedule.graph;
   uint32_t n = graph->count;
@@ -293,6 +293,12 @@ static topos_status exec_run(tp_exec *ex, const topos_params *params, const topo
       TP_TRY(tp_run_source(graph, params, ex->fed, ex->run.values, i));
     else
       TP_TRY(run_step(ex, i));
+    if (plan->sink_of[i] >= 0) {
+      topos_status s = sink(sink_user, (size_t)plan->sink_of[i], ex->run.values[i]);
+      if (s != TOPOS_OK)
+        return tp_fail_context(s, "plan: sink %d (%s, node %u)", plan->sink_of[i],
+                               tp_node_label(&graph->nodes[i]), i);
+    }
     for (uint32_t r = plan->release_start[i]; r < plan->release_start[i + 1]; ++r) {
       uint32_t o = plan->release_list[r];
       spare_push(ex, ex->run.values[o]);
@@ -303,7 +309,8 @@ static topos_status exec_run(tp_exec *ex, const topos_params *params, const topo
 }
 
 topos_status tp_exec_forward(topos_plan *plan, const topos_params *params,
-                             const topos_feed *feeds, size_t n_feeds, topos_run **out) {
+                             const topos_feed *feeds, size_t n_feeds, topos_sink_fn sink,
+                             void *sink_user, topos_run **out) {
   atomic_fetch_add_explicit(&plan->refs, 1, memory_order_relaxed);
   lock(&plan->lock);
   tp_exec *ex = plan->idle;
@@ -320,7 +327,7 @@ topos_status tp_exec_forward(topos_plan *plan, const topos_params *params,
   atomic_store(&ex->users, 1);
   tp_provider *previous = tp_provider_install(&ex->provider);
   int posture = tp_numerics_enter(plan->schedule.exact);
-  topos_status s = exec_run(ex, params, feeds, n_feeds);
+  topos_status s = exec_run(ex, params, feeds, n_feeds, sink, sink_user);
   tp_numerics_leave(posture);
   tp_provider_install(previous);
   presize(ex);

@@ -74,7 +74,7 @@ static bool fusion_is_invisible(const topos_plan *plan, const tp_fusion *f, cons
     if (k > 0 && m <= f->members[k - 1]) return false;
     if (graph->nodes[m].kind != TOPOS_NODE_OP) return false;
     if (m == root) continue;
-    if (sc->readable[m] || (training && sc->required[m])) return false;
+    if (sc->readable[m] || plan->sink_of[m] >= 0 || (training && sc->required[m])) return false;
     /* every reader of an interior member is a member */
     uint32_t inside = 0;
     for (uint32_t j = 0; j < f->n_members; ++j) {
@@ -135,7 +135,7 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
   for (uint32_t i = n; i-- > 0;) {
     const tp_node *node = &graph->nodes[i];
     if (!plan->evaluated[i] || node->kind != TOPOS_NODE_OP || uses[i] != 0 ||
-        sc->readable[i] || (training && sc->required[i]))
+        sc->readable[i] || plan->sink_of[i] >= 0 || (training && sc->required[i]))
       continue;
     plan->evaluated[i] = 0;
     int32_t g = plan->fusion_of[i];
@@ -177,6 +177,10 @@ static topos_status plan_liveness(topos_plan *plan) {
       for (int j = 0; j < topos_op_arity(node->op); ++j) plan->last_use[node->operands[j]] = i;
     }
   }
+  /* a sink nobody reads is dropped right after its own step (the sink call) */
+  for (uint32_t i = 0; i < n; ++i)
+    if (plan->evaluated[i] && !plan->kept[i] && plan->sink_of[i] >= 0 && plan->last_use[i] == UINT32_MAX)
+      plan->last_use[i] = i;
   uint32_t releases = 0;
   for (uint32_t i = 0; i < n; ++i)
     if (plan->evaluated[i] && !plan->kept[i] && plan->last_use[i] != UINT32_MAX) ++releases;
@@ -215,6 +219,7 @@ static void plan_destroy(topos_plan *plan) {
   free(plan->release_list);
   free(plan->fusions);
   free(plan->fusion_of);
+  free(plan->sink_of);
   free(plan);
 }
 
@@ -223,24 +228,66 @@ void tp_plan_release(topos_plan *plan) {
     plan_destroy(plan);
 }
 
-topos_status tp_plan_compile_with(const topos_network *net, const topos_request *request,
-                                  const tp_pattern *const *patterns, size_t n_patterns,
-                                  topos_plan **out) {
+/* sink_of from the request; the schedule made every sink readable (it came
+ * in as a root): only the roots and observed ones stay so. A node named
+ * twice as a sink is one sink (the first index). */
+static topos_status mark_sinks(topos_plan *plan, const topos_sym *sinks, size_t n_sinks,
+                               const topos_sym *roots, size_t n_roots, const topos_sym *observe,
+                               size_t n_observe) {
+  const tp_graph *graph = plan->schedule.graph;
+  for (uint32_t i = 0; i < graph->count; ++i) plan->sink_of[i] = -1;
+  plan->n_sinks = n_sinks;
+  for (size_t k = n_sinks; k-- > 0;) { /* descending: the first index wins */
+    uint32_t i;
+    TP_TRY(tp_graph_resolve(graph, sinks[k], "plan_compile", &i));
+    if (k > INT32_MAX) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: %zu sinks", n_sinks);
+    plan->sink_of[i] = (int32_t)k;
+    plan->schedule.readable[i] = 0;
+  }
+  const topos_sym *lists[2] = {roots, observe};
+  const size_t counts[2] = {n_roots, n_observe};
+  for (int l = 0; l < 2; ++l)
+    for (size_t k = 0; k < counts[l]; ++k) {
+      uint32_t i;
+      TP_TRY(tp_graph_resolve(graph, lists[l][k], "plan_compile", &i));
+      plan->schedule.readable[i] = 1;
+    }
+  return TOPOS_OK;
+}
+
+static topos_status plan_compile(const topos_network *net, const topos_request *request,
+                                 const topos_sym *sinks, size_t n_sinks_given,
+                                 const tp_pattern *const *patterns, size_t n_patterns, topos_plan **out) {
   if (out) *out = NULL;
   if (!net || !request || !out)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: NULL argument");
-  if (request->n_roots == 0 || !request->roots)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: a request needs at least one root");
+  const size_t n_roots = request->roots ? request->n_roots : 0;
+  const size_t n_sinks = sinks ? n_sinks_given : 0;
+  if (n_roots + n_sinks == 0)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: a request needs at least one root or sink");
+  if (n_sinks > 0 && request->backward)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: sinks are for forward plans (the "
+                   "request asks for backward)");
   if (request->numerics != TOPOS_NUMERICS_FAST && request->numerics != TOPOS_NUMERICS_EXACT)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: unknown numerics %d",
                    (int)request->numerics);
+  if (n_roots + n_sinks > UINT32_MAX)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: %zu roots and sinks", n_roots + n_sinks);
   topos_plan *plan = calloc(1, sizeof *plan);
-  if (!plan) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory");
+  /* sinks are pruned as roots are; the schedule reads them with the roots */
+  topos_sym *wanted = malloc((n_roots + n_sinks) * sizeof *wanted);
+  if (!plan || !wanted) {
+    free(plan);
+    free(wanted);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory");
+  }
+  if (n_roots) memcpy(wanted, request->roots, n_roots * sizeof *wanted);
+  if (n_sinks) memcpy(wanted + n_roots, sinks, n_sinks * sizeof *wanted);
   atomic_init(&plan->refs, 1);
   atomic_flag_clear(&plan->lock);
-  topos_status s = tp_schedule_build(net->graph, request->roots, request->n_roots,
-                                     request->observe, request->n_observe, request->backward != 0,
-                                     &plan->schedule);
+  topos_status s = tp_schedule_build(net->graph, wanted, n_roots + n_sinks, request->observe,
+                                     request->n_observe, request->backward != 0, &plan->schedule);
+  free(wanted);
   if (s != TOPOS_OK) {
     free(plan);
     return tp_fail_context(s, "plan_compile");
@@ -253,8 +300,11 @@ topos_status tp_plan_compile_with(const topos_network *net, const topos_request 
   plan->kept = calloc(m, 1);
   plan->last_use = malloc(m * sizeof *plan->last_use);
   plan->fusion_of = malloc(m * sizeof *plan->fusion_of);
-  if (!plan->evaluated || !plan->kept || !plan->last_use || !plan->fusion_of)
+  plan->sink_of = malloc(m * sizeof *plan->sink_of);
+  if (!plan->evaluated || !plan->kept || !plan->last_use || !plan->fusion_of || !plan->sink_of)
     s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory");
+  if (s == TOPOS_OK) s = mark_sinks(plan, sinks, n_sinks, request->roots, n_roots,
+                                    request->observe, request->n_observe);
   if (s == TOPOS_OK) {
     memcpy(plan->evaluated, plan->schedule.wanted, n);
     s = fuse(plan, patterns, n_patterns);
@@ -272,9 +322,26 @@ topos_status tp_plan_compile_with(const topos_network *net, const topos_request 
   return TOPOS_OK;
 }
 
+topos_status tp_plan_compile_with(const topos_network *net, const topos_request *request,
+                                  const tp_pattern *const *patterns, size_t n_patterns,
+                                  topos_plan **out) {
+  if (out) *out = NULL;
+  if (request && (request->n_roots == 0 || !request->roots))
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: a request needs at least one root");
+  return plan_compile(net, request, NULL, 0, patterns, n_patterns, out);
+}
+
 topos_status topos_plan_compile(const topos_network *net, const topos_request *request,
                                 topos_plan **out) {
   return tp_plan_compile_with(net, request, tp_plan_patterns, tp_plan_pattern_count, out);
+}
+
+topos_status topos_plan_compile_sinks(const topos_network *net, const topos_request *request,
+                                      const topos_sym *sinks, size_t n_sinks, topos_plan **out) {
+  if (out) *out = NULL;
+  if (n_sinks > 0 && !sinks)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: %zu sinks and a NULL list", n_sinks);
+  return plan_compile(net, request, sinks, n_sinks, tp_plan_patterns, tp_plan_pattern_count, out);
 }
 
 void topos_plan_free(topos_plan *plan) { tp_plan_release(plan); }
@@ -285,8 +352,22 @@ topos_status topos_plan_forward(const topos_plan *plan, const topos_params *para
                                 const topos_feed *feeds, size_t n_feeds, topos_run **out) {
   if (out) *out = NULL;
   if (!plan || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_forward: NULL argument");
+  if (plan->n_sinks > 0)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_forward: the plan has %zu sinks: run it with "
+                   "topos_plan_forward_sink", plan->n_sinks);
   /* the pool of run contexts is the one mutable part of a plan (own lock) */
-  return tp_exec_forward((topos_plan *)plan, params, feeds, n_feeds, out);
+  return tp_exec_forward((topos_plan *)plan, params, feeds, n_feeds, NULL, NULL, out);
+}
+
+topos_status topos_plan_forward_sink(const topos_plan *plan, const topos_params *params,
+                                     const topos_feed *feeds, size_t n_feeds, topos_sink_fn sink,
+                                     void *user, topos_run **out) {
+  if (out) *out = NULL;
+  if (!plan || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_forward_sink: NULL argument");
+  if (plan->n_sinks > 0 && !sink)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_forward_sink: the plan has %zu sinks and the "
+                   "sink is NULL", plan->n_sinks);
+  return tp_exec_forward((topos_plan *)plan, params, feeds, n_feeds, sink, user, out);
 }
 
 topos_numerics topos_plan_numerics(const topos_plan *plan) {
@@ -323,6 +404,7 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
     else if (!plan->evaluated[i]) snprintf(liveness, sizeof liveness, "recomputed, unread");
     else if (sc->readable[i]) snprintf(liveness, sizeof liveness, "kept");
     else if (plan->kept[i]) snprintf(liveness, sizeof liveness, "retained");
+    else if (plan->sink_of[i] >= 0) snprintf(liveness, sizeof liveness, "sink, freed after %u", plan->last_use[i]);
     else snprintf(liveness, sizeof liveness, "freed after %u", plan->last_use[i]);
     if (interior || !plan->evaluated[i]) snprintf(buffer, sizeof buffer, "-");
     else if (node->kind != TOPOS_NODE_OP) snprintf(buffer, sizeof buffer, "source");

@@ -35,6 +35,8 @@ struct topos_plan {
   tp_fusion *fusions;
   uint32_t n_fusions;
   int32_t *fusion_of;         /* count entries: group of a member node, -1 if none */
+  int32_t *sink_of;           /* count entries: index in the request's sinks, -1 if none */
+  size_t n_sinks;
   atomic_flag lock;           /* guards idle */
   tp_exec *idle;              /* contexts ready for the next run */
 };
@@ -65,7 +67,8 @@ struct tp_exec {
 
 /* executor.c */
 topos_status tp_exec_forward(topos_plan *plan, const topos_params *params,
-                             const topos_feed *feeds, size_t n_feeds, topos_run **out);
+                             const topos_feed *feeds, size_t n_feeds, topos_sink_fn sink,
+                             void *sink_user, topos_run **out);
 void tp_exec_destroy(tp_exec *ex);
 void tp_plan_release(topos_plan *plan);
 

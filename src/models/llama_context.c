@@ -190,34 +190,58 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
   return TOPOS_OK;
 }
 
-/* Chunk rows [T, KVH, hd] into the cache at pos..pos+T-1. f32: K [KVH, hd, C]
- * (transposed), V [KVH, C, hd]; 16-bit: K [KVH, C, hd], V [KVH, hd, C]. */
-static void tp_cache_write(topos_llama_context *x, int64_t l, const float *k, const float *v,
-                           int64_t T) {
+/* Chunk rows [T, KVH, hd] of layer l's keys (is_v 0) or values into the
+ * cache at pos..pos+T-1. f32: K [KVH, hd, C] (transposed), V [KVH, C, hd];
+ * 16-bit: K [KVH, C, hd], V [KVH, hd, C]. A row goes in whole where the
+ * layout keeps it contiguous and element by element where it is transposed. */
+static void tp_cache_write(topos_llama_context *x, int64_t l, int is_v, const float *rows, int64_t T) {
   const topos_llama_config *c = &x->model->config;
   int64_t KVH = c->n_kv_heads, hd = c->head_dim, C = x->capacity, base = l * KVH * hd * C;
   topos_dtype dt = x->options.kv_dtype;
+  /* f32 keys and 16-bit values are the transposed ones */
+  const int transposed = (dt == TOPOS_F32) != (is_v != 0);
+  void *mem = is_v ? x->v_mem : x->k_mem;
   for (int64_t t = 0; t < T; ++t) {
     int64_t p = x->pos + t;
     for (int64_t h = 0; h < KVH; ++h) {
-      const float *kr = k + (t * KVH + h) * hd, *vr = v + (t * KVH + h) * hd;
+      const float *r = rows + (t * KVH + h) * hd;
       if (dt == TOPOS_F32) {
-        float *kc = (float *)x->k_mem + base, *vc = (float *)x->v_mem + base;
-        for (int64_t i = 0; i < hd; ++i) kc[(h * hd + i) * C + p] = kr[i];
-        memcpy(vc + (h * C + p) * hd, vr, (size_t)hd * sizeof(float));
+        float *cache = (float *)mem + base;
+        if (transposed)
+          for (int64_t i = 0; i < hd; ++i) cache[(h * hd + i) * C + p] = r[i];
+        else
+          memcpy(cache + (h * C + p) * hd, r, (size_t)hd * sizeof(float));
       } else {
-        uint16_t *kc = (uint16_t *)x->k_mem + base, *vc = (uint16_t *)x->v_mem + base;
+        uint16_t *cache = (uint16_t *)mem + base;
         void (*to16)(const float *, uint16_t *, size_t) = dt == TOPOS_F16 ? tp_f32_to_f16_row : tp_f32_to_bf16_row;
-        to16(kr, kc + (h * C + p) * hd, (size_t)hd); /* a K row is contiguous */
-        uint16_t vb[64]; /* V is transposed: rows converted 64 at a time, then scattered */
+        if (!transposed) {
+          to16(r, cache + (h * C + p) * hd, (size_t)hd);
+          continue;
+        }
+        uint16_t b[64]; /* converted 64 at a time, then scattered */
         for (int64_t i0 = 0; i0 < hd; i0 += 64) {
           const int64_t len = hd - i0 < 64 ? hd - i0 : 64;
-          to16(vr + i0, vb, (size_t)len);
-          for (int64_t i = 0; i < len; ++i) vc[(h * hd + i0 + i) * C + p] = vb[i];
+          to16(r + i0, b, (size_t)len);
+          for (int64_t i = 0; i < len; ++i) cache[(h * hd + i0 + i) * C + p] = b[i];
         }
       }
     }
   }
+}
+
+/* The plan's sink (llama_internal.h): sink k < L is layer k's keys, else
+ * layer k - L's values, [T, KVH, hd] f32 as the chunk computed them. Masked
+ * attention never reads slots at or past pos, so writing them during the
+ * chunk changes no result. */
+static topos_status tp_cache_sink(void *user, size_t k, const topos_tensor *value) {
+  topos_llama_context *x = user;
+  const int64_t L = x->model->config.n_layers;
+  if (!topos_tensor_is_contiguous(value) || topos_tensor_dtype(value) != TOPOS_F32)
+    return tp_fail(TOPOS_ERR_INTERNAL, "llama eval: chunk keys/values are not packed f32");
+  const int is_v = (int64_t)k >= L;
+  tp_cache_write(x, is_v ? (int64_t)k - L : (int64_t)k, is_v, topos_tensor_data(value),
+                 topos_tensor_shape(value)[0]);
+  return TOPOS_OK;
 }
 
 static topos_status tp_new_input(int rank, int64_t d0, int64_t d1, int64_t d2, topos_tensor **t,
@@ -283,21 +307,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
       f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
     }
     topos_run *run = NULL;
-    st = topos_plan_forward(g->plan, NULL, f, nf, &run);
-    /* chunk keys/values into the cache at positions pos .. pos+T-1 */
-    for (int64_t l = 0; st == TOPOS_OK && l < L; ++l) {
-      topos_tensor *kn = NULL, *vn = NULL;
-      st = topos_run_read(run, g->k_new[l], &kn);
-      if (st == TOPOS_OK) st = topos_run_read(run, g->v_new[l], &vn);
-      if (st == TOPOS_OK && (!topos_tensor_is_contiguous(kn) || !topos_tensor_is_contiguous(vn)))
-        st = tp_fail(TOPOS_ERR_INTERNAL, "llama eval: chunk keys/values are not packed");
-      if (st == TOPOS_OK) {
-        const float *k = topos_tensor_data(kn), *v = topos_tensor_data(vn);
-        tp_cache_write(x, l, k, v, T);
-      }
-      topos_tensor_release(kn);
-      topos_tensor_release(vn);
-    }
+    st = topos_plan_forward_sink(g->plan, NULL, f, nf, tp_cache_sink, x, &run);
     if (st == TOPOS_OK && logits) {
       topos_tensor *lg = NULL;
       st = topos_run_read(run, g->logits, &lg);

@@ -225,20 +225,14 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
   } else {
     topos_tape_free(r.t);
   }
-  topos_sym *roots = NULL;
   if (st == TOPOS_OK) {
-    roots = malloc((2 * L + 1) * sizeof *roots);
-    if (!roots) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: plan roots");
-  }
-  if (st == TOPOS_OK) {
+    /* the chunk's keys and values (k_new, then v_new: 2L consecutive
+     * symbols) are sinks, copied into the cache as each is computed: their
+     * arena ranges are reused for the rest of the chunk */
     const size_t head = logits_rows == TP_LOGITS_NONE ? 0 : 1;
-    roots[0] = g->logits;
-    memcpy(roots + head, g->k_new, L * sizeof *roots);
-    memcpy(roots + head + L, g->v_new, L * sizeof *roots);
-    topos_request req = {roots, 2 * L + head, NULL, 0, 0, numerics};
-    st = topos_plan_compile(net, &req, &g->plan);
+    topos_request req = {&g->logits, head, NULL, 0, 0, numerics};
+    st = topos_plan_compile_sinks(net, &req, g->k_new, (size_t)(2 * L), &g->plan);
   }
-  free(roots);
   topos_network_free(net);
   if (st != TOPOS_OK) {
     tp_llama_graph_free(g);

@@ -35,9 +35,10 @@ struct topos_llama {
  *   mask_c f32 [G*T, S]        0 where row (g, t) may see cache slot j < S, else -inf
  *   mask_n f32 [G*T, T]        causal mask inside the chunk
  *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd]
- * Roots: logits [T or 1, vocab] (none for TP_LOGITS_NONE: a prompt chunk
- * before the last needs no head), k_new[l] f32 [T, KVH, hd] (after rope),
- * v_new[l] f32 [T, KVH, hd]. */
+ * Root: logits [T or 1, vocab] (none for TP_LOGITS_NONE: a prompt chunk
+ * before the last needs no head). Sinks (topos_plan_forward_sink, index k <
+ * L: k_new[k], else v_new[k - L]; k_new and v_new are adjacent):
+ * k_new[l] f32 [T, KVH, hd] (after rope), v_new[l] f32 [T, KVH, hd]. */
 typedef enum tp_logits_rows { TP_LOGITS_LAST, TP_LOGITS_ALL, TP_LOGITS_NONE } tp_logits_rows;
 
 typedef struct tp_llama_graph {
