@@ -57,7 +57,7 @@ static void mark_holdings(const tp_graph *graph, const uint8_t *evaluated, const
       /* a cut of the outermost non-unit axis (a decoding step's [1, n]
        * product row cut into q, k, v) is one dense run of its operand */
       bool leading_units = true;
-      for (int a = 0; a < node->attrs.axis; ++a) leading_units = leading_units && node->desc.shape[a] == 1;
+      for (int a = 0; a < node->attrs->axis; ++a) leading_units = leading_units && node->desc.shape[a] == 1;
       if (leading_units) holds[i] = HOLDS_DENSE_VIEW;
     }
   }

@@ -264,7 +264,7 @@ static topos_status run_step(tp_exec *ex, uint32_t i) {
                                 node->desc.rank, node->desc.shape, &dst));
   }
   topos_status s = f ? f->pattern->run(f, graph, inputs, dst, &out)
-                     : tp_op_forward_into(node->op, inputs, &node->attrs, dst, &out);
+                     : tp_op_forward_into(node->op, inputs, node->attrs, dst, &out);
   spare_push(ex, dst);
   if (s != TOPOS_OK) {
     return tp_fail_context(s, "plan: %s (node %u)",

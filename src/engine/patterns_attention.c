@@ -104,15 +104,15 @@ static bool at_scores(const at_form *fm, const tp_graph *g, uint32_t i, uint32_t
 static bool at_narrow(const at_form *fm, const tp_graph *g, uint32_t i, uint32_t p, int64_t start,
                       int64_t length) {
   const tp_node *n = at_op(fm, g, i, TOPOS_OP_NARROW);
-  return n && n->operands[0] == p && n->attrs.axis == fm->rank - 1 && n->attrs.start == start &&
-         n->attrs.length == length;
+  return n && n->operands[0] == p && n->attrs->axis == fm->rank - 1 && n->attrs->start == start &&
+         n->attrs->length == length;
 }
 
 /* pad(x, last axis, start, extent) */
 static bool at_pad(const at_form *fm, const tp_graph *g, uint32_t i, int64_t start, int64_t extent,
                    uint32_t *x) {
   const tp_node *n = at_op(fm, g, i, TOPOS_OP_PAD);
-  if (!n || n->attrs.axis != fm->rank - 1 || n->attrs.start != start || n->attrs.length != extent)
+  if (!n || n->attrs->axis != fm->rank - 1 || n->attrs->start != start || n->attrs->length != extent)
     return false;
   *x = n->operands[0];
   return true;
@@ -132,7 +132,7 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
     const tp_node *na = at_op(fm, g, a->operands[0], TOPOS_OP_NARROW);
     if (!na) return false;
     p = na->operands[0];
-    S = na->attrs.length;
+    S = na->attrs->length;
     const int64_t W = g->nodes[p].desc.shape[last];
     if (!at_narrow(fm, g, a->operands[0], p, 0, S) || !at_narrow(fm, g, b->operands[0], p, S, W - S))
       return false;
@@ -153,7 +153,7 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
   const tp_node *e = at_op(fm, g, p, TOPOS_OP_EXP);
   if (!e) return false;
   const tp_node *ls = at_op(fm, g, e->operands[0], TOPOS_OP_LOG_SOFTMAX);
-  if (!ls || ls->attrs.axis != last) return false;
+  if (!ls || ls->attrs->axis != last) return false;
   members[n++] = p;
   members[n++] = e->operands[0];
   uint32_t s = ls->operands[0];

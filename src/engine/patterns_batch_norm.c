@@ -16,7 +16,7 @@
 /* A broadcast_along(axis 0) of a [F] node: its index, or UINT32_MAX. */
 static uint32_t tp_bn_spread(const tp_graph *g, uint32_t i, int64_t features) {
   const tp_node *b = tp_pattern_op(g, i, TOPOS_OP_BROADCAST_ALONG);
-  if (!b || b->attrs.axis != 0) return UINT32_MAX;
+  if (!b || b->attrs->axis != 0) return UINT32_MAX;
   const tp_node *src = &g->nodes[b->operands[0]];
   return src->desc.rank == 1 && src->desc.shape[0] == features ? b->operands[0] : UINT32_MAX;
 }

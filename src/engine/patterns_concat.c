@@ -52,20 +52,20 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
   if (!first) return false;
   members[n++] = at;
   pads[n_pads++] = first;
-  int axis = first->attrs.axis;
+  int axis = first->attrs->axis;
   int64_t lanes = top->desc.shape[axis];
   /* the parts by start (insertion sort: at most TP_FUSION_MAX_INPUTS), then
    * each must begin where the previous ends, the last at the axis' end */
   for (uint32_t k = 0; k < n_pads; ++k) {
     const tp_node *p = pads[k];
-    if (p->attrs.axis != axis) return false;
+    if (p->attrs->axis != axis) return false;
     uint32_t j = k;
-    for (; j > 0 && pads[j - 1]->attrs.start > p->attrs.start; --j) pads[j] = pads[j - 1];
+    for (; j > 0 && pads[j - 1]->attrs->start > p->attrs->start; --j) pads[j] = pads[j - 1];
     pads[j] = p;
   }
   int64_t next = 0;
   for (uint32_t k = 0; k < n_pads; ++k) {
-    if (pads[k]->attrs.start != next) return false;
+    if (pads[k]->attrs->start != next) return false;
     next += g->nodes[pads[k]->operands[0]].desc.shape[axis];
     by_start[k] = pads[k]->operands[0];
   }
@@ -112,7 +112,7 @@ static topos_status tp_lanes_run(const tp_fusion *f, const tp_graph *g,
   const tp_node *root = &g->nodes[f->root];
   int axis = -1;
   for (uint32_t k = 0; k < f->n_members && axis < 0; ++k)
-    if (g->nodes[f->members[k]].op == TOPOS_OP_PAD) axis = g->nodes[f->members[k]].attrs.axis;
+    if (g->nodes[f->members[k]].op == TOPOS_OP_PAD) axis = g->nodes[f->members[k]].attrs->axis;
   int64_t lanes = root->desc.shape[axis], outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= root->desc.shape[i];
   for (int i = axis + 1; i < root->desc.rank; ++i) inner *= root->desc.shape[i];

@@ -27,21 +27,21 @@ bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32
   uint32_t permute = rs->operands[0];
   const tp_node *pm = tp_pattern_op(g, permute, TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 2, 4, 1, 3, 5};
-  if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
+  if (!pm || pm->attrs->rank != 6 || memcmp(pm->attrs->order, order, sizeof order) != 0)
     return false;
   uint32_t cols = pm->operands[0];
   const tp_node *u4 = tp_pattern_op(g, cols, TOPOS_OP_UNFOLD);
-  if (!u4 || u4->attrs.axis != 4) return false;
+  if (!u4 || u4->attrs->axis != 4) return false;
   uint32_t rows = u4->operands[0];
   const tp_node *u2 = tp_pattern_op(g, rows, TOPOS_OP_UNFOLD);
-  if (!u2 || u2->attrs.axis != 2) return false;
+  if (!u2 || u2->attrs->axis != 2) return false;
   uint32_t below = u2->operands[0];
   uint32_t n = 0;
   const tp_node *p3 = tp_pattern_op(g, below, TOPOS_OP_PAD);
   uint32_t x = below;
-  if (p3 && p3->attrs.axis == 3) {
+  if (p3 && p3->attrs->axis == 3) {
     const tp_node *p2 = tp_pattern_op(g, p3->operands[0], TOPOS_OP_PAD);
-    if (!p2 || p2->attrs.axis != 2) return false;
+    if (!p2 || p2->attrs->axis != 2) return false;
     members[n++] = p3->operands[0];
     members[n++] = below;
     x = p2->operands[0];
@@ -187,18 +187,18 @@ static void tp_patches_fill(const tp_fusion *f, const tp_graph *g, const topos_t
   const tp_node *u2 = NULL, *u4 = NULL, *pm = NULL;
   for (uint32_t k = 0; k < f->n_members; ++k) {
     const tp_node *m = &g->nodes[f->members[k]];
-    if (m->op == TOPOS_OP_PAD && m->attrs.axis == 2) top = m->attrs.start;
-    if (m->op == TOPOS_OP_PAD && m->attrs.axis == 3) left = m->attrs.start;
-    if (m->op == TOPOS_OP_UNFOLD && m->attrs.axis == 2) u2 = m;
-    if (m->op == TOPOS_OP_UNFOLD && m->attrs.axis == 4) u4 = m;
+    if (m->op == TOPOS_OP_PAD && m->attrs->axis == 2) top = m->attrs->start;
+    if (m->op == TOPOS_OP_PAD && m->attrs->axis == 3) left = m->attrs->start;
+    if (m->op == TOPOS_OP_UNFOLD && m->attrs->axis == 2) u2 = m;
+    if (m->op == TOPOS_OP_UNFOLD && m->attrs->axis == 4) u4 = m;
     if (m->op == TOPOS_OP_PERMUTE) pm = m;
   }
   const int64_t *xs = topos_tensor_shape(x);
   const tp_node *rows = &g->nodes[u4->operands[0]]; /* [B,C,OH,KH,PW] */
   tp_patch_job j = {topos_tensor_data(x), topos_tensor_data_mut(patches), topos_tensor_strides(x),
                     (size_t)topos_dtype_block_bytes(topos_tensor_dtype(x)), xs[1], xs[2], xs[3],
-                    rows->desc.shape[2], pm->desc.shape[2], u2->attrs.size, u4->attrs.size,
-                    u2->attrs.step, u4->attrs.step, u2->attrs.dilation, u4->attrs.dilation, top,
+                    rows->desc.shape[2], pm->desc.shape[2], u2->attrs->size, u4->attrs->size,
+                    u2->attrs->step, u4->attrs->step, u2->attrs->dilation, u4->attrs->dilation, top,
                     left};
   int64_t per = j.OW * j.C * j.KH * j.KW;
   tp_parallel_for(xs[0] * j.OH, per > 0 ? ((1 << 14) + per - 1) / per : 1, tp_patch_range, &j);

@@ -41,9 +41,9 @@ static bool tp_cd_geometry(const tp_graph *g, const uint8_t *evaluated, uint32_t
   const tp_node *pm = NULL;
   for (uint32_t k = 0; k < n; ++k) {
     const tp_node *m = &g->nodes[members[k]];
-    if (m->op == TOPOS_OP_PAD && m->attrs.axis == 2) a->top = m->attrs.start;
-    if (m->op == TOPOS_OP_PAD && m->attrs.axis == 3) a->left = m->attrs.start;
-    if (m->op == TOPOS_OP_UNFOLD && (m->attrs.step != 1 || m->attrs.dilation != 1)) return false;
+    if (m->op == TOPOS_OP_PAD && m->attrs->axis == 2) a->top = m->attrs->start;
+    if (m->op == TOPOS_OP_PAD && m->attrs->axis == 3) a->left = m->attrs->start;
+    if (m->op == TOPOS_OP_UNFOLD && (m->attrs->step != 1 || m->attrs->dilation != 1)) return false;
     if (m->op == TOPOS_OP_PERMUTE) pm = m;
   }
   if (!pm || a->top < 0 || a->left < 0) return false;
@@ -76,7 +76,7 @@ static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uin
     if (side < 0) return false;
     mmi = node->operands[side], bci = node->operands[1 - side];
     const tp_node *bc = tp_pattern_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
-    if (!bc || bc->attrs.axis != 0 || g->nodes[bc->operands[0]].desc.rank != 1 ||
+    if (!bc || bc->attrs->axis != 0 || g->nodes[bc->operands[0]].desc.rank != 1 ||
         bc->desc.dtype != TOPOS_F32)
       return false;
   } else if (node->op != TOPOS_OP_MATMUL) {
@@ -165,8 +165,8 @@ static topos_status tp_cd_run(bool forward, const tp_fusion *f, const tp_graph *
   memset(&a, 0, sizeof a);
   for (uint32_t k = 0; k < n; ++k) {
     const tp_node *m = &g->nodes[members[k]];
-    if (m->op == TOPOS_OP_PAD && m->attrs.axis == 2) a.top = m->attrs.start;
-    if (m->op == TOPOS_OP_PAD && m->attrs.axis == 3) a.left = m->attrs.start;
+    if (m->op == TOPOS_OP_PAD && m->attrs->axis == 2) a.top = m->attrs->start;
+    if (m->op == TOPOS_OP_PAD && m->attrs->axis == 3) a.left = m->attrs->start;
     if (m->op == TOPOS_OP_PERMUTE) {
       a.OH = m->desc.shape[1], a.OW = m->desc.shape[2];
       a.KH = m->desc.shape[4], a.KW = m->desc.shape[5];

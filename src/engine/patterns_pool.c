@@ -28,9 +28,9 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   int64_t expect = -1;
   while ((m = tp_pattern_op(g, at, TOPOS_OP_MAXIMUM)) != NULL) {
     const tp_node *right = tp_pattern_op(g, m->operands[1], TOPOS_OP_NARROW);
-    if (!right || right->attrs.axis != 4 || right->attrs.length != 1) return false;
-    if (expect >= 0 && right->attrs.start != expect) return false;
-    expect = right->attrs.start - 1;
+    if (!right || right->attrs->axis != 4 || right->attrs->length != 1) return false;
+    if (expect >= 0 && right->attrs->start != expect) return false;
+    expect = right->attrs->start - 1;
     if (lanes_node == UINT32_MAX) lanes_node = right->operands[0];
     if (right->operands[0] != lanes_node || n + 2 > TP_FUSION_MAX_MEMBERS - 4) return false;
     chain[n++] = at;
@@ -38,7 +38,7 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
     at = m->operands[0];
   }
   const tp_node *first = tp_pattern_op(g, at, TOPOS_OP_NARROW);
-  if (!first || first->attrs.axis != 4 || first->attrs.start != 0 || first->attrs.length != 1 ||
+  if (!first || first->attrs->axis != 4 || first->attrs->start != 0 || first->attrs->length != 1 ||
       first->operands[0] != lanes_node || expect != 0)
     return false;
   chain[n++] = at;
@@ -48,12 +48,12 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   if ((int64_t)(n + 1) / 2 != L) return false; /* every lane folded exactly once */
   const tp_node *pm = tp_pattern_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
-  if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
+  if (!pm || pm->attrs->rank != 6 || memcmp(pm->attrs->order, order, sizeof order) != 0)
     return false;
   const tp_node *u4 = tp_pattern_op(g, pm->operands[0], TOPOS_OP_UNFOLD);
-  if (!u4 || u4->attrs.axis != 4) return false;
+  if (!u4 || u4->attrs->axis != 4) return false;
   const tp_node *u2 = tp_pattern_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
-  if (!u2 || u2->attrs.axis != 2 || u2->attrs.size * u4->attrs.size != L) return false;
+  if (!u2 || u2->attrs->axis != 2 || u2->attrs->size * u4->attrs->size != L) return false;
   if (g->nodes[u2->operands[0]].desc.rank != 4) return false;
   chain[n++] = lanes_node;
   chain[n++] = rs->operands[0];
@@ -131,15 +131,15 @@ static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_ten
   const tp_node *u2 = NULL, *u4 = NULL;
   for (uint32_t k = 0; k < f->n_members; ++k) {
     const tp_node *m = &g->nodes[f->members[k]];
-    if (m->op == TOPOS_OP_UNFOLD && m->attrs.axis == 2) u2 = m;
-    if (m->op == TOPOS_OP_UNFOLD && m->attrs.axis == 4) u4 = m;
+    if (m->op == TOPOS_OP_UNFOLD && m->attrs->axis == 2) u2 = m;
+    if (m->op == TOPOS_OP_UNFOLD && m->attrs->axis == 4) u4 = m;
   }
   const topos_tensor *x = inputs[0];
   const int64_t *st = topos_tensor_strides(x);
   const int64_t *ds = g->nodes[f->root].desc.shape; /* [B,C,OH,OW,1] */
   int64_t B = ds[0], C = ds[1], OH = ds[2], OW = ds[3];
-  int64_t KH = u2->attrs.size, SH = u2->attrs.step, DH = u2->attrs.dilation;
-  int64_t KW = u4->attrs.size, SW = u4->attrs.step, DW = u4->attrs.dilation;
+  int64_t KH = u2->attrs->size, SH = u2->attrs->step, DH = u2->attrs->dilation;
+  int64_t KW = u4->attrs->size, SW = u4->attrs->step, DW = u4->attrs->dilation;
   if (topos_tensor_dtype(x) == TOPOS_F32 && KH == 2 && KW == 2 && SH == 2 && SW == 2 &&
       DH == 1 && DW == 1 && st[3] == 1) {
     tp_pool_2x2_job job = {topos_tensor_data(x), topos_tensor_data_mut(dst), st, C,

@@ -55,8 +55,8 @@ static bool tp_pb_seed_of(const tp_graph *g, uint32_t at, topos_dtype dt, tp_pb_
 /* narrow(lanes, 4, k, 1) */
 static bool tp_pb_lane(const tp_graph *g, uint32_t i, uint32_t lanes, int64_t k) {
   const tp_node *n = tp_pattern_op(g, i, TOPOS_OP_NARROW);
-  return n && n->operands[0] == lanes && n->attrs.axis == 4 && n->attrs.start == k &&
-         n->attrs.length == 1;
+  return n && n->operands[0] == lanes && n->attrs->axis == 4 && n->attrs->start == k &&
+         n->attrs->length == 1;
 }
 
 /* M_k: the running maximum of lanes 0..k as the forward records it */
@@ -76,32 +76,32 @@ static uint32_t tp_pb_lanes_source(const tp_graph *g, uint32_t lanes, int64_t L)
   if (!rs || rs->desc.rank != 5 || rs->desc.shape[4] != L) return UINT32_MAX;
   const tp_node *pm = tp_pattern_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
-  if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
+  if (!pm || pm->attrs->rank != 6 || memcmp(pm->attrs->order, order, sizeof order) != 0)
     return UINT32_MAX;
   const tp_node *u4 = tp_pattern_op(g, pm->operands[0], TOPOS_OP_UNFOLD);
-  if (!u4 || u4->attrs.axis != 4) return UINT32_MAX;
+  if (!u4 || u4->attrs->axis != 4) return UINT32_MAX;
   const tp_node *u2 = tp_pattern_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
-  if (!u2 || u2->attrs.axis != 2 || u2->attrs.size * u4->attrs.size != L) return UINT32_MAX;
+  if (!u2 || u2->attrs->axis != 2 || u2->attrs->size * u4->attrs->size != L) return UINT32_MAX;
   if (g->nodes[u2->operands[0]].desc.rank != 4) return UINT32_MAX;
   return u2->operands[0];
 }
 
 static bool tp_pb_fold_disjoint(const tp_node *f) {
-  return f->attrs.dilation >= 1 && f->attrs.step >= (f->attrs.size - 1) * f->attrs.dilation + 1;
+  return f->attrs->dilation >= 1 && f->attrs->step >= (f->attrs->size - 1) * f->attrs->dilation + 1;
 }
 
 static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
   const tp_node *f2 = tp_pattern_op(g, root, TOPOS_OP_FOLD);
-  if (!f2 || f2->attrs.axis != 2 || f2->desc.rank != 4) return false;
+  if (!f2 || f2->attrs->axis != 2 || f2->desc.rank != 4) return false;
   topos_dtype dt = f2->desc.dtype;
   if (dt != TOPOS_F32 && dt != TOPOS_F64) return false;
   const tp_node *f1 = tp_pattern_op(g, f2->operands[0], TOPOS_OP_FOLD);
-  if (!f1 || f1->attrs.axis != 4 || !tp_pb_fold_disjoint(f1) || !tp_pb_fold_disjoint(f2))
+  if (!f1 || f1->attrs->axis != 4 || !tp_pb_fold_disjoint(f1) || !tp_pb_fold_disjoint(f2))
     return false;
   const tp_node *pm = tp_pattern_op(g, f1->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
-  if (!pm || pm->attrs.rank != 6 || memcmp(pm->attrs.order, order, sizeof order) != 0)
+  if (!pm || pm->attrs->rank != 6 || memcmp(pm->attrs->order, order, sizeof order) != 0)
     return false;
   const tp_node *rs = tp_pattern_op(g, pm->operands[0], TOPOS_OP_RESHAPE);
   if (!rs || rs->desc.rank != 6) return false;
@@ -117,7 +117,7 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
     return false;
   for (uint32_t k = 0; k < lanes_f.n_members; ++k)
     if (g->nodes[lanes_f.members[k]].op == TOPOS_OP_PAD &&
-        g->nodes[lanes_f.members[k]].attrs.axis != 4)
+        g->nodes[lanes_f.members[k]].attrs->axis != 4)
       return false;
   if (2 + 3 * (L - 1) > TP_FUSION_MAX_INPUTS ||
       lanes_f.n_members + 9 * (L - 1) + 4 > TP_FUSION_MAX_MEMBERS)
@@ -291,11 +291,11 @@ static topos_status tp_pb_run(const tp_fusion *f, const tp_graph *g, topos_tenso
   job.OH = rs->desc.shape[2];
   job.OW = rs->desc.shape[3];
   job.L = rs->desc.shape[4] * rs->desc.shape[5];
-  job.KH = u2->attrs.size, job.SH = u2->attrs.step, job.DH = u2->attrs.dilation;
-  job.KW = u4->attrs.size, job.SW = u4->attrs.step, job.DW = u4->attrs.dilation;
+  job.KH = u2->attrs->size, job.SH = u2->attrs->step, job.DH = u2->attrs->dilation;
+  job.KW = u4->attrs->size, job.SW = u4->attrs->step, job.DW = u4->attrs->dilation;
   job.bKW = rs->desc.shape[5];
-  job.bSH = root->attrs.step, job.bDH = root->attrs.dilation;
-  job.bSW = f1->attrs.step, job.bDW = f1->attrs.dilation;
+  job.bSH = root->attrs->step, job.bDH = root->attrs->dilation;
+  job.bSW = f1->attrs->step, job.bDW = f1->attrs->dilation;
   bool f32 = root->desc.dtype == TOPOS_F32;
   topos_status s = TOPOS_OK;
   for (uint32_t k = 2; k < f->n_inputs && s == TOPOS_OK; ++k)

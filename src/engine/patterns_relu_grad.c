@@ -207,8 +207,8 @@ static topos_status tp_rg_run(const tp_fusion *f, const tp_graph *graph,
   TP_TRY(topos_tensor_read_f64(inputs[0], &job.z, 1));
   TP_TRY(topos_tensor_read_f64(inputs[1], &job.t, 1));
   topos_tensor *gv = NULL, *xv = NULL;
-  topos_status s = topos_tensor_permute(inputs[2], pm->attrs.order, &gv);
-  if (s == TOPOS_OK) s = topos_tensor_permute(inputs[3], pm->attrs.order, &xv);
+  topos_status s = topos_tensor_permute(inputs[2], pm->attrs->order, &gv);
+  if (s == TOPOS_OK) s = topos_tensor_permute(inputs[3], pm->attrs->order, &xv);
   if (s == TOPOS_OK) {
     job.rank = topos_tensor_rank(gv);
     const int64_t *shape = topos_tensor_shape(gv);

@@ -49,7 +49,7 @@ static bool rn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
   if (!y) return false;
   const uint32_t x = y->operands[0];
   const tp_node *bi = rn_op(g, y->operands[1], TOPOS_OP_BROADCAST_ALONG);
-  if (!bi || bi->attrs.axis != 1) return false;
+  if (!bi || bi->attrs->axis != 1) return false;
   const tp_node *inv = rn_op(g, bi->operands[0], TOPOS_OP_DIV);
   if (!inv || !rn_filled(g, inv->operands[0])) return false;
   const tp_node *den = rn_op(g, inv->operands[1], TOPOS_OP_SQRT);
@@ -59,7 +59,7 @@ static bool rn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
   const tp_node *ms = rn_op(g, add->operands[0], TOPOS_OP_DIV);
   if (!ms || !rn_filled(g, ms->operands[1])) return false;
   const tp_node *tot = rn_op(g, ms->operands[0], TOPOS_OP_SUM_ALONG);
-  if (!tot || tot->attrs.axis != 1) return false;
+  if (!tot || tot->attrs->axis != 1) return false;
   const tp_node *sq = rn_op(g, tot->operands[0], TOPOS_OP_MUL);
   if (!sq || sq->operands[0] != x || sq->operands[1] != x) return false;
   /* shapes: x, the squares, y, w and the root [rows, dim]; the row values [rows] */

@@ -32,7 +32,7 @@ static const tp_node *rp_op(const tp_graph *g, uint32_t i, topos_op op) {
 /* pad(y, 3, start, 2) of a [.., .., .., 1] part */
 static bool rp_pad(const tp_graph *g, uint32_t i, int64_t start, uint32_t *y) {
   const tp_node *n = rp_op(g, i, TOPOS_OP_PAD);
-  if (!n || n->attrs.axis != 3 || n->attrs.start != start || n->attrs.length != 2) return false;
+  if (!n || n->attrs->axis != 3 || n->attrs->start != start || n->attrs->length != 2) return false;
   *y = n->operands[0];
   return g->nodes[*y].desc.shape[3] == 1;
 }
@@ -40,7 +40,7 @@ static bool rp_pad(const tp_graph *g, uint32_t i, int64_t start, uint32_t *y) {
 /* narrow(p, 3, start, 1) */
 static bool rp_half(const tp_graph *g, uint32_t i, int64_t start, uint32_t *p) {
   const tp_node *n = rp_op(g, i, TOPOS_OP_NARROW);
-  if (!n || n->attrs.axis != 3 || n->attrs.start != start || n->attrs.length != 1) return false;
+  if (!n || n->attrs->axis != 3 || n->attrs->start != start || n->attrs->length != 1) return false;
   *p = n->operands[0];
   return g->nodes[*p].desc.shape[3] == 2;
 }

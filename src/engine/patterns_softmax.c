@@ -47,7 +47,7 @@ static bool tp_softmax_match(const tp_graph *g, const uint8_t *evaluated, uint32
   uint32_t ls = e->operands[0];
   const tp_node *l = tp_pattern_op(g, ls, TOPOS_OP_LOG_SOFTMAX);
   if (!l || l->desc.dtype != TOPOS_F32 || l->desc.rank < 1 ||
-      l->attrs.axis != l->desc.rank - 1 || l->desc.shape[l->desc.rank - 1] < 1)
+      l->attrs->axis != l->desc.rank - 1 || l->desc.shape[l->desc.rank - 1] < 1)
     return false;
   f->n_members = 2;
   f->members[0] = ls;

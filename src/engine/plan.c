@@ -94,11 +94,11 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
   for (uint32_t i = 0; i < n; ++i) plan->fusion_of[i] = -1;
   if (n_patterns == 0) return TOPOS_OK;
   uint32_t *uses = calloc(n ? n : 1, sizeof *uses);
-  plan->fusions = malloc((n ? n : 1) * sizeof *plan->fusions);
-  if (!uses || !plan->fusions) {
-    free(uses);
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion)");
-  }
+  /* grown as fusions are found (664 bytes each): a table sized for every
+   * node (2 MB at a llama prompt chunk) would be freed at once, leaving a
+   * hole in the heap */
+  uint32_t cap_fusions = 0;
+  if (!uses) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion)");
   for (uint32_t i = 0; i < n; ++i) {
     const tp_node *node = &graph->nodes[i];
     if (!plan->evaluated[i] || node->kind != TOPOS_NODE_OP) continue;
@@ -117,6 +117,15 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
       f.pattern = patterns[p];
       f.root = i;
       if (!fusion_is_invisible(plan, &f, uses)) continue;
+      if (plan->n_fusions == cap_fusions) {
+        uint32_t cap = cap_fusions ? 2 * cap_fusions : 16;
+        tp_fusion *grown = realloc(plan->fusions, cap * sizeof *grown);
+        if (!grown) {
+          free(uses);
+          return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion %u)", plan->n_fusions);
+        }
+        plan->fusions = grown, cap_fusions = cap;
+      }
       int32_t id = (int32_t)plan->n_fusions;
       plan->fusions[plan->n_fusions++] = f;
       for (uint32_t k = 0; k < f.n_members; ++k) {
@@ -147,11 +156,6 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
     }
   }
   free(uses);
-  /* room was made for a fusion per node (660 bytes each); keep the ones found */
-  if (plan->n_fusions > 0) {
-    tp_fusion *kept = realloc(plan->fusions, plan->n_fusions * sizeof *plan->fusions);
-    if (kept) plan->fusions = kept;
-  }
   return TOPOS_OK;
 }
 

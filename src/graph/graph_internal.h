@@ -28,7 +28,8 @@ typedef struct tp_node {
   topos_node_kind kind;
   topos_op op;                       /* kind == TOPOS_NODE_OP */
   uint32_t operands[TP_MAX_ARITY];   /* first topos_op_arity(op) entries used */
-  topos_op_attrs attrs;              /* copy of the attributes given at record */
+  const topos_op_attrs *attrs;       /* the attributes given at record: interned in the graph
+                                        (tp_graph_intern_attrs), never NULL */
   topos_tensor_desc desc;            /* inferred dtype and shape of the value */
   topos_tensor *value;               /* constant / parameter initial / input default (NULL: none) */
   char *name;                        /* parameter or input name, owned, may be NULL */
@@ -43,7 +44,21 @@ typedef struct tp_graph {
   /* node index of each parameter slot / input slot, in recording order */
   uint32_t *parameters, n_parameters, parameters_capacity;
   uint32_t *inputs, n_inputs, inputs_capacity;
+  /* distinct non-zero attributes, each stored once (a llama chunk graph's
+   * 3000 nodes hold a few dozen): blocks that never move, found by hash */
+  topos_op_attrs **attr_blocks;
+  uint32_t n_attrs, attr_blocks_capacity;
+  const topos_op_attrs **attr_index; /* open addressing, attr_index_size slots (power of two) */
+  uint32_t attr_index_size;
 } tp_graph;
+
+/* All-zero attributes: what sources and attribute-less ops point to. */
+extern const topos_op_attrs tp_attrs_zero;
+/* The graph's copy of attrs (NULL: none), interned: equal attributes give
+ * the same pointer, valid as long as the graph. NULL on out of memory. */
+const topos_op_attrs *tp_graph_intern_attrs(tp_graph *graph, const topos_op_attrs *attrs);
+/* Frees the interned attributes (graph release). */
+void tp_graph_free_attrs(tp_graph *graph);
 
 struct topos_tape {
   tp_graph *graph;

@@ -101,7 +101,7 @@ static topos_status evaluate(const tp_graph *graph, const topos_params *params,
                      topos_op_name(node->op), i, node->operands[j]);
   }
   topos_tensor *out = NULL;
-  topos_status s = topos_op_forward(node->op, inputs, &node->attrs, &out);
+  topos_status s = topos_op_forward(node->op, inputs, node->attrs, &out);
   if (s != TOPOS_OK) return tp_fail_context(s, "forward: %s (node %u)", topos_op_name(node->op), i);
   topos_tensor_desc got = topos_tensor_describe(out);
   if (!same_desc(&got, &node->desc)) {

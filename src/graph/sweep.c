@@ -35,7 +35,7 @@ static topos_status sweep_node(tp_algebra *alg, tp_graph *graph, uint32_t i, con
     descs[j] = graph->nodes[node.operands[j]].desc;
   }
   TP_TRY(alg->node_value(alg, i, &output));
-  tp_rule_args args = {inputs, descs, output, &node.desc, grads[i], &node.attrs};
+  tp_rule_args args = {inputs, descs, output, &node.desc, grads[i], node.attrs};
   TP_TRY(tp_backward_rules[node.op](alg, &args, cot));
   for (int j = 0; j < arity; ++j) {
     uint32_t x = node.operands[j];

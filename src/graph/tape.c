@@ -119,7 +119,10 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
   node.kind = TOPOS_NODE_OP;
   node.op = op;
   node.slot = TP_NO_SLOT;
-  if (attrs) node.attrs = *attrs;
+  topos_op_attrs given; /* checked by the shape rule, interned once it passes */
+  memset(&given, 0, sizeof given);
+  if (attrs) given = *attrs;
+  node.attrs = &given;
   topos_tensor_desc descs[TP_MAX_ARITY];
   for (int j = 0; j < arity; ++j) {
     const topos_sym in = inputs[j];
@@ -132,7 +135,7 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
     }
     descs[j] = graph->nodes[node.operands[j]].desc;
   }
-  topos_status s = topos_op_infer(op, descs, &node.attrs, &node.desc);
+  topos_status s = topos_op_infer(op, descs, node.attrs, &node.desc);
   if (s != TOPOS_OK) {
     /* "matmul: inner extents differ ..." -> "matmul (node 7): inner extents differ ..." */
     char detail[512];
@@ -143,6 +146,9 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
     while (*rest == ' ') ++rest;
     return tape_fail(tape, tp_fail(s, "%s (node %u): %s", name, node_index, rest));
   }
+  node.attrs = tp_graph_intern_attrs(graph, attrs);
+  if (!node.attrs)
+    return tape_fail(tape, tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "%s (node %u): out of memory", name, node_index));
   uint32_t index;
   s = append(graph, &node, &index);
   if (s != TOPOS_OK) return tape_fail(tape, s);
@@ -195,6 +201,7 @@ static topos_sym record_source(topos_tape *tape, topos_node_kind kind, topos_ten
   tp_node node;
   memset(&node, 0, sizeof node);
   node.kind = kind;
+  node.attrs = &tp_attrs_zero;
   node.slot = TP_NO_SLOT;
   node.desc = value ? topos_tensor_describe(value) : *desc;
   if (node.desc.rank < 0 || node.desc.rank > TOPOS_MAX_RANK ||
