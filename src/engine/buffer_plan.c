@@ -18,6 +18,7 @@ void tp_buffer_plan_free(tp_buffer_plan *plan) {
   free(plan->offset);
   free(plan->bytes);
   free(plan->until);
+  free(plan->host);
   memset(plan, 0, sizeof *plan);
 }
 
@@ -118,7 +119,8 @@ static int by_size(const void *a, const void *b) {
 
 topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluated,
                                   const int32_t *fusion_of, const uint8_t *kept,
-                                  const uint32_t *last_use, tp_buffer_plan *out) {
+                                  const uint32_t *last_use, const uint32_t *overwrite,
+                                  tp_buffer_plan *out) {
   memset(out, 0, sizeof *out);
   uint32_t n = graph->count;
   size_t m = n ? n : 1;
@@ -129,7 +131,8 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
   placed_range *live = malloc(m * sizeof *live);
   to_place *order = malloc(m * sizeof *order);
   uint8_t *holds = malloc(m);
-  if (!out->offset || !out->bytes || !out->until || !live || !order || !holds) {
+  uint32_t *host = out->host = malloc(m * sizeof *host); /* in-place steps: whose buffer they take */
+  if (!out->offset || !out->bytes || !out->until || !live || !order || !holds || !host) {
     free(live);
     free(order);
     free(holds);
@@ -171,8 +174,24 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     out->bytes[i] = bytes;
     out->unshared_bytes += bytes;
     if (out->until[i] != UINT32_MAX && out->until[i] < i) out->until[i] = i;
-    order[n_buf++] = (to_place){bytes, i};
   }
+  /* in place: a step that may write over an input (overwrite[i]) takes the
+   * input's buffer when it is the buffer's last reader, views included, and
+   * the sizes agree; the buffer then lives as long as the step's result.
+   * Ascending, so a chain of such steps shares its first buffer. */
+  for (uint32_t i = 0; i < n; ++i) {
+    host[i] = UINT32_MAX;
+    uint32_t j = overwrite ? overwrite[i] : UINT32_MAX;
+    if (j >= i || holds[i] != HOLDS_BUFFER || holds[j] != HOLDS_BUFFER) continue;
+    uint32_t h = host[j] != UINT32_MAX ? host[j] : j;
+    if (out->until[h] != i || out->bytes[j] != out->bytes[i]) continue;
+    host[i] = h;
+    out->until[h] = out->until[i];
+    ++out->in_place;
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    if ((holds[i] == HOLDS_BUFFER || holds[i] == HOLDS_RESHAPE_BUFFER) && host[i] == UINT32_MAX)
+      order[n_buf++] = (to_place){out->bytes[i], i};
   qsort(order, n_buf, sizeof *order, by_size);
   /* each in turn: the gaps among the placed buffers live at the same time */
   for (uint32_t b = 0; b < n_buf; ++b) {
@@ -200,6 +219,8 @@ topos_status tp_buffer_plan_build(const tp_graph *graph, const uint8_t *evaluate
     ++out->buffers;
     if (at + out->bytes[i] > out->arena_bytes) out->arena_bytes = at + out->bytes[i];
   }
+  for (uint32_t i = 0; i < n; ++i) /* the steps written in place: their host's range */
+    if (host[i] != UINT32_MAX) out->offset[i] = out->offset[host[i]];
   free(live);
   free(order);
   free(holds);

@@ -27,7 +27,8 @@
  * A group that fails a check is not fused (the nodes run one by one).
  *
  * At run time the step receives its inputs' values and the root's buffer
- * (dst: contiguous, the root's dtype and shape, aliasing no input) and must
+ * (dst: contiguous, the root's dtype and shape, aliasing no input but the
+ * one f->overwrites names, if the buffer plan took it up) and must
  * return the root's value — normally dst itself — with the bits the member
  * nodes give when run one by one by the interpreter: plan == interpreter,
  * bitwise, under Exact (under Fast, within the acceleration envelope the
@@ -56,6 +57,11 @@ typedef struct tp_fusion {
   uint32_t members[TP_FUSION_MAX_MEMBERS];   /* ascending */
   uint32_t n_inputs;
   uint32_t inputs[TP_FUSION_MAX_INPUTS];     /* nodes outside the group the step reads */
+  /* 1 + k: the step may write its result over inputs[k] (an elementwise
+   * step reading each element before it writes that element's result); the
+   * buffer plan gives it that buffer when the step is its last reader and
+   * sizes agree. 0: dst aliases no input. */
+  uint32_t overwrites;
 } tp_fusion;
 
 struct tp_pattern {

@@ -88,6 +88,7 @@ static bool tp_swiglu_match(const tp_graph *g, const uint8_t *evaluated, uint32_
   f->inputs[0] = x;
   f->inputs[1] = r->operands[1];
   f->inputs[2] = one;
+  f->overwrites = 1; /* the gate, inputs[0], when this step is its last reader */
   return true;
 }
 
@@ -103,21 +104,26 @@ static void tp_swiglu_range(void *ctx, int64_t begin, int64_t end) {
   tp_swiglu_job *j = ctx;
   const topos_element *f32 = topos_element_of(TOPOS_F32);
   int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
-  const float *x = j->x + begin, *u = j->u + begin;
-  float *y = j->y + begin;
-  const int64_t n = end - begin;
   const float c = j->c;
-  for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
   topos_status s = TOPOS_OK;
-  if (j->exact || !tp_vexp_f32(y, y, n)) s = topos_element_map(f32, TOPOS_MAP_EXP, y, y, n);
-  if (s == TOPOS_OK)
+  /* blocks through a stack buffer: element i of y is written after x[i]
+   * and u[i] are read, so y may be x's or u's buffer (the plan lets the
+   * step write over the gate's, f->overwrites) */
+  float e[256];
+  for (int64_t b = begin; b < end && s == TOPOS_OK; b += 256) {
+    const int64_t n = end - b < 256 ? end - b : 256;
+    const float *x = j->x + b, *u = j->u + b;
+    float *y = j->y + b;
+    for (int64_t i = 0; i < n; ++i) e[i] = -x[i];
+    if (j->exact || !tp_vexp_f32(e, e, n)) s = topos_element_map(f32, TOPOS_MAP_EXP, e, e, n);
+    if (s != TOPOS_OK) break;
     for (int64_t i = 0; i < n; ++i) {
-      const float sig = TP_FIRST_NAN(c, TP_FIRST_NAN(c, y[i], +), /);
+      const float sig = TP_FIRST_NAN(c, TP_FIRST_NAN(c, e[i], +), /);
       const float g = TP_FIRST_NAN(x[i], sig, *);
       y[i] = TP_FIRST_NAN(g, u[i], *);
     }
-  else
-    atomic_store(&j->status, (int)s);
+  }
+  if (s != TOPOS_OK) atomic_store(&j->status, (int)s);
   tp_numerics_leave(saved);
 }
 

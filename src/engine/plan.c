@@ -314,9 +314,20 @@ static topos_status plan_compile(const topos_network *net, const topos_request *
     s = fuse(plan, patterns, n_patterns);
   }
   if (s == TOPOS_OK) s = plan_liveness(plan);
-  if (s == TOPOS_OK)
-    s = tp_buffer_plan_build(net->graph, plan->evaluated, plan->fusion_of, plan->kept,
-                             plan->last_use, &plan->buffers);
+  if (s == TOPOS_OK) {
+    /* the inputs fused steps may write over (the buffer plan decides) */
+    uint32_t *overwrite = plan->n_fusions ? malloc(m * sizeof *overwrite) : NULL;
+    if (plan->n_fusions && !overwrite) s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory");
+    for (uint32_t i = 0; overwrite && i < n; ++i) overwrite[i] = UINT32_MAX;
+    for (uint32_t g = 0; overwrite && g < plan->n_fusions; ++g) {
+      const tp_fusion *f = &plan->fusions[g];
+      if (f->overwrites > 0 && f->overwrites <= f->n_inputs) overwrite[f->root] = f->inputs[f->overwrites - 1];
+    }
+    if (s == TOPOS_OK)
+      s = tp_buffer_plan_build(net->graph, plan->evaluated, plan->fusion_of, plan->kept,
+                               plan->last_use, overwrite, &plan->buffers);
+    free(overwrite);
+  }
   if (s != TOPOS_OK) {
     plan_destroy(plan);
     return s;
