@@ -57,7 +57,7 @@ typedef struct {
   uint8_t *au;        /* tile: [group][sb][64 steps][16 rows][4] = qa + 128 */
   float *da;          /* tile: [group][sb][16] */
   int32_t *bp;        /* tile, Q4_K / Q5_K: [group][sb][pair p][16] = B_2p (low half) | B_2p+1 << 16 */
-  int32_t *bs;        /* matrix-vector, Q4_K / Q5_K: [row][16 * sb + g] = sum of qa over 16-element group g */
+  int16_t *bs;        /* matrix-vector, Q4_K / Q5_K: [row][sb][32]: sums of qa over the 16-element groups g, twice */
   void *mem;
   volatile int failed;
 } qk_ks_ctx;
@@ -340,36 +340,62 @@ MV_INLINE __m512i ks_fold(__m512i a, __m512i b) {
                           _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-/* vpshufb controls: 16-bit lanes that zero-extend scale byte a (low 256
- * bits) or b (high 256 bits). */
+/* A vpshufb control of four 16-bit words that zero-extend byte i. */
 #define KS_W16(i) (int64_t)(0x8000800080008000ull | 0x0001000100010001ull * (uint64_t)(i))
-#define KS_PAIR16(a, b) _mm512_set_epi64(KS_W16(b), KS_W16(b), KS_W16(b), KS_W16(b), KS_W16(a), KS_W16(a), KS_W16(a), KS_W16(a))
 
-/* Q4_K / Q5_K: one row's super-block, lanes 0..7 summing to isc and 8..15
- * to imn. The 64 nibble bytes of each half super-block are used as loaded:
- * low nibbles hold elements [0..31 | 64..95] of the half, high ones [32..63
- * | 96..127], met by the activations in the same order (mv_q4k_prepare).
- * vpmaddubsw pairs q * qa within int16 (|.| <= 2 * 31 * 128), vpdpwssd
- * scales each pair by its sub-block's scale into one int32 accumulator; the
- * min products m_j * (16-element group sums) by vpmaddwd (m in a lane's low
- * half, zero above: the sums' sign bits meet zeros). */
-MV_INLINE __m512i ks_row_k45(const uint8_t *blk, const int8_t *a, __m512i bsv, int five) {
+/* vpshufb controls over the scale bytes: 16-bit words that zero-extend
+ * byte a (words 0..3 of 128-bit lanes 0 and 1), b (words 4..7 of lanes 0
+ * and 1), c and d (the same in lanes 2 and 3); and words m_j, m_j for the
+ * min bytes 8 + j, j = 0..3 in lanes 0 and 2, 4..7 in lanes 1 and 3. */
+#define KS_Q16(a, b, c, d) \
+  _mm512_set_epi64(KS_W16(d), KS_W16(c), KS_W16(d), KS_W16(c), KS_W16(b), KS_W16(a), KS_W16(b), KS_W16(a))
+#define KS_W2(a, b) (int64_t)(0x8000800080008000ull | 0x0000000000010001ull * (uint64_t)(a) | 0x0001000100000000ull * (uint64_t)(b))
+#define KS_MINS \
+  _mm512_set_epi64(KS_W2(14, 15), KS_W2(12, 13), KS_W2(10, 11), KS_W2(8, 9), KS_W2(14, 15), KS_W2(12, 13), KS_W2(10, 11), KS_W2(8, 9))
+
+/* Q4_K / Q5_K: one row's super-block as 16 lanes summing to isc; sm: its
+ * scales (mv_q4k_scales2, broadcast). The 64 nibble bytes of each half super-block are
+ * used as loaded: low nibbles hold elements [0..31 | 64..95] of the half,
+ * high ones [32..63 | 96..127], met by the activations in the same order
+ * (mv_q4k_prepare), so vpdpbusd's lanes 0..7 of q0 are sub-block 0 and 8..15
+ * sub-block 2 (q1: 1 | 3, q2: 4 | 6, q3: 5 | 7). A lane's 4-element dot is
+ * within int16 (|.| <= 4 * 31 * 128): vpackssdw pairs two chunks exactly,
+ * per 128-bit lane [sub-block a x 4 | b x 4], and one vpmaddwd (vpdpwssd)
+ * scales 16 words by their sub-blocks' scales into int32 lanes. */
+MV_INLINE __m512i ks_isc_k45(const uint8_t *blk, __m512i sm, const int8_t *a, int five) {
   const size_t qs_at = five ? 48 : 16;
-  const __m512i s02 = KS_PAIR16(0, 2), s13 = KS_PAIR16(1, 3), s46 = KS_PAIR16(4, 6), s57 = KS_PAIR16(5, 7);
-  const __m512i mins = _mm512_set_epi8(MV_B(15), MV_B(15), MV_B(14), MV_B(14), MV_B(13), MV_B(13), MV_B(12),
-                                       MV_B(12), MV_B(11), MV_B(11), MV_B(10), MV_B(10), MV_B(9), MV_B(9),
-                                       MV_B(8), MV_B(8));
-  const __m512i nib = mv_nib_mask();
-  const __m512i sm = mv_q4k_scales(blk);
+  const __m512i nib = mv_nib_mask(), z = _mm512_setzero_si512();
   const __m512i x01 = _mm512_loadu_si512(blk + qs_at), x23 = _mm512_loadu_si512(blk + qs_at + 64);
   __m512i q0 = _mm512_and_si512(x01, nib), q1 = _mm512_and_si512(_mm512_srli_epi16(x01, 4), nib);
   __m512i q2 = _mm512_and_si512(x23, nib), q3 = _mm512_and_si512(_mm512_srli_epi16(x23, 4), nib);
   if (five) mv_q5k_fifth_bits(blk, &q0, &q1, &q2, &q3);
-  __m512i isc = _mm512_madd_epi16(_mm512_maddubs_epi16(q0, _mm512_loadu_si512(a)), _mm512_shuffle_epi8(sm, s02));
-  isc = qk_dpwssd(isc, _mm512_maddubs_epi16(q1, _mm512_loadu_si512(a + 64)), _mm512_shuffle_epi8(sm, s13));
-  isc = qk_dpwssd(isc, _mm512_maddubs_epi16(q2, _mm512_loadu_si512(a + 128)), _mm512_shuffle_epi8(sm, s46));
-  isc = qk_dpwssd(isc, _mm512_maddubs_epi16(q3, _mm512_loadu_si512(a + 192)), _mm512_shuffle_epi8(sm, s57));
-  return ks_fold(isc, _mm512_madd_epi16(_mm512_shuffle_epi8(sm, mins), bsv));
+  const __m512i t0 = qk_dpbusd(z, q0, _mm512_loadu_si512(a)), t1 = qk_dpbusd(z, q1, _mm512_loadu_si512(a + 64));
+  const __m512i t2 = qk_dpbusd(z, q2, _mm512_loadu_si512(a + 128)), t3 = qk_dpbusd(z, q3, _mm512_loadu_si512(a + 192));
+  const __m512i isc = _mm512_madd_epi16(_mm512_packs_epi32(t0, t1), _mm512_shuffle_epi8(sm, KS_Q16(0, 1, 2, 3)));
+  return qk_dpwssd(isc, _mm512_packs_epi32(t2, t3), _mm512_shuffle_epi8(sm, KS_Q16(4, 5, 6, 7)));
+}
+
+/* Q4_K / Q5_K: rows r0 and r1 of one super-block as q80_pair(F, M) with F
+ * lanes 0..7 summing to r0's isc and 8..15 to r1's (ks_fold), M the same for
+ * imn: each row's mins as words m_j, m_j against the activations' 16
+ * 16-element group sums (bs16: int16 words, the same in both halves), one
+ * vpmaddwd for both rows (ks_mv_split undoes the layout after q80_reduce8). */
+MV_INLINE __m512i ks_pair_k45(const uint8_t *r0, const uint8_t *r1, const int8_t *a, __m512i bs16, int five) {
+  /* both rows' scales decoded side by side (r0 low, r1 high 128 bits) */
+  const __m512i s01 = _mm512_castsi256_si512(mv_q4k_scales2(r0, r1));
+  const __m512i sm0 = _mm512_shuffle_i32x4(s01, s01, 0x00), sm1 = _mm512_shuffle_i32x4(s01, s01, 0x55);
+  const __m512i f = ks_fold(ks_isc_k45(r0, sm0, a, five), ks_isc_k45(r1, sm1, a, five));
+  const __m512i m01 = _mm512_shuffle_i32x4(s01, s01, 0x50); /* lanes r0, r0, r1, r1 */
+  const __m512i m = _mm512_madd_epi16(_mm512_shuffle_epi8(m01, KS_MINS), bs16);
+  return q80_pair(f, m);
+}
+
+/* After q80_reduce8 of ks_pair_k45's vectors: s0 = [isc 0, imn 0, isc 2,
+ * imn 2, ...], s1 = [isc 1, imn 1, isc 3, imn 3, ...]; the 16 rows' isc and
+ * imn in row order. */
+MV_INLINE void ks_mv_split(__m512i s0, __m512i s1, __m512i *isc, __m512i *imn) {
+  *isc = _mm512_mask_blend_epi32(0xAAAA, s0, _mm512_shuffle_epi32(s1, _MM_PERM_CCAA));
+  *imn = _mm512_mask_blend_epi32(0xAAAA, _mm512_shuffle_epi32(s0, _MM_PERM_DDBB), s1);
 }
 
 /* Q6_K: one row's super-block, all 16 lanes summing to isc (the caller adds
@@ -422,7 +448,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
       const int8_t *aq = kind == KS_Q6_K ? act->q + c * kpad : act->qn + c * kpad;
       const int32_t *init = act->init + c * lanes;
       const float *dsb = act->dsb + c * dstride;
-      const int32_t *bs = kind == KS_Q6_K ? NULL : x->bs + c * nsb * 16; /* Q6_K has none */
+      const int16_t *bs = kind == KS_Q6_K ? NULL : x->bs + c * nsb * 32; /* Q6_K has none */
       __m512 f = _mm512_setzero_ps();
       /* G row pairs at a time through KS_SBC super-blocks. Q4_K / Q5_K: one
        * pair, its bytes met nearly in address order (24.9 against 22.7 GB/s
@@ -446,11 +472,8 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
               memcpy(&dw[j][2 * i], r0 + at, 4), memcpy(&dw[j][2 * i + 1], r1 + at, 4);
               if (kind == KS_Q6_K)
                 u[j][i] = q80_pair(ks_row_q6(r0, aq + 256 * sb, init + 64 * sb), ks_row_q6(r1, aq + 256 * sb, init + 64 * sb));
-              else {
-                const __m512i bsv = _mm512_loadu_si512(bs + sb * 16);
-                u[j][i] = q80_pair(ks_row_k45(r0, aq + 256 * sb, bsv, kind == KS_Q5_K),
-                                   ks_row_k45(r1, aq + 256 * sb, bsv, kind == KS_Q5_K));
-              }
+              else
+                u[j][i] = ks_pair_k45(r0, r1, aq + 256 * sb, _mm512_loadu_si512(bs + sb * 32), kind == KS_Q5_K);
             }
           }
         for (int64_t j = 0; j < ns; ++j) {
@@ -465,8 +488,10 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
           } else {
             const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
             const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
-            f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(d, da), f);
-            f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(i1), _mm512_mul_ps(dmin, da), f);
+            __m512i isc, imn;
+            ks_mv_split(i0, i1, &isc, &imn);
+            f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), _mm512_mul_ps(d, da), f);
+            f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(dmin, da), f);
           }
         }
       }
@@ -485,15 +510,16 @@ static void ks_mv_range_q6(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0
 static int ks_mv_prepare(qk_ks_ctx *x) {
   if (x->kind == KS_Q6_K) return 1;
   const qk_act *act = &x->act;
-  x->mem = malloc((size_t)(act->m * x->nsb * 16) * sizeof(int32_t));
+  x->mem = malloc((size_t)(act->m * x->nsb * 32) * sizeof(int16_t));
   if (!x->mem || !mv_q4k_prepare(&x->act)) return 0;
   x->bs = x->mem;
   for (int64_t c = 0; c < act->m; ++c)
-    for (int64_t g = 0; g < x->nsb * 16; ++g) {
-      int32_t s = 0;
-      for (int i = 0; i < 16; ++i) s += act->q[c * act->kpad + 16 * g + i];
-      x->bs[c * x->nsb * 16 + g] = s;
-    }
+    for (int64_t sb = 0; sb < x->nsb; ++sb)
+      for (int g = 0; g < 16; ++g) { /* |sum| <= 16 * 128: an int16 word, twice (ks_pair_k45) */
+        int32_t s = 0;
+        for (int i = 0; i < 16; ++i) s += act->q[c * act->kpad + 256 * sb + 16 * g + i];
+        x->bs[(c * x->nsb + sb) * 32 + g] = x->bs[(c * x->nsb + sb) * 32 + 16 + g] = (int16_t)s;
+      }
   return 1;
 }
 

@@ -31,22 +31,20 @@ MV_INLINE __m512i mv_idx4(int j) {
  * nibbles and 64j+32..64j+63 in their high nibbles. */
 
 /* The eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a
- * super-block, byte-parallel (the values of qk_scale_min_k4), in every
- * 128-bit lane. */
-MV_INLINE __m512i mv_q4k_scales(const uint8_t *blk) {
-  const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
-  const __m128i t1 = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)); /* w0 w2 w1 w2 */
-  const __m128i t2 = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)); /* w0 w0 w1 w1 */
-  const __m128i lo = _mm_and_si128(_mm_srlv_epi32(t1, _mm_set_epi32(4, 0, 0, 0)),
-                                   _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f));
-  const __m128i hi = _mm_and_si128(_mm_srli_epi32(t2, 2), _mm_set_epi32(0x30303030, 0, 0x30303030, 0));
-  return _mm512_broadcast_i32x4(_mm_or_si128(lo, hi));
+ * super-block, byte-parallel (the values of qk_scale_min_k4): p's in the
+ * low 128 bits, q's in the high 128 bits (two rows decoded side by side). */
+MV_INLINE __m256i mv_q4k_scales2(const uint8_t *p, const uint8_t *q) {
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p + 4))),
+                                            _mm_loadu_si128((const __m128i *)(const void *)(q + 4)), 1);
+  const __m256i t1 = _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)); /* w0 w2 w1 w2 */
+  const __m256i t2 = _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)); /* w0 w0 w1 w1 */
+  const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(t1, _mm256_set_epi32(4, 0, 0, 0, 4, 0, 0, 0)),
+                                      _mm256_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f,
+                                                       0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f));
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(t2, 2),
+                                      _mm256_set_epi32(0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0));
+  return _mm256_or_si256(lo, hi);
 }
-
-/* vpshufb controls: 32-bit lanes that zero-extend one byte of the scales. */
-#define MV_B(i) (char)0x80, (char)0x80, (char)0x80, (char)(i)
-#define MV_PAIR(a, b) _mm512_set_epi8(MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), MV_B(b), \
-                                      MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a), MV_B(a))
 
 /* Q4_K's activations in nibble order: per super-block the four 64-byte
  * vectors the kernel meets, [a0..31 a64..95] [a32..63 a96..127] and the
