@@ -398,26 +398,30 @@ MV_INLINE void ks_mv_split(__m512i s0, __m512i s1, __m512i *isc, __m512i *imn) {
   *imn = _mm512_mask_blend_epi32(0xAAAA, _mm512_shuffle_epi32(s0, _MM_PERM_DDBB), s1);
 }
 
+/* vpermw indices: four words of scale i, then four of scale i + 4, per
+ * 128-bit lane k = 0..3 (i = b + k). */
+#define KS_W4(i) (int64_t)(0x0001000100010001ull * (uint64_t)(i))
+#define KS_Q6_IDX(b) \
+  _mm512_set_epi64(KS_W4(b + 7), KS_W4(b + 3), KS_W4(b + 6), KS_W4(b + 2), KS_W4(b + 5), KS_W4(b + 1), KS_W4(b + 4), KS_W4(b))
+
 /* Q6_K: one row's super-block, all 16 lanes summing to isc (the caller adds
- * the reduction's two halves). Lanes of 4
- * elements start from the activations' bias term (init = -32 * their qa
- * sum), so each is the exact sum of (q - 32) * qa, within int16 (|.| <=
- * 4 * 32 * 127), scaled by its sub-block's scale with vpdpwssd. */
+ * the reduction's two halves). vpdpbusd's lanes of 4 elements start from
+ * the activations' bias term (init = -32 * their qa sum), so each is the
+ * exact sum of (q - 32) * qa, within int16 (|.| <= 4 * 32 * 128): chunks 2c
+ * and 2c + 1 pack into words, per 128-bit lane k sub-blocks 8c + k and
+ * 8c + 4 + k, and one vpmaddwd (vpdpwssd) scales them by the int8 scales
+ * as words. */
 MV_INLINE __m512i ks_row_q6(const uint8_t *blk, const int8_t *a, const int32_t *in) {
-  /* scales as vpdpwssd wants them: int16 value, zero high half */
-  const __m512i s32 = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192))));
+  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192))));
   __m512i q0, q1, q2, q3;
   mv_q6k_chunks(blk, blk + 128, &q0, &q1);
   mv_q6k_chunks(blk + 64, blk + 160, &q2, &q3);
-  __m512i i0 = qk_dpwssd(_mm512_setzero_si512(), qk_dpbusd(_mm512_loadu_si512(in), q0, _mm512_loadu_si512(a)),
-                         _mm512_permutexvar_epi32(mv_idx4(0), s32));
-  __m512i i1 = qk_dpwssd(_mm512_setzero_si512(), qk_dpbusd(_mm512_loadu_si512(in + 16), q1, _mm512_loadu_si512(a + 64)),
-                         _mm512_permutexvar_epi32(mv_idx4(1), s32));
-  i0 = qk_dpwssd(i0, qk_dpbusd(_mm512_loadu_si512(in + 32), q2, _mm512_loadu_si512(a + 128)),
-                 _mm512_permutexvar_epi32(mv_idx4(2), s32));
-  i1 = qk_dpwssd(i1, qk_dpbusd(_mm512_loadu_si512(in + 48), q3, _mm512_loadu_si512(a + 192)),
-                 _mm512_permutexvar_epi32(mv_idx4(3), s32));
-  return _mm512_add_epi32(i0, i1);
+  const __m512i t0 = qk_dpbusd(_mm512_loadu_si512(in), q0, _mm512_loadu_si512(a));
+  const __m512i t1 = qk_dpbusd(_mm512_loadu_si512(in + 16), q1, _mm512_loadu_si512(a + 64));
+  const __m512i t2 = qk_dpbusd(_mm512_loadu_si512(in + 32), q2, _mm512_loadu_si512(a + 128));
+  const __m512i t3 = qk_dpbusd(_mm512_loadu_si512(in + 48), q3, _mm512_loadu_si512(a + 192));
+  const __m512i isc = _mm512_madd_epi16(_mm512_packs_epi32(t0, t1), _mm512_permutexvar_epi16(KS_Q6_IDX(0), s16));
+  return qk_dpwssd(isc, _mm512_packs_epi32(t2, t3), _mm512_permutexvar_epi16(KS_Q6_IDX(8), s16));
 }
 
 /* Super-blocks per pass of the matrix-vector kernel: a row pair's integer

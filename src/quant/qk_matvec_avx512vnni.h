@@ -15,15 +15,7 @@
 
 #define MV_INLINE static inline __attribute__((always_inline))
 
-
 MV_INLINE __m512i mv_nib_mask(void) { return _mm512_set1_epi8(0x0F); }
-
-/* Lanes 0..15 of `v` repeated as the tile's EXPAND4: lane i gets element i/4 + 4 * j. */
-MV_INLINE __m512i mv_idx4(int j) {
-  const int b = 4 * j;
-  return _mm512_set_epi32(b + 3, b + 3, b + 3, b + 3, b + 2, b + 2, b + 2, b + 2, b + 1, b + 1, b + 1, b + 1, b,
-                          b, b, b);
-}
 
 /* ---- Q4_K / Q5_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, (Q5_K:
  * 32 bytes of fifth bits,) 128 bytes of
