@@ -36,12 +36,18 @@ typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *a
 
 /* The including ISA file provides, with the reference's exact semantics:
  *   float qk_absmax(const float *x, int n)            max |x[i]|
- *   void qk_round_away(const float *x, float id, int8_t *q, int n)
- *        q = roundf(x * id) (half away from zero; |x * id| <= 127.5)
+ *   int qk_round_away(const float *x, float id, int8_t *q, int n)
+ *        q = roundf(x * id) (half away from zero; |x * id| <= 127.5);
+ *        returns the sum of the n values of q
  *   void qk_round_even(const float *x, float is, int8_t *q, int n)
  *        q = min(127, rint(x * is)) (half to even)
  * n is a multiple of 32. Products are the same single f32 multiply as the
  * scalar reference, so the integers are bit for bit the reference's. */
+
+/* x rounded to f16 and back; an ISA file may supply a hardware form. */
+#ifndef QK_F16_ROUND
+#define QK_F16_ROUND(x) topos_f16_to_f32(topos_f32_to_f16(x))
+#endif
 
 /* One Q8_0 block: returns the f16-rounded scale the dot uses; *ssum gets the
  * Q8_1 s (f16 of d * sum q, d unrounded) when non-NULL. */
@@ -49,13 +55,9 @@ static float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
   const float amax = qk_absmax(x, 32);
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  qk_round_away(x, id, q, 32);
-  if (ssum) {
-    int sum = 0;
-    for (int j = 0; j < 32; ++j) sum += q[j];
-    *ssum = topos_f16_to_f32(topos_f32_to_f16((float)sum * d));
-  }
-  return topos_f16_to_f32(topos_f32_to_f16(d));
+  const int sum = qk_round_away(x, id, q, 32);
+  if (ssum) *ssum = QK_F16_ROUND((float)sum * d);
+  return QK_F16_ROUND(d);
 }
 
 /* The first x[i] with |x[i]| == amax (amax when none: NaNs). An ISA file

@@ -39,6 +39,10 @@ typedef __m256 qk_vf;
 #define QK_STORE_F(p, v) _mm256_storeu_ps((p), (v))
 #define QK_SET1(x) _mm256_set1_ps(x)
 #define QK_F16_TO_F32(h) _cvtsh_ss(h)
+/* f16 rounding of an f32 (the activation blocks' scales): vcvtps2ph with
+ * round-to-nearest-even gives the scalar conversion's bits on every input,
+ * NaNs included, and its quiet result widens as the scalar widening does */
+#define QK_F16_ROUND(x) _cvtsh_ss(_cvtss_sh((x), _MM_FROUND_TO_NEAREST_INT))
 
 static inline float qk_absmax(const float *x, int n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -66,7 +70,7 @@ static inline void qk_store8(int8_t *q, __m256i r) {
   _mm_storel_epi64((__m128i *)(void *)q, _mm_packs_epi16(w, w));
 }
 
-static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
+static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
   const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int i = 0; i < n; i += 8) {
@@ -76,6 +80,9 @@ static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
     __m256 step = _mm256_and_ps(up, _mm256_or_ps(one, _mm256_and_ps(v, sign)));
     qk_store8(q + i, _mm256_cvtps_epi32(_mm256_add_ps(t, step)));
   }
+  int sum = 0;
+  for (int i = 0; i < n; ++i) sum += q[i];
+  return sum;
 }
 
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {

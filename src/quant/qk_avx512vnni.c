@@ -37,6 +37,10 @@ typedef __m512 qk_vf;
 #define QK_STORE_F(p, v) _mm512_storeu_ps((p), (v))
 #define QK_SET1(x) _mm512_set1_ps(x)
 #define QK_F16_TO_F32(h) _cvtsh_ss(h)
+/* f16 rounding of an f32 (the activation blocks' scales): vcvtps2ph with
+ * round-to-nearest-even gives the scalar conversion's bits on every input,
+ * NaNs included, and its quiet result widens as the scalar widening does */
+#define QK_F16_ROUND(x) _cvtsh_ss(_cvtss_sh((x), _MM_FROUND_TO_NEAREST_INT))
 
 /* The VNNI accumulations as inline asm with the accumulator tied in place:
  * GCC 12 copies every intrinsic accumulator once per loop iteration. Same
@@ -82,17 +86,24 @@ static inline void qk_lane_sums(const int8_t *q, int64_t lanes, int32_t mul, int
   for (; l < lanes; ++l) out[l] = mul * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
 }
 
-/* roundf: truncate, then step away from zero when the dropped part is >= 1/2. */
-static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
+/* roundf: truncate, then step away from zero when the dropped part is >= 1/2.
+ * The sum of q comes from the registers (reading q back right after these
+ * 16-byte stores would stall on store forwarding). */
+static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
   const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  __m512i sum = _mm512_setzero_si512();
   for (int i = 0; i < n; i += 16) {
     __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
     __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
     __m512 step = _mm512_or_ps(one, _mm512_and_ps(v, _mm512_set1_ps(-0.0f))); /* +-1 with v's sign */
     t = _mm512_mask_add_ps(t, up, t, step);
-    _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(t)));
+    const __m512i r = _mm512_cvtps_epi32(t);
+    _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
+    /* the stored bytes: int8 saturation */
+    sum = _mm512_add_epi32(sum, _mm512_max_epi32(_mm512_min_epi32(r, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128)));
   }
+  return _mm512_reduce_add_epi32(sum);
 }
 
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {

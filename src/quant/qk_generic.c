@@ -101,8 +101,10 @@ static inline float qk_absmax(const float *x, int n) {
   for (int i = 0; i < n; ++i) m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
   return m;
 }
-static inline void qk_round_away(const float *x, float id, int8_t *q, int n) {
-  for (int i = 0; i < n; ++i) q[i] = (int8_t)roundf(x[i] * id);
+static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
+  int sum = 0;
+  for (int i = 0; i < n; ++i) sum += q[i] = (int8_t)roundf(x[i] * id);
+  return sum;
 }
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
   for (int i = 0; i < n; ++i) {
