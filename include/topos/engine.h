@@ -10,8 +10,11 @@
  *     every other value is dropped right after its last reader;
  *   - one arena per run, laid out by liveness: each fresh result (not a view)
  *     gets a byte range, reused by later results once every reader of the
- *     buffer (views included) has run; kernels write straight into it;
- *   - patterns may replace a group of nodes by one fused step (none yet).
+ *     buffer (views included) has run; kernels write straight into it; an
+ *     elementwise fused step that is the last reader of an input may write
+ *     its result over that input (swiglu over its gate);
+ *   - patterns may replace a group of nodes by one fused step (matmul with
+ *     bias, rmsnorm, rope, softmax, attention, swiglu, convolutions, ...).
  * A plan "changes where values live, never what is computed": its runs make
  * the interpreter's kernel calls on the same operands in the same order, so
  * they give the interpreter's bits — under Exact always; under Fast as long
@@ -145,7 +148,7 @@ TOPOS_API topos_status topos_plan_stats_get(const topos_plan *plan, topos_plan_s
  *   "live volume: retain-all T, release floor F at node I"           (backward)
  *   "arena: A bytes for B buffers, U without reuse"
  * where the arena line is the peak of the run's arena against the sum of all
- * fresh results (nothing is written in place). */
+ * fresh results (a step written over its input shows the input's range). */
 TOPOS_API size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size);
 
 #ifdef __cplusplus
