@@ -19,7 +19,7 @@ topos_status tp_strmap_init(tp_strmap *map, size_t expected, const char *what) {
   map->slots = NULL;
   map->mask = 0;
   size_t cap = 16;
-  while (cap / 2 < expected) {
+  while (cap / 4 * 3 < expected) { /* at most three quarters full */
     if (cap > SIZE_MAX / 4 / sizeof(tp_strmap_entry))
       return tp_fail(TOPOS_ERR_OVERFLOW, "%s: table for %zu entries too large", what, expected);
     cap *= 2;
@@ -42,10 +42,10 @@ int32_t tp_strmap_put(tp_strmap *map, const char *key, size_t length, int32_t va
   for (size_t i = (size_t)h & map->mask;; i = (i + 1) & map->mask) {
     tp_strmap_entry *e = &map->slots[i];
     if (!e->key) {
-      *e = (tp_strmap_entry){key ? key : "", (uint32_t)length, value, h};
+      *e = (tp_strmap_entry){key ? key : "", (uint32_t)length, value};
       return -1;
     }
-    if (e->hash == h && e->length == length && memcmp(e->key, key, length) == 0) {
+    if (e->length == length && memcmp(e->key, key, length) == 0) {
       int32_t held = e->value;
       if (overwrite) e->value = value;
       return held;
@@ -59,6 +59,6 @@ int32_t tp_strmap_get(const tp_strmap *map, const char *key, size_t length) {
   for (size_t i = (size_t)h & map->mask;; i = (i + 1) & map->mask) {
     const tp_strmap_entry *e = &map->slots[i];
     if (!e->key) return -1;
-    if (e->hash == h && e->length == length && memcmp(e->key, key, length) == 0) return e->value;
+    if (e->length == length && memcmp(e->key, key, length) == 0) return e->value;
   }
 }

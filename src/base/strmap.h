@@ -1,5 +1,6 @@
 /* Internal: a byte-string -> int32 hash map (FNV-1a, linear probing, at most
- * half full), shared by the GGUF reader (key and tensor names -> index) and
+ * three quarters full, 16-byte slots: a 49152-token vocabulary and its
+ * merges take 1 MiB each), shared by the GGUF reader (key and tensor names -> index) and
  * the tokenizer (token text -> id, merge -> rank). Keys are not copied: they
  * point into memory the owner keeps alive (a GGUF mapping, a tokenizer's
  * text buffer). The capacity is fixed at init for the entries to come. */
@@ -14,9 +15,8 @@
 
 typedef struct tp_strmap_entry {
   const char *key; /* NULL: empty slot */
-  uint32_t length;
+  uint32_t length; /* compared before the bytes */
   int32_t value;
-  uint64_t hash;
 } tp_strmap_entry;
 typedef struct tp_strmap {
   tp_strmap_entry *slots;

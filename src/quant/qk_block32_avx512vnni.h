@@ -338,7 +338,10 @@ static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512
 typedef struct {
   __m512i words; /* q4_row's permute of its loads' words (scale dwords, fifth-bit words) */
   __m512i quads; /* q4_quad_heads' permute of two rows' words */
-  int64_t tail;  /* offset of a row's second load (0: one load carries every word) */
+  __m512i qs;    /* a four-block step's 64 qs bytes (every block's qs starts at an even byte) as
+                    words of its two loads */
+  int64_t tail;  /* offset of a row's second load for its words (0: the first load carries them) */
+  int64_t far;   /* offset of a four-block step's second load: its span's last 64 bytes */
 } q4_index;
 
 /* Q4_0 / Q4_1: a row's words are its first 64 span bytes, block j's scale
@@ -350,9 +353,13 @@ typedef struct {
  * quads puts, in 128-bit lane j, rows r and r + 1's d of block j in words 0
  * and 1, their mins in words 2 and 3. */
 static inline q4_index q4_index_of(const b32_kind kd) {
-  const int64_t bytes = (int64_t)kd.bytes;
-  const int64_t tail = kd.qh ? 4 * bytes - 64 : 0;
-  uint16_t w[32] = {0}, h[32] = {0};
+  const int64_t bytes = (int64_t)kd.bytes, far = 4 * bytes - 64;
+  const int64_t tail = kd.qh ? far : 0;
+  uint16_t w[32] = {0}, h[32] = {0}, qs[32] = {0};
+  for (int64_t k = 0; k < 32; ++k) { /* word k: bytes 2(k % 8), +1 of block k / 8's qs */
+    const int64_t at = (k / 8) * bytes + (int64_t)kd.qs + 2 * (k % 8);
+    qs[k] = (uint16_t)(at + 2 <= 64 ? at / 2 : 32 + (at - far) / 2);
+  }
   for (int64_t j = 0; j < 4; ++j) {
     const int64_t at = j * bytes, qh = at + (int64_t)kd.qh;
     for (int64_t i = 0; i < 2; ++i) {
@@ -363,7 +370,7 @@ static inline q4_index q4_index_of(const b32_kind kd) {
     const uint16_t s = (uint16_t)(tail ? 2 * j : j * bytes / 2); /* block j's d in a row's words */
     h[8 * j] = s, h[8 * j + 1] = (uint16_t)(32 + s), h[8 * j + 2] = (uint16_t)(s + 1), h[8 * j + 3] = (uint16_t)(33 + s);
   }
-  return (q4_index){_mm512_loadu_si512(w), _mm512_loadu_si512(h), tail};
+  return (q4_index){_mm512_loadu_si512(w), _mm512_loadu_si512(h), _mm512_loadu_si512(qs), tail, far};
 }
 
 /* 16 bytes at `at` of each of the nq (1..4) blocks, packed (missing blocks zero). */
@@ -403,10 +410,17 @@ static inline __attribute__((always_inline)) __m512i q4_row(const uint8_t *span,
                                                             int nq, __m512i init, __m512i alo, __m512i ahi,
                                                             __m512i *words) {
   const int64_t bytes = (int64_t)kd.bytes, n = nq * bytes;
-  const __m512i x = q4_load_first(span, n);
-  if (!ix->tail) *words = x;
-  else *words = _mm512_permutex2var_epi16(x, ix->words, n > ix->tail ? q4_load_first(span + ix->tail, n - ix->tail) : x);
-  const __m512i q = q4_pack(span, bytes, (int64_t)kd.qs, nq), m = _mm512_set1_epi8(0x0F);
+  const __m512i x = q4_load_first(span, n), m = _mm512_set1_epi8(0x0F);
+  __m512i q;
+  if (nq == 4) { /* the span's first and last 64 bytes carry every word and every qs byte */
+    const __m512i y = _mm512_loadu_si512(span + ix->far);
+    *words = ix->tail ? _mm512_permutex2var_epi16(x, ix->words, y) : x;
+    q = _mm512_permutex2var_epi16(x, ix->qs, y);
+  } else {
+    if (!ix->tail) *words = x;
+    else *words = _mm512_permutex2var_epi16(x, ix->words, n > ix->tail ? q4_load_first(span + ix->tail, n - ix->tail) : x);
+    q = q4_pack(span, bytes, (int64_t)kd.qs, nq);
+  }
   __m512i lo = _mm512_and_si512(q, m), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
   if (kd.qh) { /* fifth bits: qh bit i is element i (lo byte i), bit 16 + i element 16 + i (hi byte i) */
     const __m128i hq = _mm512_extracti32x4_epi32(*words, 1);
