@@ -333,6 +333,11 @@ static topos_status plan_compile(const topos_network *net, const topos_request *
     return s;
   }
   analyse(plan);
+  /* the interpreter's release lists: the plan keeps its own (plan_liveness) */
+  free(plan->schedule.last_use);
+  free(plan->schedule.release_start);
+  free(plan->schedule.release_list);
+  plan->schedule.last_use = plan->schedule.release_start = plan->schedule.release_list = NULL;
   *out = plan;
   return TOPOS_OK;
 }

@@ -59,7 +59,7 @@ typedef struct tp_gguf_kv_entry {
   size_t value_pos;         /* scalar: the value; string: its bytes; array: first element */
   size_t value_len;         /* scalar: bytes; string: length; numeric array: total bytes */
   const char *string;       /* scalar strings: NUL-terminated copy in the arena */
-  uint64_t *string_pos;     /* string arrays: position of each element's length prefix */
+  uint32_t *string_off;     /* string arrays: each element's length prefix, bytes past value_pos */
 } tp_gguf_kv_entry;
 
 typedef struct tp_gguf_tensor_entry {

@@ -137,14 +137,19 @@ static topos_status tp_parse_array(topos_gguf *g, tp_cursor *c, tp_gguf_kv_entry
                      key, e->count, tp_left(c));
     e->value_pos = c->pos;
     if (e->count > 0) {
-      e->string_pos = malloc((size_t)e->count * sizeof *e->string_pos);
-      if (!e->string_pos)
+      e->string_off = malloc((size_t)e->count * sizeof *e->string_off);
+      if (!e->string_off)
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "gguf: key '%s': index of %" PRIu64 " strings",
                        key, e->count);
     }
     for (uint64_t i = 0; i < e->count; ++i) {
       snprintf(what, sizeof what, "gguf: key '%s' string element [%" PRIu64 "]", key, i);
-      e->string_pos[i] = c->pos;
+      /* 4-byte offsets (a vocabulary's index is half the size): an array
+       * of strings spanning 4 GiB is refused */
+      if (c->pos - e->value_pos > UINT32_MAX)
+        return tp_fail(TOPOS_ERR_RANGE, "gguf: key '%s': string array spans more than 4 GiB at element %" PRIu64,
+                       key, i);
+      e->string_off[i] = (uint32_t)(c->pos - e->value_pos);
       size_t pos;
       uint64_t len;
       TP_TRY(tp_read_span(c, &pos, &len, what));
@@ -454,7 +459,7 @@ topos_status tp_gguf_parse(topos_gguf *g) {
 }
 
 void tp_gguf_free_parsed(topos_gguf *g) {
-  for (int64_t i = 0; g->kv && i < g->n_kv; ++i) free(g->kv[i].string_pos);
+  for (int64_t i = 0; g->kv && i < g->n_kv; ++i) free(g->kv[i].string_off);
   free(g->kv);
   free(g->tensors);
   tp_strmap_free(&g->kv_names);

@@ -326,7 +326,7 @@ topos_status topos_gguf_array_string(const topos_gguf *g, int64_t kv_index, uint
   const tp_gguf_kv_entry *e = NULL;
   TP_TRY(tp_element(g, kv_index, i, &e));
   if (e->element_type != TOPOS_GGUF_STRING) return tp_wrong_type(e, "string elements");
-  const uint8_t *p = g->mapping->base + e->string_pos[i];
+  const uint8_t *p = g->mapping->base + e->value_pos + e->string_off[i];
   *data = (const char *)p + 8;
   *length = (size_t)tp_le64(p); /* validated against the file while parsing */
   return TOPOS_OK;
