@@ -58,7 +58,7 @@ static void mark_holdings(const tp_graph *graph, const uint8_t *evaluated, const
       /* a cut of the outermost non-unit axis (a decoding step's [1, n]
        * product row cut into q, k, v) is one dense run of its operand */
       bool leading_units = true;
-      for (int a = 0; a < node->attrs->axis; ++a) leading_units = leading_units && node->desc.shape[a] == 1;
+      for (int a = 0; a < node->attrs->axis; ++a) leading_units = leading_units && node->desc->shape[a] == 1;
       if (leading_units) holds[i] = HOLDS_DENSE_VIEW;
     }
   }
@@ -69,7 +69,7 @@ static void mark_holdings(const tp_graph *graph, const uint8_t *evaluated, const
  * arena can hold (a desc-only input of [2^31, 2^31], say): refused here,
  * naming the node, instead of planned with a wrapped size. */
 static topos_status aligned_bytes(const tp_node *node, uint32_t i, int64_t *out) {
-  const topos_tensor_desc *desc = &node->desc;
+  const topos_tensor_desc *desc = node->desc;
   int64_t volume;
   size_t bytes = 0, aligned = 0;
   topos_status s = tp_shape_volume(desc->rank, desc->shape, &volume);

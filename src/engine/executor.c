@@ -259,9 +259,9 @@ static topos_status run_step(tp_exec *ex, uint32_t i) {
   topos_tensor *dst = NULL, *out = NULL;
   int64_t offset = plan->buffers.offset[i];
   if (offset != TP_NOT_IN_ARENA) {
-    size_t size = tp_dtype_size(node->desc.dtype);
-    TP_TRY(tp_tensor_on_storage(ex->arena, offset / (int64_t)size, node->desc.dtype,
-                                node->desc.rank, node->desc.shape, &dst));
+    size_t size = tp_dtype_size(node->desc->dtype);
+    TP_TRY(tp_tensor_on_storage(ex->arena, offset / (int64_t)size, node->desc->dtype,
+                                node->desc->rank, node->desc->shape, &dst));
   }
   topos_status s = f ? f->pattern->run(f, graph, inputs, dst, &out)
                      : tp_op_forward_into(node->op, inputs, node->attrs, dst, &out);
@@ -270,7 +270,7 @@ static topos_status run_step(tp_exec *ex, uint32_t i) {
     return tp_fail_context(s, "plan: %s (node %u)",
                            f ? f->pattern->name : topos_op_name(node->op), i);
   }
-  if (!same_desc(out, &node->desc)) {
+  if (!same_desc(out, node->desc)) {
     spare_push(ex, out);
     return tp_fail(TOPOS_ERR_INTERNAL, "plan: %s (node %u): result disagrees with the recorded "
                    "shape rule", tp_node_label(node), i);

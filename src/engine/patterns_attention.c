@@ -64,23 +64,23 @@ static const at_form at_batched = {TOPOS_OP_MATMUL, 3}, at_linear = {TOPOS_OP_QL
 /* an f32 op node of the form's rank and kind `op` */
 static const tp_node *at_op(const at_form *fm, const tp_graph *g, uint32_t i, topos_op op) {
   const tp_node *n = tp_pattern_op(g, i, op);
-  return n && n->desc.dtype == TOPOS_F32 && n->desc.rank == fm->rank ? n : NULL;
+  return n && n->desc->dtype == TOPOS_F32 && n->desc->rank == fm->rank ? n : NULL;
 }
 
 static bool at_same_shape(const at_form *fm, const tp_graph *g, uint32_t a, const tp_node *b) {
   const tp_node *n = &g->nodes[a];
-  return n->desc.dtype == TOPOS_F32 && n->desc.rank == fm->rank &&
-         memcmp(n->desc.shape, b->desc.shape, (size_t)fm->rank * sizeof(int64_t)) == 0;
+  return n->desc->dtype == TOPOS_F32 && n->desc->rank == fm->rank &&
+         memcmp(n->desc->shape, b->desc->shape, (size_t)fm->rank * sizeof(int64_t)) == 0;
 }
 
 /* a product operand: f32 for the batched form; for qlinear's weights any
  * float type (the 16-bit cache) */
 static bool at_operand(const at_form *fm, const tp_graph *g, uint32_t i, bool weight) {
   const tp_node *n = &g->nodes[i];
-  if (n->desc.rank != fm->rank) return false;
-  if (n->desc.dtype == TOPOS_F32) return true;
+  if (n->desc->rank != fm->rank) return false;
+  if (n->desc->dtype == TOPOS_F32) return true;
   return weight && fm->product == TOPOS_OP_QLINEAR &&
-         (n->desc.dtype == TOPOS_F16 || n->desc.dtype == TOPOS_BF16);
+         (n->desc->dtype == TOPOS_F16 || n->desc->dtype == TOPOS_BF16);
 }
 
 /* add(product(q, k), mask) at node i, mask shaped as the product; fills the
@@ -133,7 +133,7 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
     if (!na) return false;
     p = na->operands[0];
     S = na->attrs->length;
-    const int64_t W = g->nodes[p].desc.shape[last];
+    const int64_t W = g->nodes[p].desc->shape[last];
     if (!at_narrow(fm, g, a->operands[0], p, 0, S) || !at_narrow(fm, g, b->operands[0], p, S, W - S))
       return false;
     members[n++] = a->operands[0];
@@ -157,13 +157,13 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
   members[n++] = p;
   members[n++] = e->operands[0];
   uint32_t s = ls->operands[0];
-  const int64_t W = g->nodes[s].desc.shape[last];
+  const int64_t W = g->nodes[s].desc->shape[last];
   if (cached) {
     const tp_node *cat = at_op(fm, g, s, TOPOS_OP_ADD);
     if (!cat) return false;
     uint32_t xc, xn;
     if (!at_pad(fm, g, cat->operands[0], 0, W, &xc) || !at_pad(fm, g, cat->operands[1], S, W, &xn) ||
-        g->nodes[xc].desc.shape[last] != S || g->nodes[xn].desc.shape[last] != W - S)
+        g->nodes[xc].desc->shape[last] != S || g->nodes[xn].desc->shape[last] != W - S)
       return false;
     members[n++] = s;
     members[n++] = cat->operands[0];
@@ -180,17 +180,17 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
   }
   /* shapes, batched: q [B, m, d], k [B, d, keys], v [B, keys, dv], out [B, m, dv];
    * linear: q [m, d], k [keys, d], v [dv, keys], out [m, dv] */
-  const int64_t *qs = g->nodes[in[AT_Q]].desc.shape, *os = g->nodes[root].desc.shape;
+  const int64_t *qs = g->nodes[in[AT_Q]].desc->shape, *os = g->nodes[root].desc->shape;
   const int nparts = cached ? 2 : 1;
   for (int c = 0; c < nparts; ++c) {
     const tp_node *k = &g->nodes[in[c ? AT_KC : AT_KN]], *v = &g->nodes[in[c ? AT_VC : AT_VN]];
     if (!at_operand(fm, g, in[c ? AT_VC : AT_VN], true)) return false;
     if (fm->rank == 3 &&
-        (k->desc.shape[0] != qs[0] || k->desc.shape[1] != qs[2] || v->desc.shape[0] != qs[0] ||
-         v->desc.shape[1] != k->desc.shape[2] || v->desc.shape[2] != os[2]))
+        (k->desc->shape[0] != qs[0] || k->desc->shape[1] != qs[2] || v->desc->shape[0] != qs[0] ||
+         v->desc->shape[1] != k->desc->shape[2] || v->desc->shape[2] != os[2]))
       return false;
-    if (fm->rank == 2 && (k->desc.shape[1] != qs[1] || v->desc.shape[1] != k->desc.shape[0] ||
-                          v->desc.shape[0] != os[1]))
+    if (fm->rank == 2 && (k->desc->shape[1] != qs[1] || v->desc->shape[1] != k->desc->shape[0] ||
+                          v->desc->shape[0] != os[1]))
       return false;
   }
   if (fm->rank == 3 && (os[0] != qs[0] || os[1] != qs[1])) return false;
@@ -338,7 +338,7 @@ static void at_range(void *ctx, int64_t begin, int64_t end) {
 
 static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
                            topos_tensor *dst, topos_tensor **out) {
-  if (g->nodes[f->root].desc.rank == 2) { /* the 16-bit cache's per-head form */
+  if (g->nodes[f->root].desc->rank == 2) { /* the 16-bit cache's per-head form */
     TP_TRY(tp_attention_linear_run(f, inputs, dst));
     *out = topos_tensor_retain(dst);
     return TOPOS_OK;

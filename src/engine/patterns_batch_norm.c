@@ -18,15 +18,15 @@ static uint32_t tp_bn_spread(const tp_graph *g, uint32_t i, int64_t features) {
   const tp_node *b = tp_pattern_op(g, i, TOPOS_OP_BROADCAST_ALONG);
   if (!b || b->attrs->axis != 0) return UINT32_MAX;
   const tp_node *src = &g->nodes[b->operands[0]];
-  return src->desc.rank == 1 && src->desc.shape[0] == features ? b->operands[0] : UINT32_MAX;
+  return src->desc->rank == 1 && src->desc->shape[0] == features ? b->operands[0] : UINT32_MAX;
 }
 
 static bool tp_bn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
   (void)evaluated;
   const tp_node *add = tp_pattern_op(g, root, TOPOS_OP_ADD);
-  if (!add || add->desc.rank != 2) return false;
-  if (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64) return false;
-  int64_t F = add->desc.shape[1];
+  if (!add || add->desc->rank != 2) return false;
+  if (add->desc->dtype != TOPOS_F32 && add->desc->dtype != TOPOS_F64) return false;
+  int64_t F = add->desc->shape[1];
   const tp_node *mul = tp_pattern_op(g, add->operands[0], TOPOS_OP_MUL);
   uint32_t shift = tp_bn_spread(g, add->operands[1], F);
   if (!mul || shift == UINT32_MAX) return false;
@@ -77,7 +77,7 @@ static bool tp_bn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
 
 static topos_status tp_bn_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *in,
                               topos_tensor *dst, topos_tensor **out) {
-  const int64_t *shape = g->nodes[f->root].desc.shape;
+  const int64_t *shape = g->nodes[f->root].desc->shape;
   int64_t N = shape[0], F = shape[1];
   const int64_t *xs = topos_tensor_strides(in[0]);
   for (int k = 1; k < 6; ++k)

@@ -48,21 +48,21 @@ typedef struct tp_c2i_geom {
 /* Walks down from the root; fills members (ascending) and the geometry. */
 static bool tp_c2i_walk(const tp_graph *g, uint32_t root, tp_fusion *f, tp_c2i_geom *geo) {
   const tp_node *rs = tp_pattern_op(g, root, TOPOS_OP_RESHAPE);
-  if (!rs || (rs->desc.dtype != TOPOS_F32 && rs->desc.dtype != TOPOS_F64)) return false;
+  if (!rs || (rs->desc->dtype != TOPOS_F32 && rs->desc->dtype != TOPOS_F64)) return false;
   uint32_t n1 = rs->operands[0];
   const tp_node *na = tp_pattern_op(g, n1, TOPOS_OP_NARROW);
   if (!na) return false;
   uint32_t n2 = na->operands[0];
   const tp_node *nb = tp_pattern_op(g, n2, TOPOS_OP_NARROW);
-  if (!nb || na->desc.rank != 4 || na->attrs->axis == nb->attrs->axis) return false;
+  if (!nb || na->desc->rank != 4 || na->attrs->axis == nb->attrs->axis) return false;
   const tp_node *nh = na->attrs->axis == 2 ? na : nb, *nw = na->attrs->axis == 3 ? na : nb;
   if (nh->attrs->axis != 2 || nw->attrs->axis != 3) return false;
   uint32_t f2i = nb->operands[0];
   const tp_node *f2 = tp_pattern_op(g, f2i, TOPOS_OP_FOLD);
-  if (!f2 || f2->attrs->axis != 2 || f2->desc.rank != 4) return false;
+  if (!f2 || f2->attrs->axis != 2 || f2->desc->rank != 4) return false;
   uint32_t f1i = f2->operands[0];
   const tp_node *f1 = tp_pattern_op(g, f1i, TOPOS_OP_FOLD);
-  if (!f1 || f1->attrs->axis != 4 || f1->desc.rank != 5) return false;
+  if (!f1 || f1->attrs->axis != 4 || f1->desc->rank != 5) return false;
   uint32_t pmi = f1->operands[0];
   const tp_node *pm = tp_pattern_op(g, pmi, TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 3, 1, 4, 2, 5};
@@ -70,26 +70,26 @@ static bool tp_c2i_walk(const tp_graph *g, uint32_t root, tp_fusion *f, tp_c2i_g
     return false;
   uint32_t r6i = pm->operands[0];
   const tp_node *r6 = tp_pattern_op(g, r6i, TOPOS_OP_RESHAPE);
-  if (!r6 || r6->desc.rank != 6) return false;
+  if (!r6 || r6->desc->rank != 6) return false;
   uint32_t addi = r6->operands[0];
   const tp_node *add = tp_pattern_op(g, addi, TOPOS_OP_ADD);
-  if (!add || add->desc.rank != 2 || add->desc.dtype != rs->desc.dtype) return false;
+  if (!add || add->desc->rank != 2 || add->desc->dtype != rs->desc->dtype) return false;
   uint32_t spi = add->operands[0], di = add->operands[1];
   const tp_node *spread = tp_pattern_op(g, spi, TOPOS_OP_BROADCAST);
-  if (!spread || g->nodes[spread->operands[0]].desc.rank != 0) return false;
+  if (!spread || g->nodes[spread->operands[0]].desc->rank != 0) return false;
   const tp_node *d = tp_pattern_op(g, di, TOPOS_OP_MATMUL);
-  if (!d || d->desc.rank != 2 || d->desc.dtype != add->desc.dtype ||
-      d->desc.shape[0] != add->desc.shape[0] || d->desc.shape[1] != add->desc.shape[1])
+  if (!d || d->desc->rank != 2 || d->desc->dtype != add->desc->dtype ||
+      d->desc->shape[0] != add->desc->shape[0] || d->desc->shape[1] != add->desc->shape[1])
     return false;
   uint32_t gi = d->operands[0], kti = d->operands[1];
   const tp_node *kt = tp_pattern_op(g, kti, TOPOS_OP_TRANSPOSE);
-  if (!kt || g->nodes[gi].desc.rank != 2 || g->nodes[kt->operands[0]].desc.rank != 2) return false;
-  const int64_t *s6 = r6->desc.shape;
+  if (!kt || g->nodes[gi].desc->rank != 2 || g->nodes[kt->operands[0]].desc->rank != 2) return false;
+  const int64_t *s6 = r6->desc->shape;
   *geo = (tp_c2i_geom){s6[0], s6[1], s6[2], s6[3], s6[4], s6[5],
                        f2->attrs->step, f2->attrs->dilation, f1->attrs->step, f1->attrs->dilation,
                        nh->attrs->start, nw->attrs->start, nh->attrs->length, nw->attrs->length};
-  if (geo->B * geo->OH * geo->OW != add->desc.shape[0] ||
-      geo->C * geo->KH * geo->KW != add->desc.shape[1])
+  if (geo->B * geo->OH * geo->OW != add->desc->shape[0] ||
+      geo->C * geo->KH * geo->KW != add->desc->shape[1])
     return false;
   if (geo->sh < 1 || geo->dh < 1 || geo->sw < 1 || geo->dw < 1 || geo->top < 0 || geo->left < 0)
     return false;

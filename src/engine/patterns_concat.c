@@ -22,8 +22,8 @@
 /* A pad into `like`'s shape: same dtype and shape as the sum. */
 static const tp_node *tp_lane_pad(const tp_graph *g, uint32_t i, const tp_node *like) {
   const tp_node *p = tp_pattern_op(g, i, TOPOS_OP_PAD);
-  if (!p || p->desc.dtype != like->desc.dtype || p->desc.rank != like->desc.rank ||
-      memcmp(p->desc.shape, like->desc.shape, (size_t)p->desc.rank * sizeof(int64_t)) != 0)
+  if (!p || p->desc->dtype != like->desc->dtype || p->desc->rank != like->desc->rank ||
+      memcmp(p->desc->shape, like->desc->shape, (size_t)p->desc->rank * sizeof(int64_t)) != 0)
     return NULL;
   return p;
 }
@@ -32,7 +32,7 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
                            tp_fusion *f) {
   (void)evaluated;
   const tp_node *top = tp_pattern_op(g, root, TOPOS_OP_ADD);
-  if (!top || (top->desc.dtype != TOPOS_F32 && top->desc.dtype != TOPOS_F64)) return false;
+  if (!top || (top->desc->dtype != TOPOS_F32 && top->desc->dtype != TOPOS_F64)) return false;
   uint32_t members[TP_FUSION_MAX_MEMBERS], n = 0;
   uint32_t by_start[TP_FUSION_MAX_INPUTS];
   const tp_node *pads[TP_FUSION_MAX_INPUTS];
@@ -53,7 +53,7 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
   members[n++] = at;
   pads[n_pads++] = first;
   int axis = first->attrs->axis;
-  int64_t lanes = top->desc.shape[axis];
+  int64_t lanes = top->desc->shape[axis];
   /* the parts by start (insertion sort: at most TP_FUSION_MAX_INPUTS), then
    * each must begin where the previous ends, the last at the axis' end */
   for (uint32_t k = 0; k < n_pads; ++k) {
@@ -66,7 +66,7 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
   int64_t next = 0;
   for (uint32_t k = 0; k < n_pads; ++k) {
     if (pads[k]->attrs->start != next) return false;
-    next += g->nodes[pads[k]->operands[0]].desc.shape[axis];
+    next += g->nodes[pads[k]->operands[0]].desc->shape[axis];
     by_start[k] = pads[k]->operands[0];
   }
   if (next != lanes) return false;
@@ -113,9 +113,9 @@ static topos_status tp_lanes_run(const tp_fusion *f, const tp_graph *g,
   int axis = -1;
   for (uint32_t k = 0; k < f->n_members && axis < 0; ++k)
     if (g->nodes[f->members[k]].op == TOPOS_OP_PAD) axis = g->nodes[f->members[k]].attrs->axis;
-  int64_t lanes = root->desc.shape[axis], outer = 1, inner = 1;
-  for (int i = 0; i < axis; ++i) outer *= root->desc.shape[i];
-  for (int i = axis + 1; i < root->desc.rank; ++i) inner *= root->desc.shape[i];
+  int64_t lanes = root->desc->shape[axis], outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= root->desc->shape[i];
+  for (int i = axis + 1; i < root->desc->rank; ++i) inner *= root->desc->shape[i];
   /* the parts read row-major: a strided one is packed first */
   topos_tensor *src[TP_FUSION_MAX_INPUTS] = {NULL};
   topos_status s = TOPOS_OK;

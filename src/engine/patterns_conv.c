@@ -23,7 +23,7 @@
 bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32_t *count,
                          uint32_t *image) {
   const tp_node *rs = tp_pattern_op(g, reshape, TOPOS_OP_RESHAPE);
-  if (!rs || rs->desc.rank != 2) return false;
+  if (!rs || rs->desc->rank != 2) return false;
   uint32_t permute = rs->operands[0];
   const tp_node *pm = tp_pattern_op(g, permute, TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 2, 4, 1, 3, 5};
@@ -49,7 +49,7 @@ bool tp_conv_walk(const tp_graph *g, uint32_t reshape, uint32_t *members, uint32
     return false;
   }
   const tp_node *xn = &g->nodes[x];
-  if (xn->desc.rank != 4 || !topos_dtype_is_float(xn->desc.dtype)) return false;
+  if (xn->desc->rank != 4 || !topos_dtype_is_float(xn->desc->dtype)) return false;
   members[n++] = rows;
   members[n++] = cols;
   members[n++] = permute;
@@ -66,7 +66,7 @@ static bool tp_conv_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
                           tp_fusion *f) {
   (void)evaluated;
   const tp_node *mm = tp_pattern_op(g, root, TOPOS_OP_MATMUL);
-  if (!mm || mm->desc.rank != 2) return false;
+  if (!mm || mm->desc->rank != 2) return false;
   uint32_t members[7], n = 0, x = 0;
   if (!tp_conv_walk(g, mm->operands[0], members, &n, &x) || members[n - 1] >= root) return false;
   members[n++] = root;
@@ -197,7 +197,7 @@ static void tp_patches_fill(const tp_fusion *f, const tp_graph *g, const topos_t
   const tp_node *rows = &g->nodes[u4->operands[0]]; /* [B,C,OH,KH,PW] */
   tp_patch_job j = {topos_tensor_data(x), topos_tensor_data_mut(patches), topos_tensor_strides(x),
                     (size_t)topos_dtype_block_bytes(topos_tensor_dtype(x)), xs[1], xs[2], xs[3],
-                    rows->desc.shape[2], pm->desc.shape[2], u2->attrs->size, u4->attrs->size,
+                    rows->desc->shape[2], pm->desc->shape[2], u2->attrs->size, u4->attrs->size,
                     u2->attrs->step, u4->attrs->step, u2->attrs->dilation, u4->attrs->dilation, top,
                     left};
   int64_t per = j.OW * j.C * j.KH * j.KW;
@@ -208,7 +208,7 @@ static topos_status tp_conv_run(const tp_fusion *f, const tp_graph *g, topos_ten
                                 topos_tensor *dst, topos_tensor **out) {
   const tp_node *rs = &g->nodes[f->members[f->n_members - 2]];
   topos_tensor *patches = NULL;
-  TP_TRY(topos_tensor_zeros(topos_tensor_dtype(inputs[0]), 2, rs->desc.shape, &patches));
+  TP_TRY(topos_tensor_zeros(topos_tensor_dtype(inputs[0]), 2, rs->desc->shape, &patches));
   tp_patches_fill(f, g, inputs[0], patches);
   topos_tensor *operands[2] = {patches, inputs[1]};
   topos_status s = tp_op_forward_into(TOPOS_OP_MATMUL, operands, NULL, dst, out);

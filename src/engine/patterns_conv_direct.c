@@ -36,7 +36,7 @@ static bool tp_cd_geometry(const tp_graph *g, const uint8_t *evaluated, uint32_t
   uint32_t members[8], n = 0;
   if (!tp_conv_walk(g, reshape, members, &n, image)) return false;
   const tp_node *xn = &g->nodes[*image], *rs = &g->nodes[reshape];
-  if (xn->desc.dtype != TOPOS_F32 || rs->desc.dtype != TOPOS_F32) return false;
+  if (xn->desc->dtype != TOPOS_F32 || rs->desc->dtype != TOPOS_F32) return false;
   memset(a, 0, sizeof *a);
   const tp_node *pm = NULL;
   for (uint32_t k = 0; k < n; ++k) {
@@ -47,7 +47,7 @@ static bool tp_cd_geometry(const tp_graph *g, const uint8_t *evaluated, uint32_t
     if (m->op == TOPOS_OP_PERMUTE) pm = m;
   }
   if (!pm || a->top < 0 || a->left < 0) return false;
-  const int64_t *xs = xn->desc.shape, *ps = pm->desc.shape; /* [B, OH, OW, C, KH, KW] */
+  const int64_t *xs = xn->desc->shape, *ps = pm->desc->shape; /* [B, OH, OW, C, KH, KW] */
   a->B = xs[0], a->C = xs[1], a->H = xs[2], a->W = xs[3];
   a->OH = ps[1], a->OW = ps[2], a->KH = ps[4], a->KW = ps[5];
   if (ps[3] != a->C || a->OW < 1 || a->OH < 1) return false;
@@ -65,7 +65,7 @@ static bool tp_cd_geometry(const tp_graph *g, const uint8_t *evaluated, uint32_t
 static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                                 tp_fusion *f) {
   const tp_node *node = &g->nodes[root];
-  if (node->kind != TOPOS_NODE_OP || node->desc.dtype != TOPOS_F32 || node->desc.rank != 2)
+  if (node->kind != TOPOS_NODE_OP || node->desc->dtype != TOPOS_F32 || node->desc->rank != 2)
     return false;
   uint32_t mmi = root, bci = 0;
   bool bias = node->op == TOPOS_OP_ADD;
@@ -76,8 +76,8 @@ static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uin
     if (side < 0) return false;
     mmi = node->operands[side], bci = node->operands[1 - side];
     const tp_node *bc = tp_pattern_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
-    if (!bc || bc->attrs->axis != 0 || g->nodes[bc->operands[0]].desc.rank != 1 ||
-        bc->desc.dtype != TOPOS_F32)
+    if (!bc || bc->attrs->axis != 0 || g->nodes[bc->operands[0]].desc->rank != 1 ||
+        bc->desc->dtype != TOPOS_F32)
       return false;
   } else if (node->op != TOPOS_OP_MATMUL) {
     return false;
@@ -85,10 +85,10 @@ static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uin
   const tp_node *mm = &g->nodes[mmi];
   tp_cd_args a;
   uint32_t x = 0;
-  if (mm->desc.rank != 2 || !tp_cd_geometry(g, evaluated, mm->operands[0], &a, &x)) return false;
+  if (mm->desc->rank != 2 || !tp_cd_geometry(g, evaluated, mm->operands[0], &a, &x)) return false;
   const tp_node *kn = &g->nodes[mm->operands[1]];
-  if (kn->desc.dtype != TOPOS_F32 || kn->desc.rank != 2) return false;
-  if (bias && (mm->desc.shape[0] != node->desc.shape[0] || mm->desc.shape[1] != node->desc.shape[1]))
+  if (kn->desc->dtype != TOPOS_F32 || kn->desc->rank != 2) return false;
+  if (bias && (mm->desc->shape[0] != node->desc->shape[0] || mm->desc->shape[1] != node->desc->shape[1]))
     return false;
   f->n_members = 0;
   if (bias) f->members[f->n_members++] = mmi;
@@ -103,7 +103,7 @@ static bool tp_cd_forward_match(const tp_graph *g, const uint8_t *evaluated, uin
 static bool tp_cd_wgrad_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                               tp_fusion *f) {
   const tp_node *mm = tp_pattern_op(g, root, TOPOS_OP_MATMUL);
-  if (!mm || mm->desc.dtype != TOPOS_F32 || mm->desc.rank != 2 || mm->desc.shape[1] > 16)
+  if (!mm || mm->desc->dtype != TOPOS_F32 || mm->desc->rank != 2 || mm->desc->shape[1] > 16)
     return false;
   uint32_t ti = mm->operands[0];
   const tp_node *t = tp_pattern_op(g, ti, TOPOS_OP_TRANSPOSE);
@@ -112,7 +112,7 @@ static bool tp_cd_wgrad_match(const tp_graph *g, const uint8_t *evaluated, uint3
   uint32_t x = 0;
   if (!tp_cd_geometry(g, evaluated, t->operands[0], &a, &x) || a.OW > 32) return false;
   const tp_node *gn = &g->nodes[mm->operands[1]];
-  if (gn->desc.dtype != TOPOS_F32 || gn->desc.rank != 2) return false;
+  if (gn->desc->dtype != TOPOS_F32 || gn->desc->rank != 2) return false;
   f->n_members = 2;
   f->members[0] = ti;
   f->members[1] = root;
@@ -168,13 +168,13 @@ static topos_status tp_cd_run(bool forward, const tp_fusion *f, const tp_graph *
     if (m->op == TOPOS_OP_PAD && m->attrs->axis == 2) a.top = m->attrs->start;
     if (m->op == TOPOS_OP_PAD && m->attrs->axis == 3) a.left = m->attrs->start;
     if (m->op == TOPOS_OP_PERMUTE) {
-      a.OH = m->desc.shape[1], a.OW = m->desc.shape[2];
-      a.KH = m->desc.shape[4], a.KW = m->desc.shape[5];
+      a.OH = m->desc->shape[1], a.OW = m->desc->shape[2];
+      a.KH = m->desc->shape[4], a.KW = m->desc->shape[5];
     }
   }
-  const int64_t *xs = g->nodes[x].desc.shape;
+  const int64_t *xs = g->nodes[x].desc->shape;
   a.B = xs[0], a.C = xs[1], a.H = xs[2], a.W = xs[3];
-  a.F = root->desc.shape[1];
+  a.F = root->desc->shape[1];
   topos_tensor *xc = NULL, *other = NULL;
   topos_status s = topos_tensor_contiguous(inputs[0], 0, &xc);
   if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[1], 0, &other);

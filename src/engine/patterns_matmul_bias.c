@@ -17,8 +17,8 @@
 static bool tp_mb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
   const tp_node *add = tp_pattern_op(g, root, TOPOS_OP_ADD);
-  if (!add || add->desc.rank != 2 ||
-      (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64))
+  if (!add || add->desc->rank != 2 ||
+      (add->desc->dtype != TOPOS_F32 && add->desc->dtype != TOPOS_F64))
     return false;
   int side = tp_pattern_op(g, add->operands[0], TOPOS_OP_MATMUL) ? 0
              : tp_pattern_op(g, add->operands[1], TOPOS_OP_MATMUL) ? 1
@@ -26,9 +26,9 @@ static bool tp_mb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   if (side < 0) return false;
   uint32_t mmi = add->operands[side], bci = add->operands[1 - side];
   const tp_node *mm = &g->nodes[mmi], *bc = tp_pattern_op(g, bci, TOPOS_OP_BROADCAST_ALONG);
-  if (!bc || mm->desc.rank != 2 || mm->desc.dtype != add->desc.dtype ||
-      g->nodes[bc->operands[0]].desc.rank != 1 || bc->desc.dtype != add->desc.dtype ||
-      mm->desc.shape[0] != add->desc.shape[0] || mm->desc.shape[1] != add->desc.shape[1])
+  if (!bc || mm->desc->rank != 2 || mm->desc->dtype != add->desc->dtype ||
+      g->nodes[bc->operands[0]].desc->rank != 1 || bc->desc->dtype != add->desc->dtype ||
+      mm->desc->shape[0] != add->desc->shape[0] || mm->desc->shape[1] != add->desc->shape[1])
     return false;
   if (mmi >= root) return false;
   /* a product whose left operand is a copying reshape read by nothing else

@@ -24,7 +24,7 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   uint32_t at = root, lanes_node = UINT32_MAX;
   const tp_node *m = tp_pattern_op(g, root, TOPOS_OP_MAXIMUM);
   if (!m) return false;
-  if (m->desc.dtype != TOPOS_F32 && m->desc.dtype != TOPOS_F64) return false;
+  if (m->desc->dtype != TOPOS_F32 && m->desc->dtype != TOPOS_F64) return false;
   int64_t expect = -1;
   while ((m = tp_pattern_op(g, at, TOPOS_OP_MAXIMUM)) != NULL) {
     const tp_node *right = tp_pattern_op(g, m->operands[1], TOPOS_OP_NARROW);
@@ -43,8 +43,8 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
     return false;
   chain[n++] = at;
   const tp_node *rs = tp_pattern_op(g, lanes_node, TOPOS_OP_RESHAPE);
-  if (!rs || rs->desc.rank != 5) return false;
-  int64_t L = rs->desc.shape[4];
+  if (!rs || rs->desc->rank != 5) return false;
+  int64_t L = rs->desc->shape[4];
   if ((int64_t)(n + 1) / 2 != L) return false; /* every lane folded exactly once */
   const tp_node *pm = tp_pattern_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
@@ -54,7 +54,7 @@ static bool tp_pool_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   if (!u4 || u4->attrs->axis != 4) return false;
   const tp_node *u2 = tp_pattern_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
   if (!u2 || u2->attrs->axis != 2 || u2->attrs->size * u4->attrs->size != L) return false;
-  if (g->nodes[u2->operands[0]].desc.rank != 4) return false;
+  if (g->nodes[u2->operands[0]].desc->rank != 4) return false;
   chain[n++] = lanes_node;
   chain[n++] = rs->operands[0];
   chain[n++] = pm->operands[0];
@@ -136,7 +136,7 @@ static topos_status tp_pool_run(const tp_fusion *f, const tp_graph *g, topos_ten
   }
   const topos_tensor *x = inputs[0];
   const int64_t *st = topos_tensor_strides(x);
-  const int64_t *ds = g->nodes[f->root].desc.shape; /* [B,C,OH,OW,1] */
+  const int64_t *ds = g->nodes[f->root].desc->shape; /* [B,C,OH,OW,1] */
   int64_t B = ds[0], C = ds[1], OH = ds[2], OW = ds[3];
   int64_t KH = u2->attrs->size, SH = u2->attrs->step, DH = u2->attrs->dilation;
   int64_t KW = u4->attrs->size, SW = u4->attrs->step, DW = u4->attrs->dilation;

@@ -33,7 +33,7 @@
 extern const tp_pattern tp_pattern_concat; /* patterns_concat.c */
 
 static bool tp_pb_scalar(const tp_graph *g, uint32_t i, topos_dtype dt) {
-  return i < g->count && g->nodes[i].desc.rank == 0 && g->nodes[i].desc.dtype == dt;
+  return i < g->count && g->nodes[i].desc->rank == 0 && g->nodes[i].desc->dtype == dt;
 }
 
 /* add(broadcast(z), mul(a, b)): z (rank 0), a, b and the two members. */
@@ -73,7 +73,7 @@ static bool tp_pb_running_max(const tp_graph *g, uint32_t i, uint32_t lanes, int
  * of unfold(axis 2) of x (rank 4): x's node, or UINT32_MAX */
 static uint32_t tp_pb_lanes_source(const tp_graph *g, uint32_t lanes, int64_t L) {
   const tp_node *rs = tp_pattern_op(g, lanes, TOPOS_OP_RESHAPE);
-  if (!rs || rs->desc.rank != 5 || rs->desc.shape[4] != L) return UINT32_MAX;
+  if (!rs || rs->desc->rank != 5 || rs->desc->shape[4] != L) return UINT32_MAX;
   const tp_node *pm = tp_pattern_op(g, rs->operands[0], TOPOS_OP_PERMUTE);
   static const int order[6] = {0, 1, 2, 4, 3, 5};
   if (!pm || pm->attrs->rank != 6 || memcmp(pm->attrs->order, order, sizeof order) != 0)
@@ -82,7 +82,7 @@ static uint32_t tp_pb_lanes_source(const tp_graph *g, uint32_t lanes, int64_t L)
   if (!u4 || u4->attrs->axis != 4) return UINT32_MAX;
   const tp_node *u2 = tp_pattern_op(g, u4->operands[0], TOPOS_OP_UNFOLD);
   if (!u2 || u2->attrs->axis != 2 || u2->attrs->size * u4->attrs->size != L) return UINT32_MAX;
-  if (g->nodes[u2->operands[0]].desc.rank != 4) return UINT32_MAX;
+  if (g->nodes[u2->operands[0]].desc->rank != 4) return UINT32_MAX;
   return u2->operands[0];
 }
 
@@ -93,8 +93,8 @@ static bool tp_pb_fold_disjoint(const tp_node *f) {
 static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
   const tp_node *f2 = tp_pattern_op(g, root, TOPOS_OP_FOLD);
-  if (!f2 || f2->attrs->axis != 2 || f2->desc.rank != 4) return false;
-  topos_dtype dt = f2->desc.dtype;
+  if (!f2 || f2->attrs->axis != 2 || f2->desc->rank != 4) return false;
+  topos_dtype dt = f2->desc->dtype;
   if (dt != TOPOS_F32 && dt != TOPOS_F64) return false;
   const tp_node *f1 = tp_pattern_op(g, f2->operands[0], TOPOS_OP_FOLD);
   if (!f1 || f1->attrs->axis != 4 || !tp_pb_fold_disjoint(f1) || !tp_pb_fold_disjoint(f2))
@@ -104,12 +104,12 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   if (!pm || pm->attrs->rank != 6 || memcmp(pm->attrs->order, order, sizeof order) != 0)
     return false;
   const tp_node *rs = tp_pattern_op(g, pm->operands[0], TOPOS_OP_RESHAPE);
-  if (!rs || rs->desc.rank != 6) return false;
+  if (!rs || rs->desc->rank != 6) return false;
   uint32_t sum = rs->operands[0];
   const tp_node *sn = &g->nodes[sum];
-  if (sn->desc.rank != 5 || sn->desc.dtype != dt) return false;
-  int64_t L = sn->desc.shape[4];
-  if (L < 2 || L != rs->desc.shape[4] * rs->desc.shape[5]) return false;
+  if (sn->desc->rank != 5 || sn->desc->dtype != dt) return false;
+  int64_t L = sn->desc->shape[4];
+  if (L < 2 || L != rs->desc->shape[4] * rs->desc->shape[5]) return false;
   /* the lane sum: members and S_k by lane */
   tp_fusion lanes_f;
   memset(&lanes_f, 0, sizeof lanes_f);
@@ -156,13 +156,13 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   }
   uint32_t x = tp_pb_lanes_source(g, lanes, L);
   const tp_node *gk = &g->nodes[at];
-  if (x == UINT32_MAX || gk->desc.rank != 5 || gk->desc.dtype != dt || gk->desc.shape[4] != 1 ||
-      g->nodes[x].desc.dtype != dt)
+  if (x == UINT32_MAX || gk->desc->rank != 5 || gk->desc->dtype != dt || gk->desc->shape[4] != 1 ||
+      g->nodes[x].desc->dtype != dt)
     return false;
   for (int i = 0; i < 4; ++i)
-    if (gk->desc.shape[i] != sn->desc.shape[i]) return false;
+    if (gk->desc->shape[i] != sn->desc->shape[i]) return false;
   for (int i = 0; i < 2; ++i)
-    if (f2->desc.shape[i] != sn->desc.shape[i] || g->nodes[x].desc.shape[i] != sn->desc.shape[i])
+    if (f2->desc->shape[i] != sn->desc->shape[i] || g->nodes[x].desc->shape[i] != sn->desc->shape[i])
       return false;
   if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = 2 + 3 * (uint32_t)(L - 1);
@@ -284,19 +284,19 @@ static topos_status tp_pb_run(const tp_fusion *f, const tp_graph *g, topos_tenso
   if (!u2) return tp_fail(TOPOS_ERR_INTERNAL, "pool_backward: no step member");
   tp_pb_job job;
   memset(&job, 0, sizeof job);
-  const int64_t *os = root->desc.shape;
+  const int64_t *os = root->desc->shape;
   job.C = os[1];
   job.H = os[2];
   job.W = os[3];
-  job.OH = rs->desc.shape[2];
-  job.OW = rs->desc.shape[3];
-  job.L = rs->desc.shape[4] * rs->desc.shape[5];
+  job.OH = rs->desc->shape[2];
+  job.OW = rs->desc->shape[3];
+  job.L = rs->desc->shape[4] * rs->desc->shape[5];
   job.KH = u2->attrs->size, job.SH = u2->attrs->step, job.DH = u2->attrs->dilation;
   job.KW = u4->attrs->size, job.SW = u4->attrs->step, job.DW = u4->attrs->dilation;
-  job.bKW = rs->desc.shape[5];
+  job.bKW = rs->desc->shape[5];
   job.bSH = root->attrs->step, job.bDH = root->attrs->dilation;
   job.bSW = f1->attrs->step, job.bDW = f1->attrs->dilation;
-  bool f32 = root->desc.dtype == TOPOS_F32;
+  bool f32 = root->desc->dtype == TOPOS_F32;
   topos_status s = TOPOS_OK;
   for (uint32_t k = 2; k < f->n_inputs && s == TOPOS_OK; ++k)
     s = f32 ? topos_tensor_read_f32(inputs[k], &job.c32[k - 2], 1)

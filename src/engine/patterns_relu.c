@@ -20,10 +20,10 @@ static bool tp_relu_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
   if (root >= g->count) return false;
   const tp_node *r = &g->nodes[root];
   if (r->kind != TOPOS_NODE_OP || r->op != TOPOS_OP_RELU) return false;
-  if ((r->desc.dtype != TOPOS_F32 && r->desc.dtype != TOPOS_F64) || r->desc.rank != 4) return false;
+  if ((r->desc->dtype != TOPOS_F32 && r->desc->dtype != TOPOS_F64) || r->desc->rank != 4) return false;
   uint32_t pi = r->operands[0];
   const tp_node *p = &g->nodes[pi];
-  if (p->kind != TOPOS_NODE_OP || p->op != TOPOS_OP_PERMUTE || p->desc.dtype != r->desc.dtype)
+  if (p->kind != TOPOS_NODE_OP || p->op != TOPOS_OP_PERMUTE || p->desc->dtype != r->desc->dtype)
     return false;
   f->n_members = 1;
   f->members[0] = root;

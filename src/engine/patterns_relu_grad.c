@@ -24,20 +24,20 @@ static bool tp_rg_same(const topos_tensor_desc *a, const topos_tensor_desc *b) {
 
 static bool tp_rg_scalar_spread(const tp_graph *g, uint32_t i) {
   const tp_node *n = tp_pattern_op(g, i, TOPOS_OP_BROADCAST);
-  return n && g->nodes[n->operands[0]].desc.rank == 0;
+  return n && g->nodes[n->operands[0]].desc->rank == 0;
 }
 
 static bool tp_rg_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
                         tp_fusion *f) {
   (void)evaluated;
   const tp_node *rs = tp_pattern_op(g, root, TOPOS_OP_RESHAPE);
-  if (!rs || (rs->desc.dtype != TOPOS_F32 && rs->desc.dtype != TOPOS_F64)) return false;
+  if (!rs || (rs->desc->dtype != TOPOS_F32 && rs->desc->dtype != TOPOS_F64)) return false;
   uint32_t pmi = rs->operands[0];
   const tp_node *pm = tp_pattern_op(g, pmi, TOPOS_OP_PERMUTE);
   if (!pm) return false;
   uint32_t addi = pm->operands[0];
   const tp_node *add = tp_pattern_op(g, addi, TOPOS_OP_ADD);
-  if (!add || add->desc.dtype != rs->desc.dtype) return false;
+  if (!add || add->desc->dtype != rs->desc->dtype) return false;
   uint32_t zi = add->operands[0], muli = add->operands[1];
   const tp_node *mul = tp_pattern_op(g, muli, TOPOS_OP_MUL);
   if (!tp_rg_scalar_spread(g, zi) || !mul) return false;
@@ -49,9 +49,9 @@ static bool tp_rg_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   const tp_node *step = &g->nodes[stepi];
   uint32_t xi = step->operands[0], ti = step->operands[1];
   if (!tp_rg_scalar_spread(g, ti)) return false;
-  const topos_tensor_desc *d = &add->desc;
-  if (!tp_rg_same(&mul->desc, d) || !tp_rg_same(&step->desc, d) ||
-      !tp_rg_same(&g->nodes[gi].desc, d) || !tp_rg_same(&g->nodes[xi].desc, d))
+  const topos_tensor_desc *d = add->desc;
+  if (!tp_rg_same(mul->desc, d) || !tp_rg_same(step->desc, d) ||
+      !tp_rg_same(g->nodes[gi].desc, d) || !tp_rg_same(g->nodes[xi].desc, d))
     return false;
   uint32_t members[] = {ti, stepi, muli, zi, addi, pmi, root};
   uint32_t count = sizeof members / sizeof members[0];

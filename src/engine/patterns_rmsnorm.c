@@ -25,7 +25,7 @@
 
 static const tp_node *rn_op(const tp_graph *g, uint32_t i, topos_op op) {
   const tp_node *n = tp_pattern_op(g, i, op);
-  return n && n->desc.dtype == TOPOS_F32 ? n : NULL;
+  return n && n->desc->dtype == TOPOS_F32 ? n : NULL;
 }
 
 /* a broadcast of a single f32 value */
@@ -33,9 +33,9 @@ static bool rn_filled(const tp_graph *g, uint32_t i) {
   const tp_node *b = rn_op(g, i, TOPOS_OP_BROADCAST);
   if (!b) return false;
   const tp_node *src = &g->nodes[b->operands[0]];
-  if (src->desc.dtype != TOPOS_F32) return false;
-  for (int k = 0; k < src->desc.rank; ++k)
-    if (src->desc.shape[k] != 1) return false;
+  if (src->desc->dtype != TOPOS_F32) return false;
+  for (int k = 0; k < src->desc->rank; ++k)
+    if (src->desc->shape[k] != 1) return false;
   return true;
 }
 
@@ -44,7 +44,7 @@ enum { RN_X, RN_N, RN_EPS, RN_ONE, RN_W };
 static bool rn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
   (void)evaluated;
   const tp_node *out = rn_op(g, root, TOPOS_OP_MUL);
-  if (!out || out->desc.rank != 2) return false;
+  if (!out || out->desc->rank != 2) return false;
   const tp_node *y = rn_op(g, out->operands[0], TOPOS_OP_MUL);
   if (!y) return false;
   const uint32_t x = y->operands[0];
@@ -64,11 +64,11 @@ static bool rn_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
   if (!sq || sq->operands[0] != x || sq->operands[1] != x) return false;
   /* shapes: x, the squares, y, w and the root [rows, dim]; the row values [rows] */
   const tp_node *xn = &g->nodes[x], *wn = &g->nodes[out->operands[1]];
-  if (xn->desc.dtype != TOPOS_F32 || xn->desc.rank != 2 || wn->desc.dtype != TOPOS_F32 ||
-      memcmp(xn->desc.shape, out->desc.shape, 2 * sizeof(int64_t)) != 0 ||
-      wn->desc.rank != 2 || memcmp(wn->desc.shape, out->desc.shape, 2 * sizeof(int64_t)) != 0 ||
-      tot->desc.rank != 1 || tot->desc.shape[0] != out->desc.shape[0] ||
-      inv->desc.rank != 1 || bi->desc.rank != 2)
+  if (xn->desc->dtype != TOPOS_F32 || xn->desc->rank != 2 || wn->desc->dtype != TOPOS_F32 ||
+      memcmp(xn->desc->shape, out->desc->shape, 2 * sizeof(int64_t)) != 0 ||
+      wn->desc->rank != 2 || memcmp(wn->desc->shape, out->desc->shape, 2 * sizeof(int64_t)) != 0 ||
+      tot->desc->rank != 1 || tot->desc->shape[0] != out->desc->shape[0] ||
+      inv->desc->rank != 1 || bi->desc->rank != 2)
     return false;
   uint32_t members[9] = {tot->operands[0], ms->operands[0], add->operands[0], den->operands[0],
                          inv->operands[1], bi->operands[0], y->operands[1], out->operands[0], root};

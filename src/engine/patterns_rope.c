@@ -26,7 +26,7 @@
 
 static const tp_node *rp_op(const tp_graph *g, uint32_t i, topos_op op) {
   const tp_node *n = tp_pattern_op(g, i, op);
-  return n && n->desc.dtype == TOPOS_F32 && n->desc.rank == 4 ? n : NULL;
+  return n && n->desc->dtype == TOPOS_F32 && n->desc->rank == 4 ? n : NULL;
 }
 
 /* pad(y, 3, start, 2) of a [.., .., .., 1] part */
@@ -34,7 +34,7 @@ static bool rp_pad(const tp_graph *g, uint32_t i, int64_t start, uint32_t *y) {
   const tp_node *n = rp_op(g, i, TOPOS_OP_PAD);
   if (!n || n->attrs->axis != 3 || n->attrs->start != start || n->attrs->length != 2) return false;
   *y = n->operands[0];
-  return g->nodes[*y].desc.shape[3] == 1;
+  return g->nodes[*y].desc->shape[3] == 1;
 }
 
 /* narrow(p, 3, start, 1) */
@@ -42,7 +42,7 @@ static bool rp_half(const tp_graph *g, uint32_t i, int64_t start, uint32_t *p) {
   const tp_node *n = rp_op(g, i, TOPOS_OP_NARROW);
   if (!n || n->attrs->axis != 3 || n->attrs->start != start || n->attrs->length != 1) return false;
   *p = n->operands[0];
-  return g->nodes[*p].desc.shape[3] == 2;
+  return g->nodes[*p].desc->shape[3] == 2;
 }
 
 /* op(mul(a, b), mul(d, e)): the four operands in order */
@@ -84,12 +84,12 @@ static bool rp_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
   members[n++] = x0;
   members[n++] = x1;
   const tp_node *pn = &g->nodes[p0], *cn = &g->nodes[c], *sn = &g->nodes[s];
-  if (cn->desc.dtype != TOPOS_F32 || sn->desc.dtype != TOPOS_F32 || cn->desc.rank != 4 ||
-      sn->desc.rank != 4 || pn->desc.dtype != TOPOS_F32)
+  if (cn->desc->dtype != TOPOS_F32 || sn->desc->dtype != TOPOS_F32 || cn->desc->rank != 4 ||
+      sn->desc->rank != 4 || pn->desc->dtype != TOPOS_F32)
     return false;
   for (int k = 0; k < 3; ++k)
-    if (cn->desc.shape[k] != pn->desc.shape[k] || sn->desc.shape[k] != pn->desc.shape[k]) return false;
-  if (cn->desc.shape[3] != 1 || sn->desc.shape[3] != 1) return false;
+    if (cn->desc->shape[k] != pn->desc->shape[k] || sn->desc->shape[k] != pn->desc->shape[k]) return false;
+  if (cn->desc->shape[3] != 1 || sn->desc->shape[3] != 1) return false;
   if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = 3;
   f->inputs[RP_P] = p0;

@@ -22,13 +22,13 @@ static bool tp_seed_match(const tp_graph *g, const uint8_t *evaluated, uint32_t 
                           tp_fusion *f) {
   (void)evaluated;
   const tp_node *add = tp_pattern_op(g, root, TOPOS_OP_ADD);
-  if (!add || (add->desc.dtype != TOPOS_F32 && add->desc.dtype != TOPOS_F64)) return false;
+  if (!add || (add->desc->dtype != TOPOS_F32 && add->desc->dtype != TOPOS_F64)) return false;
   const tp_node *spread = tp_pattern_op(g, add->operands[0], TOPOS_OP_BROADCAST);
   const tp_node *mul = tp_pattern_op(g, add->operands[1], TOPOS_OP_MUL);
-  if (!spread || !mul || g->nodes[spread->operands[0]].desc.rank != 0) return false;
-  if (!tp_seed_same(&mul->desc, &add->desc) ||
-      !tp_seed_same(&g->nodes[mul->operands[0]].desc, &add->desc) ||
-      !tp_seed_same(&g->nodes[mul->operands[1]].desc, &add->desc))
+  if (!spread || !mul || g->nodes[spread->operands[0]].desc->rank != 0) return false;
+  if (!tp_seed_same(mul->desc, add->desc) ||
+      !tp_seed_same(g->nodes[mul->operands[0]].desc, add->desc) ||
+      !tp_seed_same(g->nodes[mul->operands[1]].desc, add->desc))
     return false;
   uint32_t lo = add->operands[0] < add->operands[1] ? add->operands[0] : add->operands[1];
   uint32_t hi = add->operands[0] ^ add->operands[1] ^ lo;

@@ -43,11 +43,11 @@ static bool tp_softmax_match(const tp_graph *g, const uint8_t *evaluated, uint32
                              tp_fusion *f) {
   (void)evaluated;
   const tp_node *e = tp_pattern_op(g, root, TOPOS_OP_EXP);
-  if (!e || e->desc.dtype != TOPOS_F32) return false;
+  if (!e || e->desc->dtype != TOPOS_F32) return false;
   uint32_t ls = e->operands[0];
   const tp_node *l = tp_pattern_op(g, ls, TOPOS_OP_LOG_SOFTMAX);
-  if (!l || l->desc.dtype != TOPOS_F32 || l->desc.rank < 1 ||
-      l->attrs->axis != l->desc.rank - 1 || l->desc.shape[l->desc.rank - 1] < 1)
+  if (!l || l->desc->dtype != TOPOS_F32 || l->desc->rank < 1 ||
+      l->attrs->axis != l->desc->rank - 1 || l->desc->shape[l->desc->rank - 1] < 1)
     return false;
   f->n_members = 2;
   f->members[0] = ls;

@@ -32,12 +32,12 @@
 /* an f32 op node of kind `op` */
 static const tp_node *tp_swiglu_op(const tp_graph *g, uint32_t i, topos_op op) {
   const tp_node *n = tp_pattern_op(g, i, op);
-  return n && n->desc.dtype == TOPOS_F32 ? n : NULL;
+  return n && n->desc->dtype == TOPOS_F32 ? n : NULL;
 }
 
 static bool tp_same_shape(const tp_node *a, const tp_node *b) {
-  return a->desc.rank == b->desc.rank &&
-         memcmp(a->desc.shape, b->desc.shape, (size_t)a->desc.rank * sizeof(int64_t)) == 0;
+  return a->desc->rank == b->desc->rank &&
+         memcmp(a->desc->shape, b->desc->shape, (size_t)a->desc->rank * sizeof(int64_t)) == 0;
 }
 
 /* silu(x) at node i: mul(x, div(one, add(one, exp(neg(x))))); fills the five
@@ -58,10 +58,10 @@ static bool tp_swiglu_silu(const tp_graph *g, uint32_t i, uint32_t *members, uin
   const tp_node *o = tp_swiglu_op(g, d->operands[0], TOPOS_OP_BROADCAST);
   if (!o) return false;
   const tp_node *src = &g->nodes[o->operands[0]];
-  for (int k = 0; k < src->desc.rank; ++k)
-    if (src->desc.shape[k] != 1) return false;
+  for (int k = 0; k < src->desc->rank; ++k)
+    if (src->desc->shape[k] != 1) return false;
   const tp_node *xs = &g->nodes[m->operands[0]];
-  if (xs->desc.dtype != TOPOS_F32 || !tp_same_shape(xs, m) || !tp_same_shape(o, m) ||
+  if (xs->desc->dtype != TOPOS_F32 || !tp_same_shape(xs, m) || !tp_same_shape(o, m) ||
       !tp_same_shape(n, m) || !tp_same_shape(e, m) || !tp_same_shape(a, m) || !tp_same_shape(d, m))
     return false;
   members[0] = e->operands[0]; /* neg */
@@ -81,7 +81,7 @@ static bool tp_swiglu_match(const tp_graph *g, const uint8_t *evaluated, uint32_
   uint32_t members[6], x, one;
   if (!tp_swiglu_silu(g, r->operands[0], members, &x, &one)) return false;
   const tp_node *u = &g->nodes[r->operands[1]];
-  if (u->desc.dtype != TOPOS_F32 || !tp_same_shape(u, r) || !tp_same_shape(&g->nodes[x], r)) return false;
+  if (u->desc->dtype != TOPOS_F32 || !tp_same_shape(u, r) || !tp_same_shape(&g->nodes[x], r)) return false;
   members[5] = root;
   if (!tp_fusion_take_members(f, members, 6, root)) return false;
   f->n_inputs = 3;

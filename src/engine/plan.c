@@ -24,7 +24,7 @@ static int64_t saturating_add(int64_t a, int64_t b) {
 
 static int64_t node_volume(const tp_node *node) {
   int64_t v = 1;
-  for (int i = 0; i < node->desc.rank; ++i) v *= node->desc.shape[i];
+  for (int i = 0; i < node->desc->rank; ++i) v *= node->desc->shape[i];
   return v;
 }
 
@@ -412,8 +412,8 @@ size_t topos_plan_describe(const topos_plan *plan, char *buf, size_t size) {
     if (!sc->wanted[i]) continue;
     const tp_node *node = &graph->nodes[i];
     char shape[96], typed[112], liveness[48], label[48], buffer[64];
-    tp_shape_string(node->desc.rank, node->desc.shape, shape, sizeof shape);
-    snprintf(typed, sizeof typed, "%s%s", topos_dtype_name(node->desc.dtype), shape);
+    tp_shape_string(node->desc->rank, node->desc->shape, shape, sizeof shape);
+    snprintf(typed, sizeof typed, "%s%s", topos_dtype_name(node->desc->dtype), shape);
     int32_t g = plan->fusion_of[i];
     bool interior = g >= 0 && plan->fusions[g].root != i;
     if (g >= 0 && !interior)

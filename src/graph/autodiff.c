@@ -64,9 +64,9 @@ topos_status topos_tape_differentiate(topos_tape *tape, topos_sym loss, size_t c
     s = tp_graph_resolve(graph, wrt[k], "differentiate: wrt", &wrt_index[k]);
     if (s == TOPOS_OK) active[wrt_index[k]] = 1;
   }
-  if (s == TOPOS_OK && graph->nodes[target].desc.rank != 0) {
+  if (s == TOPOS_OK && graph->nodes[target].desc->rank != 0) {
     char buf[96];
-    const topos_tensor_desc *d = &graph->nodes[target].desc;
+    const topos_tensor_desc *d = graph->nodes[target].desc;
     s = tp_fail(TOPOS_ERR_SHAPE, "differentiate: loss (node %u) has shape %s; it must be rank 0",
                 target, tp_shape_string(d->rank, d->shape, buf, sizeof buf));
   }
@@ -86,7 +86,7 @@ topos_status topos_tape_differentiate(topos_tape *tape, topos_sym loss, size_t c
       tp_handle g = grads[wrt_index[k]];
       if (g == TP_NONE) {
         /* loss does not depend on it: a recorded zero */
-        topos_tensor_desc desc = tape->graph->nodes[wrt_index[k]].desc;
+        topos_tensor_desc desc = *tape->graph->nodes[wrt_index[k]].desc;
         s = alg.base.fill(&alg.base, &desc, 0.0, &g);
       }
       if (s == TOPOS_OK) gradients[k] = (topos_sym){graph->origin, (uint32_t)g};
@@ -115,7 +115,7 @@ topos_status topos_run_recorded_gradients(const topos_run *run, size_t count,
     if (s == TOPOS_OK) s = topos_run_read(run, gradients[k], &value);
     if (s == TOPOS_OK) {
       topos_tensor_desc got = topos_tensor_describe(value);
-      const topos_tensor_desc *want = &run->graph->nodes[p].desc;
+      const topos_tensor_desc *want = run->graph->nodes[p].desc;
       if (got.dtype != want->dtype || got.rank != want->rank ||
           memcmp(got.shape, want->shape, (size_t)got.rank * sizeof(int64_t)) != 0)
         s = tp_fail(TOPOS_ERR_SHAPE, "run_recorded_gradients: gradient %zu does not match node "

@@ -40,7 +40,7 @@ topos_status topos_field_get(const topos_field *field, topos_sym sym, topos_tens
     *out = topos_tensor_retain(field->values[index]);
     return TOPOS_OK;
   }
-  const topos_tensor_desc *desc = &field->graph->nodes[index].desc;
+  const topos_tensor_desc *desc = field->graph->nodes[index].desc;
   return topos_tensor_zeros(desc->dtype, desc->rank, desc->shape, out);
 }
 
@@ -61,7 +61,7 @@ topos_status topos_field_set(topos_field *field, topos_sym sym, topos_tensor *va
   if (!field || !value) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "field_set: NULL argument");
   uint32_t index;
   TP_TRY(tp_graph_resolve(field->graph, sym, "field_set", &index));
-  const topos_tensor_desc *want = &field->graph->nodes[index].desc;
+  const topos_tensor_desc *want = field->graph->nodes[index].desc;
   topos_tensor_desc got = topos_tensor_describe(value);
   if (got.dtype != want->dtype)
     return tp_fail(TOPOS_ERR_DTYPE, "field_set: node %u is %s, got %s", index,

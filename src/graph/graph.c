@@ -22,93 +22,105 @@ void tp_graph_release(tp_graph *graph) {
   free(graph->nodes);
   free(graph->parameters);
   free(graph->inputs);
-  tp_graph_free_attrs(graph);
+  tp_graph_free_interned(graph);
   free(graph);
 }
 
-/* ---- interned attributes */
+/* ---- interned records: attributes and descriptors */
 
 const topos_op_attrs tp_attrs_zero;
 
-enum { ATTRS_PER_BLOCK = 64 };
+enum { INTERN_PER_BLOCK = 64 };
 
-/* Field by field into zeroed bytes: padding never tells equal attributes
- * apart (keep in step with topos_op_attrs, ops.h). */
-static void attrs_normalize(const topos_op_attrs *in, topos_op_attrs *out) {
-  memset(out, 0, sizeof *out);
-  out->axis = in->axis;
-  out->start = in->start;
-  out->length = in->length;
-  out->size = in->size;
-  out->step = in->step;
-  out->dilation = in->dilation;
-  out->rank = in->rank;
-  memcpy(out->shape, in->shape, sizeof out->shape);
-  memcpy(out->order, in->order, sizeof out->order);
-}
-
-static uint32_t attrs_hash(const topos_op_attrs *a) { /* FNV-1a over the normalized bytes */
-  const unsigned char *b = (const unsigned char *)a;
+static uint32_t intern_hash(const unsigned char *b, size_t n) { /* FNV-1a */
   uint32_t h = 2166136261u;
-  for (size_t i = 0; i < sizeof *a; ++i) h = (h ^ b[i]) * 16777619u;
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 16777619u;
   return h;
 }
 
-static bool attrs_index_put(const topos_op_attrs **index, uint32_t size, const topos_op_attrs *a) {
-  for (uint32_t i = attrs_hash(a) & (size - 1);; i = (i + 1) & (size - 1))
+static void intern_index_put(const unsigned char **index, uint32_t size, const unsigned char *r, size_t n) {
+  for (uint32_t i = intern_hash(r, n) & (size - 1);; i = (i + 1) & (size - 1))
     if (!index[i]) {
-      index[i] = a;
-      return true;
+      index[i] = r;
+      return;
     }
 }
 
-const topos_op_attrs *tp_graph_intern_attrs(tp_graph *graph, const topos_op_attrs *attrs) {
-  topos_op_attrs key;
-  if (!attrs) return &tp_attrs_zero;
-  attrs_normalize(attrs, &key);
-  if (memcmp(&key, &tp_attrs_zero, sizeof key) == 0) return &tp_attrs_zero;
-  const uint32_t size = graph->attr_index_size;
-  if (size) {
-    for (uint32_t i = attrs_hash(&key) & (size - 1); graph->attr_index[i]; i = (i + 1) & (size - 1))
-      if (memcmp(graph->attr_index[i], &key, sizeof key) == 0) return graph->attr_index[i];
-  }
-  if (graph->n_attrs >= UINT32_MAX / 4) return NULL;
-  if (2 * (graph->n_attrs + 1) > size) { /* at most half full: rehash into twice the slots */
-    uint32_t grown_size = size ? 2 * size : 64;
-    const topos_op_attrs **grown = calloc(grown_size, sizeof *grown);
+/* The pool's copy of the `size` bytes at r (normalized by the caller: no
+ * stray padding), found by hash or appended; NULL on out of memory. Blocks
+ * never move, so the pointers stay valid while the graph grows. */
+static const void *intern_put(tp_intern *pool, const void *record, size_t size) {
+  const unsigned char *r = record;
+  const uint32_t slots = pool->index_size;
+  if (slots)
+    for (uint32_t i = intern_hash(r, size) & (slots - 1); pool->index[i]; i = (i + 1) & (slots - 1))
+      if (memcmp(pool->index[i], r, size) == 0) return pool->index[i];
+  if (pool->n >= UINT32_MAX / 4) return NULL;
+  if (2 * (pool->n + 1) > slots) { /* at most half full: rehash into twice the slots */
+    uint32_t grown_slots = slots ? 2 * slots : 64;
+    const unsigned char **grown = calloc(grown_slots, sizeof *grown);
     if (!grown) return NULL;
-    for (uint32_t i = 0; i < size; ++i)
-      if (graph->attr_index[i]) attrs_index_put(grown, grown_size, graph->attr_index[i]);
-    free(graph->attr_index);
-    graph->attr_index = grown;
-    graph->attr_index_size = grown_size;
+    for (uint32_t i = 0; i < slots; ++i)
+      if (pool->index[i]) intern_index_put(grown, grown_slots, pool->index[i], size);
+    free(pool->index);
+    pool->index = grown;
+    pool->index_size = grown_slots;
   }
-  const uint32_t block = graph->n_attrs / ATTRS_PER_BLOCK, at = graph->n_attrs % ATTRS_PER_BLOCK;
+  const uint32_t block = pool->n / INTERN_PER_BLOCK, at = pool->n % INTERN_PER_BLOCK;
   if (at == 0) {
-    if (block == graph->attr_blocks_capacity) {
+    if (block == pool->blocks_capacity) {
       uint32_t cap = block ? 2 * block : 4;
-      topos_op_attrs **blocks = realloc(graph->attr_blocks, cap * sizeof *blocks);
+      unsigned char **blocks = realloc(pool->blocks, cap * sizeof *blocks);
       if (!blocks) return NULL;
-      graph->attr_blocks = blocks;
-      graph->attr_blocks_capacity = cap;
+      pool->blocks = blocks;
+      pool->blocks_capacity = cap;
     }
-    graph->attr_blocks[block] = malloc(ATTRS_PER_BLOCK * sizeof **graph->attr_blocks);
-    if (!graph->attr_blocks[block]) return NULL;
+    pool->blocks[block] = malloc(INTERN_PER_BLOCK * size);
+    if (!pool->blocks[block]) return NULL;
   }
-  topos_op_attrs *slot = &graph->attr_blocks[block][at];
-  *slot = key;
-  ++graph->n_attrs;
-  attrs_index_put(graph->attr_index, graph->attr_index_size, slot);
+  unsigned char *slot = pool->blocks[block] + (size_t)at * size;
+  memcpy(slot, r, size);
+  ++pool->n;
+  intern_index_put(pool->index, pool->index_size, slot, size);
   return slot;
 }
 
-void tp_graph_free_attrs(tp_graph *graph) {
-  for (uint32_t b = 0; b * ATTRS_PER_BLOCK < graph->n_attrs; ++b) free(graph->attr_blocks[b]);
-  free(graph->attr_blocks);
-  free(graph->attr_index);
-  graph->attr_blocks = NULL;
-  graph->attr_index = NULL;
-  graph->n_attrs = graph->attr_blocks_capacity = graph->attr_index_size = 0;
+static void intern_free(tp_intern *pool) {
+  for (uint32_t b = 0; b * INTERN_PER_BLOCK < pool->n; ++b) free(pool->blocks[b]);
+  free(pool->blocks);
+  free(pool->index);
+  memset(pool, 0, sizeof *pool);
+}
+
+const topos_op_attrs *tp_graph_intern_attrs(tp_graph *graph, const topos_op_attrs *attrs) {
+  if (!attrs) return &tp_attrs_zero;
+  topos_op_attrs key; /* field by field into zeroed bytes (keep in step with ops.h) */
+  memset(&key, 0, sizeof key);
+  key.axis = attrs->axis;
+  key.start = attrs->start;
+  key.length = attrs->length;
+  key.size = attrs->size;
+  key.step = attrs->step;
+  key.dilation = attrs->dilation;
+  key.rank = attrs->rank;
+  memcpy(key.shape, attrs->shape, sizeof key.shape);
+  memcpy(key.order, attrs->order, sizeof key.order);
+  if (memcmp(&key, &tp_attrs_zero, sizeof key) == 0) return &tp_attrs_zero;
+  return intern_put(&graph->attrs, &key, sizeof key);
+}
+
+const topos_tensor_desc *tp_graph_intern_desc(tp_graph *graph, const topos_tensor_desc *desc) {
+  topos_tensor_desc key; /* dtype, rank and the rank's extents; the rest zero */
+  memset(&key, 0, sizeof key);
+  key.dtype = desc->dtype;
+  key.rank = desc->rank;
+  for (int i = 0; i < desc->rank && i < TOPOS_MAX_RANK; ++i) key.shape[i] = desc->shape[i];
+  return intern_put(&graph->descs, &key, sizeof key);
+}
+
+void tp_graph_free_interned(tp_graph *graph) {
+  intern_free(&graph->attrs);
+  intern_free(&graph->descs);
 }
 
 topos_status tp_graph_copy(const tp_graph *graph, tp_graph **out) {
@@ -147,7 +159,8 @@ topos_status tp_graph_copy(const tp_graph *graph, tp_graph **out) {
       node.name = name;
     }
     node.attrs = tp_graph_intern_attrs(copy, node.attrs);
-    if (!node.attrs) {
+    node.desc = tp_graph_intern_desc(copy, node.desc);
+    if (!node.attrs || !node.desc) {
       free(node.name != graph->nodes[i].name ? node.name : NULL);
       tp_graph_release(copy);
       return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "graph: out of memory copying a graph");

@@ -30,11 +30,21 @@ typedef struct tp_node {
   uint32_t operands[TP_MAX_ARITY];   /* first topos_op_arity(op) entries used */
   const topos_op_attrs *attrs;       /* the attributes given at record: interned in the graph
                                         (tp_graph_intern_attrs), never NULL */
-  topos_tensor_desc desc;            /* inferred dtype and shape of the value */
+  const topos_tensor_desc *desc;     /* inferred dtype and shape of the value: interned in the
+                                        graph (tp_graph_intern_desc), never NULL */
   topos_tensor *value;               /* constant / parameter initial / input default (NULL: none) */
   char *name;                        /* parameter or input name, owned, may be NULL */
   uint32_t slot;                     /* parameter or input ordinal, else TP_NO_SLOT */
 } tp_node;
+
+/* Fixed-size records stored once per graph: blocks that never move, found
+ * by hash (graph.c). */
+typedef struct tp_intern {
+  unsigned char **blocks;
+  uint32_t n, blocks_capacity;
+  const unsigned char **index; /* open addressing, index_size slots (a power of two) */
+  uint32_t index_size;
+} tp_intern;
 
 typedef struct tp_graph {
   atomic_long refs;
@@ -44,21 +54,19 @@ typedef struct tp_graph {
   /* node index of each parameter slot / input slot, in recording order */
   uint32_t *parameters, n_parameters, parameters_capacity;
   uint32_t *inputs, n_inputs, inputs_capacity;
-  /* distinct non-zero attributes, each stored once (a llama chunk graph's
-   * 3000 nodes hold a few dozen): blocks that never move, found by hash */
-  topos_op_attrs **attr_blocks;
-  uint32_t n_attrs, attr_blocks_capacity;
-  const topos_op_attrs **attr_index; /* open addressing, attr_index_size slots (power of two) */
-  uint32_t attr_index_size;
+  /* distinct attributes and descriptors, each stored once (a llama chunk
+   * graph's 3000 nodes hold a few dozen of each) */
+  tp_intern attrs, descs;
 } tp_graph;
 
 /* All-zero attributes: what sources and attribute-less ops point to. */
 extern const topos_op_attrs tp_attrs_zero;
-/* The graph's copy of attrs (NULL: none), interned: equal attributes give
- * the same pointer, valid as long as the graph. NULL on out of memory. */
+/* The graph's copy of attrs (NULL: none) or desc, interned: equal values
+ * give the same pointer, valid as long as the graph. NULL on out of memory. */
 const topos_op_attrs *tp_graph_intern_attrs(tp_graph *graph, const topos_op_attrs *attrs);
-/* Frees the interned attributes (graph release). */
-void tp_graph_free_attrs(tp_graph *graph);
+const topos_tensor_desc *tp_graph_intern_desc(tp_graph *graph, const topos_tensor_desc *desc);
+/* Frees the interned records (graph release). */
+void tp_graph_free_interned(tp_graph *graph);
 
 struct topos_tape {
   tp_graph *graph;

@@ -18,7 +18,7 @@ topos_status topos_network_describe(const topos_network *net, topos_sym sym,
   if (!net || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "network_describe: NULL argument");
   uint32_t index;
   TP_TRY(tp_graph_resolve(net->graph, sym, "network_describe", &index));
-  *out = net->graph->nodes[index].desc;
+  *out = *net->graph->nodes[index].desc;
   return TOPOS_OK;
 }
 

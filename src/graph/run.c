@@ -45,15 +45,15 @@ static topos_status check_feed(const tp_graph *graph, const topos_feed *feed, si
     return tp_fail(TOPOS_ERR_DUPLICATE, "forward: input %s (node %u) is fed twice",
                    node_name(node), index);
   topos_tensor_desc got = topos_tensor_describe(feed->value);
-  if (got.dtype != node->desc.dtype)
+  if (got.dtype != node->desc->dtype)
     return tp_fail(TOPOS_ERR_DTYPE, "forward: input %s (node %u) is %s, fed %s", node_name(node),
-                   index, topos_dtype_name(node->desc.dtype), topos_dtype_name(got.dtype));
-  if (got.rank != node->desc.rank ||
-      memcmp(got.shape, node->desc.shape, (size_t)got.rank * sizeof(int64_t)) != 0) {
+                   index, topos_dtype_name(node->desc->dtype), topos_dtype_name(got.dtype));
+  if (got.rank != node->desc->rank ||
+      memcmp(got.shape, node->desc->shape, (size_t)got.rank * sizeof(int64_t)) != 0) {
     char a[96], b[96];
     return tp_fail(TOPOS_ERR_SHAPE, "forward: input %s (node %u) has shape %s, fed %s",
                    node_name(node), index,
-                   tp_shape_string(node->desc.rank, node->desc.shape, a, sizeof a),
+                   tp_shape_string(node->desc->rank, node->desc->shape, a, sizeof a),
                    tp_shape_string(got.rank, got.shape, b, sizeof b));
   }
   fed[index] = feed->value;
@@ -104,7 +104,7 @@ static topos_status evaluate(const tp_graph *graph, const topos_params *params,
   topos_status s = topos_op_forward(node->op, inputs, node->attrs, &out);
   if (s != TOPOS_OK) return tp_fail_context(s, "forward: %s (node %u)", topos_op_name(node->op), i);
   topos_tensor_desc got = topos_tensor_describe(out);
-  if (!same_desc(&got, &node->desc)) {
+  if (!same_desc(&got, node->desc)) {
     topos_tensor_release(out);
     return tp_fail(TOPOS_ERR_INTERNAL, "forward: %s (node %u): kernel result disagrees with the "
                    "recorded shape rule", topos_op_name(node->op), i);

@@ -13,7 +13,7 @@ static topos_status accumulate(tp_algebra *alg, const tp_graph *graph, tp_handle
   tp_handle base = grads[x], sum;
   if (base == TP_NONE && clean) return alg->share(alg, contribution, &grads[x]);
   if (base == TP_NONE) {
-    topos_tensor_desc desc = graph->nodes[x].desc;
+    topos_tensor_desc desc = *graph->nodes[x].desc;
     TP_TRY(alg->fill(alg, &desc, 0.0, &base));
   }
   tp_handle in[2] = {base, contribution};
@@ -32,10 +32,10 @@ static topos_status sweep_node(tp_algebra *alg, tp_graph *graph, uint32_t i, con
   topos_tensor_desc descs[TP_MAX_ARITY];
   for (int j = 0; j < arity; ++j) {
     TP_TRY(alg->node_value(alg, node.operands[j], &inputs[j]));
-    descs[j] = graph->nodes[node.operands[j]].desc;
+    descs[j] = *graph->nodes[node.operands[j]].desc;
   }
   TP_TRY(alg->node_value(alg, i, &output));
-  tp_rule_args args = {inputs, descs, output, &node.desc, grads[i], node.attrs};
+  tp_rule_args args = {inputs, descs, output, node.desc, grads[i], node.attrs};
   TP_TRY(tp_backward_rules[node.op](alg, &args, cot));
   for (int j = 0; j < arity; ++j) {
     uint32_t x = node.operands[j];
@@ -48,7 +48,7 @@ static topos_status sweep_node(tp_algebra *alg, tp_graph *graph, uint32_t i, con
 
 topos_status tp_sweep(tp_algebra *alg, tp_graph *graph, uint32_t loss, const uint8_t *active,
                       tp_handle *grads) {
-  const topos_tensor_desc *desc = &graph->nodes[loss].desc;
+  const topos_tensor_desc *desc = graph->nodes[loss].desc;
   if (desc->rank != 0) {
     char buf[96];
     return tp_fail(TOPOS_ERR_SHAPE, "backward: loss (node %u, %s) has shape %s; it must be rank 0",

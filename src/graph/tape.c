@@ -63,7 +63,7 @@ topos_status topos_tape_describe(const topos_tape *tape, topos_sym sym, topos_te
   if (!tape || !out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tape_describe: NULL argument");
   uint32_t index;
   TP_TRY(tp_graph_resolve(tape->graph, sym, "tape_describe", &index));
-  *out = tape->graph->nodes[index].desc;
+  *out = *tape->graph->nodes[index].desc;
   return TOPOS_OK;
 }
 
@@ -133,9 +133,10 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
       snprintf(what, sizeof what, "%s (node %u) operand %d", name, node_index, j);
       return tape_fail(tape, tp_graph_resolve(graph, in, what, &node.operands[j]));
     }
-    descs[j] = graph->nodes[node.operands[j]].desc;
+    descs[j] = *graph->nodes[node.operands[j]].desc;
   }
-  topos_status s = topos_op_infer(op, descs, node.attrs, &node.desc);
+  topos_tensor_desc inferred;
+  topos_status s = topos_op_infer(op, descs, node.attrs, &inferred);
   if (s != TOPOS_OK) {
     /* "matmul: inner extents differ ..." -> "matmul (node 7): inner extents differ ..." */
     char detail[512];
@@ -147,7 +148,8 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
     return tape_fail(tape, tp_fail(s, "%s (node %u): %s", name, node_index, rest));
   }
   node.attrs = tp_graph_intern_attrs(graph, attrs);
-  if (!node.attrs)
+  node.desc = tp_graph_intern_desc(graph, &inferred);
+  if (!node.attrs || !node.desc)
     return tape_fail(tape, tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "%s (node %u): out of memory", name, node_index));
   uint32_t index;
   s = append(graph, &node, &index);
@@ -203,24 +205,25 @@ static topos_sym record_source(topos_tape *tape, topos_node_kind kind, topos_ten
   node.kind = kind;
   node.attrs = &tp_attrs_zero;
   node.slot = TP_NO_SLOT;
-  node.desc = value ? topos_tensor_describe(value) : *desc;
-  if (node.desc.rank < 0 || node.desc.rank > TOPOS_MAX_RANK ||
-      (int)node.desc.dtype < 0 || node.desc.dtype >= TOPOS_DTYPE_COUNT) {
+  const topos_tensor_desc given = value ? topos_tensor_describe(value) : *desc;
+  node.desc = &given; /* checked here, interned once it passes */
+  if (node.desc->rank < 0 || node.desc->rank > TOPOS_MAX_RANK ||
+      (int)node.desc->dtype < 0 || node.desc->dtype >= TOPOS_DTYPE_COUNT) {
     tape_fail(tape, tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "%s (node %u): bad descriptor", label,
                             node_index));
     return TOPOS_SYM_INVALID;
   }
-  for (int i = 0; i < node.desc.rank; ++i) {
-    if (node.desc.shape[i] <= 0) {
+  for (int i = 0; i < node.desc->rank; ++i) {
+    if (node.desc->shape[i] <= 0) {
       tape_fail(tape, tp_fail(TOPOS_ERR_SHAPE, "%s (node %u): extent %lld of axis %d is not positive",
-                              label, node_index, (long long)node.desc.shape[i], i));
+                              label, node_index, (long long)node.desc->shape[i], i));
       return TOPOS_SYM_INVALID;
     }
   }
-  if (kind == TOPOS_NODE_PARAMETER && !topos_dtype_is_float(node.desc.dtype)) {
+  if (kind == TOPOS_NODE_PARAMETER && !topos_dtype_is_float(node.desc->dtype)) {
     tape_fail(tape, tp_fail(TOPOS_ERR_DTYPE, "parameter (node %u)%s%s: dtype %s is not a float type",
                             node_index, name ? " " : "", name ? name : "",
-                            topos_dtype_name(node.desc.dtype)));
+                            topos_dtype_name(node.desc->dtype)));
     return TOPOS_SYM_INVALID;
   }
   if (name) {
@@ -238,7 +241,9 @@ static topos_sym record_source(topos_tape *tape, topos_node_kind kind, topos_ten
     memcpy(node.name, name, n);
   }
   topos_status s = TOPOS_OK;
-  if (kind == TOPOS_NODE_PARAMETER)
+  node.desc = tp_graph_intern_desc(graph, &given);
+  if (!node.desc) s = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "%s (node %u): out of memory", label, node_index);
+  else if (kind == TOPOS_NODE_PARAMETER)
     s = grow_u32(&graph->parameters, &graph->parameters_capacity, graph->n_parameters);
   else if (kind == TOPOS_NODE_INPUT)
     s = grow_u32(&graph->inputs, &graph->inputs_capacity, graph->n_inputs);
