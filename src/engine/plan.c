@@ -241,10 +241,10 @@ static topos_status mark_sinks(topos_plan *plan, const topos_sym *sinks, size_t 
   const tp_graph *graph = plan->schedule.graph;
   for (uint32_t i = 0; i < graph->count; ++i) plan->sink_of[i] = -1;
   plan->n_sinks = n_sinks;
+  if (n_sinks > (size_t)INT32_MAX + 1) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: %zu sinks", n_sinks);
   for (size_t k = n_sinks; k-- > 0;) { /* descending: the first index wins */
     uint32_t i;
     TP_TRY(tp_graph_resolve(graph, sinks[k], "plan_compile", &i));
-    if (k > INT32_MAX) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "plan_compile: %zu sinks", n_sinks);
     plan->sink_of[i] = (int32_t)k;
     plan->schedule.readable[i] = 0;
   }

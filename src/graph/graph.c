@@ -161,7 +161,7 @@ topos_status tp_graph_copy(const tp_graph *graph, tp_graph **out) {
     node.attrs = tp_graph_intern_attrs(copy, node.attrs);
     node.desc = tp_graph_intern_desc(copy, node.desc);
     if (!node.attrs || !node.desc) {
-      free(node.name != graph->nodes[i].name ? node.name : NULL);
+      free(node.name); /* this node's own copy, not yet in the graph */
       tp_graph_release(copy);
       return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "graph: out of memory copying a graph");
     }

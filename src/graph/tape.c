@@ -122,7 +122,6 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
   topos_op_attrs given; /* checked by the shape rule, interned once it passes */
   memset(&given, 0, sizeof given);
   if (attrs) given = *attrs;
-  node.attrs = &given;
   topos_tensor_desc descs[TP_MAX_ARITY];
   for (int j = 0; j < arity; ++j) {
     const topos_sym in = inputs[j];
@@ -136,7 +135,7 @@ topos_status topos_tape_record(topos_tape *tape, topos_op op, const topos_sym *i
     descs[j] = *graph->nodes[node.operands[j]].desc;
   }
   topos_tensor_desc inferred;
-  topos_status s = topos_op_infer(op, descs, node.attrs, &inferred);
+  topos_status s = topos_op_infer(op, descs, &given, &inferred);
   if (s != TOPOS_OK) {
     /* "matmul: inner extents differ ..." -> "matmul (node 7): inner extents differ ..." */
     char detail[512];
@@ -205,25 +204,23 @@ static topos_sym record_source(topos_tape *tape, topos_node_kind kind, topos_ten
   node.kind = kind;
   node.attrs = &tp_attrs_zero;
   node.slot = TP_NO_SLOT;
-  const topos_tensor_desc given = value ? topos_tensor_describe(value) : *desc;
-  node.desc = &given; /* checked here, interned once it passes */
-  if (node.desc->rank < 0 || node.desc->rank > TOPOS_MAX_RANK ||
-      (int)node.desc->dtype < 0 || node.desc->dtype >= TOPOS_DTYPE_COUNT) {
+  const topos_tensor_desc given = value ? topos_tensor_describe(value) : *desc; /* interned once checked */
+  if (given.rank < 0 || given.rank > TOPOS_MAX_RANK || (int)given.dtype < 0 || given.dtype >= TOPOS_DTYPE_COUNT) {
     tape_fail(tape, tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "%s (node %u): bad descriptor", label,
                             node_index));
     return TOPOS_SYM_INVALID;
   }
-  for (int i = 0; i < node.desc->rank; ++i) {
-    if (node.desc->shape[i] <= 0) {
+  for (int i = 0; i < given.rank; ++i) {
+    if (given.shape[i] <= 0) {
       tape_fail(tape, tp_fail(TOPOS_ERR_SHAPE, "%s (node %u): extent %lld of axis %d is not positive",
-                              label, node_index, (long long)node.desc->shape[i], i));
+                              label, node_index, (long long)given.shape[i], i));
       return TOPOS_SYM_INVALID;
     }
   }
-  if (kind == TOPOS_NODE_PARAMETER && !topos_dtype_is_float(node.desc->dtype)) {
+  if (kind == TOPOS_NODE_PARAMETER && !topos_dtype_is_float(given.dtype)) {
     tape_fail(tape, tp_fail(TOPOS_ERR_DTYPE, "parameter (node %u)%s%s: dtype %s is not a float type",
                             node_index, name ? " " : "", name ? name : "",
-                            topos_dtype_name(node.desc->dtype)));
+                            topos_dtype_name(given.dtype)));
     return TOPOS_SYM_INVALID;
   }
   if (name) {

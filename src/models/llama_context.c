@@ -6,9 +6,6 @@
  * transposed per kv head ([KVH, hd, C]) so the score product walks each
  * cache row contiguously; values as [KVH, C, hd]. */
 #include <math.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,11 +185,6 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
     return st;
   }
   if (slot == x->n_graphs) ++x->n_graphs;
-#ifdef __GLIBC__
-  /* recording and compiling freed a few MB of transient arrays inside the
-   * heap (tape growth, liveness and placement tables): give their pages back */
-  malloc_trim(0);
-#endif
   x->last_used[slot] = ++x->clock;
   tp_graph_use(x, &x->graphs[slot], out);
   return TOPOS_OK;

@@ -36,9 +36,9 @@ typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *a
 
 /* The including ISA file provides, with the reference's exact semantics:
  *   float qk_absmax(const float *x, int n)            max |x[i]|
- *   int qk_round_away(const float *x, float id, int8_t *q, int n)
+ *   void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum)
  *        q = roundf(x * id) (half away from zero; |x * id| <= 127.5);
- *        returns the sum of the n values of q
+ *        *qsum = the sum of the n values of q when qsum is not NULL
  *   void qk_round_even(const float *x, float is, int8_t *q, int n)
  *        q = min(127, rint(x * is)) (half to even)
  * n is a multiple of 32. Products are the same single f32 multiply as the
@@ -55,7 +55,8 @@ static float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
   const float amax = qk_absmax(x, 32);
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  const int sum = qk_round_away(x, id, q, 32);
+  int sum = 0;
+  qk_round_away(x, id, q, 32, ssum ? &sum : NULL);
   if (ssum) *ssum = QK_F16_ROUND((float)sum * d);
   return QK_F16_ROUND(d);
 }

@@ -70,7 +70,7 @@ static inline void qk_store8(int8_t *q, __m256i r) {
   _mm_storel_epi64((__m128i *)(void *)q, _mm_packs_epi16(w, w));
 }
 
-static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum) {
   const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int i = 0; i < n; i += 8) {
@@ -80,9 +80,7 @@ static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
     __m256 step = _mm256_and_ps(up, _mm256_or_ps(one, _mm256_and_ps(v, sign)));
     qk_store8(q + i, _mm256_cvtps_epi32(_mm256_add_ps(t, step)));
   }
-  int sum = 0;
-  for (int i = 0; i < n; ++i) sum += q[i];
-  return sum;
+  if (qsum) *qsum = qk_sum_bytes(q, n);
 }
 
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {

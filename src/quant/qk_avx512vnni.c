@@ -89,7 +89,7 @@ static inline void qk_lane_sums(const int8_t *q, int64_t lanes, int32_t mul, int
 /* roundf: truncate, then step away from zero when the dropped part is >= 1/2.
  * The sum of q comes from the registers (reading q back right after these
  * 16-byte stores would stall on store forwarding). */
-static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum) {
   const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
   __m512i sum = _mm512_setzero_si512();
   for (int i = 0; i < n; i += 16) {
@@ -100,10 +100,10 @@ static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
     t = _mm512_mask_add_ps(t, up, t, step);
     const __m512i r = _mm512_cvtps_epi32(t);
     _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
-    /* the stored bytes: int8 saturation */
-    sum = _mm512_add_epi32(sum, _mm512_max_epi32(_mm512_min_epi32(r, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128)));
+    if (qsum) /* the stored bytes: int8 saturation */
+      sum = _mm512_add_epi32(sum, _mm512_max_epi32(_mm512_min_epi32(r, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128)));
   }
-  return _mm512_reduce_add_epi32(sum);
+  if (qsum) *qsum = _mm512_reduce_add_epi32(sum);
 }
 
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {

@@ -101,10 +101,9 @@ static inline float qk_absmax(const float *x, int n) {
   for (int i = 0; i < n; ++i) m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
   return m;
 }
-static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
-  int sum = 0;
-  for (int i = 0; i < n; ++i) sum += q[i] = (int8_t)roundf(x[i] * id);
-  return sum;
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum) {
+  for (int i = 0; i < n; ++i) q[i] = (int8_t)roundf(x[i] * id);
+  if (qsum) *qsum = qk_sum_bytes(q, n);
 }
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
   for (int i = 0; i < n; ++i) {

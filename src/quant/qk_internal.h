@@ -69,6 +69,13 @@ topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod
  * ahead (pf, NULL for none) and iteration u of a kernel's loop fetches its
  * u-th slice of pf_step bytes, so the next panels arrive in address order
  * while this one computes. */
+/* The sum of n int8 values (the ISA files' qk_round_away, when asked). */
+static inline int qk_sum_bytes(const int8_t *q, int n) {
+  int sum = 0;
+  for (int i = 0; i < n; ++i) sum += q[i];
+  return sum;
+}
+
 static inline void qk_prefetch_slice(const uint8_t *pf, int64_t u, int64_t pf_step) {
   if (!pf) return;
   for (int64_t off = u * pf_step; off < (u + 1) * pf_step; off += 64) __builtin_prefetch(pf + off, 0, 2);

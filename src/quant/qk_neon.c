@@ -93,12 +93,10 @@ static inline void qk_store4(int8_t *q, int32x4_t r) {
 }
 
 /* roundf: vrndaq rounds to nearest, ties away from zero. */
-static inline int qk_round_away(const float *x, float id, int8_t *q, int n) {
+static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum) {
   for (int i = 0; i < n; i += 4)
     qk_store4(q + i, vcvtq_s32_f32(vrndaq_f32(vmulq_n_f32(vld1q_f32(x + i), id))));
-  int sum = 0;
-  for (int i = 0; i < n; ++i) sum += q[i];
-  return sum;
+  if (qsum) *qsum = qk_sum_bytes(q, n);
 }
 
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
