@@ -518,6 +518,16 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
   const int quads = !kd.q8;
   const q4_index ix = q4_index_of(kd);
   const __m512i hix = q80_heads_index();
+  /* The range's first two panels up front (the loop below fetches two
+   * ahead): a cold range otherwise starts on demand misses, and the short
+   * products of small models (SmolLM2's 69-207 KB) are mostly start.
+   * Measured there (decode, products alternating in one process): 2
+   * threads 6.57 -> 6.05 ms per token, 1 thread 8.87 -> 8.51. */
+  {
+    const int64_t first = p0 * 16, rows = (t->n - first < 32 ? t->n - first : 32);
+    const uint8_t *start = (const uint8_t *)t->w + (size_t)first * t->row_bytes;
+    for (size_t off = 0; off < (size_t)rows * t->row_bytes; off += 64) _mm_prefetch((const char *)start + off, _MM_HINT_T1);
+  }
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
