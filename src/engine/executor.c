@@ -151,7 +151,7 @@ static topos_status exec_reset(tp_exec *ex) {
     ex->arena = NULL;
   }
   if (!ex->arena && plan->buffers.arena_bytes > 0)
-    TP_TRY(tp_storage_heap((size_t)plan->buffers.arena_bytes, false, &ex->arena));
+    TP_TRY(tp_storage_arena((size_t)plan->buffers.arena_bytes, &ex->arena));
   if (ex->next_scratch) { /* sized by the last run (see presize) */
     tp_storage_release(ex->scratch);
     ex->scratch = ex->next_scratch;
@@ -163,7 +163,7 @@ static topos_status exec_reset(tp_exec *ex) {
     ex->scratch = NULL;
   }
   if (!ex->scratch && ex->scratch_demand > 0)
-    TP_TRY(tp_storage_heap(ex->scratch_demand, false, &ex->scratch));
+    TP_TRY(tp_storage_arena(ex->scratch_demand, &ex->scratch));
   ex->scratch_used = 0;
   ex->scratch_demand = 0;
   return TOPOS_OK;
@@ -178,7 +178,7 @@ static void presize(tp_exec *ex) {
   if (ex->next_scratch && ex->next_scratch->bytes >= ex->scratch_demand) return;
   tp_storage_release(ex->next_scratch);
   ex->next_scratch = NULL;
-  if (tp_storage_heap(ex->scratch_demand, false, &ex->next_scratch) != TOPOS_OK)
+  if (tp_storage_arena(ex->scratch_demand, &ex->next_scratch) != TOPOS_OK)
     ex->next_scratch = NULL; /* the next run sizes it instead */
 }
 

@@ -43,6 +43,7 @@
 
 #include "base/error.h"
 #include "base/numerics.h"
+#include "base/temp.h"
 #include "base/threads.h"
 #include "engine/attention_gemm.h"
 #include "engine/attention_internal.h"
@@ -319,7 +320,7 @@ static void at_range(void *ctx, int64_t begin, int64_t end) {
   int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
   const size_t br = (size_t)j->block_rows, ld = (size_t)at_row_stride(j);
   const size_t t16 = (size_t)(j->T + 15) / 16 * 16, s16 = (size_t)(j->S + 15) / 16 * 16;
-  float *buf = malloc((2 * br * ld + br * (size_t)j->dv + (size_t)j->d * (t16 + s16)) * sizeof *buf);
+  float *buf = tp_temp_alloc((2 * br * ld + br * (size_t)j->dv + (size_t)j->d * (t16 + s16)) * sizeof *buf);
   if (!buf) atomic_store(&j->status, (int)TOPOS_ERR_OUT_OF_MEMORY);
   at_keys copy = {{NULL, NULL}, {-1, -1}, {0, 0}};
   if (buf) copy.buf[0] = buf + 2 * br * ld + br * (size_t)j->dv, copy.buf[1] = copy.buf[0] + (size_t)j->d * t16;
@@ -332,7 +333,7 @@ static void at_range(void *ctx, int64_t begin, int64_t end) {
       break;
     }
   }
-  free(buf);
+  tp_temp_free(buf);
   tp_numerics_leave(saved);
 }
 

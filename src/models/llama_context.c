@@ -8,10 +8,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/error.h"
 #include "base/half.h"
 #include "models/llama_internal.h"
+#include "tensor/tensor_internal.h"
 #include "topos/quant.h"
 
 #define TP_LLAMA_MAX_PLANS 12
@@ -21,6 +23,7 @@ struct topos_llama_context {
   topos_llama_context_options options;
   int64_t capacity, pos;
   void *k_mem, *v_mem; /* n_layers x KVH x hd x C elements of kv_dtype each */
+  size_t kv_bytes;      /* both, one mapping */
   size_t elem;          /* bytes per cache element */
   topos_tensor **k_cache, **v_cache;
   tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
@@ -30,6 +33,17 @@ struct topos_llama_context {
   topos_feed *feeds;
   float *row; /* one embedding row */
 };
+
+/* The cache is mapped by itself, never taken from the heap: glibc serves
+ * even a 12 MB calloc from its heap once a block that large was freed
+ * (its mmap threshold follows the largest freed mapping), and a context
+ * made after another one was freed then grew the heap around the holes the
+ * first left (SmolLM2's bench peak 128 -> 134 MB when a 128-token context
+ * ran between two 512-token ones). Fresh pages are zero. */
+static void *tp_kv_map(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
 
 topos_llama_context_options topos_llama_context_options_default(void) {
   topos_llama_context_options o;
@@ -67,8 +81,9 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->capacity = cap;
   size_t L = (size_t)c->n_layers;
   x->elem = opt.kv_dtype == TOPOS_F32 ? 4 : 2;
-  x->k_mem = calloc((size_t)total, x->elem);
-  x->v_mem = calloc((size_t)total, x->elem);
+  x->kv_bytes = 2 * (size_t)total * x->elem;
+  x->k_mem = tp_kv_map(x->kv_bytes);
+  x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
   x->feeds = calloc(2 * L + 5, sizeof *x->feeds);
@@ -110,8 +125,7 @@ void topos_llama_context_free(topos_llama_context *x) {
     }
   free(x->k_cache);
   free(x->v_cache);
-  free(x->k_mem);
-  free(x->v_mem);
+  if (x->k_mem) munmap(x->k_mem, x->kv_bytes);
   free(x->feeds);
   free(x->row);
   free(x);
@@ -244,12 +258,27 @@ static topos_status tp_cache_sink(void *user, size_t k, const topos_tensor *valu
   return TOPOS_OK;
 }
 
-static topos_status tp_new_input(int rank, int64_t d0, int64_t d1, int64_t d2, topos_tensor **t,
-                                 float **data) {
-  int64_t s[3] = {d0, d1, d2};
-  TP_TRY(topos_tensor_zeros(TOPOS_F32, rank, s, t));
-  *data = topos_tensor_data_mut(*t);
-  return TOPOS_OK;
+/* A chunk's inputs (every element written before the run): n f32 tensors of
+ * the given ranks and shapes, 64-byte aligned in one storage allocated as a
+ * plan arena is (tp_storage_arena: mapped, so the 0.3-1 MB a prompt chunk
+ * needs leaves no hole in the heap when it goes). */
+static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)[3], topos_tensor **t,
+                                  float **data) {
+  int64_t at[8], total = 0;
+  for (int i = 0; i < n; ++i) {
+    at[i] = total;
+    total += (shape[i][0] * shape[i][1] * (rank[i] == 3 ? shape[i][2] : 1) + 15) / 16 * 16;
+  }
+  tp_storage *s = NULL;
+  TP_TRY(tp_storage_arena((size_t)total * sizeof(float), &s));
+  topos_status st = TOPOS_OK;
+  for (int i = 0; i < n; ++i) {
+    t[i] = NULL;
+    if (st == TOPOS_OK) st = tp_tensor_on_storage(s, at[i], TOPOS_F32, rank[i], shape[i], &t[i]);
+    if (st == TOPOS_OK) data[i] = topos_tensor_data_mut(t[i]);
+  }
+  tp_storage_release(s); /* the tensors hold it */
+  return st;
 }
 
 static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
@@ -262,13 +291,14 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   TP_TRY(tp_graph_for(x, n, rows, &g));
   int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
-  topos_tensor *x0 = NULL, *cs = NULL, *sn = NULL, *mc = NULL, *mn = NULL;
-  float *px = NULL, *pc = NULL, *ps = NULL, *pmc = NULL, *pmn = NULL;
-  topos_status st = tp_new_input(2, T, D, 0, &x0, &px);
-  if (st == TOPOS_OK) st = tp_new_input(3, T, half, 1, &cs, &pc);
-  if (st == TOPOS_OK) st = tp_new_input(3, T, half, 1, &sn, &ps);
-  if (st == TOPOS_OK && g->has_cache) st = tp_new_input(2, G * T, C, 0, &mc, &pmc);
-  if (st == TOPOS_OK) st = tp_new_input(2, G * T, T, 0, &mn, &pmn);
+  /* x0 [T, D], cos and sin [T, hd/2, 1], mask_n [G*T, T], mask_c [G*T, C] */
+  const int ranks[5] = {2, 3, 3, 2, 2};
+  const int64_t shapes[5][3] = {{T, D, 0}, {T, half, 1}, {T, half, 1}, {G * T, T, 0}, {G * T, C, 0}};
+  topos_tensor *in[5] = {NULL};
+  float *pin[5] = {NULL};
+  topos_status st = tp_new_inputs(g->has_cache ? 5 : 4, ranks, shapes, in, pin);
+  topos_tensor *x0 = in[0], *cs = in[1], *sn = in[2], *mn = in[3], *mc = in[4];
+  float *px = pin[0], *pc = pin[1], *ps = pin[2], *pmn = pin[3], *pmc = pin[4];
   /* embedding rows, dequantized from the table's stored type */
   size_t row_bytes = 0;
   if (st == TOPOS_OK) st = topos_dtype_bytes(topos_tensor_dtype(m->token_embd), D, &row_bytes);

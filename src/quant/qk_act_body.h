@@ -94,8 +94,8 @@ static float qk_quant_q8_K_block(const float *x, int8_t *q) {
 }
 
 static void qk_act_free(qk_act *act) {
-  free(act->qn);
-  free(act->mem);
+  tp_temp_free(act->qn);
+  tp_temp_free(act->mem);
   memset(act, 0, sizeof *act);
 }
 
@@ -119,7 +119,7 @@ static int qk_act_prepare(const tp_qk_traits *tr, const float *a, int64_t m, int
   const size_t mm = (size_t)m;
   size_t bytes = mm * (size_t)kpad + 3 * mm * (size_t)lanes * 4 + mm * (size_t)(kpad / 256 + 1) * 4 +
                  mm * (size_t)(kpad / 16) * 4 + 256;
-  char *mem = malloc(bytes);
+  char *mem = tp_temp_alloc(bytes);
   if (!mem) return 0;
   act->mem = mem;
   act->m = m;

@@ -94,8 +94,10 @@ static int qk_amx_act_prepare(const qk_act *act, const tp_qk_traits *tr, int64_t
   out->chunks = kpad / ck;
   out->ck = ck;
   const size_t cells = (size_t)out->groups * (size_t)out->chunks;
-  char *mem = calloc(1, cells * (size_t)ck * 16 + cells * 16 * 12 + 64);
+  const size_t bytes = cells * (size_t)ck * 16 + cells * 16 * 12 + 64;
+  char *mem = tp_temp_alloc(bytes);
   if (!mem) return 0;
+  memset(mem, 0, bytes);
   out->mem = mem;
   out->d = (float *)(void *)mem;
   out->g = out->d + cells * 16;
@@ -164,7 +166,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
   const qk_amx_act *aa = &ctx->amx;
   const int64_t kpad = ctx->act.kpad, ng = kpad / 16, ck = aa->ck, sstep = ck / 16;
   const int has_min = ctx->tr.has_min, has_bias = ctx->tr.bias != 0;
-  uint8_t *q = malloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 4 * 1024 + 64);
+  uint8_t *q = tp_temp_alloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 4 * 1024 + 64);
   if (!q) {
     ctx->failed = 1;
     return;
@@ -223,7 +225,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
     }
   }
   qk_amx_release();
-  free(q);
+  tp_temp_free(q);
 }
 
 static topos_status qk_amx_run(const tp_qk_task *t, const tp_qk_traits *tr) {
@@ -244,7 +246,7 @@ static topos_status qk_amx_run(const tp_qk_task *t, const tp_qk_traits *tr) {
   }
   tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), qk_amx_range,
                      &ctx);
-  free(ctx.amx.mem);
+  tp_temp_free(ctx.amx.mem);
   qk_act_free(&ctx.act);
   if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   return TOPOS_OK;

@@ -186,7 +186,7 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
   const tp_qk_task *t = x->task;
   const int64_t nb = x->nb;
   const int decoded = !x->kind.q8; /* rows decoded to Q8_0's layout */
-  float *dw = malloc((size_t)(Q80_TR * nb) * (2 * sizeof(float) + sizeof(int32_t) + (decoded ? Q80_BLOCK : 0)));
+  float *dw = tp_temp_alloc((size_t)(Q80_TR * nb) * (2 * sizeof(float) + sizeof(int32_t) + (decoded ? Q80_BLOCK : 0)));
   if (!dw) {
     x->failed = 1;
     return;
@@ -225,7 +225,7 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
       }
     }
   }
-  free(dw);
+  tp_temp_free(dw);
 }
 
 /* Activation rows as tile lanes: for `steps` 4-byte steps from element e0
@@ -263,7 +263,7 @@ static int q80_tile_prepare(qk_q80_ctx *x) {
   const int64_t nb = x->nb;
   x->groups = (x->act.m + 15) / 16;
   const size_t cells = (size_t)(x->groups * nb);
-  x->mem = malloc(cells * 8 * 64 + 2 * cells * 16 * sizeof(float) + 64);
+  x->mem = tp_temp_alloc(cells * 8 * 64 + 2 * cells * 16 * sizeof(float) + 64);
   if (!x->mem) return 0;
   x->da = (float *)x->mem;
   x->sa = x->kind.min ? x->da + cells * 16 : NULL;
@@ -618,7 +618,7 @@ static topos_status qk_b32_run(const tp_qk_task *t) {
   } else {
     x.failed = 1;
   }
-  free(x.mem);
+  tp_temp_free(x.mem);
   qk_act_free(&x.act);
   if (x.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
                                (long long)t->k);

@@ -411,10 +411,10 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
   uint8_t *buf = NULL;
   QK_FN(panels) *use = NULL;
   if (quantized) {
-    buf = malloc((size_t)gp * pbytes);
-    use = malloc((size_t)gp * sizeof *use);
+    buf = tp_temp_alloc((size_t)gp * pbytes);
+    use = tp_temp_alloc((size_t)gp * sizeof *use);
     if (!buf || !use) {
-      free(buf), free(use);
+      tp_temp_free(use), tp_temp_free(buf);
       ctx->failed = 1;
       return;
     }
@@ -445,8 +445,8 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
       }
     }
   }
-  free(buf);
-  free(use);
+  tp_temp_free(use);
+  tp_temp_free(buf);
 }
 
 static topos_status QK_FN(run)(const tp_qk_task *t) {
@@ -490,8 +490,8 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       if (act_ok && ctx.mv && t->m < QK_C) act_ok = QK_MATVEC_PREPARE(t->wtype, &ctx.act);
 #endif
       if (!act_ok) {
+        tp_temp_free(ctx.kw_au);
         qk_act_free(&ctx.act);
-        free(ctx.kw_au);
         return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld",
                        (long long)t->m, (long long)t->k);
       }
@@ -500,8 +500,8 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
   /* at least ~64K multiply-adds per range: waking a worker costs more below */
   const int64_t grain = 1 + ((int64_t)1 << 16) / (QK_R * t->k * t->m);
   tp_qk_parallel_for(t->threads, panels, grain, QK_FN(range), &ctx);
+  tp_temp_free(ctx.kw_au);
   qk_act_free(&ctx.act);
-  free(ctx.kw_au);
   if (ctx.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   return TOPOS_OK;
 }

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/temp.h"
 #include "topos/qmatmul.h"
 
 #define TP_QK_STEP 64 /* k padding granularity: one AVX-512 step */

@@ -254,7 +254,7 @@ static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
   qk_ks_ctx *x = vctx;
   const tp_qk_task *t = x->task;
   const size_t rb = ks_row_bytes(x->nsb);
-  uint8_t *mem = aligned_alloc(64, (rb * KS_TR + 63) / 64 * 64);
+  uint8_t *mem = tp_temp_alloc(rb * KS_TR);
   if (!mem) {
     x->failed = 1;
     return;
@@ -285,7 +285,7 @@ static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
       }
     }
   }
-  free(mem);
+  tp_temp_free(mem);
 }
 
 /* The activations as the tile reads them (rows past m: qa = 0), a group of
@@ -322,7 +322,7 @@ static void ks_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
 static int ks_tile_prepare(qk_ks_ctx *x) {
   x->groups = (x->act.m + 15) / 16;
   const size_t cells = (size_t)(x->groups * x->nsb);
-  x->mem = malloc(cells * (64 * 64 + 16 * sizeof(float) + 64 * sizeof(int32_t)));
+  x->mem = tp_temp_alloc(cells * (64 * 64 + 16 * sizeof(float) + 64 * sizeof(int32_t)));
   if (!x->mem) return 0;
   x->au = (uint8_t *)x->mem;
   x->da = (float *)(void *)(x->au + cells * 64 * 64);
@@ -514,7 +514,7 @@ static void ks_mv_range_q6(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0
 static int ks_mv_prepare(qk_ks_ctx *x) {
   if (x->kind == KS_Q6_K) return 1;
   const qk_act *act = &x->act;
-  x->mem = malloc((size_t)(act->m * x->nsb * 32) * sizeof(int16_t));
+  x->mem = tp_temp_alloc((size_t)(act->m * x->nsb * 32) * sizeof(int16_t));
   if (!x->mem || !mv_q4k_prepare(&x->act)) return 0;
   x->bs = x->mem;
   for (int64_t c = 0; c < act->m; ++c)
@@ -553,7 +553,7 @@ static topos_status qk_ks_run(const tp_qk_task *t) {
   } else {
     x.failed = 1;
   }
-  free(x.mem);
+  tp_temp_free(x.mem);
   qk_act_free(&x.act);
   if (x.failed)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: %s buffers for %lld x %lld",

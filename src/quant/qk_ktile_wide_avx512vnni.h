@@ -75,7 +75,7 @@ static void qk_kw_corr(const uint8_t *q, const int32_t *sc, int64_t k, int32_t *
 #define QK_KW_AU_STRIDE(kpad) ((kpad) + 64)
 static uint8_t *qk_kw_unsigned_act(const qk_act *act) {
   const int64_t kpad = act->kpad, stride = QK_KW_AU_STRIDE(kpad);
-  uint8_t *au = aligned_alloc(64, (size_t)(act->m * stride));
+  uint8_t *au = tp_temp_alloc((size_t)(act->m * stride));
   if (!au) return NULL;
   for (int64_t r = 0; r < act->m; ++r)
     for (int64_t i = 0; i < kpad; ++i) au[r * stride + i] = (uint8_t)((uint8_t)act->q[r * kpad + i] ^ 0x80u);

@@ -43,7 +43,7 @@ MV_INLINE __m256i mv_q4k_scales2(const uint8_t *p, const uint8_t *q) {
  * same for the second half (ks_row_k45 in qk_ksum_avx512vnni.h). */
 static int mv_q4k_prepare(qk_act *act) {
   const int64_t kpad = act->kpad;
-  act->qn = malloc((size_t)(act->m * kpad));
+  act->qn = tp_temp_alloc((size_t)(act->m * kpad));
   if (!act->qn) return 0;
   for (int64_t r = 0; r < act->m; ++r)
     for (int64_t sb = 0; sb + 256 <= kpad; sb += 256) {

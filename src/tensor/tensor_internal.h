@@ -36,6 +36,9 @@ int tp_dtype_is_integer(topos_dtype dtype);
 /* ---- storage (storage.c). Both constructors return one reference. */
 /* Heap bytes, 64-byte aligned; zeroed when `zero`. */
 topos_status tp_storage_heap(size_t bytes, bool zero, tp_storage **out);
+/* A plan arena or scratch region: heap bytes as above, uninitialised, but
+ * mapped from a smaller size (storage.c says why). */
+topos_status tp_storage_arena(size_t bytes, tp_storage **out);
 /* Caller or mapped bytes; `release` (may be NULL) runs once after the last release. */
 topos_status tp_storage_wrap(void *data, size_t bytes, topos_storage_kind kind,
                              topos_release_fn release, void *context, tp_storage **out);

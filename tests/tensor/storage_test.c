@@ -128,8 +128,9 @@ TEST(storage_refcount_across_threads) {
 
 /* Large storages are mapped; the block last given back is kept as a spare
  * for the next request it fits (storage.c). A zeroed request served by the
- * spare is zero, the spare's old bytes gone; a request more than twice
- * smaller or larger maps fresh pages. Tensor zeros are public behaviour:
+ * spare is zero, the spare's old bytes gone; a request larger than the
+ * spare, or more than a quarter smaller, maps fresh pages (the spare is
+ * kept for the request it came from). Tensor zeros are public behaviour:
  * topos_tensor_zeros of a large shape after a large tensor was freed. */
 TEST(storage_large_blocks_reuse_the_spare_and_keep_zeros) {
   const int64_t n = (int64_t)1 << 19; /* 2 MiB of f32: mapped */
@@ -148,6 +149,10 @@ TEST(storage_large_blocks_reuse_the_spare_and_keep_zeros) {
   int64_t nonzero = 0;
   for (int64_t i = 0; i < n; ++i) nonzero += pb[i] != 0.0f;
   CHECK_EQ_INT(nonzero, 0);
+  topos_tensor_release(b);
+  int64_t smaller[1] = {n / 2}; /* fits, but half the spare: fresh pages */
+  CHECK_OK(topos_tensor_zeros(TOPOS_F32, 1, smaller, &b));
+  if (b) CHECK(topos_tensor_data(b) != first);
   topos_tensor_release(b);
   int64_t big[1] = {3 * n}; /* more than the spare holds: fresh, zero */
   CHECK_OK(topos_tensor_zeros(TOPOS_F32, 1, big, &c));
