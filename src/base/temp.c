@@ -70,11 +70,13 @@ static void *tp_temp_map(tp_temp_stack *s, size_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* With nothing live: the block grows to the high-water mark. A failure
- * leaves no block (requests are then mapped alone). */
+/* With nothing live: the block grows to the high-water mark, at most
+ * TP_TEMP_KEEP_MAX. A failure leaves no block (requests are then mapped
+ * alone). */
 static void tp_temp_resize(tp_temp_stack *s) {
+  const size_t want = s->high < TP_TEMP_KEEP_MAX ? s->high : TP_TEMP_KEEP_MAX;
   size_t cap;
-  if (s->high <= s->cap || !tp_temp_round(s->high, TP_TEMP_GRAIN, &cap)) return;
+  if (want <= s->cap || !tp_temp_round(want, TP_TEMP_GRAIN, &cap)) return;
   if (s->block) munmap(s->block, s->cap);
   s->block = tp_temp_map(s, cap);
   s->cap = s->block ? cap : 0;

@@ -16,9 +16,9 @@
  * on the same thread, or NULL. Frees may come in any order: bytes go back
  * to the stack once everything above them is free. A request the block
  * cannot hold is mapped by itself; when the thread's temporaries are all
- * free again the block is remapped at the high-water size (requests over
- * TP_TEMP_KEEP_MAX never count: they are always mapped alone). A thread's
- * block is unmapped when it exits.
+ * free again the block is remapped at the high-water size, at most
+ * TP_TEMP_KEEP_MAX (a request over it never counts: it is always mapped
+ * alone). A thread's block is unmapped when it exits.
  *
  * Under AddressSanitizer every request is a plain malloc, so the sanitizer
  * still sees each temporary's bounds. */

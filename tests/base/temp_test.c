@@ -102,6 +102,15 @@ TEST(temp_block_grows_to_the_deepest_use_and_no_further) {
   huge[0] = 1, huge[TP_TEMP_KEEP_MAX] = 2;
   tp_temp_free(huge);
   CHECK_EQ_INT(tp_temp_block_bytes(), grown);
+  /* large entries live together (each kept-size, their sum over the cap):
+   * the block stops at TP_TEMP_KEEP_MAX (their pages are never touched) */
+  const size_t part = TP_TEMP_KEEP_MAX / 2 + 4096;
+  unsigned char *u = tp_temp_alloc(part), *v = tp_temp_alloc(part);
+  CHECK(u && v);
+  tp_temp_free(u);
+  tp_temp_free(v);
+  CHECK(tp_temp_block_bytes() > grown);
+  CHECK(tp_temp_block_bytes() <= TP_TEMP_KEEP_MAX);
   CHECK(tp_temp_alloc(SIZE_MAX) == NULL);
   CHECK(tp_temp_alloc(SIZE_MAX / 2 + 1) == NULL);
 }
