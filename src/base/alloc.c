@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/error.h"
 
@@ -25,6 +26,15 @@ static topos_status tp_check_align(const char *who, size_t align, size_t *effect
   /* posix_memalign wants at least pointer alignment; more is still aligned. */
   *effective = align < sizeof(void *) ? sizeof(void *) : align;
   return TOPOS_OK;
+}
+
+void *tp_pages_alloc(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void tp_pages_free(void *pages, size_t bytes) {
+  if (pages) munmap(pages, bytes);
 }
 
 topos_status tp_alloc_aligned(size_t bytes, size_t align, void **out) {

@@ -64,6 +64,12 @@ static inline bool tp_align_up_size(size_t value, size_t align, size_t *out) {
 topos_status tp_alloc_aligned(size_t bytes, size_t align, void **out);
 /* As tp_alloc_aligned with the memory zeroed. */
 topos_status tp_calloc_aligned(size_t bytes, size_t align, void **out);
+/* Fresh zero pages in a mapping of their own (bytes > 0), NULL when the
+ * system refuses: large or long-lived buffers kept out of the malloc heap,
+ * whose freed blocks stay resident as holes. Give them back with
+ * tp_pages_free and the same bytes. Not counted as heap allocations. */
+void *tp_pages_alloc(size_t bytes);
+void tp_pages_free(void *pages, size_t bytes); /* NULL is fine */
 /* count * elem bytes, overflow checked (TOPOS_ERR_OVERFLOW names both). */
 topos_status tp_alloc_array(size_t count, size_t elem, size_t align, void **out);
 /* Room for one more entry in a growable heap array (malloc/realloc/free)

@@ -12,7 +12,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
+
+#include "base/alloc.h"
 
 #if !TP_TEMP_POOLED
 #define TP_TEMP_PLAIN 1
@@ -52,8 +53,9 @@ static int tp_temp_key_ok;
 /* A worker's block goes with the worker. */
 static void tp_temp_thread_exit(void *v) {
   tp_temp_stack *s = v;
-  if (s && s->block) munmap(s->block, s->cap);
-  if (s) s->block = NULL, s->cap = 0;
+  if (!s) return;
+  tp_pages_free(s->block, s->cap);
+  s->block = NULL, s->cap = 0;
 }
 
 static void tp_temp_make_key(void) { tp_temp_key_ok = pthread_key_create(&tp_temp_key, tp_temp_thread_exit) == 0; }
@@ -65,9 +67,8 @@ static int tp_temp_round(size_t v, size_t grain, size_t *out) {
 }
 
 static void *tp_temp_map(tp_temp_stack *s, size_t bytes) {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   s->maps += 1;
-  return p == MAP_FAILED ? NULL : p;
+  return tp_pages_alloc(bytes);
 }
 
 /* With nothing live: the block grows to the high-water mark, at most
@@ -77,7 +78,7 @@ static void tp_temp_resize(tp_temp_stack *s) {
   const size_t want = s->high < TP_TEMP_KEEP_MAX ? s->high : TP_TEMP_KEEP_MAX;
   size_t cap;
   if (want <= s->cap || !tp_temp_round(want, TP_TEMP_GRAIN, &cap)) return;
-  if (s->block) munmap(s->block, s->cap);
+  tp_pages_free(s->block, s->cap);
   s->block = tp_temp_map(s, cap);
   s->cap = s->block ? cap : 0;
   s->top = 0;
@@ -127,7 +128,7 @@ void tp_temp_free(void *p) {
   tp_temp_head *h = (tp_temp_head *)(void *)((char *)p - TP_TEMP_HEAD);
   if (h->magic == TP_TEMP_ALONE) {
     s->alone -= h->below;
-    munmap(h, h->bytes);
+    tp_pages_free(h, h->bytes);
   } else {
     h->freed = 1;
     while (s->last != TP_TEMP_NONE) {

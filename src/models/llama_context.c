@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "models/llama_internal.h"
@@ -33,17 +33,6 @@ struct topos_llama_context {
   topos_feed *feeds;
   float *row; /* one embedding row */
 };
-
-/* The cache is mapped by itself, never taken from the heap: glibc serves
- * even a 12 MB calloc from its heap once a block that large was freed
- * (its mmap threshold follows the largest freed mapping), and a context
- * made after another one was freed then grew the heap around the holes the
- * first left (SmolLM2's bench peak 128 -> 134 MB when a 128-token context
- * ran between two 512-token ones). Fresh pages are zero. */
-static void *tp_kv_map(size_t bytes) {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
 
 topos_llama_context_options topos_llama_context_options_default(void) {
   topos_llama_context_options o;
@@ -81,8 +70,14 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->capacity = cap;
   size_t L = (size_t)c->n_layers;
   x->elem = opt.kv_dtype == TOPOS_F32 ? 4 : 2;
+  /* The cache is mapped by itself, never taken from the heap: glibc serves
+   * even a 12 MB calloc from its heap once a block that large was freed
+   * (its mmap threshold follows the largest freed mapping), and a context
+   * made after another one was freed then grew the heap around the holes
+   * the first left (SmolLM2's bench peak 128 -> 134 MB when a 128-token
+   * context ran between two 512-token ones). Fresh pages are zero. */
   x->kv_bytes = 2 * (size_t)total * x->elem;
-  x->k_mem = tp_kv_map(x->kv_bytes);
+  x->k_mem = tp_pages_alloc(x->kv_bytes);
   x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
@@ -125,7 +120,7 @@ void topos_llama_context_free(topos_llama_context *x) {
     }
   free(x->k_cache);
   free(x->v_cache);
-  if (x->k_mem) munmap(x->k_mem, x->kv_bytes);
+  tp_pages_free(x->k_mem, x->kv_bytes);
   free(x->feeds);
   free(x->row);
   free(x);

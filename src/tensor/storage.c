@@ -5,8 +5,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/mman.h> /* madvise */
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "tensor/tensor_internal.h"
 
@@ -49,7 +50,7 @@ static void tp_storage_unmap(void *context, void *data, size_t bytes) {
   const size_t mapped = (size_t)(uintptr_t)context;
   (void)bytes;
   if (mapped > TP_STORAGE_SPARE_MAX) {
-    munmap(data, mapped);
+    tp_pages_free(data, mapped);
     return;
   }
   pthread_mutex_lock(&tp_spare_lock);
@@ -58,7 +59,7 @@ static void tp_storage_unmap(void *context, void *data, size_t bytes) {
   tp_spare = data;
   tp_spare_bytes = mapped;
   pthread_mutex_unlock(&tp_spare_lock);
-  if (old) munmap(old, old_bytes);
+  tp_pages_free(old, old_bytes);
 }
 
 /* The spare block when it fits `bytes`, else NULL; *mapped its size. A
@@ -80,7 +81,7 @@ static void *tp_storage_take_spare(size_t bytes, size_t *mapped) {
     tp_spare_bytes = 0;
   }
   pthread_mutex_unlock(&tp_spare_lock);
-  if (drop) munmap(drop, drop_bytes);
+  tp_pages_free(drop, drop_bytes);
   return data;
 }
 
@@ -90,8 +91,8 @@ static topos_status tp_storage_alloc(size_t bytes, bool zero, size_t map_min, tp
     void *data = tp_storage_take_spare(bytes, &mapped);
     if (data && zero) memset(data, 0, bytes); /* fresh mappings are zero; a spare is not */
     if (!data) {
-      data = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (data == MAP_FAILED) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "storage: cannot map %zu bytes", bytes);
+      data = tp_pages_alloc(bytes);
+      if (!data) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "storage: cannot map %zu bytes", bytes);
 #ifdef MADV_HUGEPAGE
       if (bytes >= ((size_t)4 << 20)) madvise(data, bytes, MADV_HUGEPAGE); /* fewer faults; a hint only */
 #endif
@@ -99,7 +100,7 @@ static topos_status tp_storage_alloc(size_t bytes, bool zero, size_t map_min, tp
     topos_status st = tp_storage_wrap(data, bytes, TOPOS_STORAGE_HEAP, tp_storage_unmap,
                                       (void *)(uintptr_t)mapped, out);
     if (st != TOPOS_OK) {
-      munmap(data, mapped);
+      tp_pages_free(data, mapped);
       return st;
     }
     tp_heap_allocations_add(1);

@@ -198,3 +198,20 @@ TEST(grow_array_doubles_when_full_and_refuses_sizes_that_wrap) {
   CHECK(big == SIZE_MAX / 4);
   free(items);
 }
+
+TEST(pages_are_zero_writable_and_not_counted_as_heap) {
+  const size_t bytes = ((size_t)1 << 20) + 123;
+  const uint64_t before = tp_heap_allocation_count();
+  unsigned char *p = tp_pages_alloc(bytes);
+  CHECK(p != NULL);
+  if (!p) return;
+  CHECK_EQ_INT((uintptr_t)p % 4096, 0);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
+  CHECK_EQ_INT(nonzero, 0);
+  memset(p, 0x5a, bytes);
+  CHECK_EQ_INT(p[bytes - 1], 0x5a);
+  tp_pages_free(p, bytes);
+  tp_pages_free(NULL, bytes);
+  CHECK_EQ_INT(tp_heap_allocation_count(), before);
+}
