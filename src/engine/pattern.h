@@ -43,6 +43,7 @@
 #define TP_ENGINE_PATTERN_H
 
 #include "graph/graph_internal.h"
+#include "ops/kernel.h" /* TP_FIRST_NAN */
 #include "topos/engine.h"
 
 #define TP_FUSION_MAX_MEMBERS 128
@@ -87,13 +88,6 @@ static inline const tp_node *tp_pattern_op(const tp_graph *g, uint32_t i, topos_
  * with n_members. False — no fusion — when a node appears twice, the root
  * is not the last (largest) node, or n exceeds TP_FUSION_MAX_MEMBERS. */
 bool tp_fusion_take_members(tp_fusion *f, uint32_t *members, uint32_t n, uint32_t root);
-
-/* a OP b with the reference kernels' NaN: when both operands are NaN, x86
- * returns the first one's (quieted). The compiler may swap the operands of a
- * commutative operation, so a NaN first operand is returned explicitly
- * (a + a: a itself, quieted); one NaN operand is returned whichever order.
- * For fused steps that replay composed elementwise steps bit for bit. */
-#define TP_FIRST_NAN(a, b, op) ((a) != (a) ? (a) + (a) : (a)op(b))
 
 /* The table the public compiler uses (patterns.c). */
 extern const tp_pattern *const tp_plan_patterns[];

@@ -11,9 +11,9 @@
 #include "ops/kernel.h"
 
 /* Scalar bodies over the compute type. */
-#define TP_E_ADD(a, b) ((a) + (b))
+#define TP_E_ADD(a, b) TP_FIRST_NAN(a, b, +)
 #define TP_E_SUB(a, b) ((a) - (b))
-#define TP_E_MUL(a, b) ((a) * (b))
+#define TP_E_MUL(a, b) TP_FIRST_NAN(a, b, *)
 #define TP_E_DIV(a, b) ((a) / (b))
 #define TP_E_POW(a, b) TP_POW(a, b)
 #define TP_E_MAXIMUM(a, b) TP_MAXIMUM(a, b)

@@ -60,6 +60,16 @@ static inline topos_status tp_kernel_float(const char *op, topos_dtype dtype) {
 #define TP_TANH(x) _Generic((x), float: tanhf, double: tanh)(x)
 #define TP_POW(x, y) _Generic((x), float: powf, double: pow)(x, y)
 
+/* a OP b returning the first operand's NaN (quieted) when both are NaN, as
+ * x86's addss / mulss return their first source's. The compiler may swap the
+ * operands of a commutative operation (clang does, to save a register move),
+ * which would hand out the second NaN and make the bits depend on the
+ * compiler; a NaN first operand is therefore returned explicitly (a + a: a
+ * itself, quieted). One NaN operand comes out whichever order. Every add and
+ * mul kernel (reference, default rung, fused steps replaying composed
+ * elementwise steps) computes through this. */
+#define TP_FIRST_NAN(a, b, op) ((a) != (a) ? (a) + (a) : (a)op(b))
+
 /* maximum: NaN in either operand gives that NaN (the first one when both);
  * -0 < +0, so maximum(-0, +0) = maximum(+0, -0) = +0; otherwise the larger. */
 #define TP_MAXIMUM_BODY_(T)                   \

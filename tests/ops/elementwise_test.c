@@ -132,3 +132,88 @@ TEST(ops_edge_rules_maximum_step_relu) {
   }
   ot_free(&p);
 }
+
+/* add and mul of two NaNs give the first operand's NaN, quieted — in every
+ * kernel, whatever order the compiler put the operands in (clang swaps the
+ * operands of a commutative multiply; the bits then depended on the
+ * compiler). One NaN comes out whichever side it is on. The default rung and
+ * the reference kernels, slices and a held (broadcast) operand, f32 and f64. */
+static uint64_t nan_case_bits(const topos_tensor *t, int64_t i) {
+  const uint8_t *d = topos_tensor_data(t);
+  if (topos_tensor_dtype(t) == TOPOS_F32) {
+    uint32_t u;
+    memcpy(&u, d + 4 * i, 4);
+    return u;
+  }
+  uint64_t u;
+  memcpy(&u, d + 8 * i, 8);
+  return u;
+}
+
+TEST(ops_add_mul_return_the_first_nan) {
+  /* a quiet positive NaN with payload 1, a quiet negative one with payload
+   * 2, a signalling one (payload 3, quieted on the way through) */
+  const uint32_t qa = 0x7fc00001u, qb = 0xffc00002u, sn = 0x7f800003u;
+  const uint32_t a32[5] = {qa, qb, sn, 0x3f800000u /* 1 */, qa};
+  const uint32_t b32[5] = {qb, qa, qb, qb, 0x40000000u /* 2 */};
+  const uint32_t want32[5] = {qa, qb, sn | 0x00400000u, qb, qa};
+  int64_t s[1] = {5};
+  for (int dflt = 1; dflt >= 0; --dflt) {
+    topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, dflt);
+    for (int wide = 0; wide < 2; ++wide) {
+      topos_dtype dt = wide ? TOPOS_F64 : TOPOS_F32;
+      uint8_t abuf[40], bbuf[40];
+      uint64_t want[5];
+      for (int i = 0; i < 5; ++i) {
+        if (wide) { /* the same NaNs widened: payload bits shift up by 29 */
+          double da, db;
+          float fa, fb;
+          memcpy(&fa, &a32[i], 4), memcpy(&fb, &b32[i], 4);
+          uint64_t ua = ((uint64_t)(a32[i] & 0x80000000u) << 32) | 0x7ff0000000000000ull |
+                        ((uint64_t)(a32[i] & 0x007fffffu) << 29);
+          uint64_t ub = ((uint64_t)(b32[i] & 0x80000000u) << 32) | 0x7ff0000000000000ull |
+                        ((uint64_t)(b32[i] & 0x007fffffu) << 29);
+          da = fa == fa ? (double)fa : 0, db = fb == fb ? (double)fb : 0;
+          if (fa != fa) memcpy(&da, &ua, 8);
+          if (fb != fb) memcpy(&db, &ub, 8);
+          memcpy(abuf + 8 * i, &da, 8), memcpy(bbuf + 8 * i, &db, 8);
+          want[i] = ((uint64_t)(want32[i] & 0x80000000u) << 32) | 0x7ff0000000000000ull |
+                    ((uint64_t)(want32[i] & 0x007fffffu) << 29);
+        } else {
+          memcpy(abuf + 4 * i, &a32[i], 4), memcpy(bbuf + 4 * i, &b32[i], 4);
+          want[i] = want32[i];
+        }
+      }
+      const size_t bytes = wide ? 40 : 20;
+      topos_tensor *a = NULL, *b = NULL, *r = NULL;
+      CHECK_OK(topos_tensor_from_data(dt, 1, s, abuf, bytes, &a));
+      CHECK_OK(topos_tensor_from_data(dt, 1, s, bbuf, bytes, &b));
+      for (int op = 0; op < 2; ++op) {
+        CHECK_OK((op ? topos_mul : topos_add)(a, b, &r));
+        for (int64_t i = 0; i < 5; ++i) {
+          if (i == 3 && !op) continue; /* 1 + NaN: b's NaN, checked below for mul */
+          CHECK_MSG(nan_case_bits(r, i) == want[i], "%s %s, default rung %s: element %lld is %llx, want %llx",
+                    op ? "mul" : "add", topos_dtype_name(dt), dflt ? "on" : "off", (long long)i,
+                    (unsigned long long)nan_case_bits(r, i), (unsigned long long)want[i]);
+        }
+        CHECK(op || nan_case_bits(r, 3) == want[3]);
+        topos_tensor_release(r);
+        r = NULL;
+      }
+      /* b's NaN held across a (a broadcast view of one element) */
+      topos_tensor *b1 = NULL, *held = NULL;
+      CHECK_OK(topos_tensor_narrow(b, 0, 0, 1, &b1)); /* qb */
+      CHECK_OK(topos_tensor_broadcast(b1, 1, s, &held));
+      CHECK_OK(topos_mul(a, held, &r));
+      for (int64_t i = 0; i < 5; ++i) {
+        /* a's NaN where a has one (as in the slice case), else b's */
+        const uint64_t w = i == 3 ? nan_case_bits(b, 0) : want[i];
+        CHECK_MSG(nan_case_bits(r, i) == w, "mul by a held NaN, %s, default rung %s: element %lld",
+                  topos_dtype_name(dt), dflt ? "on" : "off", (long long)i);
+      }
+      topos_tensor_release(r), topos_tensor_release(held), topos_tensor_release(b1);
+      topos_tensor_release(a), topos_tensor_release(b);
+    }
+  }
+  topos_backend_set_enabled(TOPOS_BACKEND_DEFAULT, 1);
+}

@@ -68,9 +68,9 @@ TP_DEFAULT_MAP(float, f32)
 TP_DEFAULT_MAP(double, f64)
 
 /* ---- binaries: the same bodies as the reference (ops/elementwise.c) */
-#define TP_BIN_ADD(a, b) ((a) + (b))
+#define TP_BIN_ADD(a, b) TP_FIRST_NAN(a, b, +)
 #define TP_BIN_SUB(a, b) ((a) - (b))
-#define TP_BIN_MUL(a, b) ((a) * (b))
+#define TP_BIN_MUL(a, b) TP_FIRST_NAN(a, b, *)
 #define TP_BIN_DIV(a, b) ((a) / (b))
 #define TP_BIN_POW(a, b) TP_POW(a, b)
 #define TP_BIN_MAXIMUM(a, b) TP_MAXIMUM_MASKED(a, b)
