@@ -67,8 +67,25 @@ static inline topos_status tp_kernel_float(const char *op, topos_dtype dtype) {
  * compiler; a NaN first operand is therefore returned explicitly (a + a: a
  * itself, quieted). One NaN operand comes out whichever order. Every add and
  * mul kernel (reference, default rung, fused steps replaying composed
- * elementwise steps) computes through this. */
-#define TP_FIRST_NAN(a, b, op) ((a) != (a) ? (a) + (a) : (a)op(b))
+ * elementwise steps) computes through this. Both results are computed and
+ * one is picked by a mask: a conditional `a != a ? a + a : a * b` keeps gcc
+ * and clang from vectorising the loop (measured 3-5x slower at -O3). */
+#define TP_NAN_FIRST_BODY_(T, U)                                \
+  static inline T tp_nan_first_##T(T a, T r) {                  \
+    const T q = a + a;                                          \
+    U ur, uq;                                                   \
+    const U nan = (U)0 - (U)(a != a);                           \
+    memcpy(&ur, &r, sizeof r);                                  \
+    memcpy(&uq, &q, sizeof q);                                  \
+    ur = (ur & ~nan) | (uq & nan);                              \
+    memcpy(&r, &ur, sizeof r);                                  \
+    return r;                                                   \
+  }
+TP_NAN_FIRST_BODY_(float, uint32_t)
+TP_NAN_FIRST_BODY_(double, uint64_t)
+#undef TP_NAN_FIRST_BODY_
+#define TP_FIRST_NAN(a, b, op) \
+  _Generic((a), float: tp_nan_first_float, double: tp_nan_first_double)((a), (a)op(b))
 
 /* maximum: NaN in either operand gives that NaN (the first one when both);
  * -0 < +0, so maximum(-0, +0) = maximum(+0, -0) = +0; otherwise the larger. */
