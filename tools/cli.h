@@ -24,4 +24,9 @@ void tp_command_each(void (*fn)(const char *name, const char *summary, void *ctx
 /* Prints "topos NAME: <message>: <topos_last_error()>" to stderr; returns 1. */
 int tp_cli_fail(const char *command, topos_status status, const char *what);
 
+/* The whole of s as a number in [lo, hi] (decimal integer / finite float);
+ * 0 when s is empty, has anything after the number, or is out of range. */
+int tp_cli_long(const char *s, long lo, long hi, long *out);
+int tp_cli_float(const char *s, float lo, float hi, float *out);
+
 #endif

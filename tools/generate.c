@@ -1,7 +1,10 @@
-/* `topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K]
- * [--top-p P] [--seed S] [--threads T] [--ctx C] [--kv f32|f16|bf16] [--exact]`: tokenizes the
+/* `topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
+ * [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--threads T] [--ctx C]
+ * [--kv f32|f16|bf16] [--exact]`: tokenizes the
  * prompt, runs it as one chunk, then decodes token by token, streaming each
  * piece as it is produced; ends with prompt and generation tokens/s. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,9 +17,15 @@ static double tp_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* "VALUE is not a NUMBER in RANGE" for a flag's value; returns 2 (usage). */
+static int tp_bad_value(const char *flag, const char *value, const char *want) {
+  fprintf(stderr, "topos generate: %s wants %s, got '%s'\n", flag, want, value);
+  return 2;
+}
+
 static int tp_generate(int argc, char **argv) {
   const char *path = NULL, *prompt = "";
-  long n_predict = 64, threads = 0, ctx_len = 0;
+  long n_predict = 64, threads = 0, ctx_len = 0, top_k = 0, last_n = 0;
   unsigned long long seed = 42;
   topos_sampler_params sp = topos_sampler_params_default();
   int exact = 0;
@@ -35,20 +44,44 @@ static int tp_generate(int argc, char **argv) {
     }
     if (!v) goto usage;
     ++i;
-    if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) prompt = v;
-    else if (strcmp(a, "-n") == 0) n_predict = strtol(v, NULL, 10);
-    else if (strcmp(a, "--temp") == 0) sp.temperature = strtof(v, NULL);
-    else if (strcmp(a, "--top-k") == 0) sp.top_k = (int32_t)strtol(v, NULL, 10);
-    else if (strcmp(a, "--top-p") == 0) sp.top_p = strtof(v, NULL);
-    else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) threads = strtol(v, NULL, 10);
-    else if (strcmp(a, "--ctx") == 0 || strcmp(a, "-c") == 0) ctx_len = strtol(v, NULL, 10);
-    else if (strcmp(a, "--kv") == 0) {
-      if (topos_dtype_parse(v, &kv) != TOPOS_OK) goto usage;
+    if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) {
+      prompt = v;
+    } else if (strcmp(a, "-n") == 0) {
+      if (!tp_cli_long(v, 0, 1L << 30, &n_predict)) return tp_bad_value(a, v, "a token count >= 0");
+    } else if (strcmp(a, "--temp") == 0) {
+      if (!tp_cli_float(v, -1e30f, 1e30f, &sp.temperature))
+        return tp_bad_value(a, v, "a temperature (<= 0: greedy)");
+    } else if (strcmp(a, "--top-k") == 0) {
+      if (!tp_cli_long(v, INT32_MIN, INT32_MAX, &top_k)) return tp_bad_value(a, v, "an integer (<= 0: off)");
+      sp.top_k = (int32_t)top_k;
+    } else if (strcmp(a, "--top-p") == 0) {
+      if (!tp_cli_float(v, 0.0f, 1.0f, &sp.top_p)) return tp_bad_value(a, v, "a number in [0, 1] (1: off)");
+    } else if (strcmp(a, "--min-p") == 0) {
+      if (!tp_cli_float(v, 0.0f, 1.0f, &sp.min_p)) return tp_bad_value(a, v, "a number in [0, 1] (0: off)");
+    } else if (strcmp(a, "--repeat-penalty") == 0) {
+      if (!tp_cli_float(v, 1e-30f, 1e30f, &sp.repeat_penalty))
+        return tp_bad_value(a, v, "a number > 0 (1: off)");
+    } else if (strcmp(a, "--repeat-last-n") == 0) {
+      if (!tp_cli_long(v, 0, 65536, &last_n)) return tp_bad_value(a, v, "a window of 0..65536 tokens");
+      sp.penalty_last_n = (int32_t)last_n;
+    } else if (strcmp(a, "--seed") == 0) {
+      char *end;
+      errno = 0;
+      seed = strtoull(v, &end, 10);
+      if (*v == '\0' || *v == '-' || *end != '\0' || errno == ERANGE)
+        return tp_bad_value(a, v, "an unsigned 64-bit integer");
+    } else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) {
+      if (!tp_cli_long(v, 0, 1L << 20, &threads)) return tp_bad_value(a, v, "a thread count (0: default)");
+    } else if (strcmp(a, "--ctx") == 0 || strcmp(a, "-c") == 0) {
+      if (!tp_cli_long(v, 0, 1L << 30, &ctx_len))
+        return tp_bad_value(a, v, "a context length in tokens (0: prompt + -n)");
+    } else if (strcmp(a, "--kv") == 0) {
+      if (topos_dtype_parse(v, &kv) != TOPOS_OK) return tp_bad_value(a, v, "f32, f16 or bf16");
+    } else {
+      goto usage;
     }
-    else goto usage;
   }
-  if (!path || n_predict < 0) goto usage;
+  if (!path) goto usage;
   if (threads > 0 && topos_set_threads((int)threads) != TOPOS_OK)
     return tp_cli_fail("generate", TOPOS_ERR_INVALID_ARGUMENT, "--threads");
 
@@ -92,9 +125,9 @@ static int tp_generate(int argc, char **argv) {
     fprintf(stderr, "topos generate: the prompt gives no tokens and the vocabulary has no BOS\n");
     goto done;
   }
-  if ((long)n_prompt >= ctx_len) {
-    fprintf(stderr, "topos generate: the prompt has %zu tokens, the context only %ld\n", n_prompt,
-            ctx_len);
+  if ((long)n_prompt > ctx_len) {
+    fprintf(stderr, "topos generate: the prompt has %zu tokens, more than the context's %ld (--ctx)\n",
+            n_prompt, ctx_len);
     goto done;
   }
   topos_llama_context_options o = topos_llama_context_options_default();
@@ -115,8 +148,11 @@ static int tp_generate(int argc, char **argv) {
   for (size_t i = 0; i < n_prompt; ++i) topos_sampler_accept(sampler, ids[i]);
   double t1 = tp_now();
   long generated = 0;
+  int full = 0; /* stopped because the context is full */
   char piece[256];
-  while (generated < n_predict && topos_llama_position(ctx) < ctx_len) {
+  /* Sampling a token needs no slot of the context; evaluating it does: the
+   * last token that fits is sampled, printed, and not evaluated. */
+  while (generated < n_predict) {
     int32_t next;
     if ((st = topos_sampler_sample(sampler, logits, (int)c->n_vocab, &next)) != TOPOS_OK) {
       tp_cli_fail("generate", st, "sampling");
@@ -130,17 +166,25 @@ static int tp_generate(int argc, char **argv) {
       fwrite(piece, 1, plen, stdout);
       fflush(stdout);
     }
-    if (generated == n_predict || topos_llama_position(ctx) >= ctx_len) break;
+    if (generated == n_predict) break;
+    if (topos_llama_position(ctx) >= ctx_len) {
+      full = 1;
+      break;
+    }
     if ((st = topos_llama_eval(ctx, &next, 1, 0, logits)) != TOPOS_OK) {
       tp_cli_fail("generate", st, "decode");
       goto done;
     }
   }
   double t2 = tp_now();
-  printf("\n\nprompt: %zu tokens, %.1f tokens/s; generation: %ld tokens, %.1f tokens/s "
-         "(%d threads, %s)\n", n_prompt, (double)n_prompt / (t1 - t0), generated,
-         generated > 1 ? (double)(generated - 1) / (t2 - t1) : 0.0, topos_threads(),
+  printf("\n\nprompt: %zu token%s, %.1f tokens/s; generation: %ld token%s, %.1f tokens/s "
+         "(%d threads, %s)\n", n_prompt, n_prompt == 1 ? "" : "s", (double)n_prompt / (t1 - t0), generated,
+         generated == 1 ? "" : "s", generated > 1 ? (double)(generated - 1) / (t2 - t1) : 0.0, topos_threads(),
          exact ? "exact" : "fast");
+  fflush(stdout);
+  if (full)
+    fprintf(stderr, "topos generate: stopped after %ld of %ld tokens: the context of %ld token%s is full "
+            "(--ctx)\n", generated, n_predict, ctx_len, ctx_len == 1 ? "" : "s");
   rc = 0;
 done:
   topos_llama_context_free(ctx);
@@ -151,8 +195,12 @@ done:
   free(logits);
   return rc;
 usage:
-  fprintf(stderr, "usage: topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] "
-          "[--top-p P] [--seed S] [--threads T] [--ctx C] [--kv f32|f16|bf16] [--exact]\n");
+  fprintf(stderr, "usage: topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+          "         [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--threads T]\n"
+          "         [--ctx C] [--kv f32|f16|bf16] [--exact]\n"
+          "sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, no repeat penalty\n"
+          "(window 64); --temp 0 is greedy. --ctx 0 (default): the prompt plus -n, at most the\n"
+          "model's training context.\n");
   return 2;
 }
 

@@ -1,4 +1,5 @@
 /* topos CLI entry point: dispatches to the registered subcommands. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,24 @@ void tp_command_each(void (*fn)(const char *name, const char *summary, void *ctx
 int tp_cli_fail(const char *command, topos_status status, const char *what) {
   fprintf(stderr, "topos %s: %s: %s (%s)\n", command, what, topos_last_error(),
           topos_status_name(status));
+  return 1;
+}
+
+int tp_cli_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  const long v = strtol(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || errno == ERANGE || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+int tp_cli_float(const char *s, float lo, float hi, float *out) {
+  char *end;
+  errno = 0;
+  const float v = strtof(s, &end);
+  if (*s == '\0' || *end != '\0' || errno == ERANGE || !(v >= lo && v <= hi)) return 0;
+  *out = v;
   return 1;
 }
 

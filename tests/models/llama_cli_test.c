@@ -28,7 +28,32 @@ TEST(llama_cli_make_generate_bench) {
   CHECK(tt_log_has(log, "absent.gguf"));
   snprintf(args, sizeof args, "generate '%s' -p 'a long prompt here' --ctx 4", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 1);
-  CHECK(tt_log_has(log, "the context only 4"));
+  CHECK(tt_log_has(log, "more than the context's 4 (--ctx)"));
+  /* the prompt alone (-n 0), and a context that fills before -n: the last
+   * token that fits is sampled and printed, not evaluated */
+  snprintf(args, sizeof args, "generate '%s' -p hello -n 0", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "generation: 0 tokens"));
+  /* (seeded sampling over Exact logits, the same bits in every build; this
+   * seed draws no end-of-generation token) */
+  snprintf(args, sizeof args, "generate '%s' -p hello -n 20 --ctx 12 --seed 1 --exact", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "prompt: 9 tokens"));
+  CHECK(tt_log_has(log, "generation: 4 tokens")); /* slots 9, 10, 11 evaluated, the 4th printed */
+  CHECK(tt_log_has(log, "stopped after 4 of 20 tokens: the context of 12 tokens is full"));
+  /* sampling flags, and values that are not numbers or out of range */
+  snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 8", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  static const char *const bad[][2] = {{"-n abc", "-n wants"},           {"-n -2", "-n wants"},
+                                       {"--temp 0.5x", "--temp wants"},  {"--top-p 2", "--top-p wants"},
+                                       {"--min-p -0.1", "--min-p wants"}, {"--seed -1", "--seed wants"},
+                                       {"--repeat-penalty 0", "--repeat-penalty wants"},
+                                       {"--ctx 12x", "--ctx wants"},     {"--kv q4_0x", "--kv wants"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    snprintf(args, sizeof args, "generate '%s' -p hello %s", model, bad[i][0]);
+    CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+    CHECK_MSG(tt_log_has(log, bad[i][1]), "%s: no '%s' in the output", bad[i][0], bad[i][1]);
+  }
   snprintf(args, sizeof args, "bench llm '%s' --tests xx3", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
   CHECK_EQ_INT(tt_topos_run("generate", "llama-cli.log", log, sizeof log), 2);
