@@ -148,6 +148,44 @@ static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const
   return TOPOS_OK;
 }
 
+/* "a,b,c" -> out[0..*n): each item whole and valid (lb_item), at most `most`
+ * items. Returns 0 with a message naming the bad item. */
+enum { LB_MOST = 16 };
+typedef struct {
+  int is_pp;
+  long n; /* tokens, or a thread count */
+} lb_item;
+
+static int lb_parse_list(const char *flag, const char *list, int tests, lb_item *out, int *n) {
+  char buf[256];
+  if (strlen(list) >= sizeof buf) {
+    fprintf(stderr, "topos bench llm: %s: the list is too long\n", flag);
+    return 0;
+  }
+  snprintf(buf, sizeof buf, "%s", list);
+  *n = 0;
+  for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+    lb_item x = {0, 0};
+    int ok;
+    if (tests) {
+      x.is_pp = strncmp(it, "pp", 2) == 0;
+      ok = (x.is_pp || strncmp(it, "tg", 2) == 0) && tp_cli_long(it + 2, 1, 512, &x.n);
+    } else {
+      ok = tp_cli_long(it, 1, 256, &x.n);
+    }
+    if (!ok || *n == LB_MOST) {
+      fprintf(stderr, "topos bench llm: %s: '%s' is not %s\n", flag, it,
+              *n == LB_MOST ? "needed (16 items at most)"
+              : tests      ? "ppN or tgN with N in 1..512"
+                           : "a thread count in 1..256");
+      return 0;
+    }
+    out[(*n)++] = x;
+  }
+  if (*n == 0) fprintf(stderr, "topos bench llm: %s: an empty list\n", flag);
+  return *n > 0;
+}
+
 static int lb_command(int argc, char **argv) {
   const char *path = NULL, *tests = "pp64,pp512,tg32,tg128", *threads_list = "1,2";
   const char *peer = getenv("TOPOS_LLAMA_BENCH");
@@ -159,7 +197,14 @@ static int lb_command(int argc, char **argv) {
     else if (strcmp(argv[i], "--kv") == 0 && i + 1 < argc) {
       if (topos_dtype_parse(argv[++i], &kv) != TOPOS_OK) goto usage;
     }
-    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      long r;
+      if (!tp_cli_long(argv[++i], 1, 1000, &r)) {
+        fprintf(stderr, "topos bench llm: --reps wants a count in 1..1000, got '%s'\n", argv[i]);
+        return 2;
+      }
+      reps = (int)r;
+    }
     else if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc) tests = argv[++i];
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads_list = argv[++i];
     else if (strcmp(argv[i], "--peer") == 0 && i + 1 < argc) peer = argv[++i];
@@ -173,7 +218,11 @@ static int lb_command(int argc, char **argv) {
     }
     goto usage;
   }
-  if (reps < 1) reps = 1;
+  lb_item thread_items[LB_MOST], test_items[LB_MOST];
+  int n_threads = 0, n_tests = 0;
+  if (!lb_parse_list("--threads", threads_list, 0, thread_items, &n_threads) ||
+      !lb_parse_list("--tests", tests, 1, test_items, &n_tests))
+    return 2;
   if (peer && !*peer) peer = NULL;
   topos_llama *model = NULL;
   topos_status st = topos_llama_open(path, &model);
@@ -203,23 +252,17 @@ static int lb_command(int argc, char **argv) {
   topos_rng rng = topos_rng_seed(1234);
   for (int i = 0; i < 512; ++i) tokens[i] = (int32_t)(topos_rng_next(&rng) % (uint64_t)c->n_vocab);
   int rc = 0;
-  char tl[128];
-  snprintf(tl, sizeof tl, "%s", threads_list);
-  for (char *tsave = NULL, *tt = strtok_r(tl, ",", &tsave); tt && !rc;
-       tt = strtok_r(NULL, ",", &tsave)) {
-    int threads = atoi(tt);
-    if (threads < 1 || topos_set_threads(threads) != TOPOS_OK) continue;
-    char list[128];
-    snprintf(list, sizeof list, "%s", tests);
-    for (char *save = NULL, *test = strtok_r(list, ",", &save); test && !rc;
-         test = strtok_r(NULL, ",", &save)) {
-      int is_pp = strncmp(test, "pp", 2) == 0;
-      int64_t n = atoll(test + 2);
-      if ((!is_pp && strncmp(test, "tg", 2) != 0) || n < 1 || n > 512) {
-        fprintf(stderr, "topos bench llm: test '%s' is not ppN or tgN with N in 1..512\n", test);
-        rc = 2;
-        break;
-      }
+  for (int ti = 0; ti < n_threads && !rc; ++ti) {
+    const int threads = (int)thread_items[ti].n;
+    if ((st = topos_set_threads(threads)) != TOPOS_OK) {
+      rc = tp_cli_fail("bench llm", st, "--threads");
+      break;
+    }
+    for (int ki = 0; ki < n_tests && !rc; ++ki) {
+      const int is_pp = test_items[ki].is_pp;
+      const int64_t n = test_items[ki].n;
+      char test[16];
+      snprintf(test, sizeof test, "%s%lld", is_pp ? "pp" : "tg", (long long)n);
       topos_llama_context_options o = topos_llama_context_options_default();
       o.n_ctx = n;
       o.numerics = exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST;
@@ -284,12 +327,16 @@ static int lb_command(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  if (!json && !rc)
+  if (!json && !rc) {
+    /* the largest cache a test above asked for: keys and values of every layer */
+    int64_t longest = 1;
+    for (int ki = 0; ki < n_tests; ++ki) longest = test_items[ki].n > longest ? test_items[ki].n : longest;
+    size_t cache = 0;
+    topos_dtype_bytes(kv, 2 * c->n_layers * c->n_kv_heads * c->head_dim * longest, &cache);
     printf("memory target (file + largest KV cache + 10%%): %.0f MB; bound = stream read "
            "bandwidth / %.1f MiB of weights per token\n",
-           1.1 * (double)(file_bytes + 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim) *
-                          512ull * 4ull) / 1048576.0,
-           (double)c->weight_bytes / 1048576.0);
+           1.1 * (double)(file_bytes + cache) / 1048576.0, (double)c->weight_bytes / 1048576.0);
+  }
   free(tokens);
   free(logits);
   topos_llama_free(model);

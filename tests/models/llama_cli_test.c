@@ -56,6 +56,14 @@ TEST(llama_cli_make_generate_bench) {
   }
   snprintf(args, sizeof args, "bench llm '%s' --tests xx3", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+  CHECK(tt_log_has(log, "'xx3' is not ppN or tgN"));
+  CHECK(!tt_log_has(log, "| model")); /* refused before the table starts */
+  snprintf(args, sizeof args, "bench llm '%s' --tests pp8 --threads 1,x", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+  CHECK(tt_log_has(log, "'x' is not a thread count"));
+  snprintf(args, sizeof args, "bench llm '%s' --tests pp8 --reps 0", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+  CHECK(tt_log_has(log, "--reps wants a count"));
   CHECK_EQ_INT(tt_topos_run("generate", "llama-cli.log", log, sizeof log), 2);
   CHECK(tt_log_has(log, "usage: topos generate"));
   remove(model);
