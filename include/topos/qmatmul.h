@@ -68,6 +68,27 @@ TOPOS_API topos_status topos_qmatmul_rows(const float *a, int64_t m, int64_t k, 
                                           size_t w_row_bytes, topos_dtype wtype, int64_t n,
                                           const float *bias, float *out, topos_qmatmul_path path);
 
+/* One product of several weight matrices with the same activations:
+ * parts[i].out[m, n_i] = a · parts[i].wᵀ + parts[i].bias, each part a
+ * packed [n_i, k] matrix of its own type (for example a layer's q, k and v
+ * weights where the file does not store them back to back). The bits of
+ * each part are those of topos_qmatmul on it alone, on the same path. When
+ * decoding (m = 1) with AVX-512 VNNI kernels for every part (the 32-element
+ * block types, Q4_K, Q5_K, Q6_K; up to 8 parts) the parts run as one
+ * parallel dispatch over their rows together, so short products share the
+ * threads; otherwise one after another. Errors: those of topos_qmatmul,
+ * naming the part. */
+typedef struct topos_qmatmul_part {
+  const void *w;     /* [n, k] packed rows of wtype */
+  topos_dtype wtype;
+  int64_t n;
+  const float *bias; /* NULL or n entries */
+  float *out;        /* [m, n] */
+} topos_qmatmul_part;
+TOPOS_API topos_status topos_qmatmul_multi(const float *a, int64_t m, int64_t k,
+                                           const topos_qmatmul_part *parts, size_t count,
+                                           topos_qmatmul_path path);
+
 /* The kernel family the FAST path would use for wtype right now
  * ("avx512vnni+amx": AMX tiles for block-quantized weights from the m above,
  * AVX-512 VNNI below; "avx512vnni", "avx2", "neon-dotprod", "generic"), or

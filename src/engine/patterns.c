@@ -9,6 +9,7 @@ extern const tp_pattern tp_pattern_conv_im2col; /* patterns_conv.c */
 extern const tp_pattern tp_pattern_max_pool;    /* patterns_pool.c */
 extern const tp_pattern tp_pattern_batch_norm;  /* patterns_batch_norm.c */
 extern const tp_pattern tp_pattern_concat;    /* patterns_concat.c */
+extern const tp_pattern tp_pattern_qlinear_concat; /* patterns_qlinear_concat.c */
 extern const tp_pattern tp_pattern_seed_mul;    /* patterns_seed.c */
 extern const tp_pattern tp_pattern_pool_backward; /* patterns_pool_backward.c */
 extern const tp_pattern tp_pattern_im2col;        /* patterns_conv.c */
@@ -26,7 +27,7 @@ extern const tp_pattern tp_pattern_rmsnorm;       /* patterns_rmsnorm.c */
 
 const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_forward, &tp_pattern_conv_wgrad,
                                               &tp_pattern_pool_backward, &tp_pattern_conv_im2col, &tp_pattern_max_pool,
-                                              &tp_pattern_batch_norm, &tp_pattern_attention, &tp_pattern_rope, &tp_pattern_rmsnorm, &tp_pattern_concat,
+                                              &tp_pattern_batch_norm, &tp_pattern_attention, &tp_pattern_rope, &tp_pattern_rmsnorm, &tp_pattern_qlinear_concat, &tp_pattern_concat,
                                               &tp_pattern_seed_mul, &tp_pattern_im2col,
                                               &tp_pattern_col2im, &tp_pattern_relu_grad,
                                               &tp_pattern_matmul_bias, &tp_pattern_softmax,

@@ -102,13 +102,26 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 
     topos_sym h = tp_rmsnorm(r, x, T, L->attn_norm);
     topos_sym q, k, v;
-    if (T == 1 && L->w_attn_in) { /* one product, its row cut in parts (views) */
+    if (T == 1) { /* one row [q | k | v], cut in parts (views) */
       const int64_t qd = H * hd, kvd = KVH * hd;
-      topos_sym qkv = topos_tape_qlinear(t, h, tp_const(r, L->w_attn_in));
+      topos_sym qkv;
+      if (L->attn_in_parts == 3) { /* back to back in the file: one product */
+        qkv = topos_tape_qlinear(t, h, tp_const(r, L->w_attn_in));
+      } else { /* products joined (the qlinear_concat step: one dispatch) */
+        topos_sym parts[3];
+        size_t n = 0;
+        if (L->attn_in_parts == 2) {
+          parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->w_attn_in));
+        } else {
+          parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->wq));
+          parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->wk));
+        }
+        parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->wv));
+        qkv = topos_tape_concat(t, n, parts, 1);
+      }
       q = topos_tape_narrow(t, qkv, 1, 0, qd);
       k = topos_tape_narrow(t, qkv, 1, qd, kvd);
-      v = L->attn_in_parts == 3 ? topos_tape_narrow(t, qkv, 1, qd + kvd, kvd)
-                                : topos_tape_qlinear(t, h, tp_const(r, L->wv));
+      v = topos_tape_narrow(t, qkv, 1, qd + kvd, kvd);
     } else {
       q = topos_tape_qlinear(t, h, tp_const(r, L->wq));
       k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
@@ -173,11 +186,19 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 
     h = tp_rmsnorm(r, x, T, L->ffn_norm);
     topos_sym gate, up;
-    if (T == 1 && L->w_ffn_in) {
+    if (T == 1) { /* one row, gate and up in the file's order (or joined: gate first) */
       const int64_t ff = c->ff;
-      topos_sym gu = topos_tape_qlinear(t, h, tp_const(r, L->w_ffn_in));
-      gate = topos_tape_narrow(t, gu, 1, L->ffn_up_first ? ff : 0, ff);
-      up = topos_tape_narrow(t, gu, 1, L->ffn_up_first ? 0 : ff, ff);
+      topos_sym gu;
+      if (L->w_ffn_in) {
+        gu = topos_tape_qlinear(t, h, tp_const(r, L->w_ffn_in));
+      } else {
+        topos_sym parts[2] = {topos_tape_qlinear(t, h, tp_const(r, L->w_gate)),
+                              topos_tape_qlinear(t, h, tp_const(r, L->w_up))};
+        gu = topos_tape_concat(t, 2, parts, 1);
+      }
+      const int up_first = L->w_ffn_in && L->ffn_up_first;
+      gate = topos_tape_narrow(t, gu, 1, up_first ? ff : 0, ff);
+      up = topos_tape_narrow(t, gu, 1, up_first ? 0 : ff, ff);
     } else {
       gate = topos_tape_qlinear(t, h, tp_const(r, L->w_gate));
       up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));

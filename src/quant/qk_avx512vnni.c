@@ -133,22 +133,100 @@ static inline float qk_reduce_avx512(__m512 v) {
 #include "quant/qk_block32_avx512vnni.h"
 #include "quant/qk_ksum_avx512vnni.h"
 
+/* Which kernel family serves a task below AMX's m: the block-sum kernels
+ * for the 32-element block types, the super-block-sum kernels for Q4_K,
+ * Q5_K and Q6_K (both repack prompt activations with a gather of 16 rows at
+ * int32 offsets, qk_lanes_repack: rows up to INT32_MAX / 16 elements), or
+ * the engine body. */
+typedef enum { QK_KERNEL_B32, QK_KERNEL_KS, QK_KERNEL_ENGINE } qk_kernel;
+
+static qk_kernel qk_kernel_of(const tp_qk_task *task) {
+  const int gatherable = task->k <= INT32_MAX / 16 - 256;
+  const topos_dtype w = task->wtype;
+  if ((w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1) &&
+      task->k % 32 == 0 && gatherable)
+    return QK_KERNEL_B32;
+  if ((w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K) && task->k % 256 == 0 && gatherable)
+    return QK_KERNEL_KS;
+  return QK_KERNEL_ENGINE;
+}
+
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
   if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
-  /* the 32-element block types: the block-sum kernels; both kinds of kernel
-   * repack prompt activations with a gather of 16 rows at int32 offsets
-   * (qk_lanes_repack), so rows up to INT32_MAX / 16 elements */
-  const int gatherable = task->k <= INT32_MAX / 16 - 256;
-  if ((task->wtype == TOPOS_Q8_0 || task->wtype == TOPOS_Q4_0 || task->wtype == TOPOS_Q5_0 ||
-       task->wtype == TOPOS_Q4_1 || task->wtype == TOPOS_Q5_1) &&
-      task->k % 32 == 0 && gatherable)
-    return qk_b32_run(task);
-  /* Q4_K / Q5_K / Q6_K: the super-block-sum kernels */
-  if ((task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) && task->k % 256 == 0 &&
-      gatherable)
-    return qk_ks_run(task);
-  return QK_FN(run)(task);
+  switch (qk_kernel_of(task)) {
+    case QK_KERNEL_B32: return qk_b32_run(task);
+    case QK_KERNEL_KS: return qk_ks_run(task);
+    default: return QK_FN(run)(task);
+  }
+}
+
+/* ---- several matrix-vector products as one dispatch ----------------------
+ * Each task keeps its own kernel context (activations quantized for its
+ * type); the dispatch walks the tasks' 16-row panels end to end, so the
+ * threads split their sum — short products (a small model's k and v rows)
+ * no longer run on one thread each, and the threads meet once. Each panel
+ * runs the same range function as the task alone: the same bits. */
+typedef struct {
+  int count;
+  const tp_qk_task *task[TP_QK_MULTI_MAX];
+  tp_qk_range_fn fn[TP_QK_MULTI_MAX];
+  void *ctx[TP_QK_MULTI_MAX];
+  int64_t start[TP_QK_MULTI_MAX + 1]; /* task i's panels: [start[i], start[i + 1]) */
+} qk_multi;
+
+static void qk_multi_range(void *vctx, int64_t p0, int64_t p1) {
+  const qk_multi *mu = vctx;
+  for (int i = 0; i < mu->count && p0 < p1; ++i) {
+    const int64_t lo = p0 > mu->start[i] ? p0 : mu->start[i], hi = p1 < mu->start[i + 1] ? p1 : mu->start[i + 1];
+    if (lo >= hi) continue;
+    /* a range that finishes a task fetches the next task's first two panels
+     * first: the kernels fetch ahead within a task only, and the next
+     * weights lie elsewhere in the file */
+    if (hi == mu->start[i + 1] && i + 1 < mu->count) {
+      const tp_qk_task *next = mu->task[i + 1];
+      const int64_t rows = next->n < 32 ? next->n : 32;
+      qk_prefetch_slice((const uint8_t *)next->w, 0, rows * (int64_t)next->row_bytes);
+    }
+    mu->fn[i](mu->ctx[i], lo - mu->start[i], hi - mu->start[i]);
+  }
+}
+
+topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count) {
+  if (count < 1 || count > TP_QK_MULTI_MAX) return TOPOS_UNSUPPORTED;
+  for (int i = 0; i < count; ++i)
+    if (tasks[i].m != tasks[0].m || tasks[i].m >= QK_C || tasks[i].m >= qk_amx_min_m(tasks[i].wtype) ||
+        qk_kernel_of(&tasks[i]) == QK_KERNEL_ENGINE)
+      return TOPOS_UNSUPPORTED;
+  union {
+    qk_q80_ctx b;
+    qk_ks_ctx k;
+  } ctx[TP_QK_MULTI_MAX];
+  qk_multi mu;
+  memset(&mu, 0, sizeof mu);
+  topos_status st = TOPOS_OK;
+  for (; mu.count < count; ++mu.count) {
+    const tp_qk_task *t = &tasks[mu.count];
+    const int ok = qk_kernel_of(t) == QK_KERNEL_B32 ? qk_b32_begin(t, &ctx[mu.count].b, &mu.fn[mu.count])
+                                                     : qk_ks_begin(t, &ctx[mu.count].k, &mu.fn[mu.count]);
+    if (!ok) {
+      st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+      break;
+    }
+    mu.ctx[mu.count] = &ctx[mu.count];
+    mu.task[mu.count] = t;
+    mu.start[mu.count + 1] = mu.start[mu.count] + (t->n + 15) / 16;
+  }
+  if (st == TOPOS_OK) {
+    const tp_qk_task *t = &tasks[0];
+    tp_qk_parallel_for(t->threads, mu.start[count], 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), qk_multi_range,
+                       &mu);
+  }
+  for (int i = 0; i < mu.count; ++i) { /* every begun context ends; the first failure is the status */
+    const topos_status e = qk_kernel_of(&tasks[i]) == QK_KERNEL_B32 ? qk_b32_end(&ctx[i].b) : qk_ks_end(&ctx[i].k);
+    if (st == TOPOS_OK) st = e;
+  }
+  return st;
 }

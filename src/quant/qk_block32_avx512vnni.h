@@ -590,23 +590,39 @@ static void b32_mv_range_q5_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x
 static void b32_mv_range_q4_1(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q4_1); }
 static void b32_mv_range_q5_1(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q5_1); }
 
-/* Q8_0, Q4_0, Q5_0, Q4_1 or Q5_1 weights (k % 32 == 0). */
-static topos_status qk_b32_run(const tp_qk_task *t) {
+/* x for weights of t's type (Q8_0, Q4_0, Q5_0, Q4_1 or Q5_1; k % 32 ==
+ * 0) with t's activations prepared, and the matrix-vector range function
+ * (used when m < QK_C). 0: out of memory for the activations. */
+static int qk_b32_begin(const tp_qk_task *t, qk_q80_ctx *x, tp_qk_range_fn *mv) {
   tp_qk_traits tr;
   tp_qk_traits_of(t->wtype, &tr);
-  qk_q80_ctx x;
-  memset(&x, 0, sizeof x);
-  x.task = t;
-  tp_qk_range_fn mv;
+  memset(x, 0, sizeof *x);
+  x->task = t;
   switch (t->wtype) {
-    case TOPOS_Q4_0: x.kind = B32_Q4_0, mv = b32_mv_range_q4_0; break;
-    case TOPOS_Q5_0: x.kind = B32_Q5_0, mv = b32_mv_range_q5_0; break;
-    case TOPOS_Q4_1: x.kind = B32_Q4_1, mv = b32_mv_range_q4_1; break;
-    case TOPOS_Q5_1: x.kind = B32_Q5_1, mv = b32_mv_range_q5_1; break;
-    default: x.kind = B32_Q8_0, mv = b32_mv_range_q8_0; break;
+    case TOPOS_Q4_0: x->kind = B32_Q4_0, *mv = b32_mv_range_q4_0; break;
+    case TOPOS_Q5_0: x->kind = B32_Q5_0, *mv = b32_mv_range_q5_0; break;
+    case TOPOS_Q4_1: x->kind = B32_Q4_1, *mv = b32_mv_range_q4_1; break;
+    case TOPOS_Q5_1: x->kind = B32_Q5_1, *mv = b32_mv_range_q5_1; break;
+    default: x->kind = B32_Q8_0, *mv = b32_mv_range_q8_0; break;
   }
-  x.nb = t->k / 32;
-  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
+  x->nb = t->k / 32;
+  return qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads);
+}
+
+/* Frees what qk_b32_begin and the ranges took; the status of the product. */
+static topos_status qk_b32_end(qk_q80_ctx *x) {
+  const tp_qk_task *t = x->task;
+  tp_temp_free(x->mem);
+  qk_act_free(&x->act);
+  if (x->failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
+                                (long long)t->k);
+  return TOPOS_OK;
+}
+
+static topos_status qk_b32_run(const tp_qk_task *t) {
+  qk_q80_ctx x;
+  tp_qk_range_fn mv;
+  if (!qk_b32_begin(t, &x, &mv))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   if (t->m < QK_C) {
     const int64_t panels = (t->n + 15) / 16;
@@ -617,11 +633,7 @@ static topos_status qk_b32_run(const tp_qk_task *t) {
   } else {
     x.failed = 1;
   }
-  tp_temp_free(x.mem);
-  qk_act_free(&x.act);
-  if (x.failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
-                               (long long)t->k);
-  return TOPOS_OK;
+  return qk_b32_end(&x);
 }
 
 #endif

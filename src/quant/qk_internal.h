@@ -60,6 +60,12 @@ int tp_qk_traits_of(topos_dtype wtype, tp_qk_traits *out);
 
 /* FAST entry points (TOPOS_UNSUPPORTED when the type is not served). */
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task);
+/* Tasks of one m below the tile width (decoding), each of a type the
+ * matrix-vector kernels take, run as one parallel dispatch with the bits of
+ * each run alone (qk_avx512vnni.c); TOPOS_UNSUPPORTED for any other set
+ * (the caller runs the tasks one by one). */
+#define TP_QK_MULTI_MAX 8
+topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count);
 topos_status tp_qk_fast_avx2(const tp_qk_task *task);
 topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU */
 topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
@@ -90,5 +96,8 @@ topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void
 topos_status tp_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
                              topos_dtype wtype, int64_t n, const float *bias, float *out,
                              topos_qmatmul_path path, int threads);
+/* topos_qmatmul_multi with a thread count (<= 0: the library's). */
+topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_qmatmul_part *parts,
+                              size_t count, topos_qmatmul_path path, int threads);
 
 #endif

@@ -527,38 +527,54 @@ static int ks_mv_prepare(qk_ks_ctx *x) {
   return 1;
 }
 
-static topos_status qk_ks_run(const tp_qk_task *t) {
+/* x for Q4_K, Q5_K or Q6_K weights (k % 256 == 0) with t's activations
+ * prepared and, when m < QK_C, the matrix-vector kernel's (*mv its range
+ * function). 0: out of memory. */
+static int qk_ks_begin(const tp_qk_task *t, qk_ks_ctx *x, tp_qk_range_fn *mv) {
   tp_qk_traits tr;
   tp_qk_traits_of(t->wtype, &tr);
   tr.has_min = 0; /* the min term is taken in integers: no float group sums (act.bf) */
+  memset(x, 0, sizeof *x);
+  x->task = t;
+  x->kind = t->wtype == TOPOS_Q6_K ? KS_Q6_K : t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
+  x->nsb = t->k / 256;
+  x->bb = x->kind == KS_Q6_K ? 210 : x->kind == KS_Q5_K ? 176 : 144;
+  *mv = x->kind == KS_Q6_K ? ks_mv_range_q6 : x->kind == KS_Q5_K ? ks_mv_range_q5 : ks_mv_range_q4;
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
+  if (t->m < QK_C && !ks_mv_prepare(x)) {
+    tp_temp_free(x->mem);
+    qk_act_free(&x->act);
+    return 0;
+  }
+  return 1;
+}
+
+/* Frees what qk_ks_begin and the ranges took; the status of the product. */
+static topos_status qk_ks_end(qk_ks_ctx *x) {
+  const tp_qk_task *t = x->task;
+  tp_temp_free(x->mem);
+  qk_act_free(&x->act);
+  if (x->failed)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: %s buffers for %lld x %lld",
+                   x->kind == KS_Q6_K ? "Q6_K" : x->kind == KS_Q5_K ? "Q5_K" : "Q4_K", (long long)t->m, (long long)t->k);
+  return TOPOS_OK;
+}
+
+static topos_status qk_ks_run(const tp_qk_task *t) {
   qk_ks_ctx x;
-  memset(&x, 0, sizeof x);
-  x.task = t;
-  x.kind = t->wtype == TOPOS_Q6_K ? KS_Q6_K : t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
-  x.nsb = t->k / 256;
-  x.bb = x.kind == KS_Q6_K ? 210 : x.kind == KS_Q5_K ? 176 : 144;
-  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
+  tp_qk_range_fn mv;
+  if (!qk_ks_begin(t, &x, &mv))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   if (t->m < QK_C) {
-    if (ks_mv_prepare(&x)) {
-      const int64_t panels = (t->n + 15) / 16;
-      tp_qk_range_fn fn = x.kind == KS_Q6_K ? ks_mv_range_q6 : x.kind == KS_Q5_K ? ks_mv_range_q5 : ks_mv_range_q4;
-      tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), fn, &x);
-    } else {
-      x.failed = 1;
-    }
+    const int64_t panels = (t->n + 15) / 16;
+    tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), mv, &x);
   } else if (ks_tile_prepare(&x)) {
     const int64_t panels = (t->n + KS_TR - 1) / KS_TR;
     tp_qk_parallel_for(t->threads, panels, 1 + ((int64_t)1 << 16) / (KS_TR * t->k * t->m), ks_tile_range, &x);
   } else {
     x.failed = 1;
   }
-  tp_temp_free(x.mem);
-  qk_act_free(&x.act);
-  if (x.failed)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: %s buffers for %lld x %lld",
-                   x.kind == KS_Q6_K ? "Q6_K" : x.kind == KS_Q5_K ? "Q5_K" : "Q4_K", (long long)t->m, (long long)t->k);
-  return TOPOS_OK;
+  return qk_ks_end(&x);
 }
 
 #endif

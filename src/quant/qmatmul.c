@@ -176,9 +176,10 @@ static topos_status qk_reference(const tp_qk_task *t) {
 
 /* ---- entry ----------------------------------------------------------------- */
 
-topos_status tp_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
-                             topos_dtype wtype, int64_t n, const float *bias, float *out,
-                             topos_qmatmul_path path, int threads) {
+/* The checked task of one product (every argument validated). */
+static topos_status qk_task_make(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
+                                 topos_dtype wtype, int64_t n, const float *bias, float *out,
+                                 topos_qmatmul_path path, int threads, tp_qk_task *task) {
   if (!a || !w || !out)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul: NULL %s", !a ? "activations a" : !w ? "weights w" : "out");
   if (m < 1 || n < 1 || k < 1)
@@ -213,18 +214,71 @@ topos_status tp_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w
       k > INT64_MAX / 64)
     return tp_fail(TOPOS_ERR_OVERFLOW, "qmatmul: sizes m = %lld, n = %lld, k = %lld overflow",
                    (long long)m, (long long)n, (long long)k);
-  tp_qk_task t = {a, m, k, w, wtype, n, bias, out, (size_t)row_bytes, threads};
-  if (path == TOPOS_QMATMUL_REFERENCE) return qk_reference(&t);
-  qk_fast_fn fast = qk_fast_kernel(wtype, NULL);
+  *task = (tp_qk_task){a, m, k, w, wtype, n, bias, out, (size_t)row_bytes, threads};
+  return TOPOS_OK;
+}
+
+/* One checked task on its path. */
+static topos_status qk_task_run(const tp_qk_task *t, topos_qmatmul_path path) {
+  if (path == TOPOS_QMATMUL_REFERENCE) return qk_reference(t);
+  qk_fast_fn fast = qk_fast_kernel(t->wtype, NULL);
   if (!fast) {
     if (path == TOPOS_QMATMUL_FAST)
       return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for %s weights on this CPU "
-                     "(or masked by TOPOS_DISABLE_ISA)", g->name);
-    return qk_reference(&t);
+                     "(or masked by TOPOS_DISABLE_ISA)", qk_name(t->wtype));
+    return qk_reference(t);
   }
-  topos_status st = fast(&t);
-  if (st == TOPOS_UNSUPPORTED && path == TOPOS_QMATMUL_AUTO) return qk_reference(&t);
+  topos_status st = fast(t);
+  if (st == TOPOS_UNSUPPORTED && path == TOPOS_QMATMUL_AUTO) return qk_reference(t);
   return st;
+}
+
+topos_status tp_qmatmul_rows(const float *a, int64_t m, int64_t k, const void *w, size_t w_row_bytes,
+                             topos_dtype wtype, int64_t n, const float *bias, float *out,
+                             topos_qmatmul_path path, int threads) {
+  tp_qk_task t;
+  TP_TRY(qk_task_make(a, m, k, w, w_row_bytes, wtype, n, bias, out, path, threads, &t));
+  return qk_task_run(&t, path);
+}
+
+topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_qmatmul_part *parts,
+                              size_t count, topos_qmatmul_path path, int threads) {
+  if (!parts && count)
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul_multi: NULL parts");
+  tp_qk_task tasks[TP_QK_MULTI_MAX];
+  for (size_t i = 0; i < count; ++i) {
+    const topos_qmatmul_part *p = &parts[i];
+    tp_qk_task t;
+    topos_status st = qk_task_make(a, m, k, p->w, 0, p->wtype, p->n, p->bias, p->out, path, threads, &t);
+    if (st != TOPOS_OK) return tp_fail_context(st, "qmatmul_multi: part %zu", i);
+    if (i < TP_QK_MULTI_MAX) tasks[i] = t;
+  }
+  /* one dispatch where the matrix-vector kernels serve every part */
+#if defined(__x86_64__) || defined(_M_X64)
+  if (path != TOPOS_QMATMUL_REFERENCE && count >= 2 && count <= TP_QK_MULTI_MAX &&
+      qk_fast_kernel(tasks[0].wtype, NULL) == tp_qk_fast_avx512vnni) {
+    int all = 1;
+    for (size_t i = 1; i < count; ++i) all &= qk_fast_kernel(tasks[i].wtype, NULL) == tp_qk_fast_avx512vnni;
+    if (all) {
+      topos_status st = tp_qk_fast_avx512vnni_multi(tasks, (int)count);
+      if (st != TOPOS_UNSUPPORTED) return st;
+      topos_clear_error();
+    }
+  }
+#endif
+  for (size_t i = 0; i < count; ++i) { /* else one by one, each on its path */
+    tp_qk_task t;
+    topos_status st = qk_task_make(a, m, k, parts[i].w, 0, parts[i].wtype, parts[i].n, parts[i].bias,
+                                   parts[i].out, path, threads, &t);
+    if (st == TOPOS_OK) st = qk_task_run(&t, path);
+    if (st != TOPOS_OK) return tp_fail_context(st, "qmatmul_multi: part %zu", i);
+  }
+  return TOPOS_OK;
+}
+
+topos_status topos_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_qmatmul_part *parts,
+                                 size_t count, topos_qmatmul_path path) {
+  return tp_qmatmul_multi(a, m, k, parts, count, path, 0);
 }
 
 topos_status tp_qmatmul_threads(const float *a, int64_t m, int64_t k, const void *w,

@@ -227,6 +227,60 @@ TEST(llama_joined_products_decode_bitwise) {
   }
 }
 
+/* Products the file does not join (q, k, v apart or of mixed types; gate
+ * and up apart) are joined in the decoding plan as one qlinear_concat step
+ * each, one dispatch over their rows: a layer's attention and feed-forward
+ * inputs each take one step, and the decode keeps the full-context bits. */
+static int lt_count(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) ++n;
+  return n;
+}
+
+TEST(llama_decode_joins_products_apart_in_one_step) {
+  const struct {
+    topos_dtype q, k, v, gate, up;
+    int sorted, attn_steps, ffn_steps;
+  } cases[] = {/* SmolLM2's layout: one type, k and q apart (attn_output between) */
+               {TOPOS_Q4_1, TOPOS_Q4_1, TOPOS_Q4_1, TOPOS_Q4_1, TOPOS_Q4_1, 1, 1, 0},
+               /* TinyLlama Q4_K_M's types: q and k joined, v of its own */
+               {TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q4_K, TOPOS_Q6_K, 0, 1, 1},
+               /* the default mix: every part its own type, one of them f16 */
+               {TOPOS_Q4_K, TOPOS_Q8_0, TOPOS_F16, TOPOS_Q6_K, TOPOS_Q4_0, 0, 1, 1}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    lt_spec s = lt_default_spec();
+    s.types[LT_Q] = cases[ci].q, s.types[LT_K] = cases[ci].k, s.types[LT_V] = cases[ci].v;
+    s.types[LT_GATE] = cases[ci].gate, s.types[LT_UP] = cases[ci].up;
+    s.types[LT_O] = cases[ci].sorted ? TOPOS_Q4_1 : s.types[LT_O];
+    s.attn_sorted = cases[ci].sorted;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    for (int exact = 0; exact < 2; ++exact) {
+      tp_llama_graph g;
+      CHECK_OK(tp_llama_graph_build(m.model, 1, 32, 32, TP_LOGITS_LAST, 1, TOPOS_F32,
+                                    exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST, &g));
+      char *text = malloc(1 << 20);
+      CHECK(text);
+      if (text) {
+        topos_plan_describe(g.plan, text, 1 << 20);
+        CHECK_MSG(lt_count(text, "fused:qlinear_concat") == (int)s.layers * (cases[ci].attn_steps + cases[ci].ffn_steps),
+                  "case %zu: %d qlinear_concat steps", ci, lt_count(text, "fused:qlinear_concat"));
+      }
+      free(text);
+      tp_llama_graph_free(&g);
+    }
+    float *full = malloc((size_t)(LT_N * s.vocab) * sizeof *full);
+    float *step = malloc((size_t)(LT_N * s.vocab) * sizeof *step);
+    CHECK(full && step);
+    lt_decode_is_full_context(&m, s.vocab, full, step);
+    free(full);
+    free(step);
+    lt_close(&m);
+    /* measured 2.2e-2, 3.1e-2 (Q4_K and Q6_K everywhere), 2.2e-2 */
+    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 5e-2);
+  }
+}
+
 /* Prompt chunks attend to a power-of-two span covering the written slots,
  * not the capacity: the capacity (and so which masked slots exist) changes
  * no bit of a chunked prefill, at 1 and 2 threads. */

@@ -27,6 +27,7 @@ typedef struct lt_spec {
   int no_scores;           /* vocabulary without tokenizer.ggml.scores */
   int64_t heads_key;       /* if > 0, llama.attention.head_count written as this */
   int up_first;            /* ffn_up.weight written before ffn_gate.weight */
+  int attn_sorted;         /* attention weights in name order, k, output, q, v (SmolLM2's file) */
   int64_t blocks_key;      /* if > 0, llama.block_count written as this (tensors for layers) */
 } lt_spec;
 
@@ -150,10 +151,17 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   snprintf(n, sizeof n, "blk.%d." suffix, (int)l);                \
   LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones))
     LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
-    LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
-    LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
-    LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
-    LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
+    if (s->attn_sorted) {
+      LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
+      LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
+      LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
+      LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
+    } else {
+      LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
+      LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
+      LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
+      LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
+    }
     LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     if (s->up_first) {
       LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
