@@ -41,29 +41,30 @@ TEST(llama_cli_make_generate_bench) {
   CHECK(tt_log_has(log, "prompt: 9 tokens"));
   CHECK(tt_log_has(log, "generation: 4 tokens")); /* slots 9, 10, 11 evaluated, the 4th printed */
   CHECK(tt_log_has(log, "stopped after 4 of 20 tokens: the context of 12 tokens is full"));
-  /* sampling flags, and values that are not numbers or out of range */
+  /* the sampling flags reach the sampler */
   snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 8", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  static const char *const bad[][2] = {{"-n abc", "-n wants"},           {"-n -2", "-n wants"},
-                                       {"--temp 0.5x", "--temp wants"},  {"--top-p 2", "--top-p wants"},
-                                       {"--min-p -0.1", "--min-p wants"}, {"--seed -1", "--seed wants"},
-                                       {"--repeat-penalty 0", "--repeat-penalty wants"},
-                                       {"--ctx 12x", "--ctx wants"},     {"--kv q4_0x", "--kv wants"}};
+  /* values that are not numbers or out of range: exit 2 with the flag named,
+   * before any work (bench llm: before its table starts) */
+  static const char *const bad[][3] = {
+      {"generate", "-n abc", "-n wants"},
+      {"generate", "-n -2", "-n wants"},
+      {"generate", "--temp 0.5x", "--temp wants"},
+      {"generate", "--top-p 2", "--top-p wants"},
+      {"generate", "--min-p -0.1", "--min-p wants"},
+      {"generate", "--seed -1", "--seed wants"},
+      {"generate", "--repeat-penalty 0", "--repeat-penalty wants"},
+      {"generate", "--ctx 12x", "--ctx wants"},
+      {"generate", "--kv q4_0x", "--kv wants"},
+      {"bench llm", "--tests xx3", "'xx3' is not ppN or tgN"},
+      {"bench llm", "--tests pp8 --threads 1,x", "'x' is not a thread count"},
+      {"bench llm", "--tests pp8 --reps 0", "--reps wants a count"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
-    snprintf(args, sizeof args, "generate '%s' -p hello %s", model, bad[i][0]);
+    snprintf(args, sizeof args, "%s '%s' %s%s", bad[i][0], model, bad[i][0][0] == 'g' ? "-p hello " : "", bad[i][1]);
     CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-    CHECK_MSG(tt_log_has(log, bad[i][1]), "%s: no '%s' in the output", bad[i][0], bad[i][1]);
+    CHECK_MSG(tt_log_has(log, bad[i][2]), "%s %s: no '%s' in the output", bad[i][0], bad[i][1], bad[i][2]);
+    CHECK(!tt_log_has(log, "| model"));
   }
-  snprintf(args, sizeof args, "bench llm '%s' --tests xx3", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "'xx3' is not ppN or tgN"));
-  CHECK(!tt_log_has(log, "| model")); /* refused before the table starts */
-  snprintf(args, sizeof args, "bench llm '%s' --tests pp8 --threads 1,x", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "'x' is not a thread count"));
-  snprintf(args, sizeof args, "bench llm '%s' --tests pp8 --reps 0", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "--reps wants a count"));
   CHECK_EQ_INT(tt_topos_run("generate", "llama-cli.log", log, sizeof log), 2);
   CHECK(tt_log_has(log, "usage: topos generate"));
   remove(model);

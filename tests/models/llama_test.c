@@ -162,6 +162,16 @@ static void lt_decode_is_full_context(const lt_model *m, int64_t V, float *full,
   CHECK_OK(topos_set_threads(saved));
 }
 
+/* lt_decode_is_full_context with buffers of its own. */
+static void lt_check_decode(const lt_model *m, int64_t V) {
+  float *full = malloc((size_t)(LT_N * V) * sizeof *full);
+  float *step = malloc((size_t)(LT_N * V) * sizeof *step);
+  CHECK(full && step);
+  if (full && step) lt_decode_is_full_context(m, V, full, step);
+  free(full);
+  free(step);
+}
+
 /* Decoding token by token (after a prompt chunk, or from the start) gives the
  * bits of one full-context forward, at 1, 2 and 3 threads. */
 TEST(llama_decode_equals_full_context_bitwise_exact) {
@@ -213,12 +223,7 @@ TEST(llama_joined_products_decode_bitwise) {
       CHECK_EQ_INT(m.model->layers[l].w_ffn_in != NULL, cases[ci].ffn);
       CHECK_EQ_INT(m.model->layers[l].ffn_up_first, cases[ci].up_first && cases[ci].ffn);
     }
-    float *full = malloc((size_t)(LT_N * s.vocab) * sizeof *full);
-    float *step = malloc((size_t)(LT_N * s.vocab) * sizeof *step);
-    CHECK(full && step);
-    lt_decode_is_full_context(&m, s.vocab, full, step);
-    free(full);
-    free(step);
+    lt_check_decode(&m, s.vocab);
     lt_close(&m);
     lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
     lt_kv = TOPOS_F16; /* the 16-bit cache's per-head form reads the joined row's views too */
@@ -269,12 +274,7 @@ TEST(llama_decode_joins_products_apart_in_one_step) {
       free(text);
       tp_llama_graph_free(&g);
     }
-    float *full = malloc((size_t)(LT_N * s.vocab) * sizeof *full);
-    float *step = malloc((size_t)(LT_N * s.vocab) * sizeof *step);
-    CHECK(full && step);
-    lt_decode_is_full_context(&m, s.vocab, full, step);
-    free(full);
-    free(step);
+    lt_check_decode(&m, s.vocab);
     lt_close(&m);
     /* measured 2.2e-2, 3.1e-2 (Q4_K and Q6_K everywhere), 2.2e-2 */
     lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 5e-2);
