@@ -191,7 +191,10 @@ static int tp_bench_gemm_main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       nthreads = tp_bench_parse_list(argv[++i], threads, 16);
     } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
-      seconds = atof(argv[++i]);
+      float s;
+      if (!tp_cli_float(argv[++i], 0.001f, 3600.0f, &s))
+        return tp_cli_bad_value("bench gemm", "--seconds", argv[i], "seconds in 0.001..3600");
+      seconds = s;
     } else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
       ++i;
       do32 = strcmp(argv[i], "f64") != 0;

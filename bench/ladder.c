@@ -280,15 +280,24 @@ static int tp_bench_ladder(int argc, char **argv) {
     else if (strcmp(argv[i], "--gemm") == 0) do_map = do_bias = 0;
     else if (strcmp(argv[i], "--maps") == 0) do_gemm = do_bias = 0;
     else if (strcmp(argv[i], "--bias") == 0) do_gemm = do_map = 0;
-    else if (strcmp(argv[i], "--naive-max") == 0 && i + 1 < argc) naive_max = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--naive-max") == 0 && i + 1 < argc) {
+      long v;
+      if (!tp_cli_long(argv[++i], 0, 1L << 16, &v))
+        return tp_cli_bad_value("bench ladder", "--naive-max", argv[i], "a size in 0..65536");
+      naive_max = (int)v;
+    }
     else if (strcmp(argv[i], "--rung") == 0 && i + 1 < argc) tp_only_rung = argv[++i];
     else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       nsizes = 0;
-      for (char *p = argv[++i]; *p && nsizes < 8;) {
-        sizes[nsizes++] = (int)strtol(p, &p, 10);
-        if (*p == ',') ++p;
-        else break;
+      char list[128];
+      snprintf(list, sizeof list, "%s", argv[++i]);
+      for (char *save = NULL, *it = strtok_r(list, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (nsizes == 8 || !tp_cli_long(it, 1, 1L << 14, &v))
+          return tp_cli_bad_value("bench ladder", "--sizes", argv[i], "up to 8 sizes in 1..16384, comma-separated");
+        sizes[nsizes++] = (int)v;
       }
+      if (nsizes == 0) return tp_cli_bad_value("bench ladder", "--sizes", argv[i], "at least one size");
     } else {
       fprintf(stderr, "usage: topos bench ladder [--json] [--gemm|--maps|--bias] [--sizes 512,1024,2048]\n"
                       "       [--naive-max N] [--rung naive|default|simd|blas] [--keep-openblas-env]\n");

@@ -199,10 +199,8 @@ static int lb_command(int argc, char **argv) {
     }
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       long r;
-      if (!tp_cli_long(argv[++i], 1, 1000, &r)) {
-        fprintf(stderr, "topos bench llm: --reps wants a count in 1..1000, got '%s'\n", argv[i]);
-        return 2;
-      }
+      if (!tp_cli_long(argv[++i], 1, 1000, &r))
+        return tp_cli_bad_value("bench llm", "--reps", argv[i], "a count in 1..1000");
       reps = (int)r;
     }
     else if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc) tests = argv[++i];

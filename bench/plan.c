@@ -162,7 +162,11 @@ static int tp_cmd_bench_plan(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--exact")) numerics = TOPOS_NUMERICS_EXACT;
-    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+      long v;
+      if (!tp_cli_long(argv[++i], 1, 10000000, &v)) return tp_cli_bad_value("bench plan", "--steps", argv[i], "a count in 1..10000000");
+      steps = (int)v;
+    }
     else {
       fprintf(stderr, "usage: topos bench plan [--steps N] [--json] [--exact]\n");
       return 2;

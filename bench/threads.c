@@ -48,14 +48,17 @@ static int tp_bench_threads_command(int argc, char **argv) {
              "--work N: each index (one per thread) runs N dependent multiply-adds.\n");
       return 0;
     }
+    long v;
     if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
-      iterations = atoi(argv[++i]);
-      if (iterations < 1) iterations = 1;
+      if (!tp_cli_long(argv[++i], 1, 100000000, &v))
+        return tp_cli_bad_value("bench-threads", "--iterations", argv[i], "a count in 1..100000000");
+      iterations = (int)v;
       continue;
     }
     if (strcmp(argv[i], "--work") == 0 && i + 1 < argc) {
-      work.iterations = atoll(argv[++i]);
-      if (work.iterations < 0) work.iterations = 0;
+      if (!tp_cli_long(argv[++i], 0, 1000000000L, &v))
+        return tp_cli_bad_value("bench-threads", "--work", argv[i], "a count in 0..1000000000");
+      work.iterations = v;
       continue;
     }
     if (!counts_given) count_n = 0;

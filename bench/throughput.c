@@ -243,8 +243,16 @@ static int tp_bench_throughput(int argc, char **argv) {
   int steps = 3, with_reference = 0, json = 0;
   int64_t batch = 1024;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) batch = atoll(argv[++i]);
+    long v;
+    if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      if (!tp_cli_long(argv[++i], 1, 1000000, &v))
+        return tp_cli_bad_value("bench throughput", "--steps", argv[i], "a count in 1..1000000");
+      steps = (int)v;
+    } else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+      if (!tp_cli_long(argv[++i], 1, 1L << 20, &v))
+        return tp_cli_bad_value("bench throughput", "--batch", argv[i], "a batch size in 1..1048576");
+      batch = v;
+    }
     else if (strcmp(argv[i], "--reference") == 0) with_reference = 1;
     else if (strcmp(argv[i], "--json") == 0) json = 1;
     else {

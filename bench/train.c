@@ -190,17 +190,19 @@ static int tp_bench_train(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--engine-route")) {
       recorded = 0;
     } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-      steps = atoi(argv[++i]);
-      if (steps < 1) steps = 1;
+      long v;
+      if (!tp_cli_long(argv[++i], 1, 10000000, &v))
+        return tp_cli_bad_value("bench train", "--steps", argv[i], "a count in 1..10000000");
+      steps = (int)v;
     } else {
-      int t = atoi(argv[i]);
-      if (t < 1) {
+      long t;
+      if (!tp_cli_long(argv[i], 1, 256, &t)) {
         fprintf(stderr, "topos bench train: bad thread count '%s'\n", argv[i]);
         return 2;
       }
       if (!counts_given) n_counts = 0; /* thread counts given replace the default 1 2 */
       counts_given = 1;
-      if (n_counts < 8) counts[n_counts++] = t;
+      if (n_counts < 8) counts[n_counts++] = (int)t;
     }
   }
   tp_bt_model m = {0};

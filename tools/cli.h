@@ -28,5 +28,8 @@ int tp_cli_fail(const char *command, topos_status status, const char *what);
  * 0 when s is empty, has anything after the number, or is out of range. */
 int tp_cli_long(const char *s, long lo, long hi, long *out);
 int tp_cli_float(const char *s, float lo, float hi, float *out);
+/* Prints "topos COMMAND: FLAG wants WANT, got 'VALUE'" to stderr; returns 2
+ * (the usage exit status). */
+int tp_cli_bad_value(const char *command, const char *flag, const char *value, const char *want);
 
 #endif

@@ -17,10 +17,8 @@ static double tp_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* "VALUE is not a NUMBER in RANGE" for a flag's value; returns 2 (usage). */
 static int tp_bad_value(const char *flag, const char *value, const char *want) {
-  fprintf(stderr, "topos generate: %s wants %s, got '%s'\n", flag, want, value);
-  return 2;
+  return tp_cli_bad_value("generate", flag, value, want);
 }
 
 static int tp_generate(int argc, char **argv) {

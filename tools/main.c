@@ -53,6 +53,11 @@ int tp_cli_float(const char *s, float lo, float hi, float *out) {
   return 1;
 }
 
+int tp_cli_bad_value(const char *command, const char *flag, const char *value, const char *want) {
+  fprintf(stderr, "topos %s: %s wants %s, got '%s'\n", command, flag, want, value);
+  return 2;
+}
+
 static int tp_compare_commands(const void *a, const void *b) {
   return strcmp(((const tp_command *)a)->name, ((const tp_command *)b)->name);
 }
