@@ -65,6 +65,9 @@ TEST(llama_cli_make_generate_bench) {
     CHECK_MSG(tt_log_has(log, bad[i][2]), "%s %s: no '%s' in the output", bad[i][0], bad[i][1], bad[i][2]);
     CHECK(!tt_log_has(log, "| model"));
   }
+  snprintf(args, sizeof args, "llama-make '%s.x' --shape tiny --seed 12x", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+  CHECK(tt_log_has(log, "--seed wants an unsigned 64-bit integer"));
   CHECK_EQ_INT(tt_topos_run("generate", "llama-cli.log", log, sizeof log), 2);
   CHECK(tt_log_has(log, "usage: topos generate"));
   remove(model);
