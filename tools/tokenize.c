@@ -8,8 +8,9 @@
 static void tp_tokenize_usage(FILE *out) {
   fprintf(out,
           "usage: topos tokenize MODEL.gguf [--bos] [--eos] [--special] TEXT\n"
-          "       topos tokenize MODEL.gguf --decode ID...\n"
-          "  --bos/--eos add BOS/EOS; --special parses control tokens in TEXT\n");
+          "       topos tokenize MODEL.gguf --decode [--special] ID...\n"
+          "  --bos/--eos add BOS/EOS; --special parses control tokens in TEXT, or\n"
+          "  (decoding) writes control tokens' text instead of nothing\n");
 }
 
 static void tp_print_piece(const char *s, size_t len) {
@@ -26,6 +27,8 @@ static void tp_print_piece(const char *s, size_t len) {
 }
 
 static int tp_tokenize_decode(const topos_tokenizer *t, int argc, char **argv) {
+  unsigned flags = 0;
+  if (argc > 0 && !strcmp(argv[0], "--special")) flags = TOPOS_DECODE_SPECIAL, ++argv, --argc;
   int32_t *ids = malloc((size_t)argc * sizeof *ids);
   if (!ids) return tp_cli_fail("tokenize", TOPOS_ERR_OUT_OF_MEMORY, "ids");
   for (int i = 0; i < argc; i++) {
@@ -39,9 +42,9 @@ static int tp_tokenize_decode(const topos_tokenizer *t, int argc, char **argv) {
     ids[i] = (int32_t)v;
   }
   size_t len = 0;
-  topos_status st = topos_tokenizer_decode(t, ids, (size_t)argc, 0, NULL, 0, &len);
+  topos_status st = topos_tokenizer_decode(t, ids, (size_t)argc, flags, NULL, 0, &len);
   char *text = st == TOPOS_ERR_RANGE || st == TOPOS_OK ? malloc(len + 1) : NULL;
-  if (text) st = topos_tokenizer_decode(t, ids, (size_t)argc, 0, text, len, &len);
+  if (text) st = topos_tokenizer_decode(t, ids, (size_t)argc, flags, text, len, &len);
   free(ids);
   if (!text || st != TOPOS_OK) {
     free(text);

@@ -65,6 +65,20 @@ TEST(llama_cli_make_generate_bench) {
     CHECK_MSG(tt_log_has(log, bad[i][2]), "%s %s: no '%s' in the output", bad[i][0], bad[i][1], bad[i][2]);
     CHECK(!tt_log_has(log, "| model"));
   }
+  /* tokenize: pieces of a text; ids back to text, control tokens as nothing
+   * or (--special) as their text; a bad id */
+  snprintf(args, sizeof args, "tokenize '%s' hello", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "8 tokens") && tt_log_has(log, "\"<0x68>\"  -> \"h\""));
+  snprintf(args, sizeof args, "tokenize '%s' --decode 2 107 104 111", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "hel") && !tt_log_has(log, "</s>"));
+  snprintf(args, sizeof args, "tokenize '%s' --decode --special 2 107", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "</s>h"));
+  snprintf(args, sizeof args, "tokenize '%s' --decode 1x", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+  CHECK(tt_log_has(log, "\"1x\" is not a token id"));
   snprintf(args, sizeof args, "llama-make '%s.x' --shape tiny --seed 12x", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
   CHECK(tt_log_has(log, "--seed wants an unsigned 64-bit integer"));
