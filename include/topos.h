@@ -14,6 +14,7 @@
 #include "topos/qmatmul.h"
 #include "topos/tokenizer.h"
 #include "topos/sampler.h"
+#include "topos/chat.h"
 #include "topos/llama.h"
 #include "topos/backend.h"
 #include "topos/nn.h"

@@ -1,6 +1,6 @@
 /* `topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
  * [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--threads T] [--ctx C]
- * [--kv f32|f16|bf16] [--exact]`: tokenizes the
+ * [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT]]`: tokenizes the
  * prompt, runs it as one chunk, then decodes token by token, streaming each
  * piece as it is produced; ends with prompt and generation tokens/s. */
 #include <errno.h>
@@ -22,11 +22,11 @@ static int tp_bad_value(const char *flag, const char *value, const char *want) {
 }
 
 static int tp_generate(int argc, char **argv) {
-  const char *path = NULL, *prompt = "";
+  const char *path = NULL, *prompt = "", *system = NULL;
   long n_predict = 64, threads = 0, ctx_len = 0, top_k = 0, last_n = 0;
   unsigned long long seed = 42;
   topos_sampler_params sp = topos_sampler_params_default();
-  int exact = 0;
+  int exact = 0, chat = 0;
   topos_dtype kv = TOPOS_F32;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -36,14 +36,16 @@ static int tp_generate(int argc, char **argv) {
       path = a;
       continue;
     }
-    if (strcmp(a, "--exact") == 0) {
-      exact = 1;
+    if (strcmp(a, "--exact") == 0 || strcmp(a, "--chat") == 0) {
+      *(a[2] == 'e' ? &exact : &chat) = 1;
       continue;
     }
     if (!v) goto usage;
     ++i;
     if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) {
       prompt = v;
+    } else if (strcmp(a, "--system") == 0) {
+      system = v;
     } else if (strcmp(a, "-n") == 0) {
       if (!tp_cli_long(v, 0, 1L << 30, &n_predict)) return tp_bad_value(a, v, "a token count >= 0");
     } else if (strcmp(a, "--temp") == 0) {
@@ -80,6 +82,10 @@ static int tp_generate(int argc, char **argv) {
     }
   }
   if (!path) goto usage;
+  if (system && !chat) {
+    fprintf(stderr, "topos generate: --system needs --chat\n");
+    return 2;
+  }
   if (threads > 0 && topos_set_threads((int)threads) != TOPOS_OK)
     return tp_cli_fail("generate", TOPOS_ERR_INVALID_ARGUMENT, "--threads");
 
@@ -88,6 +94,7 @@ static int tp_generate(int argc, char **argv) {
   topos_sampler *sampler = NULL;
   topos_llama_context *ctx = NULL;
   int32_t *ids = NULL;
+  char *turn = NULL; /* --chat: the prompt in the model's chat format */
   float *logits = NULL;
   int rc = 1;
   topos_status st = topos_llama_open(path, &model);
@@ -101,8 +108,32 @@ static int tp_generate(int argc, char **argv) {
     tp_cli_fail("generate", st, "sampler");
     goto done;
   }
-  size_t n_prompt = 0, len = strlen(prompt);
-  topos_tokenizer_encode(tok, prompt, len, TOPOS_TOKENIZE_ADD_SPECIAL, NULL, 0, &n_prompt);
+  const char *text = prompt;
+  unsigned flags = TOPOS_TOKENIZE_ADD_SPECIAL;
+  if (chat) { /* the user's turn in the file's chat format, its markers as tokens */
+    const char *tmpl = NULL;
+    if (topos_gguf_get_string(topos_llama_gguf(model), "tokenizer.chat_template", &tmpl, NULL) != TOPOS_OK) {
+      fprintf(stderr, "topos generate: --chat: the file has no tokenizer.chat_template\n");
+      goto done;
+    }
+    const topos_chat_format format = topos_chat_detect(tmpl);
+    if (format == TOPOS_CHAT_UNKNOWN) {
+      fprintf(stderr, "topos generate: --chat: the file's chat template is none of ChatML, Llama 3, Gemma, "
+              "Zephyr, Llama 2 (it starts \"%.60s\")\n", tmpl);
+      goto done;
+    }
+    size_t need = 0;
+    topos_chat_turn(format, system, prompt, NULL, 0, &need);
+    turn = malloc(need + 1);
+    if (!turn || (st = topos_chat_turn(format, system, prompt, turn, need + 1, &need)) != TOPOS_OK) {
+      tp_cli_fail("generate", turn ? st : TOPOS_ERR_OUT_OF_MEMORY, "--chat");
+      goto done;
+    }
+    text = turn;
+    flags |= TOPOS_TOKENIZE_PARSE_SPECIAL;
+  }
+  size_t n_prompt = 0, len = strlen(text);
+  topos_tokenizer_encode(tok, text, len, flags, NULL, 0, &n_prompt);
   topos_clear_error();
   if (ctx_len <= 0) {
     ctx_len = (long)n_prompt + n_predict;
@@ -114,8 +145,7 @@ static int tp_generate(int argc, char **argv) {
     fprintf(stderr, "topos generate: out of memory\n");
     goto done;
   }
-  if ((st = topos_tokenizer_encode(tok, prompt, len, TOPOS_TOKENIZE_ADD_SPECIAL, ids, n_prompt + 1,
-                                   &n_prompt)) != TOPOS_OK) {
+  if ((st = topos_tokenizer_encode(tok, text, len, flags, ids, n_prompt + 1, &n_prompt)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "tokenizing the prompt");
     goto done;
   }
@@ -136,8 +166,10 @@ static int tp_generate(int argc, char **argv) {
     tp_cli_fail("generate", st, "context");
     goto done;
   }
-  fwrite(prompt, 1, len, stdout);
-  fflush(stdout);
+  if (!chat) { /* the text continues the prompt; a chat reply stands alone */
+    fwrite(prompt, 1, len, stdout);
+    fflush(stdout);
+  }
   double t0 = tp_now();
   if ((st = topos_llama_eval(ctx, ids, (int64_t)n_prompt, 0, logits)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "prompt");
@@ -191,14 +223,16 @@ done:
   topos_llama_free(model);
   free(ids);
   free(logits);
+  free(turn);
   return rc;
 usage:
   fprintf(stderr, "usage: topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
           "         [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--threads T]\n"
-          "         [--ctx C] [--kv f32|f16|bf16] [--exact]\n"
+          "         [--ctx C] [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT]]\n"
           "sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, no repeat penalty\n"
           "(window 64); --temp 0 is greedy. --ctx 0 (default): the prompt plus -n, at most the\n"
-          "model's training context.\n");
+          "model's training context. --chat: the prompt as a user turn in the file's chat format\n"
+          "(ChatML, Llama 3, Gemma, Zephyr, Llama 2; tokenizer.chat_template), the reply alone.\n");
   return 2;
 }
 

@@ -79,6 +79,13 @@ TEST(llama_cli_make_generate_bench) {
   snprintf(args, sizeof args, "tokenize '%s' --decode 1x", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
   CHECK(tt_log_has(log, "\"1x\" is not a token id"));
+  /* --chat needs the file's chat template; --system needs --chat */
+  snprintf(args, sizeof args, "generate '%s' -p hello --chat", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 1);
+  CHECK(tt_log_has(log, "--chat: the file has no tokenizer.chat_template"));
+  snprintf(args, sizeof args, "generate '%s' -p hello --system 'be brief'", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
+  CHECK(tt_log_has(log, "--system needs --chat"));
   snprintf(args, sizeof args, "llama-make '%s.x' --shape tiny --seed 12x", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
   CHECK(tt_log_has(log, "--seed wants an unsigned 64-bit integer"));

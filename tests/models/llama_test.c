@@ -529,6 +529,33 @@ TEST(llama_smollm2_generates_sane_text) {
   }
   text[used] = '\0';
   CHECK_MSG(strstr(text, "Paris") != NULL, "greedy continuation \"%s\" does not name Paris", text);
+  /* a question as a chat turn in the file's format (ChatML): the reply names
+   * Paris and ends with an end-of-generation token */
+  const char *tmpl = NULL;
+  CHECK_OK(topos_gguf_get_string(topos_llama_gguf(model), "tokenizer.chat_template", &tmpl, NULL));
+  CHECK(topos_chat_detect(tmpl) == TOPOS_CHAT_CHATML);
+  char turn[256];
+  size_t tlen = 0;
+  CHECK_OK(topos_chat_turn(TOPOS_CHAT_CHATML, NULL, "What is the capital of France?", turn, sizeof turn, &tlen));
+  CHECK_OK(topos_tokenizer_encode(tok, turn, tlen, TOPOS_TOKENIZE_ADD_SPECIAL | TOPOS_TOKENIZE_PARSE_SPECIAL, ids,
+                                  32, &n));
+  CHECK(n > 10 && n < 32 && ids[0] == topos_tokenizer_find(tok, "<|im_start|>", 12));
+  topos_llama_reset(ctx);
+  CHECK_OK(topos_llama_eval(ctx, ids, (int64_t)n, 0, logits));
+  used = 0;
+  int ended = 0;
+  for (int step = 0; step < 16 && !ended; ++step) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < c->n_vocab; ++i)
+      if (logits[i] > logits[best]) best = i;
+    if ((ended = topos_tokenizer_is_eog(tok, best))) break;
+    size_t len = 0;
+    CHECK_OK(topos_tokenizer_decode_token(tok, best, text + used, sizeof text - 1 - used, &len));
+    used += len;
+    CHECK_OK(topos_llama_eval(ctx, &best, 1, 0, logits));
+  }
+  text[used] = '\0';
+  CHECK_MSG(strstr(text, "Paris") != NULL && ended, "chat reply \"%s\" (ended: %d)", text, ended);
   free(logits);
   topos_llama_context_free(ctx);
   topos_tokenizer_free(tok);

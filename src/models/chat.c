@@ -1,0 +1,72 @@
+/* One chat turn in a recognised prompt format (include/topos/chat.h): the
+ * layouts are llama.cpp's for the same families; detection looks for each
+ * family's marker, most specific first (a Llama 3 template also mentions
+ * none of the others; Zephyr's <|user|> appears in no ChatML template). */
+#include "topos/chat.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+
+topos_chat_format topos_chat_detect(const char *t) {
+  if (!t) return TOPOS_CHAT_UNKNOWN;
+  if (strstr(t, "<|im_start|>")) return TOPOS_CHAT_CHATML;
+  if (strstr(t, "<|start_header_id|>")) return TOPOS_CHAT_LLAMA3;
+  if (strstr(t, "<start_of_turn>")) return TOPOS_CHAT_GEMMA;
+  if (strstr(t, "<|user|>")) return TOPOS_CHAT_ZEPHYR;
+  if (strstr(t, "[INST]")) return TOPOS_CHAT_LLAMA2;
+  return TOPOS_CHAT_UNKNOWN;
+}
+
+const char *topos_chat_format_name(topos_chat_format f) {
+  switch (f) {
+    case TOPOS_CHAT_CHATML: return "chatml";
+    case TOPOS_CHAT_LLAMA3: return "llama3";
+    case TOPOS_CHAT_GEMMA: return "gemma";
+    case TOPOS_CHAT_ZEPHYR: return "zephyr";
+    case TOPOS_CHAT_LLAMA2: return "llama2";
+    default: return "unknown";
+  }
+}
+
+topos_status topos_chat_turn(topos_chat_format f, const char *system, const char *user, char *buf, size_t cap,
+                             size_t *len) {
+  if (!user || !len) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: NULL %s", !user ? "user" : "len");
+  if (!buf) cap = 0;
+  const char *s = system && *system ? system : NULL;
+  int n;
+  /* snprintf measures when the text does not fit: one call per layout */
+  switch (f) {
+    case TOPOS_CHAT_CHATML:
+      n = snprintf(buf, cap, "%s%s%s<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",
+                   s ? "<|im_start|>system\n" : "", s ? s : "", s ? "<|im_end|>\n" : "", user);
+      break;
+    case TOPOS_CHAT_LLAMA3:
+      n = snprintf(buf, cap,
+                   "%s%s%s<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|>"
+                   "<|start_header_id|>assistant<|end_header_id|>\n\n",
+                   s ? "<|start_header_id|>system<|end_header_id|>\n\n" : "", s ? s : "", s ? "<|eot_id|>" : "",
+                   user);
+      break;
+    case TOPOS_CHAT_GEMMA:
+      n = snprintf(buf, cap, "<start_of_turn>user\n%s%s%s<end_of_turn>\n<start_of_turn>model\n", s ? s : "",
+                   s ? "\n\n" : "", user);
+      break;
+    case TOPOS_CHAT_ZEPHYR:
+      n = snprintf(buf, cap, "%s%s%s<|user|>\n%s</s>\n<|assistant|>\n", s ? "<|system|>\n" : "", s ? s : "",
+                   s ? "</s>\n" : "", user);
+      break;
+    case TOPOS_CHAT_LLAMA2:
+      n = snprintf(buf, cap, "[INST] %s%s%s%s [/INST]", s ? "<<SYS>>\n" : "", s ? s : "", s ? "\n<</SYS>>\n\n" : "",
+                   user);
+      break;
+    default:
+      return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: unknown chat format %d", (int)f);
+  }
+  if (n < 0) return tp_fail(TOPOS_ERR_INTERNAL, "chat_turn: formatting failed");
+  *len = (size_t)n;
+  if ((size_t)n >= cap)
+    return tp_fail(TOPOS_ERR_RANGE, "chat_turn: %zu bytes of room for a %d-byte turn (and its NUL)", cap, n);
+  return TOPOS_OK;
+}
