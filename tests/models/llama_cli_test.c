@@ -1,7 +1,64 @@
-/* `topos llama-make`, `topos generate` and `topos bench llm` end to end on a
- * tiny random-weight model. Uses the topos binary next to the test binary;
- * SKIPs when it is not there. */
+/* `topos llama-make`, `topos generate`, `topos tokenize` and `topos bench llm`
+ * end to end on a tiny random-weight model: one table of command lines, each
+ * with its exit status, texts its output must hold and one it must not. Uses
+ * the topos binary next to the test binary; SKIPs when it is not there. */
 #include "cli_util.h"
+
+typedef struct {
+  const char *args; /* "%s" where the model's path goes (at most once) */
+  int rc;
+  const char *has[3];
+  const char *lacks;
+} lc_case;
+
+static const lc_case lc_cases[] = {
+    {"generate '%s' -p hello -n 5 --temp 0 --threads 2 --ctx 32", 0,
+     {"hello", "prompt: 9 tokens", "tokens/s (2 threads, fast)"}, NULL}, /* <s> + bytes of "\u2581hello" */
+    {"generate '%s' -p hello -n 3 --kv f16 --exact --seed 3", 0, {"(2 threads, exact)"}, NULL},
+    {"bench llm '%s' --json --reps 1 --threads 1 --tests pp8,tg4", 0,
+     {"{\"bench\":\"llm\",\"model\":\"llama-cli-tiny.gguf\",\"test\":\"pp8\",\"threads\":1,", "\"test\":\"tg4\"",
+      "\"peak_rss_mb\":"},
+     NULL},
+    /* a prompt longer than the context */
+    {"generate '%s' -p 'a long prompt here' --ctx 4", 1, {"more than the context's 4 (--ctx)"}, NULL},
+    /* the prompt alone (-n 0), and a context that fills before -n: the last
+     * token that fits is sampled and printed, not evaluated (seeded sampling
+     * over Exact logits, the same bits in every build; this seed draws no
+     * end-of-generation token; slots 9, 10, 11 evaluated, the 4th printed) */
+    {"generate '%s' -p hello -n 0", 0, {"generation: 0 tokens"}, NULL},
+    {"generate '%s' -p hello -n 20 --ctx 12 --seed 1 --exact", 0,
+     {"prompt: 9 tokens", "generation: 4 tokens", "stopped after 4 of 20 tokens: the context of 12 tokens is full"},
+     NULL},
+    /* the sampling flags reach the sampler */
+    {"generate '%s' -p hello -n 3 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 8", 0, {"generation: 3 tokens"},
+     NULL},
+    /* values that are not numbers or out of range: exit 2 with the flag
+     * named, before any work (bench llm: before its table starts) */
+    {"generate '%s' -p hello -n abc", 2, {"-n wants"}, NULL},
+    {"generate '%s' -p hello -n -2", 2, {"-n wants"}, NULL},
+    {"generate '%s' -p hello --temp 0.5x", 2, {"--temp wants"}, NULL},
+    {"generate '%s' -p hello --top-p 2", 2, {"--top-p wants"}, NULL},
+    {"generate '%s' -p hello --min-p -0.1", 2, {"--min-p wants"}, NULL},
+    {"generate '%s' -p hello --seed -1", 2, {"--seed wants"}, NULL},
+    {"generate '%s' -p hello --repeat-penalty 0", 2, {"--repeat-penalty wants"}, NULL},
+    {"generate '%s' -p hello --ctx 12x", 2, {"--ctx wants"}, NULL},
+    {"generate '%s' -p hello --kv q4_0x", 2, {"--kv wants"}, NULL},
+    {"bench llm '%s' --tests xx3", 2, {"'xx3' is not ppN or tgN"}, "| model"},
+    {"bench llm '%s' --tests pp8 --threads 1,x", 2, {"'x' is not a thread count"}, "| model"},
+    {"bench llm '%s' --tests pp8 --reps 0", 2, {"--reps wants a count"}, "| model"},
+    {"llama-make '%s.x' --shape tiny --seed 12x", 2, {"--seed wants an unsigned 64-bit integer"}, NULL},
+    /* --chat needs the file's chat template; --system needs --chat */
+    {"generate '%s' -p hello --chat", 1, {"--chat: the file has no tokenizer.chat_template"}, NULL},
+    {"generate '%s' -p hello --system 'be brief'", 2, {"--system needs --chat"}, NULL},
+    /* tokenize: pieces of a text; ids back to text, control tokens as
+     * nothing or (--special) as their text; a bad id */
+    {"tokenize '%s' hello", 0, {"8 tokens", "\"<0x68>\"  -> \"h\""}, NULL},
+    {"tokenize '%s' --decode 2 107 104 111", 0, {"hel"}, "</s>"},
+    {"tokenize '%s' --decode --special 2 107", 0, {"</s>h"}, NULL},
+    {"tokenize '%s' --decode 1x", 2, {"\"1x\" is not a token id"}, NULL},
+    {"generate '%s/../absent.gguf' -p hi", 1, {"absent.gguf"}, NULL},
+    {"generate", 2, {"usage: topos generate"}, NULL},
+};
 
 TEST(llama_cli_make_generate_bench) {
   if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
@@ -9,87 +66,14 @@ TEST(llama_cli_make_generate_bench) {
   snprintf(model, sizeof model, "%s/llama-cli-tiny.gguf", tt_tmpdir());
   snprintf(args, sizeof args, "llama-make '%s' --shape tiny --type q4_K_M", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  snprintf(args, sizeof args, "generate '%s' -p hello -n 5 --temp 0 --threads 2 --ctx 32", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "hello"));
-  CHECK(tt_log_has(log, "prompt: 9 tokens")); /* <s> + byte tokens of "\u2581hello" */
-  CHECK(tt_log_has(log, "generation: "));
-  CHECK(tt_log_has(log, "tokens/s (2 threads, fast)"));
-  snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --kv f16 --exact --seed 3", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  snprintf(args, sizeof args, "bench llm '%s' --json --reps 1 --threads 1 --tests pp8,tg4", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "{\"bench\":\"llm\",\"model\":\"llama-cli-tiny.gguf\",\"test\":\"pp8\",\"threads\":1,"));
-  CHECK(tt_log_has(log, "\"test\":\"tg4\""));
-  CHECK(tt_log_has(log, "\"peak_rss_mb\":"));
-  /* errors: a missing file, a prompt longer than the context, a bad test name */
-  snprintf(args, sizeof args, "generate '%s/absent.gguf' -p hi", tt_tmpdir());
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 1);
-  CHECK(tt_log_has(log, "absent.gguf"));
-  snprintf(args, sizeof args, "generate '%s' -p 'a long prompt here' --ctx 4", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 1);
-  CHECK(tt_log_has(log, "more than the context's 4 (--ctx)"));
-  /* the prompt alone (-n 0), and a context that fills before -n: the last
-   * token that fits is sampled and printed, not evaluated */
-  snprintf(args, sizeof args, "generate '%s' -p hello -n 0", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "generation: 0 tokens"));
-  /* (seeded sampling over Exact logits, the same bits in every build; this
-   * seed draws no end-of-generation token) */
-  snprintf(args, sizeof args, "generate '%s' -p hello -n 20 --ctx 12 --seed 1 --exact", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "prompt: 9 tokens"));
-  CHECK(tt_log_has(log, "generation: 4 tokens")); /* slots 9, 10, 11 evaluated, the 4th printed */
-  CHECK(tt_log_has(log, "stopped after 4 of 20 tokens: the context of 12 tokens is full"));
-  /* the sampling flags reach the sampler */
-  snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 8", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  /* values that are not numbers or out of range: exit 2 with the flag named,
-   * before any work (bench llm: before its table starts) */
-  static const char *const bad[][3] = {
-      {"generate", "-n abc", "-n wants"},
-      {"generate", "-n -2", "-n wants"},
-      {"generate", "--temp 0.5x", "--temp wants"},
-      {"generate", "--top-p 2", "--top-p wants"},
-      {"generate", "--min-p -0.1", "--min-p wants"},
-      {"generate", "--seed -1", "--seed wants"},
-      {"generate", "--repeat-penalty 0", "--repeat-penalty wants"},
-      {"generate", "--ctx 12x", "--ctx wants"},
-      {"generate", "--kv q4_0x", "--kv wants"},
-      {"bench llm", "--tests xx3", "'xx3' is not ppN or tgN"},
-      {"bench llm", "--tests pp8 --threads 1,x", "'x' is not a thread count"},
-      {"bench llm", "--tests pp8 --reps 0", "--reps wants a count"}};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
-    snprintf(args, sizeof args, "%s '%s' %s%s", bad[i][0], model, bad[i][0][0] == 'g' ? "-p hello " : "", bad[i][1]);
-    CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-    CHECK_MSG(tt_log_has(log, bad[i][2]), "%s %s: no '%s' in the output", bad[i][0], bad[i][1], bad[i][2]);
-    CHECK(!tt_log_has(log, "| model"));
+  for (size_t i = 0; i < sizeof lc_cases / sizeof lc_cases[0]; ++i) {
+    const lc_case *c = &lc_cases[i];
+    snprintf(args, sizeof args, c->args, model);
+    const int rc = tt_topos_run(args, "llama-cli.log", log, sizeof log);
+    CHECK_MSG(rc == c->rc, "topos %s: exit %d, want %d", c->args, rc, c->rc);
+    for (int k = 0; k < 3 && c->has[k]; ++k)
+      CHECK_MSG(tt_log_has(log, c->has[k]), "topos %s: no '%s' in the output", c->args, c->has[k]);
+    if (c->lacks) CHECK_MSG(!tt_log_has(log, c->lacks), "topos %s: '%s' in the output", c->args, c->lacks);
   }
-  /* tokenize: pieces of a text; ids back to text, control tokens as nothing
-   * or (--special) as their text; a bad id */
-  snprintf(args, sizeof args, "tokenize '%s' hello", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "8 tokens") && tt_log_has(log, "\"<0x68>\"  -> \"h\""));
-  snprintf(args, sizeof args, "tokenize '%s' --decode 2 107 104 111", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "hel") && !tt_log_has(log, "</s>"));
-  snprintf(args, sizeof args, "tokenize '%s' --decode --special 2 107", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
-  CHECK(tt_log_has(log, "</s>h"));
-  snprintf(args, sizeof args, "tokenize '%s' --decode 1x", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "\"1x\" is not a token id"));
-  /* --chat needs the file's chat template; --system needs --chat */
-  snprintf(args, sizeof args, "generate '%s' -p hello --chat", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 1);
-  CHECK(tt_log_has(log, "--chat: the file has no tokenizer.chat_template"));
-  snprintf(args, sizeof args, "generate '%s' -p hello --system 'be brief'", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "--system needs --chat"));
-  snprintf(args, sizeof args, "llama-make '%s.x' --shape tiny --seed 12x", model);
-  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "--seed wants an unsigned 64-bit integer"));
-  CHECK_EQ_INT(tt_topos_run("generate", "llama-cli.log", log, sizeof log), 2);
-  CHECK(tt_log_has(log, "usage: topos generate"));
   remove(model);
 }
