@@ -255,10 +255,9 @@ topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_
   }
   /* one dispatch where the matrix-vector kernels serve every part */
 #if defined(__x86_64__) || defined(_M_X64)
-  if (path != TOPOS_QMATMUL_REFERENCE && count >= 2 && count <= TP_QK_MULTI_MAX &&
-      qk_fast_kernel(tasks[0].wtype, NULL) == tp_qk_fast_avx512vnni) {
+  if (path != TOPOS_QMATMUL_REFERENCE && count >= 2 && count <= TP_QK_MULTI_MAX) {
     int all = 1;
-    for (size_t i = 1; i < count; ++i) all &= qk_fast_kernel(tasks[i].wtype, NULL) == tp_qk_fast_avx512vnni;
+    for (size_t i = 0; i < count; ++i) all &= qk_fast_kernel(tasks[i].wtype, NULL) == tp_qk_fast_avx512vnni;
     if (all) {
       topos_status st = tp_qk_fast_avx512vnni_multi(tasks, (int)count);
       if (st != TOPOS_UNSUPPORTED) return st;
@@ -268,9 +267,10 @@ topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_
 #endif
   for (size_t i = 0; i < count; ++i) { /* else one by one, each on its path */
     tp_qk_task t;
-    topos_status st = qk_task_make(a, m, k, parts[i].w, 0, parts[i].wtype, parts[i].n, parts[i].bias,
-                                   parts[i].out, path, threads, &t);
-    if (st == TOPOS_OK) st = qk_task_run(&t, path);
+    if (i < TP_QK_MULTI_MAX) t = tasks[i];
+    else /* past the array: made again (checked above, so it succeeds) */
+      qk_task_make(a, m, k, parts[i].w, 0, parts[i].wtype, parts[i].n, parts[i].bias, parts[i].out, path, threads, &t);
+    topos_status st = qk_task_run(&t, path);
     if (st != TOPOS_OK) return tp_fail_context(st, "qmatmul_multi: part %zu", i);
   }
   return TOPOS_OK;
