@@ -89,6 +89,14 @@ static inline const tp_node *tp_pattern_op(const tp_graph *g, uint32_t i, topos_
  * is not the last (largest) node, or n exceeds TP_FUSION_MAX_MEMBERS. */
 bool tp_fusion_take_members(tp_fusion *f, uint32_t *members, uint32_t n, uint32_t root);
 
+/* The concatenation ending at `root` as topos_tape_concat records it: pads
+ * of root's dtype and shape along one axis, summed left to right, tiling the
+ * axis exactly (in any order). Fills members with its add and pad nodes
+ * (*n_members) and pads with the pads ordered by start (*n_pads); false when
+ * root is not one or it needs more than the caps (patterns_concat.c). */
+bool tp_concat_parts(const tp_graph *g, uint32_t root, uint32_t *members, uint32_t members_cap,
+                     uint32_t *n_members, const tp_node **pads, uint32_t pads_cap, uint32_t *n_pads);
+
 /* The table the public compiler uses (patterns.c). */
 extern const tp_pattern *const tp_plan_patterns[];
 extern const size_t tp_plan_pattern_count;

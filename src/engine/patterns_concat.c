@@ -28,35 +28,30 @@ static const tp_node *tp_lane_pad(const tp_graph *g, uint32_t i, const tp_node *
   return p;
 }
 
-static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
-                           tp_fusion *f) {
-  (void)evaluated;
+bool tp_concat_parts(const tp_graph *g, uint32_t root, uint32_t *members, uint32_t members_cap,
+                     uint32_t *n_members, const tp_node **pads, uint32_t pads_cap, uint32_t *n_pads) {
   const tp_node *top = tp_pattern_op(g, root, TOPOS_OP_ADD);
-  if (!top || (top->desc->dtype != TOPOS_F32 && top->desc->dtype != TOPOS_F64)) return false;
-  uint32_t members[TP_FUSION_MAX_MEMBERS], n = 0;
-  uint32_t by_start[TP_FUSION_MAX_INPUTS];
-  const tp_node *pads[TP_FUSION_MAX_INPUTS];
-  uint32_t n_pads = 0, at = root;
+  if (!top) return false;
+  uint32_t n = 0, np = 0, at = root;
   /* the left spine: add(rest, pad) down to the first pad */
   for (;;) {
     const tp_node *add = tp_pattern_op(g, at, TOPOS_OP_ADD);
     if (!add) break;
     const tp_node *right = tp_lane_pad(g, add->operands[1], top);
-    if (!right || n_pads + 2 > TP_FUSION_MAX_INPUTS || n + 3 > TP_FUSION_MAX_MEMBERS) return false;
+    if (!right || np + 2 > pads_cap || n + 3 > members_cap) return false;
     members[n++] = at;
     members[n++] = add->operands[1];
-    pads[n_pads++] = right;
+    pads[np++] = right;
     at = add->operands[0];
   }
   const tp_node *first = tp_lane_pad(g, at, top);
   if (!first) return false;
   members[n++] = at;
-  pads[n_pads++] = first;
+  pads[np++] = first;
   int axis = first->attrs->axis;
-  int64_t lanes = top->desc->shape[axis];
-  /* the parts by start (insertion sort: at most TP_FUSION_MAX_INPUTS), then
-   * each must begin where the previous ends, the last at the axis' end */
-  for (uint32_t k = 0; k < n_pads; ++k) {
+  /* the parts by start (insertion sort: few), then each must begin where
+   * the previous ends, the last at the axis' end */
+  for (uint32_t k = 0; k < np; ++k) {
     const tp_node *p = pads[k];
     if (p->attrs->axis != axis) return false;
     uint32_t j = k;
@@ -64,15 +59,28 @@ static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t
     pads[j] = p;
   }
   int64_t next = 0;
-  for (uint32_t k = 0; k < n_pads; ++k) {
+  for (uint32_t k = 0; k < np; ++k) {
     if (pads[k]->attrs->start != next) return false;
     next += g->nodes[pads[k]->operands[0]].desc->shape[axis];
-    by_start[k] = pads[k]->operands[0];
   }
-  if (next != lanes) return false;
+  if (next != top->desc->shape[axis]) return false;
+  *n_members = n;
+  *n_pads = np;
+  return true;
+}
+
+static bool tp_lanes_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
+                           tp_fusion *f) {
+  (void)evaluated;
+  const tp_node *top = tp_pattern_op(g, root, TOPOS_OP_ADD);
+  if (!top || (top->desc->dtype != TOPOS_F32 && top->desc->dtype != TOPOS_F64)) return false;
+  uint32_t members[TP_FUSION_MAX_MEMBERS], n = 0, n_pads = 0;
+  const tp_node *pads[TP_FUSION_MAX_INPUTS];
+  if (!tp_concat_parts(g, root, members, TP_FUSION_MAX_MEMBERS, &n, pads, TP_FUSION_MAX_INPUTS, &n_pads))
+    return false;
   if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = n_pads;
-  memcpy(f->inputs, by_start, n_pads * sizeof *by_start);
+  for (uint32_t k = 0; k < n_pads; ++k) f->inputs[k] = pads[k]->operands[0];
   return true;
 }
 

@@ -21,62 +21,31 @@
 /* Parts of one dispatch at most (topos_qmatmul_multi's). */
 #define TP_QCAT_MAX 8
 
-/* A pad of a qlinear into `like`'s shape along the last axis; its qlinear. */
-static const tp_node *tp_qcat_part(const tp_graph *g, uint32_t i, const tp_node *like, uint32_t *product) {
-  const tp_node *p = tp_pattern_op(g, i, TOPOS_OP_PAD);
-  if (!p || p->desc->dtype != TOPOS_F32 || p->desc->rank != like->desc->rank ||
-      p->attrs->axis != like->desc->rank - 1 ||
-      memcmp(p->desc->shape, like->desc->shape, (size_t)p->desc->rank * sizeof(int64_t)) != 0)
-    return NULL;
-  if (!tp_pattern_op(g, p->operands[0], TOPOS_OP_QLINEAR)) return NULL;
-  *product = p->operands[0];
-  return p;
-}
-
 static bool tp_qcat_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
   (void)evaluated;
   const tp_node *top = tp_pattern_op(g, root, TOPOS_OP_ADD);
   if (!top || top->desc->dtype != TOPOS_F32 || top->desc->rank < 1) return false;
-  uint32_t members[3 * TP_QCAT_MAX], n = 0, products[TP_QCAT_MAX], n_parts = 0, at = root;
+  /* a concatenation along the last axis (its adds and pads, then the
+   * products), of qlinears of one activation row */
+  uint32_t members[3 * TP_QCAT_MAX], n = 0, n_parts = 0;
   const tp_node *pads[TP_QCAT_MAX];
-  for (;;) { /* the left spine: add(rest, pad) down to the first pad */
-    const tp_node *add = tp_pattern_op(g, at, TOPOS_OP_ADD);
-    if (!add) break;
-    if (n_parts + 2 > TP_QCAT_MAX) return false;
-    const tp_node *right = tp_qcat_part(g, add->operands[1], top, &products[n_parts]);
-    if (!right) return false;
-    members[n++] = at;
-    members[n++] = add->operands[1];
-    members[n++] = products[n_parts];
-    pads[n_parts++] = right;
-    at = add->operands[0];
-  }
-  const tp_node *first = tp_qcat_part(g, at, top, &products[n_parts]);
-  if (!first) return false;
-  members[n++] = at;
-  members[n++] = products[n_parts];
-  pads[n_parts++] = first;
-  /* one activation row, the same for every product */
-  const tp_node *p0 = &g->nodes[products[0]];
-  const tp_node *x = &g->nodes[p0->operands[0]];
+  if (!tp_concat_parts(g, root, members, 2 * TP_QCAT_MAX, &n, pads, TP_QCAT_MAX, &n_parts)) return false;
   const int rank = top->desc->rank;
+  if (pads[0]->attrs->axis != rank - 1) return false;
+  const tp_node *p0 = tp_pattern_op(g, pads[0]->operands[0], TOPOS_OP_QLINEAR);
+  if (!p0) return false;
+  const tp_node *x = &g->nodes[p0->operands[0]];
   int64_t rows = 1;
   for (int i = 0; i + 1 < x->desc->rank; ++i) rows *= x->desc->shape[i];
   if (rows != 1 || x->desc->dtype != TOPOS_F32) return false;
-  for (uint32_t k = 0; k < n_parts; ++k)
-    if (g->nodes[products[k]].operands[0] != p0->operands[0]) return false;
-  /* the parts in their order along the axis: spine order is last to first */
   f->n_inputs = 1 + n_parts;
   f->inputs[0] = p0->operands[0];
-  int64_t next = 0;
-  for (uint32_t k = 0; k < n_parts; ++k) {
-    const tp_node *pad = pads[n_parts - 1 - k];
-    const tp_node *product = &g->nodes[pad->operands[0]];
-    if (pad->attrs->start != next) return false;
-    next += product->desc->shape[rank - 1];
+  for (uint32_t k = 0; k < n_parts; ++k) { /* by start: the order along the axis */
+    const tp_node *product = tp_pattern_op(g, pads[k]->operands[0], TOPOS_OP_QLINEAR);
+    if (!product || product->operands[0] != p0->operands[0]) return false;
+    members[n++] = pads[k]->operands[0];
     f->inputs[1 + k] = product->operands[1];
   }
-  if (next != top->desc->shape[rank - 1]) return false;
   return tp_fusion_take_members(f, members, n, root);
 }
 
