@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -167,16 +168,11 @@ static uint64_t tp_bench_next(uint64_t *state) {
 TP_BENCH_DEFINE(float, f32, sgemm)
 TP_BENCH_DEFINE(double, f64, dgemm)
 
-static int tp_bench_parse_list(const char *text, int64_t *out, int cap) {
-  int count = 0;
-  while (*text && count < cap) {
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (end == text || v <= 0) return -1;
-    out[count++] = v;
-    text = *end == ',' ? end + 1 : end;
-    if (*end && *end != ',') return -1;
-  }
+/* "a,b,c" of positive integers (at most 16) into out: the count, 0 if bad. */
+static int tp_bench_parse_list(const char *text, int64_t *out) {
+  long v[16];
+  const int count = tp_cli_long_list(text, 1, LONG_MAX, v, 16);
+  for (int k = 0; k < count; ++k) out[k] = v[k];
   return count;
 }
 
@@ -187,9 +183,9 @@ static int tp_bench_gemm_main(int argc, char **argv) {
   tp_simd_gemm_tuning tuning = {0, 0, 0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-      nsizes = tp_bench_parse_list(argv[++i], sizes, 16);
+      nsizes = tp_bench_parse_list(argv[++i], sizes);
     } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      nthreads = tp_bench_parse_list(argv[++i], threads, 16);
+      nthreads = tp_bench_parse_list(argv[++i], threads);
     } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
       float s;
       if (!tp_cli_float(argv[++i], 0.001f, 3600.0f, &s))
@@ -223,7 +219,7 @@ static int tp_bench_gemm_main(int argc, char **argv) {
              "(dlopen libopenblas.so.0) in the same run; ratio = ours / OpenBLAS.\n");
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
-    if (nsizes < 0 || nthreads < 0) {
+    if (nsizes == 0 || nthreads == 0) {
       fprintf(stderr, "bench-gemm: bad list in %s\n", argv[i]);
       return 2;
     }

@@ -288,16 +288,11 @@ static int tp_bench_ladder(int argc, char **argv) {
     }
     else if (strcmp(argv[i], "--rung") == 0 && i + 1 < argc) tp_only_rung = argv[++i];
     else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-      nsizes = 0;
-      char list[128];
-      snprintf(list, sizeof list, "%s", argv[++i]);
-      for (char *save = NULL, *it = strtok_r(list, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-        long v;
-        if (nsizes == 8 || !tp_cli_long(it, 1, 1L << 14, &v))
-          return tp_cli_bad_value("bench ladder", "--sizes", argv[i], "up to 8 sizes in 1..16384, comma-separated");
-        sizes[nsizes++] = (int)v;
-      }
-      if (nsizes == 0) return tp_cli_bad_value("bench ladder", "--sizes", argv[i], "at least one size");
+      long v[8];
+      nsizes = tp_cli_long_list(argv[++i], 1, 1L << 14, v, 8);
+      if (nsizes == 0)
+        return tp_cli_bad_value("bench ladder", "--sizes", argv[i], "up to 8 sizes in 1..16384, comma-separated");
+      for (int k = 0; k < nsizes; ++k) sizes[k] = (int)v[k];
     } else {
       fprintf(stderr, "usage: topos bench ladder [--json] [--gemm|--maps|--bias] [--sizes 512,1024,2048]\n"
                       "       [--naive-max N] [--rung naive|default|simd|blas] [--keep-openblas-env]\n");

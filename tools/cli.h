@@ -28,6 +28,10 @@ int tp_cli_fail(const char *command, topos_status status, const char *what);
  * 0 when s is empty, has anything after the number, or is out of range. */
 int tp_cli_long(const char *s, long lo, long hi, long *out);
 int tp_cli_float(const char *s, float lo, float hi, float *out);
+int tp_cli_u64(const char *s, unsigned long long *out); /* decimal, no minus sign */
+/* "a,b,c": up to cap items, each a whole decimal integer in [lo, hi], into
+ * out; the count, or 0 when an item is bad, there are more than cap or none. */
+int tp_cli_long_list(const char *s, long lo, long hi, long *out, int cap);
 /* Prints "topos COMMAND: FLAG wants WANT, got 'VALUE'" to stderr; returns 2
  * (the usage exit status). */
 int tp_cli_bad_value(const char *command, const char *flag, const char *value, const char *want);

@@ -3,7 +3,6 @@
  * [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT]]`: tokenizes the
  * prompt, runs it as one chunk, then decodes token by token, streaming each
  * piece as it is produced; ends with prompt and generation tokens/s. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +35,12 @@ static int tp_generate(int argc, char **argv) {
       path = a;
       continue;
     }
-    if (strcmp(a, "--exact") == 0 || strcmp(a, "--chat") == 0) {
-      *(a[2] == 'e' ? &exact : &chat) = 1;
+    if (strcmp(a, "--exact") == 0) {
+      exact = 1;
+      continue;
+    }
+    if (strcmp(a, "--chat") == 0) {
+      chat = 1;
       continue;
     }
     if (!v) goto usage;
@@ -65,11 +68,7 @@ static int tp_generate(int argc, char **argv) {
       if (!tp_cli_long(v, 0, 65536, &last_n)) return tp_bad_value(a, v, "a window of 0..65536 tokens");
       sp.penalty_last_n = (int32_t)last_n;
     } else if (strcmp(a, "--seed") == 0) {
-      char *end;
-      errno = 0;
-      seed = strtoull(v, &end, 10);
-      if (*v == '\0' || *v == '-' || *end != '\0' || errno == ERANGE)
-        return tp_bad_value(a, v, "an unsigned 64-bit integer");
+      if (!tp_cli_u64(v, &seed)) return tp_bad_value(a, v, "an unsigned 64-bit integer");
     } else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) {
       if (!tp_cli_long(v, 0, 1L << 20, &threads)) return tp_bad_value(a, v, "a thread count (0: default)");
     } else if (strcmp(a, "--ctx") == 0 || strcmp(a, "-c") == 0) {

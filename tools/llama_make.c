@@ -10,7 +10,6 @@
  * rows with the reference quantizer and repeats them (distinct bytes in
  * memory all the same); quantizing a billion elements would take minutes. */
 #include <inttypes.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,12 +125,10 @@ static int tp_llama_make(int argc, char **argv) {
     } else if (i + 1 < argc && strcmp(argv[i], "--type") == 0) {
       type_name = argv[++i];
     } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
-      char *end;
       const char *v = argv[++i];
-      errno = 0;
-      seed = strtoull(v, &end, 10);
-      if (*v == '\0' || *v == '-' || *end != '\0' || errno == ERANGE)
-        return tp_cli_bad_value("llama-make", "--seed", v, "an unsigned 64-bit integer");
+      unsigned long long s;
+      if (!tp_cli_u64(v, &s)) return tp_cli_bad_value("llama-make", "--seed", v, "an unsigned 64-bit integer");
+      seed = s;
     } else {
       goto usage;
     }

@@ -53,6 +53,31 @@ int tp_cli_float(const char *s, float lo, float hi, float *out) {
   return 1;
 }
 
+int tp_cli_u64(const char *s, unsigned long long *out) {
+  char *end;
+  errno = 0;
+  const unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '\0' || *s == '-' || *end != '\0' || errno == ERANGE) return 0;
+  *out = v;
+  return 1;
+}
+
+int tp_cli_long_list(const char *s, long lo, long hi, long *out, int cap) {
+  int count = 0;
+  for (const char *item = s;; ++item) {
+    const char *comma = strchr(item, ',');
+    const size_t len = comma ? (size_t)(comma - item) : strlen(item);
+    char text[32];
+    if (count == cap || len == 0 || len >= sizeof text) return 0;
+    memcpy(text, item, len);
+    text[len] = '\0';
+    if (!tp_cli_long(text, lo, hi, &out[count])) return 0;
+    ++count;
+    if (!comma) return count;
+    item = comma;
+  }
+}
+
 int tp_cli_bad_value(const char *command, const char *flag, const char *value, const char *want) {
   fprintf(stderr, "topos %s: %s wants %s, got '%s'\n", command, flag, want, value);
   return 2;
