@@ -212,9 +212,7 @@ TEST(llama_joined_products_decode_bitwise) {
                {TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_F16, TOPOS_F16, 1, 2, 1},
                {TOPOS_F32, TOPOS_F16, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, 0, 0, 0}};
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
-    lt_spec s = lt_default_spec();
-    s.types[LT_Q] = cases[ci].q, s.types[LT_K] = cases[ci].k, s.types[LT_V] = cases[ci].v;
-    s.types[LT_GATE] = cases[ci].gate, s.types[LT_UP] = cases[ci].up;
+    lt_spec s = lt_spec_with_inputs(cases[ci].q, cases[ci].k, cases[ci].v, cases[ci].gate, cases[ci].up);
     s.up_first = cases[ci].up_first;
     lt_model m;
     CHECK_OK(lt_open(&s, &m));
@@ -253,9 +251,7 @@ TEST(llama_decode_joins_products_apart_in_one_step) {
                /* the default mix: every part its own type, one of them f16 */
                {TOPOS_Q4_K, TOPOS_Q8_0, TOPOS_F16, TOPOS_Q6_K, TOPOS_Q4_0, 0, 1, 1}};
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
-    lt_spec s = lt_default_spec();
-    s.types[LT_Q] = cases[ci].q, s.types[LT_K] = cases[ci].k, s.types[LT_V] = cases[ci].v;
-    s.types[LT_GATE] = cases[ci].gate, s.types[LT_UP] = cases[ci].up;
+    lt_spec s = lt_spec_with_inputs(cases[ci].q, cases[ci].k, cases[ci].v, cases[ci].gate, cases[ci].up);
     s.types[LT_O] = cases[ci].sorted ? TOPOS_Q4_1 : s.types[LT_O];
     s.attn_sorted = cases[ci].sorted;
     lt_model m;

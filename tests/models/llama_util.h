@@ -50,6 +50,15 @@ static inline lt_spec lt_default_spec(void) {
   return s;
 }
 
+/* The default spec with the attention inputs' and gate / up types given. */
+static inline lt_spec lt_spec_with_inputs(topos_dtype q, topos_dtype k, topos_dtype v, topos_dtype gate,
+                                          topos_dtype up) {
+  lt_spec s = lt_default_spec();
+  s.types[LT_Q] = q, s.types[LT_K] = k, s.types[LT_V] = v;
+  s.types[LT_GATE] = gate, s.types[LT_UP] = up;
+  return s;
+}
+
 typedef struct lt_file {
   void *bytes;
   size_t size;
