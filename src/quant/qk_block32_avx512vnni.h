@@ -316,6 +316,26 @@ static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512
   for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
 }
 
+/* The panel two ahead of the one being computed (first row p, `rows` rows
+ * of `stride` bytes; rows 0: none), fetched into L2 as the step meets each
+ * row of its own panel: two lines per row and step, at the step's offset.
+ * Spread so: the 32 prefetches as a burst at each step's start stalled on
+ * the core's miss buffers (a third of the Q4_1 decode's samples sat on the
+ * burst), and decoding in one process, plans alternating, ran 2-7 % slower
+ * (SmolLM2 Q4_1, TinyLlama Q4_0 and Q8_0, 1 and 2 threads). */
+typedef struct {
+  const uint8_t *p;
+  int64_t stride;
+  int rows;
+} b32_ahead;
+
+static inline __attribute__((always_inline)) void b32_fetch_ahead(const b32_ahead *a, int r, int64_t at) {
+  if (r >= a->rows) return;
+  const char *q = (const char *)a->p + r * a->stride + at;
+  _mm_prefetch(q, _MM_HINT_T1);
+  _mm_prefetch(q + 64, _MM_HINT_T1);
+}
+
 /* ---- matrix-vector, four blocks per step -------------------------------
  * A gather fetches one scale per row and block (~1.6 cycles per element on
  * Zen 4): pair steps that gathered their scales spent more than a third of
@@ -459,11 +479,11 @@ static inline __m512i q4_quad_heads(const __m512i w[4], __m512i quads) {
 }
 
 /* One step over blocks b .. b + nq - 1 of the 16 rows: *f gains their terms
- * in order. */
+ * in order; the panel ahead is fetched at the same offset. */
 static inline __attribute__((always_inline)) void q4_step(const uint8_t *const rows[16], int64_t b, int nq,
                                                           const int8_t *aq, const int32_t *init, const float *da,
                                                           const float *ga, const q4_index *ix, const b32_kind kd,
-                                                          __m512 *f) {
+                                                          const b32_ahead *ahead, __m512 *f) {
   __m512i alo, ahi, iv = _mm512_setzero_si512();
   q4_act(aq + 32 * b, init + 8 * b, kd.bias, nq, &alo, &ahi, &iv);
   __m512i sums[4], heads[4];
@@ -471,7 +491,10 @@ static inline __attribute__((always_inline)) void q4_step(const uint8_t *const r
   for (int i = 0; i < 4; ++i) {
     __m512i s[4], w[4];
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) s[r] = q4_row(rows[4 * i + r] + b * (int64_t)kd.bytes, kd, ix, nq, iv, alo, ahi, &w[r]);
+    for (int r = 0; r < 4; ++r) {
+      b32_fetch_ahead(ahead, 4 * i + r, b * (int64_t)kd.bytes);
+      s[r] = q4_row(rows[4 * i + r] + b * (int64_t)kd.bytes, kd, ix, nq, iv, alo, ahi, &w[r]);
+    }
     sums[i] = q4_quad_sums(s);
     heads[i] = q4_quad_heads(w, ix->quads);
   }
@@ -531,10 +554,11 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
     const int nr = b16_panel(t, n0, &base, rows);
-    /* the panel two ahead, fetched a block pair per step (the hardware
-     * prefetcher barely follows 16 short row streams) */
-    const uint8_t *pf = n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL;
-    const int pf_rows = pf ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
+    /* the panel two ahead, fetched through the first activation row's steps
+     * (the hardware prefetcher barely follows 16 short row streams) */
+    const int ahead_rows = n0 + 32 < t->n ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
+    const b32_ahead ahead = {ahead_rows ? base + (size_t)32 * t->row_bytes : NULL, (int64_t)t->row_bytes, ahead_rows};
+    const b32_ahead none = {NULL, 0, 0};
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
@@ -542,29 +566,18 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
       __m512 f = _mm512_setzero_ps();
       int64_t b = 0;
       if (quads) { /* four blocks per step, then the 1..3 left */
-        for (; b + 4 <= nb; b += 4) {
-          if (c == 0 && pf)
-            for (int r = 0; r < pf_rows; ++r) {
-              const uint8_t *q = pf + (size_t)r * t->row_bytes + b * bytes;
-              _mm_prefetch((const char *)q, _MM_HINT_T1);
-              _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
-            }
-          q4_step(rows, b, 4, aq, init, da, ga, &ix, kd, &f);
-        }
-        if (b < nb) q4_step(rows, b, (int)(nb - b), aq, init, da, ga, &ix, kd, &f), b = nb;
+        for (; b + 4 <= nb; b += 4) q4_step(rows, b, 4, aq, init, da, ga, &ix, kd, c == 0 ? &ahead : &none, &f);
+        if (b < nb) q4_step(rows, b, (int)(nb - b), aq, init, da, ga, &ix, kd, &none, &f), b = nb;
       }
       for (; b < nb; b += 2) { /* Q8_0: two blocks per step */
         const int two = b + 1 < nb;
-        if (c == 0 && pf)
-          for (int r = 0; r < pf_rows; ++r) {
-            const uint8_t *q = pf + (size_t)r * t->row_bytes + b * bytes;
-            _mm_prefetch((const char *)q, _MM_HINT_T1);
-            _mm_prefetch((const char *)q + 64, _MM_HINT_T1);
-          }
+        const b32_ahead *pf = c == 0 ? &ahead : &none;
         const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
         __m512i u[8], h[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
+          b32_fetch_ahead(pf, 2 * i, b * bytes);
+          b32_fetch_ahead(pf, 2 * i + 1, b * bytes);
           const uint8_t *r0 = rows[2 * i] + b * bytes, *r1 = rows[2 * i + 1] + b * bytes;
           u[i] = q80_pair(qk_dpbusd(iv, b32_chunk(r0, two, kd), av), qk_dpbusd(iv, b32_chunk(r1, two, kd), av));
           h[i] = _mm512_permutex2var_epi16(q4_load_first(r0, two ? 64 : bytes), hix, q4_load_first(r1, two ? 64 : bytes));
