@@ -310,10 +310,10 @@ static inline int b16_panel(const tp_qk_task *t, int64_t n0, const uint8_t **bas
 
 /* Decode output: activation row c for weight rows n0 .. n0 + nr - 1 held in
  * v's lanes, plus the bias. */
-static void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512 v) {
-  float lane[16];
-  _mm512_storeu_ps(lane, v);
-  for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+static inline void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr, __m512 v) {
+  const __mmask16 live = (__mmask16)((1u << nr) - 1); /* nr <= 16 */
+  if (t->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(live, t->bias + n0));
+  _mm512_mask_storeu_ps(t->out + c * t->n + n0, live, v);
 }
 
 /* The panel two ahead of the one being computed (first row p, `rows` rows
