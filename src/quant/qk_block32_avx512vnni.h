@@ -74,6 +74,8 @@ typedef struct {
   uint8_t *au;        /* tile: [group][block][4-byte step][16 rows][4] = qa + 128 */
   float *da;          /* tile: [group][block][16] */
   float *sa;          /* tile, Q4_1 / Q5_1: [group][block][16] = the Q8_1 activation's s */
+  uint8_t *steps;     /* matrix-vector, nibble types: [activation row][four-block step] the
+                         step's three activation vectors (q4_steps_arrange) */
   void *mem;
   volatile int failed;
 } qk_q80_ctx;
@@ -478,14 +480,32 @@ static inline __m512i q4_quad_heads(const __m512i w[4], __m512i quads) {
   return _mm512_unpacklo_epi32(a, b);
 }
 
-/* One step over blocks b .. b + nq - 1 of the 16 rows: *f gains their terms
- * in order; the panel ahead is fetched at the same offset. */
+/* The activation side of every four-block step (q4_act), made once per
+ * product instead of once per panel: for activation row c and step s, the
+ * three vectors (elements 0..15 and 16..31 of each block, the bias term)
+ * at steps + (c * nsteps + s) * Q4_STEP_BYTES. */
+#define Q4_STEP_BYTES 192
+static void q4_steps_arrange(const qk_act *act, int64_t m, int64_t nb, int biased, uint8_t *steps) {
+  const int64_t nsteps = (nb + 3) / 4, lanes = act->kpad / 4;
+  for (int64_t c = 0; c < m; ++c)
+    for (int64_t s = 0; s < nsteps; ++s) {
+      const int64_t b = 4 * s;
+      __m512i lo, hi, iv = _mm512_setzero_si512();
+      q4_act(act->q + c * act->kpad + 32 * b, act->init + c * lanes + 8 * b, biased, (int)(nb - b < 4 ? nb - b : 4),
+             &lo, &hi, &iv);
+      uint8_t *dst = steps + (size_t)(c * nsteps + s) * Q4_STEP_BYTES;
+      _mm512_storeu_si512(dst, lo), _mm512_storeu_si512(dst + 64, hi), _mm512_storeu_si512(dst + 128, iv);
+    }
+}
+
+/* One step over blocks b .. b + nq - 1 of the 16 rows (av: the step's
+ * activation vectors): *f gains their terms in order; the panel ahead is
+ * fetched at the same offset. */
 static inline __attribute__((always_inline)) void q4_step(const uint8_t *const rows[16], int64_t b, int nq,
-                                                          const int8_t *aq, const int32_t *init, const float *da,
-                                                          const float *ga, const q4_index *ix, const b32_kind kd,
+                                                          const uint8_t *av, const float *da, const float *ga,
+                                                          const q4_index *ix, const b32_kind kd,
                                                           const b32_ahead *ahead, __m512 *f) {
-  __m512i alo, ahi, iv = _mm512_setzero_si512();
-  q4_act(aq + 32 * b, init + 8 * b, kd.bias, nq, &alo, &ahi, &iv);
+  const __m512i alo = _mm512_loadu_si512(av), ahi = _mm512_loadu_si512(av + 64), iv = _mm512_loadu_si512(av + 128);
   __m512i sums[4], heads[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
@@ -566,8 +586,10 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
       __m512 f = _mm512_setzero_ps();
       int64_t b = 0;
       if (quads) { /* four blocks per step, then the 1..3 left */
-        for (; b + 4 <= nb; b += 4) q4_step(rows, b, 4, aq, init, da, ga, &ix, kd, c == 0 ? &ahead : &none, &f);
-        if (b < nb) q4_step(rows, b, (int)(nb - b), aq, init, da, ga, &ix, kd, &none, &f), b = nb;
+        const uint8_t *av = x->steps + (size_t)(c * ((nb + 3) / 4)) * Q4_STEP_BYTES;
+        for (; b + 4 <= nb; b += 4, av += Q4_STEP_BYTES)
+          q4_step(rows, b, 4, av, da, ga, &ix, kd, c == 0 ? &ahead : &none, &f);
+        if (b < nb) q4_step(rows, b, (int)(nb - b), av, da, ga, &ix, kd, &none, &f), b = nb;
       }
       for (; b < nb; b += 2) { /* Q8_0: two blocks per step */
         const int two = b + 1 < nb;
@@ -619,13 +641,23 @@ static int qk_b32_begin(const tp_qk_task *t, qk_q80_ctx *x, tp_qk_range_fn *mv) 
     default: x->kind = B32_Q8_0, *mv = b32_mv_range_q8_0; break;
   }
   x->nb = t->k / 32;
-  return qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads);
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
+  if (t->m < QK_C && !x->kind.q8) {
+    x->steps = tp_temp_alloc((size_t)(t->m * ((x->nb + 3) / 4)) * Q4_STEP_BYTES);
+    if (!x->steps) {
+      qk_act_free(&x->act);
+      return 0;
+    }
+    q4_steps_arrange(&x->act, t->m, x->nb, x->kind.bias, x->steps);
+  }
+  return 1;
 }
 
 /* Frees what qk_b32_begin and the ranges took; the status of the product. */
 static topos_status qk_b32_end(qk_q80_ctx *x) {
   const tp_qk_task *t = x->task;
   tp_temp_free(x->mem);
+  tp_temp_free(x->steps);
   qk_act_free(&x->act);
   if (x->failed) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
                                 (long long)t->k);
