@@ -498,15 +498,14 @@ static void q4_steps_arrange(const qk_act *act, int64_t m, int64_t nb, int biase
     }
 }
 
-/* One step over blocks b .. b + nq - 1 of the 16 rows (av: the step's
- * activation vectors): *f gains their terms in order; the panel ahead is
- * fetched at the same offset. */
-static inline __attribute__((always_inline)) void q4_step(const uint8_t *const rows[16], int64_t b, int nq,
-                                                          const uint8_t *av, const float *da, const float *ga,
-                                                          const q4_index *ix, const b32_kind kd,
-                                                          const b32_ahead *ahead, __m512 *f) {
+/* A step over blocks b .. b + nq - 1 of the 16 rows is two halves. The
+ * integer half (av: the step's activation vectors): per four rows, their
+ * exact block sums (sums[i]) and their scale words (heads[i]); the panel
+ * ahead is fetched at the same offset. */
+static inline __attribute__((always_inline)) void q4_rows(const uint8_t *const rows[16], int64_t b, int nq,
+                                                          const uint8_t *av, const q4_index *ix, const b32_kind kd,
+                                                          const b32_ahead *ahead, __m512i sums[4], __m512i heads[4]) {
   const __m512i alo = _mm512_loadu_si512(av), ahi = _mm512_loadu_si512(av + 64), iv = _mm512_loadu_si512(av + 128);
-  __m512i sums[4], heads[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     __m512i s[4], w[4];
@@ -518,6 +517,12 @@ static inline __attribute__((always_inline)) void q4_step(const uint8_t *const r
     sums[i] = q4_quad_sums(s);
     heads[i] = q4_quad_heads(w, ix->quads);
   }
+}
+
+/* The float half: the blocks' terms, in order, into *f. */
+static inline __attribute__((always_inline)) void q4_tail(const __m512i sums[4], const __m512i heads[4], int64_t b,
+                                                          int nq, const float *da, const float *ga, const b32_kind kd,
+                                                          __m512 *f) {
   __m512i bs[4], hd[4];
   q4_lanes_transpose(sums, bs);
   q4_lanes_transpose(heads, hd);
@@ -585,11 +590,24 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
       const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
       __m512 f = _mm512_setzero_ps();
       int64_t b = 0;
-      if (quads) { /* four blocks per step, then the 1..3 left */
+      if (quads) {
+        /* four blocks per step, the last one 1..3 when nb is not a multiple
+         * of 4; pipelined: a step's rows, then the previous step's scales
+         * and float terms (the rows' integer work does not wait on them) */
         const uint8_t *av = x->steps + (size_t)(c * ((nb + 3) / 4)) * Q4_STEP_BYTES;
-        for (; b + 4 <= nb; b += 4, av += Q4_STEP_BYTES)
-          q4_step(rows, b, 4, av, da, ga, &ix, kd, c == 0 ? &ahead : &none, &f);
-        if (b < nb) q4_step(rows, b, (int)(nb - b), av, da, ga, &ix, kd, &none, &f), b = nb;
+        const b32_ahead *pf = c == 0 ? &ahead : &none;
+        __m512i s0[4], h0[4], s1[4], h1[4];
+        int nq = nb < 4 ? (int)nb : 4;
+        q4_rows(rows, 0, nq, av, &ix, kd, nq == 4 ? pf : &none, s0, h0);
+        for (b = 4; b < nb; b += 4) {
+          nq = nb - b < 4 ? (int)(nb - b) : 4;
+          av += Q4_STEP_BYTES;
+          q4_rows(rows, b, nq, av, &ix, kd, nq == 4 ? pf : &none, s1, h1);
+          q4_tail(s0, h0, b - 4, 4, da, ga, kd, &f);
+          for (int i = 0; i < 4; ++i) s0[i] = s1[i], h0[i] = h1[i];
+        }
+        q4_tail(s0, h0, b - 4, nq, da, ga, kd, &f);
+        b = nb;
       }
       for (; b < nb; b += 2) { /* Q8_0: two blocks per step */
         const int two = b + 1 < nb;
