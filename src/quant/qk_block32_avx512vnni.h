@@ -556,6 +556,18 @@ static inline __m512i q80_heads2(const __m512i h[8]) {
   return _mm512_permutex2var_epi64(r[0], _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), r[1]);
 }
 
+/* A Q8_0 pair step's float terms: block b's (sums s0, scales in dd's low
+ * half, activation scale da[0]), then block b + 1's when `two`. */
+static inline __attribute__((always_inline)) void q80_terms(__m512i s0, __m512i s1, __m512i dd, const float *da,
+                                                            int two, __m512 *f) {
+  const __m512 d0 = _mm512_cvtph_ps(_mm512_castsi512_si256(dd));
+  *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d0, _mm512_set1_ps(da[0])), *f);
+  if (two) {
+    const __m512 d1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(dd, 1));
+    *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(d1, _mm512_set1_ps(da[8])), *f);
+  }
+}
+
 static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, int64_t p0, int64_t p1,
                                                                 const b32_kind kd) {
   const tp_qk_task *t = x->task;
@@ -609,7 +621,12 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
         q4_tail(s0, h0, b - 4, nq, da, ga, kd, &f);
         b = nb;
       }
-      for (; b < nb; b += 2) { /* Q8_0: two blocks per step */
+      /* Q8_0: two blocks per step, pipelined as the four-block steps are:
+       * a pair's integer sums and scales, then the previous pair's float
+       * terms (pv: its sums, scales and first block; -1: none) */
+      __m512i ps0 = _mm512_setzero_si512(), ps1 = ps0, pdd = ps0;
+      int64_t pb = -1;
+      for (; b < nb; b += 2) {
         const int two = b + 1 < nb;
         const b32_ahead *pf = c == 0 ? &ahead : &none;
         const __m512i av = _mm512_loadu_si512(aq + 32 * b), iv = _mm512_loadu_si512(init + 8 * b);
@@ -622,16 +639,12 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
           u[i] = q80_pair(qk_dpbusd(iv, b32_chunk(r0, two, kd), av), qk_dpbusd(iv, b32_chunk(r1, two, kd), av));
           h[i] = _mm512_permutex2var_epi16(q4_load_first(r0, two ? 64 : bytes), hix, q4_load_first(r1, two ? 64 : bytes));
         }
-        __m512i s0, s1;
-        q80_reduce8(u, &s0, &s1);
-        const __m512i dd = q80_heads2(h); /* [16 rows' d of block b | of block b + 1] */
-        const __m512 d0 = _mm512_cvtph_ps(_mm512_castsi512_si256(dd));
-        f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d0, _mm512_set1_ps(da[8 * b])), f);
-        if (two) {
-          const __m512 d1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(dd, 1));
-          f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(d1, _mm512_set1_ps(da[8 * (b + 1)])), f);
-        }
+        if (pb >= 0) q80_terms(ps0, ps1, pdd, da + 8 * pb, 1, &f);
+        q80_reduce8(u, &ps0, &ps1);
+        pdd = q80_heads2(h); /* [16 rows' d of block b | of block b + 1] */
+        pb = b;
       }
+      if (pb >= 0) q80_terms(ps0, ps1, pdd, da + 8 * pb, pb + 1 < nb, &f);
       b16_store(t, c, n0, nr, f);
     }
   }
