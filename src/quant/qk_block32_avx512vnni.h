@@ -350,12 +350,14 @@ static inline __attribute__((always_inline)) void b32_fetch_ahead(const b32_ahea
  * The nibbles are not put in element order: the four blocks' 16 qs bytes
  * are packed into one vector, its low nibbles meet the activations'
  * elements 0..15 of each block and its high nibbles elements 16..31 (arranged
- * once per step for all 16 rows, q4_act); Q5's fifth bits join as 0x10
+ * once per product for all its steps, q4_steps_arrange); Q5's fifth bits join as 0x10
  * under two 64-bit masks, and Q4_0 / Q5_0's init term holds -bias * the
  * activations' sums. Lane 4j + i then sums 8 products of block j; the exact
  * integer block sums and the float steps in block order are the
  * definition's, bit for bit. A row's last 1..3 blocks take the same step
- * with the missing blocks zero (nq). */
+ * with the missing blocks zero (nq). Steps run in two halves, pipelined
+ * (q4_rows, q4_tail): a step's integer work does not queue behind the
+ * previous step's transposes and serial float chain. */
 
 typedef struct {
   __m512i words; /* q4_row's permute of its loads' words (scale dwords, fifth-bit words) */
@@ -623,7 +625,8 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
       }
       /* Q8_0: two blocks per step, pipelined as the four-block steps are:
        * a pair's integer sums and scales, then the previous pair's float
-       * terms (pv: its sums, scales and first block; -1: none) */
+       * terms (ps0, ps1, pdd: its sums and scales; pb: its first block, -1:
+       * none yet) */
       __m512i ps0 = _mm512_setzero_si512(), ps1 = ps0, pdd = ps0;
       int64_t pb = -1;
       for (; b < nb; b += 2) {
