@@ -428,8 +428,7 @@ MV_INLINE __m512i ks_row_q6(const uint8_t *blk, const int8_t *a, const int32_t *
  * the `bytes` of each at byte `at`, into L2. */
 static inline void ks_fetch_pair(const uint8_t *pf, int rows, int r, int64_t stride, int64_t at, int64_t bytes) {
   if (!pf) return;
-  for (int k = r; k < r + 2 && k < rows; ++k)
-    for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(pf + k * stride + at + off, 0, 2);
+  for (int k = r; k < r + 2 && k < rows; ++k) qk_prefetch_slice(pf + k * stride + at, 0, bytes);
 }
 
 /* Super-blocks per pass of the matrix-vector kernel: a row pair's integer
