@@ -180,6 +180,20 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
     qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);
+    /* The next panel is fetched into L2 through the first group pair's
+     * chunks, one slice per chunk: the decoder above otherwise meets the
+     * weights on demand misses (22 % of a TinyLlama Q8_0 prompt's samples
+     * sat in qk_decode_q8_0, 9 % after). Prompts of 256 tokens, plans
+     * alternating in one process, medians of 5 (Sapphire Rapids): Q8_0
+     * 147 -> 157 t/s (1 thread), 288 -> 308 (2); Q4_K_M 139 -> 151; Q4_0
+     * 163 -> 174. */
+    const uint8_t *pf = NULL;
+    int64_t pf_step = 0;
+    if (n0 + 16 < t->n) {
+      const int64_t nx = t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16;
+      pf = (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes;
+      pf_step = (nx * (int64_t)t->row_bytes + aa->chunks - 1) / aa->chunks;
+    }
     for (int64_t g0 = 0; g0 < aa->groups; g0 += 2) {
       const int ngroups = aa->groups - g0 >= 2 ? 2 : 1;
       float accm[2][16][16] __attribute__((aligned(64)));
@@ -198,6 +212,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
           qk_amx_chunk((int)((j + 1) & 1), ngroups, q + (j + 1) * ck, kpad,
                        aa->tiles + (cellg[0] + (size_t)j + 1) * tile_bytes,
                        aa->tiles + (cellg[1] + (size_t)j + 1) * tile_bytes);
+        if (g0 == 0 && j < aa->chunks) qk_prefetch_slice(pf, j, pf_step);
         if (j == 0) continue;
         const int64_t jj = j - 1;
         for (int g = 0; g < ngroups; ++g) {
