@@ -33,48 +33,34 @@ typedef struct {
   uint8_t rows[16];
 } qk_amx_config;
 
-/* tmm0..tmm3: C of (tile set, activation group) = tmm(2 * set + group),
- * 16 x 64 bytes; tmm4: A (16 weight rows x ck); tmm5, tmm6: B of groups 0
- * and 1 (ck/4 x 64). */
+/* tmm0, tmm1: C of tile sets 0 and 1 (16 x 64 bytes; a chunk's products
+ * go to one set while the other's are stored); tmm4: A (16 weight rows x
+ * ck); tmm5: B (ck/4 x 64). */
 static void qk_amx_configure(int ck) {
   qk_amx_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
-  for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  for (int t = 0; t < 2; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   cfg.colsb[4] = (uint16_t)ck, cfg.rows[4] = 16;
-  for (int t = 5; t < 7; ++t) cfg.colsb[t] = 64, cfg.rows[t] = (uint8_t)(ck / 4);
+  cfg.colsb[5] = 64, cfg.rows[5] = (uint8_t)(ck / 4);
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
 static inline void qk_amx_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
 
-#define QK_AMX_TILE_PRODUCT(c, b) "tilezero %%tmm" #c "\n\ttdpbusd %%tmm" #b ", %%tmm4, %%tmm" #c "\n\t"
-
-/* C(set, g) = A(weight rows at a, stride astride) x B(group g's packed tile),
- * for groups 0..ngroups-1 (1 or 2): A is loaded once for both. */
-static inline void qk_amx_chunk(int set, int ngroups, const uint8_t *a, int64_t astride, const int8_t *b0,
-                                const int8_t *b1) {
+/* C(set) = A(weight rows at a, stride astride) x B(the packed tile at b) */
+static inline void qk_amx_chunk(int set, const uint8_t *a, int64_t astride, const int8_t *b) {
   const int64_t bstride = 64;
   __asm__ volatile("tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%2,%3,1), %%tmm5"
-                   : : "r"(a), "r"(astride), "r"(b0), "r"(bstride) : "memory");
-  if (ngroups > 1) __asm__ volatile("tileloadd (%0,%1,1), %%tmm6" : : "r"(b1), "r"(bstride) : "memory");
-  if (set == 0) {
-    __asm__ volatile(QK_AMX_TILE_PRODUCT(0, 5) ::: "memory");
-    if (ngroups > 1) __asm__ volatile(QK_AMX_TILE_PRODUCT(1, 6) ::: "memory");
-  } else {
-    __asm__ volatile(QK_AMX_TILE_PRODUCT(2, 5) ::: "memory");
-    if (ngroups > 1) __asm__ volatile(QK_AMX_TILE_PRODUCT(3, 6) ::: "memory");
-  }
+                   : : "r"(a), "r"(astride), "r"(b), "r"(bstride) : "memory");
+  if (set == 0) __asm__ volatile("tilezero %%tmm0\n\ttdpbusd %%tmm5, %%tmm4, %%tmm0" ::: "memory");
+  else __asm__ volatile("tilezero %%tmm1\n\ttdpbusd %%tmm5, %%tmm4, %%tmm1" ::: "memory");
 }
 
-static inline void qk_amx_store(int set, int group, int32_t *c) {
+static inline void qk_amx_store(int set, int32_t *c) {
   const int64_t stride = 64;
-  switch (2 * set + group) {
-    case 0: __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
-    case 1: __asm__ volatile("tilestored %%tmm1, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
-    case 2: __asm__ volatile("tilestored %%tmm2, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
-    default: __asm__ volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory"); break;
-  }
+  if (set == 0) __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+  else __asm__ volatile("tilestored %%tmm1, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
 }
 
 /* Activations for tiles: per group of 16 rows and chunk j, the B tile
@@ -180,7 +166,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
     qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);
-    /* The next panel is fetched into L2 through the first group pair's
+    /* The next panel is fetched into L2 through the first group's
      * chunks, one slice per chunk: the decoder above otherwise meets the
      * weights on demand misses (22 % of a TinyLlama Q8_0 prompt's samples
      * sat in qk_decode_q8_0, 9 % after). Prompts of 256 tokens, plans
@@ -194,49 +180,50 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
       pf = (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes;
       pf_step = (nx * (int64_t)t->row_bytes + aa->chunks - 1) / aa->chunks;
     }
-    for (int64_t g0 = 0; g0 < aa->groups; g0 += 2) {
-      const int ngroups = aa->groups - g0 >= 2 ? 2 : 1;
-      float accm[2][16][16] __attribute__((aligned(64)));
-      memset(accm, 0, sizeof accm);
-      const size_t cellg[2] = {(size_t)(g0 * aa->chunks), (size_t)((g0 + 1) * aa->chunks)};
-      const size_t tile_bytes = (size_t)ck * 16;
-      qk_amx_chunk(0, ngroups, q, kpad, aa->tiles + cellg[0] * tile_bytes, aa->tiles + cellg[1] * tile_bytes);
-      /* Three stages in flight: the tile stores of chunk j (its products were
-       * issued an iteration ago; the tile unit runs in order), the products
+    /* One activation group (16 rows) at a time, its 16 x 16 sums in
+     * registers (two groups side by side kept them in memory: one load and
+     * one store more per row and chunk; TinyLlama prompts of 256 tokens,
+     * plans alternating in one process, Sapphire Rapids, medians of 5-9:
+     * Q8_0 171 -> 176 t/s at 1 thread, 303 -> 322 at 2; Q4_K_M 164 -> 167,
+     * 304 -> 325; Q4_0 189 -> 197). */
+    const size_t tile_bytes = (size_t)ck * 16;
+    for (int64_t g = 0; g < aa->groups; ++g) {
+      __m512 acc[16];
+      for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+      const size_t cell0 = (size_t)(g * aa->chunks);
+      qk_amx_chunk(0, q, kpad, aa->tiles + cell0 * tile_bytes);
+      /* Three stages in flight: the tile store of chunk j (its product was
+       * issued an iteration ago; the tile unit runs in order), the product
        * of chunk j + 1, the epilogue of chunk j - 1 (a tile store takes a
        * while to become readable by vector loads). */
       for (int64_t j = 0; j <= aa->chunks; ++j) {
-        if (j < aa->chunks)
-          for (int g = 0; g < ngroups; ++g) qk_amx_store((int)(j & 1), g, cbuf + ((j & 1) * 2 + g) * 256);
+        if (j < aa->chunks) qk_amx_store((int)(j & 1), cbuf + (j & 1) * 256);
         if (j + 1 < aa->chunks)
-          qk_amx_chunk((int)((j + 1) & 1), ngroups, q + (j + 1) * ck, kpad,
-                       aa->tiles + (cellg[0] + (size_t)j + 1) * tile_bytes,
-                       aa->tiles + (cellg[1] + (size_t)j + 1) * tile_bytes);
-        if (g0 == 0 && j < aa->chunks) qk_prefetch_slice(pf, j, pf_step);
+          qk_amx_chunk((int)((j + 1) & 1), q + (j + 1) * ck, kpad, aa->tiles + (cell0 + (size_t)j + 1) * tile_bytes);
+        if (g == 0 && j < aa->chunks) qk_prefetch_slice(pf, j, pf_step);
         if (j == 0) continue;
         const int64_t jj = j - 1;
-        for (int g = 0; g < ngroups; ++g) {
-          const size_t cell = cellg[g] + (size_t)jj;
-          const int32_t *cb = cbuf + ((jj & 1) * 2 + g) * 256;
-          const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
-          const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
-          const __m512i corr = _mm512_loadu_si512((const void *)(aa->corr + cell * 16));
-          for (int r = 0; r < 16; ++r) {
-            __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
-            if (has_bias) ci = _mm512_add_epi32(ci, corr);
-            const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
-            __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, _mm512_load_ps(accm[g][r]));
-            if (has_min) acc = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc);
-            _mm512_store_ps(accm[g][r], acc);
-          }
+        const size_t cell = cell0 + (size_t)jj;
+        const int32_t *cb = cbuf + (jj & 1) * 256;
+        const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
+        const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
+        const __m512i corr = _mm512_loadu_si512((const void *)(aa->corr + cell * 16));
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) {
+          __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
+          if (has_bias) ci = _mm512_add_epi32(ci, corr);
+          const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, acc[r]);
+          if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc[r]);
         }
       }
-      for (int g = 0; g < ngroups; ++g)
-        for (int c = 0; c < 16 && (g0 + g) * 16 + c < t->m; ++c)
-          for (int r = 0; r < nr; ++r) {
-            const float v = accm[g][r][c];
-            t->out[((g0 + g) * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
-          }
+      float accm[16][16] __attribute__((aligned(64)));
+      for (int r = 0; r < 16; ++r) _mm512_store_ps(accm[r], acc[r]);
+      for (int c = 0; c < 16 && g * 16 + c < t->m; ++c)
+        for (int r = 0; r < nr; ++r) {
+          const float v = accm[r][c];
+          t->out[(g * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
+        }
     }
   }
   qk_amx_release();
