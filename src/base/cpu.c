@@ -228,6 +228,25 @@ uint32_t tp_cpu_features(void) {
   return tp_cpu_bits;
 }
 
+static tp_cpu_vendor_id tp_cpu_vendor_value;
+static pthread_once_t tp_cpu_vendor_once = PTHREAD_ONCE_INIT;
+static void tp_cpu_vendor_detect(void) {
+#if TP_CPU_X86
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return;
+  char name[13];
+  memcpy(name, &ebx, 4), memcpy(name + 4, &edx, 4), memcpy(name + 8, &ecx, 4);
+  name[12] = '\0';
+  if (strcmp(name, "GenuineIntel") == 0) tp_cpu_vendor_value = TP_CPU_VENDOR_INTEL;
+  else if (strcmp(name, "AuthenticAMD") == 0) tp_cpu_vendor_value = TP_CPU_VENDOR_AMD;
+#endif
+}
+
+tp_cpu_vendor_id tp_cpu_vendor(void) {
+  pthread_once(&tp_cpu_vendor_once, tp_cpu_vendor_detect);
+  return tp_cpu_vendor_value;
+}
+
 uint32_t tp_cpu_features_unmasked(void) {
   pthread_once(&tp_cpu_once, tp_cpu_detect);
   return tp_cpu_unmasked_bits;

@@ -34,6 +34,11 @@ uint32_t tp_cpu_disable_mask(const char *spec, int *unknown);
  * ISA masks what is built on it. */
 uint32_t tp_cpu_close_dependencies(uint32_t features);
 
+/* The CPU's maker, for kernel choices that are tuned per microarchitecture
+ * family and measured on each (the bits never depend on it). */
+typedef enum { TP_CPU_VENDOR_OTHER = 0, TP_CPU_VENDOR_INTEL, TP_CPU_VENDOR_AMD } tp_cpu_vendor_id;
+tp_cpu_vendor_id tp_cpu_vendor(void);
+
 /* The flag sets the ISA-specific source files are compiled for. */
 static inline bool tp_cpu_has_avx2_set(void) {
   uint32_t need = TP_CPU_BIT(TOPOS_CPU_AVX2) | TP_CPU_BIT(TOPOS_CPU_FMA) | TP_CPU_BIT(TOPOS_CPU_F16C);
