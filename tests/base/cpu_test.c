@@ -162,4 +162,26 @@ TEST(cpu_detected_features_appear_in_proc_cpuinfo) {
               flags[f]);
   }
 }
+
+/* The maker tp_cpu_vendor reports (kernel tuning; docs/LLM.md) is the one
+ * /proc/cpuinfo names, and the same on every call. */
+TEST(cpu_vendor_matches_proc_cpuinfo) {
+  const tp_cpu_vendor_id v = tp_cpu_vendor();
+  CHECK(tp_cpu_vendor() == v);
+  FILE *file = fopen("/proc/cpuinfo", "r");
+  if (!file) SKIP("no /proc/cpuinfo");
+  char line[512];
+  int found = 0;
+  while (fgets(line, sizeof line, file))
+    if (strncmp(line, "vendor_id", 9) == 0) {
+      found = 1;
+      break;
+    }
+  fclose(file);
+  if (!found) SKIP("no vendor_id line in /proc/cpuinfo (not x86)");
+  const tp_cpu_vendor_id want = strstr(line, "GenuineIntel")   ? TP_CPU_VENDOR_INTEL
+                                : strstr(line, "AuthenticAMD") ? TP_CPU_VENDOR_AMD
+                                                               : TP_CPU_VENDOR_OTHER;
+  CHECK_MSG(v == want, "tp_cpu_vendor %d, /proc/cpuinfo: %s", (int)v, line);
+}
 #endif
