@@ -122,6 +122,17 @@ TEST(cpu_detected_features_are_consistent) {
 }
 
 #if defined(__x86_64__) && defined(__linux__)
+/* The first /proc/cpuinfo line starting with key, into line: 1 found, 0 not
+ * listed, -1 no /proc/cpuinfo. */
+static int proc_cpuinfo_line(const char *key, char *line, int size) {
+  FILE *file = fopen("/proc/cpuinfo", "r");
+  if (!file) return -1;
+  int found = 0;
+  while (!found && fgets(line, size, file)) found = strncmp(line, key, strlen(key)) == 0;
+  fclose(file);
+  return found;
+}
+
 /* The kernel's own view: a flag it does not list must not be detected (it
  * clears AVX-512 flags when it does not save ZMM state, for instance). */
 TEST(cpu_detected_features_appear_in_proc_cpuinfo) {
@@ -135,16 +146,9 @@ TEST(cpu_detected_features_appear_in_proc_cpuinfo) {
       [TOPOS_CPU_AVXVNNI] = "avx_vnni",      [TOPOS_CPU_AMX_INT8] = "amx_int8",
       [TOPOS_CPU_AMX_BF16] = "amx_bf16",
   };
-  FILE *file = fopen("/proc/cpuinfo", "r");
-  if (!file) SKIP("no /proc/cpuinfo");
   static char line[1 << 16];
-  int found = 0;
-  while (fgets(line, sizeof line, file))
-    if (strncmp(line, "flags", 5) == 0) {
-      found = 1;
-      break;
-    }
-  fclose(file);
+  const int found = proc_cpuinfo_line("flags", line, (int)sizeof line);
+  if (found < 0) SKIP("no /proc/cpuinfo");
   if (!found) SKIP("no flags line in /proc/cpuinfo");
   uint32_t raw = tp_cpu_features_unmasked();
   for (int f = 0; f < TOPOS_CPU_FEATURE_COUNT; ++f) {
@@ -168,17 +172,10 @@ TEST(cpu_detected_features_appear_in_proc_cpuinfo) {
 TEST(cpu_vendor_matches_proc_cpuinfo) {
   const tp_cpu_vendor_id v = tp_cpu_vendor();
   CHECK(tp_cpu_vendor() == v);
-  FILE *file = fopen("/proc/cpuinfo", "r");
-  if (!file) SKIP("no /proc/cpuinfo");
   char line[512];
-  int found = 0;
-  while (fgets(line, sizeof line, file))
-    if (strncmp(line, "vendor_id", 9) == 0) {
-      found = 1;
-      break;
-    }
-  fclose(file);
-  if (!found) SKIP("no vendor_id line in /proc/cpuinfo (not x86)");
+  const int found = proc_cpuinfo_line("vendor_id", line, (int)sizeof line);
+  if (found < 0) SKIP("no /proc/cpuinfo");
+  if (!found) SKIP("no vendor_id line in /proc/cpuinfo");
   const tp_cpu_vendor_id want = strstr(line, "GenuineIntel")   ? TP_CPU_VENDOR_INTEL
                                 : strstr(line, "AuthenticAMD") ? TP_CPU_VENDOR_AMD
                                                                : TP_CPU_VENDOR_OTHER;
