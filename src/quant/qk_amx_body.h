@@ -185,12 +185,13 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
     /* Q8_0's quants are already signed bytes: a full panel's A tiles load
      * straight from the file's blocks (32 bytes at 2 + 34 j in each row),
-     * and only the scales are decoded (a short last panel is decoded, its
-     * last row repeated). The Q8_0 product 128 x 2048 x 2048 2.27 -> 2.05
+     * and only the scales are decoded (a short last panel, or rows whose k
+     * the activations pad, are decoded: the padding chunks must read zero
+     * weights and zero scales, not the next row). The Q8_0 product 128 x 2048 x 2048 2.27 -> 2.05
      * ms at 1 thread; TinyLlama Q8_0 prompts of 256 tokens 192 -> 212 t/s
      * (1 thread), 337 -> 359 (2); medians of 5-9, alternating in one
      * process, Sapphire Rapids. */
-    const int direct = t->wtype == TOPOS_Q8_0 && nr == 16;
+    const int direct = t->wtype == TOPOS_Q8_0 && nr == 16 && kpad == t->k;
     const uint8_t *abase = q;
     int64_t astride = kpad, achunk = ck;
     if (direct) {
