@@ -16,17 +16,20 @@
  * activation sum, or Q8_1's s): the same
  * operations for a pair whatever tile holds it, so results do not depend on
  * the thread count; they do differ in rounding from the VNNI route. */
-/* Below these m the VNNI route is faster (measured on Sapphire Rapids: a
- * half-empty activation tile, and the K formats' integer super-block path). */
+/* From m = 4 the tiles beat the VNNI route for every type (below it the
+ * matrix-vector kernels win). Products 2048 x 2048, 1 thread, Sapphire
+ * Rapids, the route alternating in one process (medians of 5), VNNI ->
+ * AMX in us: Q8_0 m = 4 891 -> 371, m = 8 890 -> 373, m = 16 971 -> 407;
+ * Q4_0 971 -> 452 (m = 4); Q4_K 931 -> 585 (4), 1033 -> 640 (16); Q6_K
+ * 1010 -> 849 (4), 1155 -> 932 (16). At m = 1..3 the matrix-vector kernels
+ * take 98-418 us, the tiles 344-861. (Before this session's tile changes
+ * the crossover was m = 8, 16 for Q4_K / Q5_K and 24 for Q2_K, Q3_K, Q6_K.)
+ * Short TinyLlama prompts, 1 thread, builds alternating (medians of 7):
+ * Q4_K_M 6 tokens 21.1 -> 30.9 t/s, 12 tokens 41.7 -> 61.9; Q8_0 6 tokens
+ * 25.4 -> 44.9. */
 static int64_t qk_amx_min_m(topos_dtype wtype) {
-  switch (wtype) {
-    case TOPOS_Q4_K:
-    case TOPOS_Q5_K: return 16;
-    case TOPOS_Q2_K:
-    case TOPOS_Q3_K:
-    case TOPOS_Q6_K: return 24;
-    default: return 8;
-  }
+  (void)wtype;
+  return 4;
 }
 
 typedef struct {

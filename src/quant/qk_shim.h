@@ -29,7 +29,7 @@ bool tp_qk_amx_usable(void);
 /* Caps the fast path's ISA for tests: TP_QK_ISA_NONE (no fast kernel),
  * TP_QK_ISA_GENERIC (portable C),
  * TP_QK_ISA_AVX2, TP_QK_ISA_AVX512VNNI, TP_QK_ISA_AMX (AVX-512 VNNI plus AMX
- * tiles from m >= 8..24 by type), TP_QK_ISA_ANY (default). The CPU
+ * tiles from m >= 4), TP_QK_ISA_ANY (default). The CPU
  * and TOPOS_DISABLE_ISA still apply. Not thread-safe: set it between calls. */
 enum {
   TP_QK_ISA_NONE = 0,

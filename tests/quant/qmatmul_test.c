@@ -165,7 +165,7 @@ TEST(qmatmul_fast_matches_reference_every_type) {
     topos_dtype t = qm_all_types[ti];
     qm_check_case(t, 1, 256, 13, 0);
     qm_check_case(t, 6, 512, 9, 1);
-    qm_check_case(t, 26, 256, 21, 1); /* m >= 24: the AMX route for every type where the CPU has it */
+    qm_check_case(t, 26, 256, 21, 1); /* the AMX route (m >= 4) for every type where the CPU has it */
     if (qm_block(t) <= 32) qm_check_case(t, 5, 96, 7, 1);  /* k not a multiple of 64 */
     if (qm_block(t) == 32) qm_check_case(t, 9, 96, 17, 0); /* ... on the AMX route */
     if (qm_block(t) == 1) qm_check_case(t, 3, 37, 5, 0);  /* vector tail */
@@ -239,8 +239,10 @@ TEST(qmatmul_bitwise_across_threads_runs_and_m) {
   const topos_dtype some[] = {TOPOS_F32, TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q4_1};
   const int64_t k = 512, n = 37;
   for (size_t ti = 0; ti < 2 * sizeof some / sizeof some[0]; ++ti) {
-    /* m = 7 and m = 30 (the AMX route, where present, serves m >= 24 for every type) */
+    /* m = 7 on the VNNI route, m = 30 on the AMX route where present (it
+     * serves m >= 4 and rounds all but Q8_0 its own way; m = 1 is VNNI) */
     const int64_t m = ti % 2 ? 30 : 7;
+    tp_qk_set_isa_cap(m < 8 ? TP_QK_ISA_AVX512VNNI : TP_QK_ISA_ANY);
     topos_dtype t = some[ti / 2];
     uint8_t *w = qm_weights(t, n, k);
     float *a = qm_floats(m * k, 1.0f), *o1 = malloc(m * n * 4), *o2 = malloc(m * n * 4);
@@ -267,6 +269,7 @@ TEST(qmatmul_bitwise_across_threads_runs_and_m) {
     }
     free(w), free(a), free(o1), free(o2);
   }
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
 TEST(qmatmul_bias_is_added_last) {
@@ -325,12 +328,14 @@ TEST(qmatmul_rejects_bad_arguments) {
  * the 1-row tile) computed alone (m = 1) and in products of m = 2 and 3
  * gives the same bits. n = 37 leaves a short last panel; k = 768 is three
  * K super-blocks, k = 96 (legacy types) is not a multiple of 64 and takes
- * the tile route. */
+ * the tile route. The VNNI route only: AMX tiles, where present, take
+ * m >= 4 and round all but Q8_0 their own way. */
 TEST(qmatmul_small_m_same_bits_as_tiles) {
   const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1,
                                TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K};
   const int64_t n = 37, m = 7;
   if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI);
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
     for (int kk = 0; kk < 2; ++kk) {
       const topos_dtype t = types[ti];
@@ -348,6 +353,7 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
         }
       free(w), free(a), free(full), free(part);
     }
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
 /* Prompt-sized products take the ISA's own tiles where it has them (AVX-512
@@ -390,7 +396,7 @@ static void qm_prompt_tile_cases(void) {
 }
 
 /* The VNNI tiles and kernels only: where AMX is usable its tiles take m >=
- * 8..24 and round all but Q8_0 their own way, so m = 21 and its sub-products
+ * 4 and round all but Q8_0 their own way, so m = 21 and its sub-products
  * would meet two definitions (qmatmul_bitwise_across_threads_runs_and_m
  * checks the AMX route against itself). */
 TEST(qmatmul_prompt_tiles_same_bits_across_m) {
