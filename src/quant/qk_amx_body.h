@@ -1,4 +1,4 @@
-/* AMX-INT8 route of the fast engine for m >= qk_amx_min_m(wtype) (included by
+/* AMX-INT8 route of the fast engine for m >= QK_AMX_MIN_M (included by
  * qk_avx512vnni.c after the engine body; AMX instructions as inline asm, so
  * no extra compiler flags). Only called when the CPU and the OS grant AMX
  * tile data (base/cpu.c requests it) and TOPOS_DISABLE_ISA leaves amx on.
@@ -27,10 +27,7 @@
  * Short TinyLlama prompts, 1 thread, builds alternating (medians of 7):
  * Q4_K_M 6 tokens 21.1 -> 30.9 t/s, 12 tokens 41.7 -> 61.9; Q8_0 6 tokens
  * 25.4 -> 44.9. */
-static int64_t qk_amx_min_m(topos_dtype wtype) {
-  (void)wtype;
-  return 4;
-}
+#define QK_AMX_MIN_M 4
 
 typedef struct {
   uint8_t palette, start_row, reserved[14];
@@ -190,10 +187,10 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
      * straight from the file's blocks (32 bytes at 2 + 34 j in each row),
      * and only the scales are decoded (a short last panel, or rows whose k
      * the activations pad, are decoded: the padding chunks must read zero
-     * weights and zero scales, not the next row). The Q8_0 product 128 x 2048 x 2048 2.27 -> 2.05
-     * ms at 1 thread; TinyLlama Q8_0 prompts of 256 tokens 192 -> 212 t/s
-     * (1 thread), 337 -> 359 (2); medians of 5-9, alternating in one
-     * process, Sapphire Rapids. */
+     * weights and zero scales, not the next row). The Q8_0 product 128 x
+     * 2048 x 2048 2.27 -> 2.05 ms at 1 thread; TinyLlama Q8_0 prompts of
+     * 256 tokens 192 -> 212 t/s (1 thread), 337 -> 359 (2); medians of 5-9,
+     * alternating in one process, Sapphire Rapids. */
     const int direct = t->wtype == TOPOS_Q8_0 && nr == 16 && kpad == t->k;
     const uint8_t *abase = q;
     int64_t astride = kpad, achunk = ck;
@@ -239,7 +236,8 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
       for (int64_t j = 0; j <= aa->chunks; ++j) {
         if (j < aa->chunks) qk_amx_store((int)(j & 1), cbuf + (j & 1) * 256);
         if (j + 1 < aa->chunks)
-          qk_amx_chunk((int)((j + 1) & 1), sgn, abase + (j + 1) * achunk, astride, aa->tiles + (cell0 + (size_t)j + 1) * tile_bytes);
+          qk_amx_chunk((int)((j + 1) & 1), sgn, abase + (j + 1) * achunk, astride,
+                       aa->tiles + (cell0 + (size_t)j + 1) * tile_bytes);
         if (g == 0 && j < aa->chunks) qk_prefetch_slice(pf, j, pf_step);
         if (j == 0) continue;
         const int64_t jj = j - 1;

@@ -153,7 +153,7 @@ static qk_kernel qk_kernel_of(const tp_qk_task *task) {
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
-  if (task->m >= qk_amx_min_m(task->wtype) && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
+  if (task->m >= QK_AMX_MIN_M && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
   switch (qk_kernel_of(task)) {
@@ -197,7 +197,7 @@ static void qk_multi_range(void *vctx, int64_t p0, int64_t p1) {
 topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count) {
   if (count < 1 || count > TP_QK_MULTI_MAX) return TOPOS_UNSUPPORTED;
   for (int i = 0; i < count; ++i)
-    if (tasks[i].m != tasks[0].m || tasks[i].m >= QK_C || tasks[i].m >= qk_amx_min_m(tasks[i].wtype) ||
+    if (tasks[i].m != tasks[0].m || tasks[i].m >= QK_C || tasks[i].m >= QK_AMX_MIN_M ||
         qk_kernel_of(&tasks[i]) == QK_KERNEL_ENGINE)
       return TOPOS_UNSUPPORTED;
   union {
