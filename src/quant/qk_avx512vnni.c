@@ -130,6 +130,7 @@ static inline float qk_reduce_avx512(__m512 v) {
 #define QK_KTILE_WIDE_H "quant/qk_ktile_wide_avx512vnni.h"
 #include "quant/qk_engine_body.h"
 #include "quant/qk_amx_body.h"
+#include "quant/qk_amx_float.h"
 #include "quant/qk_block32_avx512vnni.h"
 #include "quant/qk_ksum_avx512vnni.h"
 
@@ -156,6 +157,9 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= QK_AMX_MIN_M && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);
+  if (task->m >= TP_QK_AMXF_MIN_M && (task->wtype == TOPOS_F16 || task->wtype == TOPOS_BF16) &&
+      tp_qk_amx_bf16_usable())
+    return qk_amxf_run(task);
   switch (qk_kernel_of(task)) {
     case QK_KERNEL_B32: return qk_b32_run(task);
     case QK_KERNEL_KS: return qk_ks_run(task);

@@ -147,5 +147,13 @@ bool tp_qk_amx_usable(void) {
   return false;
 #endif
 }
+bool tp_qk_amx_bf16_usable(void) {
+#if defined(__x86_64__)
+  return tp_qk_cap >= TP_QK_ISA_AMX && tp_qk_cpu_avx512vnni() &&
+         (tp_cpu_features() & TP_CPU_BIT(TOPOS_CPU_AMX_BF16)) != 0;
+#else
+  return false;
+#endif
+}
 void tp_qk_set_isa_cap(int cap) { tp_qk_cap = cap; }
 int tp_qk_isa_cap(void) { return tp_qk_cap; }

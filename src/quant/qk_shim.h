@@ -24,6 +24,11 @@ bool tp_qk_cpu_avx512vnni(void);
 bool tp_qk_cpu_neon_dotprod(void);
 /* AMX-INT8 granted by CPU and OS, not masked, and allowed by the ISA cap. */
 bool tp_qk_amx_usable(void);
+/* The same for AMX-BF16: float weights (F16, BF16) in Fast go through its
+ * tiles from m >= TP_QK_AMXF_MIN_M (qk_amx_float.h; each product's error
+ * within 2^-14 of sum |w * a| beyond the vector route's). */
+bool tp_qk_amx_bf16_usable(void);
+#define TP_QK_AMXF_MIN_M 24
 
 
 /* Caps the fast path's ISA for tests: TP_QK_ISA_NONE (no fast kernel),

@@ -11,7 +11,10 @@
  *   rounded min / bias terms). Not bitwise in general; bitwise when each
  *   output has a single nonzero term (one-hot weights), which pins the
  *   activation quantization of the fast path to the reference quantizer.
- *   float weights:      |fast - ref| <= (k/8 + 32) * eps * sum |w||a|.
+ *   float weights:      |fast - ref| <= (k/8 + 32) * eps * sum |w||a|;
+ *     on the AMX-BF16 route (F16 / BF16, m >= TP_QK_AMXF_MIN_M, where the
+ *     CPU has it: bf16 splits of both operands, qk_amx_float.h) add
+ *     (2^-14 + 2k * eps) * sum |w||a|.
  *   fast vs dequantized f32 product (f64 sums of w_deq * a):
  *     |fast - deq| <= sum_i |w_i| * h_i + tol_fast, h_i = half a quantization
  *     step of a_i's partner block (amax/254 rounded up), 0 for float weights. */
@@ -101,6 +104,11 @@ static int qm_act_q(topos_dtype t, const float *a, int64_t m, int64_t k, float *
   return ok;
 }
 
+/* Whether FAST takes float weights of type t through the AMX-BF16 tiles. */
+static int qm_amxf_route(topos_dtype t, int64_t m) {
+  return (t == TOPOS_F16 || t == TOPOS_BF16) && m >= TP_QK_AMXF_MIN_M && tp_qk_amx_bf16_usable();
+}
+
 /* Checks FAST against REFERENCE and the dequantized product for one case. */
 static void qm_check_case(topos_dtype t, int64_t m, int64_t k, int64_t n, int with_bias) {
   uint8_t *w = qm_weights(t, n, k);
@@ -144,6 +152,7 @@ static void qm_check_case(topos_dtype t, int64_t m, int64_t k, int64_t n, int wi
       }
       double bv = b ? b[j] : 0.0;
       double tol = ((double)k / 8 + 32) * eps * s + (b ? eps * fabs(bv) * 2 : 0);
+      if (qm_amxf_route(t, m)) tol += (1.0 / 16384 + 2.0 * (double)k * eps) * s;
       double e1 = fabs((double)fast[r * n + j] - ref[r * n + j]);
       double e2 = fabs((double)fast[r * n + j] - (deq[r * n + j] + bv));
       if (e1 > tol || e2 > sq + tol + eps * fabs(bv) * 2) bad = 1;
@@ -270,6 +279,64 @@ TEST(qmatmul_bitwise_across_threads_runs_and_m) {
     free(w), free(a), free(o1), free(o2);
   }
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+}
+
+/* The AMX-BF16 route for float weights (qk_amx_float.h): within its
+ * stated bound and NMSE 1e-8 of the reference (dropping the lo part or the
+ * a2 part of the split lands near 1e-5), the same bits at every thread
+ * count, really taken (its bits differ from the vector route's), and a
+ * non-finite weight spoils only its own output column. Shapes: one group,
+ * k not a multiple of 32, n not a multiple of 16, five groups (two passes
+ * of the four C tiles). */
+TEST(qmatmul_amx_bf16_float_route) {
+  if (!tp_qk_amx_bf16_usable()) SKIP("no AMX-BF16 on this CPU (or masked): the float tiles do not run here");
+  const int64_t cases[][3] = {{24, 96, 17}, {37, 100, 33}, {70, 2048, 16}, {80, 33, 50}};
+  const topos_dtype types[] = {TOPOS_F16, TOPOS_BF16};
+  for (int ti = 0; ti < 2; ++ti)
+    for (int ci = 0; ci < 4; ++ci) {
+      const topos_dtype t = types[ti];
+      const int64_t m = cases[ci][0], k = cases[ci][1], n = cases[ci][2];
+      qm_check_case(t, m, k, n, 1); /* the per-output bound */
+      uint8_t *w = qm_weights(t, n, k);
+      float *a = qm_floats(m * k, 2.0f), *ref = malloc((size_t)(m * n) * 4), *fast = malloc((size_t)(m * n) * 4);
+      float *other = malloc((size_t)(m * n) * 4);
+      CHECK(w && a && ref && fast && other);
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < m * n; ++i) {
+        const double d = (double)fast[i] - ref[i];
+        num += d * d, den += (double)ref[i] * ref[i];
+      }
+      CHECK_MSG(den > 0 && num / den < 1e-8, "%s m=%lld k=%lld n=%lld: NMSE %.3g", qm_name(t), (long long)m,
+                (long long)k, (long long)n, num / den);
+      for (int th = 2; th <= 3; ++th) {
+        CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, other, TOPOS_QMATMUL_FAST, th));
+        CHECK_MSG(qm_same_bits(fast, other, m * n), "%s m=%lld: %d threads differ", qm_name(t), (long long)m, th);
+      }
+      tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI);
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, other, TOPOS_QMATMUL_FAST, 1));
+      tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+      if (k >= 96) CHECK_MSG(!qm_same_bits(fast, other, m * n), "%s m=%lld: the vector route's bits (tiles not taken?)",
+                             qm_name(t), (long long)m);
+      free(w), free(a), free(ref), free(fast), free(other);
+    }
+  /* non-finite weights: NaN at (row 3, element 5), +inf at (row 7, element 0) */
+  const int64_t m = 30, k = 64, n = 20;
+  uint8_t *w = qm_weights(TOPOS_F16, n, k);
+  float *a = qm_floats(m * k, 1.0f), *out = malloc((size_t)(m * n) * 4);
+  CHECK(w && a && out);
+  uint16_t *h = (uint16_t *)(void *)w;
+  h[3 * k + 5] = 0x7E00, h[7 * k] = 0x7C00;
+  CHECK_OK(tp_qmatmul_threads(a, m, k, w, TOPOS_F16, n, NULL, out, TOPOS_QMATMUL_FAST, 2));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = out[r * n + j];
+      if (j == 3) CHECK_MSG(isnan(v), "row %lld: NaN weight gave %g", (long long)r, v);
+      else if (j == 7) CHECK_MSG(!isfinite(v), "row %lld: inf weight gave %g", (long long)r, v);
+      else CHECK_MSG(isfinite(v), "out[%lld, %lld] = %g: a non-finite weight leaked", (long long)r, (long long)j, v);
+    }
+  free(w), free(a), free(out);
 }
 
 TEST(qmatmul_bias_is_added_last) {
