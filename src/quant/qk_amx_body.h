@@ -71,6 +71,16 @@ static inline void qk_amx_store(int set, int32_t *c) {
   else __asm__ volatile("tilestored %%tmm1, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
 }
 
+/* The 16-row panel after the one at row n0 (NULL: none), to be fetched in
+ * `slices` slices of *step bytes (qk_prefetch_slice). */
+static inline const uint8_t *qk_amx_next_panel(const tp_qk_task *t, int64_t n0, int64_t slices, int64_t *step) {
+  *step = 0;
+  if (n0 + 16 >= t->n) return NULL;
+  const int64_t nx = t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16;
+  *step = (nx * (int64_t)t->row_bytes + slices - 1) / slices;
+  return (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes;
+}
+
 /* Activations for tiles: per group of 16 rows and chunk j, the B tile
  * (ck/4 rows of 16 x 4 bytes), da and g, 16 lanes each. */
 typedef struct {
@@ -210,13 +220,8 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
      * alternating in one process, medians of 5 (Sapphire Rapids): Q8_0
      * 147 -> 157 t/s (1 thread), 288 -> 308 (2); Q4_K_M 139 -> 151; Q4_0
      * 163 -> 174. */
-    const uint8_t *pf = NULL;
     int64_t pf_step = 0;
-    if (n0 + 16 < t->n) {
-      const int64_t nx = t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16;
-      pf = (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes;
-      pf_step = (nx * (int64_t)t->row_bytes + aa->chunks - 1) / aa->chunks;
-    }
+    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->chunks, &pf_step);
     /* One activation group (16 rows) at a time, its 16 x 16 sums in
      * registers (two groups side by side kept them in memory: one load and
      * one store more per row and chunk; TinyLlama prompts of 256 tokens,

@@ -143,13 +143,8 @@ static void qk_amxf_range(void *vctx, int64_t p0, int64_t p1) {
     qk_amxf_panel(x, n0, nr, pan);
     /* the next panel, into L2 through the first group's chunks (its
      * conversion above would otherwise meet the weights on demand misses) */
-    const uint8_t *pf = NULL;
     int64_t pf_step = 0;
-    if (n0 + 16 < t->n) {
-      const int64_t nx = t->n - n0 - 16 < 16 ? t->n - n0 - 16 : 16;
-      pf = (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes;
-      pf_step = (nx * (int64_t)t->row_bytes + x->chunks - 1) / x->chunks;
-    }
+    const uint8_t *pf = qk_amx_next_panel(t, n0, x->chunks, &pf_step);
     for (int64_t g0 = 0; g0 < x->groups; g0 += 4) {
       const int ng = x->groups - g0 < 4 ? (int)(x->groups - g0) : 4;
       __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm6\n\ttilezero %%tmm7" ::: "memory");
