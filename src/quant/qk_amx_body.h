@@ -235,15 +235,20 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
     } else {
       qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);
     }
-    /* The next panel is fetched into L2 through the first group's
-     * chunks, one slice per chunk: the decoder above otherwise meets the
-     * weights on demand misses (22 % of a TinyLlama Q8_0 prompt's samples
-     * sat in qk_decode_q8_0, 9 % after). Prompts of 256 tokens, plans
-     * alternating in one process, medians of 5 (Sapphire Rapids): Q8_0
-     * 147 -> 157 t/s (1 thread), 288 -> 308 (2); Q4_K_M 139 -> 151; Q4_0
-     * 163 -> 174. */
+    /* The next panel is fetched into L2 a slice per chunk through all of
+     * this panel's groups: the decoder above otherwise meets the weights on
+     * demand misses (22 % of a TinyLlama Q8_0 prompt's samples sat in
+     * qk_decode_q8_0, 9 % after). Prompts of 256 tokens, plans alternating
+     * in one process, medians of 5 (Sapphire Rapids), fetched through the
+     * first group only: Q8_0 147 -> 157 t/s (1 thread), 288 -> 308 (2);
+     * Q4_K_M 139 -> 151; Q4_0 163 -> 174. Spread over every group instead
+     * (the first group alone asked up to ~13 GB/s of one core at m = 64),
+     * plans alternating, medians of 3-15: Q8_0 64 tokens 194 -> 221 t/s,
+     * 512 tokens at 2 threads 393 -> 434; Q4_K_M 64 tokens 170 -> 176, 325
+     * -> 335 (2 threads), 512 tokens 175 -> 182; Q4_0 512 tokens at 2
+     * threads 393 -> 402. */
     int64_t pf_step = 0;
-    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->chunks, &pf_step);
+    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->groups * aa->chunks, &pf_step);
     /* One activation group (16 rows) at a time, its 16 x 16 sums in
      * registers (two groups side by side kept them in memory: one load and
      * one store more per row and chunk; TinyLlama prompts of 256 tokens,
@@ -265,7 +270,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
         if (j + 1 < aa->chunks)
           qk_amx_chunk((int)((j + 1) & 1), sgn, abase + (j + 1) * achunk, astride,
                        aa->tiles + (cell0 + (size_t)j + 1) * tile_bytes);
-        if (g == 0 && j < aa->chunks) qk_prefetch_slice(pf, j, pf_step);
+        if (j < aa->chunks) qk_prefetch_slice(pf, g * aa->chunks + j, pf_step);
         if (j == 0) continue;
         const int64_t jj = j - 1;
         const size_t cell = cell0 + (size_t)jj;

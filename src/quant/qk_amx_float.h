@@ -141,10 +141,11 @@ static void qk_amxf_range(void *vctx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
     qk_amxf_panel(x, n0, nr, pan);
-    /* the next panel, into L2 through the first group's chunks (its
+    /* the next panel, into L2 a slice per chunk through every pass (its
      * conversion above would otherwise meet the weights on demand misses) */
     int64_t pf_step = 0;
-    const uint8_t *pf = qk_amx_next_panel(t, n0, x->chunks, &pf_step);
+    const int64_t passes = (x->groups + 3) / 4;
+    const uint8_t *pf = qk_amx_next_panel(t, n0, passes * x->chunks, &pf_step);
     for (int64_t g0 = 0; g0 < x->groups; g0 += 4) {
       const int ng = x->groups - g0 < 4 ? (int)(x->groups - g0) : 4;
       __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm6\n\ttilezero %%tmm7" ::: "memory");
@@ -170,7 +171,7 @@ static void qk_amxf_range(void *vctx, int64_t p0, int64_t p1) {
           }
 #undef QK_AMXF_TERMS
         }
-        if (g0 == 0 && pf) qk_prefetch_slice(pf, j, pf_step);
+        qk_prefetch_slice(pf, (g0 / 4) * x->chunks + j, pf_step);
       }
       const int64_t c_stride = 64;
       __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilestored %%tmm1, 1024(%0,%1,1)\n\t"
