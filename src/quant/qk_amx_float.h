@@ -10,8 +10,8 @@
  *                             (an f16 has 11 significant bits, hi keeps 8:
  *                             the other 3 fit lo exactly, so w = hi + lo;
  *                             a bf16 weight is its own hi, lo = 0)
- *   activation a ~ a1 + a2    a1 = bf16(a), a2 = bf16(a - a1): |a - a1 - a2|
- *                             <= 2^-17 |a|
+ *   activation a ~ a1 + a2    a1 = bf16(a), a2 = bf16(a - a1), both to
+ *                             nearest: |a - a1 - a2| <= 2^-16 |a|
  * and each output sums hi*a1 + hi*a2 + lo*a1 (three tdpbf16ps per 32
  * elements, in that order, into one f32 tile that stays in the tile
  * register over the whole of k: unlike the integer route there is no
