@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,8 +60,16 @@ static void *lb_read(void *arg) {
 
 static double lb_stream_read(int threads) {
   size_t words = (size_t)256 << 17; /* 256 MiB */
-  uint64_t *buf = malloc(words * sizeof *buf);
+  /* On 2 MiB pages where the system grants them, as the model's mapping
+   * asks for (io/gguf_reader.c): on 4 KiB pages the read ran 15 % slower
+   * (14.9 against 17.5 GB/s, one thread, Sapphire Rapids), and the kernels
+   * decoding from a huge-page mapping exceeded that "bound". */
+  const size_t huge = (size_t)2 << 20;
+  uint64_t *buf = aligned_alloc(huge, words * sizeof *buf);
   if (!buf) return 0;
+#ifdef MADV_HUGEPAGE
+  madvise(buf, words * sizeof *buf, MADV_HUGEPAGE); /* a hint: where refused, 4 KiB pages */
+#endif
   for (size_t i = 0; i < words; ++i) buf[i] = i;
   double best = 1e30;
   uint64_t sink = 0;

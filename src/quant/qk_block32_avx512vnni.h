@@ -611,16 +611,27 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
         const uint8_t *av = x->steps + (size_t)(c * ((nb + 3) / 4)) * Q4_STEP_BYTES;
         const b32_ahead *pf = c == 0 ? &ahead : &none;
         __m512i s0[4], h0[4], s1[4], h1[4];
-        int nq = nb < 4 ? (int)nb : 4;
-        q4_rows(rows, 0, nq, av, &ix, kd, nq == 4 ? pf : &none, s0, h0);
-        for (b = 4; b < nb; b += 4) {
-          nq = nb - b < 4 ? (int)(nb - b) : 4;
+        /* full steps with nq a constant 4 (a variable one left a compare
+         * per row and load in the loop: Q4_0 2048 x 2048 from L2 92.9 ->
+         * 86.0 us), then the short last one */
+        if (nb >= 4)
+          q4_rows(rows, 0, 4, av, &ix, kd, pf, s0, h0);
+        else
+          q4_rows(rows, 0, (int)nb, av, &ix, kd, &none, s0, h0);
+        for (b = 4; b + 4 <= nb; b += 4) {
           av += Q4_STEP_BYTES;
-          q4_rows(rows, b, nq, av, &ix, kd, nq == 4 ? pf : &none, s1, h1);
+          q4_rows(rows, b, 4, av, &ix, kd, pf, s1, h1);
           q4_tail(s0, h0, b - 4, 4, da, ga, kd, &f);
           for (int i = 0; i < 4; ++i) s0[i] = s1[i], h0[i] = h1[i];
         }
-        q4_tail(s0, h0, b - 4, nq, da, ga, kd, &f);
+        if (b < nb) {
+          av += Q4_STEP_BYTES;
+          q4_rows(rows, b, (int)(nb - b), av, &ix, kd, &none, s1, h1);
+          q4_tail(s0, h0, b - 4, 4, da, ga, kd, &f);
+          q4_tail(s1, h1, b, (int)(nb - b), da, ga, kd, &f);
+        } else {
+          q4_tail(s0, h0, b - 4, nb < 4 ? (int)nb : 4, da, ga, kd, &f);
+        }
         b = nb;
       }
       /* Q8_0: two blocks per step, pipelined as the four-block steps are:
