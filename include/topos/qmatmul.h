@@ -17,16 +17,21 @@
  *              summed in f64 in ascending k, rounded once (activations are
  *              not rounded to 16 bits as ggml does). Portable C, any CPU.
  *   FAST       kernels picked at run time: AMX-INT8 tiles for block-quantized
- *              weights when m >= 8 (legacy formats), 16 (Q4_K, Q5_K) or 24
- *              (Q2_K, Q3_K, Q6_K) and AMX is granted; AVX-512 VNNI; AVX2;
+ *              weights when m >= 4 and AMX is granted (AMX-BF16 tiles for
+ *              f16/bf16 weights from m = 24); AVX-512 VNNI; AVX2;
  *              NEON + dotprod on arm64; else portable C ("generic", about
  *              reference speed). See topos_qmatmul_fast_isa. Activations
  *              are quantized once per product to exactly the integers and
  *              scales of the reference; integer dot products are exact; only
  *              the float scaling and summation order differ (reassociation),
  *              bounded in tests/quant/qmatmul_test.c. f16/bf16 weights are
- *              widened exactly to f32, activations are never rounded. The
- *              bits depend on the kernel (ISA, and AMX vs VNNI by m).
+ *              widened exactly to f32 and activations are not rounded,
+ *              except on the AMX-BF16 tiles, where an activation is carried
+ *              as two bf16 parts (within 2^-16 of it; the bound is stated in
+ *              src/quant/qk_amx_float.h and tested). The
+ *              bits depend on the kernel (ISA, and AMX vs VNNI by m), except
+ *              Q4_K and Q5_K, whose AMX and AVX-512 VNNI kernels compute one
+ *              definition (the same bits at every m).
  *              TOPOS_UNSUPPORTED where no kernel serves a weight type.
  *   AUTO       FAST when it can serve, else REFERENCE.
  *

@@ -133,6 +133,7 @@ static inline float qk_reduce_avx512(__m512 v) {
 #include "quant/qk_amx_float.h"
 #include "quant/qk_block32_avx512vnni.h"
 #include "quant/qk_ksum_avx512vnni.h"
+#include "quant/qk_amx_ksum.h"
 
 /* Which kernel family serves a task below AMX's m: the block-sum kernels
  * for the 32-element block types, the super-block-sum kernels for Q4_K,
@@ -154,6 +155,9 @@ static qk_kernel qk_kernel_of(const tp_qk_task *task) {
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
+  if (task->m >= QK_AMX_MIN_M && (task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K) && task->k % 256 == 0 &&
+      tp_qk_amx_usable())
+    return qk_aks_run(task);
   if (task->m >= QK_AMX_MIN_M && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)
     return qk_amx_run(task, &tr);

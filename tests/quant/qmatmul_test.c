@@ -594,10 +594,9 @@ static void qm_k_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int *
   }
 }
 
-static void qm_k_super_block_cases(void) {
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
+static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
   const int64_t n = 37;
-  for (size_t ti = 0; ti < 3; ++ti)
+  for (size_t ti = 0; ti < count; ++ti)
     for (int kk = 0; kk < 4; ++kk) { /* k = 4864: the decode kernel's passes of 16 super-blocks, and 3 more */
       const topos_dtype t = types[ti];
       const int64_t k = kk == 1 ? 1280 : kk == 3 ? 4864 : 256, nsb = k / 256, ab = 292;
@@ -645,9 +644,22 @@ static void qm_k_super_block_cases(void) {
 TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
   if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the K super-block kernels need AVX-512 VNNI");
-  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI); /* AMX tiles, where present, round these types their own way */
-  qm_k_super_block_cases();
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI); /* AMX tiles, where present, round Q6_K their own way */
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
+  qm_k_super_block_cases(types, 3);
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+}
+
+/* Q4_K and Q5_K on AMX tiles (qk_amx_ksum.h: the sub-block scales folded
+ * into two byte images of the weights) compute the same definition: the
+ * same bits as the VNNI kernels at m = 4, 21 and 40, and m = 1, 3 still
+ * decoding through them. */
+TEST(qmatmul_k45_amx_tiles_are_the_super_block_sum_definition) {
+  if (!tp_qk_amx_usable()) SKIP("no AMX-INT8 on this CPU (or masked): the K tiles do not run here");
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
+  CHECK(isa && strcmp(isa, "avx512vnni+amx") == 0);
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K};
+  qm_k_super_block_cases(types, 2);
 }
 
 /* Float weights read through a row stride (topos_qmatmul_rows: a view of a

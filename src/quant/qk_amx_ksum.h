@@ -1,0 +1,288 @@
+/* AMX-INT8 route for Q4_K and Q5_K weights (included by qk_avx512vnni.c
+ * after qk_amx_body.h and qk_ksum_avx512vnni.h), computing the super-block
+ * definition of qk_ksum_avx512vnni.h — exact integers isc and imn per
+ * super-block, then acc = fma(float(isc), d * da, acc) and one fnmadd of
+ * float(imn) * (dmin * da) — so its bits are those of the VNNI kernels at
+ * every m (decoding included) and thread count.
+ *
+ * The generic AMX route (qk_amx_body.h) takes one tile product per 32
+ * elements and a float epilogue per product: 16 x 16 conversions, scale
+ * products and two fmas, which cost more than the tiles (Q4_K 512 x 2048 x
+ * 2048 at one thread: 9.8 ms, of which the epilogue ~4.0, the products
+ * ~1.9, the tile stores ~1.4). Here the 6-bit sub-block scales go into the
+ * weights instead: sc = 2^s * hi + lo (s = 4 for Q4_K, 3 for Q5_K), and
+ * the panel holds two byte images of the weights, q * lo and q * hi (at
+ * most 15 * 15 or 31 * 7: unsigned bytes for tdpbusd). Two tile products
+ * per 64 elements accumulate over the whole super-block, so
+ *     isc = C_lo + 2^s * C_hi     (exact: |isc| < 2^26)
+ * and the epilogue runs once per super-block instead of eight times. imn
+ * is four vpdpwssd per row of the activations' paired sub-block sums with
+ * the paired mins, as in the VNNI tile. */
+#ifndef TP_QUANT_QK_AMX_KSUM_H
+#define TP_QUANT_QK_AMX_KSUM_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+  qk_ks_ctx ks;   /* kind, nsb, bb, the Q8_K activations, failed */
+  qk_amx_act amx; /* B tiles of 64 elements and da, per group and chunk */
+  int32_t *bp;    /* [group][sb][pair p][16] = B_2p (low word) | B_2p+1 << 16, B_j a sub-block's sum of qa */
+} qk_aks_ctx;
+
+/* tmm0, tmm1: C_lo, C_hi of set 0; tmm2, tmm3: of set 1 (one super-block's
+ * products run while the other's are stored); tmm4, tmm5: A_lo, A_hi (16
+ * weight rows x 64 bytes); tmm6: B (16 x 64). */
+static void aks_configure(void) {
+  qk_amx_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 7; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+/* One super-block's products into set `set`: 4 chunks of 64 elements of the
+ * lo and hi images (rows `stride` apart) against the 4 B tiles at b. */
+#define AKS_CHUNK(c0, c1)                                                                     \
+  "tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%1,%2,1), %%tmm5\n\ttileloadd (%3,%4,1), %%tmm6\n\t" \
+  "tdpbusd %%tmm6, %%tmm4, %%" c0 "\n\ttdpbusd %%tmm6, %%tmm5, %%" c1 "\n\t"
+static inline void aks_products(int set, const uint8_t *lo, const uint8_t *hi, int64_t stride, const int8_t *b) {
+  const int64_t bstride = 64;
+  if (set == 0) __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1" ::: "memory");
+  else __asm__ volatile("tilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+  for (int c = 0; c < 4; ++c) {
+    const uint8_t *l = lo + 64 * c, *h = hi + 64 * c;
+    const int8_t *bc = b + 1024 * c;
+    if (set == 0)
+      __asm__ volatile(AKS_CHUNK("tmm0", "tmm1") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+    else
+      __asm__ volatile(AKS_CHUNK("tmm2", "tmm3") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+  }
+}
+#undef AKS_CHUNK
+
+static inline void aks_store(int set, int32_t *c) {
+  const int64_t stride = 64;
+  if (set == 0)
+    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilestored %%tmm1, 1024(%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+  else
+    __asm__ volatile("tilestored %%tmm2, (%0,%1,1)\n\ttilestored %%tmm3, 1024(%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+}
+
+/* A panel row's per-super-block factors: d, dmin and the paired mins. */
+typedef struct {
+  float *d, *dmin;
+  int32_t *mnp; /* [sb][pair p] = m_2p | m_2p+1 << 16 */
+} aks_row;
+
+/* c * i for c, i < 16 (at most 225: a byte), the product table of the
+ * images: row c is the vpshufb table of the factor c. */
+static const uint8_t aks_mul[16][16] = {
+#define AKS_ROW(c) {0 * c, 1 * c, 2 * c, 3 * c, 4 * c, 5 * c, 6 * c, 7 * c, 8 * c, 9 * c, 10 * c, 11 * c, 12 * c, 13 * c, 14 * c, 15 * c}
+    AKS_ROW(0),  AKS_ROW(1),  AKS_ROW(2),  AKS_ROW(3),  AKS_ROW(4),  AKS_ROW(5),  AKS_ROW(6),  AKS_ROW(7),
+    AKS_ROW(8),  AKS_ROW(9),  AKS_ROW(10), AKS_ROW(11), AKS_ROW(12), AKS_ROW(13), AKS_ROW(14), AKS_ROW(15)
+#undef AKS_ROW
+};
+
+/* [table of a, twice | table of b, twice]: vpshufb's 128-bit lanes. */
+static inline __m512i aks_tables(int a, int b) {
+  const __m256i ta = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)aks_mul[a]));
+  const __m256i tb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)aks_mul[b]));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(ta), tb, 1);
+}
+
+/* Sub-blocks j and j + 1 of one image: q * f for the nibbles v ([j | j + 1],
+ * 32 bytes each) and factors f_j, f_j+1; Q5_K's fifth bits (five: their
+ * 64-bit mask) add 16 * f where set. */
+static inline __m512i aks_image(__m512i v, int fa, int fb, int five, uint64_t bits) {
+  __m512i p = _mm512_shuffle_epi8(aks_tables(fa, fb), v);
+  if (five) {
+    const __m512i add = _mm512_inserti64x4(_mm512_set1_epi8((char)(16 * fa)), _mm256_set1_epi8((char)(16 * fb)), 1);
+    p = _mm512_mask_add_epi8(p, (__mmask64)bits, p, add);
+  }
+  return p;
+}
+
+/* One row's super-blocks into its lo and hi images (element order) and
+ * factors. The 32 qs bytes c hold sub-block 2c in their low nibbles and
+ * 2c + 1 in their high ones; Q5_K's bit 4 of sub-block j is bit j of qh[l]. */
+static void aks_decode_row(const uint8_t *src, int64_t nsb, int five, uint8_t *lo, uint8_t *hi, aks_row *out) {
+  const int shift = five ? 3 : 4, mask = (1 << shift) - 1, bb = five ? 176 : 144;
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t *blk = src + sb * bb, *qs = blk + (five ? 48 : 16);
+    out->d[sb] = qk_f16(blk);
+    out->dmin[sb] = qk_f16(blk + 2);
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) qk_scale_min_k4(j, blk + 4, &sc[j], &mn[j]);
+    for (int p = 0; p < 4; ++p) out->mnp[4 * sb + p] = mn[2 * p] | mn[2 * p + 1] << 16;
+    uint32_t fifth[8] = {0};
+    if (five) {
+      const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16));
+      for (int j = 0; j < 8; ++j) /* bit j of each byte to its top bit */
+        fifth[j] = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(qh, 7 - j));
+    }
+    for (int c = 0; c < 2; ++c) { /* 64 qs bytes: sub-blocks 4c .. 4c + 3 */
+      const __m512i x = _mm512_loadu_si512(qs + 64 * c);
+      const __m512i ql = _mm512_and_si512(x, nib), qh4 = _mm512_and_si512(_mm512_srli_epi16(x, 4), nib);
+      const __m512i a = _mm512_shuffle_i64x2(ql, qh4, _MM_SHUFFLE(1, 0, 1, 0)); /* [4c | 4c + 1] */
+      const __m512i b = _mm512_shuffle_i64x2(ql, qh4, _MM_SHUFFLE(3, 2, 3, 2)); /* [4c + 2 | 4c + 3] */
+      const int j = 4 * c;
+      const uint64_t ma = (uint64_t)fifth[j] | (uint64_t)fifth[j + 1] << 32;
+      const uint64_t mb = (uint64_t)fifth[j + 2] | (uint64_t)fifth[j + 3] << 32;
+      uint8_t *l = lo + 256 * sb + 128 * c, *h = hi + 256 * sb + 128 * c;
+      _mm512_storeu_si512(l, aks_image(a, sc[j] & mask, sc[j + 1] & mask, five, ma));
+      _mm512_storeu_si512(l + 64, aks_image(b, sc[j + 2] & mask, sc[j + 3] & mask, five, mb));
+      _mm512_storeu_si512(h, aks_image(a, sc[j] >> shift, sc[j + 1] >> shift, five, ma));
+      _mm512_storeu_si512(h + 64, aks_image(b, sc[j + 2] >> shift, sc[j + 3] >> shift, five, mb));
+    }
+  }
+}
+
+/* The panel at row n0 (nr real rows, the last repeated): the images [16][k]
+ * and the rows' factors. */
+static void aks_decode_panel(const qk_aks_ctx *x, int64_t n0, int nr, uint8_t *lo, uint8_t *hi, aks_row rw[16]) {
+  const tp_qk_task *t = x->ks.task;
+  const int64_t k = t->k;
+  for (int r = 0; r < 16; ++r) {
+    const int64_t row = n0 + (r < nr ? r : nr - 1);
+    aks_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, x->ks.nsb, x->ks.kind == KS_Q5_K,
+                   lo + (size_t)r * (size_t)k, hi + (size_t)r * (size_t)k, &rw[r]);
+  }
+}
+
+/* The float steps of super-block sb for one group: isc from the stored
+ * C_lo, C_hi (cb), imn from the activations' pair sums (bp: this group's
+ * and super-block's 4 x 16) and the rows' paired mins. */
+static inline __attribute__((always_inline)) void aks_epilogue(const aks_row rw[16], int64_t sb, const int32_t *cb,
+                                                               const int32_t *bp, __m512 da, int shift,
+                                                               __m512 acc[16]) {
+  const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 16);
+  const __m512i b2 = _mm512_loadu_si512(bp + 32), b3 = _mm512_loadu_si512(bp + 48);
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; ++r) {
+    const __m512i clo = _mm512_load_si512((const void *)(cb + 16 * r));
+    const __m512i chi = _mm512_load_si512((const void *)(cb + 256 + 16 * r));
+    const __m512i isc = _mm512_add_epi32(clo, _mm512_slli_epi32(chi, (unsigned)shift));
+    const int32_t *mp = rw[r].mnp + 4 * sb;
+    __m512i imn = qk_dpwssd(_mm512_setzero_si512(), b0, _mm512_set1_epi32(mp[0]));
+    imn = qk_dpwssd(imn, b1, _mm512_set1_epi32(mp[1]));
+    imn = qk_dpwssd(imn, b2, _mm512_set1_epi32(mp[2]));
+    imn = qk_dpwssd(imn, b3, _mm512_set1_epi32(mp[3]));
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), _mm512_mul_ps(_mm512_set1_ps(rw[r].d[sb]), da), acc[r]);
+    acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(_mm512_set1_ps(rw[r].dmin[sb]), da), acc[r]);
+  }
+}
+
+static void aks_range(void *vctx, int64_t p0, int64_t p1) {
+  qk_aks_ctx *x = vctx;
+  const tp_qk_task *t = x->ks.task;
+  const qk_amx_act *aa = &x->amx;
+  const int64_t nsb = x->ks.nsb, k = t->k;
+  const int shift = x->ks.kind == KS_Q5_K ? 3 : 4;
+  const size_t img = (size_t)16 * (size_t)k, facts = (size_t)(16 * nsb) * 6 * sizeof(float);
+  uint8_t *mem = tp_temp_alloc(2 * img + facts + 1024 * sizeof(int32_t) + 64);
+  if (!mem) {
+    x->ks.failed = 1;
+    return;
+  }
+  uint8_t *lo = mem, *hi = lo + img;
+  aks_row rw[16];
+  for (int r = 0; r < 16; ++r) {
+    float *f = (float *)(void *)(hi + img) + (size_t)(r * nsb) * 6;
+    rw[r] = (aks_row){f, f + nsb, (int32_t *)(void *)(f + 2 * nsb)};
+  }
+  int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(hi + img + facts) + 63) & ~(uintptr_t)63);
+  aks_configure();
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 16;
+    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
+    aks_decode_panel(x, n0, nr, lo, hi, rw);
+    /* the next panel, a slice per super-block through every group (as the
+     * generic route fetches its next panel) */
+    int64_t pf_step = 0;
+    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->groups * nsb, &pf_step);
+    for (int64_t g = 0; g < aa->groups; ++g) {
+      __m512 acc[16];
+      for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+      const size_t cell0 = (size_t)(g * aa->chunks); /* chunks = 4 * nsb */
+      aks_products(0, lo, hi, k, aa->tiles + cell0 * 1024);
+      /* super-block s's tiles are stored an iteration after their products
+       * were issued, and its float steps run an iteration later still */
+      for (int64_t s = 0; s <= nsb; ++s) {
+        if (s < nsb) aks_store((int)(s & 1), cbuf + (s & 1) * 512);
+        if (s + 1 < nsb)
+          aks_products((int)((s + 1) & 1), lo + 256 * (s + 1), hi + 256 * (s + 1), k,
+                       aa->tiles + (cell0 + 4 * (size_t)(s + 1)) * 1024);
+        if (s < nsb) qk_prefetch_slice(pf, g * nsb + s, pf_step);
+        if (s == 0) continue;
+        const int64_t sb = s - 1;
+        const __m512 da = _mm512_loadu_ps(aa->d + (cell0 + 4 * (size_t)sb) * 16);
+        aks_epilogue(rw, sb, cbuf + (sb & 1) * 512, x->bp + (g * nsb + sb) * 64, da, shift, acc);
+      }
+      float accm[16][16] __attribute__((aligned(64)));
+      for (int r = 0; r < 16; ++r) _mm512_store_ps(accm[r], acc[r]);
+      for (int c = 0; c < 16 && g * 16 + c < t->m; ++c)
+        for (int r = 0; r < nr; ++r) {
+          const float v = accm[r][c];
+          t->out[(g * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
+        }
+    }
+  }
+  qk_amx_release();
+  tp_temp_free(mem);
+}
+
+/* The activations' sub-block sums B_j (rows past m: 0), paired as words for
+ * vpdpwssd, a group of 16 rows per call. |B_j| <= 32 * 128: a word. */
+static void aks_pairs_groups(void *vctx, int64_t g0, int64_t g1) {
+  qk_aks_ctx *x = vctx;
+  const qk_act *act = &x->ks.act;
+  const int64_t nsb = x->ks.nsb;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      int32_t *bp = x->bp + (g * nsb + sb) * 64;
+      for (int64_t l = 0; l < 16; ++l) {
+        int32_t b[8] = {0};
+        if (16 * g + l < act->m) {
+          const int8_t *q = act->q + (16 * g + l) * act->kpad + 256 * sb;
+          for (int j = 0; j < 8; ++j)
+            for (int i = 0; i < 32; ++i) b[j] += q[32 * j + i];
+        }
+        for (int pr = 0; pr < 4; ++pr)
+          bp[16 * pr + l] = (int32_t)((uint32_t)(uint16_t)b[2 * pr] | (uint32_t)b[2 * pr + 1] << 16);
+      }
+    }
+}
+
+/* t: Q4_K or Q5_K weights, k % 256 == 0, AMX granted. */
+static topos_status qk_aks_run(const tp_qk_task *t) {
+  qk_aks_ctx x;
+  memset(&x, 0, sizeof x);
+  tp_qk_traits tr;
+  tp_qk_traits_of(t->wtype, &tr);
+  tr.has_min = 0; /* the min term is taken in integers (bp) */
+  x.ks.task = t;
+  x.ks.kind = t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
+  x.ks.nsb = t->k / 256;
+  x.ks.bb = x.ks.kind == KS_Q5_K ? 176 : 144;
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.ks.act, t->threads))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  topos_status st = TOPOS_OK;
+  if (!qk_amx_act_prepare(&x.ks.act, &tr, 64, t->threads, &x.amx)) {
+    st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation tiles %lld x %lld", (long long)t->m, (long long)t->k);
+  } else if (!(x.bp = tp_temp_alloc((size_t)(x.amx.groups * x.ks.nsb * 64) * sizeof(int32_t)))) {
+    st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation sums %lld x %lld", (long long)t->m, (long long)t->k);
+  } else {
+    tp_qk_parallel_for(t->threads, x.amx.groups, 1, aks_pairs_groups, &x);
+    tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), aks_range, &x);
+    if (x.ks.failed) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
+  }
+  tp_temp_free(x.bp);
+  tp_temp_free(x.amx.mem);
+  qk_act_free(&x.ks.act);
+  return st;
+}
+
+#endif
