@@ -48,7 +48,28 @@ static void qk_amx_configure(int ck) {
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
+/* Every tile 16 rows x 64 bytes (routes whose tiles are all full-size). */
+static void qk_amx_configure_full(void) {
+  qk_amx_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
 static inline void qk_amx_release(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+
+/* out rows g * 16 .. (those below m) x weight rows n0 .. n0 + nr - 1 from
+ * acc[r] (lane c: activation row g * 16 + c), plus the bias. */
+static void qk_amx_write(const tp_qk_task *t, int64_t g, int64_t n0, int nr, const __m512 acc[16]) {
+  float accm[16][16] __attribute__((aligned(64)));
+  for (int r = 0; r < 16; ++r) _mm512_store_ps(accm[r], acc[r]);
+  for (int c = 0; c < 16 && g * 16 + c < t->m; ++c)
+    for (int r = 0; r < nr; ++r) {
+      const float v = accm[r][c];
+      t->out[(g * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
+    }
+}
 
 /* C(set) = A(weight rows at a, stride astride) x B(the packed tile at b);
  * A's bytes signed (tdpbssd) or unsigned (tdpbusd) */
@@ -285,13 +306,7 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
           if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc[r]);
         }
       }
-      float accm[16][16] __attribute__((aligned(64)));
-      for (int r = 0; r < 16; ++r) _mm512_store_ps(accm[r], acc[r]);
-      for (int c = 0; c < 16 && g * 16 + c < t->m; ++c)
-        for (int r = 0; r < nr; ++r) {
-          const float v = accm[r][c];
-          t->out[(g * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
-        }
+      qk_amx_write(t, g, n0, nr, acc);
     }
   }
   qk_amx_release();

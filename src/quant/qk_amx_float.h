@@ -29,17 +29,11 @@
  * differ from the vector route's (matrix-vector decoding, m below the
  * threshold), as the integer AMX route's do. Exact never comes here. */
 
-/* tmm0, tmm1, tmm6, tmm7: C of up to four activation groups (16 weight rows
- * x 16 activation rows, f32); tmm2 / tmm3: A, the panel's hi / lo parts (16
- * rows x 32 bf16), loaded once per chunk for the four; tmm4 / tmm5: B, a
- * group's a1 / a2 parts (16 pairs x 16 rows x 2 bf16). */
-static void qk_amxf_configure(void) {
-  qk_amx_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-}
+/* Tiles (qk_amx_configure_full): tmm0, tmm1, tmm6, tmm7: C of up to four
+ * activation groups (16 weight rows x 16 activation rows, f32); tmm2 /
+ * tmm3: A, the panel's hi / lo parts (16 rows x 32 bf16), loaded once per
+ * chunk for the four; tmm4 / tmm5: B, a group's a1 / a2 parts (16 pairs x
+ * 16 rows x 2 bf16). */
 
 /* bf16 nearest-even bits of 16 floats (finite; NaN stays NaN: it keeps its
  * top bits with the quiet bit set, infinities pass unchanged) */
@@ -135,7 +129,7 @@ static void qk_amxf_range(void *vctx, int64_t p0, int64_t p1) {
     return;
   }
   float *cbuf = (float *)(void *)(pan + (size_t)x->chunks * 1024);
-  qk_amxf_configure();
+  qk_amx_configure_full();
   const int64_t a_stride = 64, b_stride = 64;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;

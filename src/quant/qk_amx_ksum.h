@@ -31,16 +31,10 @@ typedef struct {
   int32_t *bp;    /* [group][sb][pair p][16] = B_2p (low word) | B_2p+1 << 16, B_j a sub-block's sum of qa */
 } qk_aks_ctx;
 
-/* tmm0, tmm1: C_lo, C_hi of set 0; tmm2, tmm3: of set 1 (one super-block's
- * products run while the other's are stored); tmm4, tmm5: A_lo, A_hi (16
- * weight rows x 64 bytes); tmm6: B (16 x 64). */
-static void aks_configure(void) {
-  qk_amx_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 7; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-}
+/* Tiles (qk_amx_configure_full): tmm0, tmm1: C_lo, C_hi of set 0; tmm2,
+ * tmm3: of set 1 (one super-block's products run while the other's are
+ * stored); tmm4, tmm5: A_lo, A_hi (16 weight rows x 64 bytes); tmm6: B
+ * (16 x 64). */
 
 /* One super-block's products into set `set`: 4 chunks of 64 elements of the
  * lo and hi images (rows `stride` apart) against the 4 B tiles at b. */
@@ -194,7 +188,7 @@ static void aks_range(void *vctx, int64_t p0, int64_t p1) {
     rw[r] = (aks_row){f, f + nsb, (int32_t *)(void *)(f + 2 * nsb)};
   }
   int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(hi + img + facts) + 63) & ~(uintptr_t)63);
-  aks_configure();
+  qk_amx_configure_full();
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
@@ -221,13 +215,7 @@ static void aks_range(void *vctx, int64_t p0, int64_t p1) {
         const __m512 da = _mm512_loadu_ps(aa->d + (cell0 + 4 * (size_t)sb) * 16);
         aks_epilogue(rw, sb, cbuf + (sb & 1) * 512, x->bp + (g * nsb + sb) * 64, da, shift, acc);
       }
-      float accm[16][16] __attribute__((aligned(64)));
-      for (int r = 0; r < 16; ++r) _mm512_store_ps(accm[r], acc[r]);
-      for (int c = 0; c < 16 && g * 16 + c < t->m; ++c)
-        for (int r = 0; r < nr; ++r) {
-          const float v = accm[r][c];
-          t->out[(g * 16 + c) * t->n + n0 + r] = t->bias ? v + t->bias[n0 + r] : v;
-        }
+      qk_amx_write(t, g, n0, nr, acc);
     }
   }
   qk_amx_release();
