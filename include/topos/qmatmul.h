@@ -30,8 +30,8 @@
  *              as two bf16 parts (within 2^-16 of it; the bound is stated in
  *              src/quant/qk_amx_float.h and tested). The
  *              bits depend on the kernel (ISA, and AMX vs VNNI by m), except
- *              Q4_K and Q5_K, whose AMX and AVX-512 VNNI kernels compute one
- *              definition (the same bits at every m).
+ *              Q4_K, Q5_K and Q6_K, whose AMX and AVX-512 VNNI kernels
+ *              compute one definition (the same bits at every m).
  *              TOPOS_UNSUPPORTED where no kernel serves a weight type.
  *   AUTO       FAST when it can serve, else REFERENCE.
  *

@@ -1,23 +1,24 @@
-/* AMX-INT8 route for Q4_K and Q5_K weights (included by qk_avx512vnni.c
- * after qk_amx_body.h and qk_ksum_avx512vnni.h), computing the super-block
- * definition of qk_ksum_avx512vnni.h — exact integers isc and imn per
- * super-block, then acc = fma(float(isc), d * da, acc) and one fnmadd of
- * float(imn) * (dmin * da) — so its bits are those of the VNNI kernels at
- * every m (decoding included) and thread count.
+/* AMX-INT8 route for Q4_K, Q5_K and Q6_K weights (included by
+ * qk_avx512vnni.c after qk_amx_body.h and qk_ksum_avx512vnni.h), computing
+ * the super-block definition of qk_ksum_avx512vnni.h — exact integers isc
+ * (and imn) per super-block, then acc = fma(float(isc), d * da, acc) and,
+ * for Q4_K / Q5_K, one fnmadd of float(imn) * (dmin * da) — so its bits are
+ * those of the VNNI kernels at every m (decoding included) and thread count.
  *
  * The generic AMX route (qk_amx_body.h) takes one tile product per 32
- * elements and a float epilogue per product: 16 x 16 conversions, scale
- * products and two fmas, which cost more than the tiles (Q4_K 512 x 2048 x
- * 2048 at one thread: 9.8 ms, of which the epilogue ~4.0, the products
- * ~1.9, the tile stores ~1.4). Here the 6-bit sub-block scales go into the
- * weights instead: sc = 2^s * hi + lo (s = 4 for Q4_K, 3 for Q5_K), and
- * the panel holds two byte images of the weights, q * lo and q * hi (at
- * most 15 * 15 or 31 * 7: unsigned bytes for tdpbusd). Two tile products
- * per 64 elements accumulate over the whole super-block, so
- *     isc = C_lo + 2^s * C_hi     (exact: |isc| < 2^26)
- * and the epilogue runs once per super-block instead of eight times. imn
- * is four vpdpwssd per row of the activations' paired sub-block sums with
- * the paired mins, as in the VNNI tile. */
+ * elements (16 for Q6_K) and a float epilogue per product: 16 x 16
+ * conversions, scale products and fmas, which cost more than the tiles (Q4_K
+ * 512 x 2048 x 2048 at one thread: 9.8 ms, of which the epilogue ~4.0, the
+ * products ~1.9, the tile stores ~1.4). Here the integer sub-block scales go
+ * into the weights instead, split into digits small enough that digit times
+ * q fits a byte: the panel holds one byte image of the weights per digit,
+ * the tile products accumulate over the whole super-block, and the
+ * epilogue runs once per super-block:
+ *  - Q4_K / Q5_K (6-bit scales, q up to 15 or 31): sc = 2^s * hi + lo (s =
+ *    4 or 3), images q * lo and q * hi (at most 225 or 217: unsigned bytes
+ *    for tdpbusd), isc = C_lo + 2^s * C_hi; imn is four vpdpwssd per row of
+ *    the activations' paired sub-block sums with the paired mins;
+ *  - Q6_K (int8 scales, q - 32 in -32..31): balanced base-7 digits, below. */
 #ifndef TP_QUANT_QK_AMX_KSUM_H
 #define TP_QUANT_QK_AMX_KSUM_H
 
@@ -244,7 +245,155 @@ static void aks_pairs_groups(void *vctx, int64_t g0, int64_t g1) {
     }
 }
 
-/* t: Q4_K or Q5_K weights, k % 256 == 0, AMX granted. */
+/* ---- Q6_K: int8 scales against q - 32 ------------------------------------
+ * A 16-element sub-block's scale sc (-128..127) splits into balanced base-7
+ * digits, sc = 49 a + 7 b + c with a, b, c in -3..3, so the three images
+ * (q - 32) * c, * b, * a stay within +-96 (signed bytes for tdpbssd), and
+ *     isc = C_c + 7 * (C_b + 7 * C_a)     (exact: |isc| < 2^28)
+ * against the activations' signed bytes: the super-block definition of
+ * Q6_K (no min term). Three tile products per 64 elements, float steps once
+ * per super-block where the generic route ran them every 16 elements. */
+
+/* Balanced base-7 digits of sc = (int8)i: bytes c, b, a. */
+#define AKS6_BAL(s) (((((s) % 7) + 7) % 7 + 3) % 7 - 3)
+#define AKS6_HI(s) (((s) - AKS6_BAL(s)) / 7)
+#define AKS6_ENTRY(s)                                                                       \
+  ((uint32_t)(uint8_t)AKS6_BAL(s) | (uint32_t)(uint8_t)AKS6_BAL(AKS6_HI(s)) << 8 |          \
+   (uint32_t)(uint8_t)((AKS6_HI(s) - AKS6_BAL(AKS6_HI(s))) / 7) << 16)
+#define AKS6_E(i) AKS6_ENTRY((i) < 128 ? (i) : (i) - 256)
+#define AKS6_E4(i) AKS6_E(i), AKS6_E((i) + 1), AKS6_E((i) + 2), AKS6_E((i) + 3)
+#define AKS6_E16(i) AKS6_E4(i), AKS6_E4((i) + 4), AKS6_E4((i) + 8), AKS6_E4((i) + 12)
+#define AKS6_E64(i) AKS6_E16(i), AKS6_E16((i) + 16), AKS6_E16((i) + 32), AKS6_E16((i) + 48)
+static const uint32_t aks6_digits[256] = {AKS6_E64(0), AKS6_E64(64), AKS6_E64(128), AKS6_E64(192)};
+#undef AKS6_E64
+#undef AKS6_E16
+#undef AKS6_E4
+#undef AKS6_E
+#undef AKS6_ENTRY
+#undef AKS6_HI
+#undef AKS6_BAL
+
+/* x * f bytewise for x in -32..31 and per-byte factors f in -3..3 (x2, x3:
+ * 2x and 3x, precomputed). */
+static inline __m512i aks6_times(__m512i x, __m512i x2, __m512i x3, __m512i f) {
+  const __m512i af = _mm512_abs_epi8(f);
+  __m512i r = _mm512_maskz_mov_epi8(_mm512_cmpeq_epi8_mask(af, _mm512_set1_epi8(1)), x);
+  r = _mm512_mask_mov_epi8(r, _mm512_cmpeq_epi8_mask(af, _mm512_set1_epi8(2)), x2);
+  r = _mm512_mask_mov_epi8(r, _mm512_cmpeq_epi8_mask(af, _mm512_set1_epi8(3)), x3);
+  return _mm512_mask_sub_epi8(r, _mm512_movepi8_mask(f), _mm512_setzero_si512(), r);
+}
+
+/* One Q6_K row: its three images (image i at img + i * istride: digits c,
+ * b, a) and d. */
+static void aks6_decode_row(const uint8_t *src, int64_t nsb, size_t istride, uint8_t *img, float *d) {
+  const __m512i b32 = _mm512_set1_epi8(32);
+  /* byte b of 128-bit lane l: l (the sub-block's place in a 64-element run) */
+  const __m512i lanes = _mm512_set_epi64(0x0303030303030303ll, 0x0303030303030303ll, 0x0202020202020202ll,
+                                         0x0202020202020202ll, 0x0101010101010101ll, 0x0101010101010101ll, 0, 0);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t *blk = src + sb * 210;
+    d[sb] = qk_f16(blk + 208);
+    /* the 16 scales' digits, one byte plane per image */
+    const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
+    const __m512i dg = _mm512_i32gather_epi32(idx, (const void *)aks6_digits, 4);
+    const __m512i planes[3] = {_mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(dg)),
+                               _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(_mm512_srli_epi32(dg, 8))),
+                               _mm512_broadcast_i32x4(_mm512_cvtepi32_epi8(_mm512_srli_epi32(dg, 16)))};
+    for (int h = 0; h < 2; ++h) {
+      __m512i q[2];
+      mv_q6k_chunks(blk + 64 * h, blk + 128 + 32 * h, &q[0], &q[1]); /* elements 128h + 0..63, + 64..127 */
+      for (int u = 0; u < 2; ++u) {
+        const int v = 2 * h + u; /* elements 64v .. 64v + 63: sub-blocks 4v .. 4v + 3 */
+        const __m512i x = _mm512_sub_epi8(q[u], b32);
+        const __m512i x2 = _mm512_add_epi8(x, x), x3 = _mm512_add_epi8(x2, x);
+        const __m512i spread = _mm512_add_epi8(lanes, _mm512_set1_epi8((char)(4 * v)));
+        for (int i = 0; i < 3; ++i) {
+          const __m512i f = _mm512_shuffle_epi8(planes[i], spread); /* each byte: its sub-block's digit */
+          _mm512_storeu_si512(img + (size_t)i * istride + (size_t)(256 * sb + 64 * v), aks6_times(x, x2, x3, f));
+        }
+      }
+    }
+  }
+}
+
+/* Tiles (qk_amx_configure_full): tmm0-2: C_c, C_b, C_a; tmm3-5: A of the
+ * three images (rows k apart, images 16k apart); tmm6: B. One C set: a
+ * super-block's stores are issued before the next one's products (the tile
+ * unit runs in order). */
+static inline void aks6_products(const uint8_t *img, int64_t k, const int8_t *b) {
+  const int64_t bstride = 64;
+  __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2" ::: "memory");
+  for (int c = 0; c < 4; ++c) {
+    const uint8_t *i0 = img + 64 * c, *i1 = i0 + 16 * k, *i2 = i1 + 16 * k;
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm6" : : "r"(b + 1024 * c), "r"(bstride) : "memory");
+    __asm__ volatile("tileloadd (%0,%3,1), %%tmm3\n\ttileloadd (%1,%3,1), %%tmm4\n\ttileloadd (%2,%3,1), %%tmm5\n\t"
+                     "tdpbssd %%tmm6, %%tmm3, %%tmm0\n\ttdpbssd %%tmm6, %%tmm4, %%tmm1\n\ttdpbssd %%tmm6, %%tmm5, %%tmm2"
+                     : : "r"(i0), "r"(i1), "r"(i2), "r"(k) : "memory");
+  }
+}
+
+static inline void aks6_store(int32_t *c) {
+  const int64_t stride = 64;
+  __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilestored %%tmm1, 1024(%0,%1,1)\n\t"
+                   "tilestored %%tmm2, 2048(%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+}
+
+static void aks6_range(void *vctx, int64_t p0, int64_t p1) {
+  qk_aks_ctx *x = vctx;
+  const tp_qk_task *t = x->ks.task;
+  const qk_amx_act *aa = &x->amx;
+  const int64_t nsb = x->ks.nsb, k = t->k;
+  const size_t img = (size_t)16 * (size_t)k; /* one image of the panel: [16][k] */
+  uint8_t *mem = tp_temp_alloc(3 * img + (size_t)(16 * nsb) * sizeof(float) + 2 * 768 * sizeof(int32_t) + 64);
+  if (!mem) {
+    x->ks.failed = 1;
+    return;
+  }
+  float *d = (float *)(void *)(mem + 3 * img);
+  int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(d + 16 * nsb) + 63) & ~(uintptr_t)63);
+  qk_amx_configure_full();
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 16;
+    const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
+    /* image i of row r at mem + i * 16k + r * k: rows k apart per image */
+    for (int r = 0; r < 16; ++r) {
+      const int64_t row = n0 + (r < nr ? r : nr - 1);
+      aks6_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, nsb, img, mem + (size_t)r * (size_t)k,
+                      d + r * nsb);
+    }
+    int64_t pf_step = 0;
+    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->groups * nsb, &pf_step);
+    for (int64_t g = 0; g < aa->groups; ++g) {
+      __m512 acc[16];
+      for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+      const size_t cell0 = (size_t)(g * aa->chunks);
+      aks6_products(mem, k, aa->tiles + cell0 * 1024);
+      for (int64_t s = 0; s <= nsb; ++s) {
+        if (s < nsb) aks6_store(cbuf + (s & 1) * 768);
+        if (s + 1 < nsb) aks6_products(mem + 256 * (s + 1), k, aa->tiles + (cell0 + 4 * (size_t)(s + 1)) * 1024);
+        if (s < nsb) qk_prefetch_slice(pf, g * nsb + s, pf_step);
+        if (s == 0) continue;
+        const int64_t sb = s - 1;
+        const int32_t *cb = cbuf + (sb & 1) * 768;
+        const __m512 da = _mm512_loadu_ps(aa->d + (cell0 + 4 * (size_t)sb) * 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) {
+          const __m512i cc = _mm512_load_si512((const void *)(cb + 16 * r));
+          const __m512i cbv = _mm512_load_si512((const void *)(cb + 256 + 16 * r));
+          const __m512i ca = _mm512_load_si512((const void *)(cb + 512 + 16 * r));
+          const __m512i t7 = _mm512_add_epi32(cbv, _mm512_sub_epi32(_mm512_slli_epi32(ca, 3), ca)); /* C_b + 7 C_a */
+          const __m512i isc = _mm512_add_epi32(cc, _mm512_sub_epi32(_mm512_slli_epi32(t7, 3), t7));
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), _mm512_mul_ps(_mm512_set1_ps(d[r * nsb + sb]), da), acc[r]);
+        }
+      }
+      qk_amx_write(t, g, n0, nr, acc);
+    }
+  }
+  qk_amx_release();
+  tp_temp_free(mem);
+}
+
+/* t: Q4_K, Q5_K or Q6_K weights, k % 256 == 0, AMX granted. */
 static topos_status qk_aks_run(const tp_qk_task *t) {
   qk_aks_ctx x;
   memset(&x, 0, sizeof x);
@@ -252,19 +401,21 @@ static topos_status qk_aks_run(const tp_qk_task *t) {
   tp_qk_traits_of(t->wtype, &tr);
   tr.has_min = 0; /* the min term is taken in integers (bp) */
   x.ks.task = t;
-  x.ks.kind = t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
+  x.ks.kind = t->wtype == TOPOS_Q6_K ? KS_Q6_K : t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
   x.ks.nsb = t->k / 256;
-  x.ks.bb = x.ks.kind == KS_Q5_K ? 176 : 144;
+  x.ks.bb = x.ks.kind == KS_Q6_K ? 210 : x.ks.kind == KS_Q5_K ? 176 : 144;
+  const int six = x.ks.kind == KS_Q6_K;
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.ks.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   topos_status st = TOPOS_OK;
   if (!qk_amx_act_prepare(&x.ks.act, &tr, 64, t->threads, &x.amx)) {
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation tiles %lld x %lld", (long long)t->m, (long long)t->k);
-  } else if (!(x.bp = tp_temp_alloc((size_t)(x.amx.groups * x.ks.nsb * 64) * sizeof(int32_t)))) {
+  } else if (!six && !(x.bp = tp_temp_alloc((size_t)(x.amx.groups * x.ks.nsb * 64) * sizeof(int32_t)))) {
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation sums %lld x %lld", (long long)t->m, (long long)t->k);
   } else {
-    tp_qk_parallel_for(t->threads, x.amx.groups, 1, aks_pairs_groups, &x);
-    tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), aks_range, &x);
+    if (!six) tp_qk_parallel_for(t->threads, x.amx.groups, 1, aks_pairs_groups, &x);
+    tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m),
+                       six ? aks6_range : aks_range, &x);
     if (x.ks.failed) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   }
   tp_temp_free(x.bp);
@@ -272,5 +423,6 @@ static topos_status qk_aks_run(const tp_qk_task *t) {
   qk_act_free(&x.ks.act);
   return st;
 }
+
 
 #endif

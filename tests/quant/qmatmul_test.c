@@ -654,12 +654,12 @@ TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
  * into two byte images of the weights) compute the same definition: the
  * same bits as the VNNI kernels at m = 4, 21 and 40, and m = 1, 3 still
  * decoding through them. */
-TEST(qmatmul_k45_amx_tiles_are_the_super_block_sum_definition) {
+TEST(qmatmul_k_types_amx_tiles_are_the_super_block_sum_definition) {
   if (!tp_qk_amx_usable()) SKIP("no AMX-INT8 on this CPU (or masked): the K tiles do not run here");
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
   CHECK(isa && strcmp(isa, "avx512vnni+amx") == 0);
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K};
-  qm_k_super_block_cases(types, 2);
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
+  qm_k_super_block_cases(types, 3);
 }
 
 /* Float weights read through a row stride (topos_qmatmul_rows: a view of a
