@@ -320,7 +320,8 @@ static topos_status qk_amx_run(const tp_qk_task *t, const tp_qk_traits *tr) {
   ctx.tr = *tr;
   ctx.decode = qk_decoder_of(t->wtype);
   ctx.kdecode = qk_kdecoder_of(t->wtype);
-  /* chunks of one scale: 32 where scales are per 32, 16 for Q2_K, Q3_K, Q6_K */
+  /* chunks of one scale: 32 where scales are per 32, 16 for Q2_K, Q3_K (and
+   * Q6_K, which like Q4_K and Q5_K takes qk_amx_ksum.h's route instead) */
   const int64_t ck = (t->wtype == TOPOS_Q2_K || t->wtype == TOPOS_Q3_K || t->wtype == TOPOS_Q6_K) ? 16 : 32;
   if (!qk_act_prepare(tr, t->a, t->m, t->k, &ctx.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);

@@ -102,8 +102,9 @@ static inline __m512i aks_image(__m512i v, int fa, int fb, int five, uint64_t bi
 /* One row's super-blocks into its lo and hi images (element order) and
  * factors. The 32 qs bytes c hold sub-block 2c in their low nibbles and
  * 2c + 1 in their high ones; Q5_K's bit 4 of sub-block j is bit j of qh[l]. */
-static void aks_decode_row(const uint8_t *src, int64_t nsb, int five, uint8_t *lo, uint8_t *hi, aks_row *out) {
-  const int shift = five ? 3 : 4, mask = (1 << shift) - 1, bb = five ? 176 : 144;
+static void aks_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, int five, uint8_t *lo, uint8_t *hi,
+                           aks_row *out) {
+  const int shift = five ? 3 : 4, mask = (1 << shift) - 1;
   const __m512i nib = _mm512_set1_epi8(0x0F);
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t *blk = src + sb * bb, *qs = blk + (five ? 48 : 16);
@@ -142,7 +143,7 @@ static void aks_decode_panel(const qk_aks_ctx *x, int64_t n0, int nr, uint8_t *l
   const int64_t k = t->k;
   for (int r = 0; r < 16; ++r) {
     const int64_t row = n0 + (r < nr ? r : nr - 1);
-    aks_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, x->ks.nsb, x->ks.kind == KS_Q5_K,
+    aks_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, x->ks.nsb, x->ks.bb, x->ks.kind == KS_Q5_K,
                    lo + (size_t)r * (size_t)k, hi + (size_t)r * (size_t)k, &rw[r]);
   }
 }
@@ -285,13 +286,13 @@ static inline __m512i aks6_times(__m512i x, __m512i x2, __m512i x3, __m512i f) {
 
 /* One Q6_K row: its three images (image i at img + i * istride: digits c,
  * b, a) and d. */
-static void aks6_decode_row(const uint8_t *src, int64_t nsb, size_t istride, uint8_t *img, float *d) {
+static void aks6_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, size_t istride, uint8_t *img, float *d) {
   const __m512i b32 = _mm512_set1_epi8(32);
   /* byte b of 128-bit lane l: l (the sub-block's place in a 64-element run) */
   const __m512i lanes = _mm512_set_epi64(0x0303030303030303ll, 0x0303030303030303ll, 0x0202020202020202ll,
                                          0x0202020202020202ll, 0x0101010101010101ll, 0x0101010101010101ll, 0, 0);
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t *blk = src + sb * 210;
+    const uint8_t *blk = src + sb * bb;
     d[sb] = qk_f16(blk + 208);
     /* the 16 scales' digits, one byte plane per image */
     const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
@@ -358,8 +359,8 @@ static void aks6_range(void *vctx, int64_t p0, int64_t p1) {
     /* image i of row r at mem + i * 16k + r * k: rows k apart per image */
     for (int r = 0; r < 16; ++r) {
       const int64_t row = n0 + (r < nr ? r : nr - 1);
-      aks6_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, nsb, img, mem + (size_t)r * (size_t)k,
-                      d + r * nsb);
+      aks6_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, nsb, x->ks.bb, img,
+                      mem + (size_t)r * (size_t)k, d + r * nsb);
     }
     int64_t pf_step = 0;
     const uint8_t *pf = qk_amx_next_panel(t, n0, aa->groups * nsb, &pf_step);
