@@ -318,22 +318,49 @@ static inline void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr,
   _mm512_mask_storeu_ps(t->out + c * t->n + n0, live, v);
 }
 
-/* The panel two ahead of the one being computed (first row p, `rows` rows
- * of `stride` bytes; rows 0: none), fetched into L2 as the step meets each
- * row of its own panel: two lines per row and step, at the step's offset.
- * Spread so: the 32 prefetches as a burst at each step's start stalled on
- * the core's miss buffers (a third of the Q4_1 decode's samples sat on the
- * burst), and decoding in one process, plans alternating, ran 2-7 % slower
- * (SmolLM2 Q4_1, TinyLlama Q4_0 and Q8_0, 1 and 2 threads). */
+/* The weights two panels ahead of the one being computed (p: their first
+ * byte, NULL: none; the stream stops at the tensor's end), fetched into L2
+ * as the first activation row's pass goes.
+ *  - The nibble types (b32_fetch_ahead): in address order. A step of the
+ *    16 rows consumes 16 * `span` bytes (span: a row's bytes per step), so
+ *    it fetches span / 4 lines at p + step * 16 * span, row r of the step
+ *    taking lines r * span / 64 .. (r + 1) * span / 64 - 1 (counts known at
+ *    compile time). A panel's rows are one contiguous run; fetched so, the
+ *    memory side sees one stream where fetching each row at the step's
+ *    offset showed it 16 short ones (18-24 lines each at k = 2048), and
+ *    two lines per row and step fetched most lines twice. TinyLlama Q4_0
+ *    decode, one process alternating: 1 thread 21.0-21.3 -> 23.0-23.5 t/s,
+ *    2 threads 38.1-38.5 -> 40.9-41.6; Q4_0 2048 x 2048 from memory 13.5
+ *    -> 16.4 GB/s, Q4_1 14.0 -> 14.4. One, three and four panels ahead
+ *    measured slower.
+ *  - Q8_0 (b32_fetch_row): row by row, two lines per row and step at the
+ *    step's offset. Its rows are 34 lines at k = 2048, long enough for the
+ *    hardware's streams; the address order measured slower for it (decode
+ *    12.7-12.9 -> 12.0-12.1 t/s at 1 thread, 2048 x 2048 from memory 15.6-16.0
+ *    -> 13.7-14.3 GB/s at 16 to 64 rows ahead, both orders at once slower
+ *    still).
+ * Spread over the rows: the 32 prefetches as a burst at each step's start
+ * stalled on the core's miss buffers. The stream runs to the tensor's end,
+ * not the range's: the work-stealing dispatch hands a thread its span in
+ * chunks, each continuing where the last ended (stopped at each chunk's
+ * end, 2 threads ran 6 % slower). */
 typedef struct {
-  const uint8_t *p;
-  int64_t stride;
-  int rows;
+  const uint8_t *p, *end;
+  int64_t stride; /* the tensor's row bytes */
 } b32_ahead;
 
-static inline __attribute__((always_inline)) void b32_fetch_ahead(const b32_ahead *a, int r, int64_t at) {
-  if (r >= a->rows) return;
+static inline __attribute__((always_inline)) void b32_fetch_ahead(const b32_ahead *a, int64_t step, int r,
+                                                                  int64_t span) {
+  if (!a->p) return;
+  const uint8_t *q = a->p + step * 16 * span;
+  if (q >= a->end) return;
+  for (int64_t l = r * span / 64; l < (r + 1) * span / 64; ++l) _mm_prefetch((const char *)q + 64 * l, _MM_HINT_T1);
+}
+
+static inline __attribute__((always_inline)) void b32_fetch_row(const b32_ahead *a, int r, int64_t at) {
+  if (!a->p) return;
   const char *q = (const char *)a->p + r * a->stride + at;
+  if ((const uint8_t *)q >= a->end) return;
   _mm_prefetch(q, _MM_HINT_T1);
   _mm_prefetch(q + 64, _MM_HINT_T1);
 }
@@ -369,11 +396,16 @@ typedef struct {
   /* The same 64 qs bytes by one vpermt2d of x and y, where every block's
    * qs starts on a dword boundary of one of them (Q4_1, Q5_1: 20- and
    * 24-byte blocks): 1 uop where the word permute takes 3 (Q4_1 2048 x 2048
-   * from L2 25.9 -> 24.0 us). Q4_0 / Q5_0 (every other block off by 2 bytes)
-   * through a third load from byte 2 and a masked move measured 24.0 ->
-   * 25.8: they keep the word permute (qd_on 0). */
+   * from L2 25.9 -> 24.0 us). Q4_0's 18-byte blocks put blocks 0 and 2 two
+   * bytes off in a load from the span's start, blocks 1 and 3 on dwords of
+   * the far load: its first load starts 2 bytes early (`lead`, masked so
+   * nothing before the span is read), which aligns blocks 0 and 2 (a third
+   * load from byte 2 and a masked move measured 24.0 -> 25.8). Q5_0 cannot
+   * (its block 0's d and its even blocks' qs fit no common load): it keeps
+   * the word permute (qd_on 0). */
   __m512i qd;
   int qd_on;
+  int lead; /* the first load starts at span + lead (0 or -2) */
 } q4_index;
 
 /* Q4_0 / Q4_1: a row's words are its first 64 span bytes, block j's scale
@@ -387,6 +419,22 @@ typedef struct {
 static inline q4_index q4_index_of(const b32_kind kd) {
   const int64_t bytes = (int64_t)kd.bytes, far = 4 * bytes - 64;
   const int64_t tail = kd.qh ? far : 0;
+  /* block j's qs as dwords j' .. j' + 3 of x (from span + lead), or of y
+   * (+16); lead -2 only where 0 fails and no fifth-bit words are needed */
+  uint32_t qd[16] = {0};
+  int qd_on = 0, lead = 0;
+  for (int try_lead = 0; try_lead >= (kd.qh ? 0 : -2) && !qd_on; try_lead -= 2) {
+    qd_on = 1, lead = try_lead;
+    for (int64_t j = 0; j < 4; ++j) {
+      const int64_t at = j * bytes + (int64_t)kd.qs, ax = at - lead;
+      int64_t dw = -1;
+      if (ax % 4 == 0 && ax + 16 <= 64) dw = ax / 4;
+      else if ((at - far) % 4 == 0 && at - far >= 0) dw = 16 + (at - far) / 4;
+      if (dw < 0) qd_on = 0;
+      for (int i = 0; i < 4; ++i) qd[4 * j + i] = (uint32_t)(dw + i);
+    }
+  }
+  if (!qd_on) lead = 0;
   uint16_t w[32] = {0}, h[32] = {0}, qs[32] = {0};
   for (int64_t k = 0; k < 32; ++k) { /* word k: bytes 2(k % 8), +1 of block k / 8's qs */
     const int64_t at = (k / 8) * bytes + (int64_t)kd.qs + 2 * (k % 8);
@@ -399,22 +447,12 @@ static inline q4_index q4_index_of(const b32_kind kd) {
       w[2 * j + i] = (uint16_t)(x + 2 <= 64 ? x / 2 : 32 + (x - tail) / 2);
       w[8 + 4 * i + j] = (uint16_t)(y + 2 <= 64 ? y / 2 : 32 + (y - tail) / 2);
     }
-    const uint16_t s = (uint16_t)(tail ? 2 * j : j * bytes / 2); /* block j's d in a row's words */
+    /* block j's d in a row's words */
+    const uint16_t s = (uint16_t)(tail ? 2 * j : (j * bytes - lead) / 2);
     h[8 * j] = s, h[8 * j + 1] = (uint16_t)(32 + s), h[8 * j + 2] = (uint16_t)(s + 1), h[8 * j + 3] = (uint16_t)(33 + s);
   }
-  /* block j's qs as dwords j' .. j' + 3 of x, or of y (+16) */
-  uint32_t qd[16] = {0};
-  int qd_on = 1;
-  for (int64_t j = 0; j < 4; ++j) {
-    const int64_t at = j * bytes + (int64_t)kd.qs;
-    int64_t dw = -1;
-    if (at % 4 == 0 && at + 16 <= 64) dw = at / 4;
-    else if ((at - far) % 4 == 0 && at - far >= 0) dw = 16 + (at - far) / 4;
-    if (dw < 0) qd_on = 0;
-    for (int i = 0; i < 4; ++i) qd[4 * j + i] = (uint32_t)(dw + i);
-  }
   return (q4_index){_mm512_loadu_si512(w), _mm512_loadu_si512(h), _mm512_loadu_si512(qs), tail, far,
-                    _mm512_loadu_si512(qd), qd_on};
+                    _mm512_loadu_si512(qd), qd_on, lead};
 }
 
 /* 16 bytes at `at` of each of the nq (1..4) blocks, packed (missing blocks zero). */
@@ -448,13 +486,23 @@ static inline __m512i q4_load_first(const uint8_t *p, int64_t n) {
   return n >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8((__mmask64)((1ull << n) - 1), p);
 }
 
+/* A row's first load: span bytes 0 .. n - 1 from span + lead, the `-lead`
+ * bytes before the span masked off (never read: the span may start a
+ * buffer). */
+static inline __m512i q4_load_lead(const uint8_t *span, int lead, int64_t n) {
+  if (!lead) return q4_load_first(span, n);
+  const int64_t top = n - lead >= 64 ? 64 : n - lead;
+  const uint64_t upto = top >= 64 ? ~0ull : (1ull << top) - 1;
+  return _mm512_maskz_loadu_epi8((__mmask64)(upto & ~((1ull << -lead) - 1)), span + lead);
+}
+
 /* One row's step: its lane sums (lane 4j + i: 8 products of block j) and
  * its words (q4_index). Loads stay inside the nq blocks' span. */
 static inline __attribute__((always_inline)) __m512i q4_row(const uint8_t *span, const b32_kind kd, const q4_index *ix,
                                                             int nq, __m512i init, __m512i alo, __m512i ahi,
                                                             __m512i *words) {
   const int64_t bytes = (int64_t)kd.bytes, n = nq * bytes;
-  const __m512i x = q4_load_first(span, n), m = _mm512_set1_epi8(0x0F);
+  const __m512i x = q4_load_lead(span, ix->lead, n), m = _mm512_set1_epi8(0x0F);
   __m512i q;
   if (nq == 4) { /* the span's first and last 64 bytes carry every word and every qs byte */
     const __m512i y = _mm512_loadu_si512(span + ix->far);
@@ -526,14 +574,15 @@ static void q4_steps_arrange(const qk_act *act, int64_t m, int64_t nb, int biase
  * ahead is fetched at the same offset. */
 static inline __attribute__((always_inline)) void q4_rows(const uint8_t *const rows[16], int64_t b, int nq,
                                                           const uint8_t *av, const q4_index *ix, const b32_kind kd,
-                                                          const b32_ahead *ahead, __m512i sums[4], __m512i heads[4]) {
+                                                          const b32_ahead *ahead, __m512i sums[4],
+                                                          __m512i heads[4]) {
   const __m512i alo = _mm512_loadu_si512(av), ahi = _mm512_loadu_si512(av + 64), iv = _mm512_loadu_si512(av + 128);
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     __m512i s[4], w[4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
-      b32_fetch_ahead(ahead, 4 * i + r, b * (int64_t)kd.bytes);
+      b32_fetch_ahead(ahead, b / 4, 4 * i + r, 4 * (int64_t)kd.bytes);
       s[r] = q4_row(rows[4 * i + r] + b * (int64_t)kd.bytes, kd, ix, nq, iv, alo, ahi, &w[r]);
     }
     sums[i] = q4_quad_sums(s);
@@ -613,11 +662,9 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
     const int nr = b16_panel(t, n0, &base, rows);
-    /* the panel two ahead, fetched through the first activation row's steps
-     * (the hardware prefetcher barely follows 16 short row streams) */
-    const int ahead_rows = n0 + 32 < t->n ? (int)(t->n - n0 - 32 < 16 ? t->n - n0 - 32 : 16) : 0;
-    const b32_ahead ahead = {ahead_rows ? base + (size_t)32 * t->row_bytes : NULL, (int64_t)t->row_bytes, ahead_rows};
-    const b32_ahead none = {NULL, 0, 0};
+    const b32_ahead ahead = {base + (size_t)32 * t->row_bytes, (const uint8_t *)t->w + (size_t)t->n * t->row_bytes,
+                             (int64_t)t->row_bytes};
+    const b32_ahead none = {NULL, NULL, 0};
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
@@ -667,8 +714,8 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
         __m512i u[8], h[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          b32_fetch_ahead(pf, 2 * i, b * bytes);
-          b32_fetch_ahead(pf, 2 * i + 1, b * bytes);
+          b32_fetch_row(pf, 2 * i, b * bytes);
+          b32_fetch_row(pf, 2 * i + 1, b * bytes);
           const uint8_t *r0 = rows[2 * i] + b * bytes, *r1 = rows[2 * i + 1] + b * bytes;
           u[i] = q80_pair(qk_dpbusd(iv, b32_chunk(r0, two, kd), av), qk_dpbusd(iv, b32_chunk(r1, two, kd), av));
           h[i] = _mm512_permutex2var_epi16(q4_load_first(r0, two ? 64 : bytes), hix, q4_load_first(r1, two ? 64 : bytes));

@@ -704,3 +704,43 @@ TEST(qmatmul_rows_strided_float_weights_same_bits_as_packed) {
   CHECK_ERROR_HAS("packed");
   free(q);
 }
+
+#if defined(__unix__)
+#include <sys/mman.h>
+#include <unistd.h>
+/* The kernels read only the weights: a matrix whose first byte opens a page
+ * and one whose last byte closes one, each beside an inaccessible page,
+ * give the bits of the same matrix in ordinary memory — every type, the
+ * decode kernels (m = 1, 2) and the tiles (m = 21), 1 and 2 threads. The
+ * Q4_0 decode starts its first load 2 bytes before a row (masked) and every
+ * kernel fetches ahead (prefetches do not fault; a load would). */
+TEST(qmatmul_reads_nothing_outside_the_weights) {
+  if (!qm_have_fast()) SKIP("no fast kernel on this CPU");
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const int64_t n = 37, k = 512;
+  float *a = qm_floats(21 * k, 1.5f), *want = malloc(21 * n * 4), *got = malloc(21 * n * 4);
+  CHECK(a && want && got);
+  for (int ti = 0; ti < QM_NTYPES; ++ti) {
+    const topos_dtype t = qm_all_types[ti];
+    const size_t bytes = qt_row_bytes(t, k) * (size_t)n, span = (bytes + page - 1) / page * page;
+    uint8_t *w = qm_weights(t, n, k);
+    uint8_t *map = mmap(NULL, span + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(w && map != MAP_FAILED);
+    CHECK(mprotect(map, page, PROT_NONE) == 0 && mprotect(map + page + span, page, PROT_NONE) == 0);
+    uint8_t *const at[2] = {map + page, map + page + span - bytes}; /* first byte opens, last byte closes a page */
+    for (int pl = 0; pl < 2; ++pl) {
+      memcpy(at[pl], w, bytes);
+      for (int64_t m = 1; m <= 21; m += m == 1 ? 1 : 19)
+        for (int th = 1; th <= 2; ++th) {
+          CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, want, TOPOS_QMATMUL_FAST, th));
+          CHECK_OK(tp_qmatmul_threads(a, m, k, at[pl], t, n, NULL, got, TOPOS_QMATMUL_FAST, th));
+          CHECK_MSG(qm_same_bits(got, want, m * n), "%s m %lld threads %d placement %d", qm_name(t), (long long)m,
+                    th, pl);
+        }
+    }
+    munmap(map, span + 2 * page);
+    free(w);
+  }
+  free(a), free(want), free(got);
+}
+#endif
