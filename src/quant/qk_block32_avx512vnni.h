@@ -77,6 +77,7 @@ typedef struct {
   uint8_t *steps;     /* matrix-vector, nibble types: [activation row][four-block step] the
                          step's three activation vectors (q4_steps_arrange) */
   void *mem;
+  int by_address; /* decoding fetches ahead in address order (b32_ahead) */
   volatile int failed;
 } qk_q80_ctx;
 
@@ -321,7 +322,7 @@ static inline void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr,
 /* The weights two panels ahead of the one being computed (p: their first
  * byte, NULL: none; the stream stops at the tensor's end), fetched into L2
  * as the first activation row's pass goes.
- *  - The nibble types (b32_fetch_ahead): in address order. A step of the
+ *  - The nibble types on Intel cores (b32_fetch_ahead): in address order. A step of the
  *    16 rows consumes 16 * `span` bytes (span: a row's bytes per step), so
  *    it fetches span / 4 lines at p + step * 16 * span, row r of the step
  *    taking lines r * span / 64 .. (r + 1) * span / 64 - 1 (counts known at
@@ -331,14 +332,15 @@ static inline void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr,
  *    two lines per row and step fetched most lines twice. TinyLlama Q4_0
  *    decode, one process alternating: 1 thread 21.0-21.3 -> 23.0-23.5 t/s,
  *    2 threads 38.1-38.5 -> 40.9-41.6; Q4_0 2048 x 2048 from memory 13.5
- *    -> 16.4 GB/s, Q4_1 14.0 -> 14.4. One, three and four panels ahead
- *    measured slower.
- *  - Q8_0 (b32_fetch_row): row by row, two lines per row and step at the
- *    step's offset. Its rows are 34 lines at k = 2048, long enough for the
- *    hardware's streams; the address order measured slower for it (decode
- *    12.7-12.9 -> 12.0-12.1 t/s at 1 thread, 2048 x 2048 from memory 15.6-16.0
- *    -> 13.7-14.3 GB/s at 16 to 64 rows ahead, both orders at once slower
- *    still).
+ *    -> 16.4 GB/s, Q4_1 14.0 -> 14.4 (Sapphire Rapids). One, three and four
+ *    panels ahead measured slower.
+ *  - Q8_0, and every type on other cores (b32_fetch_row): row by row, two
+ *    lines per row and step at the step's offset. On Sapphire Rapids the
+ *    address order measured slower for Q8_0 (decode 12.7-12.9 -> 12.0-12.1
+ *    t/s at 1 thread; 2048 x 2048 from memory 15.6-16.0 -> 13.7-14.3 GB/s at
+ *    16 to 64 rows ahead, 576 x 49152 16.6 -> 15.4; both orders at once
+ *    slower still); on Zen 4 an address order ran decoding 20-55 % slower
+ *    for all five types (docs/LLM.md; not measured there since).
  * Spread over the rows: the 32 prefetches as a burst at each step's start
  * stalled on the core's miss buffers. The stream runs to the tensor's end,
  * not the range's: the work-stealing dispatch hands a thread its span in
@@ -347,6 +349,7 @@ static inline void b16_store(const tp_qk_task *t, int64_t c, int64_t n0, int nr,
 typedef struct {
   const uint8_t *p, *end;
   int64_t stride; /* the tensor's row bytes */
+  int by_address; /* b32_fetch_ahead, else b32_fetch_row */
 } b32_ahead;
 
 static inline __attribute__((always_inline)) void b32_fetch_ahead(const b32_ahead *a, int64_t step, int r,
@@ -582,7 +585,8 @@ static inline __attribute__((always_inline)) void q4_rows(const uint8_t *const r
     __m512i s[4], w[4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
-      b32_fetch_ahead(ahead, b / 4, 4 * i + r, 4 * (int64_t)kd.bytes);
+      if (ahead->by_address) b32_fetch_ahead(ahead, b / 4, 4 * i + r, 4 * (int64_t)kd.bytes);
+      else b32_fetch_row(ahead, 4 * i + r, b * (int64_t)kd.bytes);
       s[r] = q4_row(rows[4 * i + r] + b * (int64_t)kd.bytes, kd, ix, nq, iv, alo, ahi, &w[r]);
     }
     sums[i] = q4_quad_sums(s);
@@ -663,8 +667,8 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
     const uint8_t *base, *rows[16];
     const int nr = b16_panel(t, n0, &base, rows);
     const b32_ahead ahead = {base + (size_t)32 * t->row_bytes, (const uint8_t *)t->w + (size_t)t->n * t->row_bytes,
-                             (int64_t)t->row_bytes};
-    const b32_ahead none = {NULL, NULL, 0};
+                             (int64_t)t->row_bytes, quads && x->by_address};
+    const b32_ahead none = {NULL, NULL, 0, 0};
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *init = act->init + c * lanes;
@@ -745,6 +749,7 @@ static int qk_b32_begin(const tp_qk_task *t, qk_q80_ctx *x, tp_qk_range_fn *mv) 
   tp_qk_traits_of(t->wtype, &tr);
   memset(x, 0, sizeof *x);
   x->task = t;
+  x->by_address = tp_cpu_vendor() == TP_CPU_VENDOR_INTEL;
   switch (t->wtype) {
     case TOPOS_Q4_0: x->kind = B32_Q4_0, *mv = b32_mv_range_q4_0; break;
     case TOPOS_Q5_0: x->kind = B32_Q5_0, *mv = b32_mv_range_q5_0; break;
