@@ -574,7 +574,7 @@ static void q4_steps_arrange(const qk_act *act, int64_t m, int64_t nb, int biase
 /* A step over blocks b .. b + nq - 1 of the 16 rows is two halves. The
  * integer half (av: the step's activation vectors): per four rows, their
  * exact block sums (sums[i]) and their scale words (heads[i]); the panel
- * ahead is fetched at the same offset. */
+ * ahead is fetched as the step goes (b32_ahead). */
 static inline __attribute__((always_inline)) void q4_rows(const uint8_t *const rows[16], int64_t b, int nq,
                                                           const uint8_t *av, const q4_index *ix, const b32_kind kd,
                                                           const b32_ahead *ahead, __m512i sums[4],
@@ -666,7 +666,8 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
     const int nr = b16_panel(t, n0, &base, rows);
-    const b32_ahead ahead = {base + (size_t)32 * t->row_bytes, (const uint8_t *)t->w + (size_t)t->n * t->row_bytes,
+    const b32_ahead ahead = {n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL,
+                             (const uint8_t *)t->w + (size_t)t->n * t->row_bytes,
                              (int64_t)t->row_bytes, quads && x->by_address};
     const b32_ahead none = {NULL, NULL, 0, 0};
     for (int64_t c = 0; c < t->m; ++c) {
