@@ -36,15 +36,17 @@ typedef struct {
 } qk_amx_config;
 
 /* tmm0, tmm1: C of tile sets 0 and 1 (16 x 64 bytes; a chunk's products
- * go to one set while the other's are stored); tmm4: A (16 weight rows x
- * ck); tmm5: B (ck/4 x 64). */
+ * go to one set while the other's are stored); tmm4, tmm6: A (16 weight
+ * rows x ck) of sets 0 and 1; tmm5, tmm7: B (ck/4 x 64). */
 static void qk_amx_configure(int ck) {
   qk_amx_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
   for (int t = 0; t < 2; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  cfg.colsb[4] = (uint16_t)ck, cfg.rows[4] = 16;
-  cfg.colsb[5] = 64, cfg.rows[5] = (uint8_t)(ck / 4);
+  for (int t = 4; t < 8; t += 2) {
+    cfg.colsb[t] = (uint16_t)ck, cfg.rows[t] = 16;
+    cfg.colsb[t + 1] = 64, cfg.rows[t + 1] = (uint8_t)(ck / 4);
+  }
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
@@ -72,17 +74,22 @@ static void qk_amx_write(const tp_qk_task *t, int64_t g, int64_t n0, int nr, con
 }
 
 /* C(set) = A(weight rows at a, stride astride) x B(the packed tile at b);
- * A's bytes signed (tdpbssd) or unsigned (tdpbusd) */
+ * A's bytes signed (tdpbssd) or unsigned (tdpbusd). Each set has its own A
+ * and B tiles (set 0: tmm4, tmm5; set 1: tmm6, tmm7): tile registers are
+ * not renamed, so a load into the tiles the other set's product still reads
+ * would wait for that product. */
 static inline void qk_amx_chunk(int set, int sgn, const uint8_t *a, int64_t astride, const int8_t *b) {
   const int64_t bstride = 64;
-  __asm__ volatile("tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%2,%3,1), %%tmm5"
-                   : : "r"(a), "r"(astride), "r"(b), "r"(bstride) : "memory");
-  if (sgn) {
-    if (set == 0) __asm__ volatile("tilezero %%tmm0\n\ttdpbssd %%tmm5, %%tmm4, %%tmm0" ::: "memory");
-    else __asm__ volatile("tilezero %%tmm1\n\ttdpbssd %%tmm5, %%tmm4, %%tmm1" ::: "memory");
+  if (set == 0) {
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%2,%3,1), %%tmm5"
+                     : : "r"(a), "r"(astride), "r"(b), "r"(bstride) : "memory");
+    if (sgn) __asm__ volatile("tilezero %%tmm0\n\ttdpbssd %%tmm5, %%tmm4, %%tmm0" ::: "memory");
+    else __asm__ volatile("tilezero %%tmm0\n\ttdpbusd %%tmm5, %%tmm4, %%tmm0" ::: "memory");
   } else {
-    if (set == 0) __asm__ volatile("tilezero %%tmm0\n\ttdpbusd %%tmm5, %%tmm4, %%tmm0" ::: "memory");
-    else __asm__ volatile("tilezero %%tmm1\n\ttdpbusd %%tmm5, %%tmm4, %%tmm1" ::: "memory");
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm6\n\ttileloadd (%2,%3,1), %%tmm7"
+                     : : "r"(a), "r"(astride), "r"(b), "r"(bstride) : "memory");
+    if (sgn) __asm__ volatile("tilezero %%tmm1\n\ttdpbssd %%tmm7, %%tmm6, %%tmm1" ::: "memory");
+    else __asm__ volatile("tilezero %%tmm1\n\ttdpbusd %%tmm7, %%tmm6, %%tmm1" ::: "memory");
   }
 }
 
@@ -217,13 +224,87 @@ static void qk_amx_decode(const qk_amx_ctx *ctx, int64_t n0, int nr, uint8_t *q,
   }
 }
 
+/* The float epilogue of chunk jj for one activation group: acc[r] (lanes:
+ * the group's activation rows) += float(C[r]) * (s[r] * da) (- mn[r] * g).
+ * st / mnt: the chunk's 16 weight-row scales side by side. */
+static inline __attribute__((always_inline)) void qk_amx_epilogue(__m512 acc[16], const int32_t *cb, const float *st,
+                                                                  const float *mnt, const float *d, const float *g,
+                                                                  const int has_min) {
+  const __m512 dv = _mm512_loadu_ps(d);
+  const __m512 gv = has_min ? _mm512_loadu_ps(g) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; ++r) {
+    const __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
+    const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(st[r]), dv);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, acc[r]);
+    if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mnt[r]), gv, acc[r]);
+  }
+}
+
+/* One activation group (16 rows) through all chunks of a 16-row weight
+ * panel whose A tiles start at abase (astride apart, chunk j at j * achunk),
+ * its 16 x 16 sums in registers (two groups side by side kept them in
+ * memory: one load and one store more per row and chunk; TinyLlama prompts
+ * of 256 tokens, plans alternating in one process, Sapphire Rapids, medians
+ * of 5-9: Q8_0 171 -> 176 t/s at 1 thread, 303 -> 322 at 2; Q4_K_M 164 ->
+ * 167, 304 -> 325; Q4_0 189 -> 197). Three stages in flight: the tile store
+ * of chunk j (its product was issued an iteration ago; the tile unit runs in
+ * order), the product of chunk j + 1, the epilogue of chunk j - 1 (a tile
+ * store takes a while to become readable by vector loads). Unrolled by two
+ * so that each C tile is named in the code (no branch per chunk on the
+ * tile set); sgn and has_min are constants in each instance. */
+/* One activation group (16 rows) through all chunks of a 16-row weight
+ * panel whose A tiles start at abase (astride apart, chunk j at j * achunk),
+ * its 16 x 16 sums in registers (two groups side by side kept them in
+ * memory: one load and one store more per row and chunk; TinyLlama prompts
+ * of 256 tokens, plans alternating in one process, Sapphire Rapids, medians
+ * of 5-9: Q8_0 171 -> 176 t/s at 1 thread, 303 -> 322 at 2; Q4_K_M 164 ->
+ * 167, 304 -> 325; Q4_0 189 -> 197). Three stages in flight: the product of
+ * chunk j + 1, issued before the store of chunk j (the tile unit runs in
+ * order: the next product is under way while the store waits for its
+ * result), and the epilogue of chunk j - 1 (a tile store takes a while to
+ * become readable by vector loads). Unrolled by two so that each tile set
+ * is named in the code (no branch per chunk on the set); sgn and has_min
+ * are constants in each instance. */
+static inline __attribute__((always_inline)) void qk_amx_group(const qk_amx_act *aa, int64_t g, const uint8_t *abase,
+                                                               int64_t astride, int64_t achunk, const float *st,
+                                                               const float *mnt, int32_t *cbuf, const uint8_t *pf,
+                                                               int64_t pf_step, __m512 acc[16], const int sgn,
+                                                               const int has_min) {
+  const int64_t chunks = aa->chunks;
+  const size_t tile_bytes = (size_t)aa->ck * 16, cell0 = (size_t)(g * chunks);
+  const int8_t *bt = aa->tiles + cell0 * tile_bytes;
+  const float *dc = aa->d + cell0 * 16, *gc = aa->g + cell0 * 16;
+  int32_t *c0 = cbuf, *c1 = cbuf + 256;
+#define QK_AMX_EPILOGUE(cb, j) qk_amx_epilogue(acc, cb, st + (j) * 16, mnt + (j) * 16, dc + (j) * 16, gc + (j) * 16, has_min)
+  for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+  qk_amx_chunk(0, sgn, abase, astride, bt);
+  for (int64_t j = 0; j < chunks; j += 2) {
+    if (j + 1 < chunks) qk_amx_chunk(1, sgn, abase + (j + 1) * achunk, astride, bt + (size_t)(j + 1) * tile_bytes);
+    qk_amx_store(0, c0);
+    qk_prefetch_slice(pf, g * chunks + j, pf_step);
+    if (j > 0) QK_AMX_EPILOGUE(c1, j - 1);
+    if (j + 1 == chunks) {
+      QK_AMX_EPILOGUE(c0, j);
+      break;
+    }
+    if (j + 2 < chunks) qk_amx_chunk(0, sgn, abase + (j + 2) * achunk, astride, bt + (size_t)(j + 2) * tile_bytes);
+    qk_amx_store(1, c1);
+    qk_prefetch_slice(pf, g * chunks + j + 1, pf_step);
+    QK_AMX_EPILOGUE(c0, j);
+    if (j + 2 == chunks) QK_AMX_EPILOGUE(c1, j + 1);
+  }
+#undef QK_AMX_EPILOGUE
+}
+
 static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
   qk_amx_ctx *ctx = vctx;
   const tp_qk_task *t = ctx->task;
   const qk_amx_act *aa = &ctx->amx;
-  const int64_t kpad = ctx->act.kpad, ng = kpad / 16, ck = aa->ck, sstep = ck / 16;
+  const int64_t kpad = ctx->act.kpad, ng = kpad / 16, ck = aa->ck, sstep = ck / 16, chunks = aa->chunks;
   const int has_min = ctx->tr.has_min, sgn = ctx->tr.bias != 0;
-  uint8_t *q = tp_temp_alloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 4 * 1024 + 64);
+  uint8_t *q = tp_temp_alloc((size_t)16 * (size_t)kpad + (size_t)(2 * 16 * ng + ng + kpad / 256 + 16) * 4 + 2 * 1024 +
+                             (size_t)chunks * 2 * 16 * 4 + 128);
   if (!q) {
     ctx->failed = 1;
     return;
@@ -232,29 +313,36 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
   int32_t *sc_tmp = (int32_t *)(void *)(mn + 16 * ng);
   float *d_tmp = (float *)(void *)(sc_tmp + ng);
   int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(d_tmp + kpad / 256 + 16) + 63) & ~(uintptr_t)63);
+  float *st = (float *)(void *)(cbuf + 512), *mnt = st + chunks * 16;
   qk_amx_configure((int)ck);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
     /* Q8_0's quants are already signed bytes: a full panel's A tiles load
      * straight from the file's blocks (32 bytes at 2 + 34 j in each row),
-     * and only the scales are decoded (a short last panel, or rows whose k
-     * the activations pad, are decoded: the padding chunks must read zero
-     * weights and zero scales, not the next row). The Q8_0 product 128 x
-     * 2048 x 2048 2.27 -> 2.05 ms at 1 thread; TinyLlama Q8_0 prompts of
-     * 256 tokens 192 -> 212 t/s (1 thread), 337 -> 359 (2); medians of 5-9,
-     * alternating in one process, Sapphire Rapids. */
+     * and only the scales are decoded, a chunk's 16 rows by one gather (a
+     * short last panel, or rows whose k the activations pad, are decoded:
+     * the padding chunks must read zero weights and zero scales, not the
+     * next row). The Q8_0 product 128 x 2048 x 2048 2.27 -> 2.05 ms at 1
+     * thread; TinyLlama Q8_0 prompts of 256 tokens 192 -> 212 t/s (1
+     * thread), 337 -> 359 (2); medians of 5-9, alternating in one process,
+     * Sapphire Rapids. */
     const int direct = t->wtype == TOPOS_Q8_0 && nr == 16 && kpad == t->k;
     const uint8_t *abase = q;
     int64_t astride = kpad, achunk = ck;
     if (direct) {
       abase = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes + 2, astride = (int64_t)t->row_bytes, achunk = 34;
-      for (int r = 0; r < 16; ++r) {
-        const uint8_t *src = (const uint8_t *)t->w + (size_t)(n0 + r) * t->row_bytes;
-        for (int64_t b = 0; b < t->k / 32; ++b) s[r * ng + 2 * b] = qk_f16(src + 34 * b);
+      const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                              _mm512_set1_epi32((int)t->row_bytes));
+      const uint8_t *panel = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
+      for (int64_t j = 0; j < chunks; ++j) { /* 4 bytes from each row's block j: d and two quants */
+        const __m512i dq = _mm512_i32gather_epi32(rows, (const void *)(panel + 34 * j), 1);
+        _mm512_storeu_ps(st + j * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dq)));
       }
     } else {
       qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);
+      for (int64_t j = 0; j < chunks; ++j)
+        for (int r = 0; r < 16; ++r) st[j * 16 + r] = s[r * ng + j * sstep], mnt[j * 16 + r] = mn[r * ng + j * sstep];
     }
     /* The next panel is fetched into L2 a slice per chunk through all of
      * this panel's groups: the decoder above otherwise meets the weights on
@@ -269,43 +357,12 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
      * -> 335 (2 threads), 512 tokens 175 -> 182; Q4_0 512 tokens at 2
      * threads 393 -> 402. */
     int64_t pf_step = 0;
-    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->groups * aa->chunks, &pf_step);
-    /* One activation group (16 rows) at a time, its 16 x 16 sums in
-     * registers (two groups side by side kept them in memory: one load and
-     * one store more per row and chunk; TinyLlama prompts of 256 tokens,
-     * plans alternating in one process, Sapphire Rapids, medians of 5-9:
-     * Q8_0 171 -> 176 t/s at 1 thread, 303 -> 322 at 2; Q4_K_M 164 -> 167,
-     * 304 -> 325; Q4_0 189 -> 197). */
-    const size_t tile_bytes = (size_t)ck * 16;
+    const uint8_t *pf = qk_amx_next_panel(t, n0, aa->groups * chunks, &pf_step);
     for (int64_t g = 0; g < aa->groups; ++g) {
       __m512 acc[16];
-      for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
-      const size_t cell0 = (size_t)(g * aa->chunks);
-      qk_amx_chunk(0, sgn, abase, astride, aa->tiles + cell0 * tile_bytes);
-      /* Three stages in flight: the tile store of chunk j (its product was
-       * issued an iteration ago; the tile unit runs in order), the product
-       * of chunk j + 1, the epilogue of chunk j - 1 (a tile store takes a
-       * while to become readable by vector loads). */
-      for (int64_t j = 0; j <= aa->chunks; ++j) {
-        if (j < aa->chunks) qk_amx_store((int)(j & 1), cbuf + (j & 1) * 256);
-        if (j + 1 < aa->chunks)
-          qk_amx_chunk((int)((j + 1) & 1), sgn, abase + (j + 1) * achunk, astride,
-                       aa->tiles + (cell0 + (size_t)j + 1) * tile_bytes);
-        if (j < aa->chunks) qk_prefetch_slice(pf, g * aa->chunks + j, pf_step);
-        if (j == 0) continue;
-        const int64_t jj = j - 1;
-        const size_t cell = cell0 + (size_t)jj;
-        const int32_t *cb = cbuf + (jj & 1) * 256;
-        const __m512 dv = _mm512_loadu_ps(aa->d + cell * 16);
-        const __m512 gv = _mm512_loadu_ps(aa->g + cell * 16);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; ++r) {
-          const __m512i ci = _mm512_load_si512((const void *)(cb + 16 * r));
-          const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s[r * ng + jj * sstep]), dv);
-          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ci), scale, acc[r]);
-          if (has_min) acc[r] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[r * ng + jj * sstep]), gv, acc[r]);
-        }
-      }
+      if (sgn && !has_min) qk_amx_group(aa, g, abase, astride, achunk, st, mnt, cbuf, pf, pf_step, acc, 1, 0);
+      else if (has_min) qk_amx_group(aa, g, abase, astride, achunk, st, mnt, cbuf, pf, pf_step, acc, sgn, 1);
+      else qk_amx_group(aa, g, abase, astride, achunk, st, mnt, cbuf, pf, pf_step, acc, 0, 0);
       qk_amx_write(t, g, n0, nr, acc);
     }
   }
