@@ -49,9 +49,10 @@ typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *a
 #define QK_F16_ROUND(x) topos_f16_to_f32(topos_f32_to_f16(x))
 #endif
 
-/* One Q8_0 block: returns the f16-rounded scale the dot uses; *ssum gets the
+/* One Q8_0 block: d = amax / 127, q = roundf(x / d) with the f32
+ * reciprocal; returns the f16-rounded scale the dot uses; *ssum gets the
  * Q8_1 s (f16 of d * sum q, d unrounded) when non-NULL. */
-static float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
+static inline float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
   const float amax = qk_absmax(x, 32);
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -60,6 +61,22 @@ static float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) {
   if (ssum) *ssum = QK_F16_ROUND((float)sum * d);
   return QK_F16_ROUND(d);
 }
+
+/* A row of k (a multiple of 32) as Q8_0 (or Q8_1: q81) blocks, each
+ * block's scale (and Q8_1's s / 8) written to its 8 lanes of d (g; 0 for
+ * Q8_0): qk_quant_q8_0_block's values. An ISA file may supply a form that
+ * takes several blocks at a time (QK_HAS_Q8_0_ROW). */
+#ifdef QK_HAS_Q8_0_ROW
+static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81);
+#else
+static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81) {
+  for (int64_t b = 0; b < k / 32; ++b) {
+    float s = 0.0f;
+    const float db = qk_quant_q8_0_block(x + 32 * b, q + 32 * b, q81 ? &s : NULL);
+    for (int l = 0; l < 8; ++l) d[8 * b + l] = db, g[8 * b + l] = s * 0.125f;
+  }
+}
+#endif
 
 /* The first x[i] with |x[i]| == amax (amax when none: NaNs). An ISA file
  * may supply a vector scan (QK_HAS_FIRST_OF_MAGNITUDE). */
@@ -160,14 +177,7 @@ static void qk_act_rows(void *vjob, int64_t r0, int64_t r1) {
           bf[j] = dsb[j / 16] * (float)sum;
         }
     } else {
-      for (int64_t b = 0; b < k / 32; ++b) {
-        float s = 0.0f;
-        float db = qk_quant_q8_0_block(x + 32 * b, q + 32 * b, tr->act == TP_QK_ACT_Q8_1 ? &s : NULL);
-        for (int l = 0; l < 8; ++l) {
-          d[8 * b + l] = db;
-          g[8 * b + l] = s * 0.125f; /* Q8_1: the min term uses s, spread over 8 lanes */
-        }
-      }
+      qk_quant_q8_0_row(x, k, q, d, g, tr->act == TP_QK_ACT_Q8_1);
       for (int64_t l = k / 4; l < lanes; ++l) d[l] = g[l] = 0.0f;
     }
     for (int64_t l = k / 4; l < lanes; ++l) init[l] = 0;

@@ -86,19 +86,20 @@ static inline void qk_lane_sums(const int8_t *q, int64_t lanes, int32_t mul, int
   for (; l < lanes; ++l) out[l] = mul * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
 }
 
-/* roundf: truncate, then step away from zero when the dropped part is >= 1/2.
- * The sum of q comes from the registers (reading q back right after these
- * 16-byte stores would stall on store forwarding). */
+/* roundf as trunc(v + copysign(0.5 - 2^-25, v)): the sum rounds up past
+ * the next integer exactly when v's fraction is >= 1/2 (checked against
+ * roundf on every non-NaN float; NaN converts to INT_MIN either way), so a
+ * truncating conversion finishes it — five operations per 16 elements
+ * where truncate, compare and step took eight. The sum of q comes from the
+ * registers (reading q back right after these 16-byte stores would stall
+ * on store forwarding). */
 static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum) {
-  const __m512 vid = _mm512_set1_ps(id), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  const __m512 vid = _mm512_set1_ps(id), below_half = _mm512_set1_ps(0x1.fffffep-2f);
   __m512i sum = _mm512_setzero_si512();
   for (int i = 0; i < n; i += 16) {
-    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
-    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
-    __m512 step = _mm512_or_ps(one, _mm512_and_ps(v, _mm512_set1_ps(-0.0f))); /* +-1 with v's sign */
-    t = _mm512_mask_add_ps(t, up, t, step);
-    const __m512i r = _mm512_cvtps_epi32(t);
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
+    const __m512 bump = _mm512_or_ps(below_half, _mm512_and_ps(v, _mm512_set1_ps(-0.0f))); /* with v's sign */
+    const __m512i r = _mm512_cvtt_roundps_epi32(_mm512_add_ps(v, bump), _MM_FROUND_NO_EXC);
     _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
     if (qsum) /* the stored bytes: int8 saturation */
       sum = _mm512_add_epi32(sum, _mm512_max_epi32(_mm512_min_epi32(r, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128)));
@@ -125,7 +126,49 @@ static inline float qk_reduce_avx512(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
+#define QK_HAS_Q8_0_ROW 1
 #include "quant/qk_act_body.h"
+
+/* 16 blocks at a time: their maxima first (qk_absmax, so the same bits,
+ * NaNs included), then the scales as vectors (vdivps and vcvtps2ph round as
+ * the scalar forms do), then the rounding; so no block waits on the
+ * previous one's max -> divide -> round chain, and the lane copies of the
+ * scales are 8 permutes. A short last group takes the per-block form. */
+static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81) {
+  const int64_t nb = k / 32;
+  int64_t b0 = 0;
+  for (; b0 + 16 <= nb; b0 += 16) {
+    __m512 amax = _mm512_setzero_ps();
+    for (int i = 0; i < 16; ++i)
+      amax = _mm512_mask_broadcastss_ps(amax, (__mmask16)(1u << i), _mm_set_ss(qk_absmax(x + 32 * (b0 + i), 32)));
+    const __m512 dd = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+    const __mmask16 nz = _mm512_cmp_ps_mask(dd, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    float id[16] __attribute__((aligned(64)));
+    _mm512_store_ps(id, _mm512_maskz_div_ps(nz, _mm512_set1_ps(1.0f), dd));
+    __m512i sums = _mm512_setzero_si512();
+    for (int i = 0; i < 16; ++i) {
+      int sum = 0;
+      qk_round_away(x + 32 * (b0 + i), id[i], q + 32 * (b0 + i), 32, q81 ? &sum : NULL);
+      if (q81) sums = _mm512_mask_set1_epi32(sums, (__mmask16)(1u << i), sum);
+    }
+    const __m512 dr = _mm512_cvtph_ps(_mm512_cvtps_ph(dd, _MM_FROUND_TO_NEAREST_INT));
+    const __m512 s = q81 ? _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), dd),
+                                                                           _MM_FROUND_TO_NEAREST_INT)),
+                                         _mm512_set1_ps(0.125f))
+                         : _mm512_setzero_ps();
+    const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int o = 0; o < 8; ++o) { /* blocks 2o and 2o + 1, 8 lanes each */
+      const __m512i idx = _mm512_add_epi32(pair, _mm512_set1_epi32(2 * o));
+      _mm512_storeu_ps(d + 8 * b0 + 16 * o, _mm512_permutexvar_ps(idx, dr));
+      _mm512_storeu_ps(g + 8 * b0 + 16 * o, _mm512_permutexvar_ps(idx, s));
+    }
+  }
+  for (; b0 < nb; ++b0) {
+    float s = 0.0f;
+    const float db = qk_quant_q8_0_block(x + 32 * b0, q + 32 * b0, q81 ? &s : NULL);
+    for (int l = 0; l < 8; ++l) d[8 * b0 + l] = db, g[8 * b0 + l] = s * 0.125f;
+  }
+}
 #include "quant/qk_matvec_avx512vnni.h"
 #define QK_KTILE_WIDE_H "quant/qk_ktile_wide_avx512vnni.h"
 #include "quant/qk_engine_body.h"

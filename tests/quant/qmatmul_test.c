@@ -240,6 +240,50 @@ TEST(qmatmul_fast_activation_quantization_is_reference) {
   free(a), free(ref), free(fast), free(w8), free(w6);
 }
 
+/* The same for rows of 19 Q8_0 / Q8_1 blocks (the fast quantizer takes 16
+ * blocks at a time, then one by one), on the tiles (m = 20) and the
+ * matrix-vector kernels (m = 2): one-hot Q8_0 weights give a_q exactly, and
+ * one-hot Q4_1 weights (d = m = 1 in the hot element's block, 0 elsewhere)
+ * give a_q + s, so Q8_1's s is checked too. Ties in a block of the first
+ * group and in the last block, and an all-zero block (scale 0). */
+TEST(qmatmul_fast_activation_quantization_is_reference_long_rows) {
+  if (!qm_have_fast()) SKIP("no fast kernel on this CPU");
+  const int64_t k = 19 * 32, n = k;
+  const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_1};
+  const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, 100.5f, -126.5f};
+  const int64_t ms[] = {20, 2};
+  for (int mi = 0; mi < 2; ++mi) {
+    const int64_t m = ms[mi];
+    float *a = qm_floats(m * k, 3.0f), *ref = malloc((size_t)(m * n) * 4), *fast = malloc((size_t)(m * n) * 4);
+    CHECK(a && ref && fast);
+    for (int i = 0; i < 8; ++i) a[k + 32 * 3 + i] = ties[i], a[k + 32 * 18 + i] = -ties[i];
+    for (int i = 0; i < 32; ++i) a[32 * 5 + i] = 0.0f;
+    for (int ti = 0; ti < 2; ++ti) {
+      const topos_dtype t = types[ti];
+      const size_t rb = qt_row_bytes(t, k), bb = t == TOPOS_Q8_0 ? 34 : 20;
+      uint8_t *w = calloc((size_t)n, rb);
+      CHECK(w != NULL);
+      const uint16_t one = topos_f32_to_f16(1.0f);
+      for (int64_t j = 0; j < n; ++j) {
+        uint8_t *blk = w + (size_t)j * rb + bb * (size_t)(j / 32);
+        memcpy(blk, &one, 2);
+        if (t == TOPOS_Q8_0) {
+          blk[2 + j % 32] = 1;
+        } else { /* Q4_1: m = 1, element j % 32 at level 1 (low nibbles: 0..15, high: 16..31) */
+          memcpy(blk + 2, &one, 2);
+          blk[4 + j % 16] = (uint8_t)(j % 32 < 16 ? 1 : 0x10);
+        }
+      }
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
+      for (int64_t i = 0; i < m * n; ++i) CHECK_BITS_F32(fast[i], ref[i]);
+      CHECK(ref[k + 32 * 3 + 1] != 0.0f); /* the tie row produced values */
+      free(w);
+    }
+    free(a), free(ref), free(fast);
+  }
+}
+
 static int qm_same_bits(const float *x, const float *y, int64_t count) {
   return memcmp(x, y, (size_t)count * sizeof(float)) == 0;
 }
