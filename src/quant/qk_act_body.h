@@ -96,10 +96,9 @@ static inline void qk_lane_sums(const int8_t *q, int64_t lanes, int32_t mul, int
 }
 #endif
 
-/* One Q8_K block of 256: returns d (f32). The signed extreme is the first
+/* One Q8_K block of 256 whose max |x| is amax: returns d (f32). The signed extreme is the first
  * element of largest magnitude, as in the reference scan. */
-static float qk_quant_q8_K_block(const float *x, int8_t *q) {
-  const float amax = qk_absmax(x, 256);
+static float qk_quant_q8_K_block(const float *x, int8_t *q, float amax) {
   if (amax == 0.0f) {
     memset(q, 0, 256);
     return 0.0f;
@@ -169,7 +168,14 @@ static void qk_act_rows(void *vjob, int64_t r0, int64_t r1) {
     if (kq) {
       float *dsb = act->dsb + r * (kpad / 256 + 1);
       float *bf = act->bf + r * (kpad / 16);
-      for (int64_t b = 0; b < k / 256; ++b) dsb[b] = qk_quant_q8_K_block(x + 256 * b, q + 256 * b);
+      /* the maxima of up to 16 blocks first: each is a chain of dependent
+       * max operations, and the blocks' chains overlap this way */
+      for (int64_t b0 = 0; b0 < k / 256; b0 += 16) {
+        const int nb = k / 256 - b0 < 16 ? (int)(k / 256 - b0) : 16;
+        float amax[16];
+        for (int i = 0; i < nb; ++i) amax[i] = qk_absmax(x + 256 * (b0 + i), 256);
+        for (int i = 0; i < nb; ++i) dsb[b0 + i] = qk_quant_q8_K_block(x + 256 * (b0 + i), q + 256 * (b0 + i), amax[i]);
+      }
       if (tr->has_min) /* the engine's float min term; kernels that take it in integers clear has_min */
         for (int64_t j = 0; j < k / 16; ++j) {
           int sum = 0;

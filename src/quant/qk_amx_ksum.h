@@ -230,20 +230,29 @@ static void aks_pairs_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_aks_ctx *x = vctx;
   const qk_act *act = &x->ks.act;
   const int64_t nsb = x->ks.nsb;
-  for (int64_t g = g0; g < g1; ++g)
+  /* the group's 16 rows side by side: 4 bytes of each by one gather (rows
+   * past m masked off: they read 0), summed by vpdpbusd against ones */
+  const __m512i qoff = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32((int)act->kpad));
+  const __m512i ones = _mm512_set1_epi8(1), low = _mm512_set1_epi32(0xFFFF);
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t valid = act->m - 16 * g < 16 ? act->m - 16 * g : 16;
+    const __mmask16 mask = (__mmask16)((1u << valid) - 1u);
     for (int64_t sb = 0; sb < nsb; ++sb) {
       int32_t *bp = x->bp + (g * nsb + sb) * 64;
-      for (int64_t l = 0; l < 16; ++l) {
-        int32_t b[8] = {0};
-        if (16 * g + l < act->m) {
-          const int8_t *q = act->q + (16 * g + l) * act->kpad + 256 * sb;
-          for (int j = 0; j < 8; ++j)
-            for (int i = 0; i < 32; ++i) b[j] += q[32 * j + i];
+      const int8_t *q = act->q + 16 * g * act->kpad + 256 * sb;
+      for (int pr = 0; pr < 4; ++pr) {
+        __m512i b[2];
+        for (int h = 0; h < 2; ++h) {
+          b[h] = _mm512_setzero_si512();
+          for (int t = 0; t < 8; ++t)
+            b[h] = qk_dpbusd(b[h], ones,
+                             _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, qoff, q + 32 * (2 * pr + h) + 4 * t, 1));
         }
-        for (int pr = 0; pr < 4; ++pr)
-          bp[16 * pr + l] = (int32_t)((uint32_t)(uint16_t)b[2 * pr] | (uint32_t)b[2 * pr + 1] << 16);
+        _mm512_storeu_si512((void *)(bp + 16 * pr), _mm512_or_si512(_mm512_and_si512(b[0], low), _mm512_slli_epi32(b[1], 16)));
       }
     }
+  }
 }
 
 /* ---- Q6_K: int8 scales against q - 32 ------------------------------------
