@@ -36,10 +36,16 @@ int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
   for (int64_t k = 0; k < full; k += TP_SMX_LANES)
     for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(x + k + v * TP_VW), m[v]);
   for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(pad + v * TP_VW), m[v]);
+  /* the peak by a tree (max is exact and m holds no NaN, so any order
+   * gives its value; a zero's sign cannot change x - peak's exp), not a
+   * chain of 64 dependent scalar maxima: short rows (a prompt's causal
+   * rows) spent a third of the softmax there */
   float lanes[TP_SMX_LANES] __attribute__((aligned(64)));
-  for (int v = 0; v < TP_SMX_NV; ++v) TP_VSTORE(lanes + v * TP_VW, m[v]);
-  float peak = lanes[0];
-  for (int i = 1; i < TP_SMX_LANES; ++i) peak = lanes[i] > peak ? lanes[i] : peak;
+  for (int v = 1; v < TP_SMX_NV; ++v) m[0] = TP_VMAX(m[v], m[0]);
+  TP_VSTORE(lanes, m[0]);
+  for (int w = TP_VW / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
+  const float peak = lanes[0];
   if (!(peak > -INFINITY && peak < INFINITY)) return 0;
 
   const TP_V pk = TP_VSET(peak);
@@ -57,8 +63,12 @@ int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
     s[v] = TP_VADD(s[v], e);
   }
   memcpy(y + full, pad, (size_t)rest * sizeof *y);
-  for (int v = 0; v < TP_SMX_NV; ++v) TP_VSTORE(lanes + v * TP_VW, s[v]);
-  for (int w = TP_SMX_LANES / 2; w >= 1; w /= 2)
+  /* the halving tree: its levels down to one register's width as vector
+   * adds (the same pairs), the rest on the stored lanes */
+  for (int w = TP_SMX_NV / 2; w >= 1; w /= 2)
+    for (int v = 0; v < w; ++v) s[v] = TP_VADD(s[v], s[v + w]);
+  TP_VSTORE(lanes, s[0]);
+  for (int w = TP_VW / 2; w >= 1; w /= 2)
     for (int i = 0; i < w; ++i) lanes[i] += lanes[i + w];
   const float sum = lanes[0];
   if (!(sum >= 0.5f && sum <= 3.0e38f)) return 0; /* a NaN key */
