@@ -19,7 +19,9 @@
 #define TP_VMUL(a, b) _mm256_mul_ps(a, b)
 #define TP_VDIV(a, b) _mm256_div_ps(a, b)
 #define TP_VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define TP_VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
+/* c - a*b as (-a)*b + c: hardware vfnmadd gives the same bits, but
+ * valgrind 3.19 emulates it as -(a*b - c), wrong in the sign of zeros */
+#define TP_VFNMA(a, b, c) _mm256_fmadd_ps(_mm256_xor_ps(a, _mm256_set1_ps(-0.0f)), b, c)
 #define TP_VMIN(a, b) _mm256_min_ps(a, b)
 #define TP_VMAX(a, b) _mm256_max_ps(a, b)
 #define TP_VSQRT(a) _mm256_sqrt_ps(a)

@@ -18,7 +18,10 @@ typedef __m256 qk_vf;
 #define QK_CVT(v) _mm256_cvtepi32_ps(v)
 #define QK_MUL(a, b) _mm256_mul_ps((a), (b))
 #define QK_FMADD(a, b, c) _mm256_fmadd_ps((a), (b), (c))
-#define QK_FNMADD(a, b, c) _mm256_fnmadd_ps((a), (b), (c))
+/* c - a*b as (-a)*b + c: the same rounding and signed zeros as vfnmadd on
+ * hardware, but valgrind 3.19 emulates vfnmadd as -(a*b - c), which turns
+ * +0 - (+0) into -0 and broke bit equality with the reference under it */
+#define QK_FNMADD(a, b, c) _mm256_fmadd_ps(_mm256_xor_ps((a), _mm256_set1_ps(-0.0f)), (b), (c))
 #define QK_EXPAND4(p)                                                              \
   _mm256_permutevar8x32_ps(                                                        \
       _mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p)))), \

@@ -82,12 +82,12 @@ MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act
       const float dmin = QK_F16_TO_F32((uint16_t)(blk[2] | (blk[3] << 8)));
       /* each min twice (per 16 elements), as qk_k4_scales */
       const __m128i m8 = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo), m16 = _mm_unpacklo_epi8(m8, m8);
-      const __m256 vmin = _mm256_set1_ps(dmin);
+      const __m256 vmin = _mm256_set1_ps(-dmin); /* negated: fmadd, not vfnmadd (see qk_avx2.c) */
       const __m256 mf0 = _mm256_mul_ps(vmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m16)));
       const __m256 mf1 = _mm256_mul_ps(vmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m16, 8))));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw * dsb[sb]), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(mf0, _mm256_loadu_ps(bf + 16 * sb), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(mf1, _mm256_loadu_ps(bf + 16 * sb + 8), acc[r]);
+      acc[r] = _mm256_fmadd_ps(mf0, _mm256_loadu_ps(bf + 16 * sb), acc[r]);
+      acc[r] = _mm256_fmadd_ps(mf1, _mm256_loadu_ps(bf + 16 * sb + 8), acc[r]);
     }
   }
 #pragma GCC unroll 4
@@ -197,7 +197,7 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
         if (!kd.min) t = _mm256_add_epi32(mv_ld(init + e / 4), t);
       }
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_mul_ps(sv, dv), acc[r]);
-      if (kd.min) acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(-mv_f16(b + kd.min)), _mm256_loadu_ps(ga + e / 4), acc[r]);
+      if (kd.min) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(mv_f16(b + kd.min)), _mm256_loadu_ps(ga + e / 4), acc[r]);
     }
   }
 #pragma GCC unroll 4
