@@ -34,6 +34,14 @@ typedef __m256 qk_vf;
       _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
 
 #define QK_C 2 /* 16 ymm registers */
+/* Q8_0 tiles by the sign trick, as the matrix-vector kernel: |w| * (a with
+ * w's sign) in vpmaddubsw (at most 2 * 128 * 127 per pair: no saturation),
+ * one vpsignb per product where the bias route split w + 128 into nibbles
+ * (two vpmaddubsw, two vpmaddwd) and added the activations' -128 sums; the
+ * integers are the same */
+#define QK_Q8_0_SIGNED 1
+#define QK_ABS8(w) _mm256_abs_epi8(w)
+#define QK_SDOT(u, w, a) _mm256_madd_epi16(_mm256_maddubs_epi16((u), _mm256_sign_epi8((a), (w))), _mm256_set1_epi16(1))
 #define QK_EXPAND4_I(p)                                                                   \
   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
                               _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
