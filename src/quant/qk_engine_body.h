@@ -13,6 +13,9 @@
  *   QK_REDUCE(vf)           fixed-order horizontal sum
  *   QK_LOADW_F32/F16/BF16(p)  QK_VL weights widened to f32
  *   QK_C                    activation rows per tile (register budget)
+ *   QK_DOT_SCALED(acc, u, s, sc2)  optional: acc + per-lane sc * (sum of 4 u8*s8)
+ *                           where sc2 = QK_SCALE_PAIRS(sc) holds sc in both 16-bit
+ *                           halves (the same integer as QK_DPWSSD(acc, QK_DPBUSD0(u, s), sc))
  *   QK_Q8_0_SIGNED          optional: Q8_0 panels hold the file's signed bytes w,
  *                           and QK_SDOT(|w|, w, a) forms the lane sums of w * a
  *                           (QK_ABS8(w) = |w|) instead of (w + 128) * a - 128 * a
@@ -140,10 +143,19 @@ QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c
       for (int r = 0; r < QK_R; ++r) {
         const qk_vi qv = QK_LOAD_I(p->q[r] + e);
         const qk_vi sv = QK_EXPAND4_I(p->sc[r] + e / 16);
+#ifdef QK_DOT_SCALED
+        const qk_vi sv2 = has_init ? sv : QK_SCALE_PAIRS(sv);
+#endif
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
           const int64_t row = c0 + c;
           const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
+#ifdef QK_DOT_SCALED
+          if (!has_init) {
+            isum[r][c] = QK_DOT_SCALED(isum[r][c], qv, av, sv2);
+            continue;
+          }
+#endif
           const qk_vi t = has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, 0)
                                    : QK_DPBUSD0(qv, av);
           isum[r][c] = QK_DPWSSD(isum[r][c], t, sv);
@@ -231,13 +243,21 @@ QK_INLINE void QK_FN(ftile_r)(const uint8_t *const *wr, const float *a, int64_t 
         acc[r][c] = QK_FMADD(wv, QK_LOAD_F(a + (c0 + c) * k + e), acc[r][c]);
     }
   }
+  /* the vector sums first: accumulators live across the scalar tail's
+   * calls were kept on the stack for the whole loop (GCC 12, AVX2: every fma
+   * a store and a reload, 2.5x slower) */
+  float vsum[QK_R][QK_C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) vsum[r][c] = QK_REDUCE(acc[r][c]);
   for (int64_t e = kv; e < k; ++e)
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) tail[r][c] += QK_FN(w_scalar)(wr[r], e, wt) * a[(c0 + c) * k + e];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) res[r * QK_C + c] = QK_REDUCE(acc[r][c]) + tail[r][c];
+    for (int c = 0; c < C; ++c) res[r * QK_C + c] = vsum[r][c] + tail[r][c];
 }
 
 QK_INLINE void QK_FN(ftile)(const uint8_t *const *wr, const float *a, int64_t k, int64_t c0, int C,
@@ -534,8 +554,11 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
    * Measured (plans alternating in one process, TinyLlama F16): Sapphire
    * Rapids 1 thread 194.5 -> 175.6 ms per token, 2 threads 95.8 -> 90.9;
    * Zen 4 1 thread 80.9 -> 92.8 (its memory reads one stream per core
-   * fastest; docs/LLM.md). Each row's operations are the same either way. */
-  if (tp_cpu_vendor() != TP_CPU_VENDOR_INTEL) ctx.fr2 = NULL;
+   * fastest; docs/LLM.md). Each row's operations are the same either way.
+   * With 8 lanes (AVX2) one row's fma chain cannot keep up with memory
+   * (8 multiply-adds per fma latency: Zen 3, one thread, a 2048 x 2048 F16
+   * product 4.1 GMAC/s): two rows everywhere there. */
+  if (tp_cpu_vendor() != TP_CPU_VENDOR_INTEL && QK_VL >= 16) ctx.fr2 = NULL;
 
   const int64_t panels = (t->n + QK_R - 1) / QK_R;
   /* at least ~64K multiply-adds per range: waking a worker costs more below */

@@ -53,10 +53,14 @@ MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act
       const uint32_t sc_lo = w[0] & lo6, m_lo = w[1] & lo6;
       const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
       const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
-      /* scales 0..3 and 4..7 as int32 in both 128-bit halves: a shuffle
-       * with an immediate broadcasts one */
-      const __m256i s03 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)sc_lo)));
-      const __m256i s47 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)sc_hi)));
+      /* scales 0..3 and 4..7, each in both 16-bit halves of a 32-bit lane
+       * (vpmaddwd of the vpmaddubsw pairs with it is sc * the 4-product
+       * lane sum: the tile's integers, QK_DOT_SCALED in qk_avx2.c), in both
+       * 128-bit halves: a shuffle with an immediate broadcasts one */
+      const __m128i sc16_lo = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)sc_lo));
+      const __m128i sc16_hi = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)sc_hi));
+      const __m256i s03 = _mm256_broadcastsi128_si256(_mm_unpacklo_epi16(sc16_lo, sc16_lo));
+      const __m256i s47 = _mm256_broadcastsi128_si256(_mm_unpacklo_epi16(sc16_hi, sc16_hi));
       __m256i isum = _mm256_setzero_si256();
 /* Q5_K: bit 2j (low nibbles) and 2j + 1 (high) of qh[l] become bit 4; 16-bit
  * shifts of at most 4 left or 3 right never bring a neighbour's bit there */
@@ -69,8 +73,8 @@ MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act
       ql = _mm256_or_si256(ql, _mm256_and_si256(MV_BIT4(2 * (j)), b4));                               \
       qu = _mm256_or_si256(qu, _mm256_and_si256(MV_BIT4(2 * (j) + 1), b4));                           \
     }                                                                                                \
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mv_dot4(ql, mv_ld(a + 64 * (j))), sv_lo));      \
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mv_dot4(qu, mv_ld(a + 64 * (j) + 32)), sv_hi)); \
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(ql, mv_ld(a + 64 * (j))), sv_lo)); \
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(qu, mv_ld(a + 64 * (j) + 32)), sv_hi)); \
   }
       MV_Q4K_STEPS(0, _mm256_shuffle_epi32(s03, 0x00), _mm256_shuffle_epi32(s03, 0x55))
       MV_Q4K_STEPS(1, _mm256_shuffle_epi32(s03, 0xAA), _mm256_shuffle_epi32(s03, 0xFF))

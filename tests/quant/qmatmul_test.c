@@ -289,7 +289,8 @@ static int qm_same_bits(const float *x, const float *y, int64_t count) {
 }
 
 TEST(qmatmul_bitwise_across_threads_runs_and_m) {
-  const topos_dtype some[] = {TOPOS_F32, TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q4_1};
+  const topos_dtype some[] = {TOPOS_F32,  TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K,
+                              TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q6_K, TOPOS_Q4_1};
   const int64_t k = 512, n = 37;
   for (size_t ti = 0; ti < 2 * sizeof some / sizeof some[0]; ++ti) {
     /* m = 7 on the VNNI route, m = 30 on the AMX route where present (it
