@@ -44,7 +44,6 @@ typedef __m256 qk_vf;
  * pair sums with the scale in both halves gives sc * (p0 + p1) = sc * t,
  * the integer vpmaddwd(ones) then vpmaddwd(sc) gave, in two multiplies
  * instead of three (pairs <= 2 * 31 * 127: no overflow) */
-#define QK_SCALE_PAIRS(sc) _mm256_or_si256((sc), _mm256_slli_epi32((sc), 16))
 #define QK_DOT_SCALED(acc, u, s, sc2) _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), (sc2)))
 #define QK_ABS8(w) _mm256_abs_epi8(w)
 #define QK_SDOT(u, w, a) _mm256_madd_epi16(_mm256_maddubs_epi16((u), _mm256_sign_epi8((a), (w))), _mm256_set1_epi16(1))

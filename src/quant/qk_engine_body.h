@@ -14,8 +14,10 @@
  *   QK_LOADW_F32/F16/BF16(p)  QK_VL weights widened to f32
  *   QK_C                    activation rows per tile (register budget)
  *   QK_DOT_SCALED(acc, u, s, sc2)  optional: acc + per-lane sc * (sum of 4 u8*s8)
- *                           where sc2 = QK_SCALE_PAIRS(sc) holds sc in both 16-bit
- *                           halves (the same integer as QK_DPWSSD(acc, QK_DPBUSD0(u, s), sc))
+ *                           where sc2 holds sc in both 16-bit halves (the same
+ *                           integer as QK_DPWSSD(acc, QK_DPBUSD0(u, s), sc)); the
+ *                           K panels of types without a bias then hold their
+ *                           scales so (decode_panel)
  *   QK_Q8_0_SIGNED          optional: Q8_0 panels hold the file's signed bytes w,
  *                           and QK_SDOT(|w|, w, a) forms the lane sums of w * a
  *                           (QK_ABS8(w) = |w|) instead of (w + 128) * a - 128 * a
@@ -143,16 +145,13 @@ QK_INLINE void QK_FN(ktile)(const QK_FN(kpanel) *p, const qk_act *act, int64_t c
       for (int r = 0; r < QK_R; ++r) {
         const qk_vi qv = QK_LOAD_I(p->q[r] + e);
         const qk_vi sv = QK_EXPAND4_I(p->sc[r] + e / 16);
-#ifdef QK_DOT_SCALED
-        const qk_vi sv2 = has_init ? sv : QK_SCALE_PAIRS(sv);
-#endif
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
           const int64_t row = c0 + c;
           const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
 #ifdef QK_DOT_SCALED
           if (!has_init) {
-            isum[r][c] = QK_DOT_SCALED(isum[r][c], qv, av, sv2);
+            isum[r][c] = QK_DOT_SCALED(isum[r][c], qv, av, sv); /* sv in pairs (decode_panel) */
             continue;
           }
 #endif
@@ -311,6 +310,7 @@ typedef struct QK_FN(ctx) {
   /* fused matrix-vector kernel for m < QK_C (ISA files that have one define
    * QK_MATVEC_OF); bit-identical to the tile route */
   qk_matvec_fn mv;
+  int sc_pairs;        /* K panels' scales in both 16-bit halves (QK_DOT_SCALED, types without a bias) */
   volatile int failed; /* a range could not allocate its panel */
 } QK_FN(ctx);
 
@@ -367,6 +367,8 @@ static void QK_FN(decode_panel)(const QK_FN(ctx) *ctx, uint8_t *buf, int64_t n0,
       int32_t *sc = (int32_t *)(void *)f;
       float *mf = f + ng, *d = f + 2 * ng;
       ctx->kdecode(src, t->k, q, sc, mf, d);
+      if (ctx->sc_pairs) /* scales of types with a min are 0..63 */
+        for (int64_t g = 0; g < ng; ++g) sc[g] |= (int32_t)((uint32_t)sc[g] << 16);
       out->k.q[r] = q, out->k.sc[r] = sc, out->k.mf[r] = mf, out->k.d[r] = d;
 #ifdef QK_KTILE_WIDE_H
       /* the wide tile's paired scales and correction, past all rows' floats */
@@ -521,7 +523,10 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
         return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d", (int)t->wtype);
       if (ctx.kdecode) {
         if (tr.has_min) ctx.k4 = QK_FN(kt_min_c4), ctx.k1 = QK_FN(kt_min_c1);
-        else ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
+#ifdef QK_DOT_SCALED
+        ctx.sc_pairs = tr.has_min;
+#endif
+        if (!tr.has_min) ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
 #ifdef QK_KTILE_WIDE_H
         if (t->m >= QK_KW && tr.has_min) ctx.kw = QK_FN(kt_min_w8);
 #endif
