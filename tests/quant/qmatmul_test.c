@@ -288,6 +288,27 @@ static int qm_same_bits(const float *x, const float *y, int64_t count) {
   return memcmp(x, y, (size_t)count * sizeof(float)) == 0;
 }
 
+/* Float tiles copy activations that are not vector-aligned (qk_engine_body.h
+ * run): the same bits from a buffer 4 bytes off as from an aligned one. */
+TEST(qmatmul_float_tiles_same_bits_from_misaligned_activations) {
+  if (!qm_have_fast()) SKIP("no fast kernel on this CPU");
+  const topos_dtype types[] = {TOPOS_F32, TOPOS_F16, TOPOS_BF16};
+  const int64_t m = 9, k = 64, n = 12;
+  for (int ti = 0; ti < 3; ++ti) {
+    uint8_t *w = qm_weights(types[ti], n, k);
+    float *a = qm_floats(m * k, 1.0f), *off = malloc((size_t)(m * k + 1) * 4);
+    float *aligned = aligned_alloc(64, (size_t)(m * k) * 4), *o1 = malloc((size_t)(m * n) * 4),
+          *o2 = malloc((size_t)(m * n) * 4);
+    CHECK(w && a && off && aligned && o1 && o2);
+    memcpy(aligned, a, (size_t)(m * k) * 4);
+    memcpy(off + 1, a, (size_t)(m * k) * 4);
+    CHECK_OK(tp_qmatmul_threads(aligned, m, k, w, types[ti], n, NULL, o1, TOPOS_QMATMUL_FAST, 1));
+    CHECK_OK(tp_qmatmul_threads(off + 1, m, k, w, types[ti], n, NULL, o2, TOPOS_QMATMUL_FAST, 2));
+    CHECK_MSG(qm_same_bits(o1, o2, m * n), "%s: misaligned activations changed bits", qm_name(types[ti]));
+    free(w), free(a), free(off), free(aligned), free(o1), free(o2);
+  }
+}
+
 TEST(qmatmul_bitwise_across_threads_runs_and_m) {
   const topos_dtype some[] = {TOPOS_F32,  TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K,
                               TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q6_K, TOPOS_Q4_1};
