@@ -2,7 +2,7 @@
  * MKL with TOPOS_BLAS_VENDOR). Operands go straight from the views: each is
  * classified as no-transpose or transpose with its leading dimension
  * (operand.h), never copied; strides BLAS cannot express decline. */
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #if defined(TOPOS_BLAS_VENDOR_mkl)
@@ -27,9 +27,13 @@
 #define TP_BLAS_TILE_N 512
 
 #if defined(TOPOS_BLAS_VENDOR_openblas)
-static atomic_int tp_blas_single;
+static void tp_blas_set_one_thread(void) { openblas_set_num_threads(1); }
+/* Once, and finished before any call: a worker that saw a flag set while
+ * the setter was still inside openblas_set_num_threads could call sgemm
+ * on OpenBLAS's default threads. */
 static void tp_blas_one_thread(void) {
-  if (!atomic_exchange(&tp_blas_single, 1)) openblas_set_num_threads(1);
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, tp_blas_set_one_thread);
 }
 #else /* BLIS and MKL: their default threading is left alone (not measured here) */
 static void tp_blas_one_thread(void) {}
@@ -52,7 +56,6 @@ typedef struct {
     const tp_blas_job *j = vjob;                                                                      \
     const topos_gemm_task *t = j->t;                                                                  \
     const int64_t ldc = t->c_row_stride < t->n ? t->n : t->c_row_stride;                              \
-    tp_blas_one_thread();                                                                             \
     for (int64_t tile = begin; tile < end; ++tile) {                                                  \
       const int64_t i0 = tile / j->tiles_n * TP_BLAS_TILE_M, j0 = tile % j->tiles_n * TP_BLAS_TILE_N; \
       const int64_t mm = t->m - i0 < TP_BLAS_TILE_M ? t->m - i0 : TP_BLAS_TILE_M;                     \
@@ -71,6 +74,7 @@ typedef struct {
                      (long long)t->a_row_stride, (long long)t->a_col_stride,                          \
                      (long long)t->b_row_stride, (long long)t->b_col_stride);                         \
     const int64_t tiles = (t->m + TP_BLAS_TILE_M - 1) / TP_BLAS_TILE_M * job.tiles_n;                 \
+    tp_blas_one_thread();                                                                             \
     tp_backend_parallel_for(tiles, 1, tp_blas_tiles_##sfx, &job);                                     \
     return TOPOS_OK;                                                                                  \
   }
