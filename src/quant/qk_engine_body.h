@@ -522,11 +522,14 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       if (!ctx.decode && !ctx.kdecode)
         return tp_fail(TOPOS_UNSUPPORTED, "qmatmul: no fast kernel for weight dtype %d", (int)t->wtype);
       if (ctx.kdecode) {
-        if (tr.has_min) ctx.k4 = QK_FN(kt_min_c4), ctx.k1 = QK_FN(kt_min_c1);
+        if (tr.has_min) {
+          ctx.k4 = QK_FN(kt_min_c4), ctx.k1 = QK_FN(kt_min_c1);
 #ifdef QK_DOT_SCALED
-        ctx.sc_pairs = tr.has_min;
+          ctx.sc_pairs = 1;
 #endif
-        if (!tr.has_min) ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
+        } else {
+          ctx.k4 = QK_FN(kt_bias_c4), ctx.k1 = QK_FN(kt_bias_c1);
+        }
 #ifdef QK_KTILE_WIDE_H
         if (t->m >= QK_KW && tr.has_min) ctx.kw = QK_FN(kt_min_w8);
 #endif

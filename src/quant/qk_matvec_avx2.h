@@ -7,7 +7,8 @@
  * it. With 32-byte steps the file layouts need no reordering: a step of 32
  * elements is one Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 block, or the low or high nibbles of
  * 32 Q4_K / Q6_K bytes. Integer dots are exact whatever instructions form
- * them (Q8_0 uses the sign trick instead of the tile's nibble split).
+ * them; Q8_0's sign trick (QK_SDOT) and the K types' scaled dot
+ * (QK_DOT_SCALED) are qk_avx2.c's, the tile's own.
  * k must be a multiple of 32 (legacy) or 256 (K types); the caller checks. */
 #ifndef TP_QUANT_QK_MATVEC_AVX2_H
 #define TP_QUANT_QK_MATVEC_AVX2_H
@@ -54,8 +55,7 @@ MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act
       const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
       const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
       /* scales 0..3 and 4..7, each in both 16-bit halves of a 32-bit lane
-       * (vpmaddwd of the vpmaddubsw pairs with it is sc * the 4-product
-       * lane sum: the tile's integers, QK_DOT_SCALED in qk_avx2.c), in both
+       * as QK_DOT_SCALED (qk_avx2.c) takes them: the tile's integers, in both
        * 128-bit halves: a shuffle with an immediate broadcasts one */
       const __m128i sc16_lo = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)sc_lo));
       const __m128i sc16_hi = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)sc_hi));
@@ -73,8 +73,8 @@ MV_INLINE void mv_body_k45(const uint8_t *const *rows, int NR, const qk_act *act
       ql = _mm256_or_si256(ql, _mm256_and_si256(MV_BIT4(2 * (j)), b4));                               \
       qu = _mm256_or_si256(qu, _mm256_and_si256(MV_BIT4(2 * (j) + 1), b4));                           \
     }                                                                                                \
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(ql, mv_ld(a + 64 * (j))), sv_lo)); \
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(qu, mv_ld(a + 64 * (j) + 32)), sv_hi)); \
+    isum = QK_DOT_SCALED(isum, ql, mv_ld(a + 64 * (j)), sv_lo);                                     \
+    isum = QK_DOT_SCALED(isum, qu, mv_ld(a + 64 * (j) + 32), sv_hi);                                \
   }
       MV_Q4K_STEPS(0, _mm256_shuffle_epi32(s03, 0x00), _mm256_shuffle_epi32(s03, 0x55))
       MV_Q4K_STEPS(1, _mm256_shuffle_epi32(s03, 0xAA), _mm256_shuffle_epi32(s03, 0xFF))
@@ -193,8 +193,7 @@ MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, 
       __m256i t;
       if (kd.bytes == 34) {
         const __m256i wq = mv_ld(b + 2);
-        t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(av, wq)),
-                              _mm256_set1_epi16(1));
+        t = QK_SDOT(QK_ABS8(wq), wq, av);
       } else {
         /* the 16 bytes in both halves, the upper half's shifted down a
          * nibble (elements 0..15, then 16..31) */
