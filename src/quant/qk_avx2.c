@@ -132,5 +132,8 @@ static inline float qk_reduce_avx2(__m256 v) {
 #define QK_MATVEC_OF qk_matvec_of
 #define QK_MATVEC_PREPARE qk_matvec_prepare
 #include "quant/qk_engine_body.h"
+#include "quant/qk_block32_avx2.h"
 
-topos_status tp_qk_fast_avx2(const tp_qk_task *task) { return QK_FN(run)(task); }
+topos_status tp_qk_fast_avx2(const tp_qk_task *task) {
+  return qk_q32_serves(task) ? qk_q32_run(task) : QK_FN(run)(task);
+}

@@ -1,25 +1,21 @@
-/* Fused matrix-vector kernels of the AVX2 engine (m = 1: QK_C is 2 there),
- * included by qk_avx2.c before the engine body. As on AVX-512
- * (qk_matvec_avx512vnni.h): each block is unpacked in registers straight
- * from the file's layout and meets the same integer and float operations,
- * in the same order and lane layout, as the tile route with C = 1 (qtile /
- * ktile in qk_engine_body.h with 8 lanes), so results are bit-identical to
- * it. With 32-byte steps the file layouts need no reordering: a step of 32
- * elements is one Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 block, or the low or high nibbles of
- * 32 Q4_K / Q6_K bytes. Integer dots are exact whatever instructions form
- * them; Q8_0's sign trick (QK_SDOT) and the K types' scaled dot
- * (QK_DOT_SCALED) are qk_avx2.c's, the tile's own.
- * k must be a multiple of 32 (legacy) or 256 (K types); the caller checks. */
+/* Fused matrix-vector kernels of the AVX2 engine for the K types (m = 1:
+ * QK_C is 2 there), included by qk_avx2.c before the engine body. Each
+ * super-block is unpacked in registers straight from the file's layout and
+ * meets the same integer and float operations, in the same order and lane
+ * layout, as the tile route with C = 1 (ktile in qk_engine_body.h with 8
+ * lanes), so results are bit-identical to it. With 32-byte steps the file
+ * layouts need no reordering: a step is the low or high nibbles of 32 Q4_K
+ * / Q6_K bytes. Integer dots are exact whatever instructions form them;
+ * the scaled dot (QK_DOT_SCALED) is qk_avx2.c's, the tile's own. The
+ * 32-element block types have their own kernels (qk_block32_avx2.h).
+ * k must be a multiple of 256; the caller checks. */
 #ifndef TP_QUANT_QK_MATVEC_AVX2_H
 #define TP_QUANT_QK_MATVEC_AVX2_H
 
 #include <immintrin.h>
 #include <stdint.h>
 
-#include "quant/qk_matvec_kinds.h"
-
 #define MV_INLINE static inline __attribute__((always_inline))
-#define MV_HAS_K_TYPES 1 /* mv_body_k45, mv_body_q6_K below (qk_matvec_table.h) */
 
 MV_INLINE __m256i mv_ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 MV_INLINE __m256i mv_nib(void) { return _mm256_set1_epi8(0x0F); }
@@ -143,72 +139,6 @@ MV_INLINE void mv_body_q6_K(const uint8_t *const *rows, int NR, const qk_act *ac
       }
       const float dw = QK_F16_TO_F32((uint16_t)(blk[208] | (blk[209] << 8)));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw * dsb[sb]), acc[r]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) res[r * QK_C] = qk_reduce_avx2(acc[r]);
-}
-
-/* ---- legacy blocks: one 32-element block per step ---------------------- */
-
-/* The f16 at p widened into all 8 lanes: a word broadcast from memory and
- * one vcvtph2ps (the scalar route took a load, a move, a conversion and a
- * broadcast per block and row) */
-MV_INLINE __m256 mv_f16x8(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
-}
-
-
-/* Bits 0..31 of `bits` -> 32 bytes of 0x10 (bit set) or 0, element order. */
-MV_INLINE __m256i mv_bits_0x10(uint32_t bits) {
-  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                             _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
-                                                               0x0101010101010101ll, 0));
-  const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel), _mm256_set1_epi8(0x10));
-}
-
-/* Q8_0 is signed: the sign trick gives sum w * a, the same integer as the
- * tile's init + sum (w + 128) * a. Q4_0 / Q5_0 add the tile's init (bias)
- * term; Q4_1 / Q5_1 have none and subtract the min term. */
-MV_INLINE void mv_legacy(const uint8_t *const *rows, int NR, const qk_act *act, int64_t c, int64_t k,
-                         const uint8_t *pf, int64_t pf_step, float *res, mv_legacy_kind kd) {
-  const int64_t kpad = act->kpad, lanes = kpad / 4;
-  const int8_t *aq = act->q + c * kpad;
-  const int32_t *init = act->init + c * lanes;
-  const float *da = act->d + c * lanes, *ga = act->g + c * lanes;
-  __m256 acc[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t e = 0; e < k; e += 32) {
-    const __m256i av = mv_ld(aq + e);
-    const __m256 dv = _mm256_loadu_ps(da + e / 4);
-    if (e % 64 == 0) qk_prefetch_slice(pf, e / 64, pf_step);
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t *b = rows[r] + (size_t)(e / 32) * kd.bytes;
-      const __m256 sv = mv_f16x8(b);
-      __m256i t;
-      if (kd.bytes == 34) {
-        const __m256i wq = mv_ld(b + 2);
-        t = QK_SDOT(QK_ABS8(wq), wq, av);
-      } else {
-        /* the 16 bytes in both halves, the upper half's shifted down a
-         * nibble (elements 0..15, then 16..31) */
-        const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b + kd.qs)));
-        __m256i q = _mm256_and_si256(_mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0)), mv_nib());
-        if (kd.qh) {
-          uint32_t bits;
-          memcpy(&bits, b + kd.qh, 4);
-          q = _mm256_or_si256(q, mv_bits_0x10(bits));
-        }
-        t = mv_dot4(q, av);
-        if (!kd.min) t = _mm256_add_epi32(mv_ld(init + e / 4), t);
-      }
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_mul_ps(sv, dv), acc[r]);
-      if (kd.min) acc[r] = _mm256_fmadd_ps(mv_f16x8(b + kd.min), _mm256_loadu_ps(ga + e / 4), acc[r]);
     }
   }
 #pragma GCC unroll 4

@@ -1,9 +1,8 @@
-/* The fused matrix-vector kernels of one ISA as a table (included at the
- * end of qk_matvec_<isa>.h, which defines the body mv_legacy (the
- * 32-element block types), mv_body_k45 (Q4_K / Q5_K) and mv_body_q6_K where
- * it defines MV_HAS_K_TYPES (AVX-512 has its own K-type products), and
- * mv_prepare, the per-product preparation its kernels need). Each kernel
- * takes a panel of 4 rows at once, or a shorter one row by row. */
+/* The fused matrix-vector kernels of the K types as a table (included at
+ * the end of qk_matvec_avx2.h, which defines the bodies mv_body_k45 (Q4_K /
+ * Q5_K) and mv_body_q6_K, and mv_prepare, the per-product preparation its
+ * kernels need; AVX-512 has its own K-type products). Each kernel takes a
+ * panel of 4 rows at once, or a shorter one row by row. */
 #ifndef TP_QUANT_QK_MATVEC_TABLE_H
 #define TP_QUANT_QK_MATVEC_TABLE_H
 
@@ -16,42 +15,23 @@
     }                                                                                                 \
     for (int r = 0; r < nr; ++r) call(rows + r, 1, act, c, k, r ? NULL : pf, pf_step, res + r * QK_C); \
   }
-#define MV_Q8_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q8_0_K)
-#define MV_Q4_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_0_K)
-#define MV_Q4_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q4_1_K)
-#define MV_Q5_0(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_0_K)
-#define MV_Q5_1(rows, NR, act, c, k, pf, st, res) mv_legacy(rows, NR, act, c, k, pf, st, res, MV_Q5_1_K)
-#ifdef MV_HAS_K_TYPES
 #define MV_Q4_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 0)
 #define MV_Q5_K(rows, NR, act, c, k, pf, st, res) mv_body_k45(rows, NR, act, c, k, pf, st, res, 1)
 MV_DEFINE(q4_K, MV_Q4_K)
 MV_DEFINE(q5_K, MV_Q5_K)
 MV_DEFINE(q6_K, mv_body_q6_K)
-#endif
-MV_DEFINE(q8_0, MV_Q8_0)
-MV_DEFINE(q4_0, MV_Q4_0)
-MV_DEFINE(q4_1, MV_Q4_1)
-MV_DEFINE(q5_0, MV_Q5_0)
-MV_DEFINE(q5_1, MV_Q5_1)
 
 /* Per-product preparation a fused kernel needs (1 ok, 0 out of memory). */
 static int qk_matvec_prepare(topos_dtype wtype, qk_act *act) { return mv_prepare(wtype, act); }
 
 /* The fused kernel for a weight type, or NULL (the tile route serves it).
- * K types have k a multiple of 256, the others of 32. */
+ * K types have k a multiple of 256. */
 static qk_matvec_fn qk_matvec_of(topos_dtype wtype, int64_t k) {
-  if (k % 32 != 0) return NULL;
+  if (k % 256 != 0) return NULL;
   switch (wtype) {
-#ifdef MV_HAS_K_TYPES
     case TOPOS_Q4_K: return mv_q4_K;
     case TOPOS_Q5_K: return mv_q5_K;
     case TOPOS_Q6_K: return mv_q6_K;
-#endif
-    case TOPOS_Q8_0: return mv_q8_0;
-    case TOPOS_Q4_0: return mv_q4_0;
-    case TOPOS_Q4_1: return mv_q4_1;
-    case TOPOS_Q5_0: return mv_q5_0;
-    case TOPOS_Q5_1: return mv_q5_1;
     default: return NULL;
   }
 }

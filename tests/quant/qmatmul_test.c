@@ -581,15 +581,26 @@ static int qm_b32_weight(topos_dtype t, const uint8_t *blk, int i) {
 
 static void qm_b32_cases(topos_dtype t) {
   const int64_t n = 37;
-  /* blocks: 2, 4, 33, 35 (the decode kernels' steps of four, and none, one or three left) */
-  const int64_t ks[] = {64, 128, 1056, 1120};
-  for (int kk = 0; kk < 4; ++kk) {
+  /* blocks: 2, 4, 33, 35 (the decode kernels' steps of four, and none, one or three left),
+   * then 33 blocks of extremes */
+  const int64_t ks[] = {64, 128, 1056, 1120, 1056};
+  for (int kk = 0; kk < 5; ++kk) {
     const int minned = t == TOPOS_Q4_1 || t == TOPOS_Q5_1, ab = minned ? 36 : 34; /* Q8_1 or Q8_0 activations */
     const int64_t k = ks[kk], nb = k / 32;
     const int64_t wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : t == TOPOS_Q4_0 ? 18 : t == TOPOS_Q4_1 ? 20 : 24;
     uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nb * ab));
     float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
     CHECK(w && aq && a && want && got);
+    if (kk == 4) { /* every q at its top (Q8_0: -128), d and min 1; qa = +127 or -127 across a row: the
+                      AVX2 tile's 16-bit pair sums at their largest */
+      for (int64_t i = 0; i < n * nb; ++i) {
+        uint8_t *blk = w + (size_t)(i * wb);
+        memset(blk + 2, t == TOPOS_Q8_0 ? 0x80 : 0xFF, (size_t)(wb - 2));
+        blk[0] = 0x00, blk[1] = 0x3C;
+        if (minned) blk[2] = 0x00, blk[3] = 0x3C;
+      }
+      for (int64_t i = 0; i < 40 * k; ++i) a[i] = (i / k) % 2 ? 1.0f : -1.0f;
+    }
     for (int64_t c = 0; c < 40; ++c)
       CHECK_OK(topos_quantize_row(minned ? TOPOS_Q8_1 : TOPOS_Q8_0, a + c * k, aq + c * nb * ab, k));
     for (int64_t c = 0; c < 40; ++c)
@@ -622,6 +633,20 @@ TEST(qmatmul_32_blocks_avx512_are_the_block_sum_definition) {
   qm_b32_cases(TOPOS_Q5_0);
   qm_b32_cases(TOPOS_Q4_1);
   qm_b32_cases(TOPOS_Q5_1);
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+}
+
+/* The AVX2 kernels (qk_block32_avx2.h) compute the same definition: the
+ * matrix-vector kernel below m = 4, the tile of 8-row groups from there. */
+TEST(qmatmul_32_blocks_avx2_are_the_block_sum_definition) {
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_Q8_0);
+  if (!isa || strcmp(isa, "avx2") != 0) {
+    tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+    SKIP("the AVX2 block-sum kernels need AVX2");
+  }
+  const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q5_0, TOPOS_Q4_1, TOPOS_Q5_1};
+  for (int i = 0; i < 5; ++i) qm_b32_cases(types[i]);
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 

@@ -1,0 +1,406 @@
+/* Products of the 32-element block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) on
+ * AVX2 (included by qk_avx2.c after the engine body). They compute the
+ * block-sum definition of the AVX-512 kernels (qk_block32_avx512vnni.h):
+ * for weight row r and activation row c,
+ *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
+ *                                           (Q4_1 / Q5_1, then: acc = fma(m_b, s_b, acc))
+ * with isum_b the exact integer sum of the block's 32 products w * qa (w =
+ * q for Q8_0, q - 8 for Q4_0, q - 16 for Q5_0, q for Q4_1 / Q5_1), dw_b /
+ * da_b the weight's and the activation's (Q8_0 / Q8_1) block scales, m_b
+ * the weight's min and s_b the Q8_1 activation's s. The engine body's
+ * lanes of 4 elements paid a conversion, a scale product and an fma per 32
+ * multiply-adds; here each block is converted and scaled once.
+ *
+ * Two kernels compute it, bit for bit the same at every m and thread count:
+ *  - the tile (m >= Q32_MV_MAX_M): lanes are 8 activation rows. Activations
+ *    are repacked once per product, 4 bytes of each of 8 rows per vector;
+ *    each weight row is decoded once per panel to 32 bytes per block in
+ *    element order, and its 4 bytes of a step are broadcast. The nibble
+ *    types' q (0..15, Q5: 0..31) is vpmaddubsw's unsigned operand: its pair
+ *    sums (<= 2 * 31 * 127) add in 16 bits over 8 steps (Q4: 8 * 2 * 15 *
+ *    127 = 30480) or 4 (Q5: 31496) without overflow, then one vpmaddwd
+ *    widens them; Q8_0 takes the sign trick (|w| * qa with w's sign) and
+ *    widens every step. Q4_0 / Q5_0's bias term (-bias * the block's qa sum)
+ *    is one integer per activation row and block.
+ *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
+ *    weight rows. Each row's block meets the activation block in
+ *    vpmaddubsw / vpmaddwd (8 lane sums), the 8 rows' lane sums are reduced
+ *    to the 8 block sums by an exact transpose-and-add (q32_reduce8), the
+ *    rows' f16 scales are assembled in general registers, and the float
+ *    steps run 8 rows at a time. */
+#ifndef TP_QUANT_QK_BLOCK32_AVX2_H
+#define TP_QUANT_QK_BLOCK32_AVX2_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define Q32_TR 4          /* weight rows per tile */
+#define Q32_MV_MAX_M 4    /* below this m, the matrix-vector kernel */
+#define Q32_INLINE static inline __attribute__((always_inline))
+
+/* A block layout: bytes, offsets of the nibbles (Q8_0: the int8 q), of the
+ * fifth bits (0: none) and of the f16 min (0: none); w = q - bias. */
+typedef struct {
+  int64_t bytes, qs, qh, min;
+  int bias;
+} q32_kind;
+#define Q32_Q8_0 ((q32_kind){34, 2, 0, 0, 0})
+#define Q32_Q4_0 ((q32_kind){18, 2, 0, 0, 8})
+#define Q32_Q5_0 ((q32_kind){22, 6, 2, 0, 16})
+#define Q32_Q4_1 ((q32_kind){20, 4, 0, 2, 0})
+#define Q32_Q5_1 ((q32_kind){24, 8, 4, 2, 0})
+#define Q32_IS_Q8(kd) ((kd).bytes == 34)
+
+typedef struct {
+  const tp_qk_task *task;
+  qk_act act;
+  q32_kind kind;
+  int64_t nb, groups;  /* blocks per row; groups of 8 activation rows (tile) */
+  int32_t *corr;       /* [m][nb]: -bias * the block's qa sum (matrix-vector) */
+  float *da, *sa;      /* [m][nb]: the activation block's d and Q8_1 s (matrix-vector) */
+  int8_t *au;          /* tile: [group][block][step][8 rows][4] = qa */
+  float *gda, *gsa;    /* tile: [group][block][8] */
+  int32_t *gcorr;      /* tile: [group][block][8] */
+  void *mem;
+  volatile int failed;
+} qk_q32_ctx;
+
+Q32_INLINE uint32_t q32_le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+
+/* Bits 0..31 of `bits` -> 32 bytes of 0x10 (bit set) or 0, element order. */
+Q32_INLINE __m256i q32_bits_0x10(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                             _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+                                                               0x0101010101010101ll, 0));
+  const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel), _mm256_set1_epi8(0x10));
+}
+
+/* A block's 32 weights in element order: Q8_0's signed w, the other types'
+ * unsigned q (the 16 nibble bytes in both halves, the upper half shifted
+ * down a nibble; Q5's fifth bits as 0x10). */
+Q32_INLINE __m256i q32_elems(const uint8_t *blk, const q32_kind kd) {
+  if (Q32_IS_Q8(kd)) return _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+  const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(blk + kd.qs)));
+  __m256i q = _mm256_and_si256(_mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+  if (kd.qh) {
+    uint32_t bits;
+    memcpy(&bits, blk + kd.qh, 4);
+    q = _mm256_or_si256(q, q32_bits_0x10(bits));
+  }
+  return q;
+}
+
+/* 8 lane sums of w * qa over a block (w: q32_elems, a: 32 int8 qa); the
+ * integers are exact (Q8_0: |w| * (qa with w's sign), pairs <= 2 * 128 * 127). */
+Q32_INLINE __m256i q32_dot(__m256i w, __m256i a, const q32_kind kd) {
+  const __m256i p = Q32_IS_Q8(kd) ? _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(a, w))
+                                  : _mm256_maddubs_epi16(w, a);
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* ---- matrix-vector: 8 weight rows per panel, lanes are rows ----------- */
+
+/* t[r]: row r's 8 lane sums -> lane r: their total. Exact integer adds. */
+Q32_INLINE __m256i q32_reduce8(const __m256i t[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(t[0], t[1]), h23 = _mm256_hadd_epi32(t[2], t[3]);
+  const __m256i h45 = _mm256_hadd_epi32(t[4], t[5]), h67 = _mm256_hadd_epi32(t[6], t[7]);
+  /* per 128-bit half: rows 0..3 (4..7), each the half's 4 lanes summed */
+  const __m256i lo = _mm256_hadd_epi32(h01, h23), hi = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x21), _mm256_blend_epi32(lo, hi, 0xF0));
+}
+
+/* The f16 at offset `at` of the 8 rows, widened: words gathered in general
+ * registers (the vector ports stay with the dots). */
+Q32_INLINE __m256 q32_f16x8(const uint8_t *const rows[8], int64_t at) {
+  uint64_t lo = 0, hi = 0;
+  for (int r = 0; r < 4; ++r) {
+    lo |= (uint64_t)q32_le16(rows[r] + at) << (16 * r);
+    hi |= (uint64_t)q32_le16(rows[4 + r] + at) << (16 * r);
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+}
+
+/* Per activation row and block: the bias term, d and s (matrix-vector). */
+static int q32_mv_prepare(qk_q32_ctx *x) {
+  const qk_act *act = &x->act;
+  const int64_t m = act->m, nb = x->nb, lanes = act->kpad / 4;
+  x->mem = tp_temp_alloc((size_t)(m * nb) * (sizeof(int32_t) + 2 * sizeof(float)));
+  if (!x->mem) return 0;
+  x->corr = (int32_t *)x->mem;
+  x->da = (float *)(void *)(x->corr + m * nb);
+  x->sa = x->da + m * nb;
+  for (int64_t c = 0; c < m; ++c)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t l = c * lanes + 8 * b;
+      int32_t s = 0;
+      if (x->kind.bias)
+        for (int i = 0; i < 8; ++i) s += act->init[l + i];
+      x->corr[c * nb + b] = s;
+      x->da[c * nb + b] = act->d[l];
+      x->sa[c * nb + b] = x->kind.min ? act->g[l] * 8.0f : 0.0f; /* Q8_1's s, kept as s / 8 per lane (exact) */
+    }
+  return 1;
+}
+
+Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_kind kd) {
+  const tp_qk_task *t = x->task;
+  const qk_act *act = &x->act;
+  const int64_t nb = x->nb, kpad = act->kpad;
+  const uint8_t *end = (const uint8_t *)t->w + (size_t)t->n * t->row_bytes;
+  {
+    /* the range's first two panels up front: the loop fetches two ahead */
+    const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
+    qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 8;
+    const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
+    const uint8_t *rows[8], *ahead[8];
+    for (int r = 0; r < 8; ++r) {
+      rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+      ahead[r] = rows[r] + (size_t)16 * t->row_bytes; /* two panels on; fetched while below `end` */
+    }
+    for (int64_t c = 0; c < t->m; ++c) {
+      const int8_t *aq = act->q + c * kpad;
+      const int32_t *corr = x->corr + c * nb;
+      const float *da = x->da + c * nb, *sa = x->sa + c * nb;
+      __m256 f = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t at = b * kd.bytes;
+        /* the panel two ahead, one line per row as this one's reads enter it */
+        if (c == 0 && (b == 0 || (at >> 6) != ((at - kd.bytes) >> 6)))
+          for (int r = 0; r < 8; ++r)
+            if (ahead[r] + at < end) _mm_prefetch((const char *)(ahead[r] + (at & ~(int64_t)63)), _MM_HINT_T0);
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(aq + 32 * b));
+        __m256i s[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) s[r] = q32_dot(q32_elems(rows[r] + at, kd), a, kd);
+        __m256i isum = q32_reduce8(s);
+        if (kd.bias) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr[b]));
+        const __m256 dw = q32_f16x8(rows, at);
+        f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(da[b])), f);
+        if (kd.min) f = _mm256_fmadd_ps(q32_f16x8(rows, at + kd.min), _mm256_set1_ps(sa[b]), f);
+      }
+      float lane[8];
+      _mm256_storeu_ps(lane, f);
+      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+    }
+  }
+}
+
+static void q32_mv_q8_0(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q8_0); }
+static void q32_mv_q4_0(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q4_0); }
+static void q32_mv_q5_0(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q5_0); }
+static void q32_mv_q4_1(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q4_1); }
+static void q32_mv_q5_1(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q5_1); }
+
+/* ---- tile: Q32_TR weight rows x two groups of 8 activation rows -------- */
+
+/* The activations as the tile reads them, a group of 8 rows per call. */
+static void q32_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
+  qk_q32_ctx *x = vctx;
+  const qk_act *act = &x->act;
+  const int64_t m = act->m, nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      int8_t *dst = x->au + (size_t)(g * nb + b) * 256;
+      const size_t cell = (size_t)(g * nb + b) * 8;
+      for (int64_t l = 0; l < 8; ++l) {
+        const int64_t c = 8 * g + l;
+        if (c >= m) { /* a part-filled last group: zero rows, their outputs dropped */
+          for (int s = 0; s < 8; ++s) memset(dst + 32 * s + 4 * l, 0, 4);
+          x->gda[cell + l] = x->gsa[cell + l] = 0.0f;
+          x->gcorr[cell + l] = 0;
+          continue;
+        }
+        for (int s = 0; s < 8; ++s) memcpy(dst + 32 * s + 4 * l, act->q + c * kpad + 32 * b + 4 * s, 4);
+        int32_t corr = 0;
+        if (x->kind.bias)
+          for (int i = 0; i < 8; ++i) corr += act->init[c * lanes + 8 * b + i];
+        x->gcorr[cell + l] = corr;
+        x->gda[cell + l] = act->d[c * lanes + 8 * b];
+        x->gsa[cell + l] = x->kind.min ? act->g[c * lanes + 8 * b] * 8.0f : 0.0f;
+      }
+    }
+}
+
+static int q32_tile_prepare(qk_q32_ctx *x) {
+  const int64_t nb = x->nb;
+  x->groups = (x->act.m + 7) / 8;
+  const size_t cells = (size_t)(x->groups * nb);
+  x->mem = tp_temp_alloc(cells * 256 + cells * 8 * (2 * sizeof(float) + sizeof(int32_t)));
+  if (!x->mem) return 0;
+  x->gda = (float *)x->mem;
+  x->gsa = x->gda + cells * 8;
+  x->gcorr = (int32_t *)(void *)(x->gsa + cells * 8);
+  x->au = (int8_t *)(void *)(x->gcorr + cells * 8);
+  tp_qk_parallel_for(x->task->threads, x->groups, 1, q32_tile_prepare_groups, x);
+  return 1;
+}
+
+/* f[r][v] for weight rows w[r] (decoded: 32 bytes per block) and activation
+ * groups g0, g0 + 1 (ng = 1: the second repeats the first). */
+Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], const uint8_t *const uw[Q32_TR],
+                         const float *dw, const float *mw, int64_t g0, int ng, const q32_kind kd,
+                         __m256 f[Q32_TR][2]) {
+  const int64_t nb = x->nb;
+  const int flush = Q32_IS_Q8(kd) ? 1 : kd.qh ? 4 : 8; /* steps whose pair sums add in 16 bits */
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int r = 0; r < Q32_TR; ++r) f[r][0] = f[r][1] = _mm256_setzero_ps();
+  const size_t gstride = ng > 1 ? (size_t)nb : 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const size_t cell0 = (size_t)(g0 * nb + b), cell1 = cell0 + gstride;
+    __m256i acc[Q32_TR][2], p16[Q32_TR][2];
+    for (int r = 0; r < Q32_TR; ++r) {
+      acc[r][0] = _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell0));
+      acc[r][1] = _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell1));
+      p16[r][0] = p16[r][1] = _mm256_setzero_si256();
+    }
+    const int8_t *a0 = x->au + 256 * cell0, *a1 = x->au + 256 * cell1;
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
+      const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
+#pragma GCC unroll 4
+      for (int r = 0; r < Q32_TR; ++r) {
+        int32_t wd;
+        memcpy(&wd, w[r] + 32 * b + 4 * s, 4);
+        const __m256i wb = _mm256_set1_epi32(wd);
+        if (Q32_IS_Q8(kd)) {
+          int32_t ud;
+          memcpy(&ud, uw[r] + 32 * b + 4 * s, 4);
+          const __m256i ub = _mm256_set1_epi32(ud);
+          acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(u0, wb)), ones));
+          acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(u1, wb)), ones));
+        } else {
+          p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
+          p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
+          if ((s + 1) % flush == 0) {
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p16[r][0], ones));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p16[r][1], ones));
+            p16[r][0] = p16[r][1] = _mm256_setzero_si256();
+          }
+        }
+      }
+    }
+    const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
+#pragma GCC unroll 4
+    for (int r = 0; r < Q32_TR; ++r) {
+      const __m256 sw = _mm256_set1_ps(dw[r * nb + b]);
+      f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][0]), _mm256_mul_ps(sw, d0), f[r][0]);
+      f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][1]), _mm256_mul_ps(sw, d1), f[r][1]);
+    }
+    if (kd.min) {
+      const __m256 s0 = _mm256_loadu_ps(x->gsa + 8 * cell0), s1 = _mm256_loadu_ps(x->gsa + 8 * cell1);
+#pragma GCC unroll 4
+      for (int r = 0; r < Q32_TR; ++r) {
+        const __m256 mv = _mm256_set1_ps(mw[r * nb + b]);
+        f[r][0] = _mm256_fmadd_ps(mv, s0, f[r][0]);
+        f[r][1] = _mm256_fmadd_ps(mv, s1, f[r][1]);
+      }
+    }
+  }
+}
+
+Q32_INLINE void q32_tile_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_kind kd) {
+  const tp_qk_task *t = x->task;
+  const int64_t nb = x->nb;
+  const int q8 = Q32_IS_Q8(kd);
+  /* per row: d, min, then the decoded blocks (Q8_0: w and |w|) */
+  float *dw = tp_temp_alloc((size_t)(Q32_TR * nb) * (2 * sizeof(float) + 32 * (q8 ? 2 : 1)));
+  if (!dw) {
+    x->failed = 1;
+    return;
+  }
+  float *mw = dw + Q32_TR * nb;
+  uint8_t *dec = (uint8_t *)(void *)(mw + Q32_TR * nb);
+  const uint8_t *w[Q32_TR], *uw[Q32_TR];
+  for (int r = 0; r < Q32_TR; ++r) {
+    w[r] = dec + (size_t)(r * nb) * 32;
+    uw[r] = q8 ? dec + (size_t)((Q32_TR + r) * nb) * 32 : w[r];
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * Q32_TR;
+    const int nr = (int)(t->n - n0 < Q32_TR ? t->n - n0 : Q32_TR);
+    for (int r = 0; r < Q32_TR; ++r) {
+      const uint8_t *row = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t *blk = row + b * kd.bytes;
+        const __m256i q = q32_elems(blk, kd);
+        _mm256_storeu_si256((__m256i *)(void *)(dec + (size_t)(r * nb + b) * 32), q);
+        if (q8) _mm256_storeu_si256((__m256i *)(void *)(dec + (size_t)((Q32_TR + r) * nb + b) * 32), _mm256_abs_epi8(q));
+        dw[r * nb + b] = QK_F16_TO_F32((uint16_t)q32_le16(blk));
+        mw[r * nb + b] = kd.min ? QK_F16_TO_F32((uint16_t)q32_le16(blk + kd.min)) : 0.0f;
+      }
+    }
+    for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
+      const int ng = x->groups - g0 >= 2 ? 2 : 1;
+      __m256 f[Q32_TR][2];
+      q32_tile(x, w, uw, dw, mw, g0, ng, kd, f);
+      for (int g = 0; g < ng; ++g) {
+        const int64_t c0 = (g0 + g) * 8;
+        const int used = (int)(t->m - c0 < 8 ? t->m - c0 : 8);
+        for (int r = 0; r < nr; ++r) {
+          float lane[8];
+          _mm256_storeu_ps(lane, f[r][g]);
+          for (int c = 0; c < used; ++c)
+            t->out[(c0 + c) * t->n + n0 + r] = t->bias ? lane[c] + t->bias[n0 + r] : lane[c];
+        }
+      }
+    }
+  }
+  tp_temp_free(dw);
+}
+
+static void q32_tile_q8_0(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q8_0); }
+static void q32_tile_q4_0(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q4_0); }
+static void q32_tile_q5_0(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q5_0); }
+static void q32_tile_q4_1(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q4_1); }
+static void q32_tile_q5_1(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q5_1); }
+
+/* Whether the block-sum kernels serve the task. */
+static int qk_q32_serves(const tp_qk_task *t) {
+  const topos_dtype w = t->wtype;
+  return (w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1) &&
+         t->k % 32 == 0;
+}
+
+static topos_status qk_q32_run(const tp_qk_task *t) {
+  qk_q32_ctx x;
+  memset(&x, 0, sizeof x);
+  x.task = t;
+  tp_qk_range_fn mv, tile;
+  switch (t->wtype) {
+    case TOPOS_Q4_0: x.kind = Q32_Q4_0, mv = q32_mv_q4_0, tile = q32_tile_q4_0; break;
+    case TOPOS_Q5_0: x.kind = Q32_Q5_0, mv = q32_mv_q5_0, tile = q32_tile_q5_0; break;
+    case TOPOS_Q4_1: x.kind = Q32_Q4_1, mv = q32_mv_q4_1, tile = q32_tile_q4_1; break;
+    case TOPOS_Q5_1: x.kind = Q32_Q5_1, mv = q32_mv_q5_1, tile = q32_tile_q5_1; break;
+    default: x.kind = Q32_Q8_0, mv = q32_mv_q8_0, tile = q32_tile_q8_0; break;
+  }
+  x.nb = t->k / 32;
+  tp_qk_traits tr;
+  tp_qk_traits_of(t->wtype, &tr);
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (t->m < Q32_MV_MAX_M) {
+    if (q32_mv_prepare(&x))
+      tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), mv, &x);
+    else
+      x.failed = 1;
+  } else if (q32_tile_prepare(&x)) {
+    tp_qk_parallel_for(t->threads, (t->n + Q32_TR - 1) / Q32_TR, 1 + ((int64_t)1 << 16) / (Q32_TR * t->k * t->m),
+                       tile, &x);
+  } else {
+    x.failed = 1;
+  }
+  tp_temp_free(x.mem);
+  qk_act_free(&x.act);
+  if (x.failed)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
+                   (long long)t->k);
+  return TOPOS_OK;
+}
+
+#endif
