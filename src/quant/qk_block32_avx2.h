@@ -23,11 +23,11 @@
  *    widens every step. Q4_0 / Q5_0's bias term (-bias * the block's qa sum)
  *    is one integer per activation row and block.
  *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
- *    weight rows. Each row's block meets the activation block in
- *    vpmaddubsw / vpmaddwd (8 lane sums), the 8 rows' lane sums are reduced
- *    to the 8 block sums by an exact transpose-and-add (q32_reduce8), the
- *    rows' f16 scales are assembled in general registers, and the float
- *    steps run 8 rows at a time. */
+ *    weight rows. Two rows' blocks meet the activation block in one
+ *    vector (q32_dot_pair), the 8 rows' lane sums are reduced to the 8
+ *    block sums by an exact transpose-and-add (q32_reduce_pairs), the rows'
+ *    f16 scales are assembled in general registers, and the float steps
+ *    run 8 rows at a time. */
 #ifndef TP_QUANT_QK_BLOCK32_AVX2_H
 #define TP_QUANT_QK_BLOCK32_AVX2_H
 
@@ -102,17 +102,52 @@ Q32_INLINE __m256i q32_dot(__m256i w, __m256i a, const q32_kind kd) {
 
 /* ---- matrix-vector: 8 weight rows per panel, lanes are rows ----------- */
 
-/* t[r]: row r's 8 lane sums -> lane r: their total. Exact integer adds. */
+/* The matrix-vector kernel's lanes hold the panel's rows in this order: the
+ * order the reduction of row pairs leaves them in (q32_reduce_pairs). */
+static const int q32_lane_row[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+/* v[i]: rows 2i and 2i + 1's 4 lane sums each ([row 2i | row 2i + 1]) ->
+ * lane l: the total of row q32_lane_row[l]. Exact integer adds. */
+Q32_INLINE __m256i q32_reduce_pairs(const __m256i v[4]) {
+  /* per 128-bit half: rows 0, 0, 2, 2 | 1, 1, 3, 3 (and 4..7) */
+  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+  return _mm256_hadd_epi32(h01, h23);
+}
+
+/* t[l]: 8 lane sums each -> lane l: their total (Q8_0, whose rows' sign
+ * trick products leave no room to add two rows in 16 bits). */
 Q32_INLINE __m256i q32_reduce8(const __m256i t[8]) {
   const __m256i h01 = _mm256_hadd_epi32(t[0], t[1]), h23 = _mm256_hadd_epi32(t[2], t[3]);
   const __m256i h45 = _mm256_hadd_epi32(t[4], t[5]), h67 = _mm256_hadd_epi32(t[6], t[7]);
-  /* per 128-bit half: rows 0..3 (4..7), each the half's 4 lanes summed */
+  /* per 128-bit half: t 0..3 (4..7), each the half's 4 lanes summed */
   const __m256i lo = _mm256_hadd_epi32(h01, h23), hi = _mm256_hadd_epi32(h45, h67);
   return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x21), _mm256_blend_epi32(lo, hi, 0xF0));
 }
 
-/* The f16 at offset `at` of the 8 rows, widened: words gathered in general
- * registers (the vector ports stay with the dots). */
+/* Two rows' lane sums of w * qa over block b0 / b1 of a nibble type as
+ * [row 0 | row 1], 4 lanes each. The 16 qs bytes of both rows share one
+ * vector: their low nibbles meet the activations' elements 0..15 (alo, in
+ * both halves), their high nibbles 16..31 (ahi); the pair sums (<= 2 * 31
+ * * 127) of the two add in 16 bits. */
+Q32_INLINE __m256i q32_dot_pair(const uint8_t *b0, const uint8_t *b1, __m256i alo, __m256i ahi, const q32_kind kd) {
+  const __m256i x = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b0 + kd.qs))),
+      _mm_loadu_si128((const __m128i *)(const void *)(b1 + kd.qs)), 1);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  __m256i lo = _mm256_and_si256(x, nib), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
+  if (kd.qh) { /* bit i of qh is element i: 0..15 go with lo, 16..31 with hi */
+    uint32_t h0, h1;
+    memcpy(&h0, b0 + kd.qh, 4);
+    memcpy(&h1, b1 + kd.qh, 4);
+    lo = _mm256_or_si256(lo, q32_bits_0x10((h0 & 0xFFFFu) | h1 << 16));
+    hi = _mm256_or_si256(hi, q32_bits_0x10(h0 >> 16 | (h1 & 0xFFFF0000u)));
+  }
+  const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* The f16 at offset `at` of the 8 rows (in lane order), widened: words
+ * gathered in general registers (the vector ports stay with the dots). */
 Q32_INLINE __m256 q32_f16x8(const uint8_t *const rows[8], int64_t at) {
   uint64_t lo = 0, hi = 0;
   for (int r = 0; r < 4; ++r) {
@@ -148,7 +183,12 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
   const int64_t nb = x->nb, kpad = act->kpad;
-  const uint8_t *end = (const uint8_t *)t->w + (size_t)t->n * t->row_bytes;
+  /* the panel two on is fetched as this one is read, in address order (its
+   * 8 rows are one run of 8 * row_bytes): per block, `step` bytes of it, at
+   * points at most a line apart (packed rows: Q4_0 144 bytes in 3 fetches,
+   * Q8_0 272 in 5) */
+  const int64_t step = (8 * (int64_t)t->row_bytes + nb - 1) / nb;
+  const int fetches = (int)((step + 63) / 64);
   {
     /* the range's first two panels up front: the loop fetches two ahead */
     const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
@@ -157,11 +197,10 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
     const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
-    const uint8_t *rows[8], *ahead[8];
-    for (int r = 0; r < 8; ++r) {
-      rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-      ahead[r] = rows[r] + (size_t)16 * t->row_bytes; /* two panels on; fetched while below `end` */
-    }
+    const uint8_t *rows[8], *lanes[8];
+    for (int r = 0; r < 8; ++r) rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+    const uint8_t *ahead = n0 + 24 <= t->n ? (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes : NULL;
+    for (int l = 0; l < 8; ++l) lanes[l] = rows[q32_lane_row[l]];
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       const int32_t *corr = x->corr + c * nb;
@@ -169,23 +208,33 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
       __m256 f = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t at = b * kd.bytes;
-        /* the panel two ahead, one line per row as this one's reads enter it */
-        if (c == 0 && (b == 0 || (at >> 6) != ((at - kd.bytes) >> 6)))
-          for (int r = 0; r < 8; ++r)
-            if (ahead[r] + at < end) _mm_prefetch((const char *)(ahead[r] + (at & ~(int64_t)63)), _MM_HINT_T0);
+        if (c == 0 && ahead)
+          for (int i = 0; i < fetches; ++i) _mm_prefetch((const char *)(ahead + step * b + 64 * i), _MM_HINT_T0);
         const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(aq + 32 * b));
-        __m256i s[8];
+        const __m256i alo = _mm256_permute2x128_si256(a, a, 0x00), ahi = _mm256_permute2x128_si256(a, a, 0x11);
+        __m256i isum;
+        if (Q32_IS_Q8(kd)) {
+          __m256i t8[8];
 #pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) s[r] = q32_dot(q32_elems(rows[r] + at, kd), a, kd);
-        __m256i isum = q32_reduce8(s);
+          for (int l = 0; l < 8; ++l) t8[l] = q32_dot(q32_elems(lanes[l] + at, kd), a, kd);
+          isum = q32_reduce8(t8);
+        } else {
+          __m256i v[4];
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) v[i] = q32_dot_pair(rows[2 * i] + at, rows[2 * i + 1] + at, alo, ahi, kd);
+          isum = q32_reduce_pairs(v);
+        }
         if (kd.bias) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr[b]));
-        const __m256 dw = q32_f16x8(rows, at);
+        const __m256 dw = q32_f16x8(lanes, at);
         f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(da[b])), f);
-        if (kd.min) f = _mm256_fmadd_ps(q32_f16x8(rows, at + kd.min), _mm256_set1_ps(sa[b]), f);
+        if (kd.min) f = _mm256_fmadd_ps(q32_f16x8(lanes, at + kd.min), _mm256_set1_ps(sa[b]), f);
       }
       float lane[8];
       _mm256_storeu_ps(lane, f);
-      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+      for (int l = 0; l < 8; ++l) {
+        const int r = q32_lane_row[l];
+        if (r < nr) t->out[c * t->n + n0 + r] = t->bias ? lane[l] + t->bias[n0 + r] : lane[l];
+      }
     }
   }
 }
