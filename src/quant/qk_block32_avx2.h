@@ -157,6 +157,24 @@ Q32_INLINE __m256 q32_f16x8(const uint8_t *const rows[8], int64_t at) {
   return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
 }
 
+/* Q4_1 / Q5_1: the f16 d and min (adjacent: one dword per row) of the 8
+ * rows at offset `at`, widened into *d and *m. */
+Q32_INLINE void q32_f16x8_dm(const uint8_t *const rows[8], int64_t at, __m256 *d, __m256 *m) {
+  uint64_t u[4];
+  for (int i = 0; i < 4; ++i) {
+    uint32_t lo, hi;
+    memcpy(&lo, rows[2 * i] + at, 4);
+    memcpy(&hi, rows[2 * i + 1] + at, 4);
+    u[i] = (uint64_t)hi << 32 | lo;
+  }
+  /* [d m] of 4 rows per vector -> [4 d | 4 m] */
+  const __m128i split = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  const __m128i x = _mm_shuffle_epi8(_mm_set_epi64x((long long)u[1], (long long)u[0]), split);
+  const __m128i y = _mm_shuffle_epi8(_mm_set_epi64x((long long)u[3], (long long)u[2]), split);
+  *d = _mm256_cvtph_ps(_mm_unpacklo_epi64(x, y));
+  *m = _mm256_cvtph_ps(_mm_unpackhi_epi64(x, y));
+}
+
 /* Per activation row and block: the bias term, d and s (matrix-vector). */
 static int q32_mv_prepare(qk_q32_ctx *x) {
   const qk_act *act = &x->act;
@@ -225,9 +243,11 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
           isum = q32_reduce_pairs(v);
         }
         if (kd.bias) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr[b]));
-        const __m256 dw = q32_f16x8(lanes, at);
+        __m256 dw, mw = _mm256_setzero_ps();
+        if (kd.min == 2) q32_f16x8_dm(lanes, at, &dw, &mw);
+        else dw = q32_f16x8(lanes, at);
         f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(da[b])), f);
-        if (kd.min) f = _mm256_fmadd_ps(q32_f16x8(lanes, at + kd.min), _mm256_set1_ps(sa[b]), f);
+        if (kd.min) f = _mm256_fmadd_ps(mw, _mm256_set1_ps(sa[b]), f);
       }
       float lane[8];
       _mm256_storeu_ps(lane, f);
