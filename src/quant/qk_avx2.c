@@ -134,6 +134,34 @@ static inline float qk_reduce_avx2(__m256 v) {
 #include "quant/qk_engine_body.h"
 #include "quant/qk_block32_avx2.h"
 
+#include "quant/qk_multi.h"
+
 topos_status tp_qk_fast_avx2(const tp_qk_task *task) {
   return qk_q32_serves(task) ? qk_q32_run(task) : QK_FN(run)(task);
+}
+
+topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {
+  if (count < 1 || count > TP_QK_MULTI_MAX) return TOPOS_UNSUPPORTED;
+  for (int i = 0; i < count; ++i)
+    if (tasks[i].m != tasks[0].m || tasks[i].m >= Q32_MV_MAX_M || !qk_q32_serves(&tasks[i])) return TOPOS_UNSUPPORTED;
+  qk_q32_ctx ctx[TP_QK_MULTI_MAX];
+  qk_multi mu;
+  memset(&mu, 0, sizeof mu);
+  mu.panel_rows = 8;
+  topos_status st = TOPOS_OK;
+  while (mu.count < count) {
+    const tp_qk_task *t = &tasks[mu.count];
+    tp_qk_range_fn mv, tile;
+    if (!qk_q32_begin(t, &ctx[mu.count], &mv, &tile)) {
+      st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+      break;
+    }
+    qk_multi_add(&mu, t, mv, &ctx[mu.count]);
+  }
+  if (st == TOPOS_OK) qk_multi_run(&mu);
+  for (int i = 0; i < mu.count; ++i) { /* every begun context ends; the first failure is the status */
+    const topos_status e = qk_q32_end(&ctx[i]);
+    if (st == TOPOS_OK) st = e;
+  }
+  return st;
 }

@@ -177,6 +177,7 @@ static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, fl
 #include "quant/qk_block32_avx512vnni.h"
 #include "quant/qk_ksum_avx512vnni.h"
 #include "quant/qk_amx_ksum.h"
+#include "quant/qk_multi.h"
 
 /* Which kernel family serves a task below AMX's m: the block-sum kernels
  * for the 32-element block types, the super-block-sum kernels for Q4_K,
@@ -215,37 +216,7 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   }
 }
 
-/* ---- several matrix-vector products as one dispatch ----------------------
- * Each task keeps its own kernel context (activations quantized for its
- * type); the dispatch walks the tasks' 16-row panels end to end, so the
- * threads split their sum — short products (a small model's k and v rows)
- * no longer run on one thread each, and the threads meet once. Each panel
- * runs the same range function as the task alone: the same bits. */
-typedef struct {
-  int count;
-  const tp_qk_task *task[TP_QK_MULTI_MAX];
-  tp_qk_range_fn fn[TP_QK_MULTI_MAX];
-  void *ctx[TP_QK_MULTI_MAX];
-  int64_t start[TP_QK_MULTI_MAX + 1]; /* task i's panels: [start[i], start[i + 1]) */
-} qk_multi;
-
-static void qk_multi_range(void *vctx, int64_t p0, int64_t p1) {
-  const qk_multi *mu = vctx;
-  for (int i = 0; i < mu->count && p0 < p1; ++i) {
-    const int64_t lo = p0 > mu->start[i] ? p0 : mu->start[i], hi = p1 < mu->start[i + 1] ? p1 : mu->start[i + 1];
-    if (lo >= hi) continue;
-    /* a range that finishes a task fetches the next task's first two panels
-     * first: the kernels fetch ahead within a task only, and the next
-     * weights lie elsewhere in the file */
-    if (hi == mu->start[i + 1] && i + 1 < mu->count) {
-      const tp_qk_task *next = mu->task[i + 1];
-      const int64_t rows = next->n < 32 ? next->n : 32;
-      qk_prefetch_slice((const uint8_t *)next->w, 0, rows * (int64_t)next->row_bytes);
-    }
-    mu->fn[i](mu->ctx[i], lo - mu->start[i], hi - mu->start[i]);
-  }
-}
-
+/* ---- several matrix-vector products as one dispatch (qk_multi.h) -------- */
 topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count) {
   if (count < 1 || count > TP_QK_MULTI_MAX) return TOPOS_UNSUPPORTED;
   for (int i = 0; i < count; ++i)
@@ -258,24 +229,20 @@ topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count) {
   } ctx[TP_QK_MULTI_MAX];
   qk_multi mu;
   memset(&mu, 0, sizeof mu);
+  mu.panel_rows = 16;
   topos_status st = TOPOS_OK;
-  for (; mu.count < count; ++mu.count) {
+  while (mu.count < count) {
     const tp_qk_task *t = &tasks[mu.count];
-    const int ok = qk_kernel_of(t) == QK_KERNEL_B32 ? qk_b32_begin(t, &ctx[mu.count].b, &mu.fn[mu.count])
-                                                     : qk_ks_begin(t, &ctx[mu.count].k, &mu.fn[mu.count]);
+    tp_qk_range_fn fn;
+    void *c = &ctx[mu.count];
+    const int ok = qk_kernel_of(t) == QK_KERNEL_B32 ? qk_b32_begin(t, c, &fn) : qk_ks_begin(t, c, &fn);
     if (!ok) {
       st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
       break;
     }
-    mu.ctx[mu.count] = &ctx[mu.count];
-    mu.task[mu.count] = t;
-    mu.start[mu.count + 1] = mu.start[mu.count] + (t->n + 15) / 16;
+    qk_multi_add(&mu, t, fn, c);
   }
-  if (st == TOPOS_OK) {
-    const tp_qk_task *t = &tasks[0];
-    tp_qk_parallel_for(t->threads, mu.start[count], 1 + ((int64_t)1 << 16) / (16 * t->k * t->m), qk_multi_range,
-                       &mu);
-  }
+  if (st == TOPOS_OK) qk_multi_run(&mu);
   for (int i = 0; i < mu.count; ++i) { /* every begun context ends; the first failure is the status */
     const topos_status e = qk_kernel_of(&tasks[i]) == QK_KERNEL_B32 ? qk_b32_end(&ctx[i].b) : qk_ks_end(&ctx[i].k);
     if (st == TOPOS_OK) st = e;

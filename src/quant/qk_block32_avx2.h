@@ -436,40 +436,51 @@ static int qk_q32_serves(const tp_qk_task *t) {
          t->k % 32 == 0;
 }
 
-static topos_status qk_q32_run(const tp_qk_task *t) {
-  qk_q32_ctx x;
-  memset(&x, 0, sizeof x);
-  x.task = t;
-  tp_qk_range_fn mv, tile;
+/* x for weights of t's type (qk_q32_serves) with t's activations prepared
+ * for the kernel m calls for; *mv / *tile: the range functions (matrix-
+ * vector over 8-row panels when m < Q32_MV_MAX_M, else the tile over
+ * Q32_TR-row panels). 0: out of memory. */
+static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile) {
+  memset(x, 0, sizeof *x);
+  x->task = t;
   switch (t->wtype) {
-    case TOPOS_Q4_0: x.kind = Q32_Q4_0, mv = q32_mv_q4_0, tile = q32_tile_q4_0; break;
-    case TOPOS_Q5_0: x.kind = Q32_Q5_0, mv = q32_mv_q5_0, tile = q32_tile_q5_0; break;
-    case TOPOS_Q4_1: x.kind = Q32_Q4_1, mv = q32_mv_q4_1, tile = q32_tile_q4_1; break;
-    case TOPOS_Q5_1: x.kind = Q32_Q5_1, mv = q32_mv_q5_1, tile = q32_tile_q5_1; break;
-    default: x.kind = Q32_Q8_0, mv = q32_mv_q8_0, tile = q32_tile_q8_0; break;
+    case TOPOS_Q4_0: x->kind = Q32_Q4_0, *mv = q32_mv_q4_0, *tile = q32_tile_q4_0; break;
+    case TOPOS_Q5_0: x->kind = Q32_Q5_0, *mv = q32_mv_q5_0, *tile = q32_tile_q5_0; break;
+    case TOPOS_Q4_1: x->kind = Q32_Q4_1, *mv = q32_mv_q4_1, *tile = q32_tile_q4_1; break;
+    case TOPOS_Q5_1: x->kind = Q32_Q5_1, *mv = q32_mv_q5_1, *tile = q32_tile_q5_1; break;
+    default: x->kind = Q32_Q8_0, *mv = q32_mv_q8_0, *tile = q32_tile_q8_0; break;
   }
-  x.nb = t->k / 32;
+  x->nb = t->k / 32;
   tp_qk_traits tr;
   tp_qk_traits_of(t->wtype, &tr);
-  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.act, t->threads))
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
-  if (t->m < Q32_MV_MAX_M) {
-    if (q32_mv_prepare(&x))
-      tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), mv, &x);
-    else
-      x.failed = 1;
-  } else if (q32_tile_prepare(&x)) {
-    tp_qk_parallel_for(t->threads, (t->n + Q32_TR - 1) / Q32_TR, 1 + ((int64_t)1 << 16) / (Q32_TR * t->k * t->m),
-                       tile, &x);
-  } else {
-    x.failed = 1;
-  }
-  tp_temp_free(x.mem);
-  qk_act_free(&x.act);
-  if (x.failed)
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
+  if (t->m < Q32_MV_MAX_M ? q32_mv_prepare(x) : q32_tile_prepare(x)) return 1;
+  qk_act_free(&x->act);
+  return 0;
+}
+
+/* Frees what qk_q32_begin and the ranges took; the status of the product. */
+static topos_status qk_q32_end(qk_q32_ctx *x) {
+  const tp_qk_task *t = x->task;
+  tp_temp_free(x->mem);
+  qk_act_free(&x->act);
+  if (x->failed)
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
                    (long long)t->k);
   return TOPOS_OK;
+}
+
+static topos_status qk_q32_run(const tp_qk_task *t) {
+  qk_q32_ctx x;
+  tp_qk_range_fn mv, tile;
+  if (!qk_q32_begin(t, &x, &mv, &tile))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (t->m < Q32_MV_MAX_M)
+    tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), mv, &x);
+  else
+    tp_qk_parallel_for(t->threads, (t->n + Q32_TR - 1) / Q32_TR, 1 + ((int64_t)1 << 16) / (Q32_TR * t->k * t->m),
+                       tile, &x);
+  return qk_q32_end(&x);
 }
 
 #endif

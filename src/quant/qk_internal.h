@@ -67,6 +67,7 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task);
 #define TP_QK_MULTI_MAX 8
 topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count);
 topos_status tp_qk_fast_avx2(const tp_qk_task *task);
+topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count); /* as the AVX-512 one */
 topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU */
 topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
 

@@ -256,10 +256,12 @@ topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_
   /* one dispatch where the matrix-vector kernels serve every part */
 #if defined(__x86_64__) || defined(_M_X64)
   if (path != TOPOS_QMATMUL_REFERENCE && count >= 2 && count <= TP_QK_MULTI_MAX) {
-    int all = 1;
-    for (size_t i = 0; i < count; ++i) all &= qk_fast_kernel(tasks[i].wtype, NULL) == tp_qk_fast_avx512vnni;
-    if (all) {
-      topos_status st = tp_qk_fast_avx512vnni_multi(tasks, (int)count);
+    const qk_fast_fn first = qk_fast_kernel(tasks[0].wtype, NULL);
+    int same = first == tp_qk_fast_avx512vnni || first == tp_qk_fast_avx2;
+    for (size_t i = 1; i < count; ++i) same &= qk_fast_kernel(tasks[i].wtype, NULL) == first;
+    if (same) {
+      topos_status st = first == tp_qk_fast_avx512vnni ? tp_qk_fast_avx512vnni_multi(tasks, (int)count)
+                                                       : tp_qk_fast_avx2_multi(tasks, (int)count);
       if (st != TOPOS_UNSUPPORTED) return st;
       topos_clear_error();
     }

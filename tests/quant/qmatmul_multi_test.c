@@ -1,7 +1,7 @@
 /* topos_qmatmul_multi: several weight matrices against one activation matrix.
  * Every part's output has the bits of topos_qmatmul on that part alone, on
  * each path, at every thread count — whether the parts ran as one dispatch
- * (decoding, AVX-512 VNNI matrix-vector kernels for every part) or one by
+ * (decoding, AVX-512 VNNI or AVX2 matrix-vector kernels for every part) or one by
  * one (prompts, other types, more than 8 parts). */
 #include <stdlib.h>
 #include <string.h>
