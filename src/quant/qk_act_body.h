@@ -28,12 +28,6 @@ typedef struct qk_act {
   void *mem;
 } qk_act;
 
-/* A fused matrix-vector kernel (qk_matvec_*.h): nr <= QK_R weight rows
- * against activation row c, results at res[r * QK_C]; pf / pf_step: see
- * qk_prefetch_slice. */
-typedef void (*qk_matvec_fn)(const uint8_t *const *rows, int nr, const qk_act *act, int64_t c, int64_t k,
-                             const uint8_t *pf, int64_t pf_step, float *res);
-
 /* The including ISA file provides, with the reference's exact semantics:
  *   float qk_absmax(const float *x, int n)            max |x[i]|
  *   void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum)

@@ -128,16 +128,16 @@ static inline float qk_reduce_avx2(__m256 v) {
 }
 
 #include "quant/qk_act_body.h"
-#include "quant/qk_matvec_avx2.h"
-#define QK_MATVEC_OF qk_matvec_of
-#define QK_MATVEC_PREPARE qk_matvec_prepare
 #include "quant/qk_engine_body.h"
 #include "quant/qk_block32_avx2.h"
+#include "quant/qk_ksum_avx2.h"
 
 #include "quant/qk_multi.h"
 
 topos_status tp_qk_fast_avx2(const tp_qk_task *task) {
-  return qk_q32_serves(task) ? qk_q32_run(task) : QK_FN(run)(task);
+  if (qk_q32_serves(task)) return qk_q32_run(task);
+  if (qk_ks8_serves(task)) return qk_ks8_run(task);
+  return QK_FN(run)(task);
 }
 
 topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {

@@ -116,12 +116,18 @@ Q32_INLINE __m256i q32_reduce_pairs(const __m256i v[4]) {
 
 /* t[l]: 8 lane sums each -> lane l: their total (Q8_0, whose rows' sign
  * trick products leave no room to add two rows in 16 bits). */
-Q32_INLINE __m256i q32_reduce8(const __m256i t[8]) {
-  const __m256i h01 = _mm256_hadd_epi32(t[0], t[1]), h23 = _mm256_hadd_epi32(t[2], t[3]);
-  const __m256i h45 = _mm256_hadd_epi32(t[4], t[5]), h67 = _mm256_hadd_epi32(t[6], t[7]);
+/* In two steps, so callers can pair rows as they make them (8 live vectors
+ * leave few registers for the work): h[i] = vphaddd of t[2i], t[2i + 1],
+ * then q32_reduce_halves(h). */
+Q32_INLINE __m256i q32_reduce_halves(const __m256i h[4]) {
   /* per 128-bit half: t 0..3 (4..7), each the half's 4 lanes summed */
-  const __m256i lo = _mm256_hadd_epi32(h01, h23), hi = _mm256_hadd_epi32(h45, h67);
+  const __m256i lo = _mm256_hadd_epi32(h[0], h[1]), hi = _mm256_hadd_epi32(h[2], h[3]);
   return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x21), _mm256_blend_epi32(lo, hi, 0xF0));
+}
+Q32_INLINE __m256i q32_reduce8(const __m256i t[8]) {
+  const __m256i h[4] = {_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3]), _mm256_hadd_epi32(t[4], t[5]),
+                        _mm256_hadd_epi32(t[6], t[7])};
+  return q32_reduce_halves(h);
 }
 
 /* Two rows' lane sums of w * qa over block b0 / b1 of a nibble type as

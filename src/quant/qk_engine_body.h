@@ -307,9 +307,6 @@ typedef struct QK_FN(ctx) {
   QK_FN(ftile_fn) f4, f1;
   QK_FN(frow_fn) fr1;
   QK_FN(frow2_fn) fr2; /* two rows per call where that reads memory faster (see range_small), else NULL */
-  /* fused matrix-vector kernel for m < QK_C (ISA files that have one define
-   * QK_MATVEC_OF); bit-identical to the tile route */
-  qk_matvec_fn mv;
   int sc_pairs;        /* K panels' scales in both 16-bit halves (QK_DOT_SCALED, types without a bias) */
   volatile int failed; /* a range could not allocate its panel */
 } QK_FN(ctx);
@@ -401,16 +398,15 @@ static int64_t QK_FN(group_panels)(size_t panel_bytes) {
   return g < 1 ? 1 : g > 32 ? 32 : g;
 }
 
-/* m < QK_C with a fused matrix-vector kernel, or float weights at m < QK_C:
- * one panel at a time, fetching the panel two ahead slice by slice
- * (qk_prefetch_slice). */
+/* Float weights at m < QK_C: one panel at a time, each row fetching its
+ * row of the panel two ahead slice by slice (qk_prefetch_slice). */
 static void QK_FN(range_small)(QK_FN(ctx) *ctx, int64_t p0, int64_t p1) {
   const tp_qk_task *t = ctx->task;
   const uint8_t *w = t->w;
   float res[QK_R * QK_C];
-  /* iterations of a kernel's loop over one row: super-blocks (K types) or
-   * 64 elements; each fetches one slice of what lies ahead */
-  const int64_t units = ctx->kdecode ? t->k / 256 : (t->k + 63) / 64;
+  /* iterations of a kernel's loop over one row: 64 elements; each fetches
+   * one slice of what lies ahead */
+  const int64_t units = (t->k + 63) / 64;
   const int64_t row_step = ((int64_t)t->row_bytes + units - 1) / units;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * QK_R;
@@ -418,18 +414,11 @@ static void QK_FN(range_small)(QK_FN(ctx) *ctx, int64_t p0, int64_t p1) {
     /* the panel two ahead, past p1 too: a range is one claim of a thread's
      * share (tp_qk_parallel_for), and the next claim is usually the same
      * thread's */
-    const uint8_t *pf = NULL;
-    int64_t pf_step = 0;
-    if (n0 + 2 * QK_R < t->n) {
-      const int64_t ahead = t->n - n0 - 2 * QK_R < QK_R ? t->n - n0 - 2 * QK_R : QK_R;
-      pf = w + (size_t)(n0 + 2 * QK_R) * t->row_bytes;
-      pf_step = (ahead * (int64_t)t->row_bytes + units - 1) / units;
-    }
+    const uint8_t *pf = n0 + 2 * QK_R < t->n ? w + (size_t)(n0 + 2 * QK_R) * t->row_bytes : NULL;
     const uint8_t *rows[QK_R];
     for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
     for (int64_t c = 0; c < t->m; ++c) {
-      if (ctx->mv) ctx->mv(rows, nr, &ctx->act, c, t->k, c == 0 ? pf : NULL, pf_step, res);
-      else if (ctx->fr2 && nr == QK_R) /* float weights, rows in pairs (two chains in flight) */
+      if (ctx->fr2 && nr == QK_R) /* float weights, rows in pairs (two chains in flight) */
         for (int r = 0; r < nr; r += 2)
           ctx->fr2(rows + r, t->a, t->k, c, c == 0 && pf ? pf + (size_t)r * t->row_bytes : NULL, 2 * row_step,
                    res + r * QK_C);
@@ -447,7 +436,7 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
   QK_FN(ctx) *ctx = vctx;
   const tp_qk_task *t = ctx->task;
   const int quantized = ctx->decode || ctx->kdecode;
-  if (t->m < QK_C && (!quantized || ctx->mv)) {
+  if (t->m < QK_C && !quantized) {
     QK_FN(range_small)(ctx, p0, p1);
     return;
   }
@@ -540,16 +529,10 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       } else {
         ctx.q4 = QK_FN(qt_bias_c4), ctx.q1 = QK_FN(qt_bias_c1);
       }
-#ifdef QK_MATVEC_OF
-      ctx.mv = QK_MATVEC_OF(t->wtype, t->k);
-#endif
       /* the activations, then what the wide tile or the fused kernels read of them */
       int act_ok = qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads);
 #ifdef QK_KTILE_WIDE_H
       if (act_ok && ctx.kw) act_ok = (ctx.kw_au = qk_kw_unsigned_act(&ctx.act)) != NULL;
-#endif
-#ifdef QK_MATVEC_OF
-      if (act_ok && ctx.mv && t->m < QK_C) act_ok = QK_MATVEC_PREPARE(t->wtype, &ctx.act);
 #endif
       if (!act_ok) {
         tp_temp_free(ctx.kw_au);

@@ -2,9 +2,8 @@
  * engine's own kernels: the block-sum and super-block-sum products
  * (qk_block32_avx512vnni.h, qk_ksum_avx512vnni.h) build on these. Included
  * by qk_avx512vnni.c before the engine body. Those kernels serve every
- * product of their types on this ISA (decoding included), so the engine's
- * fused matrix-vector table (qk_matvec_table.h) has no AVX-512 instance:
- * the AVX2 engine keeps its own (qk_matvec_avx2.h).
+ * product of their types on this ISA (decoding included), as the AVX2
+ * kernels do there (qk_block32_avx2.h, qk_ksum_avx2.h).
  *
  * Layouts: reference/ggml.md §2. */
 #ifndef TP_QUANT_QK_MATVEC_AVX512VNNI_H

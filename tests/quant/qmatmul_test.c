@@ -741,6 +741,19 @@ TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
+/* The AVX2 kernels (qk_ksum_avx2.h) compute the same definition. */
+TEST(qmatmul_k_types_avx2_are_the_super_block_sum_definition) {
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
+  if (!isa || strcmp(isa, "avx2") != 0) {
+    tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+    SKIP("the AVX2 super-block kernels need AVX2");
+  }
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
+  qm_k_super_block_cases(types, 3);
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+}
+
 /* Q4_K and Q5_K on AMX tiles (qk_amx_ksum.h: the sub-block scales folded
  * into two byte images of the weights) compute the same definition: the
  * same bits as the VNNI kernels at m = 4, 21 and 40, and m = 1, 3 still

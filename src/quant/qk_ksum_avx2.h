@@ -1,0 +1,519 @@
+/* Q4_K, Q5_K and Q6_K products on AVX2 (included by qk_avx2.c after
+ * qk_block32_avx2.h), by the super-block-sum definition of the AVX-512
+ * kernels (qk_ksum_avx512vnni.h): with the Q8_K activation's da and qa,
+ * per super-block in order from acc = 0,
+ *     Q4_K, Q5_K:  isc = sum_j sc_j * sum_(i in j) q_i * qa_i
+ *                  imn = sum_j m_j * sum_(i in j) qa_i
+ *                  acc = fma(float(isc), d * da, acc)
+ *                  acc = fma(-float(imn), dmin * da, acc)
+ *     Q6_K:        isc = sum_j sc_j * sum_(i in j) (q_i - 32) * qa_i
+ *                  acc = fma(float(isc), d * da, acc)
+ * isc and imn are exact integers, so any kernel that forms them gives the
+ * same bits. The engine's K tile converted a lane sum per 16 elements and
+ * took the min term group by group in floats; here the float work is one
+ * or two conversions per super-block.
+ *
+ * The weights' q (Q4_K 0..15, Q5_K 0..31, Q6_K 0..63) are vpmaddubsw's
+ * unsigned operand and qa the signed one: pair sums of at most 2 * 15 *
+ * 127, 2 * 31 * 127 and 2 * 63 * 127 add in 16 bits over 8, 4 and 2 steps
+ * of 4 elements, and one vpmaddwd with the sub-block's scale in both
+ * 16-bit halves of a lane both widens them and applies sc_j (products <=
+ * 63 * 30480 or 128 * 32004). Q6_K's -32 becomes a per-row and -activation
+ * correction, -32 * sum_j sc_j * (j's qa sum), and the min term is a
+ * vpmaddwd of the paired mins with the paired sub-block sums of qa.
+ *
+ * As for the 32-element types: the tile (m >= KS8_MV_MAX_M) has 8
+ * activation rows as lanes, a panel of 4 weight rows decoded to bytes in
+ * element order; the matrix-vector kernel has lanes of elements per row and
+ * reduces 8 rows' lane sums by an exact transpose (q32_reduce8). */
+#ifndef TP_QUANT_QK_KSUM_AVX2_H
+#define TP_QUANT_QK_KSUM_AVX2_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KS8_TR 4       /* weight rows per tile */
+#define KS8_MV_MAX_M 4 /* below this m, the matrix-vector kernel */
+
+typedef enum { KS8_Q4_K, KS8_Q5_K, KS8_Q6_K } ks8_kind;
+
+typedef struct {
+  const tp_qk_task *task;
+  qk_act act;
+  ks8_kind kind;
+  int64_t nsb, bb; /* super-blocks per row; bytes per super-block */
+  int64_t groups;  /* tile: groups of 8 activation rows */
+  int8_t *au;      /* tile: [group][sb][64 steps][8 rows][4] = qa */
+  float *gda;      /* tile: [group][sb][8] */
+  int32_t *gbp;    /* tile: [group][sb][pair][8]: sub-block qa sums 2p | 2p + 1 << 16 (8 pairs) */
+  int16_t *bs;     /* matrix-vector: [row][sb][16] sub-block qa sums (Q4_K / Q5_K: 8, then zeros) */
+  float *da;       /* matrix-vector: [row][sb] */
+  void *mem;
+  volatile int failed;
+} qk_ks8_ctx;
+
+/* Sub-blocks per super-block and their length. */
+static inline int ks8_subs(ks8_kind kd) { return kd == KS8_Q6_K ? 16 : 8; }
+
+/* Q4_K / Q5_K's 6-bit scales and mins of a super-block (12 bytes at blk +
+ * 4) as bytes: sub-blocks 0..7 in *sc and *mn, byte j = sub-block j. */
+static inline void ks8_k45_scales(const uint8_t *blk, uint64_t *sc, uint64_t *mn) {
+  uint32_t w[3];
+  memcpy(w, blk + 4, 12);
+  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+  const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
+  const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
+  *sc = (uint64_t)(w[0] & lo6) | (uint64_t)sc_hi << 32;
+  *mn = (uint64_t)(w[1] & lo6) | (uint64_t)m_hi << 32;
+}
+
+/* A super-block's 256 q in element order as 8 vectors of 32 (Q4_K / Q5_K:
+ * one sub-block each; Q6_K: sub-blocks 2i and 2i + 1). */
+Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  if (kd == KS8_Q6_K) {
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
+      q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(qh, m30));
+      q[4 * h + 3] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+    }
+    return;
+  }
+  const uint8_t *qs = blk + (kd == KS8_Q5_K ? 48 : 16);
+  const __m256i qh = kd == KS8_Q5_K ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)) : _mm256_setzero_si256();
+  const __m256i b4 = _mm256_set1_epi8(0x10);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
+    __m256i lo = _mm256_and_si256(x, nib), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
+    if (kd == KS8_Q5_K) { /* bit j of qh[l] is element l of sub-block j: moved to bit 4 (16-bit shifts
+                             of at most 4 left or 3 right bring no neighbour's bit there) */
+#define KS8_BIT4(j) ((j) <= 4 ? _mm256_slli_epi16(qh, 4 - (j)) : _mm256_srli_epi16(qh, (j) - 4))
+      lo = _mm256_or_si256(lo, _mm256_and_si256(KS8_BIT4(2 * c), b4));
+      hi = _mm256_or_si256(hi, _mm256_and_si256(KS8_BIT4(2 * c + 1), b4));
+#undef KS8_BIT4
+    }
+    q[2 * c] = lo, q[2 * c + 1] = hi;
+  }
+}
+
+/* ---- matrix-vector: 8 weight rows per panel ---------------------------- */
+
+/* Per activation row and super-block: da and the sub-block sums of qa. */
+static int ks8_mv_prepare(qk_ks8_ctx *x) {
+  const qk_act *act = &x->act;
+  const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
+  x->mem = tp_temp_alloc((size_t)(m * nsb) * (16 * sizeof(int16_t) + sizeof(float)));
+  if (!x->mem) return 0;
+  x->da = (float *)x->mem;
+  x->bs = (int16_t *)(void *)(x->da + m * nsb);
+  const int subs = ks8_subs(x->kind), len = 256 / subs;
+  for (int64_t c = 0; c < m; ++c)
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const int8_t *qa = act->q + c * kpad + 256 * sb;
+      int16_t *bs = x->bs + (c * nsb + sb) * 16;
+      for (int j = 0; j < 16; ++j) {
+        int s = 0;
+        if (j < subs)
+          for (int i = 0; i < len; ++i) s += qa[len * j + i];
+        bs[j] = (int16_t)s;
+      }
+      x->da[c * nsb + sb] = act->dsb[c * dstride + sb];
+    }
+  return 1;
+}
+
+/* One row's super-block against activation row (qa, bs): the 8 lane sums
+ * of isc (*isc) and, Q4_K / Q5_K, the 4 of imn (*imn). */
+Q32_INLINE void ks8_mv_row(const uint8_t *blk, const int8_t *qa, const int16_t *bs, ks8_kind kd, __m256i *isc,
+                           __m128i *imn) {
+  __m256i acc = _mm256_setzero_si256();
+  if (kd == KS8_Q6_K) {
+    /* vector i (elements 32i..32i + 31) holds sub-blocks 2i (low half) and
+     * 2i + 1 (high): its scale vector has sc_2i in the low half's words and
+     * sc_2i+1 in the high half's, one dword permute of the doubled scales
+     * (dup: sc 0..3 | 8..11, duh: sc 4..7 | 12..15, each in both words) */
+    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
+    const __m256i dup = _mm256_unpacklo_epi16(s16, s16), duh = _mm256_unpackhi_epi16(s16, s16);
+    const __m256i nib = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+#define KS8_SV(src, d) _mm256_permutevar8x32_epi32((src), _mm256_setr_epi32(d, d, d, d, (d) + 1, (d) + 1, (d) + 1, (d) + 1))
+#define KS8_DOT6(i, q, sv)                                                                                  \
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                \
+                                                    (const __m256i *)(const void *)(qa + 32 * (i)))),     \
+                                                (sv)))
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
+      /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in dup / duh's half h */
+      KS8_DOT6(4 * h, _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+               KS8_SV(dup, 4 * h));
+      KS8_DOT6(4 * h + 1, _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+               KS8_SV(dup, 4 * h + 2));
+      KS8_DOT6(4 * h + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(qh, m30)),
+               KS8_SV(duh, 4 * h));
+      KS8_DOT6(4 * h + 3,
+               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib),
+                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
+               KS8_SV(duh, 4 * h + 2));
+    }
+#undef KS8_DOT6
+#undef KS8_SV
+    /* -32 * sum_j sc_j * bs_j */
+    const __m256i corr = _mm256_madd_epi16(_mm256_slli_epi16(s16, 5), _mm256_loadu_si256((const __m256i *)(const void *)bs));
+    *isc = _mm256_sub_epi32(acc, corr);
+    *imn = _mm_setzero_si128();
+    return;
+  }
+  uint64_t sc8, mn8;
+  ks8_k45_scales(blk, &sc8, &mn8);
+  const __m128i s16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8));
+  const __m256i s03 = _mm256_broadcastsi128_si256(_mm_unpacklo_epi16(s16, s16));
+  const __m256i s47 = _mm256_broadcastsi128_si256(_mm_unpackhi_epi16(s16, s16));
+  const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+  const uint8_t *qs = blk + (kd == KS8_Q5_K ? 48 : 16);
+  const __m256i qh = kd == KS8_Q5_K ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)) : _mm256_setzero_si256();
+  /* chunk c of 32 qs bytes: sub-blocks 2c (low nibbles) and 2c + 1 (high), as ks8_elems */
+#define KS8_BIT4(j) ((j) <= 4 ? _mm256_slli_epi16(qh, 4 - (j)) : _mm256_srli_epi16(qh, (j) - 4))
+#define KS8_SUB(c, sv_lo, sv_hi)                                                                          \
+  {                                                                                                       \
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * (c)));                 \
+    __m256i lo = _mm256_and_si256(x, nib), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);           \
+    if (kd == KS8_Q5_K) {                                                                                 \
+      lo = _mm256_or_si256(lo, _mm256_and_si256(KS8_BIT4(2 * (c)), b4));                                  \
+      hi = _mm256_or_si256(hi, _mm256_and_si256(KS8_BIT4(2 * (c) + 1), b4));                              \
+    }                                                                                                     \
+    const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(qa + 64 * (c)));                \
+    const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(qa + 64 * (c) + 32));           \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), (sv_lo)));                \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), (sv_hi)));                \
+  }
+  KS8_SUB(0, _mm256_shuffle_epi32(s03, 0x00), _mm256_shuffle_epi32(s03, 0x55))
+  KS8_SUB(1, _mm256_shuffle_epi32(s03, 0xAA), _mm256_shuffle_epi32(s03, 0xFF))
+  KS8_SUB(2, _mm256_shuffle_epi32(s47, 0x00), _mm256_shuffle_epi32(s47, 0x55))
+  KS8_SUB(3, _mm256_shuffle_epi32(s47, 0xAA), _mm256_shuffle_epi32(s47, 0xFF))
+#undef KS8_BIT4
+#undef KS8_SUB
+  *isc = acc;
+  *imn = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn8)),
+                        _mm_loadu_si128((const __m128i *)(const void *)bs));
+}
+
+/* hm[i]: vphaddd of rows 2i and 2i + 1's 4 lane sums -> lane l: row l's total. */
+Q32_INLINE __m256i ks8_reduce_min_halves(const __m128i hm[4]) {
+  const __m128i a = _mm_hadd_epi32(hm[0], hm[1]), b = _mm_hadd_epi32(hm[2], hm[3]);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+}
+
+Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_kind kd) {
+  const tp_qk_task *t = x->task;
+  const qk_act *act = &x->act;
+  const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad;
+  const int dmin_at = kd == KS8_Q6_K ? 0 : 1; /* Q4_K / Q5_K: d, dmin at bytes 0, 2; Q6_K: d at 208 */
+  {
+    const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
+    qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
+  }
+  /* the panel two on in address order, as the 32-element kernel does */
+  const int64_t step = (8 * (int64_t)t->row_bytes + nsb - 1) / nsb;
+  const int64_t fetches = (step + 63) / 64;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * 8;
+    const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
+    const uint8_t *rows[8];
+    for (int r = 0; r < 8; ++r) rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+    const uint8_t *ahead = n0 + 24 <= t->n ? (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes : NULL;
+    for (int64_t c = 0; c < t->m; ++c) {
+      const int8_t *aq = act->q + c * kpad;
+      __m256 f = _mm256_setzero_ps();
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        const int64_t at = sb * bb;
+        const int16_t *bs = x->bs + (c * nsb + sb) * 16;
+        __m256i h[4];
+        __m128i hm[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) { /* rows in pairs, reduced as they are made */
+          if (c == 0 && ahead) /* a quarter of the super-block's lines per pair: no burst */
+            for (int64_t l = i * fetches / 4; l < (i + 1) * fetches / 4; ++l)
+              _mm_prefetch((const char *)(ahead + step * sb + 64 * l), _MM_HINT_T0);
+          __m256i s0, s1;
+          __m128i m0, m1;
+          ks8_mv_row(rows[2 * i] + at, aq + 256 * sb, bs, kd, &s0, &m0);
+          ks8_mv_row(rows[2 * i + 1] + at, aq + 256 * sb, bs, kd, &s1, &m1);
+          h[i] = _mm256_hadd_epi32(s0, s1);
+          hm[i] = _mm_hadd_epi32(m0, m1);
+        }
+        const __m256i isc = q32_reduce_halves(h);
+        const __m256 da = _mm256_set1_ps(x->da[c * nsb + sb]);
+        if (dmin_at) {
+          __m256 d, dmin;
+          q32_f16x8_dm(rows, at, &d, &dmin);
+          const __m256 imn = _mm256_cvtepi32_ps(ks8_reduce_min_halves(hm));
+          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc), _mm256_mul_ps(d, da), f);
+          /* -imn * (dmin * da) + f: fmadd of the negated term, as qk_avx2.c's QK_FNMADD (valgrind) */
+          f = _mm256_fmadd_ps(_mm256_xor_ps(imn, _mm256_set1_ps(-0.0f)), _mm256_mul_ps(dmin, da), f);
+        } else {
+          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc), _mm256_mul_ps(q32_f16x8(rows, at + 208), da), f);
+        }
+      }
+      float lane[8];
+      _mm256_storeu_ps(lane, f);
+      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+    }
+  }
+}
+
+static void ks8_mv_q4_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q4_K); }
+static void ks8_mv_q5_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q5_K); }
+static void ks8_mv_q6_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q6_K); }
+
+/* ---- tile: KS8_TR weight rows x two groups of 8 activation rows -------- */
+
+static void ks8_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
+  qk_ks8_ctx *x = vctx;
+  const qk_act *act = &x->act;
+  const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
+  const int subs = ks8_subs(x->kind), len = 256 / subs;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const size_t cell = (size_t)(g * nsb + sb);
+      int8_t *dst = x->au + cell * 64 * 32;
+      for (int64_t l = 0; l < 8; ++l) {
+        const int64_t c = 8 * g + l;
+        int32_t *bp = x->gbp + cell * 64 + l;
+        if (c >= m) { /* a part-filled last group: zero rows, their outputs dropped */
+          for (int s = 0; s < 64; ++s) memset(dst + 32 * s + 4 * l, 0, 4);
+          x->gda[cell * 8 + l] = 0.0f;
+          for (int p = 0; p < 8; ++p) bp[8 * p] = 0;
+          continue;
+        }
+        const int8_t *qa = act->q + c * kpad + 256 * sb;
+        for (int s = 0; s < 64; ++s) memcpy(dst + 32 * s + 4 * l, qa + 4 * s, 4);
+        x->gda[cell * 8 + l] = act->dsb[c * dstride + sb];
+        int32_t sums[16] = {0};
+        for (int j = 0; j < subs; ++j)
+          for (int i = 0; i < len; ++i) sums[j] += qa[len * j + i];
+        for (int p = 0; p < 8; ++p) bp[8 * p] = (int32_t)((uint32_t)(uint16_t)sums[2 * p] | (uint32_t)sums[2 * p + 1] << 16);
+      }
+    }
+}
+
+static int ks8_tile_prepare(qk_ks8_ctx *x) {
+  const int64_t nsb = x->nsb;
+  x->groups = (x->act.m + 7) / 8;
+  const size_t cells = (size_t)(x->groups * nsb);
+  x->mem = tp_temp_alloc(cells * (64 * 32 + 8 * sizeof(float) + 64 * sizeof(int32_t)));
+  if (!x->mem) return 0;
+  x->gda = (float *)x->mem;
+  x->gbp = (int32_t *)(void *)(x->gda + cells * 8);
+  x->au = (int8_t *)(void *)(x->gbp + cells * 64);
+  tp_qk_parallel_for(x->task->threads, x->groups, 1, ks8_tile_prepare_groups, x);
+  return 1;
+}
+
+/* A decoded panel row, per super-block: 256 q, the sub-block scales in
+ * both 16-bit halves (16), paired mins (Q4_K / Q5_K) or paired 32 * scales
+ * (Q6_K's correction) (8), d and dmin. */
+#define KS8_ROW_INTS 24
+typedef struct {
+  uint8_t *q;
+  int32_t *ints; /* [sb][KS8_ROW_INTS]: sc2[16], pairs[8] */
+  float *d, *dmin;
+} ks8_row;
+
+static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind kd, ks8_row *row) {
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t *blk = src + sb * bb;
+    __m256i q[8];
+    ks8_elems(blk, kd, q);
+    for (int i = 0; i < 8; ++i) _mm256_storeu_si256((__m256i *)(void *)(row->q + 256 * sb + 32 * i), q[i]);
+    int32_t *v = row->ints + sb * KS8_ROW_INTS;
+    if (kd == KS8_Q6_K) {
+      for (int j = 0; j < 16; ++j) {
+        const int32_t s = (int8_t)blk[192 + j];
+        v[j] = (int32_t)((uint32_t)(uint16_t)s | (uint32_t)(uint16_t)s << 16);
+      }
+      for (int p = 0; p < 8; ++p)
+        v[16 + p] = (int32_t)((uint32_t)(uint16_t)(32 * (int8_t)blk[192 + 2 * p]) |
+                              (uint32_t)(uint16_t)(32 * (int8_t)blk[193 + 2 * p]) << 16);
+      row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + 208));
+      row->dmin[sb] = 0.0f;
+    } else {
+      uint64_t sc8, mn8;
+      ks8_k45_scales(blk, &sc8, &mn8);
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t sc = (uint32_t)(sc8 >> (8 * j)) & 0xFF;
+        v[j] = (int32_t)(sc | sc << 16);
+      }
+      for (int p = 0; p < 4; ++p)
+        v[16 + p] = (int32_t)(((uint32_t)(mn8 >> (16 * p)) & 0xFF) | ((uint32_t)(mn8 >> (16 * p + 8)) & 0xFF) << 16);
+      row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk));
+      row->dmin[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + 2));
+    }
+  }
+}
+
+Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, int ng, const ks8_kind kd,
+                         __m256 f[KS8_TR][2]) {
+  const int64_t nsb = x->nsb;
+  const int q6 = kd == KS8_Q6_K;
+  const int per = q6 ? 4 : 8;                               /* steps per sub-block */
+  const int flush = q6 ? 2 : kd == KS8_Q5_K ? 4 : 8;        /* steps whose pair sums add in 16 bits */
+  for (int r = 0; r < KS8_TR; ++r) f[r][0] = f[r][1] = _mm256_setzero_ps();
+  const size_t gstride = ng > 1 ? (size_t)nsb : 0;
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const size_t cell0 = (size_t)(g0 * nsb + sb), cell1 = cell0 + gstride;
+    const int8_t *a0 = x->au + cell0 * 64 * 32, *a1 = x->au + cell1 * 64 * 32;
+    __m256i isc[KS8_TR][2];
+    for (int r = 0; r < KS8_TR; ++r) isc[r][0] = isc[r][1] = _mm256_setzero_si256();
+    for (int j = 0; j < 256 / (4 * per); ++j) {
+      __m256i p16[KS8_TR][2];
+      for (int r = 0; r < KS8_TR; ++r) p16[r][0] = p16[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int s = 0; s < per; ++s) {
+        const int64_t e = (int64_t)(j * per + s); /* step: elements 4e .. 4e + 3 */
+        const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * e));
+        const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * e));
+#pragma GCC unroll 4
+        for (int r = 0; r < KS8_TR; ++r) {
+          int32_t wd;
+          memcpy(&wd, rows[r].q + 256 * sb + 4 * e, 4);
+          const __m256i wb = _mm256_set1_epi32(wd);
+          p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
+          p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
+          if ((s + 1) % flush == 0) {
+            const __m256i sv = _mm256_set1_epi32(rows[r].ints[sb * KS8_ROW_INTS + j]);
+            isc[r][0] = _mm256_add_epi32(isc[r][0], _mm256_madd_epi16(p16[r][0], sv));
+            isc[r][1] = _mm256_add_epi32(isc[r][1], _mm256_madd_epi16(p16[r][1], sv));
+            p16[r][0] = p16[r][1] = _mm256_setzero_si256();
+          }
+        }
+      }
+    }
+    /* Q4_K / Q5_K: imn from the paired mins; Q6_K: isc -= 32 * sum_j sc_j * sums_j */
+    const int pairs = q6 ? 8 : 4;
+    const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
+#pragma GCC unroll 4
+    for (int r = 0; r < KS8_TR; ++r) {
+      __m256i t0 = _mm256_setzero_si256(), t1 = _mm256_setzero_si256();
+      for (int p = 0; p < pairs; ++p) {
+        const __m256i pv = _mm256_set1_epi32(rows[r].ints[sb * KS8_ROW_INTS + 16 + p]);
+        t0 = _mm256_add_epi32(t0, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(x->gbp + 64 * cell0 + 8 * p)), pv));
+        t1 = _mm256_add_epi32(t1, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(x->gbp + 64 * cell1 + 8 * p)), pv));
+      }
+      const __m256 sd = _mm256_set1_ps(rows[r].d[sb]);
+      if (q6) {
+        f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][0], t0)), _mm256_mul_ps(sd, d0), f[r][0]);
+        f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][1], t1)), _mm256_mul_ps(sd, d1), f[r][1]);
+      } else {
+        const __m256 sm = _mm256_set1_ps(rows[r].dmin[sb]), neg = _mm256_set1_ps(-0.0f);
+        f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc[r][0]), _mm256_mul_ps(sd, d0), f[r][0]);
+        f[r][0] = _mm256_fmadd_ps(_mm256_xor_ps(_mm256_cvtepi32_ps(t0), neg), _mm256_mul_ps(sm, d0), f[r][0]);
+        f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc[r][1]), _mm256_mul_ps(sd, d1), f[r][1]);
+        f[r][1] = _mm256_fmadd_ps(_mm256_xor_ps(_mm256_cvtepi32_ps(t1), neg), _mm256_mul_ps(sm, d1), f[r][1]);
+      }
+    }
+  }
+}
+
+Q32_INLINE void ks8_tile_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_kind kd) {
+  const tp_qk_task *t = x->task;
+  const int64_t nsb = x->nsb;
+  const size_t per_row = (size_t)nsb * (256 + KS8_ROW_INTS * 4 + 8);
+  uint8_t *mem = tp_temp_alloc(KS8_TR * per_row);
+  if (!mem) {
+    x->failed = 1;
+    return;
+  }
+  ks8_row rows[KS8_TR];
+  for (int r = 0; r < KS8_TR; ++r) {
+    uint8_t *base = mem + r * per_row;
+    rows[r].q = base;
+    rows[r].ints = (int32_t *)(void *)(base + 256 * nsb);
+    rows[r].d = (float *)(void *)(rows[r].ints + KS8_ROW_INTS * nsb);
+    rows[r].dmin = rows[r].d + nsb;
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n0 = p * KS8_TR;
+    const int nr = (int)(t->n - n0 < KS8_TR ? t->n - n0 : KS8_TR);
+    for (int r = 0; r < KS8_TR; ++r)
+      ks8_decode_row((const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes, nsb, x->bb, kd,
+                     &rows[r]);
+    for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
+      const int ng = x->groups - g0 >= 2 ? 2 : 1;
+      __m256 f[KS8_TR][2];
+      ks8_tile(x, rows, g0, ng, kd, f);
+      for (int g = 0; g < ng; ++g) {
+        const int64_t c0 = (g0 + g) * 8;
+        const int used = (int)(t->m - c0 < 8 ? t->m - c0 : 8);
+        for (int r = 0; r < nr; ++r) {
+          float lane[8];
+          _mm256_storeu_ps(lane, f[r][g]);
+          for (int c = 0; c < used; ++c)
+            t->out[(c0 + c) * t->n + n0 + r] = t->bias ? lane[c] + t->bias[n0 + r] : lane[c];
+        }
+      }
+    }
+  }
+  tp_temp_free(mem);
+}
+
+static void ks8_tile_q4_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q4_K); }
+static void ks8_tile_q5_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q5_K); }
+static void ks8_tile_q6_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q6_K); }
+
+/* Whether the super-block kernels serve the task. */
+static int qk_ks8_serves(const tp_qk_task *t) {
+  const topos_dtype w = t->wtype;
+  return (w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K) && t->k % 256 == 0;
+}
+
+/* As qk_q32_begin, for Q4_K / Q5_K / Q6_K. */
+static int qk_ks8_begin(const tp_qk_task *t, qk_ks8_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile) {
+  memset(x, 0, sizeof *x);
+  x->task = t;
+  switch (t->wtype) {
+    case TOPOS_Q5_K: x->kind = KS8_Q5_K, x->bb = 176, *mv = ks8_mv_q5_K, *tile = ks8_tile_q5_K; break;
+    case TOPOS_Q6_K: x->kind = KS8_Q6_K, x->bb = 210, *mv = ks8_mv_q6_K, *tile = ks8_tile_q6_K; break;
+    default: x->kind = KS8_Q4_K, x->bb = 144, *mv = ks8_mv_q4_K, *tile = ks8_tile_q4_K; break;
+  }
+  x->nsb = t->k / 256;
+  tp_qk_traits tr;
+  tp_qk_traits_of(t->wtype, &tr);
+  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
+  if (t->m < KS8_MV_MAX_M ? ks8_mv_prepare(x) : ks8_tile_prepare(x)) return 1;
+  qk_act_free(&x->act);
+  return 0;
+}
+
+static topos_status qk_ks8_end(qk_ks8_ctx *x) {
+  const tp_qk_task *t = x->task;
+  tp_temp_free(x->mem);
+  qk_act_free(&x->act);
+  if (x->failed)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: super-block buffers for %lld x %lld", (long long)t->m,
+                   (long long)t->k);
+  return TOPOS_OK;
+}
+
+static topos_status qk_ks8_run(const tp_qk_task *t) {
+  qk_ks8_ctx x;
+  tp_qk_range_fn mv, tile;
+  if (!qk_ks8_begin(t, &x, &mv, &tile))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (t->m < KS8_MV_MAX_M)
+    tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), mv, &x);
+  else
+    tp_qk_parallel_for(t->threads, (t->n + KS8_TR - 1) / KS8_TR, 1 + ((int64_t)1 << 16) / (KS8_TR * t->k * t->m),
+                       tile, &x);
+  return qk_ks8_end(&x);
+}
+
+#endif
