@@ -143,16 +143,23 @@ topos_status tp_qk_fast_avx2(const tp_qk_task *task) {
 topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {
   if (count < 1 || count > TP_QK_MULTI_MAX) return TOPOS_UNSUPPORTED;
   for (int i = 0; i < count; ++i)
-    if (tasks[i].m != tasks[0].m || tasks[i].m >= Q32_MV_MAX_M || !qk_q32_serves(&tasks[i])) return TOPOS_UNSUPPORTED;
-  qk_q32_ctx ctx[TP_QK_MULTI_MAX];
+    if (tasks[i].m != tasks[0].m || tasks[i].m >= Q32_MV_MAX_M || tasks[i].m >= KS8_MV_MAX_M ||
+        !(qk_q32_serves(&tasks[i]) || qk_ks8_serves(&tasks[i])))
+      return TOPOS_UNSUPPORTED;
+  union {
+    qk_q32_ctx b;
+    qk_ks8_ctx k;
+  } ctx[TP_QK_MULTI_MAX];
   qk_multi mu;
   memset(&mu, 0, sizeof mu);
-  mu.panel_rows = 8;
+  mu.panel_rows = 8; /* both kernels' */
   topos_status st = TOPOS_OK;
   while (mu.count < count) {
     const tp_qk_task *t = &tasks[mu.count];
     tp_qk_range_fn mv, tile;
-    if (!qk_q32_begin(t, &ctx[mu.count], &mv, &tile)) {
+    const int ok = qk_q32_serves(t) ? qk_q32_begin(t, &ctx[mu.count].b, &mv, &tile)
+                                    : qk_ks8_begin(t, &ctx[mu.count].k, &mv, &tile);
+    if (!ok) {
       st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
       break;
     }
@@ -160,7 +167,7 @@ topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {
   }
   if (st == TOPOS_OK) qk_multi_run(&mu);
   for (int i = 0; i < mu.count; ++i) { /* every begun context ends; the first failure is the status */
-    const topos_status e = qk_q32_end(&ctx[i]);
+    const topos_status e = qk_q32_serves(&tasks[i]) ? qk_q32_end(&ctx[i].b) : qk_ks8_end(&ctx[i].k);
     if (st == TOPOS_OK) st = e;
   }
   return st;
