@@ -1,6 +1,9 @@
-/* Fast quantized products with AVX2 + FMA + F16C: maddubs/madd for the
+/* Fast products with AVX2 + FMA + F16C, 8 f32 lanes. The 32-element block
+ * types and Q4_K / Q5_K / Q6_K have their own kernels (qk_block32_avx2.h,
+ * qk_ksum_avx2.h: the AVX-512 kernels' definitions and bits); the engine
+ * body serves the float weights and Q2_K / Q3_K, with maddubs/madd for the
  * integer dots (u8 operands above 127 are split into nibbles so the 16-bit
- * pair sums never saturate), 8 f32 lanes. Call only after tp_qk_cpu_avx2(). */
+ * pair sums never saturate). Call only after tp_qk_cpu_avx2(). */
 #include <immintrin.h>
 
 #include "quant/qk_internal.h"
@@ -33,20 +36,12 @@ typedef __m256 qk_vf;
   _mm256_castsi256_ps(                                                                            \
       _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
 
-#define QK_C 2 /* 16 ymm registers */
-/* Q8_0 tiles by the sign trick, as the matrix-vector kernel: |w| * (a with
- * w's sign) in vpmaddubsw (at most 2 * 128 * 127 per pair: no saturation),
- * one vpsignb per product where the bias route split w + 128 into nibbles
- * (two vpmaddubsw, two vpmaddwd) and added the activations' -128 sums; the
- * integers are the same */
-#define QK_Q8_0_SIGNED 1
-/* K tiles without a bias (Q2_K, Q4_K, Q5_K): vpmaddwd of the vpmaddubsw
+#define QK_C 3 /* 16 ymm registers: the float tile's 4 x 3 accumulators, 3 activations, a weight */
+/* K tiles without a bias (Q2_K; Q4_K / Q5_K take qk_ksum_avx2.h): vpmaddwd of the vpmaddubsw
  * pair sums with the scale in both halves gives sc * (p0 + p1) = sc * t,
  * the integer vpmaddwd(ones) then vpmaddwd(sc) gave, in two multiplies
  * instead of three (pairs <= 2 * 31 * 127: no overflow) */
 #define QK_DOT_SCALED(acc, u, s, sc2) _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), (sc2)))
-#define QK_ABS8(w) _mm256_abs_epi8(w)
-#define QK_SDOT(u, w, a) _mm256_madd_epi16(_mm256_maddubs_epi16((u), _mm256_sign_epi8((a), (w))), _mm256_set1_epi16(1))
 #define QK_EXPAND4_I(p)                                                                   \
   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
                               _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))

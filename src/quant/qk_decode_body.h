@@ -64,11 +64,7 @@ static void qk_decode_q8_0(const uint8_t *restrict row, int64_t k, uint8_t *rest
   (void)mn;
   for (int64_t b = 0; b < k / 32; ++b, row += 34) {
     s[2 * b] = s[2 * b + 1] = qk_f16(row);
-#ifdef QK_Q8_0_SIGNED /* the ISA's tile takes the signed bytes (qk_avx2.c) */
-    memcpy(q + 32 * b, row + 2, 32);
-#else
     qk_xor80_32(row + 2, q + 32 * b); /* qs + 128 */
-#endif
   }
 }
 

@@ -18,9 +18,6 @@
  *                           integer as QK_DPWSSD(acc, QK_DPBUSD0(u, s), sc)); the
  *                           K panels of types without a bias then hold their
  *                           scales so (decode_panel)
- *   QK_Q8_0_SIGNED          optional: Q8_0 panels hold the file's signed bytes w,
- *                           and QK_SDOT(|w|, w, a) forms the lane sums of w * a
- *                           (QK_ABS8(w) = |w|) instead of (w + 128) * a - 128 * a
  *   QK_EXPAND4_I(p)         as QK_EXPAND4 for int32
  *   QK_DPWSSD(acc, t, s)    acc + t * s per 32-bit lane (t and s fit in 16 bits, s's high half 0)
  *   QK_STORE_F(p, v)
@@ -67,9 +64,6 @@ QK_INLINE void QK_FN(qtile)(const QK_FN(qpanel) *p, const qk_act *act, int64_t c
 #pragma GCC unroll 4
     for (int r = 0; r < QK_R; ++r) {
       const qk_vi qv = QK_LOAD_I(p->q[r] + e);
-#ifdef QK_Q8_0_SIGNED
-      const qk_vi uv = wide ? QK_ABS8(qv) : qv;
-#endif
       const qk_vf sv = QK_EXPAND4(p->s[r] + e / 16);
       const qk_vf mv = has_min ? QK_EXPAND4(p->mn[r] + e / 16) : QK_ZERO_F();
 #pragma GCC unroll 4
@@ -77,14 +71,8 @@ QK_INLINE void QK_FN(qtile)(const QK_FN(qpanel) *p, const qk_act *act, int64_t c
         const int64_t row = c0 + c;
         const qk_vi av = QK_LOAD_I(act->q + row * kpad + e);
         const qk_vf dv = QK_LOAD_F(act->d + row * lanes + e / 4);
-#ifdef QK_Q8_0_SIGNED
-        const qk_vi t = wide ? QK_SDOT(uv, qv, av)
-                        : has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, 0)
-                                   : QK_DPBUSD0(qv, av);
-#else
         const qk_vi t = has_init ? QK_DPBUSD(QK_LOAD_I(act->init + row * lanes + e / 4), qv, av, wide)
                                  : QK_DPBUSD0(qv, av);
-#endif
         acc[r][c] = QK_FMADD(QK_CVT(t), QK_MUL(sv, dv), acc[r][c]);
         if (has_min) acc[r][c] = QK_FNMADD(mv, QK_LOAD_F(act->g + row * lanes + e / 4), acc[r][c]);
       }
