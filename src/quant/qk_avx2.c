@@ -129,40 +129,68 @@ static inline float qk_reduce_avx2(__m256 v) {
 
 #include "quant/qk_multi.h"
 
+/* A product on the block-sum (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) or
+ * super-block-sum (Q4_K, Q5_K, Q6_K) kernels: its context, begun. */
+typedef struct {
+  union {
+    qk_q32_ctx q32;
+    qk_ks8_ctx ks8;
+  } ctx;
+  qk8_base *base;
+  tp_qk_range_fn mv, tile;
+  int64_t mv_max_m, tile_rows; /* the matrix-vector kernel below mv_max_m; the tile's panel */
+} qk8_product;
+
+static int qk8_serves(const tp_qk_task *t) { return qk_q32_serves(t) || qk_ks8_serves(t); }
+
+/* 0: out of memory (nothing left to free). */
+static int qk8_product_begin(const tp_qk_task *t, qk8_product *p) {
+  if (qk_q32_serves(t)) {
+    p->base = &p->ctx.q32.b, p->mv_max_m = Q32_MV_MAX_M, p->tile_rows = Q32_TR;
+    return qk_q32_begin(t, &p->ctx.q32, &p->mv, &p->tile);
+  }
+  p->base = &p->ctx.ks8.b, p->mv_max_m = KS8_MV_MAX_M, p->tile_rows = KS8_TR;
+  return qk_ks8_begin(t, &p->ctx.ks8, &p->mv, &p->tile);
+}
+
+static topos_status qk8_product_run(const tp_qk_task *t) {
+  qk8_product p;
+  if (!qk8_product_begin(t, &p))
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
+  if (t->m < p.mv_max_m)
+    tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), p.mv, &p.ctx);
+  else
+    tp_qk_parallel_for(t->threads, (t->n + p.tile_rows - 1) / p.tile_rows,
+                       1 + ((int64_t)1 << 16) / (p.tile_rows * t->k * t->m), p.tile, &p.ctx);
+  return qk8_end(p.base);
+}
+
 topos_status tp_qk_fast_avx2(const tp_qk_task *task) {
-  if (qk_q32_serves(task)) return qk_q32_run(task);
-  if (qk_ks8_serves(task)) return qk_ks8_run(task);
-  return QK_FN(run)(task);
+  return qk8_serves(task) ? qk8_product_run(task) : QK_FN(run)(task);
 }
 
 topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {
   if (count < 1 || count > TP_QK_MULTI_MAX) return TOPOS_UNSUPPORTED;
   for (int i = 0; i < count; ++i)
     if (tasks[i].m != tasks[0].m || tasks[i].m >= Q32_MV_MAX_M || tasks[i].m >= KS8_MV_MAX_M ||
-        !(qk_q32_serves(&tasks[i]) || qk_ks8_serves(&tasks[i])))
+        !qk8_serves(&tasks[i]))
       return TOPOS_UNSUPPORTED;
-  union {
-    qk_q32_ctx b;
-    qk_ks8_ctx k;
-  } ctx[TP_QK_MULTI_MAX];
+  qk8_product p[TP_QK_MULTI_MAX];
   qk_multi mu;
   memset(&mu, 0, sizeof mu);
-  mu.panel_rows = 8; /* both kernels' */
+  mu.panel_rows = 8; /* both matrix-vector kernels' */
   topos_status st = TOPOS_OK;
   while (mu.count < count) {
     const tp_qk_task *t = &tasks[mu.count];
-    tp_qk_range_fn mv, tile;
-    const int ok = qk_q32_serves(t) ? qk_q32_begin(t, &ctx[mu.count].b, &mv, &tile)
-                                    : qk_ks8_begin(t, &ctx[mu.count].k, &mv, &tile);
-    if (!ok) {
+    if (!qk8_product_begin(t, &p[mu.count])) {
       st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
       break;
     }
-    qk_multi_add(&mu, t, mv, &ctx[mu.count]);
+    qk_multi_add(&mu, t, p[mu.count].mv, &p[mu.count].ctx);
   }
   if (st == TOPOS_OK) qk_multi_run(&mu);
   for (int i = 0; i < mu.count; ++i) { /* every begun context ends; the first failure is the status */
-    const topos_status e = qk_q32_serves(&tasks[i]) ? qk_q32_end(&ctx[i].b) : qk_ks8_end(&ctx[i].k);
+    const topos_status e = qk8_end(p[i].base);
     if (st == TOPOS_OK) st = e;
   }
   return st;

@@ -52,9 +52,65 @@ typedef struct {
 #define Q32_Q5_1 ((q32_kind){24, 8, 4, 2, 0})
 #define Q32_IS_Q8(kd) ((kd).bytes == 34)
 
+/* ---- shared with qk_ksum_avx2.h ---------------------------------------- */
+
+/* What both kernel families' contexts start with. */
 typedef struct {
   const tp_qk_task *task;
   qk_act act;
+  void *mem;           /* the product's buffers, one allocation */
+  volatile int failed; /* a range could not allocate its panel */
+} qk8_base;
+
+/* Tile output: f[r][g] holds weight row n0 + r (kept when r < nr) for the 8
+ * activation rows of group g0 + g (g < ng) in its lanes, plus the bias. */
+static void qk8_store_tile(const tp_qk_task *t, int64_t n0, int nr, int64_t g0, int ng, const __m256 (*f)[2]) {
+  for (int g = 0; g < ng; ++g) {
+    const int64_t c0 = (g0 + g) * 8;
+    const int used = (int)(t->m - c0 < 8 ? t->m - c0 : 8);
+    for (int r = 0; r < nr; ++r) {
+      float lane[8];
+      _mm256_storeu_ps(lane, f[r][g]);
+      for (int c = 0; c < used; ++c) t->out[(c0 + c) * t->n + n0 + r] = t->bias ? lane[c] + t->bias[n0 + r] : lane[c];
+    }
+  }
+}
+
+/* Matrix-vector output: activation row c; lane l holds weight row n0 +
+ * row_of[l] (kept when below nr), plus the bias. */
+static void qk8_store_rows(const tp_qk_task *t, int64_t c, int64_t n0, int nr, const int row_of[8], __m256 f) {
+  float lane[8];
+  _mm256_storeu_ps(lane, f);
+  for (int l = 0; l < 8; ++l) {
+    const int r = row_of[l];
+    if (r < nr) t->out[c * t->n + n0 + r] = t->bias ? lane[l] + t->bias[n0 + r] : lane[l];
+  }
+}
+static const int qk8_rows_in_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+/* Frees what a begin and the ranges took; the status of the product. */
+static topos_status qk8_end(qk8_base *b) {
+  const tp_qk_task *t = b->task;
+  tp_temp_free(b->mem);
+  qk_act_free(&b->act);
+  if (b->failed)
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: kernel buffers for %lld x %lld", (long long)t->m,
+                   (long long)t->k);
+  return TOPOS_OK;
+}
+
+/* The start of a begin: t's activations quantized into b (0: out of memory). */
+static int qk8_begin(const tp_qk_task *t, qk8_base *b) {
+  b->task = t;
+  tp_qk_traits tr;
+  tp_qk_traits_of(t->wtype, &tr);
+  return qk_act_prepare(&tr, t->a, t->m, t->k, &b->act, t->threads);
+}
+
+/* ---- the 32-element block types ------------------------------------------ */
+
+typedef struct {
+  qk8_base b;
   q32_kind kind;
   int64_t nb, groups;  /* blocks per row; groups of 8 activation rows (tile) */
   int32_t *corr;       /* [m][nb]: -bias * the block's qa sum (matrix-vector) */
@@ -62,8 +118,6 @@ typedef struct {
   int8_t *au;          /* tile: [group][block][step][8 rows][4] = qa */
   float *gda, *gsa;    /* tile: [group][block][8] */
   int32_t *gcorr;      /* tile: [group][block][8] */
-  void *mem;
-  volatile int failed;
 } qk_q32_ctx;
 
 Q32_INLINE uint32_t q32_le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
@@ -183,11 +237,11 @@ Q32_INLINE void q32_f16x8_dm(const uint8_t *const rows[8], int64_t at, __m256 *d
 
 /* Per activation row and block: the bias term, d and s (matrix-vector). */
 static int q32_mv_prepare(qk_q32_ctx *x) {
-  const qk_act *act = &x->act;
+  const qk_act *act = &x->b.act;
   const int64_t m = act->m, nb = x->nb, lanes = act->kpad / 4;
-  x->mem = tp_temp_alloc((size_t)(m * nb) * (sizeof(int32_t) + 2 * sizeof(float)));
-  if (!x->mem) return 0;
-  x->corr = (int32_t *)x->mem;
+  x->b.mem = tp_temp_alloc((size_t)(m * nb) * (sizeof(int32_t) + 2 * sizeof(float)));
+  if (!x->b.mem) return 0;
+  x->corr = (int32_t *)x->b.mem;
   x->da = (float *)(void *)(x->corr + m * nb);
   x->sa = x->da + m * nb;
   for (int64_t c = 0; c < m; ++c)
@@ -204,8 +258,8 @@ static int q32_mv_prepare(qk_q32_ctx *x) {
 }
 
 Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_kind kd) {
-  const tp_qk_task *t = x->task;
-  const qk_act *act = &x->act;
+  const tp_qk_task *t = x->b.task;
+  const qk_act *act = &x->b.act;
   const int64_t nb = x->nb, kpad = act->kpad;
   /* the panel two on is fetched as this one is read, in address order (its
    * 8 rows are one run of 8 * row_bytes): per block, `step` bytes of it, at
@@ -255,12 +309,7 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
         f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(da[b])), f);
         if (kd.min) f = _mm256_fmadd_ps(mw, _mm256_set1_ps(sa[b]), f);
       }
-      float lane[8];
-      _mm256_storeu_ps(lane, f);
-      for (int l = 0; l < 8; ++l) {
-        const int r = q32_lane_row[l];
-        if (r < nr) t->out[c * t->n + n0 + r] = t->bias ? lane[l] + t->bias[n0 + r] : lane[l];
-      }
+      qk8_store_rows(t, c, n0, nr, q32_lane_row, f);
     }
   }
 }
@@ -276,7 +325,7 @@ static void q32_mv_q5_1(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, 
 /* The activations as the tile reads them, a group of 8 rows per call. */
 static void q32_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_q32_ctx *x = vctx;
-  const qk_act *act = &x->act;
+  const qk_act *act = &x->b.act;
   const int64_t m = act->m, nb = x->nb, kpad = act->kpad, lanes = kpad / 4;
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t b = 0; b < nb; ++b) {
@@ -303,15 +352,15 @@ static void q32_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
 
 static int q32_tile_prepare(qk_q32_ctx *x) {
   const int64_t nb = x->nb;
-  x->groups = (x->act.m + 7) / 8;
+  x->groups = (x->b.act.m + 7) / 8;
   const size_t cells = (size_t)(x->groups * nb);
-  x->mem = tp_temp_alloc(cells * 256 + cells * 8 * (2 * sizeof(float) + sizeof(int32_t)));
-  if (!x->mem) return 0;
-  x->gda = (float *)x->mem;
+  x->b.mem = tp_temp_alloc(cells * 256 + cells * 8 * (2 * sizeof(float) + sizeof(int32_t)));
+  if (!x->b.mem) return 0;
+  x->gda = (float *)x->b.mem;
   x->gsa = x->gda + cells * 8;
   x->gcorr = (int32_t *)(void *)(x->gsa + cells * 8);
   x->au = (int8_t *)(void *)(x->gcorr + cells * 8);
-  tp_qk_parallel_for(x->task->threads, x->groups, 1, q32_tile_prepare_groups, x);
+  tp_qk_parallel_for(x->b.task->threads, x->groups, 1, q32_tile_prepare_groups, x);
   return 1;
 }
 
@@ -380,13 +429,13 @@ Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], co
 }
 
 Q32_INLINE void q32_tile_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_kind kd) {
-  const tp_qk_task *t = x->task;
+  const tp_qk_task *t = x->b.task;
   const int64_t nb = x->nb;
   const int q8 = Q32_IS_Q8(kd);
   /* per row: d, min, then the decoded blocks (Q8_0: w and |w|) */
   float *dw = tp_temp_alloc((size_t)(Q32_TR * nb) * (2 * sizeof(float) + 32 * (q8 ? 2 : 1)));
   if (!dw) {
-    x->failed = 1;
+    x->b.failed = 1;
     return;
   }
   float *mw = dw + Q32_TR * nb;
@@ -414,16 +463,7 @@ Q32_INLINE void q32_tile_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32
       const int ng = x->groups - g0 >= 2 ? 2 : 1;
       __m256 f[Q32_TR][2];
       q32_tile(x, w, uw, dw, mw, g0, ng, kd, f);
-      for (int g = 0; g < ng; ++g) {
-        const int64_t c0 = (g0 + g) * 8;
-        const int used = (int)(t->m - c0 < 8 ? t->m - c0 : 8);
-        for (int r = 0; r < nr; ++r) {
-          float lane[8];
-          _mm256_storeu_ps(lane, f[r][g]);
-          for (int c = 0; c < used; ++c)
-            t->out[(c0 + c) * t->n + n0 + r] = t->bias ? lane[c] + t->bias[n0 + r] : lane[c];
-        }
-      }
+      qk8_store_tile(t, n0, nr, g0, ng, (const __m256(*)[2])f);
     }
   }
   tp_temp_free(dw);
@@ -443,12 +483,10 @@ static int qk_q32_serves(const tp_qk_task *t) {
 }
 
 /* x for weights of t's type (qk_q32_serves) with t's activations prepared
- * for the kernel m calls for; *mv / *tile: the range functions (matrix-
- * vector over 8-row panels when m < Q32_MV_MAX_M, else the tile over
- * Q32_TR-row panels). 0: out of memory. */
+ * for the kernel m calls for; *mv / *tile: the range functions. 0: out of
+ * memory. qk8_end frees it. */
 static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile) {
   memset(x, 0, sizeof *x);
-  x->task = t;
   switch (t->wtype) {
     case TOPOS_Q4_0: x->kind = Q32_Q4_0, *mv = q32_mv_q4_0, *tile = q32_tile_q4_0; break;
     case TOPOS_Q5_0: x->kind = Q32_Q5_0, *mv = q32_mv_q5_0, *tile = q32_tile_q5_0; break;
@@ -457,36 +495,10 @@ static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, 
     default: x->kind = Q32_Q8_0, *mv = q32_mv_q8_0, *tile = q32_tile_q8_0; break;
   }
   x->nb = t->k / 32;
-  tp_qk_traits tr;
-  tp_qk_traits_of(t->wtype, &tr);
-  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
+  if (!qk8_begin(t, &x->b)) return 0;
   if (t->m < Q32_MV_MAX_M ? q32_mv_prepare(x) : q32_tile_prepare(x)) return 1;
-  qk_act_free(&x->act);
+  qk_act_free(&x->b.act);
   return 0;
-}
-
-/* Frees what qk_q32_begin and the ranges took; the status of the product. */
-static topos_status qk_q32_end(qk_q32_ctx *x) {
-  const tp_qk_task *t = x->task;
-  tp_temp_free(x->mem);
-  qk_act_free(&x->act);
-  if (x->failed)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: block buffers for %lld x %lld", (long long)t->m,
-                   (long long)t->k);
-  return TOPOS_OK;
-}
-
-static topos_status qk_q32_run(const tp_qk_task *t) {
-  qk_q32_ctx x;
-  tp_qk_range_fn mv, tile;
-  if (!qk_q32_begin(t, &x, &mv, &tile))
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
-  if (t->m < Q32_MV_MAX_M)
-    tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), mv, &x);
-  else
-    tp_qk_parallel_for(t->threads, (t->n + Q32_TR - 1) / Q32_TR, 1 + ((int64_t)1 << 16) / (Q32_TR * t->k * t->m),
-                       tile, &x);
-  return qk_q32_end(&x);
 }
 
 #endif

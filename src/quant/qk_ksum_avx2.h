@@ -39,8 +39,7 @@
 typedef enum { KS8_Q4_K, KS8_Q5_K, KS8_Q6_K } ks8_kind;
 
 typedef struct {
-  const tp_qk_task *task;
-  qk_act act;
+  qk8_base b;
   ks8_kind kind;
   int64_t nsb, bb; /* super-blocks per row; bytes per super-block */
   int64_t groups;  /* tile: groups of 8 activation rows */
@@ -49,8 +48,6 @@ typedef struct {
   int32_t *gbp;    /* tile: [group][sb][pair][8]: sub-block qa sums 2p | 2p + 1 << 16 (8 pairs) */
   int16_t *bs;     /* matrix-vector: [row][sb][16] sub-block qa sums (Q4_K / Q5_K: 8, then zeros) */
   float *da;       /* matrix-vector: [row][sb] */
-  void *mem;
-  volatile int failed;
 } qk_ks8_ctx;
 
 /* Sub-blocks per super-block and their length. */
@@ -107,11 +104,11 @@ Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
 
 /* Per activation row and super-block: da and the sub-block sums of qa. */
 static int ks8_mv_prepare(qk_ks8_ctx *x) {
-  const qk_act *act = &x->act;
+  const qk_act *act = &x->b.act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
-  x->mem = tp_temp_alloc((size_t)(m * nsb) * (16 * sizeof(int16_t) + sizeof(float)));
-  if (!x->mem) return 0;
-  x->da = (float *)x->mem;
+  x->b.mem = tp_temp_alloc((size_t)(m * nsb) * (16 * sizeof(int16_t) + sizeof(float)));
+  if (!x->b.mem) return 0;
+  x->da = (float *)x->b.mem;
   x->bs = (int16_t *)(void *)(x->da + m * nsb);
   const int subs = ks8_subs(x->kind), len = 256 / subs;
   for (int64_t c = 0; c < m; ++c)
@@ -213,8 +210,8 @@ Q32_INLINE __m256i ks8_reduce_min_halves(const __m128i hm[4]) {
 }
 
 Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_kind kd) {
-  const tp_qk_task *t = x->task;
-  const qk_act *act = &x->act;
+  const tp_qk_task *t = x->b.task;
+  const qk_act *act = &x->b.act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad;
   const int dmin_at = kd == KS8_Q6_K ? 0 : 1; /* Q4_K / Q5_K: d, dmin at bytes 0, 2; Q6_K: d at 208 */
   {
@@ -263,9 +260,7 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
           f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc), _mm256_mul_ps(q32_f16x8(rows, at + 208), da), f);
         }
       }
-      float lane[8];
-      _mm256_storeu_ps(lane, f);
-      for (int r = 0; r < nr; ++r) t->out[c * t->n + n0 + r] = t->bias ? lane[r] + t->bias[n0 + r] : lane[r];
+      qk8_store_rows(t, c, n0, nr, qk8_rows_in_order, f);
     }
   }
 }
@@ -278,7 +273,7 @@ static void ks8_mv_q6_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, 
 
 static void ks8_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_ks8_ctx *x = vctx;
-  const qk_act *act = &x->act;
+  const qk_act *act = &x->b.act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
   const int subs = ks8_subs(x->kind), len = 256 / subs;
   for (int64_t g = g0; g < g1; ++g)
@@ -307,14 +302,14 @@ static void ks8_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
 
 static int ks8_tile_prepare(qk_ks8_ctx *x) {
   const int64_t nsb = x->nsb;
-  x->groups = (x->act.m + 7) / 8;
+  x->groups = (x->b.act.m + 7) / 8;
   const size_t cells = (size_t)(x->groups * nsb);
-  x->mem = tp_temp_alloc(cells * (64 * 32 + 8 * sizeof(float) + 64 * sizeof(int32_t)));
-  if (!x->mem) return 0;
-  x->gda = (float *)x->mem;
+  x->b.mem = tp_temp_alloc(cells * (64 * 32 + 8 * sizeof(float) + 64 * sizeof(int32_t)));
+  if (!x->b.mem) return 0;
+  x->gda = (float *)x->b.mem;
   x->gbp = (int32_t *)(void *)(x->gda + cells * 8);
   x->au = (int8_t *)(void *)(x->gbp + cells * 64);
-  tp_qk_parallel_for(x->task->threads, x->groups, 1, ks8_tile_prepare_groups, x);
+  tp_qk_parallel_for(x->b.task->threads, x->groups, 1, ks8_tile_prepare_groups, x);
   return 1;
 }
 
@@ -424,12 +419,12 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
 }
 
 Q32_INLINE void ks8_tile_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_kind kd) {
-  const tp_qk_task *t = x->task;
+  const tp_qk_task *t = x->b.task;
   const int64_t nsb = x->nsb;
   const size_t per_row = (size_t)nsb * (256 + KS8_ROW_INTS * 4 + 8);
   uint8_t *mem = tp_temp_alloc(KS8_TR * per_row);
   if (!mem) {
-    x->failed = 1;
+    x->b.failed = 1;
     return;
   }
   ks8_row rows[KS8_TR];
@@ -450,16 +445,7 @@ Q32_INLINE void ks8_tile_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8
       const int ng = x->groups - g0 >= 2 ? 2 : 1;
       __m256 f[KS8_TR][2];
       ks8_tile(x, rows, g0, ng, kd, f);
-      for (int g = 0; g < ng; ++g) {
-        const int64_t c0 = (g0 + g) * 8;
-        const int used = (int)(t->m - c0 < 8 ? t->m - c0 : 8);
-        for (int r = 0; r < nr; ++r) {
-          float lane[8];
-          _mm256_storeu_ps(lane, f[r][g]);
-          for (int c = 0; c < used; ++c)
-            t->out[(c0 + c) * t->n + n0 + r] = t->bias ? lane[c] + t->bias[n0 + r] : lane[c];
-        }
-      }
+      qk8_store_tile(t, n0, nr, g0, ng, (const __m256(*)[2])f);
     }
   }
   tp_temp_free(mem);
@@ -478,42 +464,16 @@ static int qk_ks8_serves(const tp_qk_task *t) {
 /* As qk_q32_begin, for Q4_K / Q5_K / Q6_K. */
 static int qk_ks8_begin(const tp_qk_task *t, qk_ks8_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile) {
   memset(x, 0, sizeof *x);
-  x->task = t;
   switch (t->wtype) {
     case TOPOS_Q5_K: x->kind = KS8_Q5_K, x->bb = 176, *mv = ks8_mv_q5_K, *tile = ks8_tile_q5_K; break;
     case TOPOS_Q6_K: x->kind = KS8_Q6_K, x->bb = 210, *mv = ks8_mv_q6_K, *tile = ks8_tile_q6_K; break;
     default: x->kind = KS8_Q4_K, x->bb = 144, *mv = ks8_mv_q4_K, *tile = ks8_tile_q4_K; break;
   }
   x->nsb = t->k / 256;
-  tp_qk_traits tr;
-  tp_qk_traits_of(t->wtype, &tr);
-  if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
+  if (!qk8_begin(t, &x->b)) return 0;
   if (t->m < KS8_MV_MAX_M ? ks8_mv_prepare(x) : ks8_tile_prepare(x)) return 1;
-  qk_act_free(&x->act);
+  qk_act_free(&x->b.act);
   return 0;
-}
-
-static topos_status qk_ks8_end(qk_ks8_ctx *x) {
-  const tp_qk_task *t = x->task;
-  tp_temp_free(x->mem);
-  qk_act_free(&x->act);
-  if (x->failed)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: super-block buffers for %lld x %lld", (long long)t->m,
-                   (long long)t->k);
-  return TOPOS_OK;
-}
-
-static topos_status qk_ks8_run(const tp_qk_task *t) {
-  qk_ks8_ctx x;
-  tp_qk_range_fn mv, tile;
-  if (!qk_ks8_begin(t, &x, &mv, &tile))
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
-  if (t->m < KS8_MV_MAX_M)
-    tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), mv, &x);
-  else
-    tp_qk_parallel_for(t->threads, (t->n + KS8_TR - 1) / KS8_TR, 1 + ((int64_t)1 << 16) / (KS8_TR * t->k * t->m),
-                       tile, &x);
-  return qk_ks8_end(&x);
 }
 
 #endif
