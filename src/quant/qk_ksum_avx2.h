@@ -24,8 +24,10 @@
  *
  * As for the 32-element types: the tile (m >= KS8_MV_MAX_M) has 8
  * activation rows as lanes, a panel of 4 weight rows decoded to bytes in
- * element order; the matrix-vector kernel has lanes of elements per row and
- * reduces 8 rows' lane sums by an exact transpose (q32_reduce8). */
+ * element order; the matrix-vector kernel takes 8 weight rows in pairs
+ * (Q4_K / Q5_K: both rows' elements of a sub-block in one vector,
+ * ks8_mv_pair45; Q6_K: a row's 32 elements per vector) and reduces their
+ * lane sums by exact transposes (q32_reduce_pairs, q32_reduce_halves). */
 #ifndef TP_QUANT_QK_KSUM_AVX2_H
 #define TP_QUANT_QK_KSUM_AVX2_H
 
@@ -47,6 +49,8 @@ typedef struct {
   float *gda;      /* tile: [group][sb][8] */
   int32_t *gbp;    /* tile: [group][sb][pair][8]: sub-block qa sums 2p | 2p + 1 << 16 (8 pairs) */
   int16_t *bs;     /* matrix-vector: [row][sb][16] sub-block qa sums (Q4_K / Q5_K: 8, then zeros) */
+  int8_t *ah;      /* matrix-vector, Q4_K / Q5_K: [row][sb][sub-block][2][32]: its qa 0..15, then 16..31,
+                      each in both 128-bit halves (ks8_mv_pair45) */
   float *da;       /* matrix-vector: [row][sb] */
 } qk_ks8_ctx;
 
@@ -106,10 +110,19 @@ Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
 static int ks8_mv_prepare(qk_ks8_ctx *x) {
   const qk_act *act = &x->b.act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
-  x->b.mem = tp_temp_alloc((size_t)(m * nsb) * (16 * sizeof(int16_t) + sizeof(float)));
+  const int halves = x->kind != KS8_Q6_K;
+  x->b.mem = tp_temp_alloc((size_t)(m * nsb) * (16 * sizeof(int16_t) + sizeof(float) + (halves ? 512 : 0)));
   if (!x->b.mem) return 0;
-  x->da = (float *)x->b.mem;
+  x->ah = (int8_t *)x->b.mem; /* first: 32-byte aligned as the allocation */
+  x->da = (float *)(void *)(x->ah + (halves ? (size_t)(m * nsb) * 512 : 0));
   x->bs = (int16_t *)(void *)(x->da + m * nsb);
+  if (halves)
+    for (int64_t c = 0; c < m; ++c)
+      for (int64_t e = 0; e < 256 * nsb; e += 16) { /* element e's 16 in both halves */
+        int8_t *dst = x->ah + (size_t)(c * nsb * 512) + 2 * (e / 32) * 32 + (e % 32 ? 32 : 0);
+        memcpy(dst, act->q + c * kpad + e, 16);
+        memcpy(dst + 16, act->q + c * kpad + e, 16);
+      }
   const int subs = ks8_subs(x->kind), len = 256 / subs;
   for (int64_t c = 0; c < m; ++c)
     for (int64_t sb = 0; sb < nsb; ++sb) {
@@ -126,87 +139,98 @@ static int ks8_mv_prepare(qk_ks8_ctx *x) {
   return 1;
 }
 
-/* One row's super-block against activation row (qa, bs): the 8 lane sums
- * of isc (*isc) and, Q4_K / Q5_K, the 4 of imn (*imn). */
-Q32_INLINE void ks8_mv_row(const uint8_t *blk, const int8_t *qa, const int16_t *bs, ks8_kind kd, __m256i *isc,
-                           __m128i *imn) {
+/* Q6_K: one row's super-block against activation row (qa, bs): the 8 lane
+ * sums of isc. */
+Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16_t *bs) {
   __m256i acc = _mm256_setzero_si256();
-  if (kd == KS8_Q6_K) {
-    /* vector i (elements 32i..32i + 31) holds sub-blocks 2i (low half) and
-     * 2i + 1 (high): its scale vector has sc_2i in the low half's words and
-     * sc_2i+1 in the high half's, one dword permute of the doubled scales
-     * (dup: sc 0..3 | 8..11, duh: sc 4..7 | 12..15, each in both words) */
-    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
-    const __m256i dup = _mm256_unpacklo_epi16(s16, s16), duh = _mm256_unpackhi_epi16(s16, s16);
-    const __m256i nib = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  /* vector i (elements 32i..32i + 31) holds sub-blocks 2i (low half) and
+   * 2i + 1 (high): its scale vector has sc_2i in the low half's words and
+   * sc_2i+1 in the high half's, one dword permute of the doubled scales
+   * (dup: sc 0..3 | 8..11, duh: sc 4..7 | 12..15, each in both words) */
+  const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
+  const __m256i dup = _mm256_unpacklo_epi16(s16, s16), duh = _mm256_unpackhi_epi16(s16, s16);
+  const __m256i nib = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
 #define KS8_SV(src, d) _mm256_permutevar8x32_epi32((src), _mm256_setr_epi32(d, d, d, d, (d) + 1, (d) + 1, (d) + 1, (d) + 1))
 #define KS8_DOT6(i, q, sv)                                                                                  \
   acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                \
                                                     (const __m256i *)(const void *)(qa + 32 * (i)))),     \
                                                 (sv)))
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
-      const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
-      /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in dup / duh's half h */
-      KS8_DOT6(4 * h, _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-               KS8_SV(dup, 4 * h));
-      KS8_DOT6(4 * h + 1, _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-               KS8_SV(dup, 4 * h + 2));
-      KS8_DOT6(4 * h + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(qh, m30)),
-               KS8_SV(duh, 4 * h));
-      KS8_DOT6(4 * h + 3,
-               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib),
-                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
-               KS8_SV(duh, 4 * h + 2));
-    }
+  for (int h = 0; h < 2; ++h) {
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
+    const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
+    /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in dup / duh's half h */
+    KS8_DOT6(4 * h, _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+             KS8_SV(dup, 4 * h));
+    KS8_DOT6(4 * h + 1, _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+             KS8_SV(dup, 4 * h + 2));
+    KS8_DOT6(4 * h + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(qh, m30)),
+             KS8_SV(duh, 4 * h));
+    KS8_DOT6(4 * h + 3,
+             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib),
+                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
+             KS8_SV(duh, 4 * h + 2));
+  }
 #undef KS8_DOT6
 #undef KS8_SV
-    /* -32 * sum_j sc_j * bs_j */
-    const __m256i corr = _mm256_madd_epi16(_mm256_slli_epi16(s16, 5), _mm256_loadu_si256((const __m256i *)(const void *)bs));
-    *isc = _mm256_sub_epi32(acc, corr);
-    *imn = _mm_setzero_si128();
-    return;
-  }
-  uint64_t sc8, mn8;
-  ks8_k45_scales(blk, &sc8, &mn8);
-  const __m128i s16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8));
-  const __m256i s03 = _mm256_broadcastsi128_si256(_mm_unpacklo_epi16(s16, s16));
-  const __m256i s47 = _mm256_broadcastsi128_si256(_mm_unpackhi_epi16(s16, s16));
-  const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-  const uint8_t *qs = blk + (kd == KS8_Q5_K ? 48 : 16);
-  const __m256i qh = kd == KS8_Q5_K ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)) : _mm256_setzero_si256();
-  /* chunk c of 32 qs bytes: sub-blocks 2c (low nibbles) and 2c + 1 (high), as ks8_elems */
-#define KS8_BIT4(j) ((j) <= 4 ? _mm256_slli_epi16(qh, 4 - (j)) : _mm256_srli_epi16(qh, (j) - 4))
-#define KS8_SUB(c, sv_lo, sv_hi)                                                                          \
-  {                                                                                                       \
-    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * (c)));                 \
-    __m256i lo = _mm256_and_si256(x, nib), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);           \
-    if (kd == KS8_Q5_K) {                                                                                 \
-      lo = _mm256_or_si256(lo, _mm256_and_si256(KS8_BIT4(2 * (c)), b4));                                  \
-      hi = _mm256_or_si256(hi, _mm256_and_si256(KS8_BIT4(2 * (c) + 1), b4));                              \
-    }                                                                                                     \
-    const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(qa + 64 * (c)));                \
-    const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(qa + 64 * (c) + 32));           \
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), (sv_lo)));                \
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), (sv_hi)));                \
-  }
-  KS8_SUB(0, _mm256_shuffle_epi32(s03, 0x00), _mm256_shuffle_epi32(s03, 0x55))
-  KS8_SUB(1, _mm256_shuffle_epi32(s03, 0xAA), _mm256_shuffle_epi32(s03, 0xFF))
-  KS8_SUB(2, _mm256_shuffle_epi32(s47, 0x00), _mm256_shuffle_epi32(s47, 0x55))
-  KS8_SUB(3, _mm256_shuffle_epi32(s47, 0xAA), _mm256_shuffle_epi32(s47, 0xFF))
-#undef KS8_BIT4
-#undef KS8_SUB
-  *isc = acc;
-  *imn = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn8)),
-                        _mm_loadu_si128((const __m128i *)(const void *)bs));
+  /* -32 * sum_j sc_j * bs_j */
+  const __m256i corr = _mm256_madd_epi16(_mm256_slli_epi16(s16, 5), _mm256_loadu_si256((const __m256i *)(const void *)bs));
+  return _mm256_sub_epi32(acc, corr);
 }
 
-/* hm[i]: vphaddd of rows 2i and 2i + 1's 4 lane sums -> lane l: row l's total. */
-Q32_INLINE __m256i ks8_reduce_min_halves(const __m128i hm[4]) {
-  const __m128i a = _mm_hadd_epi32(hm[0], hm[1]), b = _mm_hadd_epi32(hm[2], hm[3]);
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+/* Q4_K / Q5_K, two rows' super-blocks (blocks a, b) against activation row
+ * (ah: its halves, bs: its sub-block sums) as [row a | row b], 4 lanes
+ * each: *isc's scaled sums and *imn's min products. A vector holds 16
+ * elements of one sub-block of both rows, so one in-lane dword broadcast
+ * gives both rows' scale (the per-row kernel needed one per row and
+ * sub-block); the two halves' pair sums (<= 2 * 31 * 127 each) add in 16
+ * bits before the scaling vpmaddwd. */
+Q32_INLINE void ks8_mv_pair45(const uint8_t *a, const uint8_t *b, const int8_t *ah, const int16_t *bs, ks8_kind kd,
+                              __m256i *isc, __m256i *imn) {
+  uint64_t sca, mna, scb, mnb;
+  ks8_k45_scales(a, &sca, &mna);
+  ks8_k45_scales(b, &scb, &mnb);
+  const __m256i w = _mm256_cvtepu8_epi16(_mm_set_epi64x((long long)scb, (long long)sca)); /* [a's 8 | b's 8] */
+  const __m256i dup = _mm256_unpacklo_epi16(w, w), duh = _mm256_unpackhi_epi16(w, w);
+  const __m256i bs2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)bs));
+  *imn = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_set_epi64x((long long)mnb, (long long)mna)), bs2);
+  const int five = kd == KS8_Q5_K;
+  const int64_t qs = five ? 48 : 16;
+#define KS8_PAIR_LOAD(off)                                                                                  \
+  _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a + (off)))), \
+                          _mm_loadu_si128((const __m128i *)(const void *)(b + (off))), 1)
+  const __m256i h0 = five ? KS8_PAIR_LOAD(16) : _mm256_setzero_si256(); /* qh of elements 0..15 */
+  const __m256i h1 = five ? KS8_PAIR_LOAD(32) : _mm256_setzero_si256(); /* 16..31 */
+  const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+  __m256i acc = _mm256_setzero_si256();
+#define KS8_BIT4(v, j) _mm256_and_si256((j) <= 4 ? _mm256_slli_epi16((v), 4 - (j)) : _mm256_srli_epi16((v), (j) - 4), b4)
+#define KS8_PAIR_CHUNK(c, svl, svh)                                                                          \
+  {                                                                                                          \
+    const __m256i x0 = KS8_PAIR_LOAD(qs + 32 * (c)), x1 = KS8_PAIR_LOAD(qs + 32 * (c) + 16);                 \
+    __m256i l0 = _mm256_and_si256(x0, nib), l1 = _mm256_and_si256(x1, nib);                                   \
+    __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(x0, 4), nib), u1 = _mm256_and_si256(_mm256_srli_epi16(x1, 4), nib); \
+    if (five) {                                                                                              \
+      l0 = _mm256_or_si256(l0, KS8_BIT4(h0, 2 * (c))), l1 = _mm256_or_si256(l1, KS8_BIT4(h1, 2 * (c)));      \
+      u0 = _mm256_or_si256(u0, KS8_BIT4(h0, 2 * (c) + 1)), u1 = _mm256_or_si256(u1, KS8_BIT4(h1, 2 * (c) + 1)); \
+    }                                                                                                        \
+    const int8_t *al = ah + 64 * 2 * (c), *au = al + 64;                                                     \
+    const __m256i pl = _mm256_add_epi16(                                                                     \
+        _mm256_maddubs_epi16(l0, _mm256_load_si256((const __m256i *)(const void *)al)),                      \
+        _mm256_maddubs_epi16(l1, _mm256_load_si256((const __m256i *)(const void *)(al + 32))));              \
+    const __m256i pu = _mm256_add_epi16(                                                                     \
+        _mm256_maddubs_epi16(u0, _mm256_load_si256((const __m256i *)(const void *)au)),                      \
+        _mm256_maddubs_epi16(u1, _mm256_load_si256((const __m256i *)(const void *)(au + 32))));              \
+    acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(pl, (svl)), _mm256_madd_epi16(pu, (svh)))); \
+  }
+  KS8_PAIR_CHUNK(0, _mm256_shuffle_epi32(dup, 0x00), _mm256_shuffle_epi32(dup, 0x55))
+  KS8_PAIR_CHUNK(1, _mm256_shuffle_epi32(dup, 0xAA), _mm256_shuffle_epi32(dup, 0xFF))
+  KS8_PAIR_CHUNK(2, _mm256_shuffle_epi32(duh, 0x00), _mm256_shuffle_epi32(duh, 0x55))
+  KS8_PAIR_CHUNK(3, _mm256_shuffle_epi32(duh, 0xAA), _mm256_shuffle_epi32(duh, 0xFF))
+#undef KS8_PAIR_CHUNK
+#undef KS8_BIT4
+#undef KS8_PAIR_LOAD
+  *isc = acc;
 }
 
 Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_kind kd) {
@@ -224,8 +248,9 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
     const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
-    const uint8_t *rows[8];
+    const uint8_t *rows[8], *lanes[8];
     for (int r = 0; r < 8; ++r) rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+    for (int l = 0; l < 8; ++l) lanes[l] = rows[q32_lane_row[l]];
     const uint8_t *ahead = n0 + 24 <= t->n ? (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes : NULL;
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
@@ -233,34 +258,38 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
       for (int64_t sb = 0; sb < nsb; ++sb) {
         const int64_t at = sb * bb;
         const int16_t *bs = x->bs + (c * nsb + sb) * 16;
-        __m256i h[4];
-        __m128i hm[4];
+        if (dmin_at) { /* Q4_K / Q5_K: rows in pairs, lanes in q32_lane_row's order */
+          __m256i v[4], vm[4];
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) { /* rows in pairs, reduced as they are made */
-          if (c == 0 && ahead) /* a quarter of the super-block's lines per pair: no burst */
-            for (int64_t l = i * fetches / 4; l < (i + 1) * fetches / 4; ++l)
-              _mm_prefetch((const char *)(ahead + step * sb + 64 * l), _MM_HINT_T0);
-          __m256i s0, s1;
-          __m128i m0, m1;
-          ks8_mv_row(rows[2 * i] + at, aq + 256 * sb, bs, kd, &s0, &m0);
-          ks8_mv_row(rows[2 * i + 1] + at, aq + 256 * sb, bs, kd, &s1, &m1);
-          h[i] = _mm256_hadd_epi32(s0, s1);
-          hm[i] = _mm_hadd_epi32(m0, m1);
-        }
-        const __m256i isc = q32_reduce_halves(h);
-        const __m256 da = _mm256_set1_ps(x->da[c * nsb + sb]);
-        if (dmin_at) {
+          for (int i = 0; i < 4; ++i) {
+            if (c == 0 && ahead) /* a quarter of the super-block's lines per pair: no burst */
+              for (int64_t l = i * fetches / 4; l < (i + 1) * fetches / 4; ++l)
+                _mm_prefetch((const char *)(ahead + step * sb + 64 * l), _MM_HINT_T0);
+            ks8_mv_pair45(rows[2 * i] + at, rows[2 * i + 1] + at, x->ah + (size_t)((c * nsb + sb) * 512), bs, kd,
+                          &v[i], &vm[i]);
+          }
           __m256 d, dmin;
-          q32_f16x8_dm(rows, at, &d, &dmin);
-          const __m256 imn = _mm256_cvtepi32_ps(ks8_reduce_min_halves(hm));
-          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc), _mm256_mul_ps(d, da), f);
+          q32_f16x8_dm(lanes, at, &d, &dmin);
+          const __m256 da = _mm256_set1_ps(x->da[c * nsb + sb]);
+          const __m256 imn = _mm256_cvtepi32_ps(q32_reduce_pairs(vm));
+          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q32_reduce_pairs(v)), _mm256_mul_ps(d, da), f);
           /* -imn * (dmin * da) + f: fmadd of the negated term, as qk_avx2.c's QK_FNMADD (valgrind) */
           f = _mm256_fmadd_ps(_mm256_xor_ps(imn, _mm256_set1_ps(-0.0f)), _mm256_mul_ps(dmin, da), f);
-        } else {
-          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc), _mm256_mul_ps(q32_f16x8(rows, at + 208), da), f);
+          continue;
         }
+        __m256i h[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) { /* rows in pairs, reduced as they are made */
+          if (c == 0 && ahead)
+            for (int64_t l = i * fetches / 4; l < (i + 1) * fetches / 4; ++l)
+              _mm_prefetch((const char *)(ahead + step * sb + 64 * l), _MM_HINT_T0);
+          h[i] = _mm256_hadd_epi32(ks8_mv_row6(rows[2 * i] + at, aq + 256 * sb, bs),
+                                   ks8_mv_row6(rows[2 * i + 1] + at, aq + 256 * sb, bs));
+        }
+        const __m256 da = _mm256_set1_ps(x->da[c * nsb + sb]);
+        f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q32_reduce_halves(h)), _mm256_mul_ps(q32_f16x8(rows, at + 208), da), f);
       }
-      qk8_store_rows(t, c, n0, nr, qk8_rows_in_order, f);
+      qk8_store_rows(t, c, n0, nr, dmin_at ? q32_lane_row : qk8_rows_in_order, f);
     }
   }
 }
