@@ -69,6 +69,33 @@ static inline void ks8_k45_scales(const uint8_t *blk, uint64_t *sc, uint64_t *mn
   *mn = (uint64_t)(w[1] & lo6) | (uint64_t)m_hi << 32;
 }
 
+/* The same for two super-blocks at once, in vector registers: per 128-bit
+ * half (a's, then b's) bytes 0..7 the scales, 8..15 the mins. The 16 bytes
+ * from blk + 4 (the 12 scale bytes and 4 of qs, inside the super-block)
+ * are arranged so each output byte has its low part (6 bits, or a nibble
+ * for sub-blocks 4..7) and, for 4..7, its top two bits above it. */
+static inline __m256i ks8_k45_scales_pair(const uint8_t *a, const uint8_t *b) {
+  const __m256i x = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a + 4))),
+      _mm_loadu_si128((const __m128i *)(const void *)(b + 4)), 1);
+  /* low parts from s0..3 (sc 0..3), s8..11 (sc 4..7), s4..7 (mn 0..3), s8..11 (mn 4..7) */
+  const __m256i lo_src = _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10,
+                                          11, 4, 5, 6, 7, 8, 9, 10, 11);
+  /* top bits of sc 4..7 from s0..3, of mn 4..7 from s4..7 (bits 6, 7) */
+  const __m256i hi_src = _mm256_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 0,
+                                          1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
+  const __m256i lo = _mm256_shuffle_epi8(x, lo_src), hi = _mm256_shuffle_epi8(x, hi_src);
+  /* mn 4..7 take the high nibble: shifted down in 16-bit lanes, then masked */
+  const __m256i low6 = _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0, 63, 63, 63, 63, 15,
+                                        15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+  const __m256i high4 = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 15, 15, 15, 15);
+  const __m256i base =
+      _mm256_or_si256(_mm256_and_si256(lo, low6), _mm256_and_si256(_mm256_srli_epi16(lo, 4), high4));
+  /* bits 6, 7 to 4, 5 (a 16-bit shift by 2 brings no neighbour's bit there) */
+  return _mm256_or_si256(base, _mm256_and_si256(_mm256_srli_epi16(hi, 2), _mm256_set1_epi8(0x30)));
+}
+
 /* A super-block's 256 q in element order as 8 vectors of 32 (Q4_K / Q5_K:
  * one sub-block each; Q6_K: sub-blocks 2i and 2i + 1). */
 Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
@@ -188,13 +215,11 @@ Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16
  * bits before the scaling vpmaddwd. */
 Q32_INLINE void ks8_mv_pair45(const uint8_t *a, const uint8_t *b, const int8_t *ah, const int16_t *bs, ks8_kind kd,
                               __m256i *isc, __m256i *imn) {
-  uint64_t sca, mna, scb, mnb;
-  ks8_k45_scales(a, &sca, &mna);
-  ks8_k45_scales(b, &scb, &mnb);
-  const __m256i w = _mm256_cvtepu8_epi16(_mm_set_epi64x((long long)scb, (long long)sca)); /* [a's 8 | b's 8] */
+  const __m256i scm = ks8_k45_scales_pair(a, b); /* per half: 8 scales, 8 mins */
+  const __m256i w = _mm256_unpacklo_epi8(scm, _mm256_setzero_si256()); /* [a's 8 scales | b's 8] as int16 */
   const __m256i dup = _mm256_unpacklo_epi16(w, w), duh = _mm256_unpackhi_epi16(w, w);
   const __m256i bs2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)bs));
-  *imn = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_set_epi64x((long long)mnb, (long long)mna)), bs2);
+  *imn = _mm256_madd_epi16(_mm256_unpackhi_epi8(scm, _mm256_setzero_si256()), bs2);
   const int five = kd == KS8_Q5_K;
   const int64_t qs = five ? 48 : 16;
 #define KS8_PAIR_LOAD(off)                                                                                  \
