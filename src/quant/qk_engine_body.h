@@ -517,7 +517,7 @@ static topos_status QK_FN(run)(const tp_qk_task *t) {
       } else {
         ctx.q4 = QK_FN(qt_bias_c4), ctx.q1 = QK_FN(qt_bias_c1);
       }
-      /* the activations, then what the wide tile or the fused kernels read of them */
+      /* the activations, then what the wide tile reads of them */
       int act_ok = qk_act_prepare(&tr, t->a, t->m, t->k, &ctx.act, t->threads);
 #ifdef QK_KTILE_WIDE_H
       if (act_ok && ctx.kw) act_ok = (ctx.kw_au = qk_kw_unsigned_act(&ctx.act)) != NULL;
