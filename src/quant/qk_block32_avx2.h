@@ -23,11 +23,14 @@
  *    widens every step. Q4_0 / Q5_0's bias term (-bias * the block's qa sum)
  *    is one integer per activation row and block.
  *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
- *    weight rows. Two rows' blocks meet the activation block in one
- *    vector (q32_dot_pair), the 8 rows' lane sums are reduced to the 8
- *    block sums by an exact transpose-and-add (q32_reduce_pairs), the rows'
- *    f16 scales are assembled in general registers, and the float steps
- *    run 8 rows at a time. */
+ *    weight rows. The nibble types' blocks of two rows meet the activation
+ *    block in one vector (q32_dot_pair; Q8_0: a row per vector), the 8
+ *    rows' lane sums are reduced to the 8 block sums by an exact
+ *    transpose-and-add (q32_reduce_pairs, q32_reduce8), the rows' f16
+ *    scales are assembled in general registers, and the float steps run 8
+ *    rows at a time.
+ * The file also holds what qk_ksum_avx2.h shares: the contexts' head
+ * (qk8_base), the output stores and the end of a product. */
 #ifndef TP_QUANT_QK_BLOCK32_AVX2_H
 #define TP_QUANT_QK_BLOCK32_AVX2_H
 
