@@ -91,6 +91,51 @@ static void qk8_store_rows(const tp_qk_task *t, int64_t c, int64_t n0, int nr, c
 }
 static const int qk8_rows_in_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
+/* The tiles' activations, lane l of a group: `steps` 4-byte steps from qa
+ * (NULL: a row past m, zeros) into dst[32 * s + 4 * l]. */
+static inline void qk8_repack_lane(int8_t *dst, const int8_t *qa, int64_t l, int steps) {
+  for (int s = 0; s < steps; ++s) {
+    if (qa) memcpy(dst + 32 * s + 4 * l, qa + 4 * s, 4);
+    else memset(dst + 32 * s + 4 * l, 0, 4);
+  }
+}
+
+/* The 8 rows of the matrix-vector panel at row n0 (a short last panel
+ * repeats its last row); returns the real rows' count. */
+static inline int qk8_panel_rows(const tp_qk_task *t, int64_t n0, const uint8_t *rows[8]) {
+  const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
+  for (int r = 0; r < 8; ++r) rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+  return nr;
+}
+
+/* The matrix-vector kernels fetch the panel two on as they read one, in
+ * address order (its 8 rows are one run of 8 * row_bytes): per unit of
+ * their loop (block or super-block), `step` bytes of it, at `lines` points
+ * at most a line apart (packed rows: Q4_0 144 bytes in 3, Q8_0 272 in 5,
+ * Q4_K 1152 in 18). qk8_fetch_plan also fetches the range's first two
+ * panels, which nothing fetched ahead. */
+typedef struct {
+  int64_t step, lines;
+} qk8_fetch;
+
+static inline qk8_fetch qk8_fetch_plan(const tp_qk_task *t, int64_t units, int64_t p0) {
+  const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
+  qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
+  const int64_t step = (8 * (int64_t)t->row_bytes + units - 1) / units;
+  return (qk8_fetch){step, (step + 63) / 64};
+}
+
+/* The panel two on from row n0, or NULL where it runs past the tensor. */
+static inline const uint8_t *qk8_panel_ahead(const tp_qk_task *t, int64_t n0) {
+  return n0 + 24 <= t->n ? (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes : NULL;
+}
+
+/* Lines l0 .. l1 - 1 of unit u's part of the panel ahead (NULL: none). */
+Q32_INLINE void qk8_fetch_lines(const uint8_t *ahead, const qk8_fetch *plan, int64_t u, int64_t l0, int64_t l1) {
+  if (!ahead) return;
+  for (int64_t l = l0; l < l1; ++l) _mm_prefetch((const char *)(ahead + plan->step * u + 64 * l), _MM_HINT_T0);
+}
+
 /* Frees what a begin and the ranges took; the status of the product. */
 static topos_status qk8_end(qk8_base *b) {
   const tp_qk_task *t = b->task;
@@ -171,11 +216,11 @@ Q32_INLINE __m256i q32_reduce_pairs(const __m256i v[4]) {
   return _mm256_hadd_epi32(h01, h23);
 }
 
-/* t[l]: 8 lane sums each -> lane l: their total (Q8_0, whose rows' sign
- * trick products leave no room to add two rows in 16 bits). */
-/* In two steps, so callers can pair rows as they make them (8 live vectors
- * leave few registers for the work): h[i] = vphaddd of t[2i], t[2i + 1],
- * then q32_reduce_halves(h). */
+/* t[l]: 8 lane sums each -> lane l: their total (Q8_0 and Q6_K, whose
+ * products leave no room to add two rows in 16 bits). In two steps, so
+ * callers can pair rows as they make them (8 live vectors leave few
+ * registers for the work): h[i] = vphaddd of t[2i], t[2i + 1], then
+ * q32_reduce_halves(h); q32_reduce8 does both. */
 Q32_INLINE __m256i q32_reduce_halves(const __m256i h[4]) {
   /* per 128-bit half: t 0..3 (4..7), each the half's 4 lanes summed */
   const __m256i lo = _mm256_hadd_epi32(h[0], h[1]), hi = _mm256_hadd_epi32(h[2], h[3]);
@@ -264,23 +309,12 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
   const tp_qk_task *t = x->b.task;
   const qk_act *act = &x->b.act;
   const int64_t nb = x->nb, kpad = act->kpad;
-  /* the panel two on is fetched as this one is read, in address order (its
-   * 8 rows are one run of 8 * row_bytes): per block, `step` bytes of it, at
-   * points at most a line apart (packed rows: Q4_0 144 bytes in 3 fetches,
-   * Q8_0 272 in 5) */
-  const int64_t step = (8 * (int64_t)t->row_bytes + nb - 1) / nb;
-  const int fetches = (int)((step + 63) / 64);
-  {
-    /* the range's first two panels up front: the loop fetches two ahead */
-    const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
-    qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
-  }
+  const qk8_fetch plan = qk8_fetch_plan(t, nb, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
-    const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
     const uint8_t *rows[8], *lanes[8];
-    for (int r = 0; r < 8; ++r) rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-    const uint8_t *ahead = n0 + 24 <= t->n ? (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes : NULL;
+    const int nr = qk8_panel_rows(t, n0, rows);
+    const uint8_t *ahead = qk8_panel_ahead(t, n0);
     for (int l = 0; l < 8; ++l) lanes[l] = rows[q32_lane_row[l]];
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
@@ -289,8 +323,7 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
       __m256 f = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t at = b * kd.bytes;
-        if (c == 0 && ahead)
-          for (int i = 0; i < fetches; ++i) _mm_prefetch((const char *)(ahead + step * b + 64 * i), _MM_HINT_T0);
+        if (c == 0) qk8_fetch_lines(ahead, &plan, b, 0, plan.lines);
         const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(aq + 32 * b));
         const __m256i alo = _mm256_permute2x128_si256(a, a, 0x00), ahi = _mm256_permute2x128_si256(a, a, 0x11);
         __m256i isum;
@@ -337,12 +370,12 @@ static void q32_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
       for (int64_t l = 0; l < 8; ++l) {
         const int64_t c = 8 * g + l;
         if (c >= m) { /* a part-filled last group: zero rows, their outputs dropped */
-          for (int s = 0; s < 8; ++s) memset(dst + 32 * s + 4 * l, 0, 4);
+          qk8_repack_lane(dst, NULL, l, 8);
           x->gda[cell + l] = x->gsa[cell + l] = 0.0f;
           x->gcorr[cell + l] = 0;
           continue;
         }
-        for (int s = 0; s < 8; ++s) memcpy(dst + 32 * s + 4 * l, act->q + c * kpad + 32 * b + 4 * s, 4);
+        qk8_repack_lane(dst, act->q + c * kpad + 32 * b, l, 8);
         int32_t corr = 0;
         if (x->kind.bias)
           for (int i = 0; i < 8; ++i) corr += act->init[c * lanes + 8 * b + i];

@@ -57,20 +57,9 @@ typedef struct {
 /* Sub-blocks per super-block and their length. */
 static inline int ks8_subs(ks8_kind kd) { return kd == KS8_Q6_K ? 16 : 8; }
 
-/* Q4_K / Q5_K's 6-bit scales and mins of a super-block (12 bytes at blk +
- * 4) as bytes: sub-blocks 0..7 in *sc and *mn, byte j = sub-block j. */
-static inline void ks8_k45_scales(const uint8_t *blk, uint64_t *sc, uint64_t *mn) {
-  uint32_t w[3];
-  memcpy(w, blk + 4, 12);
-  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
-  const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
-  *sc = (uint64_t)(w[0] & lo6) | (uint64_t)sc_hi << 32;
-  *mn = (uint64_t)(w[1] & lo6) | (uint64_t)m_hi << 32;
-}
-
-/* The same for two super-blocks at once, in vector registers: per 128-bit
- * half (a's, then b's) bytes 0..7 the scales, 8..15 the mins. The 16 bytes
+/* Q4_K / Q5_K's 6-bit scales and mins of two super-blocks (a, b), in
+ * vector registers: per 128-bit half (a's, then b's) bytes 0..7 the
+ * scales, 8..15 the mins (byte j: sub-block j). The 16 bytes
  * from blk + 4 (the 12 scale bytes and 4 of qs, inside the super-block)
  * are arranged so each output byte has its low part (6 bits, or a nibble
  * for sub-blocks 4..7) and, for 4..7, its top two bits above it. */
@@ -96,38 +85,56 @@ static inline __m256i ks8_k45_scales_pair(const uint8_t *a, const uint8_t *b) {
   return _mm256_or_si256(base, _mm256_and_si256(_mm256_srli_epi16(hi, 2), _mm256_set1_epi8(0x30)));
 }
 
+/* Q5_K: bit j of each byte of qh moved to bit 4, the rest cleared (16-bit
+ * shifts of at most 4 left or 3 right bring no neighbour's bit there). */
+Q32_INLINE __m256i ks8_bit4(__m256i qh, int j) {
+  const __m256i v = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* Q6_K: vector u (0..3) of half h's 128 elements, from the half's low bits
+ * l0 = ql[64h..], l1 = ql[64h + 32..] and high bits qh = qh[32h..]:
+ * elements 128h + 32u .. + 31, q = 0..63. */
+Q32_INLINE __m256i ks8_q6_vector(__m256i l0, __m256i l1, __m256i qh, int u) {
+  const __m256i nib = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  const __m256i low = u % 2 ? l1 : l0;
+  const __m256i lo4 = u < 2 ? _mm256_and_si256(low, nib) : _mm256_and_si256(_mm256_srli_epi16(low, 4), nib);
+  /* qh bits 2u, 2u + 1 to bits 4, 5 */
+  const __m256i hi2 = u == 0 ? _mm256_slli_epi16(qh, 4) : u == 1 ? _mm256_slli_epi16(qh, 2) : u == 2 ? qh
+                                                                                                 : _mm256_srli_epi16(qh, 2);
+  return _mm256_or_si256(lo4, _mm256_and_si256(hi2, m30));
+}
+
 /* A super-block's 256 q in element order as 8 vectors of 32 (Q4_K / Q5_K:
  * one sub-block each; Q6_K: sub-blocks 2i and 2i + 1). */
 Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
   if (kd == KS8_Q6_K) {
-    const __m256i m30 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
       const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
       const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
-      q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-      q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-      q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(qh, m30));
-      q[4 * h + 3] =
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+      for (int u = 0; u < 4; ++u) q[4 * h + u] = ks8_q6_vector(l0, l1, qh, u);
     }
     return;
   }
   const uint8_t *qs = blk + (kd == KS8_Q5_K ? 48 : 16);
   const __m256i qh = kd == KS8_Q5_K ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)) : _mm256_setzero_si256();
-  const __m256i b4 = _mm256_set1_epi8(0x10);
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < 4; ++c) { /* bit j of qh[l] is element l of sub-block j */
     const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
     __m256i lo = _mm256_and_si256(x, nib), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
-    if (kd == KS8_Q5_K) { /* bit j of qh[l] is element l of sub-block j: moved to bit 4 (16-bit shifts
-                             of at most 4 left or 3 right bring no neighbour's bit there) */
-#define KS8_BIT4(j) ((j) <= 4 ? _mm256_slli_epi16(qh, 4 - (j)) : _mm256_srli_epi16(qh, (j) - 4))
-      lo = _mm256_or_si256(lo, _mm256_and_si256(KS8_BIT4(2 * c), b4));
-      hi = _mm256_or_si256(hi, _mm256_and_si256(KS8_BIT4(2 * c + 1), b4));
-#undef KS8_BIT4
-    }
+    if (kd == KS8_Q5_K) lo = _mm256_or_si256(lo, ks8_bit4(qh, 2 * c)), hi = _mm256_or_si256(hi, ks8_bit4(qh, 2 * c + 1));
     q[2 * c] = lo, q[2 * c + 1] = hi;
+  }
+}
+
+/* The sums of qa over each sub-block of a super-block (8 or 16), zeros after. */
+static void ks8_sub_sums(const int8_t *qa, ks8_kind kd, int32_t sums[16]) {
+  const int subs = ks8_subs(kd), len = 256 / subs;
+  for (int j = 0; j < 16; ++j) {
+    sums[j] = 0;
+    if (j < subs)
+      for (int i = 0; i < len; ++i) sums[j] += qa[len * j + i];
   }
 }
 
@@ -150,17 +157,11 @@ static int ks8_mv_prepare(qk_ks8_ctx *x) {
         memcpy(dst, act->q + c * kpad + e, 16);
         memcpy(dst + 16, act->q + c * kpad + e, 16);
       }
-  const int subs = ks8_subs(x->kind), len = 256 / subs;
   for (int64_t c = 0; c < m; ++c)
     for (int64_t sb = 0; sb < nsb; ++sb) {
-      const int8_t *qa = act->q + c * kpad + 256 * sb;
-      int16_t *bs = x->bs + (c * nsb + sb) * 16;
-      for (int j = 0; j < 16; ++j) {
-        int s = 0;
-        if (j < subs)
-          for (int i = 0; i < len; ++i) s += qa[len * j + i];
-        bs[j] = (int16_t)s;
-      }
+      int32_t sums[16];
+      ks8_sub_sums(act->q + c * kpad + 256 * sb, x->kind, sums);
+      for (int j = 0; j < 16; ++j) x->bs[(c * nsb + sb) * 16 + j] = (int16_t)sums[j];
       x->da[c * nsb + sb] = act->dsb[c * dstride + sb];
     }
   return 1;
@@ -176,7 +177,6 @@ Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16
    * (dup: sc 0..3 | 8..11, duh: sc 4..7 | 12..15, each in both words) */
   const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
   const __m256i dup = _mm256_unpacklo_epi16(s16, s16), duh = _mm256_unpackhi_epi16(s16, s16);
-  const __m256i nib = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
 #define KS8_SV(src, d) _mm256_permutevar8x32_epi32((src), _mm256_setr_epi32(d, d, d, d, (d) + 1, (d) + 1, (d) + 1, (d) + 1))
 #define KS8_DOT6(i, q, sv)                                                                                  \
   acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                \
@@ -188,16 +188,10 @@ Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16
     const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
     const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
     /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in dup / duh's half h */
-    KS8_DOT6(4 * h, _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-             KS8_SV(dup, 4 * h));
-    KS8_DOT6(4 * h + 1, _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-             KS8_SV(dup, 4 * h + 2));
-    KS8_DOT6(4 * h + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(qh, m30)),
-             KS8_SV(duh, 4 * h));
-    KS8_DOT6(4 * h + 3,
-             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib),
-                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
-             KS8_SV(duh, 4 * h + 2));
+    KS8_DOT6(4 * h, ks8_q6_vector(l0, l1, qh, 0), KS8_SV(dup, 4 * h));
+    KS8_DOT6(4 * h + 1, ks8_q6_vector(l0, l1, qh, 1), KS8_SV(dup, 4 * h + 2));
+    KS8_DOT6(4 * h + 2, ks8_q6_vector(l0, l1, qh, 2), KS8_SV(duh, 4 * h));
+    KS8_DOT6(4 * h + 3, ks8_q6_vector(l0, l1, qh, 3), KS8_SV(duh, 4 * h + 2));
   }
 #undef KS8_DOT6
 #undef KS8_SV
@@ -210,7 +204,7 @@ Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16
  * (ah: its halves, bs: its sub-block sums) as [row a | row b], 4 lanes
  * each: *isc's scaled sums and *imn's min products. A vector holds 16
  * elements of one sub-block of both rows, so one in-lane dword broadcast
- * gives both rows' scale (the per-row kernel needed one per row and
+ * gives both rows' scale (a row per vector needs one per row and
  * sub-block); the two halves' pair sums (<= 2 * 31 * 127 each) add in 16
  * bits before the scaling vpmaddwd. */
 Q32_INLINE void ks8_mv_pair45(const uint8_t *a, const uint8_t *b, const int8_t *ah, const int16_t *bs, ks8_kind kd,
@@ -227,17 +221,16 @@ Q32_INLINE void ks8_mv_pair45(const uint8_t *a, const uint8_t *b, const int8_t *
                           _mm_loadu_si128((const __m128i *)(const void *)(b + (off))), 1)
   const __m256i h0 = five ? KS8_PAIR_LOAD(16) : _mm256_setzero_si256(); /* qh of elements 0..15 */
   const __m256i h1 = five ? KS8_PAIR_LOAD(32) : _mm256_setzero_si256(); /* 16..31 */
-  const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256i acc = _mm256_setzero_si256();
-#define KS8_BIT4(v, j) _mm256_and_si256((j) <= 4 ? _mm256_slli_epi16((v), 4 - (j)) : _mm256_srli_epi16((v), (j) - 4), b4)
 #define KS8_PAIR_CHUNK(c, svl, svh)                                                                          \
   {                                                                                                          \
     const __m256i x0 = KS8_PAIR_LOAD(qs + 32 * (c)), x1 = KS8_PAIR_LOAD(qs + 32 * (c) + 16);                 \
     __m256i l0 = _mm256_and_si256(x0, nib), l1 = _mm256_and_si256(x1, nib);                                   \
     __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(x0, 4), nib), u1 = _mm256_and_si256(_mm256_srli_epi16(x1, 4), nib); \
     if (five) {                                                                                              \
-      l0 = _mm256_or_si256(l0, KS8_BIT4(h0, 2 * (c))), l1 = _mm256_or_si256(l1, KS8_BIT4(h1, 2 * (c)));      \
-      u0 = _mm256_or_si256(u0, KS8_BIT4(h0, 2 * (c) + 1)), u1 = _mm256_or_si256(u1, KS8_BIT4(h1, 2 * (c) + 1)); \
+      l0 = _mm256_or_si256(l0, ks8_bit4(h0, 2 * (c))), l1 = _mm256_or_si256(l1, ks8_bit4(h1, 2 * (c)));      \
+      u0 = _mm256_or_si256(u0, ks8_bit4(h0, 2 * (c) + 1)), u1 = _mm256_or_si256(u1, ks8_bit4(h1, 2 * (c) + 1)); \
     }                                                                                                        \
     const int8_t *al = ah + 64 * 2 * (c), *au = al + 64;                                                     \
     const __m256i pl = _mm256_add_epi16(                                                                     \
@@ -253,7 +246,6 @@ Q32_INLINE void ks8_mv_pair45(const uint8_t *a, const uint8_t *b, const int8_t *
   KS8_PAIR_CHUNK(2, _mm256_shuffle_epi32(duh, 0x00), _mm256_shuffle_epi32(duh, 0x55))
   KS8_PAIR_CHUNK(3, _mm256_shuffle_epi32(duh, 0xAA), _mm256_shuffle_epi32(duh, 0xFF))
 #undef KS8_PAIR_CHUNK
-#undef KS8_BIT4
 #undef KS8_PAIR_LOAD
   *isc = acc;
 }
@@ -263,20 +255,13 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
   const qk_act *act = &x->b.act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad;
   const int dmin_at = kd == KS8_Q6_K ? 0 : 1; /* Q4_K / Q5_K: d, dmin at bytes 0, 2; Q6_K: d at 208 */
-  {
-    const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
-    qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
-  }
-  /* the panel two on in address order, as the 32-element kernel does */
-  const int64_t step = (8 * (int64_t)t->row_bytes + nsb - 1) / nsb;
-  const int64_t fetches = (step + 63) / 64;
+  const qk8_fetch plan = qk8_fetch_plan(t, nsb, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
-    const int nr = (int)(t->n - n0 < 8 ? t->n - n0 : 8);
     const uint8_t *rows[8], *lanes[8];
-    for (int r = 0; r < 8; ++r) rows[r] = (const uint8_t *)t->w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
+    const int nr = qk8_panel_rows(t, n0, rows);
+    const uint8_t *ahead = qk8_panel_ahead(t, n0);
     for (int l = 0; l < 8; ++l) lanes[l] = rows[q32_lane_row[l]];
-    const uint8_t *ahead = n0 + 24 <= t->n ? (const uint8_t *)t->w + (size_t)(n0 + 16) * t->row_bytes : NULL;
     for (int64_t c = 0; c < t->m; ++c) {
       const int8_t *aq = act->q + c * kpad;
       __m256 f = _mm256_setzero_ps();
@@ -287,9 +272,8 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
           __m256i v[4], vm[4];
 #pragma GCC unroll 4
           for (int i = 0; i < 4; ++i) {
-            if (c == 0 && ahead) /* a quarter of the super-block's lines per pair: no burst */
-              for (int64_t l = i * fetches / 4; l < (i + 1) * fetches / 4; ++l)
-                _mm_prefetch((const char *)(ahead + step * sb + 64 * l), _MM_HINT_T0);
+            if (c == 0) /* a quarter of the super-block's lines per pair: no burst */
+              qk8_fetch_lines(ahead, &plan, sb, i * plan.lines / 4, (i + 1) * plan.lines / 4);
             ks8_mv_pair45(rows[2 * i] + at, rows[2 * i + 1] + at, x->ah + (size_t)((c * nsb + sb) * 512), bs, kd,
                           &v[i], &vm[i]);
           }
@@ -305,9 +289,7 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
         __m256i h[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) { /* rows in pairs, reduced as they are made */
-          if (c == 0 && ahead)
-            for (int64_t l = i * fetches / 4; l < (i + 1) * fetches / 4; ++l)
-              _mm_prefetch((const char *)(ahead + step * sb + 64 * l), _MM_HINT_T0);
+          if (c == 0) qk8_fetch_lines(ahead, &plan, sb, i * plan.lines / 4, (i + 1) * plan.lines / 4);
           h[i] = _mm256_hadd_epi32(ks8_mv_row6(rows[2 * i] + at, aq + 256 * sb, bs),
                                    ks8_mv_row6(rows[2 * i + 1] + at, aq + 256 * sb, bs));
         }
@@ -329,7 +311,6 @@ static void ks8_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_ks8_ctx *x = vctx;
   const qk_act *act = &x->b.act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
-  const int subs = ks8_subs(x->kind), len = 256 / subs;
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t sb = 0; sb < nsb; ++sb) {
       const size_t cell = (size_t)(g * nsb + sb);
@@ -338,17 +319,16 @@ static void ks8_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
         const int64_t c = 8 * g + l;
         int32_t *bp = x->gbp + cell * 64 + l;
         if (c >= m) { /* a part-filled last group: zero rows, their outputs dropped */
-          for (int s = 0; s < 64; ++s) memset(dst + 32 * s + 4 * l, 0, 4);
+          qk8_repack_lane(dst, NULL, l, 64);
           x->gda[cell * 8 + l] = 0.0f;
           for (int p = 0; p < 8; ++p) bp[8 * p] = 0;
           continue;
         }
         const int8_t *qa = act->q + c * kpad + 256 * sb;
-        for (int s = 0; s < 64; ++s) memcpy(dst + 32 * s + 4 * l, qa + 4 * s, 4);
+        qk8_repack_lane(dst, qa, l, 64);
         x->gda[cell * 8 + l] = act->dsb[c * dstride + sb];
-        int32_t sums[16] = {0};
-        for (int j = 0; j < subs; ++j)
-          for (int i = 0; i < len; ++i) sums[j] += qa[len * j + i];
+        int32_t sums[16];
+        ks8_sub_sums(qa, x->kind, sums);
         for (int p = 0; p < 8; ++p) bp[8 * p] = (int32_t)((uint32_t)(uint16_t)sums[2 * p] | (uint32_t)sums[2 * p + 1] << 16);
       }
     }
@@ -395,14 +375,10 @@ static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind
       row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + 208));
       row->dmin[sb] = 0.0f;
     } else {
-      uint64_t sc8, mn8;
-      ks8_k45_scales(blk, &sc8, &mn8);
-      for (int j = 0; j < 8; ++j) {
-        const uint32_t sc = (uint32_t)(sc8 >> (8 * j)) & 0xFF;
-        v[j] = (int32_t)(sc | sc << 16);
-      }
-      for (int p = 0; p < 4; ++p)
-        v[16 + p] = (int32_t)(((uint32_t)(mn8 >> (16 * p)) & 0xFF) | ((uint32_t)(mn8 >> (16 * p + 8)) & 0xFF) << 16);
+      uint8_t scm[16]; /* 8 scales, 8 mins */
+      _mm_storeu_si128((__m128i *)(void *)scm, _mm256_castsi256_si128(ks8_k45_scales_pair(blk, blk)));
+      for (int j = 0; j < 8; ++j) v[j] = (int32_t)((uint32_t)scm[j] | (uint32_t)scm[j] << 16);
+      for (int p = 0; p < 4; ++p) v[16 + p] = (int32_t)((uint32_t)scm[8 + 2 * p] | (uint32_t)scm[9 + 2 * p] << 16);
       row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk));
       row->dmin[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + 2));
     }
