@@ -24,9 +24,9 @@
  *    is one integer per activation row and block.
  *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
  *    weight rows. The nibble types' blocks of two rows meet the activation
- *    block in one vector (q32_dot_pair; Q8_0: a row per vector), the 8
+ *    block in one vector (q32_pair_sums; Q8_0: a row per vector), the 8
  *    rows' lane sums are reduced to the 8 block sums by an exact
- *    transpose-and-add (q32_reduce_pairs, q32_reduce8), the rows' f16
+ *    transpose-and-add (q32_reduce_pair_sums, q32_reduce8), the rows' f16
  *    scales are assembled in general registers, and the float steps run 8
  *    rows at a time.
  * The file also holds what qk_ksum_avx2.h shares: the contexts' head
@@ -110,18 +110,19 @@ static inline int qk8_panel_rows(const tp_qk_task *t, int64_t n0, const uint8_t 
 
 /* The matrix-vector kernels fetch the panel two on as they read one, in
  * address order (its 8 rows are one run of 8 * row_bytes): per unit of
- * their loop (block or super-block), `step` bytes of it, at `lines` points
- * at most a line apart (packed rows: Q4_0 144 bytes in 3, Q8_0 272 in 5,
- * Q4_K 1152 in 18). qk8_fetch_plan also fetches the range's first two
- * panels, which nothing fetched ahead. */
+ * their loop (block or super-block, `unit_bytes` of a row), `step` bytes
+ * of it, at `lines` points at most a line apart (packed rows: Q4_0 144
+ * bytes in 3, Q8_0 272 in 5, Q4_K 1152 in 18; a constant unit_bytes makes
+ * the fetch loop a straight run). qk8_fetch_plan also fetches the range's
+ * first two panels, which nothing fetched ahead. */
 typedef struct {
   int64_t step, lines;
 } qk8_fetch;
 
-static inline qk8_fetch qk8_fetch_plan(const tp_qk_task *t, int64_t units, int64_t p0) {
+Q32_INLINE qk8_fetch qk8_fetch_plan(const tp_qk_task *t, int64_t unit_bytes, int64_t p0) {
   const int64_t first = p0 * 8, rows = t->n - first < 16 ? t->n - first : 16;
   qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
-  const int64_t step = (8 * (int64_t)t->row_bytes + units - 1) / units;
+  const int64_t step = 8 * unit_bytes;
   return (qk8_fetch){step, (step + 63) / 64};
 }
 
@@ -232,12 +233,12 @@ Q32_INLINE __m256i q32_reduce8(const __m256i t[8]) {
   return q32_reduce_halves(h);
 }
 
-/* Two rows' lane sums of w * qa over block b0 / b1 of a nibble type as
- * [row 0 | row 1], 4 lanes each. The 16 qs bytes of both rows share one
+/* Two rows' 16-bit pair sums of w * qa over block b0 / b1 of a nibble type
+ * as [row 0 | row 1], 8 each. The 16 qs bytes of both rows share one
  * vector: their low nibbles meet the activations' elements 0..15 (alo, in
- * both halves), their high nibbles 16..31 (ahi); the pair sums (<= 2 * 31
- * * 127) of the two add in 16 bits. */
-Q32_INLINE __m256i q32_dot_pair(const uint8_t *b0, const uint8_t *b1, __m256i alo, __m256i ahi, const q32_kind kd) {
+ * both halves), their high nibbles 16..31 (ahi); each sum adds two
+ * vpmaddubsw pair sums: |sum| <= 2 * 2 * 15 * 128 = 7680 (Q4), 15872 (Q5). */
+Q32_INLINE __m256i q32_pair_sums(const uint8_t *b0, const uint8_t *b1, __m256i alo, __m256i ahi, const q32_kind kd) {
   const __m256i x = _mm256_inserti128_si256(
       _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b0 + kd.qs))),
       _mm_loadu_si128((const __m128i *)(const void *)(b1 + kd.qs)), 1);
@@ -250,8 +251,20 @@ Q32_INLINE __m256i q32_dot_pair(const uint8_t *b0, const uint8_t *b1, __m256i al
     lo = _mm256_or_si256(lo, q32_bits_0x10((h0 & 0xFFFFu) | h1 << 16));
     hi = _mm256_or_si256(hi, q32_bits_0x10(h0 >> 16 | (h1 & 0xFFFF0000u)));
   }
-  const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+  return _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+}
+
+/* v[i]: rows 2i and 2i + 1's pair sums (q32_pair_sums) -> lane l: the
+ * block sum of row q32_lane_row[l], as q32_reduce_pairs leaves it. The
+ * first vphaddw halves the 16-bit sums' count (per 128-bit half: rows 0, 2
+ * | 1, 3, 4 sums each); Q4's sums stay in 16 bits through a second
+ * (|sum| <= 4 * 7680 = 30720), Q5's widen after the first (2 * 15872 >
+ * 32767 would not). Exact integer adds either way. */
+Q32_INLINE __m256i q32_reduce_pair_sums(const __m256i v[4], const q32_kind kd) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i h01 = _mm256_hadd_epi16(v[0], v[1]), h23 = _mm256_hadd_epi16(v[2], v[3]);
+  if (!kd.qh) return _mm256_madd_epi16(_mm256_hadd_epi16(h01, h23), ones);
+  return _mm256_hadd_epi32(_mm256_madd_epi16(h01, ones), _mm256_madd_epi16(h23, ones));
 }
 
 /* The f16 at offset `at` of the 8 rows (in lane order), widened: words
@@ -309,7 +322,7 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
   const tp_qk_task *t = x->b.task;
   const qk_act *act = &x->b.act;
   const int64_t nb = x->nb, kpad = act->kpad;
-  const qk8_fetch plan = qk8_fetch_plan(t, nb, p0);
+  const qk8_fetch plan = qk8_fetch_plan(t, kd.bytes, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
     const uint8_t *rows[8], *lanes[8];
@@ -335,8 +348,8 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
         } else {
           __m256i v[4];
 #pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i) v[i] = q32_dot_pair(rows[2 * i] + at, rows[2 * i + 1] + at, alo, ahi, kd);
-          isum = q32_reduce_pairs(v);
+          for (int i = 0; i < 4; ++i) v[i] = q32_pair_sums(rows[2 * i] + at, rows[2 * i + 1] + at, alo, ahi, kd);
+          isum = q32_reduce_pair_sums(v, kd);
         }
         if (kd.bias) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr[b]));
         __m256 dw, mw = _mm256_setzero_ps();

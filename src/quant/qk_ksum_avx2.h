@@ -255,7 +255,7 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
   const qk_act *act = &x->b.act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad;
   const int dmin_at = kd == KS8_Q6_K ? 0 : 1; /* Q4_K / Q5_K: d, dmin at bytes 0, 2; Q6_K: d at 208 */
-  const qk8_fetch plan = qk8_fetch_plan(t, nsb, p0);
+  const qk8_fetch plan = qk8_fetch_plan(t, bb, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
     const uint8_t *rows[8], *lanes[8];
