@@ -173,11 +173,15 @@ Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16
   __m256i acc = _mm256_setzero_si256();
   /* vector i (elements 32i..32i + 31) holds sub-blocks 2i (low half) and
    * 2i + 1 (high): its scale vector has sc_2i in the low half's words and
-   * sc_2i+1 in the high half's, one dword permute of the doubled scales
-   * (dup: sc 0..3 | 8..11, duh: sc 4..7 | 12..15, each in both words) */
-  const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(blk + 192)));
-  const __m256i dup = _mm256_unpacklo_epi16(s16, s16), duh = _mm256_unpackhi_epi16(s16, s16);
-#define KS8_SV(src, d) _mm256_permutevar8x32_epi32((src), _mm256_setr_epi32(d, d, d, d, (d) + 1, (d) + 1, (d) + 1, (d) + 1))
+   * sc_2i+1 in the high half's, an in-lane dword broadcast of scv[i / 4]
+   * (words: sc 0 0 2 2 4 4 6 6 | 1 1 3 3 5 5 7 7, and 8..15 likewise; a
+   * lane-crossing vpermd per vector was two uops on one Zen 3 port) */
+  const __m128i sc = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
+  const __m256i s16 = _mm256_cvtepi8_epi16(sc);
+  const __m256i scv[2] = {
+      _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7))),
+      _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15)))};
+#define KS8_SV(h, u) _mm256_shuffle_epi32(scv[h], (u) * 0x55)
 #define KS8_DOT6(i, q, sv)                                                                                  \
   acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                \
                                                     (const __m256i *)(const void *)(qa + 32 * (i)))),     \
@@ -187,11 +191,11 @@ Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16
     const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
     const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
     const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
-    /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in dup / duh's half h */
-    KS8_DOT6(4 * h, ks8_q6_vector(l0, l1, qh, 0), KS8_SV(dup, 4 * h));
-    KS8_DOT6(4 * h + 1, ks8_q6_vector(l0, l1, qh, 1), KS8_SV(dup, 4 * h + 2));
-    KS8_DOT6(4 * h + 2, ks8_q6_vector(l0, l1, qh, 2), KS8_SV(duh, 4 * h));
-    KS8_DOT6(4 * h + 3, ks8_q6_vector(l0, l1, qh, 3), KS8_SV(duh, 4 * h + 2));
+    /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in scv[h] */
+    KS8_DOT6(4 * h, ks8_q6_vector(l0, l1, qh, 0), KS8_SV(h, 0));
+    KS8_DOT6(4 * h + 1, ks8_q6_vector(l0, l1, qh, 1), KS8_SV(h, 1));
+    KS8_DOT6(4 * h + 2, ks8_q6_vector(l0, l1, qh, 2), KS8_SV(h, 2));
+    KS8_DOT6(4 * h + 3, ks8_q6_vector(l0, l1, qh, 3), KS8_SV(h, 3));
   }
 #undef KS8_DOT6
 #undef KS8_SV
