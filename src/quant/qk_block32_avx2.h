@@ -79,9 +79,21 @@ static void qk8_store_tile(const tp_qk_task *t, int64_t n0, int nr, int64_t g0, 
   }
 }
 
+static const int qk8_rows_in_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
 /* Matrix-vector output: activation row c; lane l holds weight row n0 +
  * row_of[l] (kept when below nr), plus the bias. */
-static void qk8_store_rows(const tp_qk_task *t, int64_t c, int64_t n0, int nr, const int row_of[8], __m256 f) {
+static inline void qk8_store_rows(const tp_qk_task *t, int64_t c, int64_t n0, int nr, const int row_of[8], __m256 f) {
+  if (nr == 8) { /* a full panel: lanes to row order, one store (the same adds) */
+    if (row_of != qk8_rows_in_order) {
+      int32_t lane_of[8];
+      for (int l = 0; l < 8; ++l) lane_of[row_of[l]] = l;
+      f = _mm256_permutevar8x32_ps(f, _mm256_loadu_si256((const __m256i *)(const void *)lane_of));
+    }
+    if (t->bias) f = _mm256_add_ps(f, _mm256_loadu_ps(t->bias + n0));
+    _mm256_storeu_ps(t->out + c * t->n + n0, f);
+    return;
+  }
   float lane[8];
   _mm256_storeu_ps(lane, f);
   for (int l = 0; l < 8; ++l) {
@@ -89,7 +101,6 @@ static void qk8_store_rows(const tp_qk_task *t, int64_t c, int64_t n0, int nr, c
     if (r < nr) t->out[c * t->n + n0 + r] = t->bias ? lane[l] + t->bias[n0 + r] : lane[l];
   }
 }
-static const int qk8_rows_in_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 /* The tiles' activations, lane l of a group: `steps` 4-byte steps from qa
  * (NULL: a row past m, zeros) into dst[32 * s + 4 * l]. */

@@ -406,17 +406,27 @@ TEST(qmatmul_amx_bf16_float_route) {
 }
 
 TEST(qmatmul_bias_is_added_last) {
-  const int64_t m = 2, k = 64, n = 5;
-  uint8_t *w = qm_weights(TOPOS_Q8_0, n, k);
-  float *a = qm_floats(m * k, 1.0f), *bias = qm_floats(n, 4.0f), o[10], ob[10];
-  CHECK(w && a && bias);
-  for (int path = 0; path <= 2; ++path) {
-    CHECK_OK(topos_qmatmul(a, m, k, w, TOPOS_Q8_0, n, NULL, o, (topos_qmatmul_path)path));
-    CHECK_OK(topos_qmatmul(a, m, k, w, TOPOS_Q8_0, n, bias, ob, (topos_qmatmul_path)path));
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t j = 0; j < n; ++j) CHECK_BITS_F32(ob[r * n + j], o[r * n + j] + bias[j]);
+  /* n = 21: full 8-row matrix-vector panels (stored whole) and a short one
+   * (stored lane by lane); m = 1, 2: matrix-vector kernels, 6: tiles */
+  const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q4_K, TOPOS_Q6_K};
+  const int64_t ms[] = {1, 2, 6}, k = 256, n = 21;
+  float *a = qm_floats(6 * k, 1.0f), *bias = qm_floats(n, 4.0f), o[6 * 21], ob[6 * 21];
+  CHECK(a && bias);
+  for (size_t ti = 0; a && bias && ti < sizeof types / sizeof types[0]; ++ti) {
+    uint8_t *w = qm_weights(types[ti], n, k);
+    CHECK(w);
+    for (size_t mi = 0; w && mi < sizeof ms / sizeof ms[0]; ++mi) {
+      const int64_t m = ms[mi];
+      for (int path = 0; path <= 2; ++path) {
+        CHECK_OK(topos_qmatmul(a, m, k, w, types[ti], n, NULL, o, (topos_qmatmul_path)path));
+        CHECK_OK(topos_qmatmul(a, m, k, w, types[ti], n, bias, ob, (topos_qmatmul_path)path));
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < n; ++j) CHECK_BITS_F32(ob[r * n + j], o[r * n + j] + bias[j]);
+      }
+    }
+    free(w);
   }
-  free(w), free(a), free(bias);
+  free(a), free(bias);
 }
 
 TEST(qmatmul_unsupported_and_auto_fallback) {
