@@ -7,9 +7,9 @@
  * queries, B the keys with keys adjacent) and values (A the probabilities, B
  * the value rows). B's rows are read in place — a block's keys or values sit
  * in L2 — so nothing is packed per call, where the chain's gemm packs B for
- * every block. Tiles of 4 rows x 2 vectors of columns (a lone row: 4
- * vectors), one FMA chain per element: c = 0, then c = fma(a[r, t], b[t, c], c)
- * for t ascending. Every
+ * every block. Tiles of 4 rows x 2 vectors of columns (fewer rows: wider
+ * tiles), one FMA chain per element: c = 0, then c = fma(a[r, t], b[t, c], c)
+ * for t ascending, whatever the tile. Every
  * lane runs that same chain, so AVX-512 and AVX2 give the same bits. */
 #include <stdint.h>
 
@@ -19,16 +19,18 @@
 #define TP_VM_FN(name) TP_VM_CAT(name, TP_VMATH_SUFFIX)
 #endif
 
-/* R rows (R <= 4) x V vectors of columns (V <= 4, R * V <= 8 in practice) */
+/* R rows (R <= 4) x V vectors of columns (V <= 8, R * V <= 8): R * V
+ * independent FMA chains, enough to cover the FMA latency (4-5 cycles at 2
+ * per cycle) where the block allows */
 static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_tile_)(
     int R, int V, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
     float *c, int64_t ldc) {
-  TP_V acc[4][4];
+  TP_V acc[4][8];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = TP_VSET(0.0f);
   for (int64_t t = 0; t < k; ++t) {
     const float *bt = b + t * ldb;
-    TP_V bv[4];
+    TP_V bv[8];
     for (int v = 0; v < V; ++v) bv[v] = TP_VLOAD(bt + v * TP_VW);
     for (int r = 0; r < R; ++r) {
       const TP_V ar = TP_VSET(a[r * a_rs + t * a_cs]);
@@ -39,29 +41,46 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_tile_)(
     for (int v = 0; v < V; ++v) TP_VSTORE(c + r * ldc + v * TP_VW, acc[r][v]);
 }
 
+/* R rows of C: tiles of `wide` vectors of columns, then what is left (fewer
+ * than `wide` vectors) as one tile, so a value product's dv columns (48:
+ * 6 vectors of 8) run as many chains as they have vectors. R and wide are
+ * constants at every call, and each case names its width: GCC turns a
+ * run-time V into accumulators on the stack. */
+static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_rows_)(
+    int R, int wide, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
+    const float *b, int64_t ldb, float *c, int64_t ldc) {
+  int64_t c0 = 0;
+  for (; c0 + wide * TP_VW <= n; c0 += wide * TP_VW)
+    TP_VM_FN(tp_attn_tile_)(R, wide, k, a, a_rs, a_cs, b + c0, ldb, c + c0, ldc);
+  const float *bt = b + c0;
+  float *ct = c + c0;
+  switch ((n - c0) / TP_VW) {
+#define TP_ATTN_TAIL(V) \
+    case V: if (V < wide) TP_VM_FN(tp_attn_tile_)(R, V, k, a, a_rs, a_cs, bt, ldb, ct, ldc); break;
+    TP_ATTN_TAIL(1) TP_ATTN_TAIL(2) TP_ATTN_TAIL(3) TP_ATTN_TAIL(4) TP_ATTN_TAIL(5)
+    TP_ATTN_TAIL(6) TP_ATTN_TAIL(7)
+#undef TP_ATTN_TAIL
+    default: break;
+  }
+}
+
 /* C[m x n] (row stride ldc) = A[m x k] (strides a_rs, a_cs) B[k x n] (row
  * stride ldb, columns adjacent); n a multiple of 16. Blocks of 4 rows take
- * tiles of 2 vectors; a lone row (decoding's single query) 4 vectors, so
- * each row of B is read once per 4 vectors of its columns. */
+ * tiles of 2 vectors; the rows left over (a decoded token's G query rows
+ * per kv head: 1, 2 or 3 of them) take 3 x 2, 2 x 4 and 1 x 8, so a lone
+ * row (G = 1) runs 8 chains, not 4, and reads each row of B once per 8
+ * vectors of its columns. */
 void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs,
                              int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc) {
   int64_t r0 = 0;
-  for (; r0 + 4 <= m; r0 += 4) {
-    const float *ar = a + r0 * a_rs;
-    float *cr = c + r0 * ldc;
-    int64_t c0 = 0;
-    for (; c0 + 2 * TP_VW <= n; c0 += 2 * TP_VW)
-      TP_VM_FN(tp_attn_tile_)(4, 2, k, ar, a_rs, a_cs, b + c0, ldb, cr + c0, ldc);
-    for (; c0 < n; c0 += TP_VW) TP_VM_FN(tp_attn_tile_)(4, 1, k, ar, a_rs, a_cs, b + c0, ldb, cr + c0, ldc);
-  }
-  for (; r0 < m; ++r0) {
-    const float *ar = a + r0 * a_rs;
-    float *cr = c + r0 * ldc;
-    int64_t c0 = 0;
-    for (; c0 + 4 * TP_VW <= n; c0 += 4 * TP_VW)
-      TP_VM_FN(tp_attn_tile_)(1, 4, k, ar, a_rs, a_cs, b + c0, ldb, cr + c0, ldc);
-    for (; c0 + 2 * TP_VW <= n; c0 += 2 * TP_VW)
-      TP_VM_FN(tp_attn_tile_)(1, 2, k, ar, a_rs, a_cs, b + c0, ldb, cr + c0, ldc);
-    for (; c0 < n; c0 += TP_VW) TP_VM_FN(tp_attn_tile_)(1, 1, k, ar, a_rs, a_cs, b + c0, ldb, cr + c0, ldc);
+  for (; r0 + 4 <= m; r0 += 4)
+    TP_VM_FN(tp_attn_rows_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc);
+  const float *ar = a + r0 * a_rs;
+  float *cr = c + r0 * ldc;
+  switch (m - r0) {
+    case 3: TP_VM_FN(tp_attn_rows_)(3, 2, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc); break;
+    case 2: TP_VM_FN(tp_attn_rows_)(2, 4, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc); break;
+    case 1: TP_VM_FN(tp_attn_rows_)(1, 8, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc); break;
+    default: break;
   }
 }

@@ -174,20 +174,23 @@ TEST(plan_attention_fast_within_its_bound_at_every_thread_count) {
   CHECK_OK(topos_set_threads(saved));
 }
 
-/* The Fast products without packing (attention_gemm_template.h): AVX2 and
- * AVX-512 give the same bits (one FMA chain per element), every row count
- * (4-row tiles, lone rows) and column count (multiples of 16), within
- * k * 2^-22 relative to sum |a b| of a double product. */
-TEST(attention_fast_products_agree_across_isas) {
+/* The Fast products without packing (attention_gemm_template.h): every
+ * element is the documented chain, bit for bit — c = 0, then c = fma(a, b,
+ * c) for t ascending — whatever tile computed it (4 x 2 blocks, the 3-, 2-
+ * and 1-row tiles of 2, 4 and 8 vectors and their narrower tails), so AVX2
+ * and AVX-512 give the same bits; and within k * 2^-22 relative to sum |a b|
+ * of a double product. Every row count 1..9 and column count 16..208 (past
+ * two 8-vector tiles of AVX-512). */
+TEST(attention_fast_products_are_one_fma_chain_per_element) {
 #if defined(__x86_64__)
   if (tp_vector_isa_best() < TP_VECTOR_AVX2) SKIP("no AVX2 here (or masked)");
   const int both = tp_vector_isa_best() == TP_VECTOR_AVX512;
-  enum { M = 9, N = 80, K = 37, LDB = 83, LDC = 85 };
+  enum { M = 9, N = 208, K = 37, LDB = 211, LDC = 213 };
   static float a[M * K], b[K * LDB], c1[M * LDC], c2[M * LDC];
   ap_state = 77u;
   for (int i = 0; i < M * K; ++i) a[i] = ap_uniform();
   for (int i = 0; i < K * LDB; ++i) b[i] = ap_uniform();
-  int64_t bad = 0, cases = 0;
+  int64_t bad = 0, not_chain = 0, cases = 0;
   for (int64_t m = 1; m <= M; ++m)
     for (int64_t n = 16; n <= N; n += 16) {
       memset(c1, 0, sizeof c1);
@@ -201,16 +204,21 @@ TEST(attention_fast_products_agree_across_isas) {
       for (int64_t r = 0; r < m; ++r)
         for (int64_t col = 0; col < n; ++col) {
           double want = 0.0, mag = 0.0;
+          float chain = 0.0f;
           for (int64_t t = 0; t < K; ++t) {
             want += (double)a[r + t * m] * b[t * LDB + col];
             mag += fabs((double)a[r + t * m] * b[t * LDB + col]);
+            chain = fmaf(a[r + t * m], b[t * LDB + col], chain);
           }
-          bad += !(fabs(c1[r * LDC + col] - want) <= mag * K * ldexp(1.0, -22));
+          const float got = c1[r * LDC + col];
+          bad += !(fabs(got - want) <= mag * K * ldexp(1.0, -22));
+          not_chain += memcmp(&got, &chain, sizeof got) != 0;
         }
       ++cases;
     }
   CHECK_EQ_INT(bad, 0);
-  CHECK_EQ_INT(cases, 45);
+  CHECK_EQ_INT(not_chain, 0);
+  CHECK_EQ_INT(cases, 117);
 #else
   SKIP("x86-64 only");
 #endif
