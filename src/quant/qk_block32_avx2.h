@@ -42,6 +42,12 @@
 #define Q32_MV_MAX_M 4    /* below this m, the matrix-vector kernel */
 #define Q32_INLINE static inline __attribute__((always_inline))
 
+/* An empty asm that takes v in a vector register and gives it back: the
+ * compiler must have the running sum there after each step. Without it GCC
+ * 12 reassociates a tile's block of integer adds into a tree, parking each
+ * step's product on the stack (64 stores and loads per Q8_0 block). */
+#define QK_KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
+
 /* A block layout: bytes, offsets of the nibbles (Q8_0: the int8 q), of the
  * fifth bits (0: none) and of the f16 min (0: none); w = q - bias. */
 typedef struct {
@@ -458,9 +464,13 @@ Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], co
           const __m256i ub = _mm256_set1_epi32(ud);
           acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(u0, wb)), ones));
           acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(u1, wb)), ones));
+          QK_KEEP_IN_REGISTER(acc[r][0]);
+          QK_KEEP_IN_REGISTER(acc[r][1]);
         } else {
           p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
           p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
+          QK_KEEP_IN_REGISTER(p16[r][0]);
+          QK_KEEP_IN_REGISTER(p16[r][1]);
           if ((s + 1) % flush == 0) {
             acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p16[r][0], ones));
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p16[r][1], ones));
