@@ -41,12 +41,12 @@ typedef __m256 qk_vf;
  * pair sums with the scale in both halves gives sc * (p0 + p1) = sc * t,
  * the integer vpmaddwd(ones) then vpmaddwd(sc) gave, in two multiplies
  * instead of three (pairs <= 2 * 31 * 127: no overflow) */
-#define QK_DOT_SCALED(acc, u, s, sc2) _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), (sc2)))
+#define QK_DOT_SCALED(acc, u, s, sc2) qk_dpwssd_avx2((acc), _mm256_maddubs_epi16((u), (s)), (sc2))
 #define QK_EXPAND4_I(p)                                                                   \
   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p))), \
                               _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
 #define QK_DPBUSD0(u, s) qk_dpbusd_avx2(_mm256_setzero_si256(), (u), (s), 0)
-#define QK_DPWSSD(acc, t, s) _mm256_add_epi32((acc), _mm256_madd_epi16((t), (s)))
+#define QK_DPWSSD(acc, t, s) qk_dpwssd_avx2((acc), (t), (s))
 #define QK_STORE_F(p, v) _mm256_storeu_ps((p), (v))
 #define QK_SET1(x) _mm256_set1_ps(x)
 #define QK_F16_TO_F32(h) _cvtsh_ss(h)
@@ -104,15 +104,34 @@ static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
   }
 }
 
+/* An empty asm that takes v in a vector register and gives it back: the
+ * compiler must have the running sum there after each step. Without it GCC
+ * 12 reassociates a tile's chain of integer adds into a tree, parking each
+ * step's product on the stack (64 stores and loads per Q8_0 block; a third
+ * of the tiles' time). */
+#define QK_KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
+
 static inline __m256i qk_dpbusd_avx2(__m256i acc, __m256i u, __m256i s, int wide) {
   const __m256i ones = _mm256_set1_epi16(1);
-  if (!wide) return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+  if (!wide) {
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+    QK_KEEP_IN_REGISTER(acc);
+    return acc;
+  }
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i lo = _mm256_and_si256(u, low4);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
   __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, s), ones);
   __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, s), _mm256_set1_epi16(16));
-  return _mm256_add_epi32(acc, _mm256_add_epi32(plo, phi));
+  acc = _mm256_add_epi32(acc, _mm256_add_epi32(plo, phi));
+  QK_KEEP_IN_REGISTER(acc);
+  return acc;
+}
+
+static inline __m256i qk_dpwssd_avx2(__m256i acc, __m256i t, __m256i s) {
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(t, s));
+  QK_KEEP_IN_REGISTER(acc);
+  return acc;
 }
 
 static inline float qk_reduce_avx2(__m256 v) {

@@ -42,11 +42,7 @@
 #define Q32_MV_MAX_M 4    /* below this m, the matrix-vector kernel */
 #define Q32_INLINE static inline __attribute__((always_inline))
 
-/* An empty asm that takes v in a vector register and gives it back: the
- * compiler must have the running sum there after each step. Without it GCC
- * 12 reassociates a tile's block of integer adds into a tree, parking each
- * step's product on the stack (64 stores and loads per Q8_0 block). */
-#define QK_KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
+/* QK_KEEP_IN_REGISTER: qk_avx2.c */
 
 /* A block layout: bytes, offsets of the nibbles (Q8_0: the int8 q), of the
  * fifth bits (0: none) and of the f16 min (0: none); w = q - bias. */
