@@ -73,6 +73,18 @@ static void qk8_store_tile(const tp_qk_task *t, int64_t n0, int nr, int64_t g0, 
   for (int g = 0; g < ng; ++g) {
     const int64_t c0 = (g0 + g) * 8;
     const int used = (int)(t->m - c0 < 8 ? t->m - c0 : 8);
+    if (nr == 4 && used == 8) { /* 4 rows x 8 lanes -> 8 outputs rows of 4: a transpose, 8 stores */
+      const __m256 t0 = _mm256_unpacklo_ps(f[0][g], f[1][g]), t1 = _mm256_unpackhi_ps(f[0][g], f[1][g]);
+      const __m256 t2 = _mm256_unpacklo_ps(f[2][g], f[3][g]), t3 = _mm256_unpackhi_ps(f[2][g], f[3][g]);
+      const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                           _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+      for (int c = 0; c < 8; ++c) { /* u[c % 4]: lanes c (low half) and c + 4 (high) */
+        __m128 v = c < 4 ? _mm256_castps256_ps128(u[c]) : _mm256_extractf128_ps(u[c - 4], 1);
+        if (t->bias) v = _mm_add_ps(v, _mm_loadu_ps(t->bias + n0)); /* the same adds */
+        _mm_storeu_ps(t->out + (c0 + c) * t->n + n0, v);
+      }
+      continue;
+    }
     for (int r = 0; r < nr; ++r) {
       float lane[8];
       _mm256_storeu_ps(lane, f[r][g]);

@@ -407,10 +407,13 @@ TEST(qmatmul_amx_bf16_float_route) {
 
 TEST(qmatmul_bias_is_added_last) {
   /* n = 21: full 8-row matrix-vector panels (stored whole) and a short one
-   * (stored lane by lane); m = 1, 2: matrix-vector kernels, 6: tiles */
+   * (stored lane by lane), full 4-row tiles and a short one; m = 1, 2:
+   * matrix-vector kernels, 6: tiles with a part-filled group of 8
+   * activation rows, 19: two full groups (stored by transposing the tile)
+   * and a part-filled one */
   const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q4_K, TOPOS_Q6_K};
-  const int64_t ms[] = {1, 2, 6}, k = 256, n = 21;
-  float *a = qm_floats(6 * k, 1.0f), *bias = qm_floats(n, 4.0f), o[6 * 21], ob[6 * 21];
+  const int64_t ms[] = {1, 2, 6, 19}, k = 256, n = 21;
+  float *a = qm_floats(19 * k, 1.0f), *bias = qm_floats(n, 4.0f), o[19 * 21], ob[19 * 21];
   CHECK(a && bias);
   for (size_t ti = 0; a && bias && ti < sizeof types / sizeof types[0]; ++ti) {
     uint8_t *w = qm_weights(types[ti], n, k);
