@@ -451,9 +451,9 @@ Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], co
   for (int64_t b = 0; b < nb; ++b) {
     const size_t cell0 = (size_t)(g0 * nb + b), cell1 = cell0 + gstride;
     __m256i acc[Q32_TR][2], p16[Q32_TR][2];
-    for (int r = 0; r < Q32_TR; ++r) {
-      acc[r][0] = _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell0));
-      acc[r][1] = _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell1));
+    for (int r = 0; r < Q32_TR; ++r) { /* the bias correction, where the type has one */
+      acc[r][0] = kd.bias ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell0)) : _mm256_setzero_si256();
+      acc[r][1] = kd.bias ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell1)) : _mm256_setzero_si256();
       p16[r][0] = p16[r][1] = _mm256_setzero_si256();
     }
     const int8_t *a0 = x->au + 256 * cell0, *a1 = x->au + 256 * cell1;
