@@ -24,10 +24,10 @@
  * per cycle) where the block allows */
 static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_tile_)(
     int R, int V, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
-    float *c, int64_t ldc) {
+    float *c, int64_t ldc, int resume) {
   TP_V acc[4][8];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) acc[r][v] = TP_VSET(0.0f);
+  for (int r = 0; r < R; ++r) /* resume: the chains go on from C's values (exact: floats stored, loaded) */
+    for (int v = 0; v < V; ++v) acc[r][v] = resume ? TP_VLOAD(c + r * ldc + v * TP_VW) : TP_VSET(0.0f);
   for (int64_t t = 0; t < k; ++t) {
     const float *bt = b + t * ldb;
     TP_V bv[8];
@@ -46,22 +46,42 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_tile_)(
  * 6 vectors of 8) run as many chains as they have vectors. R and wide are
  * constants at every call, and each case names its width: GCC turns a
  * run-time V into accumulators on the stack. */
-static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_rows_)(
+static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_cols_)(
     int R, int wide, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
-    const float *b, int64_t ldb, float *c, int64_t ldc) {
+    const float *b, int64_t ldb, float *c, int64_t ldc, int resume) {
   int64_t c0 = 0;
   for (; c0 + wide * TP_VW <= n; c0 += wide * TP_VW)
-    TP_VM_FN(tp_attn_tile_)(R, wide, k, a, a_rs, a_cs, b + c0, ldb, c + c0, ldc);
+    TP_VM_FN(tp_attn_tile_)(R, wide, k, a, a_rs, a_cs, b + c0, ldb, c + c0, ldc, resume);
   const float *bt = b + c0;
   float *ct = c + c0;
   switch ((n - c0) / TP_VW) {
 #define TP_ATTN_TAIL(V) \
-    case V: if (V < wide) TP_VM_FN(tp_attn_tile_)(R, V, k, a, a_rs, a_cs, bt, ldb, ct, ldc); break;
+    case V: if (V < wide) TP_VM_FN(tp_attn_tile_)(R, V, k, a, a_rs, a_cs, bt, ldb, ct, ldc, resume); break;
     TP_ATTN_TAIL(1) TP_ATTN_TAIL(2) TP_ATTN_TAIL(3) TP_ATTN_TAIL(4) TP_ATTN_TAIL(5)
     TP_ATTN_TAIL(6) TP_ATTN_TAIL(7)
 #undef TP_ATTN_TAIL
     default: break;
   }
+}
+
+/* Rows of B per pass over C's columns, for the rows left after 4-row
+ * blocks (decoding's queries): the tiles walk B's first TP_ATTN_KB rows
+ * across all columns, then the next TP_ATTN_KB resuming from C, so B is
+ * read row after row — once, as one stream — instead of a column strip
+ * per tile: a decoded token's keys and values come from memory (the
+ * weights streamed since evicted them), and strips of 64 bytes per row ran
+ * at half the memory's rate. The same chains, so the same bits. */
+#define TP_ATTN_KB 16
+
+static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_rows_)(
+    int R, int wide, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
+    const float *b, int64_t ldb, float *c, int64_t ldc) {
+  int64_t t0 = 0;
+  do {
+    const int64_t kb = k - t0 < TP_ATTN_KB ? k - t0 : TP_ATTN_KB;
+    TP_VM_FN(tp_attn_cols_)(R, wide, n, kb, a + t0 * a_cs, a_rs, a_cs, b + t0 * ldb, ldb, c, ldc, t0 > 0);
+    t0 += kb;
+  } while (t0 < k);
 }
 
 /* C[m x n] (row stride ldc) = A[m x k] (strides a_rs, a_cs) B[k x n] (row
@@ -74,7 +94,7 @@ void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, in
                              int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc) {
   int64_t r0 = 0;
   for (; r0 + 4 <= m; r0 += 4)
-    TP_VM_FN(tp_attn_rows_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc);
+    TP_VM_FN(tp_attn_cols_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
   const float *ar = a + r0 * a_rs;
   float *cr = c + r0 * ldc;
   switch (m - r0) {
