@@ -470,10 +470,8 @@ Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], co
           int32_t ud;
           memcpy(&ud, uw[r] + 32 * b + 4 * s, 4);
           const __m256i ub = _mm256_set1_epi32(ud);
-          acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(u0, wb)), ones));
-          acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(u1, wb)), ones));
-          QK_KEEP_IN_REGISTER(acc[r][0]);
-          QK_KEEP_IN_REGISTER(acc[r][1]);
+          acc[r][0] = QK_DPBUSD(acc[r][0], ub, _mm256_sign_epi8(u0, wb), 0);
+          acc[r][1] = QK_DPBUSD(acc[r][1], ub, _mm256_sign_epi8(u1, wb), 0);
         } else {
           p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
           p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));

@@ -417,7 +417,7 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
           const __m256i wb = _mm256_set1_epi32(wd);
           p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
           p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
-          QK_KEEP_IN_REGISTER(p16[r][0]); /* see qk_block32_avx2.h */
+          QK_KEEP_IN_REGISTER(p16[r][0]); /* see qk_avx2.c */
           QK_KEEP_IN_REGISTER(p16[r][1]);
           if ((s + 1) % flush == 0) {
             const __m256i sv = _mm256_set1_epi32(rows[r].ints[sb * KS8_ROW_INTS + j]);
