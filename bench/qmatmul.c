@@ -6,7 +6,15 @@
  * not depend on the values; quantizing 58M elements with the reference
  * quantizer would take longer than the whole bench). The reference path is
  * timed only on shapes of at most 2^25 multiply-adds, once per thread count.
- * Times are the best of several runs (the machine is shared). */
+ * Times are the best of several runs (the machine is shared).
+ *
+ * --against LIB: the fast path of another build of the library (its shared
+ * object, opened with dlopen) timed in the same process, runs alternating
+ * with this build's, and the two outputs compared bit for bit. On a host
+ * whose speed drifts by 10-20 % from one run to the next (shared machines),
+ * builds timed in separate processes cannot resolve a 5 % change; run by
+ * run in one process, both see the same drift. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,9 +146,58 @@ static int qb_time(const float *a, int64_t m, int64_t k, const uint8_t *w, topos
   return 0;
 }
 
+/* Another build's public entry points (--against). */
+typedef struct {
+  topos_status (*qmatmul)(const float *, int64_t, int64_t, const void *, topos_dtype, int64_t, const float *, float *,
+                          topos_qmatmul_path);
+  void (*set_threads)(int);
+} qb_other;
+
+static int qb_other_open(const char *path, qb_other *o) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "topos bench-qmatmul: --against %s: %s\n", path, dlerror());
+    return 0;
+  }
+  *(void **)(void *)&o->qmatmul = dlsym(h, "topos_qmatmul");
+  *(void **)(void *)&o->set_threads = dlsym(h, "topos_set_threads");
+  if (!o->qmatmul || !o->set_threads) {
+    fprintf(stderr, "topos bench-qmatmul: --against %s: no topos_qmatmul / topos_set_threads in it\n", path);
+    return 0;
+  }
+  return 1;
+}
+
+/* The fast path of this build and of the other, run after run in turn
+ * (which goes first alternates), within the budget: best times of each in
+ * us[0] (this build) and us[1]; *same: whether the outputs' bits agree. */
+static int qb_time_against(const qb_other *o, const float *a, int64_t m, int64_t k, const uint8_t *w,
+                           topos_dtype type, int64_t n, float *out, float *out_other, int threads, double budget,
+                           double us[2], int *same) {
+  o->set_threads(threads);
+  topos_status st = tp_qmatmul_threads(a, m, k, w, type, n, NULL, out, TOPOS_QMATMUL_FAST, threads);
+  if (st != TOPOS_OK) return (int)st;
+  st = o->qmatmul(a, m, k, w, type, n, NULL, out_other, TOPOS_QMATMUL_FAST);
+  if (st != TOPOS_OK) return (int)st;
+  *same = memcmp(out, out_other, (size_t)(m * n) * sizeof(float)) == 0;
+  us[0] = us[1] = 1e30;
+  int runs = 0;
+  const double start = qb_now();
+  while (runs < 400 && (runs < 6 || qb_now() - start < 2.0 * budget)) {
+    const int which = (runs & 1) ^ ((runs >> 1) & 1); /* 0 1 1 0 0 1 1 0 ... */
+    const double t0 = qb_now();
+    if (which == 0) tp_qmatmul_threads(a, m, k, w, type, n, NULL, out, TOPOS_QMATMUL_FAST, threads);
+    else o->qmatmul(a, m, k, w, type, n, NULL, out_other, TOPOS_QMATMUL_FAST);
+    const double dt = (qb_now() - t0) * 1e6;
+    if (dt < us[which]) us[which] = dt;
+    ++runs;
+  }
+  return 0;
+}
+
 static int qb_command(int argc, char **argv) {
   int json = 0, all_types = 0, no_stream = 0, fast_only = 0;
-  const char *only_type = NULL;
+  const char *only_type = NULL, *against = NULL;
   long long only_m = 0, only_k = 0, only_n = 0;
   double budget = 0.15;
   for (int i = 1; i < argc; ++i) {
@@ -152,11 +209,14 @@ static int qb_command(int argc, char **argv) {
     else if (strcmp(argv[i], "--fast-only") == 0) fast_only = 1;
     else if (strcmp(argv[i], "--all-types") == 0) all_types = 1;
     else if (strcmp(argv[i], "--quick") == 0) budget = 0.03;
+    else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) against = argv[++i];
     else {
       printf("usage: topos bench-qmatmul [--json] [--all-types] [--quick] [--type T] [--shape MxKxN]\n"
-             "                           [--no-stream] [--fast-only]\n\n"
+             "                           [--no-stream] [--fast-only] [--against LIB]\n\n"
              "Quantized matrix products (reference vs fast, 1 and 2 threads) and STREAM-style\n"
-             "read/copy bandwidth. Reference timed only up to 2^25 multiply-adds.\n");
+             "read/copy bandwidth. Reference timed only up to 2^25 multiply-adds.\n"
+             "--against LIB: the fast path of another build (its libtopos.so) alternating with\n"
+             "this one's in the same process: times, ratio and whether the bits agree.\n");
       return strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ? 0 : 2;
     }
   }
@@ -165,6 +225,8 @@ static int qb_command(int argc, char **argv) {
                                       {1, 4096, 14336}}; /* m, k, n */
   const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
   const int ntypes = all_types ? (int)(sizeof qb_types / sizeof qb_types[0]) : QB_DEFAULT_TYPES;
+  qb_other other = {0};
+  if (against && !qb_other_open(against, &other)) return 1;
 
   /* bandwidth first: 256 MiB source, well beyond the caches */
   const int64_t words = no_stream ? 8 : (int64_t)32 << 20;
@@ -189,7 +251,12 @@ static int qb_command(int argc, char **argv) {
     }
   }
   free(src), free(dst);
-  if (!json) {
+  if (!json && against) {
+    printf("fast ISA: %s; against %s, alternating run by run\n\n",
+           topos_qmatmul_fast_isa(TOPOS_Q4_K) ? topos_qmatmul_fast_isa(TOPOS_Q4_K) : "none", against);
+    printf("%-5s %5s %6s %6s %3s %11s %11s %7s %5s\n", "type", "m", "k", "n", "th", "this us", "other us",
+           "other/this", "bits");
+  } else if (!json) {
     printf("fast ISA: %s\n\n", topos_qmatmul_fast_isa(TOPOS_Q4_K) ? topos_qmatmul_fast_isa(TOPOS_Q4_K) : "none");
     printf("%-5s %5s %6s %6s %3s %-9s %11s %9s %8s %8s\n", "type", "m", "k", "n", "th", "path",
            "us", "GFLOP/s", "GB/s", "%read");
@@ -206,9 +273,32 @@ static int qb_command(int argc, char **argv) {
       const size_t wbytes = (size_t)(n * (k / t->block) * t->bytes);
       uint8_t *w = malloc(wbytes);
       float *a = malloc((size_t)(m * k) * sizeof(float)), *out = malloc((size_t)(m * n) * sizeof(float));
-      if (!w || !a || !out) {
+      float *out_other = against ? malloc((size_t)(m * n) * sizeof(float)) : NULL;
+      if (!w || !a || !out || (against && !out_other)) {
         fprintf(stderr, "topos bench-qmatmul: out of memory\n");
         rc = 1;
+      } else if (against) {
+        qb_fill_weights(t, w, n * k);
+        for (int64_t i = 0; i < m * k; ++i) a[i] = qb_unit();
+        for (int th = 1; th <= 2; ++th) {
+          double us[2];
+          int same = 0;
+          topos_set_threads(th);
+          int st = qb_time_against(&other, a, m, k, w, t->type, n, out, out_other, th, budget, us, &same);
+          if (st) {
+            printf("%-5s %5lld %6lld %6lld %3d   %s\n", t->name, (long long)m, (long long)k, (long long)n, th,
+                   topos_status_name((topos_status)st));
+            continue;
+          }
+          if (json)
+            printf("{\"bench\":\"qmatmul_against\",\"type\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+                   "\"threads\":%d,\"us\":%.1f,\"other_us\":%.1f,\"same_bits\":%s}\n",
+                   t->name, (long long)m, (long long)n, (long long)k, th, us[0], us[1], same ? "true" : "false");
+          else
+            printf("%-5s %5lld %6lld %6lld %3d %11.1f %11.1f %9.3fx %5s\n", t->name, (long long)m, (long long)k,
+                   (long long)n, th, us[0], us[1], us[1] / us[0], same ? "same" : "DIFF");
+          fflush(stdout);
+        }
       } else {
         qb_fill_weights(t, w, n * k);
         for (int64_t i = 0; i < m * k; ++i) a[i] = qb_unit();
@@ -242,7 +332,7 @@ static int qb_command(int argc, char **argv) {
           }
         }
       }
-      free(w), free(a), free(out);
+      free(w), free(a), free(out), free(out_other);
     }
   }
   return rc;
