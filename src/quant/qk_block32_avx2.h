@@ -24,9 +24,10 @@
  *    vector; weights once per panel): a step is one vpmaddwd per 16
  *    products and an add. The sign trick (vpsignb, vpmaddubsw, vpmaddwd
  *    per 32) has as many operations but three on the pipes the multiplies
- *    share (Zen 3, session 21) against two: 256 x 2048 x 2048 57.5 -> 59.2
- *    GMAC/s, m = 64 54.8 -> 58.1. Q4_0 / Q5_0's bias term (-bias * the
- *    block's qa sum) is one integer per activation row and block.
+ *    share (Zen 3, session 21) against two: one thread, 256 x 2048 x 2048
+ *    58.3 -> 61.7 GMAC/s, 64 x 2048 x 2048 58.6 -> 62.2. Q4_0 / Q5_0's
+ *    bias term (-bias * the block's qa sum) is one integer per activation
+ *    row and block.
  *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
  *    weight rows. The nibble types' blocks of two rows meet the activation
  *    block in one vector (q32_pair_sums; Q8_0: a row per vector), the 8
@@ -457,61 +458,73 @@ static int q32_tile_prepare(qk_q32_ctx *x) {
   return 1;
 }
 
-/* f[r][v] for weight rows w[r] (decoded: 32 bytes per block) and activation
- * groups g0, g0 + 1 (ng = 1: the second repeats the first). */
-Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], const float *dw, const float *mw, int64_t g0, int ng, const q32_kind kd,
-                         __m256 f[Q32_TR][2]) {
-  const int64_t nb = x->nb;
-  const int flush = Q32_IS_Q8(kd) ? 1 : kd.qh ? 4 : 8; /* steps whose pair sums add in 16 bits */
+/* One block of the tile's integer sums, acc[r][v] += the block's products of
+ * weight row r with activation group v (a0, a1: the groups' cells). Q8_0:
+ * 16 steps of 2 int16 elements, one vpmaddwd each (|sum| <= 32 * 128 *
+ * 127, exact); w[r]: 64 bytes per block. */
+Q32_INLINE void q32_tile_block_q8(__m256i acc[Q32_TR][2], const uint8_t *const w[Q32_TR], int64_t b,
+                                  const int8_t *a0, const int8_t *a1) {
+#pragma GCC unroll 16
+  for (int s = 0; s < 16; ++s) {
+    const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
+    const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
+#pragma GCC unroll 4
+    for (int r = 0; r < Q32_TR; ++r) {
+      int32_t wd;
+      memcpy(&wd, w[r] + 64 * b + 4 * s, 4);
+      const __m256i wb = _mm256_set1_epi32(wd);
+      acc[r][0] = QK_DPWSSD(acc[r][0], wb, u0);
+      acc[r][1] = QK_DPWSSD(acc[r][1], wb, u1);
+    }
+  }
+}
+
+/* The nibble types: 8 steps of 4 elements (w[r]: 32 bytes per block), the
+ * vpmaddubsw pair sums added in 16 bits and widened every `flush` steps. */
+Q32_INLINE void q32_tile_block_nibbles(__m256i acc[Q32_TR][2], const uint8_t *const w[Q32_TR], int64_t b,
+                                       const int8_t *a0, const int8_t *a1, int flush) {
   const __m256i ones = _mm256_set1_epi16(1);
+  __m256i p16[Q32_TR][2];
+  for (int r = 0; r < Q32_TR; ++r) p16[r][0] = p16[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
+    const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
+#pragma GCC unroll 4
+    for (int r = 0; r < Q32_TR; ++r) {
+      int32_t wd;
+      memcpy(&wd, w[r] + 32 * b + 4 * s, 4);
+      const __m256i wb = _mm256_set1_epi32(wd);
+      p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
+      p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
+      QK_KEEP_IN_REGISTER(p16[r][0]);
+      QK_KEEP_IN_REGISTER(p16[r][1]);
+      if ((s + 1) % flush == 0) {
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p16[r][0], ones));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p16[r][1], ones));
+        p16[r][0] = p16[r][1] = _mm256_setzero_si256();
+      }
+    }
+  }
+}
+
+/* f[r][v] for weight rows w[r] (decoded: q32_tile_block_*) and activation
+ * groups g0, g0 + 1 (ng = 1: the second repeats the first). */
+Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], const float *dw, const float *mw,
+                         int64_t g0, int ng, const q32_kind kd, __m256 f[Q32_TR][2]) {
+  const int64_t nb = x->nb;
   for (int r = 0; r < Q32_TR; ++r) f[r][0] = f[r][1] = _mm256_setzero_ps();
   const size_t gstride = ng > 1 ? (size_t)nb : 0;
   for (int64_t b = 0; b < nb; ++b) {
     const size_t cell0 = (size_t)(g0 * nb + b), cell1 = cell0 + gstride;
-    __m256i acc[Q32_TR][2], p16[Q32_TR][2];
+    __m256i acc[Q32_TR][2];
     for (int r = 0; r < Q32_TR; ++r) { /* the bias correction, where the type has one */
       acc[r][0] = kd.bias ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell0)) : _mm256_setzero_si256();
       acc[r][1] = kd.bias ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell1)) : _mm256_setzero_si256();
-      p16[r][0] = p16[r][1] = _mm256_setzero_si256();
     }
     const int8_t *a0 = x->au + Q32_CELL_BYTES(kd) * cell0, *a1 = x->au + Q32_CELL_BYTES(kd) * cell1;
-    if (Q32_IS_Q8(kd)) { /* int16 pairs: a vpmaddwd per 16 products, no sign trick (see the top) */
-#pragma GCC unroll 16
-      for (int s = 0; s < 16; ++s) {
-        const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
-        const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
-#pragma GCC unroll 4
-        for (int r = 0; r < Q32_TR; ++r) {
-          int32_t wd;
-          memcpy(&wd, w[r] + 64 * b + 4 * s, 4);
-          const __m256i wb = _mm256_set1_epi32(wd);
-          acc[r][0] = QK_DPWSSD(acc[r][0], wb, u0);
-          acc[r][1] = QK_DPWSSD(acc[r][1], wb, u1);
-        }
-      }
-    } else
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
-      const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
-#pragma GCC unroll 4
-      for (int r = 0; r < Q32_TR; ++r) {
-        int32_t wd;
-        memcpy(&wd, w[r] + 32 * b + 4 * s, 4);
-        const __m256i wb = _mm256_set1_epi32(wd);
-        {
-          p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
-          p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
-          QK_KEEP_IN_REGISTER(p16[r][0]);
-          QK_KEEP_IN_REGISTER(p16[r][1]);
-          if ((s + 1) % flush == 0) {
-            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p16[r][0], ones));
-            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p16[r][1], ones));
-            p16[r][0] = p16[r][1] = _mm256_setzero_si256();
-          }
-        }
-      }
-    }
+    if (Q32_IS_Q8(kd)) q32_tile_block_q8(acc, w, b, a0, a1);
+    else q32_tile_block_nibbles(acc, w, b, a0, a1, kd.qh ? 4 : 8); /* steps whose pair sums add in 16 bits */
     const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
 #pragma GCC unroll 4
     for (int r = 0; r < Q32_TR; ++r) {
