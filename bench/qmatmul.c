@@ -10,10 +10,10 @@
  *
  * --against LIB: the fast path of another build of the library (its shared
  * object, opened with dlopen) timed in the same process at one thread, runs
- * alternating with this build's, and the two outputs compared bit for bit. On a host
- * whose speed drifts by 10-20 % from one run to the next (shared machines),
- * builds timed in separate processes cannot resolve a 5 % change; run by
- * run in one process, both see the same drift. */
+ * alternating with this build's, and the two outputs compared bit for bit.
+ * On a host whose speed drifts by 10-20 % from one run to the next (shared
+ * machines), builds timed in separate processes cannot resolve a 5 %
+ * change; run by run in one process, both see the same drift. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -153,6 +153,8 @@ typedef struct {
   void (*set_threads)(int);
 } qb_other;
 
+/* The library stays open to the end of the process: its pool's workers run
+ * its code (they are stopped by its own exit handler). */
 static int qb_other_open(const char *path, qb_other *o) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
