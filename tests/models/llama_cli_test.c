@@ -75,5 +75,13 @@ TEST(llama_cli_make_generate_bench) {
       CHECK_MSG(tt_log_has(log, c->has[k]), "topos %s: no '%s' in the output", c->args, c->has[k]);
     if (c->lacks) CHECK_MSG(!tt_log_has(log, c->lacks), "topos %s: '%s' in the output", c->args, c->lacks);
   }
+#ifdef __linux__
+  /* the text table ends with the model mapping's resident and 2 MiB-page
+   * share (smaps); a tiny file is not asked for huge pages */
+  snprintf(args, sizeof args, "bench llm '%s' --reps 1 --threads 1 --tests tg2", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "model mapping: "));
+  CHECK(tt_log_has(log, "MiB of it in 2 MiB pages"));
+#endif
   remove(model);
 }
