@@ -197,6 +197,30 @@ static int qb_time_against(const qb_other *o, const float *a, int64_t m, int64_t
   return 0;
 }
 
+/* One row of the --against table (or its JSON object): one thread, since
+ * each build has its own pool, whose workers spin ~100 us after a product;
+ * at two threads one build's spinning worker took the other's core (this
+ * build against itself read 0.6-1.25x on small products). */
+static void qb_row_against(const qb_other *other, const qb_type *t, const float *a, int64_t m, int64_t k,
+                           const uint8_t *w, int64_t n, float *out, float *out_other, double budget, int json) {
+  const int th = 1;
+  double us[2];
+  int same = 0;
+  topos_set_threads(th);
+  int st = qb_time_against(other, a, m, k, w, t->type, n, out, out_other, th, budget, us, &same);
+  if (st)
+    printf("%-5s %5lld %6lld %6lld %3d   %s\n", t->name, (long long)m, (long long)k, (long long)n, th,
+           topos_status_name((topos_status)st));
+  else if (json)
+    printf("{\"bench\":\"qmatmul_against\",\"type\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+           "\"threads\":%d,\"us\":%.1f,\"other_us\":%.1f,\"same_bits\":%s}\n",
+           t->name, (long long)m, (long long)n, (long long)k, th, us[0], us[1], same ? "true" : "false");
+  else
+    printf("%-5s %5lld %6lld %6lld %3d %11.1f %11.1f %9.3fx %5s\n", t->name, (long long)m, (long long)k,
+           (long long)n, th, us[0], us[1], us[1] / us[0], same ? "same" : "DIFF");
+  fflush(stdout);
+}
+
 static int qb_command(int argc, char **argv) {
   int json = 0, all_types = 0, no_stream = 0, fast_only = 0;
   const char *only_type = NULL, *against = NULL;
@@ -279,59 +303,39 @@ static int qb_command(int argc, char **argv) {
       if (!w || !a || !out || (against && !out_other)) {
         fprintf(stderr, "topos bench-qmatmul: out of memory\n");
         rc = 1;
-      } else if (against) {
-        qb_fill_weights(t, w, n * k);
-        for (int64_t i = 0; i < m * k; ++i) a[i] = qb_unit();
-        /* one thread: each build has its own pool, whose workers spin ~100 us
-         * after a product; at two threads one build's spinning worker took
-         * the other's core (this build against itself read 0.6-1.25x on
-         * small products) */
-        const int th = 1;
-        double us[2];
-        int same = 0;
-        topos_set_threads(th);
-        int st = qb_time_against(&other, a, m, k, w, t->type, n, out, out_other, th, budget, us, &same);
-        if (st)
-          printf("%-5s %5lld %6lld %6lld %3d   %s\n", t->name, (long long)m, (long long)k, (long long)n, th,
-                 topos_status_name((topos_status)st));
-        else if (json)
-          printf("{\"bench\":\"qmatmul_against\",\"type\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
-                 "\"threads\":%d,\"us\":%.1f,\"other_us\":%.1f,\"same_bits\":%s}\n",
-                 t->name, (long long)m, (long long)n, (long long)k, th, us[0], us[1], same ? "true" : "false");
-        else
-          printf("%-5s %5lld %6lld %6lld %3d %11.1f %11.1f %9.3fx %5s\n", t->name, (long long)m, (long long)k,
-                 (long long)n, th, us[0], us[1], us[1] / us[0], same ? "same" : "DIFF");
-        fflush(stdout);
       } else {
         qb_fill_weights(t, w, n * k);
         for (int64_t i = 0; i < m * k; ++i) a[i] = qb_unit();
-        for (int p = 0; p < 2 && rc == 0; ++p) {
-          topos_qmatmul_path path = p == 0 ? TOPOS_QMATMUL_FAST : TOPOS_QMATMUL_REFERENCE;
-          if (path == TOPOS_QMATMUL_REFERENCE && (fast_only || m * n * k > ((int64_t)1 << 25))) continue;
-          for (int th = 1; th <= 2; ++th) {
-            double us = 0;
-            topos_set_threads(th);
-            int st = qb_time(a, m, k, w, t->type, n, out, path, th, path == TOPOS_QMATMUL_FAST ? budget : budget / 3, &us);
-            if (st) {
-              if (!json)
-                printf("%-5s %5lld %6lld %6lld %3d %-9s   %s\n", t->name, (long long)m, (long long)k,
-                       (long long)n, th, p ? "reference" : "fast", topos_status_name((topos_status)st));
-              continue;
+        if (against) qb_row_against(&other, t, a, m, k, w, n, out, out_other, budget, json);
+        else {
+          for (int p = 0; p < 2 && rc == 0; ++p) {
+            topos_qmatmul_path path = p == 0 ? TOPOS_QMATMUL_FAST : TOPOS_QMATMUL_REFERENCE;
+            if (path == TOPOS_QMATMUL_REFERENCE && (fast_only || m * n * k > ((int64_t)1 << 25))) continue;
+            for (int th = 1; th <= 2; ++th) {
+              double us = 0;
+              topos_set_threads(th);
+              int st = qb_time(a, m, k, w, t->type, n, out, path, th, path == TOPOS_QMATMUL_FAST ? budget : budget / 3, &us);
+              if (st) {
+                if (!json)
+                  printf("%-5s %5lld %6lld %6lld %3d %-9s   %s\n", t->name, (long long)m, (long long)k,
+                         (long long)n, th, p ? "reference" : "fast", topos_status_name((topos_status)st));
+                continue;
+              }
+              double gflops = 2.0 * (double)m * (double)n * (double)k / us * 1e-3;
+              double gbps = (double)wbytes / us * 1e-3;
+              const char *isa = p ? "c" : topos_qmatmul_fast_isa(t->type);
+              if (json)
+                printf("{\"bench\":\"qmatmul\",\"type\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+                       "\"threads\":%d,\"path\":\"%s\",\"isa\":\"%s\",\"us\":%.1f,\"gflops\":%.2f,"
+                       "\"gbps\":%.2f}\n",
+                       t->name, (long long)m, (long long)n, (long long)k, th, p ? "reference" : "fast",
+                       isa ? isa : "none", us, gflops, gbps);
+              else
+                printf("%-5s %5lld %6lld %6lld %3d %-9s %11.1f %9.2f %8.2f %7.0f%%\n", t->name,
+                       (long long)m, (long long)k, (long long)n, th, p ? "reference" : "fast", us,
+                       gflops, gbps, read_bw[th] > 0 ? 100.0 * gbps / read_bw[th] : 0.0);
+              fflush(stdout);
             }
-            double gflops = 2.0 * (double)m * (double)n * (double)k / us * 1e-3;
-            double gbps = (double)wbytes / us * 1e-3;
-            const char *isa = p ? "c" : topos_qmatmul_fast_isa(t->type);
-            if (json)
-              printf("{\"bench\":\"qmatmul\",\"type\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
-                     "\"threads\":%d,\"path\":\"%s\",\"isa\":\"%s\",\"us\":%.1f,\"gflops\":%.2f,"
-                     "\"gbps\":%.2f}\n",
-                     t->name, (long long)m, (long long)n, (long long)k, th, p ? "reference" : "fast",
-                     isa ? isa : "none", us, gflops, gbps);
-            else
-              printf("%-5s %5lld %6lld %6lld %3d %-9s %11.1f %9.2f %8.2f %7.0f%%\n", t->name,
-                     (long long)m, (long long)k, (long long)n, th, p ? "reference" : "fast", us,
-                     gflops, gbps, read_bw[th] > 0 ? 100.0 * gbps / read_bw[th] : 0.0);
-            fflush(stdout);
           }
         }
       }
