@@ -4,6 +4,14 @@
  *
  *   ppN   one chunk of N prompt tokens into an empty context of N slots
  *   tgN   N tokens decoded one at a time into an empty context of N slots
+ *   ppN@dD, tgN@dD   the same after a prompt of D tokens (untimed, one
+ *         chunk) in a context of D + N slots: a conversation's later turns,
+ *         where every decoded token also reads the D + i cached keys and
+ *         values. Their bound counts those bytes too (bandwidth / (weights +
+ *         the cache read at the mean position)). The peer is not run for
+ *         them: the llama-bench at hand (c392e50) has no depth option, and
+ *         a rate derived from its pp D and pg D,N runs (N / their time's
+ *         difference) moved by 30 % between two invocations.
  * tokens/s as mean ± stdev over R runs (after one warm-up run that also
  * compiles the plans), at each thread count; peak RSS (getrusage) and the
  * memory target file + KV cache + 10%. A STREAM-style read bandwidth is
@@ -133,22 +141,20 @@ static double lb_peak_rss_mb(void) {
   return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
 }
 
-/* One timed run of a test; returns seconds. */
-/* llama-bench's mean and stdev t/s for one test (jsonl output); 0 when it
- * could not be run or read. */
-static int lb_peer(const char *peer, const char *model, int is_pp, int64_t n, int threads, int reps,
-                   double *mean, double *sd) {
+/* llama-bench's t/s for one test (jsonl output, one run); 0 when it could
+ * not be run or read. */
+static int lb_peer(const char *peer, const char *model, int is_pp, int64_t n, int threads, double *tps) {
   char cmd[4096];
-  int len = snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %d -r %d -o jsonl -p %lld -n %lld 2>/dev/null", peer,
-                     model, threads, reps, (long long)(is_pp ? n : 0), (long long)(is_pp ? 0 : n));
+  int len = snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %d -r 1 -o jsonl -p %lld -n %lld 2>/dev/null", peer,
+                     model, threads, (long long)(is_pp ? n : 0), (long long)(is_pp ? 0 : n));
   if (len < 0 || (size_t)len >= sizeof cmd || strchr(peer, '\'') || strchr(model, '\'')) return 0;
   FILE *f = popen(cmd, "r");
   if (!f) return 0;
   char line[8192];
   int ok = 0;
   while (fgets(line, sizeof line, f)) {
-    const char *a = strstr(line, "\"avg_ts\":"), *b = strstr(line, "\"stddev_ts\":");
-    if (a && b) ok = sscanf(a + 9, "%lf", mean) == 1 && sscanf(b + 12, "%lf", sd) == 1;
+    const char *a = strstr(line, "\"avg_ts\":");
+    if (a) ok = sscanf(a + 9, "%lf", tps) == 1;
   }
   return pclose(f) == 0 && ok;
 }
@@ -185,9 +191,11 @@ static int lb_mapped_pages(const char *path, double *rss_mb, double *pmd_mb) {
   return found;
 }
 
-static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const int32_t *tokens,
-                           float *logits, double *seconds) {
+static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, int64_t depth,
+                           const int32_t *tokens, float *logits, double *seconds) {
   topos_llama_reset(ctx);
+  if (depth) TP_TRY(topos_llama_eval(ctx, tokens, depth, 0, logits));
+  tokens += depth;
   double t0 = lb_now();
   if (is_pp) {
     TP_TRY(topos_llama_eval(ctx, tokens, n, 0, logits));
@@ -203,8 +211,10 @@ static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, const
 enum { LB_MOST = 16 };
 typedef struct {
   int is_pp;
-  long n; /* tokens, or a thread count */
+  long n;     /* tokens, or a thread count */
+  long depth; /* tokens in the context before the test's (ppN@dD, tgN@dD) */
 } lb_item;
+enum { LB_MOST_DEPTH = 16384 };
 
 static int lb_parse_list(const char *flag, const char *list, int tests, lb_item *out, int *n) {
   char buf[256];
@@ -215,18 +225,22 @@ static int lb_parse_list(const char *flag, const char *list, int tests, lb_item 
   snprintf(buf, sizeof buf, "%s", list);
   *n = 0;
   for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-    lb_item x = {0, 0};
+    lb_item x = {0, 0, 0};
     int ok;
     if (tests) {
       x.is_pp = strncmp(it, "pp", 2) == 0;
-      ok = (x.is_pp || strncmp(it, "tg", 2) == 0) && tp_cli_long(it + 2, 1, 512, &x.n);
+      char *at = strstr(it, "@d");
+      if (at) *at = '\0';
+      ok = (x.is_pp || strncmp(it, "tg", 2) == 0) && tp_cli_long(it + 2, 1, 512, &x.n) &&
+           (!at || tp_cli_long(at + 2, 1, LB_MOST_DEPTH, &x.depth));
+      if (at) *at = '@';
     } else {
       ok = tp_cli_long(it, 1, 256, &x.n);
     }
     if (!ok || *n == LB_MOST) {
       fprintf(stderr, "topos bench llm: %s: '%s' is not %s\n", flag, it,
               *n == LB_MOST ? "needed (16 items at most)"
-              : tests      ? "ppN or tgN with N in 1..512"
+              : tests      ? "ppN or tgN with N in 1..512, or either with @dD, D in 1..16384"
                            : "a thread count in 1..256");
       return 0;
     }
@@ -285,20 +299,23 @@ static int lb_command(int argc, char **argv) {
            (long long)c->n_heads, (long long)c->n_kv_heads, (long long)c->ff,
            (long long)c->n_vocab, exact ? "exact" : "fast");
     if (peer) printf("peer: %s (llama.cpp llama-bench), one run after each of ours\n", peer);
-    printf("| %-28s | %6s | %7s | %18s | %9s | %9s | %8s |%s\n", "model", "test", "threads",
+    printf("| %-28s | %11s | %7s | %18s | %9s | %9s | %8s |%s\n", "model", "test", "threads",
            "t/s", "bw GB/s", "of bound", "peak MB", peer ? "    llama.cpp t/s |  ratio |" : "");
-    printf("|%s|%s|%s|%s|%s|%s|%s|%s\n", "------------------------------", "--------", "---------",
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s\n", "------------------------------", "-------------", "---------",
            "--------------------", "-----------", "-----------", "----------",
            peer ? "--------------------|--------|" : "");
   }
-  int32_t *tokens = malloc(512 * sizeof *tokens);
+  int64_t most_tokens = 1;
+  for (int ki = 0; ki < n_tests; ++ki)
+    if (test_items[ki].depth + test_items[ki].n > most_tokens) most_tokens = test_items[ki].depth + test_items[ki].n;
+  int32_t *tokens = malloc((size_t)most_tokens * sizeof *tokens);
   float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
   if (!tokens || !logits) {
     fprintf(stderr, "topos bench llm: out of memory\n");
     return 1;
   }
   topos_rng rng = topos_rng_seed(1234);
-  for (int i = 0; i < 512; ++i) tokens[i] = (int32_t)(topos_rng_next(&rng) % (uint64_t)c->n_vocab);
+  for (int64_t i = 0; i < most_tokens; ++i) tokens[i] = (int32_t)(topos_rng_next(&rng) % (uint64_t)c->n_vocab);
   int rc = 0;
   for (int ti = 0; ti < n_threads && !rc; ++ti) {
     const int threads = (int)thread_items[ti].n;
@@ -308,11 +325,12 @@ static int lb_command(int argc, char **argv) {
     }
     for (int ki = 0; ki < n_tests && !rc; ++ki) {
       const int is_pp = test_items[ki].is_pp;
-      const int64_t n = test_items[ki].n;
-      char test[16];
-      snprintf(test, sizeof test, "%s%lld", is_pp ? "pp" : "tg", (long long)n);
+      const int64_t n = test_items[ki].n, depth = test_items[ki].depth;
+      char test[32];
+      if (depth) snprintf(test, sizeof test, "%s%lld@d%lld", is_pp ? "pp" : "tg", (long long)n, (long long)depth);
+      else snprintf(test, sizeof test, "%s%lld", is_pp ? "pp" : "tg", (long long)n);
       topos_llama_context_options o = topos_llama_context_options_default();
-      o.n_ctx = n;
+      o.n_ctx = depth + n;
       o.numerics = exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST;
       o.kv_dtype = kv;
       topos_llama_context *ctx = NULL;
@@ -321,19 +339,19 @@ static int lb_command(int argc, char **argv) {
        * higher one (a conservative bound) */
       double bw = lb_stream_read_isolated(threads);
       st = topos_llama_context_new(model, &o, &ctx);
-      if (st == TOPOS_OK) st = lb_run(ctx, is_pp, n, tokens, logits, &secs); /* warm-up */
+      if (st == TOPOS_OK) st = lb_run(ctx, is_pp, n, depth, tokens, logits, &secs); /* warm-up */
       /* ours and the peer alternate, one run each, so that both see the same
        * minutes of a shared machine (each peer call is one llama-bench run
        * after its own warm-up) */
       double psum = 0, psum2 = 0;
-      int have_peer = peer != NULL;
+      int have_peer = peer != NULL && !depth;
       for (int r = 0; st == TOPOS_OK && r < reps; ++r) {
-        st = lb_run(ctx, is_pp, n, tokens, logits, &secs);
+        st = lb_run(ctx, is_pp, n, depth, tokens, logits, &secs);
         double tps = (double)n / secs;
         sum += tps;
         sum2 += tps * tps;
-        double pm = 0, ps = 0;
-        if (st == TOPOS_OK && have_peer) have_peer = lb_peer(peer, path, is_pp, n, threads, 1, &pm, &ps);
+        double pm = 0;
+        if (st == TOPOS_OK && have_peer) have_peer = lb_peer(peer, path, is_pp, n, threads, &pm);
         psum += pm;
         psum2 += pm * pm;
       }
@@ -349,7 +367,10 @@ static int lb_command(int argc, char **argv) {
       double psd = pvar > 0 ? sqrt(pvar) : 0;
       double mean = sum / reps, var = reps > 1 ? (sum2 - sum * mean) / (reps - 1) : 0;
       double sd = var > 0 ? sqrt(var) : 0, peak = lb_peak_rss_mb();
-      double bound = bw / (double)c->weight_bytes; /* tokens/s if every weight byte streams once */
+      /* tokens/s if every weight byte streams once, and the cached keys and
+       * values at the test's mean position (a depth test's) */
+      const double kv_read = depth ? (double)cache_bytes * ((double)depth + 0.5 * (double)n) / (double)(depth + n) : 0;
+      double bound = bw / ((double)c->weight_bytes + kv_read);
       double target_mb = 1.1 * (double)(file_bytes + cache_bytes) / 1048576.0;
       if (json) {
         printf("{\"bench\":\"llm\",\"model\":\"%s\",\"test\":\"%s\",\"threads\":%d,\"tps\":%.3f,"
@@ -366,10 +387,10 @@ static int lb_command(int argc, char **argv) {
         snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
         if (is_pp) snprintf(of, sizeof of, "-");
         else snprintf(of, sizeof of, "%.0f%%", 100.0 * mean / bound);
-        printf("| %-28.28s | %6s | %7d | %18s | %9.2f | %9s | %8.0f |", name, test, threads, tps,
+        printf("| %-28.28s | %11s | %7d | %18s | %9.2f | %9s | %8.0f |", name, test, threads, tps,
                bw / 1e9, of, peak);
         if (have_peer) printf(" %8.2f ± %7.2f | %5.2fx |", pmean, psd, mean / pmean);
-        else if (peer) printf(" %18s | %6s |", "(failed)", "-");
+        else if (peer) printf(" %18s | %6s |", depth ? "-" : "(failed)", "-");
         printf("\n");
       }
       fflush(stdout);
@@ -378,11 +399,12 @@ static int lb_command(int argc, char **argv) {
   if (!json && !rc) {
     /* the largest cache a test above asked for: keys and values of every layer */
     int64_t longest = 1;
-    for (int ki = 0; ki < n_tests; ++ki) longest = test_items[ki].n > longest ? test_items[ki].n : longest;
+    for (int ki = 0; ki < n_tests; ++ki)
+      if (test_items[ki].depth + test_items[ki].n > longest) longest = test_items[ki].depth + test_items[ki].n;
     size_t cache = 0;
     topos_dtype_bytes(kv, 2 * c->n_layers * c->n_kv_heads * c->head_dim * longest, &cache);
     printf("memory target (file + largest KV cache + 10%%): %.0f MB; bound = stream read "
-           "bandwidth / %.1f MiB of weights per token\n",
+           "bandwidth / %.1f MiB of weights per token (@dD: and the cache read)\n",
            1.1 * (double)(file_bytes + cache) / 1048576.0, (double)c->weight_bytes / 1048576.0);
     double rss_mb = 0, pmd_mb = 0;
     if (lb_mapped_pages(path, &rss_mb, &pmd_mb))

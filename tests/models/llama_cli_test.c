@@ -19,6 +19,9 @@ static const lc_case lc_cases[] = {
      {"{\"bench\":\"llm\",\"model\":\"llama-cli-tiny.gguf\",\"test\":\"pp8\",\"threads\":1,", "\"test\":\"tg4\"",
       "\"peak_rss_mb\":"},
      NULL},
+    /* tests at a depth: a 6-token prompt first, untimed */
+    {"bench llm '%s' --json --reps 1 --threads 1 --tests tg2@d6,pp4@d6", 0,
+     {"\"test\":\"tg2@d6\",\"threads\":1,", "\"test\":\"pp4@d6\""}, NULL},
     /* a prompt longer than the context */
     {"generate '%s' -p 'a long prompt here' --ctx 4", 1, {"more than the context's 4 (--ctx)"}, NULL},
     /* the prompt alone (-n 0), and a context that fills before -n: the last
@@ -44,6 +47,8 @@ static const lc_case lc_cases[] = {
     {"generate '%s' -p hello --ctx 12x", 2, {"--ctx wants"}, NULL},
     {"generate '%s' -p hello --kv q4_0x", 2, {"--kv wants"}, NULL},
     {"bench llm '%s' --tests xx3", 2, {"'xx3' is not ppN or tgN"}, "| model"},
+    {"bench llm '%s' --tests tg2@d0", 2, {"'tg2@d0' is not ppN or tgN", "D in 1..16384"}, "| model"},
+    {"bench llm '%s' --tests tg2@x4", 2, {"'tg2@x4' is not ppN or tgN"}, "| model"},
     {"bench llm '%s' --tests pp8 --threads 1,x", 2, {"'x' is not a thread count"}, "| model"},
     {"bench llm '%s' --tests pp8 --reps 0", 2, {"--reps wants a count"}, "| model"},
     {"llama-make '%s.x' --shape tiny --seed 12x", 2, {"--seed wants an unsigned 64-bit integer"}, NULL},
