@@ -33,6 +33,14 @@ void *tp_pages_alloc(size_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+void tp_pages_prefer_huge(void *pages, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  if (pages && bytes >= ((size_t)2 << 20)) madvise(pages, bytes, MADV_HUGEPAGE);
+#else
+  (void)pages, (void)bytes;
+#endif
+}
+
 void tp_pages_free(void *pages, size_t bytes) {
   if (pages) munmap(pages, bytes);
 }

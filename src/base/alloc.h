@@ -69,6 +69,12 @@ topos_status tp_calloc_aligned(size_t bytes, size_t align, void **out);
  * whose freed blocks stay resident as holes. Give them back with
  * tp_pages_free and the same bytes. Not counted as heap allocations. */
 void *tp_pages_alloc(size_t bytes);
+/* Asks for 2 MiB pages on [pages, pages + bytes) where the system grants
+ * them (MADV_HUGEPAGE; transparent huge pages in "madvise" mode give none
+ * otherwise): a buffer read front to back from memory, as a long KV cache
+ * is once per token, then takes one TLB entry per 2 MiB instead of one per
+ * 4 KiB page. A hint: where refused, nothing changes. */
+void tp_pages_prefer_huge(void *pages, size_t bytes);
 void tp_pages_free(void *pages, size_t bytes); /* NULL is fine */
 /* count * elem bytes, overflow checked (TOPOS_ERR_OVERFLOW names both). */
 topos_status tp_alloc_array(size_t count, size_t elem, size_t align, void **out);

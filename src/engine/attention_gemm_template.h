@@ -84,12 +84,35 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_rows_)(
   } while (t0 < k);
 }
 
+/* The rows left over when a row of B fits one tile (n <= 8 vectors: a
+ * value product, B the value rows) and there are many of them: each row of
+ * C in one tile of 8 chains, over blocks of B's rows small enough to stay
+ * in L1 while the rows of C take turns on them. B is then read front to
+ * back, each row whole: the 3 x 2 tiles read a row's 64-byte strips a
+ * column tile at a time, and from memory (a long cache's values, evicted
+ * by the weights) that ran at half the rate of the scores' products (8
+ * against 15-17 GB/s, one thread, Zen 3; whole rows: 13-14). The same
+ * chains, so the same bits. */
+static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_whole_rows_)(
+    int64_t rows, int64_t n, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
+    int64_t ldb, float *c, int64_t ldc) {
+  int64_t block = (int64_t)(8192 / sizeof(float)) / n / TP_ATTN_KB * TP_ATTN_KB; /* 8 KiB of B */
+  if (block < TP_ATTN_KB) block = TP_ATTN_KB;
+  for (int64_t t0 = 0; t0 < k; t0 += block) {
+    const int64_t kb = k - t0 < block ? k - t0 : block;
+    for (int64_t r = 0; r < rows; ++r)
+      TP_VM_FN(tp_attn_cols_)(1, 8, n, kb, a + r * a_rs + t0 * a_cs, a_rs, a_cs, b + t0 * ldb, ldb, c + r * ldc,
+                              ldc, t0 > 0);
+  }
+}
+
 /* C[m x n] (row stride ldc) = A[m x k] (strides a_rs, a_cs) B[k x n] (row
  * stride ldb, columns adjacent); n a multiple of 16. Blocks of 4 rows take
  * tiles of 2 vectors; the rows left over (a decoded token's G query rows
  * per kv head: 1, 2 or 3 of them) take 3 x 2, 2 x 4 and 1 x 8, so a lone
  * row (G = 1) runs 8 chains, not 4, and reads each row of B once per 8
- * vectors of its columns. */
+ * vectors of its columns — or, where a row of B fits 8 vectors and B has
+ * more rows than one pass, each row of C whole (tp_attn_whole_rows_). */
 void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs,
                              int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc) {
   int64_t r0 = 0;
@@ -97,6 +120,10 @@ void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, in
     TP_VM_FN(tp_attn_cols_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
   const float *ar = a + r0 * a_rs;
   float *cr = c + r0 * ldc;
+  if (m > r0 && n <= 8 * TP_VW && k > TP_ATTN_KB) {
+    TP_VM_FN(tp_attn_whole_rows_)(m - r0, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc);
+    return;
+  }
   switch (m - r0) {
     case 3: TP_VM_FN(tp_attn_rows_)(3, 2, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc); break;
     case 2: TP_VM_FN(tp_attn_rows_)(2, 4, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc); break;

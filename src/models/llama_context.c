@@ -75,9 +75,14 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
    * (its mmap threshold follows the largest freed mapping), and a context
    * made after another one was freed then grew the heap around the holes
    * the first left (SmolLM2's bench peak 128 -> 134 MB when a 128-token
-   * context ran between two 512-token ones). Fresh pages are zero. */
+   * context ran between two 512-token ones). Fresh pages are zero. In 2 MiB
+   * pages where granted: decoding reads the cache from memory once per
+   * token (SmolLM2 after 4096 tokens, 2 x 94 MB of f32 keys and values
+   * against 92 MB of weights: 3 % faster at 1 and 2 threads, contexts side
+   * by side in one process). */
   x->kv_bytes = 2 * (size_t)total * x->elem;
   x->k_mem = tp_pages_alloc(x->kv_bytes);
+  tp_pages_prefer_huge(x->k_mem, x->kv_bytes);
   x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);

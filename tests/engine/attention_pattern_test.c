@@ -177,48 +177,52 @@ TEST(plan_attention_fast_within_its_bound_at_every_thread_count) {
 /* The Fast products without packing (attention_gemm_template.h): every
  * element is the documented chain, bit for bit — c = 0, then c = fma(a, b,
  * c) for t ascending — whatever tile computed it (4 x 2 blocks, the 3-, 2-
- * and 1-row tiles of 2, 4 and 8 vectors and their narrower tails), so AVX2
- * and AVX-512 give the same bits; and within k * 2^-22 relative to sum |a b|
- * of a double product. Every row count 1..9 and column count 16..208 (past
- * two 8-vector tiles of AVX-512). */
+ * and 1-row tiles of 2, 4 and 8 vectors and their narrower tails, the rows
+ * left taken whole over blocks of B's rows), so AVX2 and AVX-512 give the
+ * same bits; and within k * 2^-22 relative to sum |a b| of a double
+ * product. Every row count 1..9 and column count 16..208 (past two 8-vector
+ * tiles of AVX-512), k 37 and 300 (B's rows in several blocks). */
 TEST(attention_fast_products_are_one_fma_chain_per_element) {
 #if defined(__x86_64__)
   if (tp_vector_isa_best() < TP_VECTOR_AVX2) SKIP("no AVX2 here (or masked)");
   const int both = tp_vector_isa_best() == TP_VECTOR_AVX512;
-  enum { M = 9, N = 208, K = 37, LDB = 211, LDC = 213 };
-  static float a[M * K], b[K * LDB], c1[M * LDC], c2[M * LDC];
+  enum { M = 9, N = 208, KMAX = 300, LDB = 211, LDC = 213 };
+  static float a[M * KMAX], b[KMAX * LDB], c1[M * LDC], c2[M * LDC];
   ap_state = 77u;
-  for (int i = 0; i < M * K; ++i) a[i] = ap_uniform();
-  for (int i = 0; i < K * LDB; ++i) b[i] = ap_uniform();
+  for (int i = 0; i < M * KMAX; ++i) a[i] = ap_uniform();
+  for (int i = 0; i < KMAX * LDB; ++i) b[i] = ap_uniform();
   int64_t bad = 0, not_chain = 0, cases = 0;
-  for (int64_t m = 1; m <= M; ++m)
-    for (int64_t n = 16; n <= N; n += 16) {
-      memset(c1, 0, sizeof c1);
-      memset(c2, 0, sizeof c2);
-      /* a read as [m x K] with strides (1, m): the transposed access */
-      tp_attn_gemm_avx2(m, n, K, a, 1, m, b, LDB, c1, LDC);
-      if (both) {
-        tp_attn_gemm_avx512(m, n, K, a, 1, m, b, LDB, c2, LDC);
-        bad += memcmp(c1, c2, sizeof c1) != 0;
-      }
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t col = 0; col < n; ++col) {
-          double want = 0.0, mag = 0.0;
-          float chain = 0.0f;
-          for (int64_t t = 0; t < K; ++t) {
-            want += (double)a[r + t * m] * b[t * LDB + col];
-            mag += fabs((double)a[r + t * m] * b[t * LDB + col]);
-            chain = fmaf(a[r + t * m], b[t * LDB + col], chain);
-          }
-          const float got = c1[r * LDC + col];
-          bad += !(fabs(got - want) <= mag * K * ldexp(1.0, -22));
-          not_chain += memcmp(&got, &chain, sizeof got) != 0;
+  const int64_t ks[2] = {37, KMAX};
+  for (int ki = 0; ki < 2; ++ki)
+    for (int64_t m = 1; m <= M; ++m)
+      for (int64_t n = 16; n <= N; n += 16) {
+        const int64_t K = ks[ki];
+        memset(c1, 0, sizeof c1);
+        memset(c2, 0, sizeof c2);
+        /* a read as [m x K] with strides (1, m): the transposed access */
+        tp_attn_gemm_avx2(m, n, K, a, 1, m, b, LDB, c1, LDC);
+        if (both) {
+          tp_attn_gemm_avx512(m, n, K, a, 1, m, b, LDB, c2, LDC);
+          bad += memcmp(c1, c2, sizeof c1) != 0;
         }
-      ++cases;
-    }
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t col = 0; col < n; ++col) {
+            double want = 0.0, mag = 0.0;
+            float chain = 0.0f;
+            for (int64_t t = 0; t < K; ++t) {
+              want += (double)a[r + t * m] * b[t * LDB + col];
+              mag += fabs((double)a[r + t * m] * b[t * LDB + col]);
+              chain = fmaf(a[r + t * m], b[t * LDB + col], chain);
+            }
+            const float got = c1[r * LDC + col];
+            bad += !(fabs(got - want) <= mag * (double)K * ldexp(1.0, -22));
+            not_chain += memcmp(&got, &chain, sizeof got) != 0;
+          }
+        ++cases;
+      }
   CHECK_EQ_INT(bad, 0);
   CHECK_EQ_INT(not_chain, 0);
-  CHECK_EQ_INT(cases, 117);
+  CHECK_EQ_INT(cases, 234);
 #else
   SKIP("x86-64 only");
 #endif
