@@ -84,8 +84,8 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_rows_)(
   } while (t0 < k);
 }
 
-/* The rows left over when a row of B fits one tile (n <= 8 vectors: a
- * value product, B the value rows) and there are many of them: each row of
+/* Rows of C when a row of B fits one tile (n <= 8 vectors: a value
+ * product, B the value rows) and there are many of them: each row of
  * C in one tile of 8 chains, over blocks of B's rows small enough to stay
  * in L1 while the rows of C take turns on them. B is then read front to
  * back, each row whole: the 3 x 2 tiles read a row's 64-byte strips a
@@ -111,11 +111,17 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_whole_rows_)(
  * tiles of 2 vectors; the rows left over (a decoded token's G query rows
  * per kv head: 1, 2 or 3 of them) take 3 x 2, 2 x 4 and 1 x 8, so a lone
  * row (G = 1) runs 8 chains, not 4, and reads each row of B once per 8
- * vectors of its columns — or, where a row of B fits 8 vectors and B has
- * more rows than one pass, each row of C whole (tp_attn_whole_rows_). */
+ * vectors of its columns. Where a row of B fits 8 vectors and B has more
+ * rows than one pass (a value product), those rows left over, or all rows
+ * when there are at most 8 (a decoded token's G: TinyLlama's 8 read a long
+ * cache's values twice, once per 4-row block), go whole (tp_attn_whole_rows_). */
 void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs,
                              int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc) {
   int64_t r0 = 0;
+  if (m <= 8 && n <= 8 * TP_VW && k > TP_ATTN_KB) { /* a decoded token's value product */
+    TP_VM_FN(tp_attn_whole_rows_)(m, n, k, a, a_rs, a_cs, b, ldb, c, ldc);
+    return;
+  }
   for (; r0 + 4 <= m; r0 += 4)
     TP_VM_FN(tp_attn_cols_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
   const float *ar = a + r0 * a_rs;
