@@ -4,8 +4,8 @@
  *
  *   ppN   one chunk of N prompt tokens into an empty context of N slots
  *   tgN   N tokens decoded one at a time into an empty context of N slots
- *   ppN@dD, tgN@dD   the same after a prompt of D tokens (untimed, one
- *         chunk) in a context of D + N slots: a conversation's later turns,
+ *   ppN@dD, tgN@dD   the same after an untimed prompt of D tokens, in a
+ *         context of D + N slots: a conversation's later turns,
  *         where every decoded token also reads the D + i cached keys and
  *         values. Their bound counts those bytes too (bandwidth / (weights +
  *         the cache read at the mean position)). The peer is not run for
@@ -191,6 +191,8 @@ static int lb_mapped_pages(const char *path, double *rss_mb, double *pmd_mb) {
   return found;
 }
 
+/* One timed run of a test, after its untimed prompt of `depth` tokens;
+ * *seconds: the test's tokens alone. */
 static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, int64_t depth,
                            const int32_t *tokens, float *logits, double *seconds) {
   topos_llama_reset(ctx);
