@@ -377,9 +377,9 @@ static int lb_command(int argc, char **argv) {
       if (json) {
         printf("{\"bench\":\"llm\",\"model\":\"%s\",\"test\":\"%s\",\"threads\":%d,\"tps\":%.3f,"
                "\"stdev\":%.3f,\"peak_rss_mb\":%.1f,\"stream_gbs\":%.3f,\"bound_tps\":%.3f,"
-               "\"of_bound\":%.3f,\"mem_target_mb\":%.1f,\"numerics\":\"%s\"",
+               "\"of_bound\":%.3f,\"mem_target_mb\":%.1f,\"numerics\":\"%s\",\"depth\":%lld",
                name, test, threads, mean, sd, peak, bw / 1e9, bound, is_pp ? 0.0 : mean / bound,
-               target_mb, exact ? "exact" : "fast");
+               target_mb, exact ? "exact" : "fast", (long long)depth);
         if (have_peer)
           printf(",\"peer\":\"llama.cpp\",\"peer_tps\":%.3f,\"peer_stdev\":%.3f,\"ratio\":%.3f", pmean,
                  psd, mean / pmean);

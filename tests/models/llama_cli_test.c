@@ -21,7 +21,7 @@ static const lc_case lc_cases[] = {
      NULL},
     /* tests at a depth: a 6-token prompt first, untimed */
     {"bench llm '%s' --json --reps 1 --threads 1 --tests tg2@d6,pp4@d6", 0,
-     {"\"test\":\"tg2@d6\",\"threads\":1,", "\"test\":\"pp4@d6\""}, NULL},
+     {"\"test\":\"tg2@d6\",\"threads\":1,", "\"test\":\"pp4@d6\"", "\"depth\":6}"}, NULL},
     /* a prompt longer than the context */
     {"generate '%s' -p 'a long prompt here' --ctx 4", 1, {"more than the context's 4 (--ctx)"}, NULL},
     /* the prompt alone (-n 0), and a context that fills before -n: the last
