@@ -117,16 +117,14 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_whole_rows_)(
  * cache's values twice, once per 4-row block), go whole (tp_attn_whole_rows_). */
 void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_rs,
                              int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  const int value_like = n <= 8 * TP_VW && k > TP_ATTN_KB; /* rows of B fit a tile; many of them */
   int64_t r0 = 0;
-  if (m <= 8 && n <= 8 * TP_VW && k > TP_ATTN_KB) { /* a decoded token's value product */
-    TP_VM_FN(tp_attn_whole_rows_)(m, n, k, a, a_rs, a_cs, b, ldb, c, ldc);
-    return;
-  }
-  for (; r0 + 4 <= m; r0 += 4)
-    TP_VM_FN(tp_attn_cols_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
+  if (!value_like || m > 8) /* a decoded token's G rows (at most 8) all go whole */
+    for (; r0 + 4 <= m; r0 += 4)
+      TP_VM_FN(tp_attn_cols_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
   const float *ar = a + r0 * a_rs;
   float *cr = c + r0 * ldc;
-  if (m > r0 && n <= 8 * TP_VW && k > TP_ATTN_KB) {
+  if (value_like && m > r0) {
     TP_VM_FN(tp_attn_whole_rows_)(m - r0, n, k, ar, a_rs, a_cs, b, ldb, cr, ldc);
     return;
   }
