@@ -425,15 +425,15 @@ static void q32_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
       const size_t cell = (size_t)(g * nb + b) * 8;
       for (int64_t l = 0; l < 8; ++l) {
         const int64_t c = 8 * g + l;
-        if (c >= m) { /* a part-filled last group: zero rows, their outputs dropped */
-          if (q8) qk8_repack_lane16((int16_t *)(void *)dst, NULL, l);
-          else qk8_repack_lane(dst, NULL, l, 8);
+        /* a part-filled last group: zero rows (qa NULL), their outputs dropped */
+        const int8_t *qa = c < m ? act->q + c * kpad + 32 * b : NULL;
+        if (q8) qk8_repack_lane16((int16_t *)(void *)dst, qa, l);
+        else qk8_repack_lane(dst, qa, l, 8);
+        if (!qa) {
           x->gda[cell + l] = x->gsa[cell + l] = 0.0f;
           x->gcorr[cell + l] = 0;
           continue;
         }
-        if (q8) qk8_repack_lane16((int16_t *)(void *)dst, act->q + c * kpad + 32 * b, l);
-        else qk8_repack_lane(dst, act->q + c * kpad + 32 * b, l, 8);
         int32_t corr = 0;
         if (x->kind.bias)
           for (int i = 0; i < 8; ++i) corr += act->init[c * lanes + 8 * b + i];
