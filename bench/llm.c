@@ -400,11 +400,8 @@ static int lb_command(int argc, char **argv) {
   }
   if (!json && !rc) {
     /* the largest cache a test above asked for: keys and values of every layer */
-    int64_t longest = 1;
-    for (int ki = 0; ki < n_tests; ++ki)
-      if (test_items[ki].depth + test_items[ki].n > longest) longest = test_items[ki].depth + test_items[ki].n;
     size_t cache = 0;
-    topos_dtype_bytes(kv, 2 * c->n_layers * c->n_kv_heads * c->head_dim * longest, &cache);
+    topos_dtype_bytes(kv, 2 * c->n_layers * c->n_kv_heads * c->head_dim * most_tokens, &cache);
     printf("memory target (file + largest KV cache + 10%%): %.0f MB; bound = stream read "
            "bandwidth / %.1f MiB of weights per token (@dD: and the cache read)\n",
            1.1 * (double)(file_bytes + cache) / 1048576.0, (double)c->weight_bytes / 1048576.0);
