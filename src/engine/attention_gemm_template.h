@@ -25,7 +25,7 @@
 static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_tile_)(
     int R, int V, int64_t k, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
     float *c, int64_t ldc, int resume) {
-  TP_V acc[4][8];
+  TP_V acc[6][8];
   for (int r = 0; r < R; ++r) /* resume: the chains go on from C's values (exact: floats stored, loaded) */
     for (int v = 0; v < V; ++v) acc[r][v] = resume ? TP_VLOAD(c + r * ldc + v * TP_VW) : TP_VSET(0.0f);
   for (int64_t t = 0; t < k; ++t) {
@@ -119,9 +119,12 @@ void TP_VM_FN(tp_attn_gemm_)(int64_t m, int64_t n, int64_t k, const float *a, in
                              int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc) {
   const int value_like = n <= 8 * TP_VW && k > TP_ATTN_KB; /* rows of B fit a tile; many of them */
   int64_t r0 = 0;
-  if (!value_like || m > 8) /* a decoded token's G rows (at most 8) all go whole */
+  if (!value_like || m > 8) { /* a decoded token's G rows (at most 8) all go whole */
+    for (; r0 + 6 <= m && TP_VW == 8; r0 += 6)
+      TP_VM_FN(tp_attn_cols_)(6, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
     for (; r0 + 4 <= m; r0 += 4)
       TP_VM_FN(tp_attn_cols_)(4, 2, n, k, a + r0 * a_rs, a_rs, a_cs, b, ldb, c + r0 * ldc, ldc, 0);
+  }
   const float *ar = a + r0 * a_rs;
   float *cr = c + r0 * ldc;
   if (value_like && m > r0) {
