@@ -7,8 +7,8 @@
  * queries, B the keys with keys adjacent) and values (A the probabilities, B
  * the value rows). B's rows are read in place — a block's keys or values sit
  * in L2 — so nothing is packed per call, where the chain's gemm packs B for
- * every block. Tiles of 4 rows x 2 vectors of columns (fewer rows: wider
- * tiles), one FMA chain per element: c = 0, then c = fma(a[r, t], b[t, c], c)
+ * every block. Tiles of 6 (AVX2) or 4 rows x 2 vectors of columns (fewer
+ * rows: wider tiles), one FMA chain per element: c = 0, then c = fma(a[r, t], b[t, c], c)
  * for t ascending, whatever the tile. Every
  * lane runs that same chain, so AVX-512 and AVX2 give the same bits. */
 #include <stdint.h>
@@ -19,7 +19,7 @@
 #define TP_VM_FN(name) TP_VM_CAT(name, TP_VMATH_SUFFIX)
 #endif
 
-/* R rows (R <= 4) x V vectors of columns (V <= 8, R * V <= 8): R * V
+/* R rows (R <= 6) x V vectors of columns (V <= 8, R * V <= 12): R * V
  * independent FMA chains, enough to cover the FMA latency (4-5 cycles at 2
  * per cycle) where the block allows */
 static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_tile_)(
@@ -107,8 +107,9 @@ static inline __attribute__((always_inline)) void TP_VM_FN(tp_attn_whole_rows_)(
 }
 
 /* C[m x n] (row stride ldc) = A[m x k] (strides a_rs, a_cs) B[k x n] (row
- * stride ldb, columns adjacent); n a multiple of 16. Blocks of 4 rows take
- * tiles of 2 vectors; the rows left over (a decoded token's G query rows
+ * stride ldb, columns adjacent); n a multiple of 16. Blocks of 6 rows (AVX2:
+ * 12 chains in 16 registers, so each pass over B serves 6 rows; AVX-512
+ * keeps 4), then of 4, take tiles of 2 vectors; the rows left over (a decoded token's G query rows
  * per kv head: 1, 2 or 3 of them) take 3 x 2, 2 x 4 and 1 x 8, so a lone
  * row (G = 1) runs 8 chains, not 4, and reads each row of B once per 8
  * vectors of its columns. Where a row of B fits 8 vectors and B has more
