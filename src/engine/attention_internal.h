@@ -84,7 +84,7 @@ static inline topos_status at_probabilities(float *s, float *p, int64_t rows, in
     if (exact)
       tp_softmax_row_exact(sr, p + r * ld, W);
     else
-      TP_TRY(tp_softmax_row_fast(sr, p + r * ld, W));
+      TP_TRY(tp_softmax_row_fast_gap(sr, p + r * ld, W, nc, S)); /* the span's unwritten slots: -inf */
   }
   return TOPOS_OK;
 }

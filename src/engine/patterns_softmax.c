@@ -98,13 +98,13 @@ void tp_softmax_row_exact(const float *x, float *y, int64_t n) {
   }
 }
 
-int tp_softmax_row_vector(const float *x, float *y, int64_t n, int isa) {
+int tp_softmax_row_vector(const float *x, float *y, int64_t n, int64_t g0, int64_t g1, int isa) {
 #if defined(__x86_64__)
   const tp_vector_isa best = tp_vector_isa_best();
-  if ((isa == 0 || isa == 2) && best == TP_VECTOR_AVX512) return tp_softmax_row_vector_avx512(x, y, n);
-  if ((isa == 0 || isa == 1) && best >= TP_VECTOR_AVX2) return tp_softmax_row_vector_avx2(x, y, n);
+  if ((isa == 0 || isa == 2) && best == TP_VECTOR_AVX512) return tp_softmax_row_vector_avx512(x, y, n, g0, g1);
+  if ((isa == 0 || isa == 1) && best >= TP_VECTOR_AVX2) return tp_softmax_row_vector_avx2(x, y, n, g0, g1);
 #else
-  (void)x, (void)y, (void)n, (void)isa;
+  (void)x, (void)y, (void)n, (void)g0, (void)g1, (void)isa;
 #endif
   return -1;
 }
@@ -112,8 +112,11 @@ int tp_softmax_row_vector(const float *x, float *y, int64_t n, int isa) {
 /* Fast: p = exp(x - peak) * (1 / s), one exp per element instead of two:
  * the vector row where the CPU has one, else through the map chain (the simd
  * rung's vector exp when built) with s the ascending sum. */
-topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) {
-  if (tp_softmax_row_vector(x, y, n, 0) == 1) return TOPOS_OK;
+topos_status tp_softmax_row_fast(const float *x, float *y, int64_t n) { return tp_softmax_row_fast_gap(x, y, n, 0, 0); }
+
+/* the scalar path computes the whole row: the gap only saves vector work */
+topos_status tp_softmax_row_fast_gap(const float *x, float *y, int64_t n, int64_t g0, int64_t g1) {
+  if (tp_softmax_row_vector(x, y, n, g0, g1, 0) == 1) return TOPOS_OK;
   const topos_element *f32 = topos_element_of(TOPOS_F32);
   float peak = tp_softmax_peak(x, n);
   for (int64_t k = 0; k < n; ++k) y[k] = x[k] - peak;

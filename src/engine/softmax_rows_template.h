@@ -11,7 +11,9 @@
  * Keys past the last finite one (a causal row's masked future) are -inf,
  * whose exp is +0: they are written as +0 and skipped, which adds nothing
  * to any lane. So a row cut after its last live key, as decoding sees it,
- * gives the same bits as the full masked row of a prompt. */
+ * gives the same bits as the full masked row of a prompt. For the same
+ * reason a caller's known run of -inf inside the row (g0, g1: the cache
+ * span's unwritten slots) is skipped by whole blocks of 64 at no change. */
 #include <math.h>
 #include <string.h>
 
@@ -20,11 +22,15 @@
 #define TP_SMX_LANES 64
 #define TP_SMX_NV (TP_SMX_LANES / TP_VW)
 
-int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
+int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n, int64_t g0, int64_t g1) {
   int64_t live = n;
   while (live > 0 && x[live - 1] == -INFINITY) --live;
   if (live == 0) return 0;
   const int64_t full = live / TP_SMX_LANES * TP_SMX_LANES, rest = live - full;
+  /* the whole blocks inside the known -inf run: [skip0, skip1) */
+  const int64_t skip0 = (g0 + TP_SMX_LANES - 1) / TP_SMX_LANES * TP_SMX_LANES;
+  const int64_t skip1 = (g1 < full ? g1 : full) / TP_SMX_LANES * TP_SMX_LANES;
+#define TP_SMX_SKIPPED(k) ((k) >= skip0 && (k) < skip1)
   /* the partial last block, padded with -inf (exp: +0) */
   float pad[TP_SMX_LANES] __attribute__((aligned(64)));
   for (int i = 0; i < TP_SMX_LANES; ++i) pad[i] = i < rest ? x[full + i] : -INFINITY;
@@ -34,7 +40,8 @@ int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
   TP_V m[TP_SMX_NV];
   for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VSET(-INFINITY);
   for (int64_t k = 0; k < full; k += TP_SMX_LANES)
-    for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(x + k + v * TP_VW), m[v]);
+    if (!TP_SMX_SKIPPED(k))
+      for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(x + k + v * TP_VW), m[v]);
   for (int v = 0; v < TP_SMX_NV; ++v) m[v] = TP_VMAX(TP_VLOAD(pad + v * TP_VW), m[v]);
   /* the peak by a tree (max is exact and m holds no NaN, so any order
    * gives its value; a zero's sign cannot change x - peak's exp), not a
@@ -51,12 +58,17 @@ int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
   const TP_V pk = TP_VSET(peak);
   TP_V s[TP_SMX_NV];
   for (int v = 0; v < TP_SMX_NV; ++v) s[v] = TP_VSET(0.0f);
-  for (int64_t k = 0; k < full; k += TP_SMX_LANES)
+  for (int64_t k = 0; k < full; k += TP_SMX_LANES) {
+    if (TP_SMX_SKIPPED(k)) { /* exp(-inf) = +0, which would add nothing */
+      for (int v = 0; v < TP_SMX_NV; ++v) TP_VSTORE(y + k + v * TP_VW, TP_VSET(0.0f));
+      continue;
+    }
     for (int v = 0; v < TP_SMX_NV; ++v) {
       TP_V e = TP_VM_FN(tp_vexp_)(TP_VSUB(TP_VLOAD(x + k + v * TP_VW), pk));
       TP_VSTORE(y + k + v * TP_VW, e);
       s[v] = TP_VADD(s[v], e);
     }
+  }
   for (int v = 0; v < TP_SMX_NV; ++v) {
     TP_V e = TP_VM_FN(tp_vexp_)(TP_VSUB(TP_VLOAD(pad + v * TP_VW), pk));
     TP_VSTORE(pad + v * TP_VW, e);
@@ -75,8 +87,10 @@ int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n) {
 
   const float inv = 1.0f / sum;
   const TP_V vinv = TP_VSET(inv);
-  for (int64_t k = 0; k < full; k += TP_VW) TP_VSTORE(y + k, TP_VMUL(TP_VLOAD(y + k), vinv));
+  for (int64_t k = 0; k < full; k += TP_VW)
+    if (!TP_SMX_SKIPPED(k / TP_SMX_LANES * TP_SMX_LANES)) TP_VSTORE(y + k, TP_VMUL(TP_VLOAD(y + k), vinv));
   for (int64_t k = full; k < live; ++k) y[k] *= inv;
   memset(y + live, 0, (size_t)(n - live) * sizeof *y);
   return 1;
+#undef TP_SMX_SKIPPED
 }

@@ -146,8 +146,8 @@ static void tsm_row(uint32_t *state, float *x, int64_t n, int64_t live, float sp
 }
 
 TEST(softmax_vector_rows_agree_across_isas_cut_rows_and_the_envelope) {
-  if (tp_softmax_row_vector(NULL, NULL, 0, 1) == -1) SKIP("no AVX2 here (or masked): no vector rows");
-  const int isas = tp_softmax_row_vector(NULL, NULL, 0, 2) == -1 ? 1 : 2;
+  if (tp_softmax_row_vector(NULL, NULL, 0, 0, 0, 1) == -1) SKIP("no AVX2 here (or masked): no vector rows");
+  const int isas = tp_softmax_row_vector(NULL, NULL, 0, 0, 0, 2) == -1 ? 1 : 2;
   static const int64_t ns[] = {1, 2, 15, 63, 64, 65, 127, 130, 700};
   enum { N = 700 };
   float x[N], y1[N], y2[N], yc[N];
@@ -159,14 +159,14 @@ TEST(softmax_vector_rows_agree_across_isas_cut_rows_and_the_envelope) {
       const float spread = live % 2 ? 24.0f : 180.0f; /* 180: terms down to the subnormals */
       tsm_row(&state, x, n, live, spread);
       memset(y1, 0xff, sizeof y1);
-      CHECK_EQ_INT(tp_softmax_row_vector(x, y1, n, 1), 1);
+      CHECK_EQ_INT(tp_softmax_row_vector(x, y1, n, 0, 0, 1), 1);
       if (isas == 2) {
         memset(y2, 0, sizeof y2);
-        CHECK_EQ_INT(tp_softmax_row_vector(x, y2, n, 2), 1);
+        CHECK_EQ_INT(tp_softmax_row_vector(x, y2, n, 0, 0, 2), 1);
         bad += memcmp(y1, y2, (size_t)n * sizeof *y1) != 0;
       }
       /* cut after the last live key */
-      CHECK_EQ_INT(tp_softmax_row_vector(x, yc, live, isas), 1);
+      CHECK_EQ_INT(tp_softmax_row_vector(x, yc, live, 0, 0, isas), 1);
       bad += memcmp(y1, yc, (size_t)live * sizeof *y1) != 0;
       double peak = -INFINITY, sum = 0.0;
       for (int64_t k = 0; k < n; ++k) peak = x[k] > peak ? x[k] : peak;
@@ -183,11 +183,52 @@ TEST(softmax_vector_rows_agree_across_isas_cut_rows_and_the_envelope) {
   /* declined: only -inf, a NaN key, an infinite key (the scalar path's
    * special values); an empty cut is never asked for */
   for (int64_t k = 0; k < 70; ++k) x[k] = -INFINITY;
-  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 0);
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0, 0, 0), 0);
   x[3] = 1.0f;
-  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 1);
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0, 0, 0), 1);
   x[66] = NAN;
-  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 0);
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0, 0, 0), 0);
   x[66] = INFINITY;
-  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0), 0);
+  CHECK_EQ_INT(tp_softmax_row_vector(x, y1, 70, 0, 0, 0), 0);
+}
+
+/* A known run of -inf inside the row (an attention row's cache slots past
+ * the written positions): the blocks it covers are skipped, with the bits
+ * of the whole row and +0 written there, at every alignment of the run. */
+TEST(softmax_vector_rows_skip_a_known_run_of_minus_infinity_with_the_same_bits) {
+  if (tp_softmax_row_vector(NULL, NULL, 0, 0, 0, 1) == -1) SKIP("no AVX2 here (or masked): no vector rows");
+  const int isas = tp_softmax_row_vector(NULL, NULL, 0, 0, 0, 2) == -1 ? 1 : 2;
+  enum { N = 600 };
+  float x[N], whole[N], gap[N];
+  uint32_t state = 7u;
+  int64_t bad = 0, cases = 0, skipping = 0;
+  static const int64_t starts[] = {0, 1, 63, 64, 65, 100, 128, 200};
+  static const int64_t lens[] = {0, 1, 63, 64, 127, 128, 129, 256, 300};
+  for (int isa = 1; isa <= isas; ++isa)
+    for (size_t a = 0; a < sizeof starts / sizeof starts[0]; ++a)
+      for (size_t b = 0; b < sizeof lens / sizeof lens[0]; ++b) {
+        const int64_t n = N - (int64_t)(a * 37 % 90), g0 = starts[a], g1 = g0 + lens[b];
+        tsm_row(&state, x, n, n - 5, 30.0f); /* the last 5 -inf: a causal row's future */
+        if (g0 == 0 && g1 < n - 5) x[g1] = 1.0f; /* keep a live key */
+        for (int64_t k = g0; k < g1 && k < n; ++k) x[k] = -INFINITY;
+        memset(whole, 0xff, sizeof whole);
+        memset(gap, 0xff, sizeof gap);
+        const int rw = tp_softmax_row_vector(x, whole, n, 0, 0, isa);
+        const int rg = tp_softmax_row_vector(x, gap, n, g0, g1 < n ? g1 : n, isa);
+        CHECK_EQ_INT(rg, rw);
+        if (rw == 1) bad += memcmp(whole, gap, (size_t)n * sizeof *gap) != 0;
+        skipping += lens[b] >= 128;
+        ++cases;
+      }
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(cases, 72 * isas); /* 4 of the 9 runs cover a whole block of 64 wherever they start */
+  CHECK_EQ_INT(skipping, 32 * isas);
+  /* tp_softmax_row_fast_gap, whichever path serves it, agrees with tp_softmax_row_fast */
+  tsm_row(&state, x, N, N, 20.0f);
+  for (int64_t k = 70; k < 400; ++k) x[k] = -INFINITY;
+  CHECK_OK(tp_softmax_row_fast(x, whole, N));
+  CHECK_OK(tp_softmax_row_fast_gap(x, gap, N, 70, 400));
+  CHECK(memcmp(whole, gap, sizeof gap) == 0);
+  for (int64_t k = 70; k < 400; ++k) bad += gap[k] != 0.0f || signbit(gap[k]);
+  CHECK_EQ_INT(bad, 0);
 }
