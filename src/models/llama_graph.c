@@ -22,7 +22,7 @@
 typedef struct tp_rec {
   topos_tape *t;
   const topos_llama_config *c;
-  int64_t T, C, S; /* chunk, cache capacity, cache slots attended (span) */
+  int64_t T, C, S; /* chunk, cache row length (the capacity, padded), cache slots attended (span) */
   topos_dtype kv_dtype;
 } tp_rec;
 
