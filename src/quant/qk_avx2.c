@@ -155,7 +155,46 @@ static inline float qk_reduce_avx2(__m256 v) {
   return _mm_cvtss_f32(q);
 }
 
+#define QK_HAS_Q8_0_ROW 1
 #include "quant/qk_act_body.h"
+
+/* 8 blocks at a time, as the AVX-512 form takes 16: their maxima first
+ * (qk_absmax: the same bits, NaNs included), then the scales as vectors
+ * (vdivps and vcvtps2ph round as the scalar forms do), then the rounding,
+ * so no block waits on the previous one's max -> divide -> f16 chain (which
+ * took most of a decoding product's activation preparation at 576
+ * elements). A short last group takes the per-block form. */
+static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81) {
+  const int64_t nb = k / 32;
+  int64_t b0 = 0;
+  for (; b0 + 8 <= nb; b0 += 8) {
+    float amax[8] __attribute__((aligned(32))), id[8] __attribute__((aligned(32)));
+    int32_t sums[8] __attribute__((aligned(32))) = {0};
+    for (int i = 0; i < 8; ++i) amax[i] = qk_absmax(x + 32 * (b0 + i), 32);
+    const __m256 dd = _mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(127.0f));
+    const __m256 nz = _mm256_cmp_ps(dd, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+    _mm256_store_ps(id, _mm256_and_ps(nz, _mm256_div_ps(_mm256_set1_ps(1.0f), dd)));
+    for (int i = 0; i < 8; ++i) qk_round_away(x + 32 * (b0 + i), id[i], q + 32 * (b0 + i), 32, q81 ? &sums[i] : NULL);
+    const __m256 dr = _mm256_cvtph_ps(_mm256_cvtps_ph(dd, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 sg =
+        q81 ? _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtps_ph(
+                                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(const void *)sums)), dd),
+                                _MM_FROUND_TO_NEAREST_INT)),
+                            _mm256_set1_ps(0.125f))
+            : _mm256_setzero_ps();
+    for (int i = 0; i < 8; ++i) { /* block b0 + i's 8 lanes */
+      const __m256i idx = _mm256_set1_epi32(i);
+      _mm256_storeu_ps(d + 8 * (b0 + i), _mm256_permutevar8x32_ps(dr, idx));
+      _mm256_storeu_ps(g + 8 * (b0 + i), _mm256_permutevar8x32_ps(sg, idx));
+    }
+  }
+  for (; b0 < nb; ++b0) {
+    float s = 0.0f;
+    const float db = qk_quant_q8_0_block(x + 32 * b0, q + 32 * b0, q81 ? &s : NULL);
+    for (int l = 0; l < 8; ++l) d[8 * b0 + l] = db, g[8 * b0 + l] = s * 0.125f;
+  }
+}
+
 #include "quant/qk_engine_body.h"
 #include "quant/qk_block32_avx2.h"
 #include "quant/qk_ksum_avx2.h"
