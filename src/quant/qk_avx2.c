@@ -215,19 +215,20 @@ typedef struct {
 
 static int qk8_serves(const tp_qk_task *t) { return qk_q32_serves(t) || qk_ks8_serves(t); }
 
-/* 0: out of memory (nothing left to free). */
-static int qk8_product_begin(const tp_qk_task *t, qk8_product *p) {
+/* 0: out of memory (nothing left to free). same: NULL, or the quantized
+ * activations of a begun product of t's type over t's rows (qk8_begin). */
+static int qk8_product_begin(const tp_qk_task *t, qk8_product *p, const qk_act *same) {
   if (qk_q32_serves(t)) {
     p->base = &p->ctx.q32.b, p->mv_max_m = Q32_MV_MAX_M, p->tile_rows = Q32_TR;
-    return qk_q32_begin(t, &p->ctx.q32, &p->mv, &p->tile);
+    return qk_q32_begin(t, &p->ctx.q32, &p->mv, &p->tile, same);
   }
   p->base = &p->ctx.ks8.b, p->mv_max_m = KS8_MV_MAX_M, p->tile_rows = KS8_TR;
-  return qk_ks8_begin(t, &p->ctx.ks8, &p->mv, &p->tile);
+  return qk_ks8_begin(t, &p->ctx.ks8, &p->mv, &p->tile, same);
 }
 
 static topos_status qk8_product_run(const tp_qk_task *t) {
   qk8_product p;
-  if (!qk8_product_begin(t, &p))
+  if (!qk8_product_begin(t, &p, NULL))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   if (t->m < p.mv_max_m)
     tp_qk_parallel_for(t->threads, (t->n + 7) / 8, 1 + ((int64_t)1 << 16) / (8 * t->k * t->m), p.mv, &p.ctx);
@@ -254,7 +255,13 @@ topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {
   topos_status st = TOPOS_OK;
   while (mu.count < count) {
     const tp_qk_task *t = &tasks[mu.count];
-    if (!qk8_product_begin(t, &p[mu.count])) {
+    /* parts of one type over the same rows (a layer's q and k, or q, k and
+     * v) quantize the activations once: the first such part's are shared */
+    const qk_act *same = NULL;
+    for (int j = 0; j < mu.count && !same; ++j)
+      if (tasks[j].wtype == t->wtype && tasks[j].a == t->a && tasks[j].m == t->m && tasks[j].k == t->k)
+        same = &p[j].base->act;
+    if (!qk8_product_begin(t, &p[mu.count], same)) {
       st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
       break;
     }

@@ -190,9 +190,17 @@ static topos_status qk8_end(qk8_base *b) {
   return TOPOS_OK;
 }
 
-/* The start of a begin: t's activations quantized into b (0: out of memory). */
-static int qk8_begin(const tp_qk_task *t, qk8_base *b) {
+/* The start of a begin: t's activations quantized into b (0: out of
+ * memory), or, with `same` (the activations of a begun product of t's
+ * weight type over the same rows), borrowed: not quantized again, and left
+ * for that product's end to free. */
+static int qk8_begin(const tp_qk_task *t, qk8_base *b, const qk_act *same) {
   b->task = t;
+  if (same) {
+    b->act = *same;
+    b->act.mem = NULL, b->act.qn = NULL; /* owned by `same` */
+    return 1;
+  }
   tp_qk_traits tr;
   tp_qk_traits_of(t->wtype, &tr);
   return qk_act_prepare(&tr, t->a, t->m, t->k, &b->act, t->threads);
@@ -606,7 +614,8 @@ static int qk_q32_serves(const tp_qk_task *t) {
 /* x for weights of t's type (qk_q32_serves) with t's activations prepared
  * for the kernel m calls for; *mv / *tile: the range functions. 0: out of
  * memory. qk8_end frees it. */
-static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile) {
+static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile,
+                        const qk_act *same) {
   memset(x, 0, sizeof *x);
   switch (t->wtype) {
     case TOPOS_Q4_0: x->kind = Q32_Q4_0, *mv = q32_mv_q4_0, *tile = q32_tile_q4_0; break;
@@ -616,7 +625,7 @@ static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, 
     default: x->kind = Q32_Q8_0, *mv = q32_mv_q8_0, *tile = q32_tile_q8_0; break;
   }
   x->nb = t->k / 32;
-  if (!qk8_begin(t, &x->b)) return 0;
+  if (!qk8_begin(t, &x->b, same)) return 0;
   if (t->m < Q32_MV_MAX_M ? q32_mv_prepare(x) : q32_tile_prepare(x)) return 1;
   qk_act_free(&x->b.act);
   return 0;

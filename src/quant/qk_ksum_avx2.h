@@ -498,7 +498,8 @@ static int qk_ks8_serves(const tp_qk_task *t) {
 }
 
 /* As qk_q32_begin, for Q4_K / Q5_K / Q6_K. */
-static int qk_ks8_begin(const tp_qk_task *t, qk_ks8_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile) {
+static int qk_ks8_begin(const tp_qk_task *t, qk_ks8_ctx *x, tp_qk_range_fn *mv, tp_qk_range_fn *tile,
+                        const qk_act *same) {
   memset(x, 0, sizeof *x);
   switch (t->wtype) {
     case TOPOS_Q5_K: x->kind = KS8_Q5_K, x->bb = 176, *mv = ks8_mv_q5_K, *tile = ks8_tile_q5_K; break;
@@ -506,7 +507,7 @@ static int qk_ks8_begin(const tp_qk_task *t, qk_ks8_ctx *x, tp_qk_range_fn *mv, 
     default: x->kind = KS8_Q4_K, x->bb = 144, *mv = ks8_mv_q4_K, *tile = ks8_tile_q4_K; break;
   }
   x->nsb = t->k / 256;
-  if (!qk8_begin(t, &x->b)) return 0;
+  if (!qk8_begin(t, &x->b, same)) return 0;
   if (t->m < KS8_MV_MAX_M ? ks8_mv_prepare(x) : ks8_tile_prepare(x)) return 1;
   qk_act_free(&x->b.act);
   return 0;
