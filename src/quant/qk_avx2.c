@@ -94,10 +94,12 @@ static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int
     __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __m256 up = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
     __m256 step = _mm256_and_ps(up, _mm256_or_ps(one, _mm256_and_ps(v, sign)));
-    const __m256i r = _mm256_cvtps_epi32(_mm256_add_ps(t, step));
+    /* a NaN lane (x * id with x NaN, or an infinity times id = 0) is 0, as
+     * the reference's rounding makes it; the conversion would give INT32_MIN */
+    const __m256i r = _mm256_and_si256(_mm256_cvtps_epi32(_mm256_add_ps(t, step)),
+                                       _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
     qk_store8(q + i, r);
-    /* the bytes as the saturating packs left them (a NaN lane converts to
-     * INT32_MIN and is stored as -128) */
+    /* the bytes as the saturating packs left them */
     sum = _mm256_add_epi32(sum, _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(-128)), _mm256_set1_epi32(127)));
   }
   if (qsum) {
@@ -114,6 +116,7 @@ static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
   for (int i = 0; i < n; i += 8) {
     __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vis);
     __m256i r = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    r = _mm256_and_si256(r, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q))); /* NaN: 0, as the reference */
     qk_store8(q + i, _mm256_min_epi32(r, top));
   }
 }

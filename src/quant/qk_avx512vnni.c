@@ -99,7 +99,9 @@ static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int
   for (int i = 0; i < n; i += 16) {
     const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
     const __m512 bump = _mm512_or_ps(below_half, _mm512_and_ps(v, _mm512_set1_ps(-0.0f))); /* with v's sign */
-    const __m512i r = _mm512_cvtt_roundps_epi32(_mm512_add_ps(v, bump), _MM_FROUND_NO_EXC);
+    /* a NaN lane is 0, as the reference's rounding makes it (the conversion gives INT32_MIN) */
+    const __m512i r = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q),
+                                             _mm512_cvtt_roundps_epi32(_mm512_add_ps(v, bump), _MM_FROUND_NO_EXC));
     _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
     if (qsum) /* the stored bytes: int8 saturation */
       sum = _mm512_add_epi32(sum, _mm512_max_epi32(_mm512_min_epi32(r, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128)));
@@ -113,6 +115,7 @@ static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
   for (int i = 0; i < n; i += 16) {
     __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vis);
     __m512i r = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), top);
+    r = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r); /* NaN: 0, as the reference */
     _mm_storeu_si128((__m128i *)(void *)(q + i), _mm512_cvtsepi32_epi8(r));
   }
 }

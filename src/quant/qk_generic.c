@@ -102,12 +102,16 @@ static inline float qk_absmax(const float *x, int n) {
   return m;
 }
 static inline void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum) {
-  for (int i = 0; i < n; ++i) q[i] = (int8_t)roundf(x[i] * id);
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i] * id;
+    q[i] = v != v ? 0 : (int8_t)roundf(v); /* NaN: 0, as the reference (converting it is undefined) */
+  }
   if (qsum) *qsum = qk_sum_bytes(q, n);
 }
 static inline void qk_round_even(const float *x, float is, int8_t *q, int n) {
   for (int i = 0; i < n; ++i) {
-    int v = (int)rintf(x[i] * is);
+    const float f = x[i] * is;
+    const int v = f != f ? 0 : (int)rintf(f); /* NaN: 0, as the reference */
     q[i] = (int8_t)(v < 127 ? v : 127);
   }
 }

@@ -245,7 +245,8 @@ TEST(qmatmul_fast_activation_quantization_is_reference) {
  * matrix-vector kernels (m = 2): one-hot Q8_0 weights give a_q exactly, and
  * one-hot Q4_1 weights (d = m = 1 in the hot element's block, 0 elsewhere)
  * give a_q + s, so Q8_1's s is checked too. Ties in a block of the first
- * group and in the last block, and an all-zero block (scale 0). */
+ * group and in the last block, an all-zero block (scale 0), and blocks
+ * holding NaNs and infinities. */
 TEST(qmatmul_fast_activation_quantization_is_reference_long_rows) {
   if (!qm_have_fast()) SKIP("no fast kernel on this CPU");
   const int64_t k = 19 * 32, n = k;
@@ -258,6 +259,15 @@ TEST(qmatmul_fast_activation_quantization_is_reference_long_rows) {
     CHECK(a && ref && fast);
     for (int i = 0; i < 8; ++i) a[k + 32 * 3 + i] = ties[i], a[k + 32 * 18 + i] = -ties[i];
     for (int i = 0; i < 32; ++i) a[32 * 5 + i] = 0.0f;
+    /* non-finite activations. Row 0: a NaN inside a block, whose scale the
+     * later elements set: its level is 0 (the reference rounds a NaN to 0),
+     * so every output stays finite. Row 1: an infinity makes its block's
+     * scale infinite and its levels 0 * inf = NaN, and a NaN last in a block
+     * makes the scale NaN: every output of the row is NaN. */
+    a[32 * 7 + 4] = NAN;
+    a[k + 32 * 9 + 30] = INFINITY;
+    a[k + 32 * 10 + 1] = -INFINITY, a[k + 32 * 10 + 2] = NAN;
+    a[k + 32 * 11 + 31] = NAN; /* the block's last element: its scale NaN */
     for (int ti = 0; ti < 2; ++ti) {
       const topos_dtype t = types[ti];
       const size_t rb = qt_row_bytes(t, k), bb = t == TOPOS_Q8_0 ? 34 : 20;
@@ -276,7 +286,19 @@ TEST(qmatmul_fast_activation_quantization_is_reference_long_rows) {
       }
       CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
       CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
-      for (int64_t i = 0; i < m * n; ++i) CHECK_BITS_F32(fast[i], ref[i]);
+      int64_t nans = 0;
+      for (int64_t i = 0; i < m * n; ++i) {
+        if (isnan(ref[i])) { /* NaN outputs agree as NaNs (their sign is the operations' order) */
+          CHECK(isnan(fast[i]));
+          ++nans;
+        } else {
+          CHECK_BITS_F32(fast[i], ref[i]);
+        }
+      }
+      /* row 1's every output (its infinite block's scale times the other
+       * weight rows' zero scales is NaN in each sum), and no other row's */
+      CHECK_MSG(nans == n, "%lld NaN outputs", (long long)nans);
+      for (int64_t j = 0; j < n; ++j) CHECK(isnan(ref[n + j]));
       CHECK(ref[k + 32 * 3 + 1] != 0.0f); /* the tie row produced values */
       free(w);
     }
