@@ -88,7 +88,7 @@ int TP_VM_FN(tp_softmax_row_vector_)(const float *x, float *y, int64_t n, int64_
   const float inv = 1.0f / sum;
   const TP_V vinv = TP_VSET(inv);
   for (int64_t k = 0; k < full; k += TP_VW)
-    if (!TP_SMX_SKIPPED(k / TP_SMX_LANES * TP_SMX_LANES)) TP_VSTORE(y + k, TP_VMUL(TP_VLOAD(y + k), vinv));
+    if (!TP_SMX_SKIPPED(k)) TP_VSTORE(y + k, TP_VMUL(TP_VLOAD(y + k), vinv)); /* skip0, skip1: multiples of 64 */
   for (int64_t k = full; k < live; ++k) y[k] *= inv;
   memset(y + live, 0, (size_t)(n - live) * sizeof *y);
   return 1;

@@ -152,19 +152,13 @@ int64_t topos_llama_capacity(const topos_llama_context *x) { return x ? x->capac
 
 void topos_llama_reset(topos_llama_context *x) {
   if (!x) return;
-  /* stale slots are masked, but zeros keep every masked product exactly 0 */
-  size_t n = (size_t)(x->model->config.n_layers * x->model->config.n_kv_heads *
-                      x->model->config.head_dim * x->slots);
-  memset(x->k_mem, 0, n * x->elem);
-  memset(x->v_mem, 0, n * x->elem);
+  /* stale slots are masked, but zeros keep every masked product exactly 0;
+   * keys and values are one mapping of kv_bytes */
+  memset(x->k_mem, 0, x->kv_bytes);
   x->pos = 0;
 }
 
-uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
-  if (!x) return 0;
-  const topos_llama_config *c = &x->model->config;
-  return 2ull * (uint64_t)(c->n_layers * c->n_kv_heads * c->head_dim * x->slots) * x->elem;
-}
+uint64_t topos_llama_cache_bytes(const topos_llama_context *x) { return x ? (uint64_t)x->kv_bytes : 0; }
 
 /* Runs move from plan to plan (chunk shapes, growing spans) and each plan
  * keeps its arena for its next run: the plan left behind gives its memory

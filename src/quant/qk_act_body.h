@@ -56,19 +56,26 @@ static inline float qk_quant_q8_0_block(const float *x, int8_t *q, float *ssum) 
   return QK_F16_ROUND(d);
 }
 
-/* A row of k (a multiple of 32) as Q8_0 (or Q8_1: q81) blocks, each
- * block's scale (and Q8_1's s / 8) written to its 8 lanes of d (g; 0 for
- * Q8_0): qk_quant_q8_0_block's values. An ISA file may supply a form that
- * takes several blocks at a time (QK_HAS_Q8_0_ROW). */
-#ifdef QK_HAS_Q8_0_ROW
-static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81);
-#else
-static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81) {
-  for (int64_t b = 0; b < k / 32; ++b) {
+/* Blocks b0 .. b1 - 1 of a row as Q8_0 (or Q8_1: q81) blocks, one at a
+ * time, each block's scale (and Q8_1's s / 8) written to its 8 lanes of d
+ * (g; 0 for Q8_0): qk_quant_q8_0_block's values. */
+static inline void qk_quant_q8_0_blocks(const float *x, int64_t b0, int64_t b1, int8_t *q, float *d, float *g,
+                                        int q81) {
+  for (int64_t b = b0; b < b1; ++b) {
     float s = 0.0f;
     const float db = qk_quant_q8_0_block(x + 32 * b, q + 32 * b, q81 ? &s : NULL);
     for (int l = 0; l < 8; ++l) d[8 * b + l] = db, g[8 * b + l] = s * 0.125f;
   }
+}
+
+/* A row of k (a multiple of 32): qk_quant_q8_0_blocks over all of it. An
+ * ISA file may supply a form that takes several blocks at a time
+ * (QK_HAS_Q8_0_ROW), with the same values. */
+#ifdef QK_HAS_Q8_0_ROW
+static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81);
+#else
+static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, float *g, int q81) {
+  qk_quant_q8_0_blocks(x, 0, k / 32, q, d, g, q81);
 }
 #endif
 

@@ -191,11 +191,7 @@ static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, fl
       _mm256_storeu_ps(g + 8 * (b0 + i), _mm256_permutevar8x32_ps(sg, idx));
     }
   }
-  for (; b0 < nb; ++b0) {
-    float s = 0.0f;
-    const float db = qk_quant_q8_0_block(x + 32 * b0, q + 32 * b0, q81 ? &s : NULL);
-    for (int l = 0; l < 8; ++l) d[8 * b0 + l] = db, g[8 * b0 + l] = s * 0.125f;
-  }
+  qk_quant_q8_0_blocks(x, b0, nb, q, d, g, q81); /* a short last group */
 }
 
 #include "quant/qk_engine_body.h"

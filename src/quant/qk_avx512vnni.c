@@ -166,11 +166,7 @@ static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, fl
       _mm512_storeu_ps(g + 8 * b0 + 16 * o, _mm512_permutexvar_ps(idx, s));
     }
   }
-  for (; b0 < nb; ++b0) {
-    float s = 0.0f;
-    const float db = qk_quant_q8_0_block(x + 32 * b0, q + 32 * b0, q81 ? &s : NULL);
-    for (int l = 0; l < 8; ++l) d[8 * b0 + l] = db, g[8 * b0 + l] = s * 0.125f;
-  }
+  qk_quant_q8_0_blocks(x, b0, nb, q, d, g, q81); /* a short last group */
 }
 #include "quant/qk_matvec_avx512vnni.h"
 #define QK_KTILE_WIDE_H "quant/qk_ktile_wide_avx512vnni.h"
