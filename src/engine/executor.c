@@ -66,8 +66,9 @@ static topos_tensor *provide_header(tp_provider *self) {
 
 static bool bump(tp_exec *ex, size_t bytes, size_t *at) {
   size_t need = (bytes + TP_BUFFER_ALIGN - 1) / TP_BUFFER_ALIGN * TP_BUFFER_ALIGN;
-  if (need < bytes) return false;
-  ex->scratch_demand += need;
+  if (need < bytes || need > SIZE_MAX - ex->scratch_live) return false;
+  ex->scratch_live += need;
+  if (ex->scratch_live > ex->scratch_demand) ex->scratch_demand = ex->scratch_live;
   if (!ex->scratch || ex->scratch->bytes - ex->scratch_used < need) return false;
   *at = ex->scratch_used;
   ex->scratch_used += need;
@@ -80,6 +81,19 @@ static bool provide_place(tp_provider *self, size_t bytes, tp_storage **storage,
   tp_storage_retain(ex->scratch);
   *storage = ex->scratch;
   return true;
+}
+
+/* Between forward steps: once nothing placed in the scratch is alive (the
+ * context holds its only reference; kernel temporaries end with their
+ * step), the next step starts the region over. It is then sized by the most
+ * one stretch of steps keeps at once, not by all a run places: a 16-bit
+ * cache's attention step packs each head's new values (32 KB at a 128-token
+ * chunk), 2.8 MB a SmolLM2 chunk without this. */
+static void scratch_rewind_if_free(tp_exec *ex) {
+  if (ex->scratch_live == 0) return;
+  if (ex->scratch && atomic_load_explicit(&ex->scratch->refs, memory_order_acquire) != 1) return;
+  ex->scratch_used = 0;
+  ex->scratch_live = 0;
 }
 
 static void *provide_scratch(tp_provider *self, size_t bytes) {
@@ -165,6 +179,7 @@ static topos_status exec_reset(tp_exec *ex) {
   if (!ex->scratch && ex->scratch_demand > 0)
     TP_TRY(tp_storage_arena(ex->scratch_demand, &ex->scratch));
   ex->scratch_used = 0;
+  ex->scratch_live = 0;
   ex->scratch_demand = 0;
   return TOPOS_OK;
 }
@@ -304,6 +319,7 @@ static topos_status exec_run(tp_exec *ex, const topos_params *params, const topo
       spare_push(ex, ex->run.values[o]);
       ex->run.values[o] = NULL;
     }
+    scratch_rewind_if_free(ex);
   }
   return TOPOS_OK;
 }

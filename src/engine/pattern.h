@@ -42,6 +42,8 @@
 #ifndef TP_ENGINE_PATTERN_H
 #define TP_ENGINE_PATTERN_H
 
+#include <string.h>
+
 #include "graph/graph_internal.h"
 #include "ops/kernel.h" /* TP_FIRST_NAN */
 #include "topos/engine.h"
@@ -53,17 +55,34 @@ typedef struct tp_pattern tp_pattern;
 
 typedef struct tp_fusion {
   const tp_pattern *pattern;
-  uint32_t root;                             /* == members[n_members - 1] */
-  uint32_t n_members;
-  uint32_t members[TP_FUSION_MAX_MEMBERS];   /* ascending */
-  uint32_t n_inputs;
-  uint32_t inputs[TP_FUSION_MAX_INPUTS];     /* nodes outside the group the step reads */
+  uint32_t root;      /* == members[n_members - 1] */
+  uint32_t n_members; /* at most TP_FUSION_MAX_MEMBERS */
+  uint32_t n_inputs;  /* at most TP_FUSION_MAX_INPUTS */
+  uint32_t *members;  /* ascending */
+  uint32_t *inputs;   /* nodes outside the group the step reads */
   /* 1 + k: the step may write its result over inputs[k] (an elementwise
    * step reading each element before it writes that element's result); the
    * buffer plan gives it that buffer when the step is its last reader and
    * sizes agree. 0: dst aliases no input. */
   uint32_t overwrites;
 } tp_fusion;
+
+/* A group being matched: a fusion whose lists point into arrays of the most
+ * a group may hold. The plan keeps each group it fuses with its two lists
+ * packed into one table (a llama chunk's 263 groups had taken 664 bytes
+ * each, 340 KB a plan). */
+typedef struct tp_fusion_space {
+  tp_fusion f;
+  uint32_t members[TP_FUSION_MAX_MEMBERS];
+  uint32_t inputs[TP_FUSION_MAX_INPUTS];
+} tp_fusion_space;
+
+static inline tp_fusion *tp_fusion_space_init(tp_fusion_space *s) {
+  memset(&s->f, 0, sizeof s->f);
+  s->f.members = s->members;
+  s->f.inputs = s->inputs;
+  return &s->f;
+}
 
 struct tp_pattern {
   const char *name;

@@ -287,7 +287,8 @@ static bool tp_c2i_lines(const tp_c2i_job *job, topos_tensor *const *inputs, top
 static topos_status tp_c2i_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
                                topos_tensor *dst, topos_tensor **out) {
   tp_c2i_job job = {0};
-  if (!tp_c2i_walk(g, f->root, &(tp_fusion){0}, &job.geo))
+  tp_fusion_space walked;
+  if (!tp_c2i_walk(g, f->root, tp_fusion_space_init(&walked), &job.geo))
     return tp_fail(TOPOS_ERR_INTERNAL, "col2im: the group no longer matches");
   bool f32 = topos_tensor_dtype(dst) == TOPOS_F32;
   topos_status s = topos_tensor_read_f64(inputs[0], &job.z, 1);

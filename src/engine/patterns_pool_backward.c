@@ -111,30 +111,30 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
   int64_t L = sn->desc->shape[4];
   if (L < 2 || L != rs->desc->shape[4] * rs->desc->shape[5]) return false;
   /* the lane sum: members and S_k by lane */
-  tp_fusion lanes_f;
-  memset(&lanes_f, 0, sizeof lanes_f);
-  if (!tp_pattern_concat.match(g, evaluated, sum, &lanes_f) || (int64_t)lanes_f.n_inputs != L)
+  tp_fusion_space lanes_space;
+  const tp_fusion *lanes_f = tp_fusion_space_init(&lanes_space);
+  if (!tp_pattern_concat.match(g, evaluated, sum, &lanes_space.f) || (int64_t)lanes_f->n_inputs != L)
     return false;
-  for (uint32_t k = 0; k < lanes_f.n_members; ++k)
-    if (g->nodes[lanes_f.members[k]].op == TOPOS_OP_PAD &&
-        g->nodes[lanes_f.members[k]].attrs->axis != 4)
+  for (uint32_t k = 0; k < lanes_f->n_members; ++k)
+    if (g->nodes[lanes_f->members[k]].op == TOPOS_OP_PAD &&
+        g->nodes[lanes_f->members[k]].attrs->axis != 4)
       return false;
   if (2 + 3 * (L - 1) > TP_FUSION_MAX_INPUTS ||
-      lanes_f.n_members + 9 * (L - 1) + 4 > TP_FUSION_MAX_MEMBERS)
+      lanes_f->n_members + 9 * (L - 1) + 4 > TP_FUSION_MAX_MEMBERS)
     return false;
   uint32_t members[TP_FUSION_MAX_MEMBERS], n = 0;
-  for (uint32_t k = 0; k < lanes_f.n_members; ++k) members[n++] = lanes_f.members[k];
+  for (uint32_t k = 0; k < lanes_f->n_members; ++k) members[n++] = lanes_f->members[k];
   members[n++] = pm->operands[0]; /* reshape */
   members[n++] = f1->operands[0]; /* permute */
   members[n++] = f2->operands[0]; /* fold along axis 4 */
   members[n++] = root;
   /* walk G_0 = S_0 up the chain */
   uint32_t consts[TP_FUSION_MAX_INPUTS];
-  uint32_t at = lanes_f.inputs[0], lanes = UINT32_MAX;
+  uint32_t at = lanes_f->inputs[0], lanes = UINT32_MAX;
   for (int64_t k = 1; k < L; ++k) {
     tp_pb_seed pass, share;
     if (!tp_pb_seed_of(g, at, dt, &pass)) return false;           /* G_{k-1} = z' + G_k*s */
-    if (!tp_pb_seed_of(g, lanes_f.inputs[k], dt, &share)) return false; /* S_k */
+    if (!tp_pb_seed_of(g, lanes_f->inputs[k], dt, &share)) return false; /* S_k */
     const tp_node *st = tp_pattern_op(g, pass.b, TOPOS_OP_STEP);
     const tp_node *rest = tp_pattern_op(g, share.b, TOPOS_OP_SUB);
     if (!st || !rest || share.a != pass.a || rest->operands[1] != pass.b) return false;
@@ -146,7 +146,7 @@ static bool tp_pb_match(const tp_graph *g, const uint8_t *evaluated, uint32_t ro
     if (!tp_pb_lane(g, st->operands[1], lanes, k) ||
         !tp_pb_running_max(g, st->operands[0], lanes, k - 1))
       return false;
-    uint32_t add[9] = {at,        pass.spread,         pass.mul, pass.b, lanes_f.inputs[k],
+    uint32_t add[9] = {at,        pass.spread,         pass.mul, pass.b, lanes_f->inputs[k],
                        share.spread, share.mul, share.b, rest->operands[0]};
     for (int q = 0; q < 9; ++q) members[n++] = add[q];
     consts[3 * (k - 1)] = pass.z;

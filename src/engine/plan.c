@@ -88,16 +88,69 @@ static bool fusion_is_invisible(const topos_plan *plan, const tp_fusion *f, cons
   return true;
 }
 
+/* Points each kept group's lists into plan->fusion_lists, where they lie
+ * one after another (members, then inputs) in the groups' order. */
+static void fusion_point_lists(topos_plan *plan) {
+  uint32_t *at = plan->fusion_lists;
+  for (uint32_t g = 0; g < plan->n_fusions; ++g) {
+    tp_fusion *f = &plan->fusions[g];
+    f->members = at;
+    f->inputs = at + f->n_members;
+    at += f->n_members + f->n_inputs;
+  }
+}
+
+/* Appends a matched group to the plan, its lists copied out of the match's
+ * space; false when out of memory (the plan unchanged). */
+static bool fusion_keep(topos_plan *plan, const tp_fusion *f, uint32_t *cap_fusions, size_t *cap_lists) {
+  const size_t len = (size_t)f->n_members + f->n_inputs;
+  if (plan->n_fusions == *cap_fusions) {
+    uint32_t cap = *cap_fusions ? 2 * *cap_fusions : 16;
+    tp_fusion *grown = realloc(plan->fusions, cap * sizeof *grown);
+    if (!grown) return false;
+    plan->fusions = grown, *cap_fusions = cap;
+  }
+  bool moved = false;
+  if (plan->n_fusion_lists + len > *cap_lists) {
+    size_t cap = *cap_lists ? 2 * *cap_lists : 256;
+    while (cap < plan->n_fusion_lists + len) cap *= 2;
+    uint32_t *grown = realloc(plan->fusion_lists, cap * sizeof *grown);
+    if (!grown) return false;
+    moved = grown != plan->fusion_lists;
+    plan->fusion_lists = grown, *cap_lists = cap;
+  }
+  uint32_t *at = plan->fusion_lists + plan->n_fusion_lists;
+  memcpy(at, f->members, f->n_members * sizeof *at);
+  memcpy(at + f->n_members, f->inputs, f->n_inputs * sizeof *at);
+  plan->n_fusion_lists += len;
+  tp_fusion *kept = &plan->fusions[plan->n_fusions++];
+  *kept = *f;
+  kept->members = at;
+  kept->inputs = at + f->n_members;
+  if (moved) fusion_point_lists(plan);
+  return true;
+}
+
+/* The tables trimmed to what the plan keeps. */
+static void fusion_trim(topos_plan *plan) {
+  if (plan->n_fusions == 0) return;
+  tp_fusion *f = realloc(plan->fusions, plan->n_fusions * sizeof *f);
+  if (f) plan->fusions = f;
+  uint32_t *lists = realloc(plan->fusion_lists, plan->n_fusion_lists * sizeof *lists);
+  if (lists) plan->fusion_lists = lists;
+  fusion_point_lists(plan);
+}
+
 static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, size_t n_patterns) {
   const tp_graph *graph = plan->schedule.graph;
   uint32_t n = graph->count;
   for (uint32_t i = 0; i < n; ++i) plan->fusion_of[i] = -1;
   if (n_patterns == 0) return TOPOS_OK;
   uint32_t *uses = calloc(n ? n : 1, sizeof *uses);
-  /* grown as fusions are found (664 bytes each): a table sized for every
-   * node (2 MB at a llama prompt chunk) would be freed at once, leaving a
-   * hole in the heap */
+  /* grown as fusions are found: a table sized for every node would be freed
+   * at once, leaving a hole in the heap */
   uint32_t cap_fusions = 0;
+  size_t cap_lists = 0;
   if (!uses) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion)");
   for (uint32_t i = 0; i < n; ++i) {
     const tp_node *node = &graph->nodes[i];
@@ -111,30 +164,24 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
     if (!plan->evaluated[i] || graph->nodes[i].kind != TOPOS_NODE_OP || plan->fusion_of[i] >= 0)
       continue;
     for (size_t p = 0; p < n_patterns; ++p) {
-      tp_fusion f;
-      memset(&f, 0, sizeof f);
-      if (!patterns[p]->match(graph, plan->evaluated, i, &f)) continue;
-      f.pattern = patterns[p];
-      f.root = i;
-      if (!fusion_is_invisible(plan, &f, uses)) continue;
-      if (plan->n_fusions == cap_fusions) {
-        uint32_t cap = cap_fusions ? 2 * cap_fusions : 16;
-        tp_fusion *grown = realloc(plan->fusions, cap * sizeof *grown);
-        if (!grown) {
-          free(uses);
-          return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion %u)", plan->n_fusions);
-        }
-        plan->fusions = grown, cap_fusions = cap;
+      tp_fusion_space space;
+      tp_fusion *f = tp_fusion_space_init(&space);
+      if (!patterns[p]->match(graph, plan->evaluated, i, f)) continue;
+      f->pattern = patterns[p];
+      f->root = i;
+      if (!fusion_is_invisible(plan, f, uses)) continue;
+      if (!fusion_keep(plan, f, &cap_fusions, &cap_lists)) {
+        free(uses);
+        return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "plan_compile: out of memory (fusion %u)", plan->n_fusions);
       }
-      int32_t id = (int32_t)plan->n_fusions;
-      plan->fusions[plan->n_fusions++] = f;
-      for (uint32_t k = 0; k < f.n_members; ++k) {
-        const tp_node *m = &graph->nodes[f.members[k]];
+      int32_t id = (int32_t)plan->n_fusions - 1;
+      for (uint32_t k = 0; k < f->n_members; ++k) {
+        const tp_node *m = &graph->nodes[f->members[k]];
         for (int j = 0; j < topos_op_arity(m->op); ++j) --uses[m->operands[j]];
-        plan->fusion_of[f.members[k]] = id;
-        if (f.members[k] != i) plan->evaluated[f.members[k]] = 0;
+        plan->fusion_of[f->members[k]] = id;
+        if (f->members[k] != i) plan->evaluated[f->members[k]] = 0;
       }
-      for (uint32_t k = 0; k < f.n_inputs; ++k) ++uses[f.inputs[k]];
+      for (uint32_t k = 0; k < f->n_inputs; ++k) ++uses[f->inputs[k]];
       break;
     }
   }
@@ -156,6 +203,7 @@ static topos_status fuse(topos_plan *plan, const tp_pattern *const *patterns, si
     }
   }
   free(uses);
+  fusion_trim(plan);
   return TOPOS_OK;
 }
 
@@ -222,6 +270,7 @@ static void plan_destroy(topos_plan *plan) {
   free(plan->release_start);
   free(plan->release_list);
   free(plan->fusions);
+  free(plan->fusion_lists);
   free(plan->fusion_of);
   free(plan->sink_of);
   free(plan);

@@ -34,6 +34,8 @@ struct topos_plan {
   uint32_t *release_list;     /* values dropped right after step i */
   tp_fusion *fusions;
   uint32_t n_fusions;
+  uint32_t *fusion_lists;     /* every group's members, then inputs, group after group */
+  size_t n_fusion_lists;
   int32_t *fusion_of;         /* count entries: group of a member node, -1 if none */
   int32_t *sink_of;           /* count entries: index in the request's sinks, -1 if none */
   size_t n_sinks;
@@ -51,7 +53,9 @@ struct tp_exec {
   tp_storage *arena;          /* buffer plan bytes */
   tp_storage *scratch;        /* bump region: kernel temporaries, backward values */
   tp_storage *next_scratch;   /* sized at the end of a run that outgrew scratch */
-  size_t scratch_used, scratch_demand;
+  size_t scratch_used;         /* bytes of scratch handed out since it was last free */
+  size_t scratch_live;         /* the same, counting requests the heap served */
+  size_t scratch_demand;       /* the run's most scratch_live: sizes the next scratch */
   atomic_flag spare_lock;
   topos_tensor **spares;      /* recycled headers */
   size_t n_spares, cap_spares;

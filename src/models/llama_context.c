@@ -197,6 +197,9 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
     if (x->graphs[slot].plan == x->active) x->active = NULL;
     tp_llama_graph_free(&x->graphs[slot]);
   }
+  /* the plan that ran last is about to be left behind: its arena goes back
+   * before the compile's temporaries and the new plan's arena are made */
+  if (x->active) topos_plan_trim(x->active);
   topos_status st = tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache,
                                          x->options.kv_dtype, x->options.numerics,
                                          &x->graphs[slot]);
