@@ -28,6 +28,7 @@
 
 #include "base/error.h"
 #include "base/numerics.h"
+#include "base/temp.h"
 #include "base/threads.h"
 #include "engine/attention_gemm.h"
 #include "engine/attention_internal.h"
@@ -143,7 +144,7 @@ static void al_range(void *ctx, int64_t begin, int64_t end) {
   al_job *j = ctx;
   int saved = tp_numerics_enter(j->exact); /* workers do not inherit the posture */
   const size_t br = (size_t)j->block_rows, ld = (size_t)((j->cached ? j->S : 0) + j->T);
-  float *buf = malloc((3 * br * ld + 16 * br + br * (size_t)j->dv) * sizeof *buf);
+  float *buf = tp_temp_alloc((3 * br * ld + 16 * br + br * (size_t)j->dv) * sizeof *buf);
   if (!buf) atomic_store(&j->status, (int)TOPOS_ERR_OUT_OF_MEMORY);
   for (int64_t t = begin; buf && t < end; ++t) {
     const int64_t i0 = t * j->block_rows, i1 = i0 + j->block_rows < j->m ? i0 + j->block_rows : j->m;
@@ -153,7 +154,7 @@ static void al_range(void *ctx, int64_t begin, int64_t end) {
       break;
     }
   }
-  free(buf);
+  tp_temp_free(buf);
   tp_numerics_leave(saved);
 }
 
@@ -168,7 +169,9 @@ static topos_status al_prepare(al_job *j, float **mem) {
     j->keys16[part] = (keys[part] + 15) / 16 * 16;
     total += (size_t)(j->d * j->keys16[part] + keys[part] * j->dv);
   }
-  float *m = malloc(total * sizeof *m);
+  /* the thread's temporaries, not the heap: 0.6 MB a step after 1024
+   * tokens, which malloc maps and unmaps (page faults) at every step */
+  float *m = tp_temp_alloc(total * sizeof *m);
   if (!m) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "attention (16-bit cache): %zu floats of keys and values", total);
   *mem = m;
   float *row = m;
@@ -252,6 +255,6 @@ topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *in
                    (long long)j.block_rows, (long long)(j.S + j.T));
   }
   for (int i = 0; i < AL_COPIES; ++i) topos_tensor_release(copies[i]);
-  free(conv);
+  tp_temp_free(conv);
   return st;
 }

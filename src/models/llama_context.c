@@ -169,6 +169,23 @@ static void tp_graph_use(topos_llama_context *x, tp_llama_graph *g, tp_llama_gra
   *out = g;
 }
 
+/* Frees plan i; the last plan takes its slot. */
+static void tp_graph_drop(topos_llama_context *x, int i) {
+  if (x->graphs[i].plan == x->active) x->active = NULL;
+  tp_llama_graph_free(&x->graphs[i]);
+  const int last = --x->n_graphs;
+  if (i != last) {
+    x->graphs[i] = x->graphs[last];
+    x->last_used[i] = x->last_used[last];
+    memset(&x->graphs[last], 0, sizeof x->graphs[0]);
+  }
+}
+
+/* Plans a context keeps before dropping those it cannot run again until a
+ * reset: enough that rounds a caller repeats after resets (a prompt of four
+ * chunks, or decoding through spans 32 to 128) find all theirs compiled. */
+#define TP_LLAMA_KEEP_STALE 4
+
 static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_rows logits_rows,
                                  tp_llama_graph **out) {
   if (T == 1 && logits_rows == TP_LOGITS_ALL) logits_rows = TP_LOGITS_LAST; /* one row either way */
@@ -182,6 +199,14 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
   int64_t span = 32;
   while (span < x->pos) span *= 2;
   if (span > x->capacity) span = x->capacity;
+  /* Past a few plans, those the context cannot run again before a reset
+   * go (positions only grow: a span below the position, or the first
+   * chunk's plan past position 0), so a conversation keeps the plans of its
+   * current spans: SmolLM2 after a 1024-token prompt held seven plans of
+   * ~0.7 MB, now four. */
+  if (x->n_graphs > TP_LLAMA_KEEP_STALE)
+    for (int i = x->n_graphs - 1; i >= 0; --i)
+      if (x->graphs[i].has_cache ? x->graphs[i].span < x->pos : x->pos > 0) tp_graph_drop(x, i);
   for (int i = 0; i < x->n_graphs; ++i)
     if (x->graphs[i].T == T && x->graphs[i].logits_rows == logits_rows &&
         x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
@@ -204,11 +229,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
                                          x->options.kv_dtype, x->options.numerics,
                                          &x->graphs[slot]);
   if (st != TOPOS_OK) {
-    if (slot < x->n_graphs) { /* an evicted slot: move the last one into it */
-      x->graphs[slot] = x->graphs[x->n_graphs - 1];
-      x->last_used[slot] = x->last_used[x->n_graphs - 1];
-      memset(&x->graphs[--x->n_graphs], 0, sizeof x->graphs[0]);
-    }
+    if (slot < x->n_graphs) tp_graph_drop(x, slot); /* an evicted slot (already freed) */
     return st;
   }
   if (slot == x->n_graphs) ++x->n_graphs;
@@ -280,7 +301,9 @@ static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)
   int64_t at[8], total = 0;
   for (int i = 0; i < n; ++i) {
     at[i] = total;
-    total += (shape[i][0] * shape[i][1] * (rank[i] == 3 ? shape[i][2] : 1) + 15) / 16 * 16;
+    int64_t volume = 1;
+    for (int a = 0; a < rank[i]; ++a) volume *= shape[i][a];
+    total += (volume + 15) / 16 * 16;
   }
   tp_storage *s = NULL;
   TP_TRY(tp_storage_arena((size_t)total * sizeof(float), &s));
@@ -304,9 +327,9 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   TP_TRY(tp_graph_for(x, n, rows, &g));
   int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
-  /* x0 [T, D], cos and sin [T, hd/2, 1], mask_n [G*T, T], mask_c [G*T, C] */
-  const int ranks[5] = {2, 3, 3, 2, 2};
-  const int64_t shapes[5][3] = {{T, D, 0}, {T, half, 1}, {T, half, 1}, {G * T, T, 0}, {G * T, C, 0}};
+  /* x0 [T, D], cos and sin [T, hd/2, 1], mask_n [G*T, T], mask_c [C] */
+  const int ranks[5] = {2, 3, 3, 2, 1};
+  const int64_t shapes[5][3] = {{T, D, 0}, {T, half, 1}, {T, half, 1}, {G * T, T, 0}, {C, 0, 0}};
   topos_tensor *in[5] = {NULL};
   float *pin[5] = {NULL};
   topos_status st = tp_new_inputs(g->has_cache ? 5 : 4, ranks, shapes, in, pin);
@@ -329,13 +352,10 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
         ps[t * half + i] = (float)sin(theta);
       }
     }
+    for (int64_t j = 0; mc && j < C; ++j) pmc[j] = j < x->pos ? 0.0f : -INFINITY;
     for (int64_t gi = 0; gi < G; ++gi)
       for (int64_t t = 0; t < T; ++t) {
         float *rn = pmn + (gi * T + t) * T;
-        if (mc) {
-          float *rc = pmc + (gi * T + t) * C;
-          for (int64_t j = 0; j < C; ++j) rc[j] = j < x->pos ? 0.0f : -INFINITY;
-        }
         for (int64_t j = 0; j < T; ++j) rn[j] = j <= t ? 0.0f : -INFINITY;
       }
     topos_feed *f = x->feeds;

@@ -76,11 +76,15 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   topos_tensor_desc rd = {TOPOS_F32, 3, {T, hd / 2, 1}};
   g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
   g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
-  topos_tensor_desc mc = {TOPOS_F32, 2, {G * T, S}}, mn = {TOPOS_F32, 2, {G * T, T}};
+  /* every row of the chunk sees the same cached slots (those written before
+   * it): the cache's mask is one row of S, broadcast to the G*T query rows
+   * (a [G*T, S] input was 1.5 MB at 128 rows after 1024 tokens) */
+  topos_tensor_desc mc = {TOPOS_F32, 1, {S}}, mn = {TOPOS_F32, 2, {G * T, T}};
   int cached = g->has_cache;
   if (cached) g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
   g->mask_n = topos_tape_input_desc(t, &mn, "mask_chunk");
-  topos_sym mask_c = cached ? topos_tape_broadcast_along(t, g->mask_c, 0, KVH) : TOPOS_SYM_INVALID;
+  topos_sym mask_c_rows = cached ? topos_tape_broadcast_along(t, g->mask_c, 0, G * T) : TOPOS_SYM_INVALID;
+  topos_sym mask_c = cached ? topos_tape_broadcast_along(t, mask_c_rows, 0, KVH) : TOPOS_SYM_INVALID;
   topos_sym mask_n = topos_tape_broadcast_along(t, g->mask_n, 0, KVH);
   double scale = 1.0 / sqrt((double)hd);
   topos_sym x = g->x0;
@@ -170,7 +174,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
         kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
         vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
-        topos_sym s_c = topos_tape_add(t, topos_tape_qlinear(t, qh, kc), g->mask_c);
+        topos_sym s_c = topos_tape_add(t, topos_tape_qlinear(t, qh, kc), mask_c_rows);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));

@@ -339,6 +339,52 @@ TEST(llama_decode_across_cache_spans_bitwise) {
   lt_close(&m);
 }
 
+/* A context past four plans drops those it cannot run before a reset
+ * (spans below the position, the first chunk's plan): a prompt of many
+ * short chunks walks through spans 32, 64 and 128, decoding follows, and a
+ * reset runs it all again on recompiled plans with the same bits, f32 and
+ * 16-bit caches. */
+TEST(llama_plans_dropped_past_their_span_recompile_bitwise) {
+  lt_spec s = lt_default_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  enum { P = 100, D = 20 };
+  int32_t tokens[P + D];
+  for (int i = 0; i < P + D; ++i) tokens[i] = (int32_t)((i * 53 + 7) % 300);
+  float *first = malloc((size_t)(D + 1) * 300 * sizeof *first), *again = malloc(300 * sizeof *again);
+  CHECK(first && again);
+  const topos_dtype kv[2] = {TOPOS_F32, TOPOS_F16};
+  for (int k = 0; k < 2 && first && again; ++k) {
+    topos_llama_context_options o = topos_llama_context_options_default();
+    o.n_ctx = 200;
+    o.n_batch = 16;
+    o.kv_dtype = kv[k];
+    o.numerics = TOPOS_NUMERICS_EXACT;
+    topos_llama_context *ctx = NULL;
+    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+    int64_t mismatches = 0;
+    for (int round = 0; round < 3; ++round) {
+      topos_llama_reset(ctx);
+      float *out = round == 0 ? first : again;
+      CHECK_OK(topos_llama_eval(ctx, tokens, P, 0, out));
+      for (int i = 0; round > 0 && i < 300; ++i) mismatches += tt_f32_bits(again[i]) != tt_f32_bits(first[i]);
+      for (int t = 0; t < D; ++t) {
+        out = round == 0 ? first + (size_t)(t + 1) * 300 : again;
+        CHECK_OK(topos_llama_eval(ctx, tokens + P + t, 1, 0, out));
+        for (int i = 0; round > 0 && i < 300; ++i)
+          mismatches += tt_f32_bits(again[i]) != tt_f32_bits(first[(t + 1) * 300 + i]);
+      }
+      CHECK_EQ_INT(topos_llama_position(ctx), P + D);
+    }
+    CHECK_MSG(mismatches == 0, "%lld logits differ after a reset (%s cache)", (long long)mismatches,
+              topos_dtype_name(kv[k]));
+    topos_llama_context_free(ctx);
+  }
+  free(first);
+  free(again);
+  lt_close(&m);
+}
+
 TEST(llama_context_limits) {
   lt_spec s = lt_default_spec();
   lt_model m;
