@@ -24,9 +24,12 @@
 #define TP_MAX_ARITY 2
 #define TP_NO_SLOT UINT32_MAX
 
+/* 48 bytes: a llama chunk graph has ~5000 nodes, and every plan keeps its
+ * graph (kind and op held narrow for that). */
 typedef struct tp_node {
-  topos_node_kind kind;
-  topos_op op;                       /* kind == TOPOS_NODE_OP */
+  uint8_t kind;                      /* topos_node_kind */
+  uint16_t op;                       /* topos_op, kind == TOPOS_NODE_OP */
+  uint32_t slot;                     /* parameter or input ordinal, else TP_NO_SLOT */
   uint32_t operands[TP_MAX_ARITY];   /* first topos_op_arity(op) entries used */
   const topos_op_attrs *attrs;       /* the attributes given at record: interned in the graph
                                         (tp_graph_intern_attrs), never NULL */
@@ -34,8 +37,8 @@ typedef struct tp_node {
                                         graph (tp_graph_intern_desc), never NULL */
   topos_tensor *value;               /* constant / parameter initial / input default (NULL: none) */
   char *name;                        /* parameter or input name, owned, may be NULL */
-  uint32_t slot;                     /* parameter or input ordinal, else TP_NO_SLOT */
 } tp_node;
+_Static_assert(TOPOS_OP_COUNT <= 65536 && TOPOS_NODE_INPUT < 256, "tp_node's narrow kind and op");
 
 /* Fixed-size records stored once per graph: blocks that never move, found
  * by hash (graph.c). */
@@ -68,10 +71,21 @@ const topos_tensor_desc *tp_graph_intern_desc(tp_graph *graph, const topos_tenso
 /* Frees the interned records (graph release). */
 void tp_graph_free_interned(tp_graph *graph);
 
+/* A scalar constant the tape recorded (topos_tape_scalar), found again by
+ * dtype and value: a llama chunk's norms and scales ask for the same few
+ * scalars hundreds of times. */
+typedef struct tp_scalar_entry {
+  uint64_t bits;  /* the double's bits */
+  uint32_t node;  /* UINT32_MAX: empty */
+  topos_dtype dtype;
+} tp_scalar_entry;
+
 struct topos_tape {
   tp_graph *graph;
   topos_status status; /* first recording failure */
   char message[512];
+  tp_scalar_entry *scalars; /* open addressing, scalars_size slots (a power of two) */
+  uint32_t n_scalars, scalars_size;
 };
 
 struct topos_network {

@@ -32,6 +32,7 @@ topos_status topos_tape_new(topos_tape **out) {
 void topos_tape_free(topos_tape *tape) {
   if (!tape) return;
   tp_graph_release(tape->graph);
+  free(tape->scalars);
   free(tape);
 }
 
@@ -271,12 +272,46 @@ topos_sym topos_tape_constant(topos_tape *tape, topos_tensor *value) {
   return record_source(tape, TOPOS_NODE_CONSTANT, value, NULL, NULL);
 }
 
+/* The slot of (dtype, bits) in the tape's scalar table: its entry, or the
+ * empty slot where it goes. The table has room (scalars_size > 0). */
+static tp_scalar_entry *scalar_slot(const topos_tape *tape, topos_dtype dtype, uint64_t bits) {
+  uint64_t h = (bits ^ (uint64_t)dtype * 0x9e3779b97f4a7c15u) * 0xff51afd7ed558ccdu;
+  uint32_t mask = tape->scalars_size - 1, at = (uint32_t)(h >> 32) & mask;
+  while (tape->scalars[at].node != UINT32_MAX &&
+         (tape->scalars[at].bits != bits || tape->scalars[at].dtype != dtype))
+    at = (at + 1) & mask;
+  return &tape->scalars[at];
+}
+
+/* Room for one more entry (the table at most half full); false when out of
+ * memory (the table unchanged). */
+static bool scalar_room(topos_tape *tape) {
+  if (2 * (tape->n_scalars + 1) <= tape->scalars_size) return true;
+  uint32_t size = tape->scalars_size ? 2 * tape->scalars_size : 64;
+  tp_scalar_entry *old = tape->scalars, *grown = malloc((size_t)size * sizeof *grown);
+  if (!grown) return false;
+  for (uint32_t i = 0; i < size; ++i) grown[i].node = UINT32_MAX;
+  uint32_t old_size = tape->scalars_size;
+  tape->scalars = grown, tape->scalars_size = size;
+  for (uint32_t i = 0; i < old_size; ++i)
+    if (old[i].node != UINT32_MAX) *scalar_slot(tape, old[i].dtype, old[i].bits) = old[i];
+  free(old);
+  return true;
+}
+
+/* One node per distinct (dtype, value) on a tape: constants are immutable,
+ * so every use may read the same one (a SmolLM2 chunk graph recorded ~430
+ * scalars, each a node, a tensor and its storage in every plan made from it). */
 topos_sym topos_tape_scalar(topos_tape *tape, topos_dtype dtype, double value) {
   if (!tape) return record_source(tape, TOPOS_NODE_CONSTANT, NULL, NULL, NULL);
   if (tape->status != TOPOS_OK) {
     tape_repeat(tape);
     return TOPOS_SYM_INVALID;
   }
+  uint64_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  tp_scalar_entry *found = tape->scalars_size ? scalar_slot(tape, dtype, bits) : NULL;
+  if (found && found->node != UINT32_MAX) return sym_of(tape->graph, found->node);
   topos_tensor *t = NULL;
   topos_status s = topos_tensor_scalar(dtype, value, &t);
   if (s != TOPOS_OK) {
@@ -285,6 +320,12 @@ topos_sym topos_tape_scalar(topos_tape *tape, topos_dtype dtype, double value) {
   }
   topos_sym sym = record_source(tape, TOPOS_NODE_CONSTANT, t, NULL, NULL);
   topos_tensor_release(t);
+  /* remembered when there is room; a full table only costs sharing */
+  if (topos_sym_is_valid(sym) && scalar_room(tape)) {
+    tp_scalar_entry *slot = scalar_slot(tape, dtype, bits);
+    *slot = (tp_scalar_entry){bits, sym.index, dtype};
+    ++tape->n_scalars;
+  }
   return sym;
 }
 
@@ -331,6 +372,7 @@ topos_status topos_tape_seal(topos_tape **tape, topos_network **out) {
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tape_seal: out of memory");
   }
   net->graph = t->graph;
+  free(t->scalars);
   free(t);
   /* recording doubled the node table; a sealed graph lives on in plans
    * as it is (a llama chunk: 5647 nodes in room for 8192, 140 KB a plan) */
