@@ -13,8 +13,8 @@
  *         a rate derived from its pp D and pg D,N runs (N / their time's
  *         difference) moved by 30 % between two invocations.
  * tokens/s as mean ± stdev over R runs (after one warm-up run that also
- * compiles the plans), at each thread count; peak RSS (getrusage) and the
- * memory target file + KV cache + 10%. A STREAM-style read bandwidth is
+ * compiles the plans), at each thread count; the row's peak RSS (see
+ * lb_peak_reset) and the memory target file + KV cache + 10%. A STREAM-style read bandwidth is
  * measured right before and after each row (the higher one is used), and
  * decode is reported as a
  * fraction of bandwidth / weight bytes per token (the memory-bound ceiling).
@@ -135,7 +135,28 @@ static double lb_stream_read_isolated(int threads) {
   return bw;
 }
 
-static double lb_peak_rss_mb(void) {
+/* Each row's own peak where the kernel lets the high-water mark be reset
+ * (Linux: "5" to /proc/self/clear_refs sets VmHWM to the current resident
+ * size): the row's context, plans and runs on top of what the process holds
+ * (the mapped model, the libraries, the previous rows' thread temporaries).
+ * Elsewhere the process's peak so far (getrusage). */
+static int lb_peak_reset(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return 0;
+  int ok = fputs("5", f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+static double lb_peak_rss_mb(int per_row) {
+  if (per_row) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && kb < 0 && fgets(line, sizeof line, f))
+      if (sscanf(line, "VmHWM: %ld kB", &kb) != 1) kb = -1;
+    if (f) fclose(f);
+    if (kb >= 0) return (double)kb / 1024.0;
+  }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
@@ -340,6 +361,7 @@ static int lb_command(int argc, char **argv) {
       /* the machine is shared: bandwidth right before and after each row, the
        * higher one (a conservative bound) */
       double bw = lb_stream_read_isolated(threads);
+      const int per_row = lb_peak_reset();
       st = topos_llama_context_new(model, &o, &ctx);
       if (st == TOPOS_OK) st = lb_run(ctx, is_pp, n, depth, tokens, logits, &secs); /* warm-up */
       /* ours and the peer alternate, one run each, so that both see the same
@@ -368,7 +390,7 @@ static int lb_command(int argc, char **argv) {
       double pmean = psum / reps, pvar = reps > 1 ? (psum2 - psum * pmean) / (reps - 1) : 0;
       double psd = pvar > 0 ? sqrt(pvar) : 0;
       double mean = sum / reps, var = reps > 1 ? (sum2 - sum * mean) / (reps - 1) : 0;
-      double sd = var > 0 ? sqrt(var) : 0, peak = lb_peak_rss_mb();
+      double sd = var > 0 ? sqrt(var) : 0, peak = lb_peak_rss_mb(per_row);
       /* tokens/s if every weight byte streams once, and the cached keys and
        * values at the test's mean position (a depth test's) */
       const double kv_read = depth ? (double)cache_bytes * ((double)depth + 0.5 * (double)n) / (double)(depth + n) : 0;
