@@ -203,7 +203,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
    * go (positions only grow: a span below the position, or the first
    * chunk's plan past position 0), so a conversation keeps the plans of its
    * current spans: SmolLM2 after a 1024-token prompt held seven plans of
-   * ~0.7 MB, now four. */
+   * ~0.9 MB, now four. */
   if (x->n_graphs > TP_LLAMA_KEEP_STALE)
     for (int i = x->n_graphs - 1; i >= 0; --i)
       if (x->graphs[i].has_cache ? x->graphs[i].span < x->pos : x->pos > 0) tp_graph_drop(x, i);
