@@ -214,25 +214,20 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
       tp_graph_use(x, &x->graphs[i], out);
       return TOPOS_OK;
     }
-  int slot = x->n_graphs;
-  if (slot == TP_LLAMA_MAX_PLANS) { /* evict the least recently used plan */
-    slot = 0;
+  if (x->n_graphs == TP_LLAMA_MAX_PLANS) { /* evict the least recently used plan */
+    int lru = 0;
     for (int i = 1; i < TP_LLAMA_MAX_PLANS; ++i)
-      if (x->last_used[i] < x->last_used[slot]) slot = i;
-    if (x->graphs[slot].plan == x->active) x->active = NULL;
-    tp_llama_graph_free(&x->graphs[slot]);
+      if (x->last_used[i] < x->last_used[lru]) lru = i;
+    tp_graph_drop(x, lru);
   }
-  /* the plan that ran last is about to be left behind: its arena goes back
-   * before the compile's temporaries and the new plan's arena are made */
+  /* the plan that ran last is left behind: its arena goes back before the
+   * compile's temporaries and the new plan's arena are made */
   if (x->active) topos_plan_trim(x->active);
-  topos_status st = tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache,
-                                         x->options.kv_dtype, x->options.numerics,
-                                         &x->graphs[slot]);
-  if (st != TOPOS_OK) {
-    if (slot < x->n_graphs) tp_graph_drop(x, slot); /* an evicted slot (already freed) */
-    return st;
-  }
-  if (slot == x->n_graphs) ++x->n_graphs;
+  x->active = NULL;
+  const int slot = x->n_graphs;
+  TP_TRY(tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache,
+                              x->options.kv_dtype, x->options.numerics, &x->graphs[slot]));
+  ++x->n_graphs;
   x->last_used[slot] = ++x->clock;
   tp_graph_use(x, &x->graphs[slot], out);
   return TOPOS_OK;
