@@ -1,33 +1,37 @@
-/* Q4_K, Q5_K and Q6_K products on AVX2 (included by qk_avx2.c after
- * qk_block32_avx2.h), by the super-block-sum definition of the AVX-512
- * kernels (qk_ksum_avx512vnni.h): with the Q8_K activation's da and qa,
- * per super-block in order from acc = 0,
- *     Q4_K, Q5_K:  isc = sum_j sc_j * sum_(i in j) q_i * qa_i
- *                  imn = sum_j m_j * sum_(i in j) qa_i
- *                  acc = fma(float(isc), d * da, acc)
- *                  acc = fma(-float(imn), dmin * da, acc)
- *     Q6_K:        isc = sum_j sc_j * sum_(i in j) (q_i - 32) * qa_i
- *                  acc = fma(float(isc), d * da, acc)
- * isc and imn are exact integers, so any kernel that forms them gives the
- * same bits. The engine's K tile converted a lane sum per 16 elements and
- * took the min term group by group in floats; here the float work is one
- * or two conversions per super-block.
+/* K-quant products on AVX2 (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; included by
+ * qk_avx2.c after qk_block32_avx2.h), by the super-block-sum definition of
+ * the AVX-512 kernels (qk_ksum_avx512vnni.h): with the Q8_K activation's da
+ * and qa, per super-block in order from acc = 0,
+ *     Q2_K, Q4_K, Q5_K:  isc = sum_j sc_j * sum_(i in j) q_i * qa_i
+ *                        imn = sum_j m_j * sum_(i in j) qa_i
+ *                        acc = fma(float(isc), d * da, acc)
+ *                        acc = fma(-float(imn), dmin * da, acc)
+ *     Q3_K, Q6_K:        isc = sum_j sc_j * sum_(i in j) (q_i - bias) * qa_i
+ *                        acc = fma(float(isc), d * da, acc)
+ * (bias 4 and 32; Q3_K's sc_j is its 6-bit scale less 32). isc and imn are
+ * exact integers, so any kernel that forms them gives the same bits. The
+ * engine's K tile converted a lane sum per 16 elements and took the min
+ * term group by group in floats; here the float work is one or two
+ * conversions per super-block. (On AVX-512, Q2_K and Q3_K still take the
+ * engine's K tile: their bits there are the engine's.)
  *
- * The weights' q (Q4_K 0..15, Q5_K 0..31, Q6_K 0..63) are vpmaddubsw's
- * unsigned operand and qa the signed one: pair sums of at most 2 * 15 *
- * 127, 2 * 31 * 127 and 2 * 63 * 127 add in 16 bits over 8, 4 and 2 steps
- * of 4 elements, and one vpmaddwd with the sub-block's scale in both
- * 16-bit halves of a lane both widens them and applies sc_j (products <=
- * 63 * 30480 or 128 * 32004). Q6_K's -32 becomes a per-row and -activation
- * correction, -32 * sum_j sc_j * (j's qa sum), and the min term is a
+ * The weights' q (Q2_K 0..3, Q3_K 0..7, Q4_K 0..15, Q5_K 0..31, Q6_K
+ * 0..63) are vpmaddubsw's unsigned operand and qa (-128..127) the signed
+ * one: pair sums of at most 2 * q_max * 128 add in 16 bits over 8 steps
+ * of 4 elements (Q4_K), 4 (Q5_K, and Q2_K / Q3_K's 16-element sub-block)
+ * and 2 (Q6_K), and one vpmaddwd with the sub-block's scale in both 16-bit
+ * halves of a lane both widens them and applies sc_j (products <= 63 *
+ * 30720 or 128 * 32256). The bias becomes a per-row and -activation
+ * correction, -bias * sum_j sc_j * (j's qa sum), and the min term is a
  * vpmaddwd of the paired mins with the paired sub-block sums of qa.
  *
  * As for the 32-element types: the tile (m >= KS8_MV_MAX_M) has 8
  * activation rows as lanes, a panel of 4 weight rows decoded to bytes in
  * element order; the matrix-vector kernel takes 8 weight rows in pairs
  * (Q4_K / Q5_K: both rows' elements of a sub-block in one vector,
- * ks8_mv_pair45; Q6_K: a row's 32 elements per vector) and reduces their
- * lane sums by exact transposes (q32_reduce_pairs, q32_reduce_halves). */
+ * ks8_mv_pair45; the 16-sub-block types: a row's 32 elements per vector,
+ * ks8_mv_row16) and reduces their lane sums by exact transposes
+ * (q32_reduce_pairs, q32_reduce_halves). */
 #ifndef TP_QUANT_QK_KSUM_AVX2_H
 #define TP_QUANT_QK_KSUM_AVX2_H
 
@@ -38,7 +42,7 @@
 #define KS8_TR 4       /* weight rows per tile */
 #define KS8_MV_MAX_M 4 /* below this m, the matrix-vector kernel */
 
-typedef enum { KS8_Q4_K, KS8_Q5_K, KS8_Q6_K } ks8_kind;
+typedef enum { KS8_Q4_K, KS8_Q5_K, KS8_Q6_K, KS8_Q2_K, KS8_Q3_K } ks8_kind;
 
 typedef struct {
   qk8_base b;
@@ -54,8 +58,12 @@ typedef struct {
   float *da;       /* matrix-vector: [row][sb] */
 } qk_ks8_ctx;
 
-/* Sub-blocks per super-block and their length. */
-static inline int ks8_subs(ks8_kind kd) { return kd == KS8_Q6_K ? 16 : 8; }
+/* Sub-blocks per super-block (of 32 or 16 elements). */
+static inline int ks8_subs(ks8_kind kd) { return kd == KS8_Q4_K || kd == KS8_Q5_K ? 8 : 16; }
+/* Types whose min term is subtracted (imn); the others subtract a bias of
+ * ks8_bias(kd) * sum_j sc_j * (j's qa sum) from isc. */
+static inline int ks8_has_min(ks8_kind kd) { return kd == KS8_Q4_K || kd == KS8_Q5_K || kd == KS8_Q2_K; }
+static inline int ks8_bias(ks8_kind kd) { return kd == KS8_Q6_K ? 32 : kd == KS8_Q3_K ? 4 : 0; }
 
 /* Q4_K / Q5_K's 6-bit scales and mins of two super-blocks (a, b), in
  * vector registers: per 128-bit half (a's, then b's) bytes 0..7 the
@@ -105,10 +113,51 @@ Q32_INLINE __m256i ks8_q6_vector(__m256i l0, __m256i l1, __m256i qh, int u) {
   return _mm256_or_si256(lo4, _mm256_and_si256(hi2, m30));
 }
 
+/* Q2_K / Q3_K: vector 4h + u of a super-block (elements 128h + 32u .. +
+ * 31, sub-blocks 8h + 2u and 8h + 2u + 1): bits 2u, 2u + 1 of x = qs[32h
+ * ..] (q = 0..3); Q3_K adds bit 4h + u of hm = hmask as bit 2 (q = 0..7,
+ * w = q - 4). 16-bit shifts of at most 6 bring no neighbour's bit into
+ * the bits kept. */
+Q32_INLINE __m256i ks8_q23_vector(__m256i x, __m256i hm, int h, int u, ks8_kind kd) {
+  __m256i q = _mm256_and_si256(u ? _mm256_srli_epi16(x, 2 * u) : x, _mm256_set1_epi8(3));
+  if (kd == KS8_Q3_K) {
+    const int b = 4 * h + u;
+    const __m256i hb = b > 2 ? _mm256_srli_epi16(hm, b - 2) : b < 2 ? _mm256_slli_epi16(hm, 2 - b) : hm;
+    q = _mm256_or_si256(q, _mm256_and_si256(hb, _mm256_set1_epi8(4)));
+  }
+  return q;
+}
+
+/* Q3_K: the 16 six-bit scales less 32 (-32..31) as signed bytes, sub-block
+ * order: low 4 bits from the nibbles of s[0..7] (sub-blocks 0..7 the low
+ * nibbles, 8..15 the high), top 2 bits from s[8 + j % 4] >> 2 (j / 4). */
+Q32_INLINE __m128i ks8_q3_scales(const uint8_t *blk) {
+  const uint8_t *s = blk + 96;
+  long long lo8;
+  int hi4;
+  memcpy(&lo8, s, 8);
+  memcpy(&hi4, s + 8, 4);
+  const __m128i l = _mm_cvtsi64_si128(lo8), nib = _mm_set1_epi8(0x0F);
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(l, nib), _mm_and_si128(_mm_srli_epi16(l, 4), nib));
+  /* dword j / 4: s[8..11] >> 2 (j / 4), its byte j % 4 */
+  const __m128i h = _mm_srlv_epi32(_mm_set1_epi32(hi4), _mm_setr_epi32(0, 2, 4, 6));
+  const __m128i high = _mm_slli_epi16(_mm_and_si128(h, _mm_set1_epi8(3)), 4);
+  return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+}
+
 /* A super-block's 256 q in element order as 8 vectors of 32 (Q4_K / Q5_K:
- * one sub-block each; Q6_K: sub-blocks 2i and 2i + 1). */
+ * one sub-block each; Q6_K, Q2_K, Q3_K: sub-blocks 2i and 2i + 1). */
 Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
+  if (kd == KS8_Q2_K || kd == KS8_Q3_K) {
+    const uint8_t *qs = blk + (kd == KS8_Q2_K ? 16 : 32);
+    const __m256i hm = kd == KS8_Q3_K ? _mm256_loadu_si256((const __m256i *)(const void *)blk) : _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
+      for (int u = 0; u < 4; ++u) q[4 * h + u] = ks8_q23_vector(x, hm, h, u, kd);
+    }
+    return;
+  }
   if (kd == KS8_Q6_K) {
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
@@ -144,7 +193,7 @@ static void ks8_sub_sums(const int8_t *qa, ks8_kind kd, int32_t sums[16]) {
 static int ks8_mv_prepare(qk_ks8_ctx *x) {
   const qk_act *act = &x->b.act;
   const int64_t m = act->m, nsb = x->nsb, kpad = act->kpad, dstride = kpad / 256 + 1;
-  const int halves = x->kind != KS8_Q6_K;
+  const int halves = ks8_subs(x->kind) == 8;
   x->b.mem = tp_temp_alloc((size_t)(m * nsb) * (16 * sizeof(int16_t) + sizeof(float) + (halves ? 512 : 0)));
   if (!x->b.mem) return 0;
   x->ah = (int8_t *)x->b.mem; /* first: 32-byte aligned as the allocation */
@@ -167,40 +216,59 @@ static int ks8_mv_prepare(qk_ks8_ctx *x) {
   return 1;
 }
 
-/* Q6_K: one row's super-block against activation row (qa, bs): the 8 lane
- * sums of isc. */
-Q32_INLINE __m256i ks8_mv_row6(const uint8_t *blk, const int8_t *qa, const int16_t *bs) {
+/* Q6_K, Q2_K, Q3_K (16 sub-blocks of 16): one row's super-block against
+ * activation row (qa, bs): the 8 lane sums of isc, and for Q2_K *imn's of
+ * the min products. */
+Q32_INLINE __m256i ks8_mv_row16(const uint8_t *blk, const int8_t *qa, const int16_t *bs, ks8_kind kd, __m256i *imn) {
   __m256i acc = _mm256_setzero_si256();
   /* vector i (elements 32i..32i + 31) holds sub-blocks 2i (low half) and
    * 2i + 1 (high): its scale vector has sc_2i in the low half's words and
    * sc_2i+1 in the high half's, an in-lane dword broadcast of scv[i / 4]
    * (words: sc 0 0 2 2 4 4 6 6 | 1 1 3 3 5 5 7 7, and 8..15 likewise; a
    * lane-crossing vpermd per vector was two uops on one Zen 3 port) */
-  const __m128i sc = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
+  const __m128i sc = kd == KS8_Q6_K ? _mm_loadu_si128((const __m128i *)(const void *)(blk + 192))
+                     : kd == KS8_Q3_K ? ks8_q3_scales(blk)
+                                      : _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)blk), _mm_set1_epi8(0x0F));
   const __m256i s16 = _mm256_cvtepi8_epi16(sc);
   const __m256i scv[2] = {
       _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7))),
       _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15)))};
-#define KS8_SV(h, u) _mm256_shuffle_epi32(scv[h], (u) * 0x55)
-#define KS8_DOT6(i, q, sv)                                                                                  \
-  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                \
-                                                    (const __m256i *)(const void *)(qa + 32 * (i)))),     \
-                                                (sv)))
+#define KS8_DOT16(i, q)                                                                                       \
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                 \
+                                                    (const __m256i *)(const void *)(qa + 32 * (i)))),      \
+                                                _mm256_shuffle_epi32(scv[(i) / 4], ((i) % 4) * 0x55)))
+  if (kd == KS8_Q6_K) {
 #pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
-    const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
-    const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
-    /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in scv[h] */
-    KS8_DOT6(4 * h, ks8_q6_vector(l0, l1, qh, 0), KS8_SV(h, 0));
-    KS8_DOT6(4 * h + 1, ks8_q6_vector(l0, l1, qh, 1), KS8_SV(h, 1));
-    KS8_DOT6(4 * h + 2, ks8_q6_vector(l0, l1, qh, 2), KS8_SV(h, 2));
-    KS8_DOT6(4 * h + 3, ks8_q6_vector(l0, l1, qh, 3), KS8_SV(h, 3));
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
+      /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in scv[h] */
+      KS8_DOT16(4 * h, ks8_q6_vector(l0, l1, qh, 0));
+      KS8_DOT16(4 * h + 1, ks8_q6_vector(l0, l1, qh, 1));
+      KS8_DOT16(4 * h + 2, ks8_q6_vector(l0, l1, qh, 2));
+      KS8_DOT16(4 * h + 3, ks8_q6_vector(l0, l1, qh, 3));
+    }
+  } else {
+    const uint8_t *qs = blk + (kd == KS8_Q2_K ? 16 : 32);
+    const __m256i hm = kd == KS8_Q3_K ? _mm256_loadu_si256((const __m256i *)(const void *)blk) : _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
+      KS8_DOT16(4 * h, ks8_q23_vector(x, hm, h, 0, kd));
+      KS8_DOT16(4 * h + 1, ks8_q23_vector(x, hm, h, 1, kd));
+      KS8_DOT16(4 * h + 2, ks8_q23_vector(x, hm, h, 2, kd));
+      KS8_DOT16(4 * h + 3, ks8_q23_vector(x, hm, h, 3, kd));
+    }
   }
-#undef KS8_DOT6
-#undef KS8_SV
-  /* -32 * sum_j sc_j * bs_j */
-  const __m256i corr = _mm256_madd_epi16(_mm256_slli_epi16(s16, 5), _mm256_loadu_si256((const __m256i *)(const void *)bs));
+#undef KS8_DOT16
+  const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)bs);
+  if (kd == KS8_Q2_K) { /* the mins: the scale bytes' high nibbles */
+    *imn = _mm256_madd_epi16(_mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)blk)), 4), bsv);
+    return acc;
+  }
+  /* - bias * sum_j sc_j * bs_j (Q6_K: 32, Q3_K: 4) */
+  const __m256i corr = _mm256_madd_epi16(_mm256_slli_epi16(s16, kd == KS8_Q6_K ? 5 : 2), bsv);
   return _mm256_sub_epi32(acc, corr);
 }
 
@@ -258,7 +326,9 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
   const tp_qk_task *t = x->b.task;
   const qk_act *act = &x->b.act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad;
-  const int dmin_at = kd == KS8_Q6_K ? 0 : 1; /* Q4_K / Q5_K: d, dmin at bytes 0, 2; Q6_K: d at 208 */
+  const int paired = ks8_subs(kd) == 8; /* Q4_K / Q5_K: d, dmin at bytes 0, 2 */
+  /* the others: d (and Q2_K's dmin after it) at */
+  const int64_t d_at = kd == KS8_Q6_K ? 208 : kd == KS8_Q3_K ? 108 : 80;
   const qk8_fetch plan = qk8_fetch_plan(t, bb, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
@@ -272,7 +342,7 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
       for (int64_t sb = 0; sb < nsb; ++sb) {
         const int64_t at = sb * bb;
         const int16_t *bs = x->bs + (c * nsb + sb) * 16;
-        if (dmin_at) { /* Q4_K / Q5_K: rows in pairs, lanes in q32_lane_row's order */
+        if (paired) { /* Q4_K / Q5_K: rows in pairs, lanes in q32_lane_row's order */
           __m256i v[4], vm[4];
 #pragma GCC unroll 4
           for (int i = 0; i < 4; ++i) {
@@ -290,17 +360,28 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
           f = _mm256_fmadd_ps(_mm256_xor_ps(imn, _mm256_set1_ps(-0.0f)), _mm256_mul_ps(dmin, da), f);
           continue;
         }
-        __m256i h[4];
+        __m256i h[4], hm[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) { /* rows in pairs, reduced as they are made */
           if (c == 0) qk8_fetch_lines(ahead, &plan, sb, i * plan.lines / 4, (i + 1) * plan.lines / 4);
-          h[i] = _mm256_hadd_epi32(ks8_mv_row6(rows[2 * i] + at, aq + 256 * sb, bs),
-                                   ks8_mv_row6(rows[2 * i + 1] + at, aq + 256 * sb, bs));
+          __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+          const __m256i s0 = ks8_mv_row16(rows[2 * i] + at, aq + 256 * sb, bs, kd, &m0);
+          const __m256i s1 = ks8_mv_row16(rows[2 * i + 1] + at, aq + 256 * sb, bs, kd, &m1);
+          h[i] = _mm256_hadd_epi32(s0, s1);
+          if (kd == KS8_Q2_K) hm[i] = _mm256_hadd_epi32(m0, m1);
         }
         const __m256 da = _mm256_set1_ps(x->da[c * nsb + sb]);
-        f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q32_reduce_halves(h)), _mm256_mul_ps(q32_f16x8(rows, at + 208), da), f);
+        if (kd != KS8_Q2_K) {
+          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q32_reduce_halves(h)), _mm256_mul_ps(q32_f16x8(rows, at + d_at), da), f);
+          continue;
+        }
+        __m256 d, dmin;
+        q32_f16x8_dm(rows, at + d_at, &d, &dmin);
+        const __m256 imn = _mm256_cvtepi32_ps(q32_reduce_halves(hm));
+        f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q32_reduce_halves(h)), _mm256_mul_ps(d, da), f);
+        f = _mm256_fmadd_ps(_mm256_xor_ps(imn, _mm256_set1_ps(-0.0f)), _mm256_mul_ps(dmin, da), f);
       }
-      qk8_store_rows(t, c, n0, nr, dmin_at ? q32_lane_row : qk8_rows_in_order, f);
+      qk8_store_rows(t, c, n0, nr, paired ? q32_lane_row : qk8_rows_in_order, f);
     }
   }
 }
@@ -308,6 +389,8 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
 static void ks8_mv_q4_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q4_K); }
 static void ks8_mv_q5_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q5_K); }
 static void ks8_mv_q6_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q6_K); }
+static void ks8_mv_q2_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q2_K); }
+static void ks8_mv_q3_K(void *x, int64_t p0, int64_t p1) { ks8_mv_panels(x, p0, p1, KS8_Q3_K); }
 
 /* ---- tile: KS8_TR weight rows x two groups of 8 activation rows -------- */
 
@@ -368,16 +451,21 @@ static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind
     ks8_elems(blk, kd, q);
     for (int i = 0; i < 8; ++i) _mm256_storeu_si256((__m256i *)(void *)(row->q + 256 * sb + 32 * i), q[i]);
     int32_t *v = row->ints + sb * KS8_ROW_INTS;
-    if (kd == KS8_Q6_K) {
-      for (int j = 0; j < 16; ++j) {
-        const int32_t s = (int8_t)blk[192 + j];
-        v[j] = (int32_t)((uint32_t)(uint16_t)s | (uint32_t)(uint16_t)s << 16);
-      }
-      for (int p = 0; p < 8; ++p)
-        v[16 + p] = (int32_t)((uint32_t)(uint16_t)(32 * (int8_t)blk[192 + 2 * p]) |
-                              (uint32_t)(uint16_t)(32 * (int8_t)blk[193 + 2 * p]) << 16);
-      row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + 208));
-      row->dmin[sb] = 0.0f;
+    if (ks8_subs(kd) == 16) { /* Q6_K, Q2_K, Q3_K */
+      int8_t sc[16];
+      if (kd == KS8_Q6_K) memcpy(sc, blk + 192, 16);
+      else if (kd == KS8_Q3_K) _mm_storeu_si128((__m128i *)(void *)sc, ks8_q3_scales(blk));
+      else
+        for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
+      for (int j = 0; j < 16; ++j) v[j] = (int32_t)((uint32_t)(uint16_t)sc[j] | (uint32_t)(uint16_t)sc[j] << 16);
+      const int bias = ks8_bias(kd);
+      for (int p = 0; p < 8; ++p) /* Q2_K: the paired mins; else the paired bias * scales */
+        v[16 + p] = kd == KS8_Q2_K ? (int32_t)((uint32_t)(blk[2 * p] >> 4) | (uint32_t)(blk[2 * p + 1] >> 4) << 16)
+                                   : (int32_t)((uint32_t)(uint16_t)(bias * sc[2 * p]) |
+                                               (uint32_t)(uint16_t)(bias * sc[2 * p + 1]) << 16);
+      const int64_t d_at = kd == KS8_Q6_K ? 208 : kd == KS8_Q3_K ? 108 : 80;
+      row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + d_at));
+      row->dmin[sb] = kd == KS8_Q2_K ? QK_F16_TO_F32((uint16_t)q32_le16(blk + 82)) : 0.0f;
     } else {
       uint8_t scm[16]; /* 8 scales, 8 mins */
       _mm_storeu_si128((__m128i *)(void *)scm, _mm256_castsi256_si128(ks8_k45_scales_pair(blk, blk)));
@@ -392,9 +480,11 @@ static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind
 Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, int ng, const ks8_kind kd,
                          __m256 f[KS8_TR][2]) {
   const int64_t nsb = x->nsb;
-  const int q6 = kd == KS8_Q6_K;
-  const int per = q6 ? 4 : 8;                               /* steps per sub-block */
-  const int flush = q6 ? 2 : kd == KS8_Q5_K ? 4 : 8;        /* steps whose pair sums add in 16 bits */
+  const int sixteen = ks8_subs(kd) == 16, has_min = ks8_has_min(kd);
+  const int per = sixteen ? 4 : 8; /* steps per sub-block */
+  /* steps whose pair sums add in 16 bits: Q6_K 2 * 2 * 63 * 128, Q5_K 4 * 2
+   * * 31 * 128, Q4_K 8 * 2 * 15 * 128; Q2_K and Q3_K (q <= 7) a sub-block */
+  const int flush = kd == KS8_Q6_K ? 2 : kd == KS8_Q5_K ? 4 : kd == KS8_Q4_K ? 8 : 4;
   for (int r = 0; r < KS8_TR; ++r) f[r][0] = f[r][1] = _mm256_setzero_ps();
   const size_t gstride = ng > 1 ? (size_t)nsb : 0;
   for (int64_t sb = 0; sb < nsb; ++sb) {
@@ -428,8 +518,9 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
         }
       }
     }
-    /* Q4_K / Q5_K: imn from the paired mins; Q6_K: isc -= 32 * sum_j sc_j * sums_j */
-    const int pairs = q6 ? 8 : 4;
+    /* Q4_K / Q5_K / Q2_K: imn from the paired mins; Q6_K / Q3_K: isc -= bias *
+     * sum_j sc_j * sums_j */
+    const int pairs = sixteen ? 8 : 4;
     const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
 #pragma GCC unroll 4
     for (int r = 0; r < KS8_TR; ++r) {
@@ -440,7 +531,7 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
         t1 = _mm256_add_epi32(t1, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(x->gbp + 64 * cell1 + 8 * p)), pv));
       }
       const __m256 sd = _mm256_set1_ps(rows[r].d[sb]);
-      if (q6) {
+      if (!has_min) {
         f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][0], t0)), _mm256_mul_ps(sd, d0), f[r][0]);
         f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][1], t1)), _mm256_mul_ps(sd, d1), f[r][1]);
       } else {
@@ -490,11 +581,14 @@ Q32_INLINE void ks8_tile_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8
 static void ks8_tile_q4_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q4_K); }
 static void ks8_tile_q5_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q5_K); }
 static void ks8_tile_q6_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q6_K); }
+static void ks8_tile_q2_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q2_K); }
+static void ks8_tile_q3_K(void *x, int64_t p0, int64_t p1) { ks8_tile_panels(x, p0, p1, KS8_Q3_K); }
 
 /* Whether the super-block kernels serve the task. */
 static int qk_ks8_serves(const tp_qk_task *t) {
   const topos_dtype w = t->wtype;
-  return (w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K) && t->k % 256 == 0;
+  return (w == TOPOS_Q2_K || w == TOPOS_Q3_K || w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K) &&
+         t->k % 256 == 0;
 }
 
 /* As qk_q32_begin, for Q4_K / Q5_K / Q6_K. */
@@ -504,6 +598,8 @@ static int qk_ks8_begin(const tp_qk_task *t, qk_ks8_ctx *x, tp_qk_range_fn *mv, 
   switch (t->wtype) {
     case TOPOS_Q5_K: x->kind = KS8_Q5_K, x->bb = 176, *mv = ks8_mv_q5_K, *tile = ks8_tile_q5_K; break;
     case TOPOS_Q6_K: x->kind = KS8_Q6_K, x->bb = 210, *mv = ks8_mv_q6_K, *tile = ks8_tile_q6_K; break;
+    case TOPOS_Q2_K: x->kind = KS8_Q2_K, x->bb = 84, *mv = ks8_mv_q2_K, *tile = ks8_tile_q2_K; break;
+    case TOPOS_Q3_K: x->kind = KS8_Q3_K, x->bb = 110, *mv = ks8_mv_q3_K, *tile = ks8_tile_q3_K; break;
     default: x->kind = KS8_Q4_K, x->bb = 144, *mv = ks8_mv_q4_K, *tile = ks8_tile_q4_K; break;
   }
   x->nsb = t->k / 256;

@@ -697,6 +697,22 @@ TEST(qmatmul_32_blocks_avx2_are_the_block_sum_definition) {
  * five super-blocks, any thread count; extreme weights and activations
  * (every q and scale at its top, qa at +-127) check the integers' range. */
 static void qm_k_fields(topos_dtype t, const uint8_t *blk, int j, int *sc, int *mn, int *q) {
+  if (t == TOPOS_Q2_K || t == TOPOS_Q3_K) { /* 16 sub-blocks of 16: element e's 2 bits at qs[32 (e / 128) + e % 32] */
+    const uint8_t *qs = blk + (t == TOPOS_Q2_K ? 16 : 32);
+    if (t == TOPOS_Q2_K) {
+      *sc = blk[j] & 15, *mn = blk[j] >> 4;
+    } else { /* 6-bit scales less 32: low 4 bits from the nibbles of s[0..7], top 2 from s[8 + j % 4] */
+      const uint8_t *s = blk + 96;
+      const int lo = j < 8 ? s[j] & 15 : s[j - 8] >> 4, hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+      *sc = (lo | hi << 4) - 32, *mn = 0;
+    }
+    for (int l = 0; l < 16; ++l) {
+      const int e = 16 * j + l, shift = 2 * ((e % 128) / 32);
+      q[l] = (qs[32 * (e / 128) + e % 32] >> shift) & 3;
+      if (t == TOPOS_Q3_K) q[l] += ((blk[e % 32] >> (e / 32)) & 1) ? 0 : -4; /* hmask bit e / 32 clear: -4 */
+    }
+    return;
+  }
   if (t == TOPOS_Q6_K) { /* 16 sub-blocks of 16 */
     *sc = (int8_t)blk[192 + j], *mn = 0;
     for (int l = 0; l < 16; ++l) {
@@ -726,14 +742,17 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
     for (int kk = 0; kk < 4; ++kk) { /* k = 4864: the decode kernel's passes of 16 super-blocks, and 3 more */
       const topos_dtype t = types[ti];
       const int64_t k = kk == 1 ? 1280 : kk == 3 ? 4864 : 256, nsb = k / 256, ab = 292;
-      const int64_t wb = t == TOPOS_Q6_K ? 210 : t == TOPOS_Q5_K ? 176 : 144;
+      const int64_t wb = t == TOPOS_Q6_K ? 210 : t == TOPOS_Q5_K ? 176 : t == TOPOS_Q3_K ? 110 : t == TOPOS_Q2_K ? 84 : 144;
       uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nsb * ab));
       float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
       CHECK(w && aq && a && want && got);
-      if (kk == 2) { /* extremes: all q bits set, scales and mins 63 (Q6_K scales -128), qa = +-127 */
+      if (kk == 2) { /* extremes: all q bits set, scales and mins 63 (Q6_K scales -128, Q2_K 15; Q3_K
+                        all bits clear: w = -4, scales -32), qa = +-127 */
         for (int64_t r = 0; r < n; ++r) {
           uint8_t *blk = w + (size_t)r * (size_t)wb;
           if (t == TOPOS_Q6_K) memset(blk, 0xFF, 192), memset(blk + 192, 0x80, 16);
+          else if (t == TOPOS_Q2_K) memset(blk, 0xFF, 80);
+          else if (t == TOPOS_Q3_K) memset(blk, 0x00, 108);
           else memset(blk + 4, 0xFF, (size_t)(wb - 4));
         }
         for (int64_t i = 0; i < 40 * k; ++i) a[i] = (i / 7) % 2 ? 1.0f : -1.0f;
@@ -748,7 +767,7 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
             float da;
             memcpy(&da, act, 4);
             int32_t isc = 0, imn = 0;
-            const int len = t == TOPOS_Q6_K ? 16 : 32; /* sub-block length */
+            const int len = t == TOPOS_Q4_K || t == TOPOS_Q5_K ? 32 : 16; /* sub-block length */
             for (int j = 0; j < 256 / len; ++j) {
               int sc, mn, q[32];
               qm_k_fields(t, blk, j, &sc, &mn, q);
@@ -756,9 +775,12 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
               for (int l = 0; l < len; ++l) dot += q[l] * qa[len * j + l], sum += qa[len * j + l];
               isc += sc * dot, imn += mn * sum;
             }
-            const float d = topos_f16_to_f32((uint16_t)(t == TOPOS_Q6_K ? blk[208] | blk[209] << 8 : blk[0] | blk[1] << 8));
+            /* d (and dmin after it): Q4_K / Q5_K at 0, Q6_K at 208, Q3_K at 108, Q2_K at 80 */
+            const int64_t at = t == TOPOS_Q6_K ? 208 : t == TOPOS_Q3_K ? 108 : t == TOPOS_Q2_K ? 80 : 0;
+            const float d = topos_f16_to_f32((uint16_t)(blk[at] | blk[at + 1] << 8));
             acc = fmaf((float)isc, d * da, acc);
-            if (t != TOPOS_Q6_K) acc = fmaf(-(float)imn, topos_f16_to_f32((uint16_t)(blk[2] | blk[3] << 8)) * da, acc);
+            if (t != TOPOS_Q6_K && t != TOPOS_Q3_K)
+              acc = fmaf(-(float)imn, topos_f16_to_f32((uint16_t)(blk[at + 2] | blk[at + 3] << 8)) * da, acc);
           }
           want[c * n + r] = acc;
         }
@@ -776,7 +798,8 @@ TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
-/* The AVX2 kernels (qk_ksum_avx2.h) compute the same definition. */
+/* The AVX2 kernels (qk_ksum_avx2.h) compute the same definition, and take
+ * Q2_K and Q3_K too (on AVX-512 those stay on the engine body's K tile). */
 TEST(qmatmul_k_types_avx2_are_the_super_block_sum_definition) {
   tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
@@ -784,8 +807,8 @@ TEST(qmatmul_k_types_avx2_are_the_super_block_sum_definition) {
     tp_qk_set_isa_cap(TP_QK_ISA_ANY);
     SKIP("the AVX2 super-block kernels need AVX2");
   }
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
-  qm_k_super_block_cases(types, 3);
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q2_K, TOPOS_Q3_K};
+  qm_k_super_block_cases(types, 5);
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
