@@ -37,7 +37,7 @@ typedef __m256 qk_vf;
       _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
 
 #define QK_C 3 /* 16 ymm registers: the float tile's 4 x 3 accumulators, 3 activations, a weight */
-/* K tiles without a bias (Q2_K; Q4_K / Q5_K take qk_ksum_avx2.h): vpmaddwd of the vpmaddubsw
+/* The engine's K tiles without a bias (what qk_ksum_avx2.h declines): vpmaddwd of the vpmaddubsw
  * pair sums with the scale in both halves gives sc * (p0 + p1) = sc * t,
  * the integer vpmaddwd(ones) then vpmaddwd(sc) gave, in two multiplies
  * instead of three (pairs <= 2 * 31 * 127: no overflow) */
