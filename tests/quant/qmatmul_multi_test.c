@@ -82,8 +82,10 @@ TEST(qmatmul_multi_parts_have_their_own_bits) {
                           {TOPOS_Q4_0, 1},  {TOPOS_Q5_0, 20}, {TOPOS_Q5_1, 17}};
   /* K types with block types between them (TinyLlama Q4_K_M's q, k in Q4_K
    * and v in Q6_K) */
-  const mq_shape ks[] = {{TOPOS_Q4_K, 50}, {TOPOS_Q6_K, 17}, {TOPOS_Q8_0, 64}, {TOPOS_Q5_K, 5}, {TOPOS_Q4_0, 1}};
-  /* a type the matrix-vector dispatch does not take: one by one */
+  const mq_shape ks[] = {{TOPOS_Q4_K, 50}, {TOPOS_Q6_K, 17}, {TOPOS_Q8_0, 64}, {TOPOS_Q5_K, 5},
+                         {TOPOS_Q4_0, 1},  {TOPOS_Q3_K, 9},  {TOPOS_Q2_K, 12}};
+  /* a type the matrix-vector dispatch does not take (f16; and Q2_K on
+   * AVX-512, which leaves it to the engine): one by one */
   const mq_shape mixed[] = {{TOPOS_F16, 9}, {TOPOS_Q4_K, 33}, {TOPOS_Q2_K, 4}};
   /* more parts than one dispatch takes */
   mq_shape many[10];
@@ -91,7 +93,7 @@ TEST(qmatmul_multi_parts_have_their_own_bits) {
   for (int64_t m = 1; m <= 3; m += 2) { /* decoding, and a prompt (one by one) */
     mq_case(b32, 6, m, 576);
     mq_case(b32, 2, m, 576);
-    mq_case(ks, 5, m, 512);
+    mq_case(ks, 7, m, 512);
     mq_case(ks, 1, m, 512);
     mq_case(mixed, 3, m, 512);
     mq_case(many, 10, m, 512);
