@@ -64,6 +64,10 @@ static inline int ks8_subs(ks8_kind kd) { return kd == KS8_Q4_K || kd == KS8_Q5_
  * ks8_bias(kd) * sum_j sc_j * (j's qa sum) from isc. */
 static inline int ks8_has_min(ks8_kind kd) { return kd == KS8_Q4_K || kd == KS8_Q5_K || kd == KS8_Q2_K; }
 static inline int ks8_bias(ks8_kind kd) { return kd == KS8_Q6_K ? 32 : kd == KS8_Q3_K ? 4 : 0; }
+/* Where a super-block holds its f16 d (a min type's dmin 2 bytes on). */
+static inline int64_t ks8_d_at(ks8_kind kd) {
+  return kd == KS8_Q6_K ? 208 : kd == KS8_Q3_K ? 108 : kd == KS8_Q2_K ? 80 : 0;
+}
 
 /* Q4_K / Q5_K's 6-bit scales and mins of two super-blocks (a, b), in
  * vector registers: per 128-bit half (a's, then b's) bytes 0..7 the
@@ -326,9 +330,8 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
   const tp_qk_task *t = x->b.task;
   const qk_act *act = &x->b.act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad;
-  const int paired = ks8_subs(kd) == 8; /* Q4_K / Q5_K: d, dmin at bytes 0, 2 */
-  /* the others: d (and Q2_K's dmin after it) at */
-  const int64_t d_at = kd == KS8_Q6_K ? 208 : kd == KS8_Q3_K ? 108 : 80;
+  const int paired = ks8_subs(kd) == 8; /* Q4_K / Q5_K */
+  const int64_t d_at = ks8_d_at(kd);
   const qk8_fetch plan = qk8_fetch_plan(t, bb, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 8;
@@ -352,7 +355,7 @@ Q32_INLINE void ks8_mv_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_k
                           &v[i], &vm[i]);
           }
           __m256 d, dmin;
-          q32_f16x8_dm(lanes, at, &d, &dmin);
+          q32_f16x8_dm(lanes, at + d_at, &d, &dmin);
           const __m256 da = _mm256_set1_ps(x->da[c * nsb + sb]);
           const __m256 imn = _mm256_cvtepi32_ps(q32_reduce_pairs(vm));
           f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q32_reduce_pairs(v)), _mm256_mul_ps(d, da), f);
@@ -463,9 +466,8 @@ static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind
         v[16 + p] = kd == KS8_Q2_K ? (int32_t)((uint32_t)(blk[2 * p] >> 4) | (uint32_t)(blk[2 * p + 1] >> 4) << 16)
                                    : (int32_t)((uint32_t)(uint16_t)(bias * sc[2 * p]) |
                                                (uint32_t)(uint16_t)(bias * sc[2 * p + 1]) << 16);
-      const int64_t d_at = kd == KS8_Q6_K ? 208 : kd == KS8_Q3_K ? 108 : 80;
-      row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + d_at));
-      row->dmin[sb] = kd == KS8_Q2_K ? QK_F16_TO_F32((uint16_t)q32_le16(blk + 82)) : 0.0f;
+      row->d[sb] = QK_F16_TO_F32((uint16_t)q32_le16(blk + ks8_d_at(kd)));
+      row->dmin[sb] = kd == KS8_Q2_K ? QK_F16_TO_F32((uint16_t)q32_le16(blk + ks8_d_at(kd) + 2)) : 0.0f;
     } else {
       uint8_t scm[16]; /* 8 scales, 8 mins */
       _mm_storeu_si128((__m128i *)(void *)scm, _mm256_castsi256_si128(ks8_k45_scales_pair(blk, blk)));
