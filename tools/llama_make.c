@@ -1,10 +1,14 @@
 /* `topos llama-make OUT --shape tinyllama|stories15m|tiny [--type T] [--seed S]`:
  * writes a random-weight llama GGUF with real model shapes for benchmarks
  * (`topos bench llm`). --type is a weight type (f16, q8_0, q4_0, q4_K, ...)
- * or the mix q4_K_M (llama.cpp's recipe: Q4_K, with Q6_K for attn_v and
- * ffn_down in the first and last eighth of the blocks and every third one
- * between, and for output.weight; rows that are not whole 256-blocks fall
- * back to Q5_0 / Q8_0 as llama.cpp does).
+ * or one of llama.cpp's mixes for llama models, Q6_K for output.weight in
+ * both:
+ *   q4_K_M  Q4_K, with Q6_K for attn_v and ffn_down in the first and last
+ *           eighth of the blocks and every third one between;
+ *   q3_K_M  Q3_K, with Q4_K for attn_output, attn_v (Q5_K in the first two
+ *           blocks) and ffn_down (Q5_K in the first sixteenth).
+ * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
+ * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
  * Speed does not depend on the values, so each weight quantizes 16 random
  * rows with the reference quantizer and repeats them (distinct bytes in
@@ -113,6 +117,20 @@ static int lm_more_bits(int64_t l, int64_t n) {
   return l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
 }
 
+typedef enum { LM_PURE, LM_Q4_K_M, LM_Q3_K_M } lm_mix;
+typedef enum { LM_ATTN_V, LM_ATTN_OUTPUT, LM_FFN_DOWN, LM_OTHER } lm_role;
+
+/* The type of a block's weight in role `role` of block l of n. */
+static topos_dtype lm_block_type(lm_mix mix, topos_dtype base, lm_role role, int64_t l, int64_t n) {
+  if (mix == LM_Q4_K_M) return (role == LM_ATTN_V || role == LM_FFN_DOWN) && lm_more_bits(l, n) ? TOPOS_Q6_K : base;
+  if (mix == LM_Q3_K_M) {
+    if (role == LM_ATTN_V) return l < 2 ? TOPOS_Q5_K : TOPOS_Q4_K;
+    if (role == LM_FFN_DOWN) return l < n / 16 ? TOPOS_Q5_K : TOPOS_Q4_K;
+    if (role == LM_ATTN_OUTPUT) return TOPOS_Q4_K;
+  }
+  return base;
+}
+
 static int tp_llama_make(int argc, char **argv) {
   const char *out = NULL, *shape_name = "tiny", *type_name = "q8_0";
   uint64_t seed = 1;
@@ -141,9 +159,9 @@ static int tp_llama_make(int argc, char **argv) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, stories15m, tiny)\n", shape_name);
     return 2;
   }
-  int mix = strcmp(type_name, "q4_K_M") == 0;
-  topos_dtype base = TOPOS_Q4_K;
-  if (!mix && topos_dtype_parse(type_name, &base) != TOPOS_OK) {
+  const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
+  topos_dtype base = mix == LM_Q3_K_M ? TOPOS_Q3_K : TOPOS_Q4_K;
+  if (mix == LM_PURE && topos_dtype_parse(type_name, &base) != TOPOS_OK) {
     fprintf(stderr, "topos llama-make: unknown type '%s'\n", type_name);
     return 2;
   }
@@ -169,23 +187,24 @@ static int tp_llama_make(int argc, char **argv) {
   lm_tensor(&b, "token_embd.weight", base, s->dim, s->vocab, 0);
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
-    topos_dtype more = mix && lm_more_bits(l, s->layers) ? TOPOS_Q6_K : base;
+#define LM_TYPE(role) lm_block_type(mix, base, role, l, s->layers)
 #define LM_T(suffix, type, e0, e1, norm)                   \
   snprintf(n, sizeof n, "blk.%d." suffix, (int)l);        \
   lm_tensor(&b, n, type, e0, e1, norm)
     LM_T("attn_norm.weight", base, s->dim, 0, 1);
     LM_T("attn_q.weight", base, s->dim, s->heads * hd, 0);
     LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
-    LM_T("attn_v.weight", more, s->dim, s->kv_heads * hd, 0);
-    LM_T("attn_output.weight", base, s->heads * hd, s->dim, 0);
+    LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
+    LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
     LM_T("ffn_norm.weight", base, s->dim, 0, 1);
     LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
     LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-    LM_T("ffn_down.weight", more, s->ff, s->dim, 0);
+    LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
 #undef LM_T
+#undef LM_TYPE
   }
   lm_tensor(&b, "output_norm.weight", base, s->dim, 0, 1);
-  lm_tensor(&b, "output.weight", mix ? TOPOS_Q6_K : base, s->dim, s->vocab, 0);
+  lm_tensor(&b, "output.weight", mix != LM_PURE ? TOPOS_Q6_K : base, s->dim, s->vocab, 0);
   if (b.st == TOPOS_OK) b.st = topos_gguf_writer_write(b.w, out);
   topos_status st = b.st;
   topos_gguf_writer_destroy(b.w);
@@ -196,7 +215,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|stories15m|tiny] "
-          "[--type f16|q8_0|q4_K_M|...] [--seed S]\n");
+          "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
 

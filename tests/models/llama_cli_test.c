@@ -88,5 +88,16 @@ TEST(llama_cli_make_generate_bench) {
   CHECK(tt_log_has(log, "model mapping: "));
   CHECK(tt_log_has(log, "MiB of it in 2 MiB pages"));
 #endif
+  /* the q3_K_M recipe: its types where llama.cpp puts them, and it runs */
+  snprintf(args, sizeof args, "llama-make '%s' --shape tiny --type q3_K_M", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  snprintf(args, sizeof args, "gguf inspect '%s'", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  const char *q3m[] = {"blk.0.attn_q.weight                  q3_K", "blk.0.attn_v.weight                  q5_K",
+                       "blk.0.attn_output.weight             q4_K", "blk.1.ffn_down.weight                q4_K",
+                       "output.weight                        q6_K"};
+  for (size_t i = 0; i < sizeof q3m / sizeof q3m[0]; ++i) CHECK_MSG(tt_log_has(log, q3m[i]), "no '%s'", q3m[i]);
+  snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --seed 1", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
   remove(model);
 }
