@@ -237,10 +237,11 @@ Q32_INLINE __m256i ks8_mv_row16(const uint8_t *blk, const int8_t *qa, const int1
   const __m256i scv[2] = {
       _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7))),
       _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15)))};
-#define KS8_DOT16(i, q)                                                                                       \
+  /* vector 4h + u; u a literal (the dword broadcast's immediate) */
+#define KS8_DOT16(h, u, q)                                                                                    \
   acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16((q), _mm256_loadu_si256(                 \
-                                                    (const __m256i *)(const void *)(qa + 32 * (i)))),      \
-                                                _mm256_shuffle_epi32(scv[(i) / 4], ((i) % 4) * 0x55)))
+                                                    (const __m256i *)(const void *)(qa + 32 * (4 * (h) + (u))))), \
+                                                _mm256_shuffle_epi32(scv[h], (u) * 0x55)))
   if (kd == KS8_Q6_K) {
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -248,10 +249,10 @@ Q32_INLINE __m256i ks8_mv_row16(const uint8_t *blk, const int8_t *qa, const int1
       const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
       const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
       /* vectors 4h .. 4h + 3: sub-blocks 8h .. 8h + 7, scales in scv[h] */
-      KS8_DOT16(4 * h, ks8_q6_vector(l0, l1, qh, 0));
-      KS8_DOT16(4 * h + 1, ks8_q6_vector(l0, l1, qh, 1));
-      KS8_DOT16(4 * h + 2, ks8_q6_vector(l0, l1, qh, 2));
-      KS8_DOT16(4 * h + 3, ks8_q6_vector(l0, l1, qh, 3));
+      KS8_DOT16(h, 0, ks8_q6_vector(l0, l1, qh, 0));
+      KS8_DOT16(h, 1, ks8_q6_vector(l0, l1, qh, 1));
+      KS8_DOT16(h, 2, ks8_q6_vector(l0, l1, qh, 2));
+      KS8_DOT16(h, 3, ks8_q6_vector(l0, l1, qh, 3));
     }
   } else {
     const uint8_t *qs = blk + (kd == KS8_Q2_K ? 16 : 32);
@@ -259,10 +260,10 @@ Q32_INLINE __m256i ks8_mv_row16(const uint8_t *blk, const int8_t *qa, const int1
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
-      KS8_DOT16(4 * h, ks8_q23_vector(x, hm, h, 0, kd));
-      KS8_DOT16(4 * h + 1, ks8_q23_vector(x, hm, h, 1, kd));
-      KS8_DOT16(4 * h + 2, ks8_q23_vector(x, hm, h, 2, kd));
-      KS8_DOT16(4 * h + 3, ks8_q23_vector(x, hm, h, 3, kd));
+      KS8_DOT16(h, 0, ks8_q23_vector(x, hm, h, 0, kd));
+      KS8_DOT16(h, 1, ks8_q23_vector(x, hm, h, 1, kd));
+      KS8_DOT16(h, 2, ks8_q23_vector(x, hm, h, 2, kd));
+      KS8_DOT16(h, 3, ks8_q23_vector(x, hm, h, 3, kd));
     }
   }
 #undef KS8_DOT16
