@@ -221,13 +221,18 @@ typedef struct {
 
 Q32_INLINE uint32_t q32_le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 
-/* Bits 0..31 of `bits` -> 32 bytes of 0x10 (bit set) or 0, element order. */
-Q32_INLINE __m256i q32_bits_0x10(uint32_t bits) {
-  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                             _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
-                                                               0x0101010101010101ll, 0));
+/* Byte i of `spread` holding the byte of bits that element i's bit is in
+ * (bit i % 8) -> 0x10 where that bit is set, else 0. */
+Q32_INLINE __m256i q32_spread_0x10(__m256i spread) {
   const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel), _mm256_set1_epi8(0x10));
+}
+
+/* Bits 0..31 of `bits` -> 32 bytes of 0x10 (bit set) or 0, element order. */
+Q32_INLINE __m256i q32_bits_0x10(uint32_t bits) {
+  return q32_spread_0x10(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                             _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+                                                               0x0101010101010101ll, 0)));
 }
 
 /* A block's 32 weights in element order: Q8_0's signed w, the other types'
@@ -302,14 +307,11 @@ Q32_INLINE __m256i q32_pair_sums(const uint8_t *b0, const uint8_t *b1, __m256i a
      * byte i takes byte i / 8 of h0 (low half) or of h1 (high half), hi's
      * byte 2 + i / 8 */
     const __m256i both = _mm256_set1_epi64x((long long)((uint64_t)h1 << 32 | h0));
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull), v10 = _mm256_set1_epi8(0x10);
     const __m256i at_lo = _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0404040404040404ll, 0x0505050505050505ll);
     const __m256i at_hi = _mm256_setr_epi64x(0x0202020202020202ll, 0x0303030303030303ll, 0x0606060606060606ll,
                                              0x0707070707070707ll);
-    const __m256i blo = _mm256_and_si256(_mm256_shuffle_epi8(both, at_lo), sel);
-    const __m256i bhi = _mm256_and_si256(_mm256_shuffle_epi8(both, at_hi), sel);
-    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(blo, sel), v10));
-    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(bhi, sel), v10));
+    lo = _mm256_or_si256(lo, q32_spread_0x10(_mm256_shuffle_epi8(both, at_lo)));
+    hi = _mm256_or_si256(hi, q32_spread_0x10(_mm256_shuffle_epi8(both, at_hi)));
   }
   return _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
 }

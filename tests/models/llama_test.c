@@ -208,11 +208,14 @@ TEST(llama_joined_products_decode_bitwise) {
   const struct {
     topos_dtype q, k, v, gate, up;
     int up_first, parts, ffn;
-  } cases[] = {{TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q4_K, 0, 3, 1},
-               {TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_F16, TOPOS_F16, 1, 2, 1},
-               {TOPOS_F32, TOPOS_F16, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, 0, 0, 0},
-               /* the low-bit K types (AVX2: qk_ksum_avx2.h's kernels) */
-               {TOPOS_Q3_K, TOPOS_Q3_K, TOPOS_Q3_K, TOPOS_Q2_K, TOPOS_Q2_K, 0, 3, 1}};
+    double bound; /* relative L2 of the logits against the plain forward */
+  } cases[] = {{TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q4_K, 0, 3, 1, 3e-2},
+               {TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_F16, TOPOS_F16, 1, 2, 1, 3e-2},
+               {TOPOS_F32, TOPOS_F16, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, 0, 0, 0, 3e-2},
+               /* the low-bit K types (AVX2: qk_ksum_avx2.h's kernels): 3.0e-2
+                * and 3.1e-2 measured, the reference path (Exact) 3.0e-2 too:
+                * the Q8_K activations' rounding against the plain f32 forward */
+               {TOPOS_Q3_K, TOPOS_Q3_K, TOPOS_Q3_K, TOPOS_Q2_K, TOPOS_Q2_K, 0, 3, 1, 4e-2}};
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
     lt_spec s = lt_spec_with_inputs(cases[ci].q, cases[ci].k, cases[ci].v, cases[ci].gate, cases[ci].up);
     s.up_first = cases[ci].up_first;
@@ -225,12 +228,9 @@ TEST(llama_joined_products_decode_bitwise) {
     }
     lt_check_decode(&m, s.vocab);
     lt_close(&m);
-    /* Q2_K / Q3_K: 3.0e-2 and 3.1e-2 measured, the reference path (Exact)
-     * 3.0e-2 too: the Q8_K activations' rounding against the plain f32 forward */
-    const double bound = cases[ci].q == TOPOS_Q3_K ? 4e-2 : 3e-2;
-    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, bound);
+    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, cases[ci].bound);
     lt_kv = TOPOS_F16; /* the 16-bit cache's per-head form reads the joined row's views too */
-    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, bound);
+    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, cases[ci].bound);
     lt_kv = TOPOS_F32;
   }
 }
