@@ -3,7 +3,8 @@
 #   make test   build and run the whole test suite
 # Build options pass through: make SIMD=1 BLAS=1 CUDA=1 test
 # Other targets: make (build into build/), make install PREFIX=/usr/local,
-#   make asan (sanitizer suite), make fuzz (bounded libFuzzer run), make bench
+#   make asan (sanitizer suite), make fuzz (bounded libFuzzer run), make bench,
+#   make test-arm64 (cross-compiled for arm64, the suite under qemu-user)
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -21,7 +22,7 @@ ifdef BLAS_VENDOR
 OPTS += -DTOPOS_BLAS_VENDOR=$(BLAS_VENDOR)
 endif
 
-.PHONY: all deps configure build demo test asan fuzz install bench clean
+.PHONY: all deps configure build demo test asan fuzz install bench clean test-arm64
 
 all: build
 
@@ -51,6 +52,19 @@ asan: deps
 	@$(CMAKE) --build build-asan -j $(JOBS)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/topos_tests
 
+# The arm64 build (NEON and dotprod kernels) on an x86-64 machine: Debian's
+# cross compiler, the whole suite run by qemu-user (its spawned `topos`
+# commands too, through TOPOS_TEST_EMULATOR). qemu's default CPU has dotprod.
+# SIMD=1 adds the simd backend's NEON gemm kernels.
+ARM64_SYSROOT := /usr/aarch64-linux-gnu
+test-arm64:
+	@TOPOS_DEPS_EXTRA="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" sh scripts/install-deps.sh
+	@$(CMAKE) -S . -B build-arm64 $(GEN) -DCMAKE_BUILD_TYPE=Release -DCMAKE_SYSTEM_NAME=Linux \
+	   -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc \
+	   -DTOPOS_SIMD=$(call onoff,$(SIMD)) >/dev/null
+	@$(CMAKE) --build build-arm64 -j $(JOBS)
+	@TOPOS_TEST_EMULATOR="qemu-aarch64 -L $(ARM64_SYSROOT)" qemu-aarch64 -L $(ARM64_SYSROOT) build-arm64/bin/topos_tests
+
 # Bounded libFuzzer run over every target; FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 fuzz: deps
@@ -65,4 +79,4 @@ install: build
 	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-arm64

@@ -22,12 +22,15 @@ static inline const char *tt_topos_binary(void) {
 }
 
 /* Runs `topos ARGS` with stdout and stderr in tmpdir/LOG_NAME (its path is
- * written into log); returns the exit status, -1 if it did not exit. */
+ * written into log); returns the exit status, -1 if it did not exit. Under
+ * $TOPOS_TEST_EMULATOR (a cross build's suite run by qemu-user: make
+ * test-arm64) the binary is started through that command. */
 static inline int tt_topos_run(const char *args, const char *log_name, char *log,
                                size_t log_size) {
   char cmd[8192];
+  const char *emulator = getenv("TOPOS_TEST_EMULATOR");
   snprintf(log, log_size, "%s/%s", tt_tmpdir(), log_name);
-  snprintf(cmd, sizeof cmd, "'%s' %s > '%s' 2>&1", tt_topos_binary(), args, log);
+  snprintf(cmd, sizeof cmd, "%s '%s' %s > '%s' 2>&1", emulator ? emulator : "", tt_topos_binary(), args, log);
   int rc = system(cmd);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }

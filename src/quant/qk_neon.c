@@ -79,10 +79,25 @@ static inline float qk_reduce_neon(qk_vf v) {
 #define QK_LOADW_BF16(p) vreinterpretq_f32_u32(vshlq_n_u32(vmovl_u16(vld1_u16(p)), 16))
 #define QK_F16_TO_F32(h) topos_f16_to_f32(h)
 
+/* (m > a) ? m : a per lane: x86's maxps, and the reference's amax > a ? amax
+ * : a (q8.c). vmaxq_f32 would keep a NaN to the end, where the reference
+ * lets the next element replace it: a NaN activation inside a block made its
+ * scale, so every output of the row, NaN (a test caught it under qemu). */
+static inline float32x4_t qk_max_keep(float32x4_t m, float32x4_t a) { return vbslq_f32(vcgtq_f32(m, a), m, a); }
+
+/* max |x[i]| (n a multiple of 8) as the AVX2 kernels take it, NaNs
+ * included: 8 lanes (element i in lane i % 8, two registers here), then
+ * lanes 0-3 against 4-7, 0-1 against 2-3, 0 against 1. */
 static inline float qk_absmax(const float *x, int n) {
-  float32x4_t m = vdupq_n_f32(0.0f);
-  for (int i = 0; i < n; i += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x + i)));
-  return vmaxvq_f32(m); /* max is exact in any order */
+  float32x4_t lo = vdupq_n_f32(0.0f), hi = lo;
+  for (int i = 0; i < n; i += 8) {
+    lo = qk_max_keep(lo, vabsq_f32(vld1q_f32(x + i)));
+    hi = qk_max_keep(hi, vabsq_f32(vld1q_f32(x + i + 4)));
+  }
+  float32x4_t h = qk_max_keep(lo, hi);
+  h = qk_max_keep(h, vcombine_f32(vget_high_f32(h), vget_high_f32(h)));
+  const float a = vgetq_lane_f32(h, 0), b = vgetq_lane_f32(h, 1);
+  return a > b ? a : b;
 }
 
 /* 4 int32 (within int8 range) to 4 bytes. */
