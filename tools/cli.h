@@ -36,4 +36,13 @@ int tp_cli_long_list(const char *s, long lo, long hi, long *out, int cap);
  * (the usage exit status). */
 int tp_cli_bad_value(const char *command, const char *flag, const char *value, const char *want);
 
+/* The flags every command that runs a model shares: --threads / -t N (0:
+ * the default) into *threads, --kv f32|f16|bf16 into *kv. Returns 1 when
+ * FLAG was one of them and VALUE good, 0 when FLAG is none of them, 2 after
+ * printing what is wrong with VALUE (tp_cli_bad_value). */
+int tp_cli_run_flag(const char *command, const char *flag, const char *value, long *threads, topos_dtype *kv);
+
+/* Seconds on the monotonic clock. */
+double tp_cli_now(void);
+
 #endif

@@ -6,15 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/cli.h"
-
-static double tp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int tp_bad_value(const char *flag, const char *value, const char *want) {
   return tp_cli_bad_value("generate", flag, value, want);
@@ -69,15 +62,13 @@ static int tp_generate(int argc, char **argv) {
       sp.penalty_last_n = (int32_t)last_n;
     } else if (strcmp(a, "--seed") == 0) {
       if (!tp_cli_u64(v, &seed)) return tp_bad_value(a, v, "an unsigned 64-bit integer");
-    } else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) {
-      if (!tp_cli_long(v, 0, 1L << 20, &threads)) return tp_bad_value(a, v, "a thread count (0: default)");
     } else if (strcmp(a, "--ctx") == 0 || strcmp(a, "-c") == 0) {
       if (!tp_cli_long(v, 0, 1L << 30, &ctx_len))
         return tp_bad_value(a, v, "a context length in tokens (0: prompt + -n)");
-    } else if (strcmp(a, "--kv") == 0) {
-      if (topos_dtype_parse(v, &kv) != TOPOS_OK) return tp_bad_value(a, v, "f32, f16 or bf16");
     } else {
-      goto usage;
+      const int r = tp_cli_run_flag("generate", a, v, &threads, &kv);
+      if (r == 2) return 2;
+      if (r == 0) goto usage;
     }
   }
   if (!path) goto usage;
@@ -169,13 +160,13 @@ static int tp_generate(int argc, char **argv) {
     fwrite(prompt, 1, len, stdout);
     fflush(stdout);
   }
-  double t0 = tp_now();
+  double t0 = tp_cli_now();
   if ((st = topos_llama_eval(ctx, ids, (int64_t)n_prompt, 0, logits)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "prompt");
     goto done;
   }
   for (size_t i = 0; i < n_prompt; ++i) topos_sampler_accept(sampler, ids[i]);
-  double t1 = tp_now();
+  double t1 = tp_cli_now();
   long generated = 0;
   int full = 0; /* stopped because the context is full */
   char piece[256];
@@ -205,7 +196,7 @@ static int tp_generate(int argc, char **argv) {
       goto done;
     }
   }
-  double t2 = tp_now();
+  double t2 = tp_cli_now();
   printf("\n\nprompt: %zu token%s, %.1f tokens/s; generation: %ld token%s, %.1f tokens/s "
          "(%d threads, %s)\n", n_prompt, n_prompt == 1 ? "" : "s", (double)n_prompt / (t1 - t0), generated,
          generated == 1 ? "" : "s", generated > 1 ? (double)(generated - 1) / (t2 - t1) : 0.0, topos_threads(),

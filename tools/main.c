@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tools/cli.h"
 
@@ -81,6 +82,24 @@ int tp_cli_long_list(const char *s, long lo, long hi, long *out, int cap) {
 int tp_cli_bad_value(const char *command, const char *flag, const char *value, const char *want) {
   fprintf(stderr, "topos %s: %s wants %s, got '%s'\n", command, flag, want, value);
   return 2;
+}
+
+int tp_cli_run_flag(const char *command, const char *flag, const char *value, long *threads, topos_dtype *kv) {
+  if (strcmp(flag, "--threads") == 0 || strcmp(flag, "-t") == 0) {
+    if (!tp_cli_long(value, 0, 1L << 20, threads)) return tp_cli_bad_value(command, flag, value, "a thread count (0: default)");
+    return 1;
+  }
+  if (strcmp(flag, "--kv") == 0) {
+    if (topos_dtype_parse(value, kv) != TOPOS_OK) return tp_cli_bad_value(command, flag, value, "f32, f16 or bf16");
+    return 1;
+  }
+  return 0;
+}
+
+double tp_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int tp_compare_commands(const void *a, const void *b) {

@@ -13,15 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/cli.h"
-
-static double tp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The whole file, NUL-terminated, or NULL (errno says why). */
 static char *tp_read_text(const char *path, size_t *len) {
@@ -86,13 +79,10 @@ static int tp_perplexity(int argc, char **argv) {
       if (!tp_cli_long(v, 4, 1L << 20, &n_ctx)) return tp_cli_bad_value("perplexity", a, v, "a window of 4 or more tokens");
     } else if (strcmp(a, "--chunks") == 0) {
       if (!tp_cli_long(v, 1, 1L << 30, &max_chunks)) return tp_cli_bad_value("perplexity", a, v, "a window count >= 1");
-    } else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) {
-      if (!tp_cli_long(v, 0, 1L << 20, &threads))
-        return tp_cli_bad_value("perplexity", a, v, "a thread count (0: default)");
-    } else if (strcmp(a, "--kv") == 0) {
-      if (topos_dtype_parse(v, &kv) != TOPOS_OK) return tp_cli_bad_value("perplexity", a, v, "f32, f16 or bf16");
     } else {
-      goto usage;
+      const int r = tp_cli_run_flag("perplexity", a, v, &threads, &kv);
+      if (r == 2) return 2;
+      if (r == 0) goto usage;
     }
   }
   if (!path || !text_path) goto usage;
@@ -157,7 +147,7 @@ static int tp_perplexity(int argc, char **argv) {
   printf("perplexity: %zu tokens, %ld windows of %ld (%ld scored each), %d threads, %s\n", n_tokens, chunks, n_ctx,
          n_ctx - 1 - first, topos_threads(), exact ? "exact" : "fast");
   fflush(stdout);
-  double nll = 0.0, nll2 = 0.0, t0 = tp_now();
+  double nll = 0.0, nll2 = 0.0, t0 = tp_cli_now();
   long count = 0;
   for (long w = 0; w < chunks; ++w) {
     memcpy(window, ids + (size_t)w * (size_t)n_ctx, (size_t)n_ctx * sizeof *window);
@@ -185,7 +175,7 @@ static int tp_perplexity(int argc, char **argv) {
     printf("[%ld]%.4f%s", w + 1, exp(nll / (double)count), w + 1 < chunks ? "," : "\n");
     fflush(stdout);
   }
-  const double t = tp_now() - t0, mean = nll / (double)count;
+  const double t = tp_cli_now() - t0, mean = nll / (double)count;
   const double var = nll2 / (double)count - mean * mean;
   const double ppl = exp(mean);
   if (count > 1 && var > 0.0)
