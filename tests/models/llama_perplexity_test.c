@@ -5,21 +5,10 @@
  * same logits within Exact's chunking envelope), the second half's next
  * tokens scored by a log-softmax written here; and its refusals. Uses the
  * topos binary next to the test binary; SKIPs when it is not there. */
-#include <math.h>
-
 #include "cli_util.h"
-#include "topos.h"
+#include "models/llama_util.h"
 
 enum { LP_CTX = 16, LP_WINDOWS = 3 };
-
-/* -log softmax(row)[target], the row's log-sum-exp in long double */
-static double lp_nll(const float *row, int64_t n, int32_t target) {
-  long double peak = row[0], sum = 0.0L;
-  for (int64_t i = 1; i < n; ++i)
-    if (row[i] > peak) peak = row[i];
-  for (int64_t i = 0; i < n; ++i) sum += expl((long double)row[i] - peak);
-  return (double)(logl(sum) + peak - (long double)row[target]);
-}
 
 /* The perplexity of the windows, from the library (NAN where it fails) */
 static void lp_expected(const char *model_path, const char *text, double *ppl, int *scored) {
@@ -29,37 +18,18 @@ static void lp_expected(const char *model_path, const char *text, double *ppl, i
   *ppl = NAN;
   *scored = 0;
   CHECK_OK(topos_llama_open(model_path, &model));
-  const topos_llama_config *c = topos_llama_config_of(model);
   if (!model) return;
-  CHECK_OK(topos_tokenizer_from_gguf(topos_llama_gguf(model), &tok));
+  topos_status st = topos_tokenizer_from_gguf(topos_llama_gguf(model), &tok);
+  CHECK_EQ_INT(st, TOPOS_OK);
   topos_llama_context_options o = topos_llama_context_options_default();
   o.n_ctx = LP_CTX;
   o.numerics = TOPOS_NUMERICS_EXACT;
-  topos_status st = topos_llama_context_new(model, &o, &ctx);
+  st = topos_llama_context_new(model, &o, &ctx);
   CHECK_EQ_INT(st, TOPOS_OK);
-  int32_t ids[4096];
-  size_t n = 0;
-  float *logits = malloc((size_t)(LP_CTX * c->n_vocab) * sizeof *logits);
-  if (tok && ctx && logits &&
-      topos_tokenizer_encode(tok, text, strlen(text), TOPOS_TOKENIZE_ADD_SPECIAL, ids, 4096, &n) == TOPOS_OK) {
-    const int32_t bos = topos_tokenizer_bos(tok);
-    CHECK(n >= (size_t)(LP_CTX * LP_WINDOWS));
-    CHECK_EQ_INT(ids[0], bos); /* the tiny vocabulary adds BOS */
-    double nll = 0.0;
-    for (int w = 0; w < LP_WINDOWS && n >= (size_t)(LP_CTX * LP_WINDOWS); ++w) {
-      int32_t win[LP_CTX];
-      memcpy(win, ids + w * LP_CTX, sizeof win);
-      win[0] = bos;
-      topos_llama_reset(ctx);
-      CHECK_OK(topos_llama_eval(ctx, win, LP_CTX, 1, logits));
-      for (int p = LP_CTX / 2; p < LP_CTX - 1; ++p) {
-        nll += lp_nll(logits + (size_t)p * (size_t)c->n_vocab, c->n_vocab, win[p + 1]);
-        ++*scored;
-      }
-    }
-    if (*scored) *ppl = exp(nll / *scored);
+  if (tok && ctx) {
+    /* the tiny vocabulary adds BOS: every window starts with it */
+    CHECK_EQ_INT(lt_perplexity(model, tok, ctx, text, LP_CTX, LP_WINDOWS, ppl, scored), 0);
   }
-  free(logits);
   topos_llama_context_free(ctx);
   topos_tokenizer_free(tok);
   topos_llama_free(model);
