@@ -278,8 +278,16 @@ static topos_status run_step(tp_exec *ex, uint32_t i) {
     TP_TRY(tp_tensor_on_storage(ex->arena, offset / (int64_t)size, node->desc->dtype,
                                 node->desc->rank, node->desc->shape, &dst));
   }
-  topos_status s = f ? f->pattern->run(f, graph, inputs, dst, &out)
-                     : tp_op_forward_into(node->op, inputs, node->attrs, dst, &out);
+  /* a view into no buffer of the plan: its operands hold the recorded
+   * descriptors (checked as they were made), so the shape rule is not run
+   * again; the result is still checked below */
+  topos_status s;
+  if (f)
+    s = f->pattern->run(f, graph, inputs, dst, &out);
+  else if (!dst && tp_op_table[node->op].is_view)
+    s = tp_op_forward_view(node->op, inputs, node->attrs, node->desc, &out);
+  else
+    s = tp_op_forward_into(node->op, inputs, node->attrs, dst, &out);
   spare_push(ex, dst);
   if (s != TOPOS_OK) {
     return tp_fail_context(s, "plan: %s (node %u)",

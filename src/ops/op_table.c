@@ -113,6 +113,17 @@ static int tp_desc_matches(const topos_tensor *t, const topos_tensor_desc *d) {
   return 1;
 }
 
+topos_status tp_op_forward_view(topos_op op, topos_tensor *const *inputs, const topos_op_attrs *attrs,
+                                const topos_tensor_desc *desc, topos_tensor **out) {
+  topos_op_attrs none;
+  if (!attrs) {
+    memset(&none, 0, sizeof none);
+    attrs = &none;
+  }
+  *out = NULL;
+  return tp_op_table[op].forward(inputs, attrs, desc, out);
+}
+
 topos_status topos_op_forward(topos_op op, topos_tensor *const *inputs,
                               const topos_op_attrs *attrs, topos_tensor **out) {
   return tp_op_forward_into(op, inputs, attrs, NULL, out);

@@ -64,6 +64,15 @@ topos_status tp_op_forward_into(topos_op op, topos_tensor *const *inputs,
                                 const topos_op_attrs *attrs, topos_tensor *dst,
                                 topos_tensor **out);
 
+/* A view op's (tp_op_table[op].is_view) forward where the caller already
+ * holds the result's descriptor: a plan's step, whose operands were checked
+ * against the recorded graph's descriptors, for whom the shape rule ran when
+ * the graph was recorded. No descriptor copies, no rule: a decoding step
+ * runs ~1000 views, at ~600 cycles each through tp_op_forward_into. The
+ * caller checks the result against desc. */
+topos_status tp_op_forward_view(topos_op op, topos_tensor *const *inputs, const topos_op_attrs *attrs,
+                                const topos_tensor_desc *desc, topos_tensor **out);
+
 /* Shape and dtype helpers shared by the rules and kernels. */
 const char *tp_desc_string(const topos_tensor_desc *d, char *buf, size_t size);
 
