@@ -5,6 +5,12 @@
 
 #include "topos/base.h"
 
+/* GGUF files and their tensors are little-endian and read in place: a
+ * build that bypasses CMakeLists.txt's check stops here too */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "topos runs on little-endian hosts only (GGUF and its tensors are read in place)"
+#endif
+
 #if defined(__GNUC__)
 #define TP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define TP_LIKELY(x) __builtin_expect(!!(x), 1)
