@@ -50,6 +50,11 @@ void tt_skip(const char *why) {
   printf("skip %s: %s\n", tt_current_name, why);
 }
 
+int tt_under_valgrind(void) {
+  const char *preload = getenv("LD_PRELOAD");
+  return preload && strstr(preload, "vgpreload") != NULL;
+}
+
 const char *tt_data_path(const char *rel) {
   static char path[4096];
   const char *roots[3] = {getenv("TOPOS_DATA"), "../shared/data", "../../shared/data"};

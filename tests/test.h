@@ -26,6 +26,8 @@ void tt_skip(const char *why);
 const char *tt_data_path(const char *rel);
 /* A fresh temporary directory for this test process (removed at exit). */
 const char *tt_tmpdir(void);
+/* 1 under valgrind (its preload library is in LD_PRELOAD while it runs us). */
+int tt_under_valgrind(void);
 
 #define TT_CAT2(a, b) a##b
 #define TT_CAT(a, b) TT_CAT2(a, b)

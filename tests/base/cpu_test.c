@@ -168,18 +168,14 @@ TEST(cpu_detected_features_appear_in_proc_cpuinfo) {
 }
 
 /* Valgrind answers CPUID with a synthetic Intel processor whatever the
- * host is (its preload library is in LD_PRELOAD while it runs us). */
-static int running_under_valgrind(void) {
-  const char *preload = getenv("LD_PRELOAD");
-  return preload && strstr(preload, "vgpreload") != NULL;
-}
+ * host is. */
 
 /* The maker tp_cpu_vendor reports (kernel tuning; docs/LLM.md) is the one
  * /proc/cpuinfo names, and the same on every call. */
 TEST(cpu_vendor_matches_proc_cpuinfo) {
   const tp_cpu_vendor_id v = tp_cpu_vendor();
   CHECK(tp_cpu_vendor() == v);
-  if (running_under_valgrind()) SKIP("under valgrind, CPUID names valgrind's synthetic processor, not the host's");
+  if (tt_under_valgrind()) SKIP("under valgrind, CPUID names valgrind's synthetic processor, not the host's");
   char line[512];
   const int found = proc_cpuinfo_line("vendor_id", line, (int)sizeof line);
   if (found < 0) SKIP("no /proc/cpuinfo");
