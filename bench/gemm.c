@@ -62,12 +62,6 @@ static void tp_bench_open_peer(tp_peer *peer, int keep_env) {
   }
 }
 
-static double tp_bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void tp_bench_sleep(double seconds) {
   struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
   nanosleep(&ts, NULL);
@@ -91,18 +85,18 @@ static uint64_t tp_bench_next(uint64_t *state) {
   do {                                               \
     tp_bench_sleep(0.3);                             \
     for (int rep_ = 0; rep_ < 3; ++rep_) {           \
-      double t0_ = tp_bench_now();                   \
+      double t0_ = tp_cli_now();                   \
       call;                                          \
-      double t1_ = tp_bench_now();                   \
+      double t1_ = tp_cli_now();                   \
       if (t1_ - t0_ < (best)) (best) = t1_ - t0_;    \
     }                                                \
   } while (0)
 
 #define TP_BENCH_PAIR(best_a, call_a, best_b, call_b, seconds)                     \
   do {                                                                             \
-    double start_all_ = tp_bench_now();                                            \
+    double start_all_ = tp_cli_now();                                            \
     (best_a) = (best_b) = 1e30;                                                    \
-    for (int round_ = 0; round_ < 2 || (tp_bench_now() - start_all_ < (seconds) && round_ < 100); \
+    for (int round_ = 0; round_ < 2 || (tp_cli_now() - start_all_ < (seconds) && round_ < 100); \
          ++round_) {                                                               \
       if (round_ % 2 == 0) {                                                       \
         TP_BENCH_BLOCK(best_a, call_a);                                            \

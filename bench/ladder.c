@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend_internal.h"
@@ -41,12 +40,6 @@ typedef struct tp_peer {
 
 static int tp_json;
 static const char *tp_only_rung; /* --rung NAME: measure one rung */
-
-static double tp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* splitmix64 values in [-1, 1) (the bench does not depend on base's RNG). */
 static void tp_fill(void *p, int64_t count, int f64, uint64_t seed) {
@@ -98,9 +91,9 @@ static int tp_gemm_run(tp_rung rung, int f64, const topos_gemm_task *t) {
     double tp_spent_ = 0;                                             \
     best = 1e30;                                                      \
     for (int tp_rep_ = 0; tp_rep_ < 2 || (tp_spent_ < 0.3 && tp_rep_ < 50); ++tp_rep_) { \
-      double tp_t0_ = tp_now();                                       \
+      double tp_t0_ = tp_cli_now();                                       \
       call;                                                           \
-      double tp_dt_ = tp_now() - tp_t0_;                              \
+      double tp_dt_ = tp_cli_now() - tp_t0_;                              \
       tp_spent_ += tp_dt_;                                            \
       if (tp_dt_ < best) best = tp_dt_;                               \
     }                                                                 \

@@ -43,16 +43,9 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "tools/cli.h"
-
-static double lb_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- STREAM-style read: sum of 64-bit words over a buffer far larger than
  * the caches, split in equal parts over threads; best of 5. */
@@ -94,14 +87,14 @@ static double lb_stream_read(int threads) {
     lb_part parts[16];
     pthread_t tid[16];
     if (threads > 16) threads = 16;
-    double t0 = lb_now();
+    double t0 = tp_cli_now();
     for (int t = 0; t < threads; ++t) {
       parts[t] = (lb_part){buf + words / (size_t)threads * (size_t)t, words / (size_t)threads, 0};
       if (t) pthread_create(&tid[t], NULL, lb_read, &parts[t]);
     }
     lb_read(&parts[0]);
     for (int t = 1; t < threads; ++t) pthread_join(tid[t], NULL);
-    double dt = lb_now() - t0;
+    double dt = tp_cli_now() - t0;
     for (int t = 0; t < threads; ++t) sink += parts[t].sum;
     if (dt < best) best = dt;
   }
@@ -219,13 +212,13 @@ static topos_status lb_run(topos_llama_context *ctx, int is_pp, int64_t n, int64
   topos_llama_reset(ctx);
   if (depth) TP_TRY(topos_llama_eval(ctx, tokens, depth, 0, logits));
   tokens += depth;
-  double t0 = lb_now();
+  double t0 = tp_cli_now();
   if (is_pp) {
     TP_TRY(topos_llama_eval(ctx, tokens, n, 0, logits));
   } else {
     for (int64_t i = 0; i < n; ++i) TP_TRY(topos_llama_eval(ctx, tokens + i, 1, 0, logits));
   }
-  *seconds = lb_now() - t0;
+  *seconds = tp_cli_now() - t0;
   return TOPOS_OK;
 }
 

@@ -13,7 +13,6 @@
  *   topos bench plan [--steps N] [--json] [--exact] */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/plan_internal.h"
 #include "tools/cli.h"
@@ -21,9 +20,7 @@
 enum { BATCH = 64, IN = 32, HID = 64, OUT = 10 };
 
 static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+  return tp_cli_now() * 1e9;
 }
 
 static uint64_t bench_rng = 0x1234;

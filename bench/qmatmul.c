@@ -19,17 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "quant/qk_internal.h"
 #include "quant/qk_shim.h"
 #include "tools/cli.h"
-
-static double qb_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static uint64_t qb_state = 0x9E3779B97F4A7C15ull;
 static uint64_t qb_next(void) {
@@ -113,9 +106,9 @@ static double qb_stream(int threads, int copy, uint64_t *src, uint64_t *dst, int
   c.src = src, c.dst = dst, c.words = words, c.copy = copy;
   double best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
-    double t0 = qb_now();
+    double t0 = tp_cli_now();
     tp_qk_parallel_for(threads, 64, 1, qb_stream_range, &c);
-    double dt = qb_now() - t0;
+    double dt = tp_cli_now() - t0;
     if (dt < best) best = dt;
   }
   double bytes = (double)words * 8.0 * (copy ? 2.0 : 1.0);
@@ -129,13 +122,13 @@ static int qb_time(const float *a, int64_t m, int64_t k, const uint8_t *w, topos
                    double *us) {
   double times[200];
   int runs = 0;
-  double start = qb_now();
+  double start = tp_cli_now();
   topos_status st = tp_qmatmul_threads(a, m, k, w, type, n, NULL, out, path, threads); /* warm-up */
   if (st != TOPOS_OK) return (int)st;
-  while (runs < 200 && (runs < 3 || qb_now() - start < budget)) {
-    double t0 = qb_now();
+  while (runs < 200 && (runs < 3 || tp_cli_now() - start < budget)) {
+    double t0 = tp_cli_now();
     tp_qmatmul_threads(a, m, k, w, type, n, NULL, out, path, threads);
-    times[runs++] = qb_now() - t0;
+    times[runs++] = tp_cli_now() - t0;
   }
   for (int i = 1; i < runs; ++i)
     for (int j = i; j > 0 && times[j] < times[j - 1]; --j) {
@@ -184,13 +177,13 @@ static int qb_time_against(const qb_other *o, const float *a, int64_t m, int64_t
   *same = memcmp(out, out_other, (size_t)(m * n) * sizeof(float)) == 0;
   us[0] = us[1] = 1e30;
   int runs = 0;
-  const double start = qb_now();
-  while (runs < 400 && (runs < 6 || qb_now() - start < 2.0 * budget)) {
+  const double start = tp_cli_now();
+  while (runs < 400 && (runs < 6 || tp_cli_now() - start < 2.0 * budget)) {
     const int which = (runs & 1) ^ ((runs >> 1) & 1); /* 0 1 1 0 0 1 1 0 ... */
-    const double t0 = qb_now();
+    const double t0 = tp_cli_now();
     if (which == 0) tp_qmatmul_threads(a, m, k, w, type, n, NULL, out, TOPOS_QMATMUL_FAST, threads);
     else o->qmatmul(a, m, k, w, type, n, NULL, out_other, TOPOS_QMATMUL_FAST);
-    const double dt = (qb_now() - t0) * 1e6;
+    const double dt = (tp_cli_now() - t0) * 1e6;
     if (dt < us[which]) us[which] = dt;
     ++runs;
   }

@@ -32,9 +32,7 @@ static void tp_bench_work_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static double tp_bench_now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+  return tp_cli_now() * 1e6;
 }
 
 static int tp_bench_threads_command(int argc, char **argv) {

@@ -11,16 +11,9 @@
  * alone (--reference) take minutes per step here. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/backend_internal.h"
 #include "tools/cli.h"
-
-static double tp_tp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct tp_mlp {
   topos_tensor *x, *y, *w1, *b1, *w2, *b2;
@@ -218,11 +211,11 @@ static topos_status tp_plan_bench(topos_numerics numerics, int steps, int64_t ba
     topos_run *run = NULL;
     topos_field *grads = NULL;
     topos_tensor *l = NULL;
-    double t0 = tp_tp_now();
+    double t0 = tp_cli_now();
     s = topos_plan_forward(plan, state, NULL, 0, &run);
     if (s == TOPOS_OK) s = topos_run_backward(run, loss, &grads);
     if (s == TOPOS_OK) s = topos_params_step(state, grads, tp_plan_sgd, NULL);
-    double dt = tp_tp_now() - t0;
+    double dt = tp_cli_now() - t0;
     if (s == TOPOS_OK) s = topos_run_read(run, loss, &l);
     if (s == TOPOS_OK) s = topos_tensor_read_f64(l, loss_out, 1);
     if (dt < *best) *best = dt;
@@ -279,9 +272,9 @@ static int tp_bench_throughput(int argc, char **argv) {
     topos_status s = tp_mlp_init(&m, batch);
     double best = 1e30, loss = 0;
     for (int i = 0; s == TOPOS_OK && i < steps; ++i) {
-      double t0 = tp_tp_now();
+      double t0 = tp_cli_now();
       s = tp_mlp_step(&m, &loss);
-      double dt = tp_tp_now() - t0;
+      double dt = tp_cli_now() - t0;
       if (dt < best) best = dt;
     }
     tp_mlp_free(&m);

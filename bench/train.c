@@ -8,16 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tools/cli.h"
-
-static double tp_bt_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static const char *tp_bt_build(void) {
 #if defined(TOPOS_HAVE_CUDA)
@@ -229,9 +222,9 @@ static int tp_bench_train(int argc, char **argv) {
   for (int c = 0; c < n_counts; ++c) {
     s = topos_set_threads(counts[c]);
     for (int w = 0; s == TOPOS_OK && w < 3; ++w) s = tp_bt_step(&m);
-    double t0 = tp_bt_now();
+    double t0 = tp_cli_now();
     for (int k = 0; s == TOPOS_OK && k < steps; ++k) s = tp_bt_step(&m);
-    double ms = 1e3 * (tp_bt_now() - t0) / steps;
+    double ms = 1e3 * (tp_cli_now() - t0) / steps;
     if (s != TOPOS_OK) {
       tp_bt_free(&m);
       return tp_cli_fail("bench train", s, "training step");

@@ -167,11 +167,9 @@ TEST(cpu_detected_features_appear_in_proc_cpuinfo) {
   }
 }
 
-/* Valgrind answers CPUID with a synthetic Intel processor whatever the
- * host is. */
-
 /* The maker tp_cpu_vendor reports (kernel tuning; docs/LLM.md) is the one
- * /proc/cpuinfo names, and the same on every call. */
+ * /proc/cpuinfo names, and the same on every call (not under valgrind,
+ * which answers CPUID with a synthetic Intel processor whatever the host). */
 TEST(cpu_vendor_matches_proc_cpuinfo) {
   const tp_cpu_vendor_id v = tp_cpu_vendor();
   CHECK(tp_cpu_vendor() == v);
