@@ -303,13 +303,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   return ok;
 }
 
-/* Perplexity by llama.cpp's llama-perplexity windows, written here apart
- * from `topos perplexity` (tools/perplexity.c): `text` tokenized with the
- * vocabulary's BOS, windows of `window` tokens (the first `windows` whole
- * ones), each evaluated whole from an empty cache with its first token BOS
- * where encoding added one, the next-token log-softmax of positions
- * window / 2 .. window - 2 averaged. 0 on success (*ppl, *scored), -1 when
- * a call failed or the text is short. */
+/* -log softmax(row)[target], its log-sum-exp in long double */
 static inline double lt_nll(const float *row, int64_t n, int32_t target) {
   long double peak = row[0], sum = 0.0L;
   for (int64_t i = 1; i < n; ++i)
@@ -318,6 +312,13 @@ static inline double lt_nll(const float *row, int64_t n, int32_t target) {
   return (double)(logl(sum) + peak - (long double)row[target]);
 }
 
+/* Perplexity by llama.cpp's llama-perplexity windows, written here apart
+ * from `topos perplexity` (tools/perplexity.c): `text` tokenized with the
+ * vocabulary's BOS, windows of `window` tokens (the first `windows` whole
+ * ones), each evaluated whole from an empty cache with its first token BOS
+ * where encoding added one, the next-token log-softmax of positions
+ * window / 2 .. window - 2 averaged. 0 on success (*ppl, *scored), -1 when
+ * a call failed or the text is short. */
 static inline int lt_perplexity(const topos_llama *model, const topos_tokenizer *tok, topos_llama_context *ctx,
                                 const char *text, int64_t window, int windows, double *ppl, int *scored) {
   const int64_t V = topos_llama_config_of(model)->n_vocab;
