@@ -19,7 +19,7 @@ static float tp_q8_levels(const float *x, int8_t qs[TP_QK]) {
   float amax = 0.0f;
   for (int j = 0; j < TP_QK; ++j) {
     const float a = fabsf(x[j]);
-    amax = amax > a ? amax : a;
+    amax = a > amax ? a : amax; /* a NaN leaves amax as it was (as Q8_K's maximum does) */
   }
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;

@@ -29,7 +29,8 @@ typedef struct qk_act {
 } qk_act;
 
 /* The including ISA file provides, with the reference's exact semantics:
- *   float qk_absmax(const float *x, int n)            max |x[i]|
+ *   float qk_absmax(const float *x, int n)            max |x[i]| over the numbers
+ *        of x (a NaN skipped: the reference's a > amax ? a : amax)
  *   void qk_round_away(const float *x, float id, int8_t *q, int n, int *qsum)
  *        q = roundf(x * id) (half away from zero; |x * id| <= 127.5);
  *        *qsum = the sum of the n values of q when qsum is not NULL

@@ -63,8 +63,11 @@ static inline __m512i qk_dpwssd(__m512i acc, __m512i a, __m512i b) {
 
 static inline float qk_absmax(const float *x, int n) {
   __m512 m = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
-  return _mm512_reduce_max_ps(m); /* max is exact in any order */
+  /* maxps(a, m) is a > m ? a : m: a NaN element leaves its lane as it was
+   * (the reference's maximum), so no lane holds a NaN and the reduction's
+   * order does not matter */
+  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), m);
+  return _mm512_reduce_max_ps(m);
 }
 
 #define QK_HAS_FIRST_OF_MAGNITUDE 1

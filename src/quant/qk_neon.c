@@ -79,25 +79,21 @@ static inline float qk_reduce_neon(qk_vf v) {
 #define QK_LOADW_BF16(p) vreinterpretq_f32_u32(vshlq_n_u32(vmovl_u16(vld1_u16(p)), 16))
 #define QK_F16_TO_F32(h) topos_f16_to_f32(h)
 
-/* (m > a) ? m : a per lane: x86's maxps, and the reference's amax > a ? amax
- * : a (q8.c). vmaxq_f32 would keep a NaN to the end, where the reference
- * lets the next element replace it: a NaN activation inside a block made its
- * scale, so every output of the row, NaN (a test caught it under qemu). */
-static inline float32x4_t qk_max_keep(float32x4_t m, float32x4_t a) { return vbslq_f32(vcgtq_f32(m, a), m, a); }
+/* a > m ? a : m per lane (x86's maxps(a, m)): a NaN element leaves the lane
+ * as it was, as the reference's maximum does (q8.c). vmaxq_f32 would keep a
+ * NaN to the end: a NaN activation inside a block made its scale, so every
+ * output of the row, NaN (a test caught it under qemu). No lane holds a NaN,
+ * so the lanes reduce in any order. */
+static inline float32x4_t qk_max_skip_nan(float32x4_t m, float32x4_t a) { return vbslq_f32(vcgtq_f32(a, m), a, m); }
 
-/* max |x[i]| (n a multiple of 8) as the AVX2 kernels take it, NaNs
- * included: 8 lanes (element i in lane i % 8, two registers here), then
- * lanes 0-3 against 4-7, 0-1 against 2-3, 0 against 1. */
+/* max |x[i]| over the numbers of x (n a multiple of 8). */
 static inline float qk_absmax(const float *x, int n) {
   float32x4_t lo = vdupq_n_f32(0.0f), hi = lo;
   for (int i = 0; i < n; i += 8) {
-    lo = qk_max_keep(lo, vabsq_f32(vld1q_f32(x + i)));
-    hi = qk_max_keep(hi, vabsq_f32(vld1q_f32(x + i + 4)));
+    lo = qk_max_skip_nan(lo, vabsq_f32(vld1q_f32(x + i)));
+    hi = qk_max_skip_nan(hi, vabsq_f32(vld1q_f32(x + i + 4)));
   }
-  float32x4_t h = qk_max_keep(lo, hi);
-  h = qk_max_keep(h, vcombine_f32(vget_high_f32(h), vget_high_f32(h)));
-  const float a = vgetq_lane_f32(h, 0), b = vgetq_lane_f32(h, 1);
-  return a > b ? a : b;
+  return vmaxvq_f32(vmaxq_f32(lo, hi));
 }
 
 /* 4 int32 (within int8 range) to 4 bytes. */

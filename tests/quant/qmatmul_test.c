@@ -214,6 +214,9 @@ TEST(qmatmul_fast_activation_quantization_is_reference) {
   const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, 100.5f, -126.5f};
   for (int i = 0; i < 8; ++i) a[k + i] = ties[i], a[k + 32 + i] = ties[i] * (i ? 1.0f : -1.0f);
   for (int i = 8; i < 32; ++i) a[k + i] = (float)(i % 7) - 3.0f;
+  /* row 2: NaNs after the largest element, and last in the super-block and
+   * in a 32-block: skipped by the maxima (Q8_0 and Q8_K alike), level 0 */
+  a[2 * k + 1] = 9.0f, a[2 * k + 5] = NAN, a[2 * k + 63] = NAN, a[2 * k + 247] = NAN, a[2 * k + 255] = NAN;
   size_t rb8 = qt_row_bytes(TOPOS_Q8_0, k), rb6 = qt_row_bytes(TOPOS_Q6_K, k);
   for (int64_t j = 0; j < n; ++j) {
     uint8_t *r8 = w8 + (size_t)j * rb8, *r6 = w6 + (size_t)j * rb6;
@@ -233,10 +236,12 @@ TEST(qmatmul_fast_activation_quantization_is_reference) {
   CHECK_OK(tp_qmatmul_threads(a, m, k, w8, TOPOS_Q8_0, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
   CHECK_OK(tp_qmatmul_threads(a, m, k, w8, TOPOS_Q8_0, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
   for (int64_t i = 0; i < m * n; ++i) CHECK_BITS_F32(fast[i], ref[i]);
+  CHECK(fabsf(ref[2 * n + 1] - 9.0f) < 0.01f && ref[2 * n + 5] == 0.0f); /* the block's scale from 9, not NaN */
   CHECK_OK(tp_qmatmul_threads(a, m, k, w6, TOPOS_Q6_K, n, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
   CHECK_OK(tp_qmatmul_threads(a, m, k, w6, TOPOS_Q6_K, n, NULL, fast, TOPOS_QMATMUL_FAST, 1));
   for (int64_t i = 0; i < m * n; ++i) CHECK_BITS_F32(fast[i], ref[i]);
   CHECK(ref[n + 1] == 2.0f && ref[n + 2] == -4.0f); /* Q8_K: 2.5 -> 2 and -3.5 -> -4 (half to even) */ /* the tie row did produce values */
+  CHECK(fabsf(ref[2 * n + 1] - 9.0f) < 0.01f && ref[2 * n + 255] == 0.0f); /* row 2's scale from its numbers only */
   free(a), free(ref), free(fast), free(w8), free(w6);
 }
 
@@ -259,12 +264,14 @@ TEST(qmatmul_fast_activation_quantization_is_reference_long_rows) {
     CHECK(a && ref && fast);
     for (int i = 0; i < 8; ++i) a[k + 32 * 3 + i] = ties[i], a[k + 32 * 18 + i] = -ties[i];
     for (int i = 0; i < 32; ++i) a[32 * 5 + i] = 0.0f;
-    /* non-finite activations. Row 0: a NaN inside a block, whose scale the
-     * later elements set: its level is 0 (the reference rounds a NaN to 0),
-     * so every output stays finite. Row 1: an infinity makes its block's
-     * scale infinite and its levels 0 * inf = NaN, and a NaN last in a block
-     * makes the scale NaN: every output of the row is NaN. */
-    a[32 * 7 + 4] = NAN;
+    /* non-finite activations. Row 0: a NaN after its block's largest
+     * element and a NaN last in a block: a block's scale is the maximum of
+     * its numbers (a NaN skipped, whatever lane it falls in) and a NaN's
+     * level is 0 (the reference rounds a NaN to 0), so every output stays
+     * finite. Row 1: an infinity makes its block's scale infinite and its
+     * levels 0 * inf = NaN: every output of the row is NaN. */
+    a[32 * 7 + 1] = 5.0f, a[32 * 7 + 4] = NAN;
+    a[32 * 8 + 31] = NAN;
     a[k + 32 * 9 + 30] = INFINITY;
     a[k + 32 * 10 + 1] = -INFINITY, a[k + 32 * 10 + 2] = NAN;
     a[k + 32 * 11 + 31] = NAN; /* the block's last element: its scale NaN */
@@ -298,7 +305,9 @@ TEST(qmatmul_fast_activation_quantization_is_reference_long_rows) {
       /* row 1's every output (its infinite block's scale times the other
        * weight rows' zero scales is NaN in each sum), and no other row's */
       CHECK_MSG(nans == n, "%lld NaN outputs", (long long)nans);
-      for (int64_t j = 0; j < n; ++j) CHECK(isnan(ref[n + j]));
+      for (int64_t j = 0; j < n; ++j) CHECK(isnan(ref[n + j]) && isfinite(ref[j]));
+      if (t == TOPOS_Q8_0) /* the NaN block's scale from its largest number: 5 at level 127 */
+        CHECK_MSG(fabsf(ref[32 * 7 + 1] - 5.0f) < 0.01f, "%g", ref[32 * 7 + 1]);
       CHECK(ref[k + 32 * 3 + 1] != 0.0f); /* the tie row produced values */
       free(w);
     }
