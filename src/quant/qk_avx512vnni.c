@@ -182,8 +182,8 @@ static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, fl
 #include "quant/qk_multi.h"
 
 /* Which kernel family serves a task below AMX's m: the block-sum kernels
- * for the 32-element block types, the super-block-sum kernels for Q4_K,
- * Q5_K and Q6_K (both repack prompt activations with a gather of 16 rows at
+ * for the 32-element block types, the super-block-sum kernels for the K
+ * types (both repack prompt activations with a gather of 16 rows at
  * int32 offsets, qk_lanes_repack: rows up to INT32_MAX / 16 elements), or
  * the engine body. */
 typedef enum { QK_KERNEL_B32, QK_KERNEL_KS, QK_KERNEL_ENGINE } qk_kernel;
@@ -194,7 +194,8 @@ static qk_kernel qk_kernel_of(const tp_qk_task *task) {
   if ((w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1) &&
       task->k % 32 == 0 && gatherable)
     return QK_KERNEL_B32;
-  if ((w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K) && task->k % 256 == 0 && gatherable)
+  if ((w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K || w == TOPOS_Q2_K || w == TOPOS_Q3_K) &&
+      task->k % 256 == 0 && gatherable)
     return QK_KERNEL_KS;
   return QK_KERNEL_ENGINE;
 }

@@ -12,8 +12,7 @@
  * exact integers, so any kernel that forms them gives the same bits. The
  * engine's K tile converted a lane sum per 16 elements and took the min
  * term group by group in floats; here the float work is one or two
- * conversions per super-block. (On AVX-512, Q2_K and Q3_K still take the
- * engine's K tile: their bits there are the engine's.)
+ * conversions per super-block.
  *
  * The weights' q (Q2_K 0..3, Q3_K 0..7, Q4_K 0..15, Q5_K 0..31, Q6_K
  * 0..63) are vpmaddubsw's unsigned operand and qa (-128..127) the signed
@@ -38,6 +37,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "quant/qk_q3k_scales_x86.h"
 
 #define KS8_TR 4       /* weight rows per tile */
 #define KS8_MV_MAX_M 4 /* below this m, the matrix-vector kernel */
@@ -132,23 +133,6 @@ Q32_INLINE __m256i ks8_q23_vector(__m256i x, __m256i hm, int h, int u, ks8_kind 
   return q;
 }
 
-/* Q3_K: the 16 six-bit scales less 32 (-32..31) as signed bytes, sub-block
- * order: low 4 bits from the nibbles of s[0..7] (sub-blocks 0..7 the low
- * nibbles, 8..15 the high), top 2 bits from s[8 + j % 4] >> 2 (j / 4). */
-Q32_INLINE __m128i ks8_q3_scales(const uint8_t *blk) {
-  const uint8_t *s = blk + 96;
-  long long lo8;
-  int hi4;
-  memcpy(&lo8, s, 8);
-  memcpy(&hi4, s + 8, 4);
-  const __m128i l = _mm_cvtsi64_si128(lo8), nib = _mm_set1_epi8(0x0F);
-  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(l, nib), _mm_and_si128(_mm_srli_epi16(l, 4), nib));
-  /* dword j / 4: s[8..11] >> 2 (j / 4), its byte j % 4 */
-  const __m128i h = _mm_srlv_epi32(_mm_set1_epi32(hi4), _mm_setr_epi32(0, 2, 4, 6));
-  const __m128i high = _mm_slli_epi16(_mm_and_si128(h, _mm_set1_epi8(3)), 4);
-  return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
-}
-
 /* A super-block's 256 q in element order as 8 vectors of 32 (Q4_K / Q5_K:
  * one sub-block each; Q6_K, Q2_K, Q3_K: sub-blocks 2i and 2i + 1). */
 Q32_INLINE void ks8_elems(const uint8_t *blk, ks8_kind kd, __m256i q[8]) {
@@ -231,7 +215,7 @@ Q32_INLINE __m256i ks8_mv_row16(const uint8_t *blk, const int8_t *qa, const int1
    * (words: sc 0 0 2 2 4 4 6 6 | 1 1 3 3 5 5 7 7, and 8..15 likewise; a
    * lane-crossing vpermd per vector was two uops on one Zen 3 port) */
   const __m128i sc = kd == KS8_Q6_K ? _mm_loadu_si128((const __m128i *)(const void *)(blk + 192))
-                     : kd == KS8_Q3_K ? ks8_q3_scales(blk)
+                     : kd == KS8_Q3_K ? qk_q3k_scales(blk)
                                       : _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)blk), _mm_set1_epi8(0x0F));
   const __m256i s16 = _mm256_cvtepi8_epi16(sc);
   const __m256i scv[2] = {
@@ -458,7 +442,7 @@ static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind
     if (ks8_subs(kd) == 16) { /* Q6_K, Q2_K, Q3_K */
       int8_t sc[16];
       if (kd == KS8_Q6_K) memcpy(sc, blk + 192, 16);
-      else if (kd == KS8_Q3_K) _mm_storeu_si128((__m128i *)(void *)sc, ks8_q3_scales(blk));
+      else if (kd == KS8_Q3_K) _mm_storeu_si128((__m128i *)(void *)sc, qk_q3k_scales(blk));
       else
         for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
       for (int j = 0; j < 16; ++j) v[j] = (int32_t)((uint32_t)(uint16_t)sc[j] | (uint32_t)(uint16_t)sc[j] << 16);

@@ -1,21 +1,25 @@
-/* Q4_K, Q5_K and Q6_K products of the AVX-512 VNNI engine (included by
- * qk_avx512vnni.c after the engine body), defined by super-block sums.
+/* K-quant products (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) of the AVX-512 VNNI
+ * engine (included by qk_avx512vnni.c after the engine body), defined by
+ * super-block sums.
  *
  * A super-block of 256 weights has sub-blocks j with integer scales sc_j:
  * Q4_K / Q5_K eight of 32 with 6-bit scales and mins m_j and two f16
- * factors, w = d * sc_j * q - dmin * m_j (q: 0..15, Q5_K 0..31); Q6_K
- * sixteen of 16 with int8 scales, w = d * sc_j * (q - 32) (q: 0..63). The
- * activations are Q8_K: per super-block one f32 da and int8 qa. The result
- * of one output (weight row, activation row) is defined per super-block, in
- * order from acc = 0, as
- *     Q4_K, Q5_K:  isc = sum_j sc_j * sum_(i in j) q_i * qa_i
- *                  imn = sum_j m_j * sum_(i in j) qa_i
- *                  acc = fma(float(isc), d * da, acc)
- *                  acc = acc - float(imn) * (dmin * da)     (one fnmadd)
- *     Q6_K:        isc = sum_j sc_j * sum_(i in j) (q_i - 32) * qa_i
- *                  acc = fma(float(isc), d * da, acc)
+ * factors, w = d * sc_j * q - dmin * m_j (q: 0..15, Q5_K 0..31); Q2_K
+ * sixteen of 16 with 4-bit scales and mins, w = d * sc_j * q - dmin * m_j
+ * (q: 0..3); Q6_K and Q3_K sixteen of 16 with signed scales, w = d * sc_j
+ * * (q - bias) (Q6_K: int8 scales, q 0..63, bias 32; Q3_K: 6-bit scales
+ * less 32, q 0..7, bias 4). The activations are Q8_K: per super-block one
+ * f32 da and int8 qa. The result of one output (weight row, activation
+ * row) is defined per super-block, in order from acc = 0, as
+ *     Q2_K, Q4_K, Q5_K:  isc = sum_j sc_j * sum_(i in j) q_i * qa_i
+ *                        imn = sum_j m_j * sum_(i in j) qa_i
+ *                        acc = fma(float(isc), d * da, acc)
+ *                        acc = acc - float(imn) * (dmin * da)  (one fnmadd)
+ *     Q3_K, Q6_K:        isc = sum_j sc_j * sum_(i in j) (q_i - bias) * qa_i
+ *                        acc = fma(float(isc), d * da, acc)
  * where isc and imn are exact integers (|isc| < 2^27, |imn| < 2^22), so
- * every kernel that forms them, in whatever order, gives the same bits.
+ * every kernel that forms them, in whatever order, gives the same bits
+ * (the AVX2 kernels, qk_ksum_avx2.h, compute the same definition).
  * The engine's K tile (qk_engine_body.h) converted 16 lane sums per
  * super-block and took the min term group by group in floats; here one or
  * two conversions per super-block are the whole float work.
@@ -44,9 +48,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/qk_q3k_scales_x86.h"
+
 #define KS_TR 6 /* weight rows per tile */
 
-typedef enum { KS_Q4_K, KS_Q5_K, KS_Q6_K } ks_kind;
+typedef enum { KS_Q4_K, KS_Q5_K, KS_Q6_K, KS_Q2_K, KS_Q3_K } ks_kind;
+
+/* Types of sixteen 16-element sub-blocks whose q are met in element order
+ * (Q4_K / Q5_K: eight of 32, met in nibble order), and those with a min
+ * term (imn); the others subtract a bias through isc. */
+static inline int ks_subs16(ks_kind kd) { return kd == KS_Q6_K || kd == KS_Q2_K || kd == KS_Q3_K; }
+static inline int ks_has_min(ks_kind kd) { return kd == KS_Q4_K || kd == KS_Q5_K || kd == KS_Q2_K; }
 
 typedef struct {
   const tp_qk_task *task;
@@ -56,17 +68,19 @@ typedef struct {
   int64_t groups;     /* tile: groups of 16 activation rows */
   uint8_t *au;        /* tile: [group][sb][64 steps][16 rows][4] = qa + 128 */
   float *da;          /* tile: [group][sb][16] */
-  int32_t *bp;        /* tile, Q4_K / Q5_K: [group][sb][pair p][16] = B_2p (low half) | B_2p+1 << 16 */
-  int16_t *bs;        /* matrix-vector, Q4_K / Q5_K: [row][sb][32]: sums of qa over the 16-element groups g, twice */
+  int32_t *bp;        /* tile, min types: [group][sb][pair p][16] = B_2p (low half) | B_2p+1 << 16, B_j
+                         sub-block j's sum of qa (4 pairs, Q2_K 8) */
+  int16_t *bs;        /* matrix-vector, min types: [row][sb][32]: sums of qa over the 16-element groups g, twice */
   void *mem;
   volatile int failed;
 } qk_ks_ctx;
 
 /* ---- tile: weight rows ----------------------------------------------------- */
 
-/* One decoded panel row: bytes in element order (Q6_K: q - 32 as int8), per
- * super-block the sub-block scales (8 or 16), Q4_K / Q5_K's 4 paired mins,
- * the correction -128 * sum_j sc_j * (byte sum of j), d and dmin. */
+/* One decoded panel row: bytes in element order (Q6_K, Q3_K: q - bias as
+ * int8), per super-block the sub-block scales (8 or 16), the paired mins
+ * (Q4_K / Q5_K 4 pairs, Q2_K 8), the correction -128 * sum_j sc_j * (byte
+ * sum of j), d and dmin. */
 typedef struct {
   uint8_t *q;
   int32_t *sc, *mnp, *corr;
@@ -74,9 +88,9 @@ typedef struct {
 } ks_row;
 
 static size_t ks_row_bytes(int64_t nsb) {
-  /* q, then sc (16), mnp (4), corr, d, dmin per super-block; q rows a cache
+  /* q, then sc (16), mnp (8), corr, d, dmin per super-block; q rows a cache
    * line longer than 256 * nsb (L1 sets, as in the engine) */
-  return (size_t)nsb * (256 + 23 * 4) + 64;
+  return (size_t)nsb * (256 + 27 * 4) + 64;
 }
 
 static inline int32_t ks_sad(__m256i u) { /* the sum of 32 unsigned bytes */
@@ -116,7 +130,7 @@ static void ks_decode_k45(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
       out->sc[16 * sb + j] = sc;
       corr += (int64_t)sc * qsum[j];
     }
-    for (int p = 0; p < 4; ++p) out->mnp[4 * sb + p] = mins[2 * p] | mins[2 * p + 1] << 16;
+    for (int p = 0; p < 4; ++p) out->mnp[8 * sb + p] = mins[2 * p] | mins[2 * p + 1] << 16;
     out->corr[sb] = (int32_t)(-128 * corr);
   }
 }
@@ -158,15 +172,68 @@ static void ks_decode_q6(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
   }
 }
 
+/* Q2_K / Q3_K: elements 64v .. 64v + 63 of a super-block (v = 2h + p, h
+ * its half): bits 4p (elements 0..31 of the run, low 256 bits) and 4p + 2
+ * (32..63, high) of qs[32h ..], q = 0..3; Q3_K adds bit 4h + 2p (low) and
+ * 4h + 2p + 1 (high) of hmask[0..31] as 4 (q = 0..7). 16-bit shifts of at
+ * most 6 bring no neighbour's bit into the two kept. */
+MV_INLINE __m512i ks_q23_vec(const uint8_t *blk, int v, int three) {
+  const int h = v / 2, p = v % 2;
+  const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(blk + (three ? 32 : 16) + 32 * h)));
+  __m512i q = _mm512_mask_srli_epi16(_mm512_srli_epi16(x, (unsigned)(4 * p)), (__mmask32)0xFFFF0000u, x, (unsigned)(4 * p + 2));
+  q = _mm512_and_si512(q, _mm512_set1_epi8(3));
+  if (three) {
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)blk));
+    const int b = 4 * h + 2 * p;
+    const __m512i sel = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << b)), _mm256_set1_epi8((char)(1 << (b + 1))), 1);
+    q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, sel), q, _mm512_set1_epi8(4));
+  }
+  return q;
+}
+
+/* Q2_K (q; 4-bit scales and mins in the 16 bytes from 0, d at 80, dmin at
+ * 82) and Q3_K (q - 4; scales less 32 from byte 96, d at 108). */
+static void ks_decode_q23(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
+  const int three = x->kind == KS_Q3_K, bias = three ? 4 : 0;
+  for (int64_t sb = 0; sb < x->nsb; ++sb) {
+    const uint8_t *blk = src + sb * x->bb;
+    uint8_t *q = out->q + 256 * sb;
+    int8_t sc[16];
+    if (three) {
+      _mm_storeu_si128((__m128i *)(void *)sc, qk_q3k_scales(blk));
+      out->d[sb] = qk_f16(blk + 108);
+    } else {
+      for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
+      for (int p = 0; p < 8; ++p) out->mnp[8 * sb + p] = blk[2 * p] >> 4 | (blk[2 * p + 1] >> 4) << 16;
+      out->d[sb] = qk_f16(blk + 80);
+      out->dmin[sb] = qk_f16(blk + 82);
+    }
+    int64_t corr = 0;
+    for (int v = 0; v < 4; ++v) {
+      const __m512i u = ks_q23_vec(blk, v, three);
+      _mm512_storeu_si512(q + 64 * v, _mm512_sub_epi8(u, _mm512_set1_epi8((char)bias)));
+      uint64_t s[8]; /* psadbw: sums of 8 bytes; sub-block 4v + i is s[2i] + s[2i + 1] */
+      _mm512_storeu_si512(s, _mm512_sad_epu8(u, _mm512_setzero_si512()));
+      for (int i = 0; i < 4; ++i) {
+        const int j = 4 * v + i;
+        out->sc[16 * sb + j] = sc[j];
+        corr += (int64_t)sc[j] * ((int64_t)(s[2 * i] + s[2 * i + 1]) - 16 * bias);
+      }
+    }
+    out->corr[sb] = (int32_t)(-128 * corr);
+  }
+}
+
 static void ks_decode_row(const qk_ks_ctx *x, const uint8_t *src, uint8_t *mem, ks_row *out) {
   const int64_t nsb = x->nsb;
   out->q = mem;
   out->sc = (int32_t *)(void *)(mem + nsb * 256 + 64);
   out->mnp = out->sc + 16 * nsb;
-  out->corr = out->mnp + 4 * nsb;
+  out->corr = out->mnp + 8 * nsb;
   out->d = (float *)(void *)(out->corr + nsb);
   out->dmin = out->d + nsb;
   if (x->kind == KS_Q6_K) ks_decode_q6(x, src, out);
+  else if (x->kind == KS_Q2_K || x->kind == KS_Q3_K) ks_decode_q23(x, src, out);
   else ks_decode_k45(x, src, out);
 }
 
@@ -181,10 +248,11 @@ static inline __m512i ks_dpbusd0_bcast(__m512i u, const uint8_t *p) {
 }
 
 /* KS_TR rows x activation groups g0, g0 + 1 (ng of them), sub-blocks of
- * SUB (32: Q4_K / Q5_K with the min term; 16: Q6_K); f[r][g] in memory:
- * touched once per super-block, the registers hold the integers. */
+ * SUB (32: Q4_K / Q5_K; 16: the others), MINP pairs of mins (4: Q4_K /
+ * Q5_K, 8: Q2_K, 0: no min term); f[r][g] in memory: touched once per
+ * super-block, the registers hold the integers. */
 static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng,
-                                                          float f[KS_TR][2][16], const int SUB) {
+                                                          float f[KS_TR][2][16], const int SUB, const int MINP) {
   const int64_t nsb = x->nsb;
   const int steps = SUB / 4;
   memset(f, 0, sizeof(float) * KS_TR * 2 * 16);
@@ -230,11 +298,11 @@ static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, co
       for (int r = 0; r < KS_TR; ++r) {
         __m512 acc = _mm512_loadu_ps(f[r][g]);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc[r][g]), _mm512_mul_ps(_mm512_set1_ps(rw[r].d[sb]), da), acc);
-        if (SUB == 32) {
-          const int32_t *bp = x->bp + cell * 64;
+        if (MINP) {
+          const int32_t *bp = x->bp + cell * 128;
           __m512i imn = _mm512_setzero_si512();
-          for (int p = 0; p < 4; ++p)
-            imn = qk_dpwssd(imn, _mm512_loadu_si512(bp + 16 * p), _mm512_set1_epi32(rw[r].mnp[4 * sb + p]));
+          for (int p = 0; p < MINP; ++p)
+            imn = qk_dpwssd(imn, _mm512_loadu_si512(bp + 16 * p), _mm512_set1_epi32(rw[r].mnp[8 * sb + p]));
           acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(_mm512_set1_ps(rw[r].dmin[sb]), da), acc);
         }
         _mm512_storeu_ps(f[r][g], acc);
@@ -244,10 +312,13 @@ static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, co
 }
 
 static void ks_tile_k45(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
-  ks_tile(x, rw, g0, ng, f, 32);
+  ks_tile(x, rw, g0, ng, f, 32, 4);
 }
-static void ks_tile_q6(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
-  ks_tile(x, rw, g0, ng, f, 16);
+static void ks_tile_q2(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
+  ks_tile(x, rw, g0, ng, f, 16, 8);
+}
+static void ks_tile_bias(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
+  ks_tile(x, rw, g0, ng, f, 16, 0); /* Q6_K, Q3_K */
 }
 
 static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
@@ -277,7 +348,7 @@ static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
     for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
       const int ng = x->groups - g0 >= 2 ? 2 : 1;
       float f[KS_TR][2][16] __attribute__((aligned(64)));
-      (x->kind == KS_Q6_K ? ks_tile_q6 : ks_tile_k45)(x, rw, g0, ng, f);
+      (x->kind == KS_Q2_K ? ks_tile_q2 : ks_subs16(x->kind) ? ks_tile_bias : ks_tile_k45)(x, rw, g0, ng, f);
       for (int g = 0; g < ng; ++g) {
         const int64_t c0 = (g0 + g) * 16;
         const int used = (int)(t->m - c0 < 16 ? t->m - c0 : 16);
@@ -289,8 +360,8 @@ static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
 }
 
 /* The activations as the tile reads them (rows past m: qa = 0), a group of
- * 16 rows per call (qk_lanes_repack); for Q4_K / Q5_K a sub-block's sum of
- * qa is psadbw's sum of qa + 128 less 32 * 128. */
+ * 16 rows per call (qk_lanes_repack); for the min types a sub-block's sum
+ * of qa is psadbw's sum of qa + 128 less its length * 128. */
 static void ks_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_ks_ctx *x = vctx;
   const qk_act *act = &x->act;
@@ -303,16 +374,21 @@ static void ks_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
       qk_lanes_repack(q, kpad, used, 256 * sb, 64, x->au + cell * 64 * 64);
       float *da = x->da + cell * 16;
       for (int l = 0; l < 16; ++l) da[l] = l < used ? act->dsb[(16 * g + l) * dstride + sb] : 0.0f;
-      if (x->kind == KS_Q6_K) continue;
-      int32_t *bp = x->bp + cell * 64;
+      if (!ks_has_min(x->kind)) continue;
+      const int subs = ks_subs16(x->kind) ? 16 : 8, len = 256 / subs;
+      int32_t *bp = x->bp + cell * 128;
       for (int l = 0; l < 16; ++l) {
-        int32_t b[8] = {0};
+        int32_t b[16] = {0};
         if (l < used)
-          for (int j = 0; j < 8; ++j)
-            b[j] = ks_sad(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(q + l * kpad + 256 * sb + 32 * j)),
-                                           _mm256_set1_epi8((char)0x80))) -
-                   32 * 128;
-        for (int p = 0; p < 4; ++p)
+          for (int j = 0; j < subs; ++j) {
+            const int8_t *src = q + l * kpad + 256 * sb + len * j;
+            b[j] = (len == 32 ? ks_sad(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)src),
+                                                        _mm256_set1_epi8((char)0x80)))
+                              : ks_sad(_mm256_zextsi128_si256(_mm_xor_si128(
+                                    _mm_loadu_si128((const __m128i *)(const void *)src), _mm_set1_epi8((char)0x80))))) -
+                   len * 128;
+          }
+        for (int p = 0; p < subs / 2; ++p)
           bp[16 * p + l] = (int32_t)((uint32_t)(uint16_t)b[2 * p] | (uint32_t)b[2 * p + 1] << 16);
       }
     }
@@ -322,7 +398,7 @@ static void ks_tile_prepare_groups(void *vctx, int64_t g0, int64_t g1) {
 static int ks_tile_prepare(qk_ks_ctx *x) {
   x->groups = (x->act.m + 15) / 16;
   const size_t cells = (size_t)(x->groups * x->nsb);
-  x->mem = tp_temp_alloc(cells * (64 * 64 + 16 * sizeof(float) + 64 * sizeof(int32_t)));
+  x->mem = tp_temp_alloc(cells * (64 * 64 + 16 * sizeof(float) + 128 * sizeof(int32_t)));
   if (!x->mem) return 0;
   x->au = (uint8_t *)x->mem;
   x->da = (float *)(void *)(x->au + cells * 64 * 64);
@@ -424,6 +500,41 @@ MV_INLINE __m512i ks_row_q6(const uint8_t *blk, const int8_t *a, const int32_t *
   return qk_dpwssd(isc, _mm512_packs_epi32(t2, t3), _mm512_permutexvar_epi16(KS_Q6_IDX(8), s16));
 }
 
+/* Q2_K / Q3_K: one row's super-block, all 16 lanes summing to isc, in
+ * ks_row_q6's layout: chunk v's vpdpbusd lanes (Q3_K from the bias term
+ * init = -4 * their qa sum) are exact 4-element sums within int16 (|.| <=
+ * 4 * 4 * 128), packed in word pairs and scaled by one vpmaddwd
+ * (vpdpwssd) with the scales as words: sv holds 16 of them from word w0 (0
+ * or 16: a row pair's scales in one vector). */
+MV_INLINE __m512i ks_row_q23(const uint8_t *blk, const int8_t *a, const int32_t *in, __m512i sv, int w0, int three) {
+  __m512i t[4];
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v)
+    t[v] = qk_dpbusd(three ? _mm512_loadu_si512(in + 16 * v) : _mm512_setzero_si512(), ks_q23_vec(blk, v, three),
+                     _mm512_loadu_si512(a + 64 * v));
+  const __m512i isc = _mm512_madd_epi16(_mm512_packs_epi32(t[0], t[1]), _mm512_permutexvar_epi16(KS_Q6_IDX(w0), sv));
+  return qk_dpwssd(isc, _mm512_packs_epi32(t[2], t[3]), _mm512_permutexvar_epi16(KS_Q6_IDX(w0 + 8), sv));
+}
+
+/* Q2_K: rows r0 and r1 of one super-block as q80_pair(F, M) (ks_pair_k45's
+ * layout): both rows' 4-bit scales and mins decoded side by side as words
+ * [r0's 16 | r1's 16]; M is the mins against the activations' 16 sub-block
+ * sums (bs16: the same in both halves), one vpmaddwd for both rows. */
+MV_INLINE __m512i ks_pair_q2(const uint8_t *r0, const uint8_t *r1, const int8_t *a, __m512i bs16) {
+  const __m256i raw = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)r0)),
+                                              _mm_loadu_si128((const __m128i *)(const void *)r1), 1);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  const __m512i sc = _mm512_cvtepu8_epi16(_mm256_and_si256(raw, nib));
+  const __m512i mn = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), nib));
+  const __m512i f = ks_fold(ks_row_q23(r0, a, NULL, sc, 0, 0), ks_row_q23(r1, a, NULL, sc, 16, 0));
+  return q80_pair(f, _mm512_madd_epi16(mn, bs16));
+}
+
+/* Q3_K: its scales (less 32) as 16 words. */
+MV_INLINE __m512i ks_q3_words(const uint8_t *blk) {
+  return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(qk_q3k_scales(blk)));
+}
+
 /* Rows r and r + 1 (those below `rows`) of the panel at pf (NULL: none):
  * the `bytes` of each at byte `at`, into L2. */
 static inline void ks_fetch_pair(const uint8_t *pf, int rows, int r, int64_t stride, int64_t at, int64_t bytes) {
@@ -440,9 +551,10 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
   const tp_qk_task *t = x->task;
   const qk_act *act = &x->act;
   const int64_t nsb = x->nsb, bb = x->bb, kpad = act->kpad, lanes = kpad / 4, dstride = kpad / 256 + 1;
-  /* the 32 bits read per row and super-block: d | dmin << 16 (Q4_K,
-   * Q5_K), scales 14-15 | d << 16 (Q6_K: d ends the block) */
-  const int64_t at = kind == KS_Q6_K ? 206 : 0;
+  /* the 32 bits read per row and super-block: d | dmin << 16 (the min
+   * types), the two bytes before d | d << 16 (Q6_K, Q3_K: d ends the block) */
+  const int64_t at = kind == KS_Q6_K ? 206 : kind == KS_Q3_K ? 106 : kind == KS_Q2_K ? 80 : 0;
+  const int side = ks_subs16(kind), has_min = ks_has_min(kind);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
@@ -462,16 +574,17 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
     const uint8_t *pf_c = pf; /* the first activation row's pass fetches */
     int64_t pf_u = 0;
     for (int64_t c = 0; c < t->m; ++c) {
-      const int8_t *aq = kind == KS_Q6_K ? act->q + c * kpad : act->qn + c * kpad;
-      const int32_t *init = act->init + c * lanes;
+      const int8_t *aq = side ? act->q + c * kpad : act->qn + c * kpad;
+      const int32_t *init = act->init + c * lanes; /* Q6_K, Q3_K */
       const float *dsb = act->dsb + c * dstride;
-      const int16_t *bs = kind == KS_Q6_K ? NULL : x->bs + c * nsb * 32; /* Q6_K has none */
+      const int16_t *bs = has_min ? x->bs + c * nsb * 32 : NULL;
       __m512 f = _mm512_setzero_ps();
       /* G row pairs at a time through KS_SBC super-blocks. Q4_K / Q5_K: one
        * pair, its bytes met nearly in address order (24.9 against 22.7 GB/s
-       * from L2 with all 16 rows side by side); Q6_K: all eight pairs, which
-       * share each super-block's activation loads (31.7 against 27.1) */
-      const int G = kind == KS_Q6_K ? 8 : 1;
+       * from L2 with all 16 rows side by side); the 16-sub-block types: all
+       * eight pairs, which share each super-block's activation loads (Q6_K
+       * 31.7 against 27.1) */
+      const int G = side ? 8 : 1;
       for (int64_t s0 = 0; s0 < nsb; s0 += KS_SBC) {
         const int64_t ns = nsb - s0 < KS_SBC ? nsb - s0 : KS_SBC;
         __m512i u[KS_SBC][8];
@@ -485,13 +598,19 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
 #pragma GCC unroll 8
             for (int i = i0; i < i0 + G; ++i) {
               const uint8_t *r0 = rows[2 * i] + sb * bb, *r1 = rows[2 * i + 1] + sb * bb;
-              if (kind == KS_Q6_K) ks_fetch_pair(pf_c, (int)pf_rows, 2 * i, (int64_t)t->row_bytes, sb * bb, bb);
+              if (side) ks_fetch_pair(pf_c, (int)pf_rows, 2 * i, (int64_t)t->row_bytes, sb * bb, bb);
               else qk_prefetch_slice(pf_c, pf_u++, pf_step);
               memcpy(&dw[j][2 * i], r0 + at, 4), memcpy(&dw[j][2 * i + 1], r1 + at, 4);
+              const int8_t *a = aq + 256 * sb;
               if (kind == KS_Q6_K)
-                u[j][i] = q80_pair(ks_row_q6(r0, aq + 256 * sb, init + 64 * sb), ks_row_q6(r1, aq + 256 * sb, init + 64 * sb));
+                u[j][i] = q80_pair(ks_row_q6(r0, a, init + 64 * sb), ks_row_q6(r1, a, init + 64 * sb));
+              else if (kind == KS_Q3_K)
+                u[j][i] = q80_pair(ks_row_q23(r0, a, init + 64 * sb, ks_q3_words(r0), 0, 1),
+                                   ks_row_q23(r1, a, init + 64 * sb, ks_q3_words(r1), 0, 1));
+              else if (kind == KS_Q2_K)
+                u[j][i] = ks_pair_q2(r0, r1, a, _mm512_loadu_si512(bs + sb * 32));
               else
-                u[j][i] = ks_pair_k45(r0, r1, aq + 256 * sb, _mm512_loadu_si512(bs + sb * 32), kind == KS_Q5_K);
+                u[j][i] = ks_pair_k45(r0, r1, a, _mm512_loadu_si512(bs + sb * 32), kind == KS_Q5_K);
             }
           }
         for (int64_t j = 0; j < ns; ++j) {
@@ -500,7 +619,7 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
           q80_reduce8(u[j], &i0, &i1);
           const __m512i dd = _mm512_loadu_si512(dw[j]);
           const __m512 da = _mm512_set1_ps(dsb[sb]);
-          if (kind == KS_Q6_K) {
+          if (!has_min) {
             const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
             f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_mul_ps(d, da), f);
           } else {
@@ -522,14 +641,17 @@ static inline __attribute__((always_inline)) void ks_mv_panels(qk_ks_ctx *x, int
 static void ks_mv_range_q4(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q4_K); }
 static void ks_mv_range_q5(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q5_K); }
 static void ks_mv_range_q6(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q6_K); }
+static void ks_mv_range_q2(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q2_K); }
+static void ks_mv_range_q3(void *x, int64_t p0, int64_t p1) { ks_mv_panels(x, p0, p1, KS_Q3_K); }
 
-/* Q4_K / Q5_K: the activations in nibble order and their 16-element group
- * sums, for the min products (Q6_K reads q and the bias term as they are). */
+/* The min types: the activations' 16-element group sums, for the min
+ * products, and for Q4_K / Q5_K the activations in nibble order (Q6_K and
+ * Q3_K read q and the bias term as they are). */
 static int ks_mv_prepare(qk_ks_ctx *x) {
-  if (x->kind == KS_Q6_K) return 1;
+  if (!ks_has_min(x->kind)) return 1;
   const qk_act *act = &x->act;
   x->mem = tp_temp_alloc((size_t)(act->m * x->nsb * 32) * sizeof(int16_t));
-  if (!x->mem || !mv_q4k_prepare(&x->act)) return 0;
+  if (!x->mem || (!ks_subs16(x->kind) && !mv_q4k_prepare(&x->act))) return 0;
   x->bs = x->mem;
   for (int64_t c = 0; c < act->m; ++c)
     for (int64_t sb = 0; sb < x->nsb; ++sb)
@@ -541,7 +663,7 @@ static int ks_mv_prepare(qk_ks_ctx *x) {
   return 1;
 }
 
-/* x for Q4_K, Q5_K or Q6_K weights (k % 256 == 0) with t's activations
+/* x for K-quant weights (k % 256 == 0) with t's activations
  * prepared and, when m < QK_C, the matrix-vector kernel's (*mv its range
  * function). 0: out of memory. */
 static int qk_ks_begin(const tp_qk_task *t, qk_ks_ctx *x, tp_qk_range_fn *mv) {
@@ -550,10 +672,20 @@ static int qk_ks_begin(const tp_qk_task *t, qk_ks_ctx *x, tp_qk_range_fn *mv) {
   tr.has_min = 0; /* the min term is taken in integers: no float group sums (act.bf) */
   memset(x, 0, sizeof *x);
   x->task = t;
-  x->kind = t->wtype == TOPOS_Q6_K ? KS_Q6_K : t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
+  static const struct {
+    topos_dtype type;
+    ks_kind kind;
+    int64_t bb;
+    tp_qk_range_fn mv;
+  } kinds[] = {{TOPOS_Q4_K, KS_Q4_K, 144, ks_mv_range_q4}, {TOPOS_Q5_K, KS_Q5_K, 176, ks_mv_range_q5},
+               {TOPOS_Q6_K, KS_Q6_K, 210, ks_mv_range_q6}, {TOPOS_Q2_K, KS_Q2_K, 84, ks_mv_range_q2},
+               {TOPOS_Q3_K, KS_Q3_K, 110, ks_mv_range_q3}};
+  int i = 0;
+  while (i < 4 && kinds[i].type != t->wtype) ++i; /* the caller passes a K type: the last if none before */
+  x->kind = kinds[i].kind;
   x->nsb = t->k / 256;
-  x->bb = x->kind == KS_Q6_K ? 210 : x->kind == KS_Q5_K ? 176 : 144;
-  *mv = x->kind == KS_Q6_K ? ks_mv_range_q6 : x->kind == KS_Q5_K ? ks_mv_range_q5 : ks_mv_range_q4;
+  x->bb = kinds[i].bb;
+  *mv = kinds[i].mv;
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
   if (t->m < QK_C && !ks_mv_prepare(x)) {
     tp_temp_free(x->mem);
@@ -569,8 +701,8 @@ static topos_status qk_ks_end(qk_ks_ctx *x) {
   tp_temp_free(x->mem);
   qk_act_free(&x->act);
   if (x->failed)
-    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: %s buffers for %lld x %lld",
-                   x->kind == KS_Q6_K ? "Q6_K" : x->kind == KS_Q5_K ? "Q5_K" : "Q4_K", (long long)t->m, (long long)t->k);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: %s buffers for %lld x %lld", topos_dtype_name(t->wtype),
+                   (long long)t->m, (long long)t->k);
   return TOPOS_OK;
 }
 

@@ -801,14 +801,13 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
 TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
   if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the K super-block kernels need AVX-512 VNNI");
-  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI); /* AMX tiles, where present, round Q6_K their own way */
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
-  qm_k_super_block_cases(types, 3);
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI); /* AMX tiles, where present, round Q2_K / Q3_K their own way */
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q2_K, TOPOS_Q3_K};
+  qm_k_super_block_cases(types, 5);
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
-/* The AVX2 kernels (qk_ksum_avx2.h) compute the same definition, and take
- * Q2_K and Q3_K too (on AVX-512 those stay on the engine body's K tile). */
+/* The AVX2 kernels (qk_ksum_avx2.h) compute the same definition. */
 TEST(qmatmul_k_types_avx2_are_the_super_block_sum_definition) {
   tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
