@@ -1,4 +1,4 @@
-/* AMX-INT8 route for Q4_K, Q5_K and Q6_K weights (included by
+/* AMX-INT8 route for the K-quant weights (included by
  * qk_avx512vnni.c after qk_amx_body.h and qk_ksum_avx512vnni.h), computing
  * the super-block definition of qk_ksum_avx512vnni.h — exact integers isc
  * (and imn) per super-block, then acc = fma(float(isc), d * da, acc) and,
@@ -32,34 +32,55 @@ typedef struct {
   int32_t *bp;    /* [group][sb][pair p][16] = B_2p (low word) | B_2p+1 << 16, B_j a sub-block's sum of qa */
 } qk_aks_ctx;
 
+/* How a type's sub-block scales go into the images: two unsigned images
+ * q * lo and q * hi (Q4_K, Q5_K: tdpbusd), two signed ones (Q3_K:
+ * (q - 4) * lo and (q - 4) * hi, tdpbssd), or one unsigned image q * sc
+ * (Q2_K: at most 3 * 15). */
+typedef enum { AKS_U2, AKS_S2, AKS_U1 } aks_mode;
+
 /* Tiles (qk_amx_configure_full): tmm0, tmm1: C_lo, C_hi of set 0; tmm2,
  * tmm3: of set 1 (one super-block's products run while the other's are
  * stored); tmm4, tmm5: A_lo, A_hi (16 weight rows x 64 bytes); tmm6: B
- * (16 x 64). */
+ * (16 x 64). AKS_U1 uses C_lo and A_lo only. */
 
 /* One super-block's products into set `set`: 4 chunks of 64 elements of the
  * lo and hi images (rows `stride` apart) against the 4 B tiles at b. */
-#define AKS_CHUNK(c0, c1)                                                                     \
+#define AKS_CHUNK(op, c0, c1)                                                                 \
   "tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%1,%2,1), %%tmm5\n\ttileloadd (%3,%4,1), %%tmm6\n\t" \
-  "tdpbusd %%tmm6, %%tmm4, %%" c0 "\n\ttdpbusd %%tmm6, %%tmm5, %%" c1 "\n\t"
-static inline void aks_products(int set, const uint8_t *lo, const uint8_t *hi, int64_t stride, const int8_t *b) {
+  op " %%tmm6, %%tmm4, %%" c0 "\n\t" op " %%tmm6, %%tmm5, %%" c1 "\n\t"
+#define AKS_CHUNK1(c0) "tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%3,%4,1), %%tmm6\n\ttdpbusd %%tmm6, %%tmm4, %%" c0 "\n\t"
+static inline __attribute__((always_inline)) void aks_products(int set, const uint8_t *lo, const uint8_t *hi,
+                                                               int64_t stride, const int8_t *b, const aks_mode mode) {
   const int64_t bstride = 64;
   if (set == 0) __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1" ::: "memory");
   else __asm__ volatile("tilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
   for (int c = 0; c < 4; ++c) {
     const uint8_t *l = lo + 64 * c, *h = hi + 64 * c;
     const int8_t *bc = b + 1024 * c;
-    if (set == 0)
-      __asm__ volatile(AKS_CHUNK("tmm0", "tmm1") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+    if (mode == AKS_U2 && set == 0)
+      __asm__ volatile(AKS_CHUNK("tdpbusd", "tmm0", "tmm1") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+    else if (mode == AKS_U2)
+      __asm__ volatile(AKS_CHUNK("tdpbusd", "tmm2", "tmm3") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+    else if (mode == AKS_S2 && set == 0)
+      __asm__ volatile(AKS_CHUNK("tdpbssd", "tmm0", "tmm1") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+    else if (mode == AKS_S2)
+      __asm__ volatile(AKS_CHUNK("tdpbssd", "tmm2", "tmm3") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+    else if (set == 0)
+      __asm__ volatile(AKS_CHUNK1("tmm0") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
     else
-      __asm__ volatile(AKS_CHUNK("tmm2", "tmm3") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
+      __asm__ volatile(AKS_CHUNK1("tmm2") : : "r"(l), "r"(h), "r"(stride), "r"(bc), "r"(bstride) : "memory");
   }
 }
+#undef AKS_CHUNK1
 #undef AKS_CHUNK
 
-static inline void aks_store(int set, int32_t *c) {
+static inline __attribute__((always_inline)) void aks_store(int set, int32_t *c, const aks_mode mode) {
   const int64_t stride = 64;
-  if (set == 0)
+  if (mode == AKS_U1 && set == 0)
+    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+  else if (mode == AKS_U1)
+    __asm__ volatile("tilestored %%tmm2, (%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
+  else if (set == 0)
     __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilestored %%tmm1, 1024(%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
   else
     __asm__ volatile("tilestored %%tmm2, (%0,%1,1)\n\ttilestored %%tmm3, 1024(%0,%1,1)" : : "r"(c), "r"(stride) : "memory");
@@ -68,7 +89,7 @@ static inline void aks_store(int set, int32_t *c) {
 /* A panel row's per-super-block factors: d, dmin and the paired mins. */
 typedef struct {
   float *d, *dmin;
-  int32_t *mnp; /* [sb][pair p] = m_2p | m_2p+1 << 16 */
+  int32_t *mnp; /* [sb][pair p] = m_2p | m_2p+1 << 16 (8 pairs a super-block; Q4_K / Q5_K use 4) */
 } aks_row;
 
 /* c * i for c, i < 16 (at most 225: a byte), the product table of the
@@ -112,7 +133,7 @@ static void aks_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, int five
     out->dmin[sb] = qk_f16(blk + 2);
     int sc[8], mn[8];
     for (int j = 0; j < 8; ++j) qk_scale_min_k4(j, blk + 4, &sc[j], &mn[j]);
-    for (int p = 0; p < 4; ++p) out->mnp[4 * sb + p] = mn[2 * p] | mn[2 * p + 1] << 16;
+    for (int p = 0; p < 4; ++p) out->mnp[8 * sb + p] = mn[2 * p] | mn[2 * p + 1] << 16;
     uint32_t fifth[8] = {0};
     if (five) {
       const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16));
@@ -136,48 +157,105 @@ static void aks_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, int five
   }
 }
 
+/* (i - 4) * f for i = 0..7 (then zeros), f = -4..7: Q3_K's signed image
+ * factors (lo digits 0..7, hi digits -4..3), row f + 4 the vpshufb table. */
+#define AKS3_ROW(f) {-4 * (f), -3 * (f), -2 * (f), -(f), 0, (f), 2 * (f), 3 * (f), 0, 0, 0, 0, 0, 0, 0, 0}
+static const int8_t aks3_mul[12][16] = {AKS3_ROW(-4), AKS3_ROW(-3), AKS3_ROW(-2), AKS3_ROW(-1),
+                                        AKS3_ROW(0),  AKS3_ROW(1),  AKS3_ROW(2),  AKS3_ROW(3),
+                                        AKS3_ROW(4),  AKS3_ROW(5),  AKS3_ROW(6),  AKS3_ROW(7)};
+#undef AKS3_ROW
+
+/* Four 16-byte tables as the 128-bit lanes of one vector (lane i: t_i). */
+static inline __m512i aks_lanes4(const void *t0, const void *t1, const void *t2, const void *t3) {
+  __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)t0));
+  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)t1), 1);
+  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)t2), 2);
+  return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)t3), 3);
+}
+
+/* One Q2_K or Q3_K row: element order (ks_q23_vec: a 128-bit lane of run v
+ * is sub-block 4v + lane), an image byte is q times its sub-block's factor
+ * by one vpshufb per 64 elements. Q2_K: lo = q * sc (the 4-bit scale),
+ * d, dmin and the 8 pairs of 4-bit mins; Q3_K (sc = 8 hi + lo, lo 0..7,
+ * hi -4..3): lo = (q - 4) * lo and hi = (q - 4) * hi as signed bytes
+ * (within -28..21), isc = C_lo + 8 C_hi, and d. */
+static void aks_decode_q23_row(const uint8_t *src, int64_t nsb, int64_t bb, int three, uint8_t *lo, uint8_t *hi,
+                               aks_row *out) {
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t *blk = src + sb * bb;
+    int8_t sc[16];
+    if (three) {
+      _mm_storeu_si128((__m128i *)(void *)sc, qk_q3k_scales(blk));
+      out->d[sb] = qk_f16(blk + 108);
+    } else {
+      for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
+      for (int p = 0; p < 8; ++p) out->mnp[8 * sb + p] = blk[2 * p] >> 4 | (blk[2 * p + 1] >> 4) << 16;
+      out->d[sb] = qk_f16(blk + 80);
+      out->dmin[sb] = qk_f16(blk + 82);
+    }
+    for (int v = 0; v < 4; ++v) {
+      const __m512i q = ks_q23_vec(blk, v, three);
+      const int8_t *f = sc + 4 * v;
+      uint8_t *l = lo + 256 * sb + 64 * v, *h = hi + 256 * sb + 64 * v;
+      if (three) {
+        _mm512_storeu_si512(l, _mm512_shuffle_epi8(aks_lanes4(aks3_mul[(f[0] & 7) + 4], aks3_mul[(f[1] & 7) + 4],
+                                                              aks3_mul[(f[2] & 7) + 4], aks3_mul[(f[3] & 7) + 4]), q));
+        _mm512_storeu_si512(h, _mm512_shuffle_epi8(aks_lanes4(aks3_mul[(f[0] >> 3) + 4], aks3_mul[(f[1] >> 3) + 4],
+                                                              aks3_mul[(f[2] >> 3) + 4], aks3_mul[(f[3] >> 3) + 4]), q));
+      } else {
+        _mm512_storeu_si512(l, _mm512_shuffle_epi8(aks_lanes4(aks_mul[f[0]], aks_mul[f[1]], aks_mul[f[2]], aks_mul[f[3]]), q));
+      }
+    }
+  }
+}
+
 /* The panel at row n0 (nr real rows, the last repeated): the images [16][k]
  * and the rows' factors. */
 static void aks_decode_panel(const qk_aks_ctx *x, int64_t n0, int nr, uint8_t *lo, uint8_t *hi, aks_row rw[16]) {
   const tp_qk_task *t = x->ks.task;
   const int64_t k = t->k;
+  const ks_kind kd = x->ks.kind;
   for (int r = 0; r < 16; ++r) {
     const int64_t row = n0 + (r < nr ? r : nr - 1);
-    aks_decode_row((const uint8_t *)t->w + (size_t)row * t->row_bytes, x->ks.nsb, x->ks.bb, x->ks.kind == KS_Q5_K,
-                   lo + (size_t)r * (size_t)k, hi + (size_t)r * (size_t)k, &rw[r]);
+    const uint8_t *src = (const uint8_t *)t->w + (size_t)row * t->row_bytes;
+    uint8_t *l = lo + (size_t)r * (size_t)k, *h = hi + (size_t)r * (size_t)k;
+    if (kd == KS_Q2_K || kd == KS_Q3_K) aks_decode_q23_row(src, x->ks.nsb, x->ks.bb, kd == KS_Q3_K, l, h, &rw[r]);
+    else aks_decode_row(src, x->ks.nsb, x->ks.bb, kd == KS_Q5_K, l, h, &rw[r]);
   }
 }
 
 /* The float steps of super-block sb for one group: isc from the stored
- * C_lo, C_hi (cb), imn from the activations' pair sums (bp: this group's
- * and super-block's 4 x 16) and the rows' paired mins. */
+ * C_lo (and C_hi: cb), imn (MINP pairs: 4, 8, or 0 for none) from the
+ * activations' pair sums (bp: this group's and super-block's MINP x 16)
+ * and the rows' paired mins. */
 static inline __attribute__((always_inline)) void aks_epilogue(const aks_row rw[16], int64_t sb, const int32_t *cb,
                                                                const int32_t *bp, __m512 da, int shift,
-                                                               __m512 acc[16]) {
-  const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 16);
-  const __m512i b2 = _mm512_loadu_si512(bp + 32), b3 = _mm512_loadu_si512(bp + 48);
+                                                               __m512 acc[16], const aks_mode mode, const int MINP) {
+  __m512i b[8];
+  for (int p = 0; p < MINP; ++p) b[p] = _mm512_loadu_si512(bp + 16 * p);
 #pragma GCC unroll 16
   for (int r = 0; r < 16; ++r) {
-    const __m512i clo = _mm512_load_si512((const void *)(cb + 16 * r));
-    const __m512i chi = _mm512_load_si512((const void *)(cb + 256 + 16 * r));
-    const __m512i isc = _mm512_add_epi32(clo, _mm512_slli_epi32(chi, (unsigned)shift));
-    const int32_t *mp = rw[r].mnp + 4 * sb;
-    __m512i imn = qk_dpwssd(_mm512_setzero_si512(), b0, _mm512_set1_epi32(mp[0]));
-    imn = qk_dpwssd(imn, b1, _mm512_set1_epi32(mp[1]));
-    imn = qk_dpwssd(imn, b2, _mm512_set1_epi32(mp[2]));
-    imn = qk_dpwssd(imn, b3, _mm512_set1_epi32(mp[3]));
+    __m512i isc = _mm512_load_si512((const void *)(cb + 16 * r));
+    if (mode != AKS_U1)
+      isc = _mm512_add_epi32(isc, _mm512_slli_epi32(_mm512_load_si512((const void *)(cb + 256 + 16 * r)), (unsigned)shift));
     acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), _mm512_mul_ps(_mm512_set1_ps(rw[r].d[sb]), da), acc[r]);
-    acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(_mm512_set1_ps(rw[r].dmin[sb]), da), acc[r]);
+    if (MINP) {
+      const int32_t *mp = rw[r].mnp + 8 * sb;
+      __m512i imn = _mm512_setzero_si512();
+      for (int p = 0; p < MINP; ++p) imn = qk_dpwssd(imn, b[p], _mm512_set1_epi32(mp[p]));
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(_mm512_set1_ps(rw[r].dmin[sb]), da), acc[r]);
+    }
   }
 }
 
-static void aks_range(void *vctx, int64_t p0, int64_t p1) {
+static inline __attribute__((always_inline)) void aks_range(void *vctx, int64_t p0, int64_t p1, const aks_mode mode,
+                                                            const int MINP) {
   qk_aks_ctx *x = vctx;
   const tp_qk_task *t = x->ks.task;
   const qk_amx_act *aa = &x->amx;
   const int64_t nsb = x->ks.nsb, k = t->k;
-  const int shift = x->ks.kind == KS_Q5_K ? 3 : 4;
-  const size_t img = (size_t)16 * (size_t)k, facts = (size_t)(16 * nsb) * 6 * sizeof(float);
+  const int shift = x->ks.kind == KS_Q4_K ? 4 : 3; /* Q5_K, Q3_K: 8 hi + lo */
+  const size_t img = (size_t)16 * (size_t)k, facts = (size_t)(16 * nsb) * 10 * sizeof(float);
   uint8_t *mem = tp_temp_alloc(2 * img + facts + 1024 * sizeof(int32_t) + 64);
   if (!mem) {
     x->ks.failed = 1;
@@ -186,7 +264,7 @@ static void aks_range(void *vctx, int64_t p0, int64_t p1) {
   uint8_t *lo = mem, *hi = lo + img;
   aks_row rw[16];
   for (int r = 0; r < 16; ++r) {
-    float *f = (float *)(void *)(hi + img) + (size_t)(r * nsb) * 6;
+    float *f = (float *)(void *)(hi + img) + (size_t)(r * nsb) * 10;
     rw[r] = (aks_row){f, f + nsb, (int32_t *)(void *)(f + 2 * nsb)};
   }
   int32_t *cbuf = (int32_t *)(void *)(((uintptr_t)(hi + img + facts) + 63) & ~(uintptr_t)63);
@@ -203,19 +281,19 @@ static void aks_range(void *vctx, int64_t p0, int64_t p1) {
       __m512 acc[16];
       for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
       const size_t cell0 = (size_t)(g * aa->chunks); /* chunks = 4 * nsb */
-      aks_products(0, lo, hi, k, aa->tiles + cell0 * 1024);
+      aks_products(0, lo, hi, k, aa->tiles + cell0 * 1024, mode);
       /* super-block s's tiles are stored an iteration after their products
        * were issued, and its float steps run an iteration later still */
       for (int64_t s = 0; s <= nsb; ++s) {
-        if (s < nsb) aks_store((int)(s & 1), cbuf + (s & 1) * 512);
+        if (s < nsb) aks_store((int)(s & 1), cbuf + (s & 1) * 512, mode);
         if (s + 1 < nsb)
           aks_products((int)((s + 1) & 1), lo + 256 * (s + 1), hi + 256 * (s + 1), k,
-                       aa->tiles + (cell0 + 4 * (size_t)(s + 1)) * 1024);
+                       aa->tiles + (cell0 + 4 * (size_t)(s + 1)) * 1024, mode);
         if (s < nsb) qk_prefetch_slice(pf, g * nsb + s, pf_step);
         if (s == 0) continue;
         const int64_t sb = s - 1;
         const __m512 da = _mm512_loadu_ps(aa->d + (cell0 + 4 * (size_t)sb) * 16);
-        aks_epilogue(rw, sb, cbuf + (sb & 1) * 512, x->bp + (g * nsb + sb) * 64, da, shift, acc);
+        aks_epilogue(rw, sb, cbuf + (sb & 1) * 512, x->bp + (g * nsb + sb) * 128, da, shift, acc, mode, MINP);
       }
       qk_amx_write(t, g, n0, nr, acc);
     }
@@ -223,9 +301,13 @@ static void aks_range(void *vctx, int64_t p0, int64_t p1) {
   qk_amx_release();
   tp_temp_free(mem);
 }
+static void aks_range_k45(void *x, int64_t p0, int64_t p1) { aks_range(x, p0, p1, AKS_U2, 4); }
+static void aks_range_q2(void *x, int64_t p0, int64_t p1) { aks_range(x, p0, p1, AKS_U1, 8); }
+static void aks_range_q3(void *x, int64_t p0, int64_t p1) { aks_range(x, p0, p1, AKS_S2, 0); }
 
 /* The activations' sub-block sums B_j (rows past m: 0), paired as words for
- * vpdpwssd, a group of 16 rows per call. |B_j| <= 32 * 128: a word. */
+ * vpdpwssd, a group of 16 rows per call (Q4_K / Q5_K: 8 sub-blocks of 32,
+ * 4 pairs; Q2_K: 16 of 16, 8 pairs). |B_j| <= 32 * 128: a word. */
 static void aks_pairs_groups(void *vctx, int64_t g0, int64_t g1) {
   qk_aks_ctx *x = vctx;
   const qk_act *act = &x->ks.act;
@@ -235,19 +317,20 @@ static void aks_pairs_groups(void *vctx, int64_t g0, int64_t g1) {
   const __m512i qoff = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                           _mm512_set1_epi32((int)act->kpad));
   const __m512i ones = _mm512_set1_epi8(1), low = _mm512_set1_epi32(0xFFFF);
+  const int len = ks_subs16(x->ks.kind) ? 16 : 32, pairs = 128 / len;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t valid = act->m - 16 * g < 16 ? act->m - 16 * g : 16;
     const __mmask16 mask = (__mmask16)((1u << valid) - 1u);
     for (int64_t sb = 0; sb < nsb; ++sb) {
-      int32_t *bp = x->bp + (g * nsb + sb) * 64;
+      int32_t *bp = x->bp + (g * nsb + sb) * 128;
       const int8_t *q = act->q + 16 * g * act->kpad + 256 * sb;
-      for (int pr = 0; pr < 4; ++pr) {
+      for (int pr = 0; pr < pairs; ++pr) {
         __m512i b[2];
         for (int h = 0; h < 2; ++h) {
           b[h] = _mm512_setzero_si512();
-          for (int t = 0; t < 8; ++t)
+          for (int t = 0; t < len / 4; ++t)
             b[h] = qk_dpbusd(b[h], ones,
-                             _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, qoff, q + 32 * (2 * pr + h) + 4 * t, 1));
+                             _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, qoff, q + len * (2 * pr + h) + 4 * t, 1));
         }
         _mm512_storeu_si512((void *)(bp + 16 * pr), _mm512_or_si512(_mm512_and_si512(b[0], low), _mm512_slli_epi32(b[1], 16)));
       }
@@ -403,7 +486,7 @@ static void aks6_range(void *vctx, int64_t p0, int64_t p1) {
   tp_temp_free(mem);
 }
 
-/* t: Q4_K, Q5_K or Q6_K weights, k % 256 == 0, AMX granted. */
+/* t: K-quant weights, k % 256 == 0, AMX granted. */
 static topos_status qk_aks_run(const tp_qk_task *t) {
   qk_aks_ctx x;
   memset(&x, 0, sizeof x);
@@ -411,21 +494,30 @@ static topos_status qk_aks_run(const tp_qk_task *t) {
   tp_qk_traits_of(t->wtype, &tr);
   tr.has_min = 0; /* the min term is taken in integers (bp) */
   x.ks.task = t;
-  x.ks.kind = t->wtype == TOPOS_Q6_K ? KS_Q6_K : t->wtype == TOPOS_Q5_K ? KS_Q5_K : KS_Q4_K;
+  x.ks.kind = t->wtype == TOPOS_Q6_K   ? KS_Q6_K
+              : t->wtype == TOPOS_Q5_K ? KS_Q5_K
+              : t->wtype == TOPOS_Q2_K ? KS_Q2_K
+              : t->wtype == TOPOS_Q3_K ? KS_Q3_K
+                                       : KS_Q4_K;
   x.ks.nsb = t->k / 256;
-  x.ks.bb = x.ks.kind == KS_Q6_K ? 210 : x.ks.kind == KS_Q5_K ? 176 : 144;
-  const int six = x.ks.kind == KS_Q6_K;
+  x.ks.bb = x.ks.kind == KS_Q6_K ? 210 : x.ks.kind == KS_Q5_K ? 176 : x.ks.kind == KS_Q2_K ? 84
+                                      : x.ks.kind == KS_Q3_K ? 110 : 144;
+  const int six = x.ks.kind == KS_Q6_K, mins = ks_has_min(x.ks.kind);
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.ks.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);
   topos_status st = TOPOS_OK;
   if (!qk_amx_act_prepare(&x.ks.act, &tr, 64, t->threads, &x.amx)) {
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation tiles %lld x %lld", (long long)t->m, (long long)t->k);
-  } else if (!six && !(x.bp = tp_temp_alloc((size_t)(x.amx.groups * x.ks.nsb * 64) * sizeof(int32_t)))) {
+  } else if (mins && !(x.bp = tp_temp_alloc((size_t)(x.amx.groups * x.ks.nsb * 128) * sizeof(int32_t)))) {
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activation sums %lld x %lld", (long long)t->m, (long long)t->k);
   } else {
-    if (!six) tp_qk_parallel_for(t->threads, x.amx.groups, 1, aks_pairs_groups, &x);
+    if (mins) tp_qk_parallel_for(t->threads, x.amx.groups, 1, aks_pairs_groups, &x);
     tp_qk_parallel_for(t->threads, (t->n + 15) / 16, 1 + ((int64_t)1 << 16) / (16 * t->k * t->m),
-                       six ? aks6_range : aks_range, &x);
+                       six                          ? aks6_range
+                       : x.ks.kind == KS_Q2_K ? aks_range_q2
+                       : x.ks.kind == KS_Q3_K ? aks_range_q3
+                                              : aks_range_k45,
+                       &x);
     if (x.ks.failed) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: weight panel buffer");
   }
   tp_temp_free(x.bp);

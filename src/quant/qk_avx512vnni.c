@@ -202,9 +202,7 @@ static qk_kernel qk_kernel_of(const tp_qk_task *task) {
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
-  if (task->m >= QK_AMX_MIN_M &&
-      (task->wtype == TOPOS_Q4_K || task->wtype == TOPOS_Q5_K || task->wtype == TOPOS_Q6_K) &&
-      task->k % 256 == 0 && tp_qk_amx_usable())
+  if (task->m >= QK_AMX_MIN_M && qk_kernel_of(task) == QK_KERNEL_KS && tp_qk_amx_usable())
     return qk_aks_run(task);
   if (task->m >= QK_AMX_MIN_M && tp_qk_amx_usable() && tp_qk_traits_of(task->wtype, &tr) &&
       tr.act != TP_QK_ACT_F32)

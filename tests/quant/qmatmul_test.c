@@ -801,7 +801,7 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
 TEST(qmatmul_k_types_avx512_are_the_super_block_sum_definition) {
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
   if (!isa || strncmp(isa, "avx512vnni", 10) != 0) SKIP("the K super-block kernels need AVX-512 VNNI");
-  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI); /* AMX tiles, where present, round Q2_K / Q3_K their own way */
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI); /* the VNNI tile at m >= 4 (AMX, where present, takes it otherwise) */
   const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q2_K, TOPOS_Q3_K};
   qm_k_super_block_cases(types, 5);
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
@@ -820,16 +820,16 @@ TEST(qmatmul_k_types_avx2_are_the_super_block_sum_definition) {
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
 }
 
-/* Q4_K and Q5_K on AMX tiles (qk_amx_ksum.h: the sub-block scales folded
- * into two byte images of the weights) compute the same definition: the
- * same bits as the VNNI kernels at m = 4, 21 and 40, and m = 1, 3 still
+/* The K types on AMX tiles (qk_amx_ksum.h: the sub-block scales folded
+ * into byte images of the weights) compute the same definition: the same
+ * bits as the VNNI kernels at m = 4, 21 and 40, and m = 1, 3 still
  * decoding through them. */
 TEST(qmatmul_k_types_amx_tiles_are_the_super_block_sum_definition) {
   if (!tp_qk_amx_usable()) SKIP("no AMX-INT8 on this CPU (or masked): the K tiles do not run here");
   const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
   CHECK(isa && strcmp(isa, "avx512vnni+amx") == 0);
-  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
-  qm_k_super_block_cases(types, 3);
+  const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q2_K, TOPOS_Q3_K};
+  qm_k_super_block_cases(types, 5);
 }
 
 /* Float weights read through a row stride (topos_qmatmul_rows: a view of a
