@@ -184,15 +184,7 @@ static void aks_decode_q23_row(const uint8_t *src, int64_t nsb, int64_t bb, int 
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t *blk = src + sb * bb;
     int8_t sc[16];
-    if (three) {
-      _mm_storeu_si128((__m128i *)(void *)sc, qk_q3k_scales(blk));
-      out->d[sb] = qk_f16(blk + 108);
-    } else {
-      for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
-      for (int p = 0; p < 8; ++p) out->mnp[8 * sb + p] = blk[2 * p] >> 4 | (blk[2 * p + 1] >> 4) << 16;
-      out->d[sb] = qk_f16(blk + 80);
-      out->dmin[sb] = qk_f16(blk + 82);
-    }
+    ks_q23_factors(blk, three, sc, &out->d[sb], &out->dmin[sb], out->mnp + 8 * sb);
     for (int v = 0; v < 4; ++v) {
       const __m512i q = ks_q23_vec(blk, v, three);
       const int8_t *f = sc + 4 * v;

@@ -191,23 +191,30 @@ MV_INLINE __m512i ks_q23_vec(const uint8_t *blk, int v, int three) {
   return q;
 }
 
-/* Q2_K (q; 4-bit scales and mins in the 16 bytes from 0, d at 80, dmin at
- * 82) and Q3_K (q - 4; scales less 32 from byte 96, d at 108). */
+/* A Q2_K or Q3_K super-block's factors: its 16 sub-block scales (Q2_K the
+ * 4-bit ones in the low nibbles of bytes 0..15, Q3_K its 6-bit ones less
+ * 32), d (Q2_K at 80, Q3_K at 108), and Q2_K's dmin (at 82) and 8 pairs of
+ * 4-bit mins (the high nibbles), m_2p | m_2p+1 << 16. */
+static inline void ks_q23_factors(const uint8_t *blk, int three, int8_t sc[16], float *d, float *dmin, int32_t *mnp) {
+  if (three) {
+    _mm_storeu_si128((__m128i *)(void *)sc, qk_q3k_scales(blk));
+    *d = qk_f16(blk + 108);
+    return;
+  }
+  for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
+  for (int p = 0; p < 8; ++p) mnp[p] = blk[2 * p] >> 4 | (blk[2 * p + 1] >> 4) << 16;
+  *d = qk_f16(blk + 80);
+  *dmin = qk_f16(blk + 82);
+}
+
+/* A Q2_K or Q3_K row for the tile: q (Q3_K: q - 4) in element order. */
 static void ks_decode_q23(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
   const int three = x->kind == KS_Q3_K, bias = three ? 4 : 0;
   for (int64_t sb = 0; sb < x->nsb; ++sb) {
     const uint8_t *blk = src + sb * x->bb;
     uint8_t *q = out->q + 256 * sb;
     int8_t sc[16];
-    if (three) {
-      _mm_storeu_si128((__m128i *)(void *)sc, qk_q3k_scales(blk));
-      out->d[sb] = qk_f16(blk + 108);
-    } else {
-      for (int j = 0; j < 16; ++j) sc[j] = (int8_t)(blk[j] & 15);
-      for (int p = 0; p < 8; ++p) out->mnp[8 * sb + p] = blk[2 * p] >> 4 | (blk[2 * p + 1] >> 4) << 16;
-      out->d[sb] = qk_f16(blk + 80);
-      out->dmin[sb] = qk_f16(blk + 82);
-    }
+    ks_q23_factors(blk, three, sc, &out->d[sb], &out->dmin[sb], out->mnp + 8 * sb);
     int64_t corr = 0;
     for (int v = 0; v < 4; ++v) {
       const __m512i u = ks_q23_vec(blk, v, three);
