@@ -285,7 +285,8 @@ static inline __attribute__((always_inline)) void aks_range(void *vctx, int64_t 
         if (s == 0) continue;
         const int64_t sb = s - 1;
         const __m512 da = _mm512_loadu_ps(aa->d + (cell0 + 4 * (size_t)sb) * 16);
-        aks_epilogue(rw, sb, cbuf + (sb & 1) * 512, x->bp + (g * nsb + sb) * 128, da, shift, acc, mode, MINP);
+        const int32_t *bp = MINP ? x->bp + (g * nsb + sb) * 128 : NULL; /* Q3_K has no sums */
+        aks_epilogue(rw, sb, cbuf + (sb & 1) * 512, bp, da, shift, acc, mode, MINP);
       }
       qk_amx_write(t, g, n0, nr, acc);
     }
