@@ -315,18 +315,6 @@ static inline __attribute__((always_inline)) void qk_amx_epilogue(__m512 acc[16]
  * memory: one load and one store more per row and chunk; TinyLlama prompts
  * of 256 tokens, plans alternating in one process, Sapphire Rapids, medians
  * of 5-9: Q8_0 171 -> 176 t/s at 1 thread, 303 -> 322 at 2; Q4_K_M 164 ->
- * 167, 304 -> 325; Q4_0 189 -> 197). Three stages in flight: the tile store
- * of chunk j (its product was issued an iteration ago; the tile unit runs in
- * order), the product of chunk j + 1, the epilogue of chunk j - 1 (a tile
- * store takes a while to become readable by vector loads). Unrolled by two
- * so that each C tile is named in the code (no branch per chunk on the
- * tile set); sgn and has_min are constants in each instance. */
-/* One activation group (16 rows) through all chunks of a 16-row weight
- * panel whose A tiles start at abase (astride apart, chunk j at j * achunk),
- * its 16 x 16 sums in registers (two groups side by side kept them in
- * memory: one load and one store more per row and chunk; TinyLlama prompts
- * of 256 tokens, plans alternating in one process, Sapphire Rapids, medians
- * of 5-9: Q8_0 171 -> 176 t/s at 1 thread, 303 -> 322 at 2; Q4_K_M 164 ->
  * 167, 304 -> 325; Q4_0 189 -> 197). Three stages in flight: the product of
  * chunk j + 1, issued before the store of chunk j (the tile unit runs in
  * order: the next product is under way while the store waits for its
