@@ -275,7 +275,8 @@ static int lb_command(int argc, char **argv) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--exact") == 0) exact = 1;
     else if (strcmp(argv[i], "--kv") == 0 && i + 1 < argc) {
-      if (topos_dtype_parse(argv[++i], &kv) != TOPOS_OK) goto usage;
+      long threads_unused = 0; /* --threads here is a list, parsed below */
+      if (tp_cli_run_flag("bench llm", "--kv", argv[++i], &threads_unused, &kv) != 1) return 2;
     }
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       long r;

@@ -51,6 +51,7 @@ static const lc_case lc_cases[] = {
     {"bench llm '%s' --tests tg2@x4", 2, {"'tg2@x4' is not ppN or tgN"}, "| model"},
     {"bench llm '%s' --tests pp8 --threads 1,x", 2, {"'x' is not a thread count"}, "| model"},
     {"bench llm '%s' --tests pp8 --reps 0", 2, {"--reps wants a count"}, "| model"},
+    {"bench llm '%s' --tests pp8 --kv q4_0x", 2, {"topos bench llm: --kv wants f32, f16 or bf16, got 'q4_0x'"}, "| model"},
     {"llama-make '%s.x' --shape tiny --seed 12x", 2, {"--seed wants an unsigned 64-bit integer"}, NULL},
     /* --chat needs the file's chat template; --system needs --chat */
     {"generate '%s' -p hello --chat", 1, {"--chat: the file has no tokenizer.chat_template"}, NULL},
