@@ -487,14 +487,8 @@ static topos_status qk_aks_run(const tp_qk_task *t) {
   tp_qk_traits_of(t->wtype, &tr);
   tr.has_min = 0; /* the min term is taken in integers (bp) */
   x.ks.task = t;
-  x.ks.kind = t->wtype == TOPOS_Q6_K   ? KS_Q6_K
-              : t->wtype == TOPOS_Q5_K ? KS_Q5_K
-              : t->wtype == TOPOS_Q2_K ? KS_Q2_K
-              : t->wtype == TOPOS_Q3_K ? KS_Q3_K
-                                       : KS_Q4_K;
+  x.ks.kind = ks_kind_of(t->wtype, &x.ks.bb);
   x.ks.nsb = t->k / 256;
-  x.ks.bb = x.ks.kind == KS_Q6_K ? 210 : x.ks.kind == KS_Q5_K ? 176 : x.ks.kind == KS_Q2_K ? 84
-                                      : x.ks.kind == KS_Q3_K ? 110 : 144;
   const int six = x.ks.kind == KS_Q6_K, mins = ks_has_min(x.ks.kind);
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x.ks.act, t->threads))
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qmatmul: activations %lld x %lld", (long long)t->m, (long long)t->k);

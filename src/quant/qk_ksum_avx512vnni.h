@@ -60,6 +60,21 @@ typedef enum { KS_Q4_K, KS_Q5_K, KS_Q6_K, KS_Q2_K, KS_Q3_K } ks_kind;
 static inline int ks_subs16(ks_kind kd) { return kd == KS_Q6_K || kd == KS_Q2_K || kd == KS_Q3_K; }
 static inline int ks_has_min(ks_kind kd) { return kd == KS_Q4_K || kd == KS_Q5_K || kd == KS_Q2_K; }
 
+/* The kind of K-quant weight type t (one of the five) and its bytes per
+ * super-block. */
+static ks_kind ks_kind_of(topos_dtype t, int64_t *bb) {
+  static const struct {
+    topos_dtype type;
+    ks_kind kind;
+    int64_t bb;
+  } kinds[] = {{TOPOS_Q4_K, KS_Q4_K, 144}, {TOPOS_Q5_K, KS_Q5_K, 176}, {TOPOS_Q6_K, KS_Q6_K, 210},
+               {TOPOS_Q2_K, KS_Q2_K, 84},  {TOPOS_Q3_K, KS_Q3_K, 110}};
+  int i = 0;
+  while (i < 4 && kinds[i].type != t) ++i; /* the callers pass a K type: the last if none before */
+  *bb = kinds[i].bb;
+  return kinds[i].kind;
+}
+
 typedef struct {
   const tp_qk_task *task;
   qk_act act;
@@ -679,20 +694,12 @@ static int qk_ks_begin(const tp_qk_task *t, qk_ks_ctx *x, tp_qk_range_fn *mv) {
   tr.has_min = 0; /* the min term is taken in integers: no float group sums (act.bf) */
   memset(x, 0, sizeof *x);
   x->task = t;
-  static const struct {
-    topos_dtype type;
-    ks_kind kind;
-    int64_t bb;
-    tp_qk_range_fn mv;
-  } kinds[] = {{TOPOS_Q4_K, KS_Q4_K, 144, ks_mv_range_q4}, {TOPOS_Q5_K, KS_Q5_K, 176, ks_mv_range_q5},
-               {TOPOS_Q6_K, KS_Q6_K, 210, ks_mv_range_q6}, {TOPOS_Q2_K, KS_Q2_K, 84, ks_mv_range_q2},
-               {TOPOS_Q3_K, KS_Q3_K, 110, ks_mv_range_q3}};
-  int i = 0;
-  while (i < 4 && kinds[i].type != t->wtype) ++i; /* the caller passes a K type: the last if none before */
-  x->kind = kinds[i].kind;
+  static const tp_qk_range_fn mv_of[] = {[KS_Q4_K] = ks_mv_range_q4, [KS_Q5_K] = ks_mv_range_q5,
+                                         [KS_Q6_K] = ks_mv_range_q6, [KS_Q2_K] = ks_mv_range_q2,
+                                         [KS_Q3_K] = ks_mv_range_q3};
+  x->kind = ks_kind_of(t->wtype, &x->bb);
   x->nsb = t->k / 256;
-  x->bb = kinds[i].bb;
-  *mv = kinds[i].mv;
+  *mv = mv_of[x->kind];
   if (!qk_act_prepare(&tr, t->a, t->m, t->k, &x->act, t->threads)) return 0;
   if (t->m < QK_C && !ks_mv_prepare(x)) {
     tp_temp_free(x->mem);
