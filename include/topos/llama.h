@@ -7,15 +7,20 @@
  * zero-copy views of the mapped file in their stored types (F32, F16, BF16,
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and feed the `qlinear` op
  * directly. output.weight is optional (absent: the head is tied to
- * token_embd.weight). A refused file gets a status and a message naming the
- * key or tensor and the values involved.
+ * token_embd.weight). A file holding a tensor the graph would not read
+ * (attention or feed-forward biases, experts, ...) is refused rather than run
+ * without it. A refused file gets a status and a message naming the key or
+ * tensor and the values involved.
  *
  * Graph (one network per chunk length T, recorded by the context):
  *   x = embedding rows of the tokens (dequantized by the context: the graph
  *       has no dtype conversion and the table is usually block-quantized)
  *   per block: h = rmsnorm(x) * attn_norm; q, k, v = qlinear(h, Wq|Wk|Wv);
  *       rope on q and k (adjacent pairs (x[2i], x[2i+1]) rotated by
- *       pos * base^(-2i/rot_dim), the "NORM" rope of llama files);
+ *       pos * scale * base^(-2i/rot_dim) / factor[i], the "NORM" rope of
+ *       llama files: scale 1 / rope.scaling.factor for linear scaling,
+ *       factor[i] from rope_freqs.weight where the file has it (Llama 3.1+),
+ *       else 1);
  *       grouped-query attention over [cache | chunk] keys with a causal mask,
  *       softmax = exp(log_softmax); x += qlinear(attn, Wo);
  *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg)) * qlinear(h, Wu), Wd)
@@ -50,9 +55,13 @@ typedef struct topos_llama_config {
   int64_t ff;            /* llama.feed_forward_length */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
-  int64_t head_dim;      /* dim / n_heads */
+  int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */
   int64_t rope_dim;      /* llama.rope.dimension_count (absent: head_dim) */
   float rope_base;       /* llama.rope.freq_base (absent: 10000) */
+  float rope_freq_scale; /* positions are multiplied by this: 1 / llama.rope.scaling.factor
+                          * (linear scaling), 1 without */
+  int rope_freqs;        /* 1 when the file has rope_freqs.weight: pair i's frequency is
+                          * divided by its factor (Llama 3.1 and later) */
   float rms_eps;         /* llama.attention.layer_norm_rms_epsilon */
   int tied_output;       /* 1 when the file has no output.weight */
   uint64_t weight_bytes; /* bytes of every weight the graph reads per token */

@@ -85,6 +85,7 @@ static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne
       return tp_fail_context(TOPOS_ERR_DTYPE, "llama: tensor %s", name);
   }
   TP_TRY(topos_gguf_tensor_by_index(m->gguf, index, out));
+  if (m->used) m->used[index] = 1;
   if (!ne1) {
     int64_t shape[1] = {ne0};
     topos_tensor *flat = NULL;
@@ -159,6 +160,39 @@ static topos_status tp_llama_join_layer(tp_llama_layer *L) {
   return TOPOS_OK;
 }
 
+/* Position scaling as llama.cpp reads it: rope.scaling.factor (older files:
+ * rope.scale_linear) divides every position unless rope.scaling.type is
+ * "none"; an absent type means "linear", a factor of 0 means none. YaRN and
+ * LongRoPE change the rotation itself and are refused. */
+static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
+  c->rope_freq_scale = 1.0f;
+  const char *type = NULL;
+  topos_status st = topos_gguf_get_string(g, "llama.rope.scaling.type", &type, NULL);
+  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), type = "linear";
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key llama.rope.scaling.type");
+  if (strcmp(type, "none") == 0) return TOPOS_OK;
+  if (strcmp(type, "linear") != 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported (only none and linear)",
+                   type);
+  const char *keys[2] = {"llama.rope.scaling.factor", "llama.rope.scale_linear"};
+  for (int i = 0; i < 2; ++i) {
+    float factor = 0.0f;
+    st = topos_gguf_get_f32(g, keys[i], &factor);
+    if (st == TOPOS_ERR_NOT_FOUND) {
+      topos_clear_error();
+      continue;
+    }
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", keys[i]);
+    if (factor == 0.0f) return TOPOS_OK;
+    if (!(factor > 0.0f) || factor > 1e30f)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", keys[i],
+                     (double)factor);
+    c->rope_freq_scale = 1.0f / factor;
+    return TOPOS_OK;
+  }
+  return TOPOS_OK;
+}
+
 static topos_status tp_llama_config(topos_llama *m) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
@@ -178,24 +212,33 @@ static topos_status tp_llama_config(topos_llama *m) {
   TP_TRY(tp_llama_u64(g, "llama.attention.head_count_kv", 0, c->n_heads, &c->n_kv_heads));
   TP_TRY(tp_llama_f32(g, "llama.attention.layer_norm_rms_epsilon", 1, 0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, "llama.rope.freq_base", 0, 10000.0f, &c->rope_base));
-  if (c->dim % c->n_heads != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
-                   " is not a multiple of head_count %" PRId64, c->dim, c->n_heads);
   if (c->n_heads % c->n_kv_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
                    " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
-  c->head_dim = c->dim / c->n_heads;
+  /* the head width: attention.key_length where the file says it (heads
+   * need not tile the embedding then, as in Mistral NeMo), else dim / heads */
+  int64_t key_len = 0, value_len = 0;
+  TP_TRY(tp_llama_u64(g, "llama.attention.key_length", 0, 0, &key_len));
+  TP_TRY(tp_llama_u64(g, "llama.attention.value_length", 0, 0, &value_len));
+  if ((!key_len || !value_len) && c->dim % c->n_heads != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
+                   " is not a multiple of head_count %" PRId64 " and the file gives no head width (attention.%s)",
+                   c->dim, c->n_heads, key_len ? "value_length" : "key_length");
+  c->head_dim = key_len ? key_len : c->dim / c->n_heads;
+  if ((value_len ? value_len : c->dim / c->n_heads) != c->head_dim)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: value heads of %" PRId64 " differ from key heads of %" PRId64
+                   " (not supported)", value_len ? value_len : c->dim / c->n_heads, c->head_dim);
   if (c->head_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head dimension %" PRId64 " is odd", c->head_dim);
+  if (c->n_heads > ((int64_t)1 << 31) / c->head_dim)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: head_count %" PRId64 " x head dimension %" PRId64
+                   " is past 2^31", c->n_heads, c->head_dim);
   TP_TRY(tp_llama_u64(g, "llama.rope.dimension_count", 0, c->head_dim, &c->rope_dim));
   if (c->rope_dim != c->head_dim)
     return tp_fail(TOPOS_UNSUPPORTED, "llama: rope.dimension_count %" PRId64
                    " differs from the head dimension %" PRId64 " (partial rotary is not supported)",
                    c->rope_dim, c->head_dim);
-  const char *rs = NULL;
-  if (topos_gguf_get_string(g, "llama.rope.scaling.type", &rs, NULL) == TOPOS_OK && rs &&
-      strcmp(rs, "none") != 0)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported", rs);
+  TP_TRY(tp_llama_rope_scaling(g, c));
   topos_clear_error();
   uint64_t experts = 0;
   if (topos_gguf_get_u64(g, "llama.expert_count", &experts) == TOPOS_OK && experts > 0)
@@ -205,9 +248,28 @@ static topos_status tp_llama_config(topos_llama *m) {
   return TOPOS_OK;
 }
 
+/* rope_freqs.weight (Llama 3.1 and later): one frequency divisor per pair
+ * of the rotation, each a positive finite number. */
+static topos_status tp_llama_rope_factors(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  const uint64_t before = c->weight_bytes;
+  TP_TRY(tp_llama_weight(m, "rope_freqs.weight", c->rope_dim / 2, 0, 1, &m->rope_factors));
+  c->weight_bytes = before; /* read once per position, not a product's weight */
+  if (!m->rope_factors) return TOPOS_OK;
+  c->rope_freqs = 1;
+  const float *f = topos_tensor_data(m->rope_factors);
+  for (int64_t i = 0; i < c->rope_dim / 2; ++i)
+    if (!(f[i] > 0.0f) || f[i] > 1e30f)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: rope_freqs.weight[%" PRId64 "] = %g must be a positive finite number",
+                     i, (double)f[i]);
+  return TOPOS_OK;
+}
+
 static topos_status tp_llama_weights(topos_llama *m) {
   topos_llama_config *c = &m->config;
   int64_t index;
+  m->used = calloc((size_t)topos_gguf_tensor_count(m->gguf) + 1, 1);
+  if (!m->used) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: tensor table");
   if (topos_gguf_find_tensor(m->gguf, "token_embd.weight", &index) != TOPOS_OK)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor token_embd.weight is missing from the file");
   topos_gguf_tensor_info info;
@@ -233,6 +295,7 @@ static topos_status tp_llama_weights(topos_llama *m) {
     m->output = topos_tensor_retain(m->token_embd);
     m->config.weight_bytes += info.bytes;
   }
+  TP_TRY(tp_llama_rope_factors(m));
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
   /* each block has 9 tensors: a block_count the file cannot hold is refused
    * before anything is sized by it */
@@ -261,6 +324,14 @@ static topos_status tp_llama_weights(topos_llama *m) {
 #undef TP_W
     TP_TRY(tp_llama_join_layer(L));
   }
+  /* llama.cpp refuses such files too (its tensor count check) */
+  for (int64_t i = 0; i < tensors; ++i)
+    if (!m->used[i]) {
+      topos_gguf_tensor_info unused;
+      TP_TRY(topos_gguf_tensor_at(m->gguf, i, &unused));
+      return tp_fail(TOPOS_UNSUPPORTED, "llama: tensor %.96s is not part of the llama graph topos runs "
+                     "(a variant it does not support); refusing to run without it", unused.name);
+    }
   return TOPOS_OK;
 }
 
@@ -273,6 +344,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   m->gguf = gguf;
   topos_status st = tp_llama_config(m);
   if (st == TOPOS_OK) st = tp_llama_weights(m);
+  free(m->used);
+  m->used = NULL;
   if (st != TOPOS_OK) {
     topos_llama_free(m);
     return st;
@@ -310,6 +383,8 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->token_embd);
   topos_tensor_release(m->output_norm);
   topos_tensor_release(m->output);
+  topos_tensor_release(m->rope_factors);
+  free(m->used);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);
 }

@@ -339,10 +339,12 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
                                   (size_t)tokens[t] * row_bytes,
                               px + t * D, D);
   if (st == TOPOS_OK) {
+    const float *factor = m->rope_factors ? topos_tensor_data(m->rope_factors) : NULL;
     for (int64_t t = 0; t < T; ++t) {
-      double pos = (double)(x->pos + t);
+      double pos = (double)(x->pos + t) * (double)c->rope_freq_scale;
       for (int64_t i = 0; i < half; ++i) {
         double theta = pos * pow((double)c->rope_base, -2.0 * (double)i / (double)c->rope_dim);
+        if (factor) theta /= (double)factor[i];
         pc[t * half + i] = (float)cos(theta);
         ps[t * half + i] = (float)sin(theta);
       }

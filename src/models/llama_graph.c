@@ -184,7 +184,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       }
       o = topos_tape_concat(t, (size_t)KVH, heads, 0); /* [KVH*G*T, hd] */
     }
-    o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, D, 0,
+    o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, H * hd, 0,
                    0);
     x = topos_tape_add(t, x, topos_tape_qlinear(t, o, tp_const(r, L->wo)));
 

@@ -26,7 +26,9 @@ struct topos_llama {
   topos_tensor *token_embd;  /* [vocab, dim], any type */
   topos_tensor *output_norm; /* f32 [dim] */
   topos_tensor *output;      /* [vocab, dim]; token_embd when tied */
+  topos_tensor *rope_factors; /* f32 [rope_dim / 2] (rope_freqs.weight) or NULL */
   tp_llama_layer *layers;
+  uint8_t *used;              /* while loading: 1 per file tensor the graph reads */
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:

@@ -29,7 +29,26 @@ typedef struct lt_spec {
   int up_first;            /* ffn_up.weight written before ffn_gate.weight */
   int attn_sorted;         /* attention weights in name order, k, output, q, v (SmolLM2's file) */
   int64_t blocks_key;      /* if > 0, llama.block_count written as this (tensors for layers) */
+  int64_t head_dim;        /* if > 0, attention.key_length / value_length (else dim / heads) */
+  float rope_base;         /* rope.freq_base (0: 10000) */
+  float rope_scale;        /* if > 0, rope.scaling.type "linear" with this factor */
+  const char *rope_type;   /* if set, rope.scaling.type written as this (rope_scale's factor) */
+  int rope_freqs;          /* rope_freqs.weight with Llama 3.1's smooth factors */
+  const char *extra_tensor; /* an f32 vector of dim with this name */
 } lt_spec;
+
+static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
+
+/* Llama 3.1's rope factors (its converter's formula, factor 8, low / high
+ * frequency factors 1 / 4, original context ctx0) for pair i of d / 2. */
+static inline float lt_rope_factor(int64_t i, int64_t d, double base, double ctx0) {
+  const double pi = 3.14159265358979323846, wavelen = 2.0 * pi / pow(base, -2.0 * (double)i / (double)d);
+  const double low = ctx0 / 1.0, high = ctx0 / 4.0;
+  if (wavelen < high) return 1.0f;
+  if (wavelen > low) return 8.0f;
+  const double smooth = (ctx0 / wavelen - 1.0) / (4.0 - 1.0);
+  return (float)(1.0 / ((1.0 - smooth) / 8.0 + smooth));
+}
 
 static inline lt_spec lt_default_spec(void) {
   lt_spec s;
@@ -114,7 +133,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   topos_gguf_writer *w = NULL;
   topos_status st = topos_gguf_writer_create(&w);
   topos_rng rng = topos_rng_seed(s->seed);
-  int64_t hd = s->dim / s->heads;
+  int64_t hd = lt_head_dim(s);
 #define LT(call) \
   if (st == TOPOS_OK) st = (call)
   LT(topos_gguf_writer_add_string(w, "general.architecture", s->arch));
@@ -129,7 +148,15 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
   LT(topos_gguf_writer_add_u32(w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads));
   LT(topos_gguf_writer_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
-  LT(topos_gguf_writer_add_f32(w, "llama.rope.freq_base", 10000.0f));
+  LT(topos_gguf_writer_add_f32(w, "llama.rope.freq_base", s->rope_base > 0 ? s->rope_base : 10000.0f));
+  if (s->head_dim > 0) {
+    LT(topos_gguf_writer_add_u32(w, "llama.attention.key_length", (uint32_t)s->head_dim));
+    LT(topos_gguf_writer_add_u32(w, "llama.attention.value_length", (uint32_t)s->head_dim));
+  }
+  if (s->rope_scale > 0 || s->rope_type) {
+    LT(topos_gguf_writer_add_string(w, "llama.rope.scaling.type", s->rope_type ? s->rope_type : "linear"));
+    LT(topos_gguf_writer_add_f32(w, "llama.rope.scaling.factor", s->rope_scale));
+  }
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
   float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
@@ -154,6 +181,15 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                  (uint64_t)s->vocab));
   const topos_dtype *ty = s->types;
   LT(lt_add(w, f, s, "token_embd.weight", ty[LT_EMBD], s->dim, s->vocab, &rng, 0));
+  if (s->rope_freqs) {
+    float *fr = lt_keep(f, (size_t)(hd / 2) * sizeof *fr);
+    int64_t ne[1] = {hd / 2};
+    if (!fr) st = TOPOS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; fr && i < hd / 2; ++i)
+      fr[i] = lt_rope_factor(i, hd, s->rope_base > 0 ? s->rope_base : 10000.0, (double)s->ctx);
+    LT(topos_gguf_writer_add_tensor_raw(w, "rope_freqs.weight", 0, 1, ne, fr, (size_t)(hd / 2) * sizeof *fr));
+  }
+  if (s->extra_tensor) LT(lt_add(w, f, s, s->extra_tensor, TOPOS_F32, s->dim, 0, &rng, 0));
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LT_W(suffix, type, e0, e1, ones)                          \
@@ -223,15 +259,18 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
 /* logits [N, vocab] for tokens[0..N) at positions 0..N-1. */
 static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
                                        int64_t N, float *logits) {
-  int64_t D = s->dim, H = s->heads, KVH = s->kv_heads, hd = D / H, F = s->ff, V = s->vocab;
-  int64_t kvd = KVH * hd;
+  int64_t D = s->dim, H = s->heads, KVH = s->kv_heads, hd = lt_head_dim(s), F = s->ff, V = s->vocab;
+  int64_t kvd = KVH * hd, qd = H * hd;
+  const double base = s->rope_base > 0 ? s->rope_base : 10000.0;
+  const double pscale = s->rope_scale > 0 && !(s->rope_type && strcmp(s->rope_type, "none") == 0)
+                            ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
   float *onorm = lt_deq(g, "output_norm.weight");
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
   float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
   float *Vc = calloc((size_t)(s->layers * N * kvd), sizeof(float));
-  float *x = malloc((size_t)D * 4), *h = malloc((size_t)D * 4), *q = malloc((size_t)D * 4);
-  float *att = malloc((size_t)N * 4), *o = malloc((size_t)D * 4), *t2 = malloc((size_t)D * 4);
+  float *x = malloc((size_t)D * 4), *h = malloc((size_t)D * 4), *q = malloc((size_t)qd * 4);
+  float *att = malloc((size_t)N * 4), *o = malloc((size_t)qd * 4), *t2 = malloc((size_t)D * 4);
   float *g1 = malloc((size_t)F * 4), *u1 = malloc((size_t)F * 4);
   int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1;
   for (int64_t p = 0; ok && p < N; ++p) {
@@ -249,14 +288,16 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (ok) {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
-        lt_matvec(W[1], h, q, D, D);
+        lt_matvec(W[1], h, q, qd, D);
         lt_matvec(W[2], h, kp, kvd, D);
         lt_matvec(W[3], h, vp, kvd, D);
-        /* rope: adjacent pairs, freq = base^(-2i/hd) */
+        /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
+         * linearly, Llama 3.1's factors dividing the frequencies */
         for (int64_t head = 0; head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < hd / 2; ++i) {
-            double th = (double)p * pow(10000.0, -2.0 * (double)i / (double)hd);
+            double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd);
+            if (s->rope_freqs) th /= lt_rope_factor(i, hd, base, (double)s->ctx);
             float c = (float)cos(th), sn = (float)sin(th);
             float a = v[2 * i], b = v[2 * i + 1];
             v[2 * i] = a * c - b * sn;
@@ -282,7 +323,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             o[head * hd + i] = (float)acc;
           }
         }
-        lt_matvec(W[4], o, t2, D, D);
+        lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         lt_rmsnorm(h, x, W[5], D, 1e-5f);
         lt_matvec(W[6], h, g1, F, D);
