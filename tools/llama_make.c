@@ -1,4 +1,4 @@
-/* `topos llama-make OUT --shape tinyllama|stories15m|tiny [--type T] [--seed S]`:
+/* `topos llama-make OUT --shape tinyllama|llama3.2-1b|stories15m|tiny [--type T] [--seed S]`:
  * writes a random-weight llama GGUF with real model shapes for benchmarks
  * (`topos bench llm`). --type is a weight type (f16, q8_0, q4_0, q4_K, ...)
  * or one of llama.cpp's mixes for llama models, Q6_K for output.weight in
@@ -7,6 +7,10 @@
  *           eighth of the blocks and every third one between;
  *   q3_K_M  Q3_K, with Q4_K for attn_output, attn_v (Q5_K in the first two
  *           blocks) and ffn_down (Q5_K in the first sixteenth).
+ * A head tied to the embedding (llama3.2-1b) puts the head's type on
+ * token_embd.weight, as llama.cpp's quantizer does. llama3.2-1b also has
+ * Llama 3.2's rope: base 500000 and rope_freqs.weight (factor 32, low and
+ * high frequency factors 1 and 4, original context 8192).
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -14,6 +18,7 @@
  * rows with the reference quantizer and repeats them (distinct bytes in
  * memory all the same); quantizing a billion elements would take minutes. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,13 +27,17 @@
 typedef struct lm_shape {
   const char *name;
   int64_t vocab, dim, layers, heads, kv_heads, ff, ctx;
+  float rope_base;
+  int llama3; /* tied head, rope_freqs.weight */
 } lm_shape;
 
 static const lm_shape lm_shapes[] = {
-    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048},
-    {"stories15m", 32000, 288, 6, 6, 6, 768, 256},
-    {"tiny", 512, 256, 2, 4, 2, 512, 256},
+    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0},
+    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1},
+    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0},
+    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0},
 };
+
 
 typedef struct lm_build {
   topos_gguf_writer *w;
@@ -45,6 +54,26 @@ static void *lm_keep(lm_build *b, size_t bytes) {
   void *p = malloc(bytes ? bytes : 1);
   if (p) b->keep[b->n_keep++] = p;
   return p;
+}
+
+/* Llama 3.2's rope factors for pair i of hd / 2 (the smooth band between
+ * wavelengths 8192 / 4 and 8192). */
+static void lm_rope_factors(lm_build *b, int64_t hd, double base) {
+  if (b->st != TOPOS_OK) return;
+  float *f = lm_keep(b, (size_t)(hd / 2) * sizeof *f);
+  if (!f) {
+    b->st = TOPOS_ERR_OUT_OF_MEMORY;
+    return;
+  }
+  const double ctx0 = 8192.0, factor = 32.0;
+  for (int64_t i = 0; i < hd / 2; ++i) {
+    const double wavelen = 6.283185307179586 * pow(base, 2.0 * (double)i / (double)hd);
+    const double smooth = (ctx0 / wavelen - 1.0) / (4.0 - 1.0);
+    f[i] = wavelen < ctx0 / 4.0 ? 1.0f : wavelen > ctx0 ? (float)factor
+                                                        : (float)(1.0 / ((1.0 - smooth) / factor + smooth));
+  }
+  const int64_t ne[1] = {hd / 2};
+  b->st = topos_gguf_writer_add_tensor_raw(b->w, "rope_freqs.weight", 0, 1, ne, f, (size_t)(hd / 2) * sizeof *f);
 }
 
 /* K-quants need rows of whole 256-blocks; fall back like llama.cpp. */
@@ -156,7 +185,7 @@ static int tp_llama_make(int argc, char **argv) {
   for (size_t i = 0; i < sizeof lm_shapes / sizeof lm_shapes[0]; ++i)
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
-    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, stories15m, tiny)\n", shape_name);
+    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, stories15m, tiny)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -181,10 +210,12 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, "llama.attention.head_count", (uint32_t)s->heads));
   LM_KV(topos_gguf_writer_add_u32(b.w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads));
   LM_KV(topos_gguf_writer_add_f32(b.w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
-  LM_KV(topos_gguf_writer_add_f32(b.w, "llama.rope.freq_base", 10000.0f));
+  LM_KV(topos_gguf_writer_add_f32(b.w, "llama.rope.freq_base", s->rope_base));
 #undef LM_KV
   lm_vocab(&b, s->vocab);
-  lm_tensor(&b, "token_embd.weight", base, s->dim, s->vocab, 0);
+  const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
+  lm_tensor(&b, "token_embd.weight", s->llama3 ? head : base, s->dim, s->vocab, 0);
+  if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LM_TYPE(role) lm_block_type(mix, base, role, l, s->layers)
@@ -204,7 +235,7 @@ static int tp_llama_make(int argc, char **argv) {
 #undef LM_TYPE
   }
   lm_tensor(&b, "output_norm.weight", base, s->dim, 0, 1);
-  lm_tensor(&b, "output.weight", mix != LM_PURE ? TOPOS_Q6_K : base, s->dim, s->vocab, 0);
+  if (!s->llama3) lm_tensor(&b, "output.weight", head, s->dim, s->vocab, 0);
   if (b.st == TOPOS_OK) b.st = topos_gguf_writer_write(b.w, out);
   topos_status st = b.st;
   topos_gguf_writer_destroy(b.w);
@@ -214,7 +245,7 @@ static int tp_llama_make(int argc, char **argv) {
   printf("wrote %s: %s shapes, %s weights\n", out, s->name, type_name);
   return 0;
 usage:
-  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|stories15m|tiny] "
+  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|stories15m|tiny] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
