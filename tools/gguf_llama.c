@@ -2,7 +2,9 @@
  * with the standard llama keys and tensor names (reference/ggml.md §1.4-1.5),
  * so inspect, loaders and the LLM work have a real-shaped file to open. The
  * weights are N(0, 0.02) from a seeded splitmix64 (norm weights are 1), the
- * vocabulary is <unk> <s> </s>, byte tokens <0x00>.. and filler tokens. */
+ * vocabulary is <unk> <s> </s>, byte tokens <0x00>.. and filler tokens.
+ * --key-length N states the head width (attention.key_length / value_length);
+ * --rope-freqs 1 adds Llama 3 rope keys (rope_freqs.weight, linear factor 2). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 
 typedef struct tp_llama_dims {
   int64_t dim, layers, heads, kv_heads, ff, vocab, ctx;
+  int64_t key_length; /* 0: dim / heads, no key written */
+  int64_t rope_freqs; /* 1: rope_freqs.weight, linear scaling factor 2 (Llama 3 keys) */
   uint64_t seed;
   topos_dtype type; /* of rank-2 weights */
 } tp_llama_dims;
@@ -117,7 +121,7 @@ static topos_status tp_add_vocab(tp_llama_build *b, int64_t vocab) {
 }
 
 static topos_status tp_build_llama(tp_llama_build *b, const tp_llama_dims *d, const char *out) {
-  int64_t head_dim = d->dim / d->heads;
+  int64_t head_dim = d->key_length ? d->key_length : d->dim / d->heads;
   TP_TRY(topos_gguf_writer_add_string(b->w, "general.architecture", "llama"));
   TP_TRY(topos_gguf_writer_add_string(b->w, "general.name", "topos-test-llama"));
   int is_q = topos_dtype_is_quantized(d->type);
@@ -135,10 +139,26 @@ static topos_status tp_build_llama(tp_llama_build *b, const tp_llama_dims *d, co
   TP_TRY(topos_gguf_writer_add_u32(b->w, "llama.attention.head_count_kv", (uint32_t)d->kv_heads));
   TP_TRY(topos_gguf_writer_add_f32(b->w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
   TP_TRY(topos_gguf_writer_add_f32(b->w, "llama.rope.freq_base", 10000.0f));
+  if (d->key_length) {
+    TP_TRY(topos_gguf_writer_add_u32(b->w, "llama.attention.key_length", (uint32_t)head_dim));
+    TP_TRY(topos_gguf_writer_add_u32(b->w, "llama.attention.value_length", (uint32_t)head_dim));
+  }
+  if (d->rope_freqs) {
+    TP_TRY(topos_gguf_writer_add_string(b->w, "llama.rope.scaling.type", "linear"));
+    TP_TRY(topos_gguf_writer_add_f32(b->w, "llama.rope.scaling.factor", 2.0f));
+  }
   TP_TRY(topos_gguf_writer_add_u32(b->w, "llama.vocab_size", (uint32_t)d->vocab));
   TP_TRY(tp_add_vocab(b, d->vocab));
 
   TP_TRY(tp_add_weight(b, "token_embd.weight", 2, d->dim, d->vocab));
+  if (d->rope_freqs) { /* factors 1, 2, 3, ... (Llama 3.1's are 1 to 8) */
+    float *f = tp_keep(b, (size_t)(head_dim / 2) * sizeof *f);
+    if (!f) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "make-test-llama: rope_freqs.weight");
+    for (int64_t i = 0; i < head_dim / 2; ++i) f[i] = (float)(1 + i);
+    int64_t ne[1] = {head_dim / 2};
+    TP_TRY(topos_gguf_writer_add_tensor_raw(b->w, "rope_freqs.weight", 0, 1, ne, f,
+                                            (size_t)(head_dim / 2) * sizeof *f));
+  }
   for (int64_t l = 0; l < d->layers; ++l) {
     char name[64];
 #define TP_LAYER(suffix, n, e0, e1)                                   \
@@ -169,7 +189,7 @@ static int tp_parse_int(const char *s, int64_t *out) {
 }
 
 int tp_gguf_make_test_llama(int argc, char **argv) {
-  tp_llama_dims d = {64, 2, 4, 2, 256, 320, 256, 42, TOPOS_F32};
+  tp_llama_dims d = {64, 2, 4, 2, 256, 320, 256, 0, 0, 42, TOPOS_F32};
   const char *out = NULL;
   for (int i = 1; i < argc; ++i) {
     int64_t *target = NULL;
@@ -187,6 +207,8 @@ int tp_gguf_make_test_llama(int argc, char **argv) {
     else if (strcmp(opt, "--ff") == 0) target = &d.ff;
     else if (strcmp(opt, "--vocab") == 0) target = &d.vocab;
     else if (strcmp(opt, "--ctx") == 0) target = &d.ctx;
+    else if (strcmp(opt, "--key-length") == 0) target = &d.key_length;
+    else if (strcmp(opt, "--rope-freqs") == 0) target = &d.rope_freqs;
     else if (strcmp(opt, "--seed") == 0) {
       d.seed = strtoull(val, NULL, 10);
       continue;
@@ -208,8 +230,8 @@ int tp_gguf_make_test_llama(int argc, char **argv) {
     }
   }
   if (!out) goto usage;
-  if (d.dim % d.heads != 0 || d.heads % d.kv_heads != 0 || d.vocab < 3) {
-    fprintf(stderr, "topos gguf make-test-llama: need dim %% heads == 0, heads %% kv-heads == 0 "
+  if ((!d.key_length && d.dim % d.heads != 0) || d.key_length % 2 != 0 || d.heads % d.kv_heads != 0 || d.vocab < 3) {
+    fprintf(stderr, "topos gguf make-test-llama: need dim %% heads == 0 (or an even --key-length), heads %% kv-heads == 0 "
             "and vocab >= 3 (got dim %" PRId64 ", heads %" PRId64 ", kv-heads %" PRId64
             ", vocab %" PRId64 ")\n", d.dim, d.heads, d.kv_heads, d.vocab);
     return 2;
@@ -229,6 +251,7 @@ int tp_gguf_make_test_llama(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos gguf make-test-llama OUT [--dim N] [--layers N] [--heads N] "
-          "[--kv-heads N] [--ff N] [--vocab N] [--ctx N] [--seed N] [--type T]\n");
+          "[--kv-heads N] [--ff N] [--vocab N] [--ctx N] [--seed N] [--type T] [--key-length N] "
+          "[--rope-freqs 1]\n");
   return 2;
 }
