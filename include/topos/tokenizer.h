@@ -189,7 +189,12 @@ TOPOS_API int32_t topos_tokenizer_pad(const topos_tokenizer *tok);
 TOPOS_API int topos_tokenizer_add_bos(const topos_tokenizer *tok);
 TOPOS_API int topos_tokenizer_add_eos(const topos_tokenizer *tok);
 TOPOS_API int topos_tokenizer_add_space_prefix(const topos_tokenizer *tok);
-/* 1 for eos and eot ids (end of generation), else 0. */
+/* 1 for ids that end generation, else 0: eos, eot, and (as llama.cpp
+ * decides) every token whose text is an end-of-turn marker: <|eot_id|>,
+ * <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT>.
+ * Where the file names no eot, topos_tokenizer_eot is the first such marker
+ * the vocabulary has (the same list, <|eom_id|> aside, DeepSeek's
+ * end-of-sentence token last). */
 TOPOS_API int topos_tokenizer_is_eog(const topos_tokenizer *tok, int32_t id);
 /* The token's type; TOPOS_TOKEN_UNDEFINED for ids out of range. */
 TOPOS_API topos_token_type topos_tokenizer_token_type(const topos_tokenizer *tok, int32_t id);

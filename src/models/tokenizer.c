@@ -265,6 +265,37 @@ static topos_status tp_collect_specials(topos_tokenizer *t) {
   return TOPOS_OK;
 }
 
+/* End of generation as llama.cpp decides it: eos, eot, and every token whose
+ * text is an end-of-turn marker of a common chat format, since files often
+ * name only one of them (Llama 3 base files: eos <|end_of_text|>, while an
+ * instruct turn ends at <|eot_id|>, a tool call at <|eom_id|>; SmolLM2:
+ * eos <|im_end|>, and <|endoftext|> ends a document). A file that names no
+ * eot gets the first marker of tp_eot_texts it has. */
+static const char *const tp_eot_texts[] = {"<|eot_id|>",     "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                           "<|endoftext|>", "<EOT>",      "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"};
+static const char *const tp_eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                           "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+
+static void tp_add_eog(topos_tokenizer *t, int32_t id) {
+  if (id == TOPOS_TOKEN_NONE) return;
+  for (int i = 0; i < t->n_eog; i++)
+    if (t->eog[i] == id) return;
+  if (t->n_eog < TP_MAX_EOG) t->eog[t->n_eog++] = id;
+}
+
+static void tp_find_eog(topos_tokenizer *t) {
+  for (size_t i = 0; t->eot == TOPOS_TOKEN_NONE && i < sizeof tp_eot_texts / sizeof tp_eot_texts[0]; i++) {
+    int32_t id = tp_strmap_get(&t->token_map, tp_eot_texts[i], strlen(tp_eot_texts[i]));
+    if (id >= 0) t->eot = id;
+  }
+  tp_add_eog(t, t->eos);
+  tp_add_eog(t, t->eot);
+  for (size_t i = 0; i < sizeof tp_eog_texts / sizeof tp_eog_texts[0]; i++) {
+    int32_t id = tp_strmap_get(&t->token_map, tp_eog_texts[i], strlen(tp_eog_texts[i]));
+    if (id >= 0) tp_add_eog(t, id);
+  }
+}
+
 static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) {
   if (!d->model)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer: no model name (\"llama\" or \"gpt2\")");
@@ -301,6 +332,7 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
   TP_TRY(tp_collect_specials(t));
   t->bos = d->bos_id, t->eos = d->eos_id, t->eot = d->eot_id;
   t->unk = d->unk_id, t->pad = d->pad_id;
+  tp_find_eog(t);
   int spm = t->kind == TOPOS_TOKENIZER_SPM;
   t->add_bos = d->add_bos >= 0 ? !!d->add_bos : (spm || t->pre == TP_PRE_LLAMA3);
   t->add_eos = d->add_eos >= 0 ? !!d->add_eos : 0;
@@ -341,7 +373,10 @@ int topos_tokenizer_add_space_prefix(const topos_tokenizer *t) {
 }
 
 int topos_tokenizer_is_eog(const topos_tokenizer *t, int32_t id) {
-  return t && id != TOPOS_TOKEN_NONE && (id == t->eos || id == t->eot);
+  if (!t || id == TOPOS_TOKEN_NONE) return 0;
+  for (int i = 0; i < t->n_eog; i++)
+    if (t->eog[i] == id) return 1;
+  return 0;
 }
 
 topos_token_type topos_tokenizer_token_type(const topos_tokenizer *t, int32_t id) {

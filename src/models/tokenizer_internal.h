@@ -40,6 +40,8 @@ typedef struct tp_idvec {
 topos_status tp_idvec_push(tp_idvec *v, int32_t id);
 
 /* ---- the tokenizer */
+#define TP_MAX_EOG 10
+
 struct topos_tokenizer {
   topos_tokenizer_kind kind;
   tp_pre_kind pre;
@@ -63,6 +65,8 @@ struct topos_tokenizer {
   size_t n_specials;
 
   int32_t bos, eos, eot, unk, pad;
+  int32_t eog[TP_MAX_EOG]; /* end-of-generation ids: eos, eot and the end-of-turn markers */
+  int n_eog;
   int add_bos, add_eos, add_space_prefix, ignore_merges;
 };
 

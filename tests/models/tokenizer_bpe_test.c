@@ -261,3 +261,58 @@ TEST(tokenizer_bpe_round_trips) {
     tt_vocab_free(&v);
   }
 }
+
+/* End of generation as llama.cpp decides it: eos, eot, and every token whose
+ * text is an end-of-turn marker, whether or not the file names it (Llama 3
+ * base files: eos <|end_of_text|>, no eot key, turns end at <|eot_id|> and
+ * tool calls at <|eom_id|>). Where no eot is named, the first marker of the
+ * list the vocabulary has becomes it. */
+TEST(tokenizer_end_of_generation_markers) {
+  tt_vocab v = {0};
+  for (int b = 'a'; b <= 'z'; b++) {
+    char one = (char)b;
+    tt_vocab_add(&v, &one, 1, 0, TOPOS_TOKEN_NORMAL);
+  }
+  const int end_text = tt_vocab_add(&v, "<|end_of_text|>", 15, 0, TOPOS_TOKEN_CONTROL);
+  const int im_end = tt_vocab_add(&v, "<|im_end|>", 10, 0, TOPOS_TOKEN_CONTROL);
+  const int eom = tt_vocab_add(&v, "<|eom_id|>", 10, 0, TOPOS_TOKEN_CONTROL);
+  const int eot = tt_vocab_add(&v, "<|eot_id|>", 10, 0, TOPOS_TOKEN_CONTROL);
+  const int header = tt_vocab_add(&v, "<|start_header_id|>", 19, 0, TOPOS_TOKEN_CONTROL);
+  const int plain = tt_add(&v, "end", 0);
+  topos_tokenizer_desc d = tt_desc(&v, "gpt2");
+  d.pre = "llama-bpe";
+  d.eos_id = end_text;
+  topos_tokenizer *t = NULL;
+  CHECK_OK(topos_tokenizer_new(&d, &t));
+  CHECK_EQ_INT(topos_tokenizer_eot(t), eot); /* <|eot_id|> first in the list, before <|im_end|> */
+  CHECK_EQ_INT(topos_tokenizer_eos(t), end_text);
+  const int ends[] = {end_text, im_end, eom, eot};
+  for (int i = 0; i < 4; i++) CHECK_MSG(topos_tokenizer_is_eog(t, ends[i]), "token %d ends generation", ends[i]);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, header), 0);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, plain), 0);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, 'e' - 'a'), 0);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, TOPOS_TOKEN_NONE), 0);
+  topos_tokenizer_free(t);
+  /* an eot the file names stays; the markers still end generation */
+  d.eot_id = im_end;
+  CHECK_OK(topos_tokenizer_new(&d, &t));
+  CHECK_EQ_INT(topos_tokenizer_eot(t), im_end);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, eot), 1);
+  topos_tokenizer_free(t);
+  /* a vocabulary without markers: eos alone */
+  tt_vocab w = {0};
+  for (int b = 'a'; b <= 'z'; b++) {
+    char one = (char)b;
+    tt_vocab_add(&w, &one, 1, 0, TOPOS_TOKEN_NORMAL);
+  }
+  const int eos = tt_vocab_add(&w, "</s>", 4, 0, TOPOS_TOKEN_CONTROL);
+  topos_tokenizer_desc e = tt_desc(&w, "gpt2");
+  e.eos_id = eos;
+  CHECK_OK(topos_tokenizer_new(&e, &t));
+  CHECK_EQ_INT(topos_tokenizer_eot(t), TOPOS_TOKEN_NONE);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, eos), 1);
+  for (int b = 0; b < 26; b++) CHECK_EQ_INT(topos_tokenizer_is_eog(t, b), 0);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&w);
+  tt_vocab_free(&v);
+}

@@ -247,7 +247,9 @@ TEST(tokenizer_smollm2_real_vocabulary) {
     ok = topos_tokenizer_vocab_size(t) == 49152 && topos_tokenizer_bos(t) == 1 &&
          topos_tokenizer_eos(t) == 2 && topos_tokenizer_pad(t) == 2 &&
          topos_tokenizer_add_bos(t) == 0 && topos_tokenizer_add_space_prefix(t) == 0 &&
-         topos_tokenizer_is_eog(t, 2) && topos_tokenizer_token_type(t, 1) == TOPOS_TOKEN_CONTROL;
+         topos_tokenizer_is_eog(t, 2) && topos_tokenizer_token_type(t, 1) == TOPOS_TOKEN_CONTROL &&
+         /* <|endoftext|> ends generation too, <|im_start|> does not (llama.cpp's set) */
+         topos_tokenizer_is_eog(t, 0) && !topos_tokenizer_is_eog(t, 1) && topos_tokenizer_eot(t) == 2;
   if (ok) ok = smol_check(t, 0, "smollm");
   if (ok) ok = smol_check(gpt2, 1, "gpt2");
   if (ok) ok = smol_check(llama3, 2, "llama-bpe");
