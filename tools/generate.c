@@ -1,11 +1,15 @@
 /* `topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
  * [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--threads T] [--ctx C]
- * [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT]]`: tokenizes the
+ * [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT] [-i]]`: tokenizes the
  * prompt, runs it as one chunk, then decodes token by token, streaming each
- * piece as it is produced; ends with prompt and generation tokens/s. */
+ * piece as it is produced; ends with prompt and generation tokens/s. With
+ * --chat -i, a conversation: every line of input is the next user turn,
+ * evaluated after the previous reply in the same cache (-n per reply). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/cli.h"
 
@@ -13,12 +17,118 @@ static int tp_bad_value(const char *flag, const char *value, const char *want) {
   return tp_cli_bad_value("generate", flag, value, want);
 }
 
+/* One conversation (or one prompt) through a context: what the turns
+ * evaluated and produced, and a sampled token printed but not yet evaluated
+ * (a reply cut by -n: the next turn evaluates it first). */
+typedef struct tp_gen {
+  topos_llama_context *ctx;
+  topos_tokenizer *tok;
+  topos_sampler *sampler;
+  const topos_llama_config *c;
+  float *logits;
+  long ctx_len;
+  int32_t pending;
+  long prompt_tokens, generated, gen_tokens, last_generated;
+  double prompt_s, gen_s;
+  int full_in_prompt; /* the context filled before a turn's text fit */
+} tp_gen;
+
+/* A line of stdin without its newline; 0 at the end of input. */
+static int tp_read_line(char **line, size_t *cap) {
+  ssize_t n = getline(line, cap, stdin);
+  if (n < 0) return 0;
+  while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = '\0';
+  return 1;
+}
+
+/* before, then the user's turn in format (NULL on failure, reported). */
+static char *tp_chat_text(topos_chat_format format, const char *system, const char *user, const char *before) {
+  size_t need = 0, lead = strlen(before);
+  topos_chat_turn(format, system, user, NULL, 0, &need);
+  topos_clear_error();
+  char *text = malloc(lead + need + 1);
+  topos_status st = text ? TOPOS_OK : TOPOS_ERR_OUT_OF_MEMORY;
+  if (text) {
+    memcpy(text, before, lead);
+    st = topos_chat_turn(format, system, user, text + lead, need + 1, &need);
+  }
+  if (st != TOPOS_OK) {
+    tp_cli_fail("generate", st, "--chat");
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+/* Evaluates the pending token and text's tokens, then samples, prints and
+ * evaluates up to n_predict tokens, stopping at an end-of-generation token.
+ * Sampling a token needs no slot of the context; evaluating it does: the
+ * last token that fits is sampled, printed, and not evaluated (*full). 0, or
+ * 1 after reporting a failure. */
+static int tp_gen_turn(tp_gen *g, const char *text, unsigned flags, long n_predict, int *full) {
+  size_t n = 0, len = strlen(text);
+  topos_tokenizer_encode(g->tok, text, len, flags, NULL, 0, &n);
+  topos_clear_error();
+  int32_t *ids = malloc((n + 2) * sizeof *ids);
+  if (!ids) return tp_cli_fail("generate", TOPOS_ERR_OUT_OF_MEMORY, "tokens"), 1;
+  size_t at = 0;
+  if (g->pending != TOPOS_TOKEN_NONE) ids[at++] = g->pending;
+  topos_status st = topos_tokenizer_encode(g->tok, text, len, flags, ids + at, n + 1, &n);
+  if (st != TOPOS_OK) {
+    free(ids);
+    return tp_cli_fail("generate", st, "tokenizing the prompt"), 1;
+  }
+  n += at;
+  if (topos_llama_position(g->ctx) + (int64_t)n > g->ctx_len) {
+    free(ids);
+    *full = g->full_in_prompt = 1;
+    return 0;
+  }
+  g->pending = TOPOS_TOKEN_NONE;
+  double t0 = tp_cli_now();
+  st = n ? topos_llama_eval(g->ctx, ids, (int64_t)n, 0, g->logits) : TOPOS_OK;
+  for (size_t i = 0; i < n; ++i) topos_sampler_accept(g->sampler, ids[i]);
+  free(ids);
+  if (st != TOPOS_OK) return tp_cli_fail("generate", st, "prompt"), 1;
+  double t1 = tp_cli_now();
+  g->prompt_tokens += (long)n, g->prompt_s += t1 - t0;
+  long generated = 0;
+  char piece[256];
+  while (generated < n_predict) {
+    int32_t next;
+    if ((st = topos_sampler_sample(g->sampler, g->logits, (int)g->c->n_vocab, &next)) != TOPOS_OK)
+      return tp_cli_fail("generate", st, "sampling"), 1;
+    topos_sampler_accept(g->sampler, next);
+    ++generated;
+    if (topos_tokenizer_is_eog(g->tok, next)) break;
+    size_t plen = 0;
+    if (topos_tokenizer_decode_token(g->tok, next, piece, sizeof piece, &plen) == TOPOS_OK) {
+      fwrite(piece, 1, plen, stdout);
+      fflush(stdout);
+    }
+    if (generated == n_predict) {
+      g->pending = next;
+      break;
+    }
+    if (topos_llama_position(g->ctx) >= g->ctx_len) {
+      *full = 1;
+      break;
+    }
+    if ((st = topos_llama_eval(g->ctx, &next, 1, 0, g->logits)) != TOPOS_OK)
+      return tp_cli_fail("generate", st, "decode"), 1;
+  }
+  double t2 = tp_cli_now();
+  g->generated += generated, g->last_generated = generated;
+  if (generated > 1) g->gen_tokens += generated - 1, g->gen_s += t2 - t1;
+  return 0;
+}
+
 static int tp_generate(int argc, char **argv) {
   const char *path = NULL, *prompt = "", *system = NULL;
   long n_predict = 64, threads = 0, ctx_len = 0, top_k = 0, last_n = 0;
   unsigned long long seed = 42;
   topos_sampler_params sp = topos_sampler_params_default();
-  int exact = 0, chat = 0;
+  int exact = 0, chat = 0, interactive = 0;
   topos_dtype kv = TOPOS_F32;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -34,6 +144,10 @@ static int tp_generate(int argc, char **argv) {
     }
     if (strcmp(a, "--chat") == 0) {
       chat = 1;
+      continue;
+    }
+    if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) {
+      interactive = 1;
       continue;
     }
     if (!v) goto usage;
@@ -76,67 +190,73 @@ static int tp_generate(int argc, char **argv) {
     fprintf(stderr, "topos generate: --system needs --chat\n");
     return 2;
   }
+  if (interactive && !chat) {
+    fprintf(stderr, "topos generate: -i (a conversation, one user turn per line of input) needs --chat\n");
+    return 2;
+  }
   if (threads > 0 && topos_set_threads((int)threads) != TOPOS_OK)
     return tp_cli_fail("generate", TOPOS_ERR_INVALID_ARGUMENT, "--threads");
 
   topos_llama *model = NULL;
   topos_tokenizer *tok = NULL;
   topos_sampler *sampler = NULL;
-  topos_llama_context *ctx = NULL;
-  int32_t *ids = NULL;
-  char *turn = NULL; /* --chat: the prompt in the model's chat format */
-  float *logits = NULL;
+  tp_gen g = {0};
+  g.pending = TOPOS_TOKEN_NONE;
+  char *turn = NULL, *line = NULL; /* --chat: a turn in the model's chat format; -i: a line read */
+  size_t line_cap = 0;
   int rc = 1;
   topos_status st = topos_llama_open(path, &model);
   if (st != TOPOS_OK) return tp_cli_fail("generate", st, path);
   const topos_llama_config *c = topos_llama_config_of(model);
+  g.c = c;
   if ((st = topos_tokenizer_from_gguf(topos_llama_gguf(model), &tok)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "tokenizer");
     goto done;
   }
+  g.tok = tok;
   if ((st = topos_sampler_new(&sp, seed, &sampler)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "sampler");
     goto done;
   }
-  const char *text = prompt;
-  unsigned flags = TOPOS_TOKENIZE_ADD_SPECIAL;
-  if (chat) { /* the user's turn in the file's chat format, its markers as tokens */
+  g.sampler = sampler;
+  topos_chat_format format = TOPOS_CHAT_UNKNOWN;
+  if (chat) {
     const char *tmpl = NULL;
     if (topos_gguf_get_string(topos_llama_gguf(model), "tokenizer.chat_template", &tmpl, NULL) != TOPOS_OK) {
       fprintf(stderr, "topos generate: --chat: the file has no tokenizer.chat_template\n");
       goto done;
     }
-    const topos_chat_format format = topos_chat_detect(tmpl);
+    format = topos_chat_detect(tmpl);
     if (format == TOPOS_CHAT_UNKNOWN) {
       fprintf(stderr, "topos generate: --chat: the file's chat template is none of ChatML, Llama 3, Gemma, "
               "Zephyr, Llama 2 (it starts \"%.60s\")\n", tmpl);
       goto done;
     }
-    size_t need = 0;
-    topos_chat_turn(format, system, prompt, NULL, 0, &need);
-    turn = malloc(need + 1);
-    if (!turn || (st = topos_chat_turn(format, system, prompt, turn, need + 1, &need)) != TOPOS_OK) {
-      tp_cli_fail("generate", turn ? st : TOPOS_ERR_OUT_OF_MEMORY, "--chat");
+  }
+  /* -i without -p: the first turn is the first line read */
+  const int tty = isatty(0);
+  if (interactive && !*prompt) {
+    if (tty) fputs("> ", stderr);
+    if (!tp_read_line(&line, &line_cap)) {
+      rc = 0;
       goto done;
     }
-    text = turn;
-    flags |= TOPOS_TOKENIZE_PARSE_SPECIAL;
+    prompt = line;
   }
+  if (chat && !(turn = tp_chat_text(format, system, prompt, ""))) goto done;
+  const char *text = chat ? turn : prompt;
+  unsigned flags = TOPOS_TOKENIZE_ADD_SPECIAL | (chat ? TOPOS_TOKENIZE_PARSE_SPECIAL : 0);
   size_t n_prompt = 0, len = strlen(text);
   topos_tokenizer_encode(tok, text, len, flags, NULL, 0, &n_prompt);
   topos_clear_error();
-  if (ctx_len <= 0) {
-    ctx_len = (long)n_prompt + n_predict;
+  if (ctx_len <= 0) { /* one exchange: the prompt and -n; a conversation: room for several */
+    ctx_len = interactive ? 4096 : (long)n_prompt + n_predict;
     if (ctx_len > c->n_ctx_train) ctx_len = (long)c->n_ctx_train;
   }
-  ids = malloc((n_prompt + 1) * sizeof *ids);
-  logits = malloc((size_t)c->n_vocab * sizeof *logits);
-  if (!ids || !logits) {
+  g.ctx_len = ctx_len;
+  g.logits = malloc((size_t)c->n_vocab * sizeof *g.logits);
+  if (!g.logits) {
     fprintf(stderr, "topos generate: out of memory\n");
-    goto done;
-  }
-  if ((st = topos_tokenizer_encode(tok, text, len, flags, ids, n_prompt + 1, &n_prompt)) != TOPOS_OK) {
-    tp_cli_fail("generate", st, "tokenizing the prompt");
     goto done;
   }
   if (n_prompt == 0) {
@@ -152,7 +272,7 @@ static int tp_generate(int argc, char **argv) {
   o.n_ctx = ctx_len;
   o.numerics = exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST;
   o.kv_dtype = kv;
-  if ((st = topos_llama_context_new(model, &o, &ctx)) != TOPOS_OK) {
+  if ((st = topos_llama_context_new(model, &o, &g.ctx)) != TOPOS_OK) {
     tp_cli_fail("generate", st, "context");
     goto done;
   }
@@ -160,69 +280,56 @@ static int tp_generate(int argc, char **argv) {
     fwrite(prompt, 1, len, stdout);
     fflush(stdout);
   }
-  double t0 = tp_cli_now();
-  if ((st = topos_llama_eval(ctx, ids, (int64_t)n_prompt, 0, logits)) != TOPOS_OK) {
-    tp_cli_fail("generate", st, "prompt");
-    goto done;
+  int full = 0, turns = 0;
+  for (;;) {
+    if (tp_gen_turn(&g, text, flags, n_predict, &full) != 0) goto done;
+    if (g.full_in_prompt) break;
+    ++turns;
+    if (!interactive || full) break;
+    /* the next user line closes this reply and opens the next turn */
+    fputs("\n", stdout);
+    fflush(stdout);
+    if (tty) fputs("> ", stderr);
+    if (!tp_read_line(&line, &line_cap)) break;
+    free(turn);
+    if (!(turn = tp_chat_text(format, NULL, line, topos_chat_reply_end(format)))) goto done;
+    text = turn;
+    flags = TOPOS_TOKENIZE_PARSE_SPECIAL; /* BOS only at the start */
   }
-  for (size_t i = 0; i < n_prompt; ++i) topos_sampler_accept(sampler, ids[i]);
-  double t1 = tp_cli_now();
-  long generated = 0;
-  int full = 0; /* stopped because the context is full */
-  char piece[256];
-  /* Sampling a token needs no slot of the context; evaluating it does: the
-   * last token that fits is sampled, printed, and not evaluated. */
-  while (generated < n_predict) {
-    int32_t next;
-    if ((st = topos_sampler_sample(sampler, logits, (int)c->n_vocab, &next)) != TOPOS_OK) {
-      tp_cli_fail("generate", st, "sampling");
-      goto done;
-    }
-    topos_sampler_accept(sampler, next);
-    ++generated;
-    if (topos_tokenizer_is_eog(tok, next)) break;
-    size_t plen = 0;
-    if (topos_tokenizer_decode_token(tok, next, piece, sizeof piece, &plen) == TOPOS_OK) {
-      fwrite(piece, 1, plen, stdout);
-      fflush(stdout);
-    }
-    if (generated == n_predict) break;
-    if (topos_llama_position(ctx) >= ctx_len) {
-      full = 1;
-      break;
-    }
-    if ((st = topos_llama_eval(ctx, &next, 1, 0, logits)) != TOPOS_OK) {
-      tp_cli_fail("generate", st, "decode");
-      goto done;
-    }
-  }
-  double t2 = tp_cli_now();
-  printf("\n\nprompt: %zu token%s, %.1f tokens/s; generation: %ld token%s, %.1f tokens/s "
-         "(%d threads, %s)\n", n_prompt, n_prompt == 1 ? "" : "s", (double)n_prompt / (t1 - t0), generated,
-         generated == 1 ? "" : "s", generated > 1 ? (double)(generated - 1) / (t2 - t1) : 0.0, topos_threads(),
+  char turns_note[32] = "";
+  if (interactive) snprintf(turns_note, sizeof turns_note, "%d turn%s; ", turns, turns == 1 ? "" : "s");
+  printf("\n\n%sprompt: %ld token%s, %.1f tokens/s; generation: %ld token%s, %.1f tokens/s "
+         "(%d threads, %s)\n", turns_note, g.prompt_tokens,
+         g.prompt_tokens == 1 ? "" : "s", g.prompt_s > 0 ? (double)g.prompt_tokens / g.prompt_s : 0.0, g.generated,
+         g.generated == 1 ? "" : "s", g.gen_tokens > 0 ? (double)g.gen_tokens / g.gen_s : 0.0, topos_threads(),
          exact ? "exact" : "fast");
   fflush(stdout);
-  if (full)
+  if (full && g.full_in_prompt)
+    fprintf(stderr, "topos generate: stopped: the next turn does not fit the context of %ld tokens (--ctx)\n",
+            ctx_len);
+  else if (full)
     fprintf(stderr, "topos generate: stopped after %ld of %ld tokens: the context of %ld token%s is full "
-            "(--ctx)\n", generated, n_predict, ctx_len, ctx_len == 1 ? "" : "s");
+            "(--ctx)\n", g.last_generated, n_predict, ctx_len, ctx_len == 1 ? "" : "s");
   rc = 0;
 done:
-  topos_llama_context_free(ctx);
+  topos_llama_context_free(g.ctx);
   topos_sampler_free(sampler);
   topos_tokenizer_free(tok);
   topos_llama_free(model);
-  free(ids);
-  free(logits);
+  free(g.logits);
   free(turn);
+  free(line);
   return rc;
 usage:
   fprintf(stderr, "usage: topos generate MODEL.gguf -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
           "         [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--threads T]\n"
-          "         [--ctx C] [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT]]\n"
+          "         [--ctx C] [--kv f32|f16|bf16] [--exact] [--chat [--system TEXT] [-i]]\n"
           "sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, no repeat penalty\n"
           "(window 64); --temp 0 is greedy. --ctx 0 (default): the prompt plus -n, at most the\n"
           "model's training context. --chat: the prompt as a user turn in the file's chat format\n"
-          "(ChatML, Llama 3, Gemma, Zephyr, Llama 2; tokenizer.chat_template), the reply alone.\n");
+          "(ChatML, Llama 3, Gemma, Zephyr, Llama 2; tokenizer.chat_template), the reply alone.\n"
+          "-i (with --chat): a conversation, one user turn per line of input (the first is -p\n"
+          "when given), each reply after the last in one cache; --ctx 0 gives it 4096 tokens.\n");
   return 2;
 }
 

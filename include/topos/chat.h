@@ -47,6 +47,14 @@ TOPOS_API const char *topos_chat_format_name(topos_chat_format format);
 TOPOS_API topos_status topos_chat_turn(topos_chat_format format, const char *system, const char *user,
                                        char *buf, size_t cap, size_t *len);
 
+/* The text that closes an assistant's reply in format, after its last
+ * token, so that the next topos_chat_turn (without a system message) follows
+ * it in a conversation: ChatML "<|im_end|>\n", Llama 3 "<|eot_id|>", Gemma
+ * "<end_of_turn>\n", Zephyr "</s>\n", Llama 2 "</s><s>" (Meta's layout:
+ * every [INST] after the first opens with a BOS). Encode it with
+ * TOPOS_TOKENIZE_PARSE_SPECIAL. "" for UNKNOWN. Static string. */
+TOPOS_API const char *topos_chat_reply_end(topos_chat_format format);
+
 #ifdef __cplusplus
 }
 #endif

