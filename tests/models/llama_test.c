@@ -494,8 +494,7 @@ TEST(llama_smollm2_perplexity_is_llama_cpps) {
 }
 
 TEST(llama_logits_match_plain_forward_f32_tight) {
-  lt_spec s = lt_default_spec();
-  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F32;
+  lt_spec s = lt_f32_spec();
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 1e-5);
 }

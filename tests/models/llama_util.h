@@ -69,6 +69,14 @@ static inline lt_spec lt_default_spec(void) {
   return s;
 }
 
+/* The default spec with every weight in f32 (logits within summation order
+ * of the plain forward). */
+static inline lt_spec lt_f32_spec(void) {
+  lt_spec s = lt_default_spec();
+  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F32;
+  return s;
+}
+
 /* The default spec with the attention inputs' and gate / up types given. */
 static inline lt_spec lt_spec_with_inputs(topos_dtype q, topos_dtype k, topos_dtype v, topos_dtype gate,
                                           topos_dtype up) {

@@ -38,17 +38,11 @@ static void lv_check(const lt_spec *s, const lt_spec *without) {
   lt_close(&m);
 }
 
-static lt_spec lv_f32_spec(void) {
-  lt_spec s = lt_default_spec();
-  for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F32;
-  return s;
-}
-
 /* Llama 3.1 / 3.2 files carry one frequency divisor per rotated pair (1 for
  * the fast pairs, 8 for the slow ones, smooth between); running without
  * them, as a loader that ignores the tensor would, changes every logit. */
 TEST(llama_rope_factors_of_llama31_files) {
-  lt_spec s = lv_f32_spec(), without = s;
+  lt_spec s = lt_f32_spec(), without = s;
   s.rope_freqs = 1;
   lt_model m;
   CHECK_OK(lt_open(&s, &m));
@@ -82,7 +76,7 @@ TEST(llama_rope_factors_of_llama31_files) {
 /* rope.scaling.type "linear" divides positions by rope.scaling.factor;
  * "none" ignores the factor (llama.cpp's reading of both keys). */
 TEST(llama_linear_rope_scaling) {
-  lt_spec s = lv_f32_spec(), without = s;
+  lt_spec s = lt_f32_spec(), without = s;
   s.rope_scale = 4.0f;
   lt_model m;
   CHECK_OK(lt_open(&s, &m));
@@ -105,7 +99,7 @@ TEST(llama_linear_rope_scaling) {
  * (q is 128 wide, the output product maps 128 back to 256), with GQA, the
  * rope factors and linear scaling at once; and with 16-bit caches. */
 TEST(llama_head_width_from_key_length) {
-  lt_spec s = lv_f32_spec();
+  lt_spec s = lt_f32_spec();
   s.head_dim = 32;
   lt_model m;
   CHECK_OK(lt_open(&s, &m));
@@ -129,7 +123,7 @@ TEST(llama_head_width_from_key_length) {
 
 /* What the loader refuses about these keys and tensors, naming them. */
 TEST(llama_variants_refused) {
-  lt_spec s = lv_f32_spec();
+  lt_spec s = lt_f32_spec();
   s.layers = 1;
   lt_spec t = s;
   t.rope_type = "yarn";
