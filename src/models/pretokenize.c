@@ -1,5 +1,5 @@
-/* Pre-tokenizers of byte-level BPE vocabularies: the GPT-2 and Llama-3
- * regular expressions, matched by hand. Each matcher looks at code point i
+/* Pre-tokenizers of byte-level BPE vocabularies: the GPT-2, Llama-3 and
+ * Qwen2 regular expressions, matched by hand. Each matcher looks at code point i
  * and returns where the regex's leftmost alternative that matches there
  * ends; alternatives are tried in the pattern's order, so the result is the
  * one a backtracking regex engine gives. */
@@ -53,8 +53,9 @@ static size_t tp_gpt2_match(const tp_cps *c, size_t i, size_t n) {
 }
 
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
- *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n) {
+ *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * with digits = 3; Qwen2's pattern is the same with \p{N} (digits = 1). */
+static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n, size_t digits) {
   size_t end = tp_contraction(c, i, n, 1);
   if (end) return end;
   uint8_t cls = c->cls[i];
@@ -67,7 +68,7 @@ static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n) {
   }
   if (cls == TP_CHAR_NUMBER) {
     j = i + 1;
-    while (j < n && j < i + 3 && c->cls[j] == TP_CHAR_NUMBER) j++;
+    while (j < n && j < i + digits && c->cls[j] == TP_CHAR_NUMBER) j++;
     return j;
   }
   size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
@@ -120,8 +121,9 @@ topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_pie
       seg_end = i;
       while (seg_end < count && cls[seg_end] != TP_CHAR_NUMBER) seg_end++;
     }
-    size_t end = kind == TP_PRE_LLAMA3 ? tp_llama3_match(&c, i, seg_end)
-                                       : tp_gpt2_match(&c, i, seg_end);
+    size_t end = kind == TP_PRE_LLAMA3   ? tp_llama3_match(&c, i, seg_end, 3)
+                 : kind == TP_PRE_QWEN2 ? tp_llama3_match(&c, i, seg_end, 1)
+                                        : tp_gpt2_match(&c, i, seg_end);
     if (end <= i) end = i + 1; /* cannot happen: every class has a matching alternative */
     st = emit(ctx, off[i], off[end] - off[i]);
     i = end;

@@ -46,28 +46,38 @@ static int tp_parse_byte_token(const char *s, size_t n) {
   return hi * 16 + lo;
 }
 
+/* The names llama.cpp reads in tokenizer.ggml.pre, by the pattern they
+ * select (its llama-vocab.cpp); clean_spaces, which only its detokenizer
+ * reads, plays no part here. */
 static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ignore_merges) {
+  static const char *const gpt2[] = {"default",    "gpt2",       "gpt-2",      "phi-2",        "jina-es",
+                                     "jina-de",    "gigachat",   "jina-v1-en", "jina-v2-es",   "jina-v2-de",
+                                     "jina-v2-code", "roberta-bpe"};
+  static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3", "falcon3"};
+  static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact", "command-r",
                                        "codeshell", "exaone",    "minerva"};
+  static const struct {
+    const char *const *names;
+    size_t n;
+    tp_pre_kind kind;
+    int ignore_merges;
+  } kinds[] = {{gpt2, sizeof gpt2 / sizeof *gpt2, TP_PRE_GPT2, 0},
+               {llama3, sizeof llama3 / sizeof *llama3, TP_PRE_LLAMA3, 1},
+               {qwen2, sizeof qwen2 / sizeof *qwen2, TP_PRE_QWEN2, 0},
+               {digits, sizeof digits / sizeof *digits, TP_PRE_DIGITS_GPT2, 0}};
   *ignore_merges = 0;
-  if (!name || !strcmp(name, "default") || !strcmp(name, "gpt2") || !strcmp(name, "gpt-2")) {
-    *out = TP_PRE_GPT2;
-    return TOPOS_OK;
-  }
-  if (!strcmp(name, "llama-bpe") || !strcmp(name, "llama3") || !strcmp(name, "llama-v3")) {
-    *out = TP_PRE_LLAMA3;
-    *ignore_merges = 1;
-    return TOPOS_OK;
-  }
-  for (size_t i = 0; i < sizeof digits / sizeof digits[0]; i++) {
-    if (!strcmp(name, digits[i])) {
-      *out = TP_PRE_DIGITS_GPT2;
-      return TOPOS_OK;
-    }
-  }
+  if (!name) name = "default";
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+    for (size_t i = 0; i < kinds[k].n; i++)
+      if (!strcmp(name, kinds[k].names[i])) {
+        *out = kinds[k].kind;
+        *ignore_merges = kinds[k].ignore_merges;
+        return TOPOS_OK;
+      }
   return tp_fail(TOPOS_UNSUPPORTED,
-                 "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: default, gpt2, "
-                 "llama-bpe, smollm, starcoder, refact, command-r, codeshell, exaone, minerva)",
+                 "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: gpt2 and its aliases, "
+                 "llama-bpe, falcon3, qwen2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva)",
                  name);
 }
 

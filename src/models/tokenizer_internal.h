@@ -23,6 +23,7 @@ tp_char_class tp_char_class_of(uint32_t cp);
 typedef enum tp_pre_kind {
   TP_PRE_GPT2,
   TP_PRE_LLAMA3,
+  TP_PRE_QWEN2, /* Llama 3's pattern with digits one by one */
   TP_PRE_DIGITS_GPT2 /* each \p{N} alone, then GPT-2 (smollm, starcoder, ...) */
 } tp_pre_kind;
 

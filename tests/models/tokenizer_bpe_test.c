@@ -6,7 +6,7 @@
 
 /* ---- pre-tokenizer pieces */
 typedef struct pieces {
-  char text[16][32];
+  char text[48][32];
   int n;
 } pieces;
 
@@ -17,7 +17,7 @@ typedef struct piece_ctx {
 
 static topos_status collect_text(void *ctx, size_t start, size_t length) {
   piece_ctx *c = ctx;
-  if (c->p->n >= 16 || length >= 32) return TOPOS_ERR_RANGE;
+  if (c->p->n >= 48 || length >= 32) return TOPOS_ERR_RANGE;
   memcpy(c->p->text[c->p->n], c->text + start, length);
   c->p->text[c->p->n][length] = 0;
   c->p->n++;
@@ -46,6 +46,75 @@ static void split(tp_pre_kind kind, const char *text, char *out, size_t cap) {
     CHECK_MSG(strcmp(got_, expected) == 0, "split of \"%s\": \"%s\", expected \"%s\"", \
               text, got_, expected);                                                   \
   } while (0)
+
+/* Qwen2's and Llama 3's patterns against an independent implementation:
+ * the splits Python's `regex` module (real Unicode classes, a backtracking
+ * engine) gives for llama.cpp's two expressions over mixed texts
+ * (scripts/pretokenize_reference.py prints these rows). */
+TEST(tokenizer_pretokenize_qwen2_and_llama3_match_the_regex) {
+  static const struct {
+    tp_pre_kind kind;
+    const char *text, *pieces;
+  } cases[] = {
+    {TP_PRE_QWEN2, "Hello world 12345 it's",
+     "Hello| world| |1|2|3|4|5| it|'s"},
+    {TP_PRE_QWEN2, "2024-12-06: 3.14159\n\nend",
+     "2|0|2|4|-|1|2|-|0|6|:| |3|.|1|4|1|5|9|\n\n|end"},
+    {TP_PRE_QWEN2, "  leading and trailing  ",
+     " | leading| and| trailing|  "},
+    {TP_PRE_QWEN2, "a1b22c333d4444",
+     "a|1|b|2|2|c|3|3|3|d|4|4|4|4"},
+    {TP_PRE_QWEN2, "I'LL 've \t\n x",
+     "I|'LL| '|ve| \t\n| x"},
+    {TP_PRE_QWEN2, "x\n\xE2\x82\xAC" "b \xC3\xA9" "Z  \xE6\x97\xA5" "\xE6\x9C\xAC",
+     "x|\n|\xE2\x82\xAC" "b| \xC3\xA9" "Z| | \xE6\x97\xA5" "\xE6\x9C\xAC"},
+    {TP_PRE_QWEN2, ".7b ",
+     ".|7|b| "},
+    {TP_PRE_QWEN2, "\r\n 's \xC3\xA9" "\r\nb\xE6\x97\xA5" "\xE6\x9C\xAC" "Z's",
+     "\r\n| '|s| \xC3\xA9" "|\r\n|b\xE6\x97\xA5" "\xE6\x9C\xAC" "Z|'s"},
+    {TP_PRE_QWEN2, "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "\nb",
+     "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "|\n|b"},
+    {TP_PRE_QWEN2, "b\xC3\xA9" "x're\r\nx\xC3\xA9",
+     "b\xC3\xA9" "x|'re|\r\n|x\xC3\xA9"},
+    {TP_PRE_QWEN2, "\xE6\x97\xA5" "\xE6\x9C\xAC" "'re\xC3\xA9" "--12345",
+     "\xE6\x97\xA5" "\xE6\x9C\xAC" "|'re|\xC3\xA9" "|--|1|2|3|4|5"},
+    {TP_PRE_QWEN2, "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE2\x82\xAC" "7  ",
+     "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "|\xE2\x82\xAC" "|7|  "},
+    {TP_PRE_QWEN2, "\xC3\xA9" "x9y \xE6\x97\xA5" "\xE6\x9C\xAC" "b",
+     "\xC3\xA9" "x|9|y| \xE6\x97\xA5" "\xE6\x9C\xAC" "b"},
+    {TP_PRE_QWEN2, "!?--\xC3\xA9" "\r\n \t\xE6\x97\xA5" "\xE6\x9C\xAC",
+     "!?--|\xC3\xA9" "|\r\n| |\t\xE6\x97\xA5" "\xE6\x9C\xAC"},
+    {TP_PRE_LLAMA3, "Hello world 12345 it's",
+     "Hello| world| |123|45| it|'s"},
+    {TP_PRE_LLAMA3, "2024-12-06: 3.14159\n\nend",
+     "202|4|-|12|-|06|:| |3|.|141|59|\n\n|end"},
+    {TP_PRE_LLAMA3, "  leading and trailing  ",
+     " | leading| and| trailing|  "},
+    {TP_PRE_LLAMA3, "a1b22c333d4444",
+     "a|1|b|22|c|333|d|444|4"},
+    {TP_PRE_LLAMA3, "I'LL 've \t\n x",
+     "I|'LL| '|ve| \t\n| x"},
+    {TP_PRE_LLAMA3, "x\n\xE2\x82\xAC" "b \xC3\xA9" "Z  \xE6\x97\xA5" "\xE6\x9C\xAC",
+     "x|\n|\xE2\x82\xAC" "b| \xC3\xA9" "Z| | \xE6\x97\xA5" "\xE6\x9C\xAC"},
+    {TP_PRE_LLAMA3, ".7b ",
+     ".|7|b| "},
+    {TP_PRE_LLAMA3, "\r\n 's \xC3\xA9" "\r\nb\xE6\x97\xA5" "\xE6\x9C\xAC" "Z's",
+     "\r\n| '|s| \xC3\xA9" "|\r\n|b\xE6\x97\xA5" "\xE6\x9C\xAC" "Z|'s"},
+    {TP_PRE_LLAMA3, "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "\nb",
+     "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "|\n|b"},
+    {TP_PRE_LLAMA3, "b\xC3\xA9" "x're\r\nx\xC3\xA9",
+     "b\xC3\xA9" "x|'re|\r\n|x\xC3\xA9"},
+    {TP_PRE_LLAMA3, "\xE6\x97\xA5" "\xE6\x9C\xAC" "'re\xC3\xA9" "--12345",
+     "\xE6\x97\xA5" "\xE6\x9C\xAC" "|'re|\xC3\xA9" "|--|123|45"},
+    {TP_PRE_LLAMA3, "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE2\x82\xAC" "7  ",
+     "\xE6\x97\xA5" "\xE6\x9C\xAC" "\xE6\x97\xA5" "\xE6\x9C\xAC" "|\xE2\x82\xAC" "|7|  "},
+    {TP_PRE_LLAMA3, "\xC3\xA9" "x9y \xE6\x97\xA5" "\xE6\x9C\xAC" "b",
+     "\xC3\xA9" "x|9|y| \xE6\x97\xA5" "\xE6\x9C\xAC" "b"},
+    {TP_PRE_LLAMA3, "!?--\xC3\xA9" "\r\n \t\xE6\x97\xA5" "\xE6\x9C\xAC",
+     "!?--|\xC3\xA9" "|\r\n| |\t\xE6\x97\xA5" "\xE6\x9C\xAC"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_SPLIT(cases[i].kind, cases[i].text, cases[i].pieces);
+}
 
 TEST(tokenizer_pretokenize_gpt2) {
   CHECK_SPLIT(TP_PRE_GPT2, "I'm  here 42x\n\n end!?", "I|'m| | here| 42|x|\n\n| end|!?");
