@@ -1,28 +1,31 @@
 /* topos — models tier: llama-family language models from GGUF files, run
  * through topos's own graph and plans on the quantized products.
  *
- * Model. topos_llama_open() reads general.architecture (only "llama" is
- * accepted) and the llama.* hyper-parameters, then checks that every tensor
+ * Model. topos_llama_open() reads general.architecture ("llama", or
+ * "qwen2": the same graph with q, k, v biases and rotated half-dimension
+ * pairs) and its ARCH.* hyper-parameters, then checks that every tensor
  * the graph needs is present with the shape the metadata implies. Weights are
  * zero-copy views of the mapped file in their stored types (F32, F16, BF16,
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and feed the `qlinear` op
  * directly. output.weight is optional (absent: the head is tied to
  * token_embd.weight). A file holding a tensor the graph would not read
- * (attention or feed-forward biases, experts, ...) is refused rather than run
+ * (feed-forward biases, experts, ...) is refused rather than run
  * without it. A refused file gets a status and a message naming the key or
  * tensor and the values involved.
  *
  * Graph (one network per chunk length T, recorded by the context):
  *   x = embedding rows of the tokens (dequantized by the context: the graph
  *       has no dtype conversion and the table is usually block-quantized)
- *   per block: h = rmsnorm(x) * attn_norm; q, k, v = qlinear(h, Wq|Wk|Wv);
- *       rope on q and k (adjacent pairs (x[2i], x[2i+1]) rotated by
+ *   per block: h = rmsnorm(x) * attn_norm; q, k, v = qlinear(h, Wq|Wk|Wv)
+ *       (+ bq, bk, bv where the file has them: qwen2 always);
+ *       rope on q and k (adjacent pairs (x[2i], x[2i+1]), qwen2's pairs
+ *       (x[i], x[i + rot_dim/2]), rotated by
  *       pos * scale * base^(-2i/rot_dim) / factor[i], the "NORM" rope of
  *       llama files: scale 1 / rope.scaling.factor for linear scaling,
  *       factor[i] from rope_freqs.weight where the file has it (Llama 3.1+),
  *       else 1);
  *       grouped-query attention over [cache | chunk] keys with a causal mask,
- *       softmax = exp(log_softmax); x += qlinear(attn, Wo);
+ *       softmax = exp(log_softmax); x += qlinear(attn, Wo) (+ bo where given);
  *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg)) * qlinear(h, Wu), Wd)
  *   logits = qlinear(rmsnorm(x) * output_norm, Wout)
  * The chunk's new keys and values are roots of the plan; the context copies
@@ -48,6 +51,8 @@ extern "C" {
 #endif
 
 typedef struct topos_llama_config {
+  const char *arch;      /* general.architecture: "llama" or "qwen2" (the model's string) */
+  int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (qwen2), else adjacent ones */
   int64_t n_vocab;       /* rows of token_embd.weight */
   int64_t n_ctx_train;   /* llama.context_length */
   int64_t dim;           /* llama.embedding_length */

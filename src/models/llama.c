@@ -9,6 +9,13 @@
 #include "base/error.h"
 #include "models/llama_internal.h"
 
+/* "ARCH.suffix": the architecture's hyper-parameter keys (llama.*, qwen2.*) */
+static const char *tp_key(char *buf, size_t cap, const char *arch, const char *suffix) {
+  snprintf(buf, cap, "%s.%s", arch, suffix);
+  return buf;
+}
+#define TP_K(suffix) tp_key(kb, sizeof kb, c->arch, suffix)
+
 static topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback,
                                  int64_t *out) {
   uint64_t v;
@@ -165,16 +172,17 @@ static topos_status tp_llama_join_layer(tp_llama_layer *L) {
  * "none"; an absent type means "linear", a factor of 0 means none. YaRN and
  * LongRoPE change the rotation itself and are refused. */
 static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
+  char kb[96], kb2[96];
   c->rope_freq_scale = 1.0f;
   const char *type = NULL;
-  topos_status st = topos_gguf_get_string(g, "llama.rope.scaling.type", &type, NULL);
+  topos_status st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
   if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), type = "linear";
-  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key llama.rope.scaling.type");
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
   if (strcmp(type, "none") == 0) return TOPOS_OK;
   if (strcmp(type, "linear") != 0)
     return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported (only none and linear)",
                    type);
-  const char *keys[2] = {"llama.rope.scaling.factor", "llama.rope.scale_linear"};
+  const char *keys[2] = {TP_K("rope.scaling.factor"), tp_key(kb2, sizeof kb2, c->arch, "rope.scale_linear")};
   for (int i = 0; i < 2; ++i) {
     float factor = 0.0f;
     st = topos_gguf_get_f32(g, keys[i], &factor);
@@ -200,26 +208,31 @@ static topos_status tp_llama_config(topos_llama *m) {
   if (st == TOPOS_ERR_NOT_FOUND)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: general.architecture is missing");
   TP_TRY(st);
-  if (strcmp(arch, "llama") != 0)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (only llama)",
+  /* qwen2: llama's graph with q, k, v biases and the rotation of
+   * half-dimension pairs (NEOX: its converter does not permute q and k) */
+  if (strcmp(arch, "llama") != 0 && strcmp(arch, "qwen2") != 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (llama and qwen2 are)",
                    arch);
   topos_llama_config *c = &m->config;
-  TP_TRY(tp_llama_u64(g, "llama.context_length", 1, 0, &c->n_ctx_train));
-  TP_TRY(tp_llama_u64(g, "llama.embedding_length", 1, 0, &c->dim));
-  TP_TRY(tp_llama_u64(g, "llama.block_count", 1, 0, &c->n_layers));
-  TP_TRY(tp_llama_u64(g, "llama.feed_forward_length", 1, 0, &c->ff));
-  TP_TRY(tp_llama_u64(g, "llama.attention.head_count", 1, 0, &c->n_heads));
-  TP_TRY(tp_llama_u64(g, "llama.attention.head_count_kv", 0, c->n_heads, &c->n_kv_heads));
-  TP_TRY(tp_llama_f32(g, "llama.attention.layer_norm_rms_epsilon", 1, 0, &c->rms_eps));
-  TP_TRY(tp_llama_f32(g, "llama.rope.freq_base", 0, 10000.0f, &c->rope_base));
+  char kb[96];
+  c->arch = arch;
+  c->rope_neox = strcmp(arch, "qwen2") == 0;
+  TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
+  TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
+  TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
+  TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), 1, 0, &c->ff));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
+  TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps));
+  TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
   if (c->n_heads % c->n_kv_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
                    " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
   /* the head width: attention.key_length where the file says it (heads
    * need not tile the embedding then, as in Mistral NeMo), else dim / heads */
   int64_t key_len = 0, value_len = 0;
-  TP_TRY(tp_llama_u64(g, "llama.attention.key_length", 0, 0, &key_len));
-  TP_TRY(tp_llama_u64(g, "llama.attention.value_length", 0, 0, &value_len));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.key_length"), 0, 0, &key_len));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.value_length"), 0, 0, &value_len));
   if ((!key_len || !value_len) && c->dim % c->n_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
                    " is not a multiple of head_count %" PRId64 " and the file gives no head width (attention.%s)",
@@ -233,7 +246,7 @@ static topos_status tp_llama_config(topos_llama *m) {
   if (c->n_heads > ((int64_t)1 << 31) / c->head_dim)
     return tp_fail(TOPOS_ERR_RANGE, "llama: head_count %" PRId64 " x head dimension %" PRId64
                    " is past 2^31", c->n_heads, c->head_dim);
-  TP_TRY(tp_llama_u64(g, "llama.rope.dimension_count", 0, c->head_dim, &c->rope_dim));
+  TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 0, c->head_dim, &c->rope_dim));
   if (c->rope_dim != c->head_dim)
     return tp_fail(TOPOS_UNSUPPORTED, "llama: rope.dimension_count %" PRId64
                    " differs from the head dimension %" PRId64 " (partial rotary is not supported)",
@@ -241,7 +254,7 @@ static topos_status tp_llama_config(topos_llama *m) {
   TP_TRY(tp_llama_rope_scaling(g, c));
   topos_clear_error();
   uint64_t experts = 0;
-  if (topos_gguf_get_u64(g, "llama.expert_count", &experts) == TOPOS_OK && experts > 0)
+  if (topos_gguf_get_u64(g, TP_K("expert_count"), &experts) == TOPOS_OK && experts > 0)
     return tp_fail(TOPOS_UNSUPPORTED, "llama: mixture-of-experts files (expert_count %" PRIu64
                    ") are not supported", experts);
   topos_clear_error();
@@ -280,10 +293,11 @@ static topos_status tp_llama_weights(topos_llama *m) {
                    info.ne[0]);
   c->n_vocab = info.ne[1];
   uint64_t vocab_key;
-  if (topos_gguf_get_u64(m->gguf, "llama.vocab_size", &vocab_key) == TOPOS_OK &&
+  char kb[96];
+  if (topos_gguf_get_u64(m->gguf, TP_K("vocab_size"), &vocab_key) == TOPOS_OK &&
       vocab_key != (uint64_t)c->n_vocab)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: llama.vocab_size %" PRIu64
-                   " differs from token_embd.weight's %" PRId64 " rows", vocab_key, c->n_vocab);
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s %" PRIu64
+                   " differs from token_embd.weight's %" PRId64 " rows", kb, vocab_key, c->n_vocab);
   topos_clear_error();
   TP_TRY(tp_llama_weight(m, "token_embd.weight", c->dim, c->n_vocab, 0, &m->token_embd));
   /* the embedding is read one row per token, not per token of the whole table */
@@ -322,6 +336,21 @@ static topos_status tp_llama_weights(topos_llama *m) {
     TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
     TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
 #undef TP_W
+    /* attention biases: qwen2's q, k, v; optional on llama files (llama.cpp's loader) */
+    const int need = c->rope_neox;
+    const struct {
+      const char *suffix;
+      int64_t n;
+      int optional;
+      topos_tensor **out;
+    } biases[4] = {{"attn_q.bias", q_dim, !need, &L->bq},
+                   {"attn_k.bias", kv_dim, !need, &L->bk},
+                   {"attn_v.bias", kv_dim, !need, &L->bv},
+                   {"attn_output.bias", c->dim, 1, &L->bo}};
+    for (int b = 0; b < 4; ++b) {
+      snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
+      TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
+    }
     TP_TRY(tp_llama_join_layer(L));
   }
   /* llama.cpp refuses such files too (its tensor count check) */
@@ -373,9 +402,8 @@ void topos_llama_free(topos_llama *m) {
   if (m->layers) {
     for (int64_t l = 0; l < m->config.n_layers; ++l) {
       tp_llama_layer *L = &m->layers[l];
-      topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo,
-                             L->ffn_norm, L->w_gate, L->w_up, L->w_down,
-                             L->w_attn_in, L->w_ffn_in};
+      topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->ffn_norm, L->w_gate, L->w_up,
+                             L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

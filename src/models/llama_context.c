@@ -35,6 +35,8 @@ struct topos_llama_context {
   float *row; /* one embedding row */
 };
 
+topos_tensor *tp_llama_context_k_cache(const topos_llama_context *x, int64_t l) { return x->k_cache[l]; }
+
 topos_llama_context_options topos_llama_context_options_default(void) {
   topos_llama_context_options o;
   memset(&o, 0, sizeof o);

@@ -66,6 +66,27 @@ static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, t
   return tp_reshape(r, topos_tape_concat(t, 2, parts, 3), 3, T, heads, 2 * half, 0);
 }
 
+/* qwen2's rotation (NEOX): x [T, heads, hd], pairs (x[i], x[i + hd/2]),
+ * the same tables. */
+static topos_sym tp_rope_neox(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
+  topos_tape *t = r->t;
+  int64_t T = r->T, half = r->c->head_dim / 2;
+  topos_sym p = tp_reshape(r, x, 4, T, heads, 2, half);
+  topos_sym x0 = topos_tape_narrow(t, p, 2, 0, 1), x1 = topos_tape_narrow(t, p, 2, 1, 1);
+  topos_sym c = topos_tape_broadcast_along(t, tp_reshape(r, cos, 3, T, 1, half, 0), 1, heads);
+  topos_sym s = topos_tape_broadcast_along(t, tp_reshape(r, sin, 3, T, 1, half, 0), 1, heads);
+  topos_sym y0 = topos_tape_sub(t, topos_tape_mul(t, x0, c), topos_tape_mul(t, x1, s));
+  topos_sym y1 = topos_tape_add(t, topos_tape_mul(t, x0, s), topos_tape_mul(t, x1, c));
+  topos_sym parts[2] = {y0, y1};
+  return tp_reshape(r, topos_tape_concat(t, 2, parts, 2), 3, T, heads, 2 * half, 0);
+}
+
+/* y [rows, n] + b (NULL: y) */
+static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) {
+  if (!b) return y;
+  return topos_tape_add(r->t, y, topos_tape_broadcast_along(r->t, tp_const(r, b), 0, rows));
+}
+
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
@@ -131,8 +152,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
       v = topos_tape_qlinear(t, h, tp_const(r, L->wv));
     }
-    q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
-    k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
+    q = tp_bias(r, q, L->bq, T);
+    k = tp_bias(r, k, L->bk, T);
+    v = tp_bias(r, v, L->bv, T);
+    topos_sym (*rope)(tp_rec *, topos_sym, int64_t, topos_sym, topos_sym) = c->rope_neox ? tp_rope_neox : tp_rope;
+    q = rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
+    k = rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     g->k_new[l] = k;
     g->v_new[l] = v;
@@ -186,7 +211,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
     o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, H * hd, 0,
                    0);
-    x = topos_tape_add(t, x, topos_tape_qlinear(t, o, tp_const(r, L->wo)));
+    x = topos_tape_add(t, x, tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T));
 
     h = tp_rmsnorm(r, x, T, L->ffn_norm);
     topos_sym gate, up;

@@ -10,6 +10,7 @@ typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
   topos_tensor *w_gate, *w_up, *w_down;
+  topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
   /* Weights the file lays out back to back in one type, joined into one
    * product for decoding (one dispatch instead of two or three; each output
    * row is computed as alone, so no bit changes): q, k (and v) rows in that
@@ -63,5 +64,8 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
                                   topos_numerics numerics,
                                   tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);
+
+/* The context's key cache of layer l (f32: [KVH, hd, slots]; tests). */
+topos_tensor *tp_llama_context_k_cache(const topos_llama_context *ctx, int64_t l);
 
 #endif

@@ -35,7 +35,11 @@ typedef struct lt_spec {
   const char *rope_type;   /* if set, rope.scaling.type written as this (rope_scale's factor) */
   int rope_freqs;          /* rope_freqs.weight with Llama 3.1's smooth factors */
   const char *extra_tensor; /* an f32 vector of dim with this name */
+  int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias */
 } lt_spec;
+
+/* qwen2 files rotate pairs (x[i], x[i + hd/2]); llama files adjacent ones */
+static inline int lt_neox(const lt_spec *s) { return s->arch && strcmp(s->arch, "qwen2") == 0; }
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
 
@@ -136,6 +140,12 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
                                           ne1 ? 2 : 1, ne, q, bytes);
 }
 
+/* "ARCH.suffix" (llama.*, qwen2.*; another architecture's files are refused before their keys matter) */
+static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
+  snprintf(kb, 96, "%s.%s", lt_neox(s) ? "qwen2" : "llama", suffix);
+  return kb;
+}
+
 static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   memset(f, 0, sizeof *f);
   topos_gguf_writer *w = NULL;
@@ -146,24 +156,25 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (st == TOPOS_OK) st = (call)
   LT(topos_gguf_writer_add_string(w, "general.architecture", s->arch));
   LT(topos_gguf_writer_add_u32(w, "general.quantization_version", 2));
-  LT(topos_gguf_writer_add_u32(w, "llama.context_length", (uint32_t)s->ctx));
-  LT(topos_gguf_writer_add_u32(w, "llama.embedding_length", (uint32_t)s->dim));
-  LT(topos_gguf_writer_add_u32(w, "llama.block_count",
+  char kb[96];
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "context_length"), (uint32_t)s->ctx));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "embedding_length"), (uint32_t)s->dim));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "block_count"),
                                (uint32_t)(s->blocks_key > 0 ? s->blocks_key : s->layers)));
-  LT(topos_gguf_writer_add_u32(w, "llama.feed_forward_length", (uint32_t)s->ff));
-  LT(topos_gguf_writer_add_u32(w, "llama.rope.dimension_count", (uint32_t)hd));
-  LT(topos_gguf_writer_add_u32(w, "llama.attention.head_count",
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)s->ff));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)hd));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
-  LT(topos_gguf_writer_add_u32(w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads));
-  LT(topos_gguf_writer_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
-  LT(topos_gguf_writer_add_f32(w, "llama.rope.freq_base", s->rope_base > 0 ? s->rope_base : 10000.0f));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.layer_norm_rms_epsilon"), 1e-5f));
+  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base"), s->rope_base > 0 ? s->rope_base : 10000.0f));
   if (s->head_dim > 0) {
-    LT(topos_gguf_writer_add_u32(w, "llama.attention.key_length", (uint32_t)s->head_dim));
-    LT(topos_gguf_writer_add_u32(w, "llama.attention.value_length", (uint32_t)s->head_dim));
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.key_length"), (uint32_t)s->head_dim));
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.value_length"), (uint32_t)s->head_dim));
   }
   if (s->rope_scale > 0 || s->rope_type) {
-    LT(topos_gguf_writer_add_string(w, "llama.rope.scaling.type", s->rope_type ? s->rope_type : "linear"));
-    LT(topos_gguf_writer_add_f32(w, "llama.rope.scaling.factor", s->rope_scale));
+    LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
+    LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
@@ -224,6 +235,14 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
     }
     LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
+    if (s->biases) {
+      LT_W("attn_q.bias", TOPOS_F32, s->heads * hd, 0, 0);
+      LT_W("attn_k.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
+      LT_W("attn_v.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
+    }
+    if (s->biases == 2) {
+      LT_W("attn_output.bias", TOPOS_F32, s->dim, 0, 0);
+    }
 #undef LT_W
   }
   LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
@@ -285,7 +304,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
     for (int64_t l = 0; ok && l < s->layers; ++l) {
       char n[64];
-      float *W[9];
+      float *W[9], *B[4] = {NULL, NULL, NULL, NULL};
       const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
                               "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
       for (int i = 0; i < 9; ++i) {
@@ -293,12 +312,20 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         W[i] = lt_deq(g, n);
         if (!W[i]) ok = 0;
       }
+      for (int i = 0; i < (s->biases == 2 ? 4 : s->biases ? 3 : 0); ++i) { /* q, k, v, output */
+        snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[1 + i]);
+        B[i] = lt_deq(g, n);
+        if (!B[i]) ok = 0;
+      }
       if (ok) {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         lt_matvec(W[1], h, q, qd, D);
         lt_matvec(W[2], h, kp, kvd, D);
         lt_matvec(W[3], h, vp, kvd, D);
+        for (int64_t i = 0; B[0] && i < qd; ++i) q[i] += B[0][i];
+        for (int64_t i = 0; B[1] && i < kvd; ++i) kp[i] += B[1][i];
+        for (int64_t i = 0; B[2] && i < kvd; ++i) vp[i] += B[2][i];
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies */
         for (int64_t head = 0; head < H + KVH; ++head) {
@@ -307,9 +334,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd);
             if (s->rope_freqs) th /= lt_rope_factor(i, hd, base, (double)s->ctx);
             float c = (float)cos(th), sn = (float)sin(th);
-            float a = v[2 * i], b = v[2 * i + 1];
-            v[2 * i] = a * c - b * sn;
-            v[2 * i + 1] = a * sn + b * c;
+            const int64_t i0 = lt_neox(s) ? i : 2 * i, i1 = lt_neox(s) ? i + hd / 2 : 2 * i + 1;
+            float a = v[i0], b = v[i1];
+            v[i0] = a * c - b * sn;
+            v[i1] = a * sn + b * c;
           }
         }
         for (int64_t head = 0; head < H; ++head) {
@@ -332,6 +360,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           }
         }
         lt_matvec(W[4], o, t2, D, qd);
+        for (int64_t i = 0; B[3] && i < D; ++i) t2[i] += B[3][i];
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         lt_rmsnorm(h, x, W[5], D, 1e-5f);
         lt_matvec(W[6], h, g1, F, D);
@@ -341,6 +370,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
       }
       for (int i = 0; i < 9; ++i) free(W[i]);
+      for (int i = 0; i < 4; ++i) free(B[i]);
     }
     if (ok) {
       lt_rmsnorm(h, x, onorm, D, 1e-5f);
