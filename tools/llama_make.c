@@ -1,4 +1,4 @@
-/* `topos llama-make OUT --shape tinyllama|llama3.2-1b|stories15m|tiny [--type T] [--seed S]`:
+/* `topos llama-make OUT --shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny [--type T] [--seed S]`:
  * writes a random-weight llama GGUF with real model shapes for benchmarks
  * (`topos bench llm`). --type is a weight type (f16, q8_0, q4_0, q4_K, ...)
  * or one of llama.cpp's mixes for llama models, Q6_K for output.weight in
@@ -10,7 +10,8 @@
  * A head tied to the embedding (llama3.2-1b) puts the head's type on
  * token_embd.weight, as llama.cpp's quantizer does. llama3.2-1b also has
  * Llama 3.2's rope: base 500000 and rope_freqs.weight (factor 32, low and
- * high frequency factors 1 and 4, original context 8192).
+ * high frequency factors 1 and 4, original context 8192). qwen2.5-0.5b is a
+ * qwen2 file (q, k, v biases in f32, qwen2.* keys, tied head).
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -29,13 +30,15 @@ typedef struct lm_shape {
   int64_t vocab, dim, layers, heads, kv_heads, ff, ctx;
   float rope_base;
   int llama3; /* tied head, rope_freqs.weight */
+  int qwen2;  /* tied head, q, k, v biases, qwen2.* keys */
 } lm_shape;
 
 static const lm_shape lm_shapes[] = {
-    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0},
-    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1},
-    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0},
-    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0},
+    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0},
+    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1, 0},
+    {"qwen2.5-0.5b", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.0f, 0, 1},
+    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0, 0},
+    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0, 0},
 };
 
 
@@ -113,6 +116,11 @@ static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t n
                                              ne1 ? 2 : 1, ne, data, row_bytes * (size_t)rows);
 }
 
+static const char *lm_key(char *kb, const char *arch, const char *suffix) {
+  snprintf(kb, 96, "%s.%s", arch, suffix);
+  return kb;
+}
+
 static void lm_vocab(lm_build *b, int64_t vocab) {
   if (b->st != TOPOS_OK) return;
   const char **tokens = lm_keep(b, (size_t)vocab * sizeof *tokens);
@@ -185,7 +193,7 @@ static int tp_llama_make(int argc, char **argv) {
   for (size_t i = 0; i < sizeof lm_shapes / sizeof lm_shapes[0]; ++i)
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
-    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, stories15m, tiny)\n", shape_name);
+    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -199,22 +207,25 @@ static int tp_llama_make(int argc, char **argv) {
   int64_t hd = s->dim / s->heads;
 #define LM_KV(call) \
   if (b.st == TOPOS_OK) b.st = (call)
-  LM_KV(topos_gguf_writer_add_string(b.w, "general.architecture", "llama"));
+  const char *arch = s->qwen2 ? "qwen2" : "llama";
+  char kb[96];
+  LM_KV(topos_gguf_writer_add_string(b.w, "general.architecture", arch));
   LM_KV(topos_gguf_writer_add_string(b.w, "general.name", s->name));
   LM_KV(topos_gguf_writer_add_u32(b.w, "general.quantization_version", 2));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.context_length", (uint32_t)s->ctx));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.embedding_length", (uint32_t)s->dim));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.block_count", (uint32_t)s->layers));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.feed_forward_length", (uint32_t)s->ff));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.rope.dimension_count", (uint32_t)hd));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.attention.head_count", (uint32_t)s->heads));
-  LM_KV(topos_gguf_writer_add_u32(b.w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads));
-  LM_KV(topos_gguf_writer_add_f32(b.w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
-  LM_KV(topos_gguf_writer_add_f32(b.w, "llama.rope.freq_base", s->rope_base));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "context_length"), (uint32_t)s->ctx));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "embedding_length"), (uint32_t)s->dim));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "block_count"), (uint32_t)s->layers));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"), (uint32_t)hd));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count"), (uint32_t)s->heads));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
+  LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base"), s->rope_base));
 #undef LM_KV
   lm_vocab(&b, s->vocab);
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
-  lm_tensor(&b, "token_embd.weight", s->llama3 ? head : base, s->dim, s->vocab, 0);
+  const int tied = s->llama3 || s->qwen2;
+  lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
@@ -231,11 +242,16 @@ static int tp_llama_make(int argc, char **argv) {
     LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
     LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
     LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+    if (s->qwen2) {
+      LM_T("attn_q.bias", base, s->heads * hd, 0, 1);
+      LM_T("attn_k.bias", base, s->kv_heads * hd, 0, 1);
+      LM_T("attn_v.bias", base, s->kv_heads * hd, 0, 1);
+    }
 #undef LM_T
 #undef LM_TYPE
   }
   lm_tensor(&b, "output_norm.weight", base, s->dim, 0, 1);
-  if (!s->llama3) lm_tensor(&b, "output.weight", head, s->dim, s->vocab, 0);
+  if (!tied) lm_tensor(&b, "output.weight", head, s->dim, s->vocab, 0);
   if (b.st == TOPOS_OK) b.st = topos_gguf_writer_write(b.w, out);
   topos_status st = b.st;
   topos_gguf_writer_destroy(b.w);
@@ -245,7 +261,7 @@ static int tp_llama_make(int argc, char **argv) {
   printf("wrote %s: %s shapes, %s weights\n", out, s->name, type_name);
   return 0;
 usage:
-  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|stories15m|tiny] "
+  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
