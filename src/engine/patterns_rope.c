@@ -1,10 +1,11 @@
-/* Pattern "rope": the rotation of adjacent pairs, f32 rank 4, as the llama
- * graph records it (models/llama_graph.c, tp_rope):
- *   x0 = narrow(p, 3, 0, 1), x1 = narrow(p, 3, 1, 1)
+/* Pattern "rope": the rotation of pairs, f32 rank 4, as the llama graph
+ * records it (models/llama_graph.c, tp_rope; h = 3):
+ *   x0 = narrow(p, h, 0, 1), x1 = narrow(p, h, 1, 1)
  *   y0 = sub(mul(x0, c), mul(x1, s)), y1 = add(mul(x0, s), mul(x1, c))
- *   root = add(pad(y0, 3, 0, 2), pad(y1, 3, 1, 2))          (concat)
- * p [A, B, n, 2]; c, s shaped as x0 (any strides: the tables broadcast over
- * the heads). Composed, that is four products, a difference, a sum and the
+ *   root = add(pad(y0, h, 0, 2), pad(y1, h, 1, 2))          (concat)
+ * p [A, B, n, 2] (adjacent pairs), or with h = 2 p [A, B, 2, n] (qwen2's
+ * pairs (x[i], x[i + n]), tp_rope_neox); c, s shaped as x0 (any strides:
+ * the tables broadcast over the heads). Composed, that is four products, a difference, a sum and the
  * concatenation, seven passes and six intermediates; fused, one pass that
  * reads each pair and its two table entries once.
  *
@@ -29,20 +30,28 @@ static const tp_node *rp_op(const tp_graph *g, uint32_t i, topos_op op) {
   return n && n->desc->dtype == TOPOS_F32 && n->desc->rank == 4 ? n : NULL;
 }
 
-/* pad(y, 3, start, 2) of a [.., .., .., 1] part */
-static bool rp_pad(const tp_graph *g, uint32_t i, int64_t start, uint32_t *y) {
+/* pad(y, axis, start, 2) of a part 1 long on axis */
+static bool rp_pad(const tp_graph *g, uint32_t i, int axis, int64_t start, uint32_t *y) {
   const tp_node *n = rp_op(g, i, TOPOS_OP_PAD);
-  if (!n || n->attrs->axis != 3 || n->attrs->start != start || n->attrs->length != 2) return false;
+  if (!n || n->attrs->axis != axis || n->attrs->start != start || n->attrs->length != 2) return false;
   *y = n->operands[0];
-  return g->nodes[*y].desc->shape[3] == 1;
+  return g->nodes[*y].desc->shape[axis] == 1;
 }
 
-/* narrow(p, 3, start, 1) */
-static bool rp_half(const tp_graph *g, uint32_t i, int64_t start, uint32_t *p) {
+/* narrow(p, axis, start, 1) */
+static bool rp_half(const tp_graph *g, uint32_t i, int axis, int64_t start, uint32_t *p) {
   const tp_node *n = rp_op(g, i, TOPOS_OP_NARROW);
-  if (!n || n->attrs->axis != 3 || n->attrs->start != start || n->attrs->length != 1) return false;
+  if (!n || n->attrs->axis != axis || n->attrs->start != start || n->attrs->length != 1) return false;
   *p = n->operands[0];
-  return g->nodes[*p].desc->shape[3] == 2;
+  return g->nodes[*p].desc->shape[axis] == 2;
+}
+
+/* The axis the pairs' halves lie along: 3 (adjacent pairs, p [A, B, n, 2])
+ * or 2 (qwen2's NEOX pairs, p [A, B, 2, n]); -1: neither. */
+static int rp_axis(const tp_graph *g, uint32_t root) {
+  const tp_node *top = rp_op(g, root, TOPOS_OP_ADD);
+  const tp_node *pad = top ? rp_op(g, top->operands[0], TOPOS_OP_PAD) : NULL;
+  return pad && (pad->attrs->axis == 2 || pad->attrs->axis == 3) ? (int)pad->attrs->axis : -1;
 }
 
 /* op(mul(a, b), mul(d, e)): the four operands in order */
@@ -66,9 +75,10 @@ enum { RP_P, RP_COS, RP_SIN };
 static bool rp_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {
   (void)evaluated;
   const tp_node *top = rp_op(g, root, TOPOS_OP_ADD);
-  if (!top) return false;
+  const int axis = rp_axis(g, root);
+  if (!top || axis < 0) return false;
   uint32_t y0, y1, members[12], n = 0, a[4], b[4];
-  if (!rp_pad(g, top->operands[0], 0, &y0) || !rp_pad(g, top->operands[1], 1, &y1)) return false;
+  if (!rp_pad(g, top->operands[0], axis, 0, &y0) || !rp_pad(g, top->operands[1], axis, 1, &y1)) return false;
   members[n++] = top->operands[0];
   members[n++] = top->operands[1];
   members[n++] = root;
@@ -80,16 +90,17 @@ static bool rp_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
   const uint32_t x0 = a[0], c = a[1], x1 = a[2], s = a[3];
   if (b[0] != x0 || b[1] != s || b[2] != x1 || b[3] != c || x0 == x1) return false;
   uint32_t p0, p1;
-  if (!rp_half(g, x0, 0, &p0) || !rp_half(g, x1, 1, &p1) || p0 != p1) return false;
+  if (!rp_half(g, x0, axis, 0, &p0) || !rp_half(g, x1, axis, 1, &p1) || p0 != p1) return false;
   members[n++] = x0;
   members[n++] = x1;
   const tp_node *pn = &g->nodes[p0], *cn = &g->nodes[c], *sn = &g->nodes[s];
   if (cn->desc->dtype != TOPOS_F32 || sn->desc->dtype != TOPOS_F32 || cn->desc->rank != 4 ||
       sn->desc->rank != 4 || pn->desc->dtype != TOPOS_F32)
     return false;
-  for (int k = 0; k < 3; ++k)
-    if (cn->desc->shape[k] != pn->desc->shape[k] || sn->desc->shape[k] != pn->desc->shape[k]) return false;
-  if (cn->desc->shape[3] != 1 || sn->desc->shape[3] != 1) return false;
+  for (int k = 0; k < 4; ++k)
+    if (k != axis && (cn->desc->shape[k] != pn->desc->shape[k] || sn->desc->shape[k] != pn->desc->shape[k]))
+      return false;
+  if (cn->desc->shape[axis] != 1 || sn->desc->shape[axis] != 1) return false;
   if (!tp_fusion_take_members(f, members, n, root)) return false;
   f->n_inputs = 3;
   f->inputs[RP_P] = p0;
@@ -98,9 +109,10 @@ static bool rp_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
   return true;
 }
 
+/* Strides by role: e along the pairs (the n axis), h between a pair's halves. */
 typedef struct rp_job {
   const float *p, *c, *s;
-  int64_t ps[4], cs[3], ss[3], d1, d2;
+  int64_t p0, p1, pe, ph, c0, c1, ce, s0, s1, se, oe, oh, d1, n;
   float *out;
 } rp_job;
 
@@ -109,36 +121,34 @@ static void rp_range(void *ctx, int64_t begin, int64_t end) {
   const rp_job *j = ctx;
   for (int64_t row = begin; row < end; ++row) {
     const int64_t a = row / j->d1, b = row % j->d1;
-    const float *p = j->p + a * j->ps[0] + b * j->ps[1];
-    const float *c = j->c + a * j->cs[0] + b * j->cs[1], *s = j->s + a * j->ss[0] + b * j->ss[1];
-    float *o = j->out + row * j->d2 * 2;
-    for (int64_t i = 0; i < j->d2; ++i) {
-      const float x0 = p[i * j->ps[2]], x1 = p[i * j->ps[2] + j->ps[3]];
-      const float ci = c[i * j->cs[2]], si = s[i * j->ss[2]];
+    const float *p = j->p + a * j->p0 + b * j->p1;
+    const float *c = j->c + a * j->c0 + b * j->c1, *s = j->s + a * j->s0 + b * j->s1;
+    float *o = j->out + row * j->n * 2;
+    for (int64_t i = 0; i < j->n; ++i) {
+      const float x0 = p[i * j->pe], x1 = p[i * j->pe + j->ph];
+      const float ci = c[i * j->ce], si = s[i * j->se];
       const float y0 = TP_FIRST_NAN(TP_FIRST_NAN(x0, ci, *), TP_FIRST_NAN(x1, si, *), -);
       const float y1 = TP_FIRST_NAN(TP_FIRST_NAN(x0, si, *), TP_FIRST_NAN(x1, ci, *), +);
-      o[2 * i] = y0 + 0.0f;
-      o[2 * i + 1] = 0.0f + y1;
+      o[i * j->oe] = y0 + 0.0f;
+      o[i * j->oe + j->oh] = 0.0f + y1;
     }
   }
 }
 
 static topos_status rp_run(const tp_fusion *f, const tp_graph *g, topos_tensor *const *inputs,
                            topos_tensor *dst, topos_tensor **out) {
-  (void)f, (void)g;
+  const int h = rp_axis(g, f->root), e = h == 3 ? 2 : 3; /* the halves' axis, the pairs' axis */
   const int64_t *ps = topos_tensor_strides(inputs[RP_P]), *cs = topos_tensor_strides(inputs[RP_COS]);
   const int64_t *ss = topos_tensor_strides(inputs[RP_SIN]), *shape = topos_tensor_shape(dst);
+  const int64_t *os = topos_tensor_strides(dst);
   rp_job j = {topos_tensor_data(inputs[RP_P]),
               topos_tensor_data(inputs[RP_COS]),
               topos_tensor_data(inputs[RP_SIN]),
-              {ps[0], ps[1], ps[2], ps[3]},
-              {cs[0], cs[1], cs[2]},
-              {ss[0], ss[1], ss[2]},
-              shape[1],
-              shape[2],
+              ps[0], ps[1], ps[e], ps[h], cs[0], cs[1], cs[e], ss[0], ss[1], ss[e], os[e], os[h],
+              shape[1], shape[e],
               topos_tensor_data_mut(dst)};
   const int64_t rows = shape[0] * shape[1];
-  int64_t grain = 4096 / (shape[2] > 0 ? shape[2] : 1);
+  int64_t grain = 4096 / (shape[e] > 0 ? shape[e] : 1);
   tp_parallel_for(rows, grain < 1 ? 1 : grain, rp_range, &j);
   *out = topos_tensor_retain(dst);
   return TOPOS_OK;

@@ -1,5 +1,5 @@
 /* The rope pattern (patterns_rope.c): the llama graph's rotation of adjacent
- * pairs as one step, with the interpreter's bits under Exact and Fast — NaN
+ * pairs, and qwen2's of pairs half a head apart, as one step, with the interpreter's bits under Exact and Fast — NaN
  * against NaN and against numbers, infinities, -0 (which the concatenation turns
  * into +0) — at 1, 2 and 3 threads; a rotated half read outside the group
  * stays composed. */
@@ -35,9 +35,10 @@ static topos_tensor *rt_tensor(int rank, const int64_t *shape, uint32_t seed, in
   return t;
 }
 
-/* tp_rope of models/llama_graph.c over x [T, H, 2 * half]; `leak` also
- * returns y0 as a root (it is then read outside the group: no fusion). */
-static const char *rt_case(topos_numerics num, int threads, int leak, int want_fused) {
+/* tp_rope of models/llama_graph.c over x [T, H, 2 * half] (neox:
+ * tp_rope_neox, pairs (x[i], x[i + half])); `leak` also returns y0 as a
+ * root (it is then read outside the group: no fusion). */
+static const char *rt_case(topos_numerics num, int threads, int leak, int want_fused, int neox) {
   const char *reason = "setup failed";
   int64_t xs[3] = {RT_T, RT_H, 2 * RT_HALF}, ts[3] = {RT_T, RT_HALF, 1};
   topos_tensor *x = rt_tensor(3, xs, 5, 1), *cs = rt_tensor(3, ts, 17, 2), *sn = rt_tensor(3, ts, 29, 3);
@@ -45,14 +46,18 @@ static const char *rt_case(topos_numerics num, int threads, int leak, int want_f
   topos_network *net = NULL;
   if (!x || !cs || !sn || topos_tape_new(&tape) != TOPOS_OK) goto done;
   int64_t ps[4] = {RT_T, RT_H, RT_HALF, 2}, os[3] = {RT_T, RT_H, 2 * RT_HALF};
-  topos_sym p = topos_tape_reshape(tape, topos_tape_input(tape, x, "x"), 4, ps);
-  topos_sym x0 = topos_tape_narrow(tape, p, 3, 0, 1), x1 = topos_tape_narrow(tape, p, 3, 1, 1);
-  topos_sym c = topos_tape_broadcast_along(tape, topos_tape_input(tape, cs, "cos"), 1, RT_H);
-  topos_sym s = topos_tape_broadcast_along(tape, topos_tape_input(tape, sn, "sin"), 1, RT_H);
+  int64_t pn[4] = {RT_T, RT_H, 2, RT_HALF}, tn[3] = {RT_T, 1, RT_HALF};
+  const int h = neox ? 2 : 3;
+  topos_sym p = topos_tape_reshape(tape, topos_tape_input(tape, x, "x"), 4, neox ? pn : ps);
+  topos_sym x0 = topos_tape_narrow(tape, p, h, 0, 1), x1 = topos_tape_narrow(tape, p, h, 1, 1);
+  topos_sym ci = topos_tape_input(tape, cs, "cos"), si = topos_tape_input(tape, sn, "sin");
+  if (neox) ci = topos_tape_reshape(tape, ci, 3, tn), si = topos_tape_reshape(tape, si, 3, tn);
+  topos_sym c = topos_tape_broadcast_along(tape, ci, 1, RT_H);
+  topos_sym s = topos_tape_broadcast_along(tape, si, 1, RT_H);
   topos_sym y0 = topos_tape_sub(tape, topos_tape_mul(tape, x0, c), topos_tape_mul(tape, x1, s));
   topos_sym y1 = topos_tape_add(tape, topos_tape_mul(tape, x0, s), topos_tape_mul(tape, x1, c));
   topos_sym parts[2] = {y0, y1};
-  topos_sym roots[2] = {topos_tape_reshape(tape, topos_tape_concat(tape, 2, parts, 3), 3, os), y0};
+  topos_sym roots[2] = {topos_tape_reshape(tape, topos_tape_concat(tape, 2, parts, h), 3, os), y0};
   if (topos_tape_seal(&tape, &net) != TOPOS_OK) goto done;
   reason = fu_fused_bits(net, roots, leak ? 2 : 1, num, threads, "rope", want_fused);
 done:
@@ -66,13 +71,15 @@ done:
 
 TEST(plan_rope_fuses_with_the_composed_bits) {
   int saved = topos_threads();
-  for (int th = 1; th <= 3; ++th) {
-    const char *r = rt_case(TOPOS_NUMERICS_EXACT, th, 0, 1);
-    CHECK_MSG(!r, "exact, %d threads: %s", th, r);
-    r = rt_case(TOPOS_NUMERICS_FAST, th, 0, 1);
-    CHECK_MSG(!r, "fast, %d threads: %s", th, r);
+  for (int neox = 0; neox < 2; ++neox) {
+    for (int th = 1; th <= 3; ++th) {
+      const char *r = rt_case(TOPOS_NUMERICS_EXACT, th, 0, 1, neox);
+      CHECK_MSG(!r, "%s, exact, %d threads: %s", neox ? "neox" : "adjacent", th, r);
+      r = rt_case(TOPOS_NUMERICS_FAST, th, 0, 1, neox);
+      CHECK_MSG(!r, "%s, fast, %d threads: %s", neox ? "neox" : "adjacent", th, r);
+    }
+    const char *r = rt_case(TOPOS_NUMERICS_EXACT, 2, 1, 0, neox);
+    CHECK_MSG(!r, "%s, a half read outside: %s", neox ? "neox" : "adjacent", r);
   }
-  const char *r = rt_case(TOPOS_NUMERICS_EXACT, 2, 1, 0);
-  CHECK_MSG(!r, "a half read outside: %s", r);
   topos_set_threads(saved);
 }

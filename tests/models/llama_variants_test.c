@@ -199,6 +199,21 @@ TEST(llama_qwen2_files) {
     CHECK(strcmp(topos_llama_config_of(m.model)->arch, "qwen2") == 0);
     CHECK_EQ_INT(topos_llama_config_of(m.model)->rope_neox, 1);
     CHECK(m.model->layers[0].bq && m.model->layers[0].bk && m.model->layers[0].bv && !m.model->layers[0].bo);
+    /* the NEOX rotation takes the rope pattern's one step too (q and k of each layer) */
+    for (int64_t T = 1; T <= 5; T += 4) {
+      tp_llama_graph gr;
+      CHECK_OK(tp_llama_graph_build(m.model, T, 32, 32, TP_LOGITS_LAST, 1, TOPOS_F32, TOPOS_NUMERICS_EXACT, &gr));
+      char *text = malloc(1 << 20);
+      CHECK(text);
+      if (text) {
+        topos_plan_describe(gr.plan, text, 1 << 20);
+        int n = 0;
+        for (const char *at = strstr(text, "fused:rope"); at; at = strstr(at + 1, "fused:rope")) ++n;
+        CHECK_MSG(n == 2 * (int)s.layers, "%d rope steps in the %lld-token plan", n, (long long)T);
+      }
+      free(text);
+      tp_llama_graph_free(&gr);
+    }
   }
   lt_close(&m);
   lt_spec adjacent = s, unbiased = s;
