@@ -114,6 +114,8 @@ TEST(llama_cli_chat_conversation_smollm2) {
   const char *path = lt_smollm2_path();
   if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
   if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
+  if (getenv("TOPOS_TEST_EMULATOR"))
+    SKIP("under an emulator (TOPOS_TEST_EMULATOR): four SmolLM2 conversations take minutes there");
   char input[600], args[2048], log[600];
   snprintf(input, sizeof input, "%s/chat-input.txt", tt_tmpdir());
   FILE *f = fopen(input, "w");
