@@ -594,16 +594,19 @@ TEST(qmatmul_prompt_tiles_same_bits_across_m) {
  * for the matrix-vector kernel (m < 4) and the tile (m >= 4), an even and an
  * odd block count, a short last panel, any thread count (AMX capped off for
  * all but Q8_0, whose AMX tiles round their own way). */
-/* The fast path's bits against want[QM_ROWS][n] for m = 1, 3 (the matrix-vector
- * kernels), 4, 21, 40, 130 (the tiles: one and several activation groups, a
+/* The fast path's bits against want[qm_rows(t)][n] for m = 1, 3 (the matrix-vector
+ * kernels), 4, 21, 40 (Q8_0: 130) (the tiles: one and several activation groups, a
  * part-filled last one) at 1 and 2 threads. */
-/* 130: 9 groups of 16, the last part-filled (Q8_0's AMX tiles copy the
- * weights' A tiles for the other groups from 8 groups on) */
+/* Q8_0 also m = 130: 9 groups of 16, the last part-filled (its AMX tiles
+ * copy the weights' A tiles for the other groups from 8 groups on); want
+ * holds qm_rows(t) rows. */
 #define QM_ROWS 130
+static int64_t qm_rows(topos_dtype t) { return t == TOPOS_Q8_0 ? QM_ROWS : 40; }
+
 static void qm_fast_is(topos_dtype t, const float *a, int64_t k, const uint8_t *w, int64_t n, const float *want,
                        float *got, const char *what) {
   const int64_t ms[] = {1, 3, 4, 21, 40, QM_ROWS};
-  for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
+  for (size_t mi = 0; mi < sizeof ms / sizeof ms[0] && ms[mi] <= qm_rows(t); ++mi)
     for (int th = 1; th <= 2; ++th) {
       const int64_t m = ms[mi];
       memset(got, 0xFF, (size_t)(m * n) * 4);
@@ -635,8 +638,9 @@ static void qm_b32_cases(topos_dtype t) {
     const int minned = t == TOPOS_Q4_1 || t == TOPOS_Q5_1, ab = minned ? 36 : 34; /* Q8_1 or Q8_0 activations */
     const int64_t k = ks[kk], nb = k / 32;
     const int64_t wb = t == TOPOS_Q8_0 ? 34 : t == TOPOS_Q5_0 ? 22 : t == TOPOS_Q4_0 ? 18 : t == TOPOS_Q4_1 ? 20 : 24;
-    uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(QM_ROWS * nb * ab));
-    float *a = qm_floats(QM_ROWS * k, 1.5f), *want = malloc(QM_ROWS * n * 4), *got = malloc(QM_ROWS * n * 4);
+    const int64_t rows = qm_rows(t);
+    uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(rows * nb * ab));
+    float *a = qm_floats(rows * k, 1.5f), *want = malloc(rows * n * 4), *got = malloc(rows * n * 4);
     CHECK(w && aq && a && want && got);
     if (kk == 4) { /* every q at its top (Q8_0: -128), d and min 1; qa = +127 or -127 across a row: the
                       AVX2 tile's 16-bit pair sums at their largest */
@@ -646,11 +650,11 @@ static void qm_b32_cases(topos_dtype t) {
         blk[0] = 0x00, blk[1] = 0x3C;
         if (minned) blk[2] = 0x00, blk[3] = 0x3C;
       }
-      for (int64_t i = 0; i < QM_ROWS * k; ++i) a[i] = (i / k) % 2 ? 1.0f : -1.0f;
+      for (int64_t i = 0; i < rows * k; ++i) a[i] = (i / k) % 2 ? 1.0f : -1.0f;
     }
-    for (int64_t c = 0; c < QM_ROWS; ++c)
+    for (int64_t c = 0; c < rows; ++c)
       CHECK_OK(topos_quantize_row(minned ? TOPOS_Q8_1 : TOPOS_Q8_0, a + c * k, aq + c * nb * ab, k));
-    for (int64_t c = 0; c < QM_ROWS; ++c)
+    for (int64_t c = 0; c < rows; ++c)
       for (int64_t r = 0; r < n; ++r) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
@@ -755,8 +759,8 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
       const topos_dtype t = types[ti];
       const int64_t k = kk == 1 ? 1280 : kk == 3 ? 4864 : 256, nsb = k / 256, ab = 292;
       const int64_t wb = t == TOPOS_Q6_K ? 210 : t == TOPOS_Q5_K ? 176 : t == TOPOS_Q3_K ? 110 : t == TOPOS_Q2_K ? 84 : 144;
-      uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(QM_ROWS * nsb * ab));
-      float *a = qm_floats(QM_ROWS * k, 1.5f), *want = malloc(QM_ROWS * n * 4), *got = malloc(QM_ROWS * n * 4);
+      uint8_t *w = qm_weights(t, n, k), *aq = malloc((size_t)(40 * nsb * ab));
+      float *a = qm_floats(40 * k, 1.5f), *want = malloc(40 * n * 4), *got = malloc(40 * n * 4);
       CHECK(w && aq && a && want && got);
       if (kk == 2) { /* extremes: all q bits set, scales and mins 63 (Q6_K scales -128, Q2_K 15; Q3_K
                         all bits clear: w = -4, scales -32), qa = +-127 */
@@ -767,10 +771,10 @@ static void qm_k_super_block_cases(const topos_dtype *types, size_t count) {
           else if (t == TOPOS_Q3_K) memset(blk, 0x00, 108);
           else memset(blk + 4, 0xFF, (size_t)(wb - 4));
         }
-        for (int64_t i = 0; i < QM_ROWS * k; ++i) a[i] = (i / 7) % 2 ? 1.0f : -1.0f;
+        for (int64_t i = 0; i < 40 * k; ++i) a[i] = (i / 7) % 2 ? 1.0f : -1.0f;
       }
-      for (int64_t c = 0; c < QM_ROWS; ++c) CHECK_OK(topos_quantize_row(TOPOS_Q8_K, a + c * k, aq + c * nsb * ab, k));
-      for (int64_t c = 0; c < QM_ROWS; ++c)
+      for (int64_t c = 0; c < 40; ++c) CHECK_OK(topos_quantize_row(TOPOS_Q8_K, a + c * k, aq + c * nsb * ab, k));
+      for (int64_t c = 0; c < 40; ++c)
         for (int64_t r = 0; r < n; ++r) {
           float acc = 0.0f;
           for (int64_t sb = 0; sb < nsb; ++sb) {
