@@ -256,24 +256,7 @@ TEST(llama_attention_biases) {
  * zero q, k, v biases, qwen2.* keys. Both files must give the same logits
  * up to the summation order of q . k (each head's dimensions in another
  * order), and greedy decoding the same tokens. */
-typedef struct lv_copy {
-  void **keep;
-  int n;
-} lv_copy;
-
-static void *lv_keep(lv_copy *c, size_t bytes) {
-  void *p = calloc(1, bytes ? bytes : 1), **k = realloc(c->keep, (size_t)(c->n + 1) * sizeof *k);
-  if (!p || !k) {
-    free(p);
-    if (k) c->keep = k;
-    return NULL;
-  }
-  c->keep = k;
-  c->keep[c->n++] = p;
-  return p;
-}
-
-static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lv_copy *keep, void **bytes, size_t *size) {
+static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **bytes, size_t *size) {
   topos_gguf_writer *w = NULL;
   topos_status st = topos_gguf_writer_create(&w);
   uint64_t heads = 0, kv_heads = 0, layers = 0;
@@ -312,7 +295,7 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lv_copy *keep, void **byt
     if (q || k) { /* GGUF row h*hd + 2j + s holds the original row h*hd + s*hd/2 + j */
       const int64_t rows = info.ne[1], nh = (int64_t)(q ? heads : kv_heads), hd = rows / nh;
       const size_t rb = (size_t)info.bytes / (size_t)rows;
-      uint8_t *out = lv_keep(keep, (size_t)info.bytes);
+      uint8_t *out = lt_keep(keep, (size_t)info.bytes);
       if (!out) st = TOPOS_ERR_OUT_OF_MEMORY;
       for (int64_t h = 0; out && h < nh; ++h)
         for (int64_t j = 0; j < hd / 2; ++j)
@@ -336,7 +319,7 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lv_copy *keep, void **byt
         (st = topos_gguf_tensor_at(g, at, &info)) == TOPOS_OK)
       dim_kv = info.ne[1];
   }
-  float *zeros = st == TOPOS_OK ? lv_keep(keep, (size_t)dim_q * sizeof(float)) : NULL;
+  float *zeros = st == TOPOS_OK ? lt_keep(keep, (size_t)dim_q * sizeof(float)) : NULL;
   if (st == TOPOS_OK && !zeros) st = TOPOS_ERR_OUT_OF_MEMORY;
   for (uint64_t l = 0; st == TOPOS_OK && l < layers; ++l) {
     const char *parts[3] = {"attn_q", "attn_k", "attn_v"};
@@ -360,7 +343,7 @@ TEST(llama_qwen2_path_runs_smollm2_rewritten) {
          "(the sanitizer and native builds run it)");
   topos_gguf *g = NULL, *g2 = NULL;
   topos_llama *llama = NULL, *qwen = NULL;
-  lv_copy keep = {NULL, 0};
+  lt_file keep = {0}; /* the rewritten rows and the zero biases */
   void *bytes = NULL;
   size_t size = 0;
   CHECK_OK(topos_gguf_open(path, &g));
@@ -431,6 +414,5 @@ TEST(llama_qwen2_path_runs_smollm2_rewritten) {
   topos_gguf_close(g2);
   topos_gguf_close(g);
   free(bytes);
-  for (int i = 0; i < keep.n; ++i) free(keep.keep[i]);
-  free(keep.keep);
+  lt_file_free(&keep);
 }
