@@ -253,9 +253,10 @@ TEST(llama_attention_biases) {
  * its q and k rows put back in the order its converter found them (the
  * llama converter permutes each head's rows so that rotating adjacent pairs
  * is the NEOX rotation of the original ones; qwen2's converter does not),
- * zero q, k, v biases, qwen2.* keys. Both files must give the same logits
- * up to the summation order of q . k (each head's dimensions in another
- * order), and greedy decoding the same tokens. */
+ * zero q, k, v biases, qwen2.* keys. The two files' first-layer keys must
+ * agree bit for bit once rotated (dimension 2j + s of one is s * hd/2 + j of
+ * the other) and greedy decoding give the same tokens; the logits differ
+ * where q . k sums a head's dimensions in another order. */
 static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **bytes, size_t *size) {
   topos_gguf_writer *w = NULL;
   topos_status st = topos_gguf_writer_create(&w);
