@@ -355,7 +355,7 @@ TEST(llama_qwen2_path_runs_smollm2_rewritten) {
   if (llama && qwen) {
     CHECK(strcmp(topos_llama_config_of(qwen)->arch, "qwen2") == 0 && topos_llama_config_of(qwen)->rope_neox);
     const int32_t prompt[] = {1, 504, 3575, 282, 4649, 314}; /* <|im_start|> and a few words */
-    enum { P = sizeof prompt / sizeof prompt[0], N = 10 };
+    enum { P = sizeof prompt / sizeof prompt[0], N = 4 };
     const int64_t V = topos_llama_config_of(llama)->n_vocab;
     float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
     topos_llama_context_options o = topos_llama_context_options_default();
