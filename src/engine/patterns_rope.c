@@ -4,7 +4,7 @@
  *   y0 = sub(mul(x0, c), mul(x1, s)), y1 = add(mul(x0, s), mul(x1, c))
  *   root = add(pad(y0, h, 0, 2), pad(y1, h, 1, 2))          (concat)
  * p [A, B, n, 2] (adjacent pairs), or with h = 2 p [A, B, 2, n] (qwen2's
- * pairs (x[i], x[i + n]), tp_rope_neox); c, s shaped as x0 (any strides:
+ * pairs (x[i], x[i + n]), tp_rope with rope_neox); c, s shaped as x0 (any strides:
  * the tables broadcast over the heads). Composed, that is four products, a difference, a sum and the
  * concatenation, seven passes and six intermediates; fused, one pass that
  * reads each pair and its two table entries once.

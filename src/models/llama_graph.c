@@ -52,33 +52,22 @@ static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *
   return topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
 }
 
-/* x [T, heads, hd]: pairs (x[2i], x[2i+1]) rotated by the tables. */
+/* x [T, heads, hd]: pairs rotated by the tables, adjacent ones (x[2i],
+ * x[2i+1]), or for qwen2 (NEOX) (x[i], x[i + hd/2]): the halves of a pair
+ * lie along axis 3 of [T, heads, hd/2, 2] or axis 2 of [T, heads, 2, hd/2]. */
 static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
   topos_tape *t = r->t;
+  const int neox = r->c->rope_neox, axis = neox ? 2 : 3;
   int64_t T = r->T, half = r->c->head_dim / 2;
-  topos_sym p = tp_reshape(r, x, 4, T, heads, half, 2);
-  topos_sym x0 = topos_tape_narrow(t, p, 3, 0, 1), x1 = topos_tape_narrow(t, p, 3, 1, 1);
+  topos_sym p = neox ? tp_reshape(r, x, 4, T, heads, 2, half) : tp_reshape(r, x, 4, T, heads, half, 2);
+  if (neox) cos = tp_reshape(r, cos, 3, T, 1, half, 0), sin = tp_reshape(r, sin, 3, T, 1, half, 0);
+  topos_sym x0 = topos_tape_narrow(t, p, axis, 0, 1), x1 = topos_tape_narrow(t, p, axis, 1, 1);
   topos_sym c = topos_tape_broadcast_along(t, cos, 1, heads);
   topos_sym s = topos_tape_broadcast_along(t, sin, 1, heads);
   topos_sym y0 = topos_tape_sub(t, topos_tape_mul(t, x0, c), topos_tape_mul(t, x1, s));
   topos_sym y1 = topos_tape_add(t, topos_tape_mul(t, x0, s), topos_tape_mul(t, x1, c));
   topos_sym parts[2] = {y0, y1};
-  return tp_reshape(r, topos_tape_concat(t, 2, parts, 3), 3, T, heads, 2 * half, 0);
-}
-
-/* qwen2's rotation (NEOX): x [T, heads, hd], pairs (x[i], x[i + hd/2]),
- * the same tables. */
-static topos_sym tp_rope_neox(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
-  topos_tape *t = r->t;
-  int64_t T = r->T, half = r->c->head_dim / 2;
-  topos_sym p = tp_reshape(r, x, 4, T, heads, 2, half);
-  topos_sym x0 = topos_tape_narrow(t, p, 2, 0, 1), x1 = topos_tape_narrow(t, p, 2, 1, 1);
-  topos_sym c = topos_tape_broadcast_along(t, tp_reshape(r, cos, 3, T, 1, half, 0), 1, heads);
-  topos_sym s = topos_tape_broadcast_along(t, tp_reshape(r, sin, 3, T, 1, half, 0), 1, heads);
-  topos_sym y0 = topos_tape_sub(t, topos_tape_mul(t, x0, c), topos_tape_mul(t, x1, s));
-  topos_sym y1 = topos_tape_add(t, topos_tape_mul(t, x0, s), topos_tape_mul(t, x1, c));
-  topos_sym parts[2] = {y0, y1};
-  return tp_reshape(r, topos_tape_concat(t, 2, parts, 2), 3, T, heads, 2 * half, 0);
+  return tp_reshape(r, topos_tape_concat(t, 2, parts, axis), 3, T, heads, 2 * half, 0);
 }
 
 /* y [rows, n] + b (NULL: y) */
@@ -155,9 +144,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     q = tp_bias(r, q, L->bq, T);
     k = tp_bias(r, k, L->bk, T);
     v = tp_bias(r, v, L->bv, T);
-    topos_sym (*rope)(tp_rec *, topos_sym, int64_t, topos_sym, topos_sym) = c->rope_neox ? tp_rope_neox : tp_rope;
-    q = rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
-    k = rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
+    q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
+    k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     g->k_new[l] = k;
     g->v_new[l] = v;

@@ -36,7 +36,7 @@ static topos_tensor *rt_tensor(int rank, const int64_t *shape, uint32_t seed, in
 }
 
 /* tp_rope of models/llama_graph.c over x [T, H, 2 * half] (neox:
- * tp_rope_neox, pairs (x[i], x[i + half])); `leak` also returns y0 as a
+ * tp_rope with rope_neox, pairs (x[i], x[i + half])); `leak` also returns y0 as a
  * root (it is then read outside the group: no fusion). */
 static const char *rt_case(topos_numerics num, int threads, int leak, int want_fused, int neox) {
   const char *reason = "setup failed";
