@@ -1,5 +1,6 @@
 /* `topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2]
- * [--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact] [--peer LLAMA_BENCH]`:
+ * [--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact] [--peer LLAMA_BENCH]
+ * [--no-stream]`:
  * a llama-bench-like table.
  *
  *   ppN   one chunk of N prompt tokens into an empty context of N slots
@@ -18,6 +19,8 @@
  * measured right before and after each row (the higher one is used), and
  * decode is reported as a
  * fraction of bandwidth / weight bytes per token (the memory-bound ceiling).
+ * --no-stream skips that read (two 256 MiB passes of about a second per
+ * row: a quick look, or the tests): no bandwidth, bound or fraction then.
  * --json prints one object per row instead of the table.
  *
  * --peer PATH (or $TOPOS_LLAMA_BENCH) names a llama.cpp `llama-bench`
@@ -269,11 +272,12 @@ static int lb_parse_list(const char *flag, const char *list, int tests, lb_item 
 static int lb_command(int argc, char **argv) {
   const char *path = NULL, *tests = "pp64,pp512,tg32,tg128", *threads_list = "1,2";
   const char *peer = getenv("TOPOS_LLAMA_BENCH");
-  int json = 0, reps = 3, exact = 0;
+  int json = 0, reps = 3, exact = 0, stream = 1;
   topos_dtype kv = TOPOS_F32;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--exact") == 0) exact = 1;
+    else if (strcmp(argv[i], "--no-stream") == 0) stream = 0;
     else if (strcmp(argv[i], "--kv") == 0 && i + 1 < argc) {
       long threads_unused = 0; /* --threads here is a list, parsed below */
       if (tp_cli_run_flag("bench llm", "--kv", argv[++i], &threads_unused, &kv) != 1) return 2;
@@ -354,7 +358,7 @@ static int lb_command(int argc, char **argv) {
       double secs, sum = 0, sum2 = 0;
       /* the machine is shared: bandwidth right before and after each row, the
        * higher one (a conservative bound) */
-      double bw = lb_stream_read_isolated(threads);
+      double bw = stream ? lb_stream_read_isolated(threads) : 0;
       const int per_row = lb_peak_reset();
       st = topos_llama_context_new(model, &o, &ctx);
       if (st == TOPOS_OK) st = lb_run(ctx, is_pp, n, depth, tokens, logits, &secs); /* warm-up */
@@ -373,7 +377,7 @@ static int lb_command(int argc, char **argv) {
         psum += pm;
         psum2 += pm * pm;
       }
-      double bw_after = lb_stream_read_isolated(threads);
+      double bw_after = stream ? lb_stream_read_isolated(threads) : 0;
       if (bw_after > bw) bw = bw_after;
       uint64_t cache_bytes = topos_llama_cache_bytes(ctx);
       topos_llama_context_free(ctx);
@@ -392,21 +396,25 @@ static int lb_command(int argc, char **argv) {
       double target_mb = 1.1 * (double)(file_bytes + cache_bytes) / 1048576.0;
       if (json) {
         printf("{\"bench\":\"llm\",\"model\":\"%s\",\"test\":\"%s\",\"threads\":%d,\"tps\":%.3f,"
-               "\"stdev\":%.3f,\"peak_rss_mb\":%.1f,\"stream_gbs\":%.3f,\"bound_tps\":%.3f,"
-               "\"of_bound\":%.3f,\"mem_target_mb\":%.1f,\"numerics\":\"%s\",\"depth\":%lld",
-               name, test, threads, mean, sd, peak, bw / 1e9, bound, is_pp ? 0.0 : mean / bound,
-               target_mb, exact ? "exact" : "fast", (long long)depth);
+               "\"stdev\":%.3f,\"peak_rss_mb\":%.1f,",
+               name, test, threads, mean, sd, peak);
+        if (stream)
+          printf("\"stream_gbs\":%.3f,\"bound_tps\":%.3f,\"of_bound\":%.3f,", bw / 1e9, bound,
+                 is_pp ? 0.0 : mean / bound);
+        printf("\"mem_target_mb\":%.1f,\"numerics\":\"%s\",\"depth\":%lld", target_mb, exact ? "exact" : "fast",
+               (long long)depth);
         if (have_peer)
           printf(",\"peer\":\"llama.cpp\",\"peer_tps\":%.3f,\"peer_stdev\":%.3f,\"ratio\":%.3f", pmean,
                  psd, mean / pmean);
         printf("}\n");
       } else {
-        char tps[32], of[16];
+        char tps[32], of[16], gbs[16];
         snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
-        if (is_pp) snprintf(of, sizeof of, "-");
+        if (is_pp || !stream) snprintf(of, sizeof of, "-");
         else snprintf(of, sizeof of, "%.0f%%", 100.0 * mean / bound);
-        printf("| %-28.28s | %11s | %7d | %18s | %9.2f | %9s | %8.0f |", name, test, threads, tps,
-               bw / 1e9, of, peak);
+        if (stream) snprintf(gbs, sizeof gbs, "%.2f", bw / 1e9);
+        else snprintf(gbs, sizeof gbs, "-");
+        printf("| %-28.28s | %11s | %7d | %18s | %9s | %9s | %8.0f |", name, test, threads, tps, gbs, of, peak);
         if (have_peer) printf(" %8.2f ± %7.2f | %5.2fx |", pmean, psd, mean / pmean);
         else if (peer) printf(" %18s | %6s |", depth ? "-" : "(failed)", "-");
         printf("\n");
@@ -422,11 +430,14 @@ static int lb_command(int argc, char **argv) {
            "bandwidth / %.1f MiB of weights per token (@dD: and the cache read)\n",
            1.1 * (double)(file_bytes + cache) / 1048576.0, (double)c->weight_bytes / 1048576.0);
     double rss_mb = 0, pmd_mb = 0;
-    if (lb_mapped_pages(path, &rss_mb, &pmd_mb))
+    /* files from 8 MiB are mapped asking for huge pages (io/gguf_reader.c) */
+    if (lb_mapped_pages(path, &rss_mb, &pmd_mb)) {
+      const int small_folios = pmd_mb < 0.9 * rss_mb && file_bytes >= ((uint64_t)8 << 20);
       printf("model mapping: %.0f MiB resident, %.0f MiB of it in 2 MiB pages%s\n", rss_mb, pmd_mb,
-             pmd_mb < 0.9 * rss_mb ? " (the page cache held the file in small folios: decoding reads 4 KiB pages "
-                                     "and may be 5-10 % slower; drop the file from the cache and rerun)"
-                                   : "");
+             small_folios ? " (the page cache held the file in small folios: decoding reads 4 KiB pages "
+                            "and may be 5-10 % slower; drop the file from the cache and rerun)"
+                          : "");
+    }
   }
   free(tokens);
   free(logits);
@@ -434,7 +445,7 @@ static int lb_command(int argc, char **argv) {
   return rc;
 usage:
   fprintf(stderr, "usage: topos bench llm MODEL.gguf [--json] [--reps R] [--threads 1,2] "
-          "[--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact] [--peer LLAMA_BENCH]\n");
+          "[--tests pp64,pp512,tg32,tg128] [--kv f32|f16] [--exact] [--peer LLAMA_BENCH] [--no-stream]\n");
   return 2;
 }
 

@@ -55,6 +55,8 @@ int tt_under_valgrind(void) {
   return preload && strstr(preload, "vgpreload") != NULL;
 }
 
+int tt_instrumented(void) { return tt_under_valgrind() || getenv("TOPOS_TEST_EMULATOR") != NULL; }
+
 const char *tt_data_path(const char *rel) {
   static char path[4096];
   const char *roots[3] = {getenv("TOPOS_DATA"), "../shared/data", "../../shared/data"};

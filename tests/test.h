@@ -28,6 +28,22 @@ const char *tt_data_path(const char *rel);
 const char *tt_tmpdir(void);
 /* 1 under valgrind (its preload library is in LD_PRELOAD while it runs us). */
 int tt_under_valgrind(void);
+/* 1 where every instruction costs 20-60 times its native time: under
+ * valgrind or an emulator ($TOPOS_TEST_EMULATOR, make test-arm64). Sweeps
+ * the native builds run in full (thread counts, real-model checks) run
+ * there in a shorter form or not at all. */
+int tt_instrumented(void);
+/* 1 in a build with AddressSanitizer (make asan). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TT_SANITIZED 1
+#endif
+#endif
+#ifndef TT_SANITIZED
+#define TT_SANITIZED 0
+#endif
 
 #define TT_CAT2(a, b) a##b
 #define TT_CAT(a, b) TT_CAT2(a, b)

@@ -16,12 +16,15 @@ static const lc_case lc_cases[] = {
     {"generate '%s' -p hello -n 5 --temp 0 --threads 2 --ctx 32", 0,
      {"hello", "prompt: 9 tokens", "tokens/s (2 threads, fast)"}, NULL}, /* <s> + bytes of "\u2581hello" */
     {"generate '%s' -p hello -n 3 --kv f16 --exact --seed 3", 0, {"(2 threads, exact)"}, NULL},
-    {"bench llm '%s' --json --reps 1 --threads 1 --tests pp8,tg4", 0,
-     {"{\"bench\":\"llm\",\"model\":\"llama-cli-tiny.gguf\",\"test\":\"pp8\",\"threads\":1,", "\"test\":\"tg4\"",
-      "\"peak_rss_mb\":"},
+    /* the bandwidth read (about a second per row) and the fraction of its bound */
+    {"bench llm '%s' --json --reps 1 --threads 1 --tests tg4", 0,
+     {"{\"bench\":\"llm\",\"model\":\"llama-cli-tiny.gguf\",\"test\":\"tg4\",\"threads\":1,", "\"peak_rss_mb\":",
+      "\"of_bound\":"},
      NULL},
+    {"bench llm '%s' --json --reps 1 --threads 1 --tests pp8,tg4 --no-stream", 0,
+     {"\"test\":\"pp8\",\"threads\":1,", "\"test\":\"tg4\"", "\"peak_rss_mb\":"}, "stream_gbs"},
     /* tests at a depth: a 6-token prompt first, untimed */
-    {"bench llm '%s' --json --reps 1 --threads 1 --tests tg2@d6,pp4@d6", 0,
+    {"bench llm '%s' --json --reps 1 --threads 1 --tests tg2@d6,pp4@d6 --no-stream", 0,
      {"\"test\":\"tg2@d6\",\"threads\":1,", "\"test\":\"pp4@d6\"", "\"depth\":6}"}, NULL},
     /* a prompt longer than the context */
     {"generate '%s' -p 'a long prompt here' --ctx 4", 1, {"more than the context's 4 (--ctx)"}, NULL},
@@ -86,8 +89,9 @@ TEST(llama_cli_make_generate_bench) {
 #ifdef __linux__
   /* the text table ends with the model mapping's resident and 2 MiB-page
    * share (smaps); a tiny file is not asked for huge pages */
-  snprintf(args, sizeof args, "bench llm '%s' --reps 1 --threads 1 --tests tg2", model);
+  snprintf(args, sizeof args, "bench llm '%s' --reps 1 --threads 1 --tests tg2 --no-stream", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "|         - |         - |")); /* no bandwidth, no fraction of a bound */
   CHECK(tt_log_has(log, "model mapping: "));
   CHECK(tt_log_has(log, "MiB of it in 2 MiB pages"));
 #endif

@@ -23,8 +23,11 @@ TEST(llama_config_from_metadata) {
 
 TEST(llama_logits_match_plain_forward_mixed_types) {
   lt_spec s = lt_default_spec();
-  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 3e-2);
-  lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 3e-2);
+  lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 3e-2);
+  lt_close(&m);
 }
 
 TEST(llama_logits_match_plain_forward_tied_f32_mha) {
@@ -41,11 +44,14 @@ TEST(llama_logits_match_plain_forward_tied_f32_mha) {
  * not), so the bound is the plain-forward one; f16 measured like f32. */
 TEST(llama_kv_cache_16bit_matches_plain_forward) {
   lt_spec s = lt_default_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
   lt_kv = TOPOS_F16;
-  lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 3e-2);
+  lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 3e-2);
   lt_kv = TOPOS_BF16;
-  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 5e-2);
+  lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 5e-2);
   lt_kv = TOPOS_F32;
+  lt_close(&m);
   for (int i = 0; i < LT_ROLES; ++i) s.types[i] = TOPOS_F32;
   lt_kv = TOPOS_F16; /* f16 rounding of cached keys/values only */
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 2e-3);
@@ -107,11 +113,11 @@ TEST(llama_joined_products_decode_bitwise) {
       CHECK_EQ_INT(m.model->layers[l].ffn_up_first, cases[ci].up_first && cases[ci].ffn);
     }
     lt_check_decode(&m, s.vocab);
-    lt_close(&m);
-    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, cases[ci].bound);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, cases[ci].bound);
     lt_kv = TOPOS_F16; /* the 16-bit cache's per-head form reads the joined row's views too */
-    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, cases[ci].bound);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, cases[ci].bound);
     lt_kv = TOPOS_F32;
+    lt_close(&m);
   }
 }
 
@@ -156,9 +162,9 @@ TEST(llama_decode_joins_products_apart_in_one_step) {
       tp_llama_graph_free(&g);
     }
     lt_check_decode(&m, s.vocab);
-    lt_close(&m);
     /* measured 2.2e-2, 3.1e-2 (Q4_K and Q6_K everywhere), 2.2e-2 */
-    lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 5e-2);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 5e-2);
+    lt_close(&m);
   }
 }
 
@@ -248,7 +254,8 @@ TEST(llama_plans_dropped_past_their_span_recompile_bitwise) {
     topos_llama_context *ctx = NULL;
     CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
     int64_t mismatches = 0;
-    for (int round = 0; round < 3; ++round) {
+    const int rounds = tt_instrumented() ? 2 : 3; /* under valgrind or an emulator: one recompile */
+    for (int round = 0; round < rounds; ++round) {
       topos_llama_reset(ctx);
       float *out = round == 0 ? first : again;
       CHECK_OK(topos_llama_eval(ctx, tokens, P, 0, out));
@@ -460,7 +467,7 @@ TEST(llama_smollm2_perplexity_is_llama_cpps) {
   const char *path = lt_smollm2_path(), *data = tt_data_path("tinyshakespeare.txt");
   if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
   if (!data) SKIP("no ../shared/data/tinyshakespeare.txt (or $TOPOS_DATA)");
-  if (getenv("TOPOS_TEST_EMULATOR") || tt_under_valgrind())
+  if (tt_instrumented())
     SKIP("under valgrind or an emulator (TOPOS_TEST_EMULATOR): 384 tokens of SmolLM2 take 4-6 minutes there");
   char text[3001];
   FILE *f = fopen(data, "rb");
@@ -495,8 +502,11 @@ TEST(llama_smollm2_perplexity_is_llama_cpps) {
 
 TEST(llama_logits_match_plain_forward_f32_tight) {
   lt_spec s = lt_f32_spec();
-  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
-  lt_compare_plain(&s, TOPOS_NUMERICS_FAST, 1e-5);
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 1e-5);
+  lt_close(&m);
 }
 
 /* A prompt in chunks asks the head only of the last (the others run plans

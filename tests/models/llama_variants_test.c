@@ -5,26 +5,22 @@
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' biases */
 
-/* Every logit of a spec's model against the plain forward (f32 weights, so
- * the bound is summation order's), and decoding equal to the full-context
- * forward bit for bit at 1-3 threads. `without` is the spec with the variant
- * left out: the plain forward of that differs from the model's logits by
- * far more than the bound, so the check sees the variant. */
-static void lv_check(const lt_spec *s, const lt_spec *without) {
-  lt_compare_plain(s, TOPOS_NUMERICS_EXACT, 1e-5);
-  lt_compare_plain(s, TOPOS_NUMERICS_FAST, 1e-5);
-  lt_model m;
-  CHECK_OK(lt_open(s, &m));
-  if (!m.model) {
-    lt_close(&m);
-    return;
-  }
+/* Every logit of model m (written from spec s) against the plain forward
+ * (f32 weights, so the bound is summation order's), and decoding equal to
+ * the full-context forward bit for bit at 1-3 threads. `without` is the
+ * spec with the variant left out: the plain forward of that differs from
+ * the model's logits by far more than the bound, so the check sees the
+ * variant. */
+static void lv_check(const lt_model *m, const lt_spec *s, const lt_spec *without) {
+  CHECK(m->model != NULL);
+  lt_compare_plain_model(m, s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_compare_plain_model(m, s, TOPOS_NUMERICS_FAST, 1e-5);
   const int64_t V = s->vocab;
   float *got = malloc((size_t)(LT_N * V) * sizeof *got), *other = malloc((size_t)(LT_N * V) * sizeof *other);
   CHECK(got && other);
   if (got && other) {
-    CHECK_OK(lt_eval_all(m.model, TOPOS_NUMERICS_EXACT, 32, 5, got));
-    CHECK(lt_reference_forward(m.gguf, without, lt_tokens, LT_N, other));
+    CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 32, 5, got));
+    CHECK(lt_reference_forward(m->gguf, without, lt_tokens, LT_N, other));
     double num2 = 0, den2 = 0;
     for (int64_t i = 0; i < LT_N * V; ++i) {
       const double d = (double)got[i] - other[i];
@@ -35,7 +31,14 @@ static void lv_check(const lt_spec *s, const lt_spec *without) {
   }
   free(got);
   free(other);
-  lt_check_decode(&m, V);
+  lt_check_decode(m, V);
+}
+
+/* lv_check on a model of its own, written from s. */
+static void lv_check_spec(const lt_spec *s, const lt_spec *without) {
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  lv_check(&m, s, without);
   lt_close(&m);
 }
 
@@ -56,6 +59,7 @@ TEST(llama_rope_factors_of_llama31_files) {
       CHECK_EQ_INT((int64_t)topos_llama_config_of(m.model)->weight_bytes,
                    (int64_t)topos_llama_config_of(plain.model)->weight_bytes);
     lt_close(&plain);
+    lv_check(&m, &s, &without);
   }
   lt_close(&m);
   /* the smooth band lies at wavelengths between ctx / 4 and ctx: with the
@@ -66,7 +70,6 @@ TEST(llama_rope_factors_of_llama31_files) {
     ones += f == 1.0f, eights += f == 8.0f, between += f > 1.0f && f < 8.0f;
   }
   CHECK(ones > 0 && eights > 0 && between > 0);
-  lv_check(&s, &without);
   /* quantized weights and GQA through the same tables */
   lt_spec q = lt_default_spec();
   q.rope_freqs = 1;
@@ -81,15 +84,19 @@ TEST(llama_linear_rope_scaling) {
   s.rope_scale = 4.0f;
   lt_model m;
   CHECK_OK(lt_open(&s, &m));
-  if (m.model) CHECK(topos_llama_config_of(m.model)->rope_freq_scale == 0.25f);
+  if (m.model) {
+    CHECK(topos_llama_config_of(m.model)->rope_freq_scale == 0.25f);
+    lv_check(&m, &s, &without);
+  }
   lt_close(&m);
-  lv_check(&s, &without);
   lt_spec none = s;
   none.rope_type = "none";
   CHECK_OK(lt_open(&none, &m));
-  if (m.model) CHECK(topos_llama_config_of(m.model)->rope_freq_scale == 1.0f);
+  if (m.model) {
+    CHECK(topos_llama_config_of(m.model)->rope_freq_scale == 1.0f);
+    lt_compare_plain_model(&m, &none, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
   lt_close(&m);
-  lt_compare_plain(&none, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_spec zero = s; /* a factor of 0 means no scaling */
   zero.rope_scale = 0.0f;
   zero.rope_type = "linear";
@@ -107,16 +114,20 @@ TEST(llama_head_width_from_key_length) {
   if (m.model) {
     CHECK_EQ_INT(topos_llama_config_of(m.model)->head_dim, 32);
     CHECK_EQ_INT(topos_llama_config_of(m.model)->rope_dim, 32);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
   }
   lt_close(&m);
-  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_spec both = s, without = s;
   both.rope_freqs = 1;
   both.rope_scale = 2.0f;
-  lv_check(&both, &without);
-  lt_kv = TOPOS_F16;
-  lt_compare_plain(&both, TOPOS_NUMERICS_FAST, 2e-3);
-  lt_kv = TOPOS_F32;
+  CHECK_OK(lt_open(&both, &m));
+  if (m.model) {
+    lv_check(&m, &both, &without);
+    lt_kv = TOPOS_F16;
+    lt_compare_plain_model(&m, &both, TOPOS_NUMERICS_FAST, 2e-3);
+    lt_kv = TOPOS_F32;
+  }
+  lt_close(&m);
   lt_spec wide = lt_default_spec(); /* heads wider than dim / heads, quantized */
   wide.head_dim = 128;
   lt_compare_plain(&wide, TOPOS_NUMERICS_FAST, 3e-2);
@@ -214,22 +225,24 @@ TEST(llama_qwen2_files) {
       free(text);
       tp_llama_graph_free(&gr);
     }
+    lt_spec adjacent = s, unbiased = s;
+    adjacent.arch = "llama"; /* the reference rotating adjacent pairs */
+    unbiased.biases = 0;
+    lv_check(&m, &s, &adjacent);
+    lv_check(&m, &s, &unbiased);
   }
   lt_close(&m);
-  lt_spec adjacent = s, unbiased = s;
-  adjacent.arch = "llama"; /* the reference rotating adjacent pairs */
-  unbiased.biases = 0;
-  lv_check(&s, &adjacent);
-  lv_check(&s, &unbiased);
   /* quantized, GQA, tied head, 16-bit cache */
   lt_spec q = lt_default_spec();
   q.arch = "qwen2";
   q.biases = 1;
   q.tied = 1;
-  lt_compare_plain(&q, TOPOS_NUMERICS_FAST, 3e-2);
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 3e-2);
   lt_kv = TOPOS_F16;
-  lt_compare_plain(&q, TOPOS_NUMERICS_FAST, 3e-2);
+  lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 3e-2);
   lt_kv = TOPOS_F32;
+  lt_close(&m);
   /* its biases are not optional */
   lt_spec missing = s;
   missing.layers = 1;
@@ -243,7 +256,7 @@ TEST(llama_qwen2_files) {
 TEST(llama_attention_biases) {
   lt_spec s = lt_f32_spec(), unbiased = s;
   s.biases = 2;
-  lv_check(&s, &unbiased);
+  lv_check_spec(&s, &unbiased);
   lt_spec q = lt_default_spec();
   q.biases = 2;
   lt_compare_plain(&q, TOPOS_NUMERICS_FAST, 3e-2);
@@ -339,9 +352,9 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **byt
 TEST(llama_qwen2_path_runs_smollm2_rewritten) {
   const char *path = lt_smollm2_path();
   if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
-  if (getenv("TOPOS_TEST_EMULATOR") || tt_under_valgrind())
-    SKIP("under valgrind or an emulator: two SmolLM2 models through 32 tokens take minutes there "
-         "(the sanitizer and native builds run it)");
+  if (tt_instrumented() || TT_SANITIZED)
+    SKIP("under valgrind, an emulator or ASan: two SmolLM2 models through 32 tokens take minutes there "
+         "(the native builds run it; llama_qwen2_files takes the qwen2 path under all three)");
   topos_gguf *g = NULL, *g2 = NULL;
   topos_llama *llama = NULL, *qwen = NULL;
   lt_file keep = {0}; /* the rewritten rows and the zero biases */
