@@ -23,7 +23,8 @@
  *       pos * scale * base^(-2i/rot_dim) / factor[i], the "NORM" rope of
  *       llama files: scale 1 / rope.scaling.factor for linear scaling,
  *       factor[i] from rope_freqs.weight where the file has it (Llama 3.1+),
- *       else 1);
+ *       else 1; YaRN: that angle and the one at scale 1 blended by a ramp
+ *       over i, cos and sin times rope_mscale);
  *       grouped-query attention over [cache | chunk] keys with a causal mask,
  *       softmax = exp(log_softmax); x += qlinear(attn, Wo) (+ bo where given);
  *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg)) * qlinear(h, Wu), Wd)
@@ -67,6 +68,11 @@ typedef struct topos_llama_config {
                           * (linear scaling), 1 without */
   int rope_freqs;        /* 1 when the file has rope_freqs.weight: pair i's frequency is
                           * divided by its factor (Llama 3.1 and later) */
+  float rope_ext_factor; /* YaRN (rope.scaling.type "yarn"): 1, else 0 */
+  float rope_yarn_low;   /* YaRN's ramp: pairs up to this index keep the original angle, */
+  float rope_yarn_high;  /* pairs from this one take the interpolated one, linear between */
+  float rope_mscale;     /* cos and sin are multiplied by this: YaRN's rope.scaling.attn_factor
+                          * * (1 + 0.1 ln factor), 1 otherwise */
   float rms_eps;         /* llama.attention.layer_norm_rms_epsilon */
   int tied_output;       /* 1 when the file has no output.weight */
   uint64_t weight_bytes; /* bytes of every weight the graph reads per token */

@@ -2,6 +2,7 @@
  * the weights as zero-copy views of the mapping, every one checked against
  * the shape the metadata implies before anything runs. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,20 +168,55 @@ static topos_status tp_llama_join_layer(tp_llama_layer *L) {
   return TOPOS_OK;
 }
 
+/* YaRN as llama.cpp applies it to llama and qwen2 files (rope.scaling.type
+ * "yarn"): pair i's angle blends the interpolated one (position / factor)
+ * and the original one by a ramp over the pair index, 1 (original) below
+ * the pair whose wavelength fits original_context_length / 32 times, 0
+ * (interpolated) above the one fitting it once (beta_fast 32, beta_slow 1,
+ * the first floored and the second ceiled, as its corr_dims are); cos and
+ * sin are multiplied by attn_factor * (1 + 0.1 ln factor), which scales
+ * every attention logit by that squared. */
+static double tp_yarn_corr_dim(double rot_dim, double ctx_orig, double rotations, double base) {
+  return rot_dim * log(ctx_orig / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
+}
+
+static topos_status tp_llama_yarn(topos_gguf *g, topos_llama_config *c) {
+  char kb[96];
+  uint64_t orig = 0;
+  topos_status st = topos_gguf_get_u64(g, TP_K("rope.scaling.original_context_length"), &orig);
+  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), orig = 0;
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
+  if (orig > (uint64_t)1 << 31)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", kb, orig);
+  float attn_factor = 1.0f;
+  TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.attn_factor"), 0, 1.0f, &attn_factor));
+  const double ctx_orig = orig ? (double)orig : (double)c->n_ctx_train, d = (double)c->rope_dim;
+  double low = floor(tp_yarn_corr_dim(d, ctx_orig, 32.0, c->rope_base));
+  double high = ceil(tp_yarn_corr_dim(d, ctx_orig, 1.0, c->rope_base));
+  c->rope_yarn_low = (float)(low > 0.0 ? low : 0.0);
+  c->rope_yarn_high = (float)(high < d - 1.0 ? high : d - 1.0);
+  c->rope_ext_factor = 1.0f;
+  c->rope_mscale = (float)((double)attn_factor * (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale)));
+  return TOPOS_OK;
+}
+
 /* Position scaling as llama.cpp reads it: rope.scaling.factor (older files:
  * rope.scale_linear) divides every position unless rope.scaling.type is
- * "none"; an absent type means "linear", a factor of 0 means none. YaRN and
- * LongRoPE change the rotation itself and are refused. */
+ * "none"; an absent type means "linear", a factor of 0 means none. "yarn"
+ * takes the same factor (tp_llama_yarn); LongRoPE changes the rotation
+ * otherwise and is refused. */
 static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
   char kb[96], kb2[96];
   c->rope_freq_scale = 1.0f;
+  c->rope_mscale = 1.0f;
   const char *type = NULL;
   topos_status st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
   if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), type = "linear";
   else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
   if (strcmp(type, "none") == 0) return TOPOS_OK;
-  if (strcmp(type, "linear") != 0)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported (only none and linear)",
+  const int yarn = strcmp(type, "yarn") == 0;
+  if (strcmp(type, "linear") != 0 && !yarn)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported (none, linear and yarn are)",
                    type);
   const char *keys[2] = {TP_K("rope.scaling.factor"), tp_key(kb2, sizeof kb2, c->arch, "rope.scale_linear")};
   for (int i = 0; i < 2; ++i) {
@@ -191,14 +227,14 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
       continue;
     }
     if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", keys[i]);
-    if (factor == 0.0f) return TOPOS_OK;
+    if (factor == 0.0f) break;
     if (!(factor > 0.0f) || factor > 1e30f)
       return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", keys[i],
                      (double)factor);
     c->rope_freq_scale = 1.0f / factor;
-    return TOPOS_OK;
+    break;
   }
-  return TOPOS_OK;
+  return yarn ? tp_llama_yarn(g, c) : TOPOS_OK;
 }
 
 static topos_status tp_llama_config(topos_llama *m) {

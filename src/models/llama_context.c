@@ -342,13 +342,20 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
                               px + t * D, D);
   if (st == TOPOS_OK) {
     const float *factor = m->rope_factors ? topos_tensor_data(m->rope_factors) : NULL;
+    const double scale = c->rope_freq_scale, mscale = c->rope_mscale;
+    const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
     for (int64_t t = 0; t < T; ++t) {
-      double pos = (double)(x->pos + t) * (double)c->rope_freq_scale;
+      const int yarn = c->rope_ext_factor != 0.0f;
+      const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);
       for (int64_t i = 0; i < half; ++i) {
         double theta = pos * pow((double)c->rope_base, -2.0 * (double)i / (double)c->rope_dim);
         if (factor) theta /= (double)factor[i];
-        pc[t * half + i] = (float)cos(theta);
-        ps[t * half + i] = (float)sin(theta);
+        if (yarn) { /* the original angle below the ramp, the scaled one above */
+          const double mix = (1.0 - fmin(1.0, fmax(0.0, ((double)i - low) / width))) * c->rope_ext_factor;
+          theta = theta * scale * (1.0 - mix) + theta * mix;
+        }
+        pc[t * half + i] = (float)(cos(theta) * mscale);
+        ps[t * half + i] = (float)(sin(theta) * mscale);
       }
     }
     for (int64_t j = 0; mc && j < C; ++j) pmc[j] = j < x->pos ? 0.0f : -INFINITY;

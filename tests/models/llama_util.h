@@ -34,6 +34,8 @@ typedef struct lt_spec {
   float rope_scale;        /* if > 0, rope.scaling.type "linear" with this factor */
   const char *rope_type;   /* if set, rope.scaling.type written as this (rope_scale's factor) */
   int rope_freqs;          /* rope_freqs.weight with Llama 3.1's smooth factors */
+  int64_t yarn_orig_ctx;   /* if > 0, rope.scaling.original_context_length */
+  float yarn_attn_factor;  /* if not 0, rope.scaling.attn_factor */
   const char *extra_tensor; /* an f32 vector of dim with this name */
   int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias */
 } lt_spec;
@@ -176,6 +178,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
+  if (s->yarn_orig_ctx > 0)
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->yarn_orig_ctx));
+  if (s->yarn_attn_factor != 0)
+    LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->yarn_attn_factor));
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
   float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
@@ -283,6 +289,24 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
   for (int64_t i = 0; i < n; ++i) o[i] = x[i] * r * w[i];
 }
 
+/* YaRN (rope.scaling.type "yarn"), as its paper and llama.cpp define it:
+ * pair i of a head of d is "original" (position not scaled) while its
+ * wavelength 2 pi base^(2i/d) fits the original context at least 32 times,
+ * interpolated (position / factor) once it fits it at most once, a linear
+ * ramp over i between (the ends floored and ceiled to whole pairs); cos and
+ * sin scaled by attn_factor * (1 + 0.1 ln factor). */
+static inline int lt_yarn(const lt_spec *s) { return s->rope_type && strcmp(s->rope_type, "yarn") == 0; }
+
+static inline double lt_yarn_pair(int64_t i, double d, double base, double ctx0) {
+  const double pi = 3.14159265358979323846;
+  /* the pair index whose wavelength fits ctx0 `turns` times */
+  const double lo = d * log(ctx0 / (32.0 * 2.0 * pi)) / (2.0 * log(base));
+  const double hi = d * log(ctx0 / (1.0 * 2.0 * pi)) / (2.0 * log(base));
+  const double a = fmax(0.0, floor(lo)), b = fmin(d - 1.0, ceil(hi));
+  const double y = ((double)i - a) / fmax(0.001, b - a);
+  return 1.0 - fmin(1.0, fmax(0.0, y)); /* the weight of the original angle */
+}
+
 /* logits [N, vocab] for tokens[0..N) at positions 0..N-1. */
 static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
                                        int64_t N, float *logits) {
@@ -327,13 +351,19 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[1] && i < kvd; ++i) kp[i] += B[1][i];
         for (int64_t i = 0; B[2] && i < kvd; ++i) vp[i] += B[2][i];
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
-         * linearly, Llama 3.1's factors dividing the frequencies */
+         * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
         for (int64_t head = 0; head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < hd / 2; ++i) {
-            double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd);
+            double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd), mag = 1.0;
             if (s->rope_freqs) th /= lt_rope_factor(i, hd, base, (double)s->ctx);
-            float c = (float)cos(th), sn = (float)sin(th);
+            if (lt_yarn(s)) {
+              const double orig = th / pscale, w = lt_yarn_pair(i, (double)hd, base,
+                                                               (double)(s->yarn_orig_ctx > 0 ? s->yarn_orig_ctx : s->ctx));
+              th = th * (1.0 - w) + orig * w;
+              mag = (s->yarn_attn_factor > 0 ? s->yarn_attn_factor : 1.0) * (1.0 + 0.1 * log(1.0 / pscale));
+            }
+            float c = (float)(cos(th) * mag), sn = (float)(sin(th) * mag);
             const int64_t i0 = lt_neox(s) ? i : 2 * i, i1 = lt_neox(s) ? i + hd / 2 : 2 * i + 1;
             float a = v[i0], b = v[i1];
             v[i0] = a * c - b * sn;

@@ -103,6 +103,50 @@ TEST(llama_linear_rope_scaling) {
   lt_compare_plain(&zero, TOPOS_NUMERICS_EXACT, 1e-5);
 }
 
+/* YaRN (rope.scaling.type "yarn"): with heads of 64, base 10000 and an
+ * original context of 4096, pairs 0..10 keep their angle, 23..31 take the
+ * position / 4 one, the ramp between; cos and sin scaled by 0.9 (the file's
+ * attn_factor) * (1 + 0.1 ln 4). Against the plain forward's own YaRN, and
+ * against plain linear scaling, which it must differ from. */
+TEST(llama_yarn_rope_scaling) {
+  lt_spec s = lt_f32_spec(), linear = s;
+  s.rope_type = "yarn";
+  s.rope_scale = 4.0f;
+  s.yarn_orig_ctx = 4096;
+  s.yarn_attn_factor = 0.9f;
+  linear.rope_scale = 4.0f;
+  CHECK_EQ_INT(lt_head_dim(&s), 64);
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_ext_factor == 1.0f && c->rope_freq_scale == 0.25f);
+    CHECK(c->rope_yarn_low == 10.0f && c->rope_yarn_high == 23.0f);
+    CHECK(fabs(c->rope_mscale - 0.9 * (1.0 + 0.1 * log(4.0))) < 1e-6);
+    lv_check(&m, &s, &linear);
+  }
+  lt_close(&m);
+  /* without the optional keys: the training context (the test's ctx) and attn_factor 1 */
+  lt_spec bare = s;
+  bare.yarn_orig_ctx = 0;
+  bare.yarn_attn_factor = 0.0f;
+  CHECK_OK(lt_open(&bare, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(fabs(c->rope_mscale - (1.0 + 0.1 * log(4.0))) < 1e-6);
+    lt_compare_plain_model(&m, &bare, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+  /* quantized, GQA, the NEOX pairs of qwen2 files (where YaRN files occur) */
+  lt_spec q = lt_default_spec();
+  q.arch = "qwen2";
+  q.biases = 1;
+  q.rope_type = "yarn";
+  q.rope_scale = 4.0f;
+  q.yarn_orig_ctx = 4096;
+  lt_compare_plain(&q, TOPOS_NUMERICS_FAST, 3e-2);
+}
+
 /* attention.key_length: heads of 32 over an embedding of 256 with 4 heads
  * (q is 128 wide, the output product maps 128 back to 256), with GQA, the
  * rope factors and linear scaling at once; and with 16-bit caches. */
@@ -138,9 +182,14 @@ TEST(llama_variants_refused) {
   lt_spec s = lt_f32_spec();
   s.layers = 1;
   lt_spec t = s;
+  t.rope_type = "longrope";
+  t.rope_scale = 4.0f;
+  lt_expect_refused(t, TOPOS_UNSUPPORTED, "rope scaling \"longrope\" is not supported (none, linear and yarn are)");
+  t = s;
   t.rope_type = "yarn";
   t.rope_scale = 4.0f;
-  lt_expect_refused(t, TOPOS_UNSUPPORTED, "rope scaling \"yarn\"");
+  t.yarn_attn_factor = -1.0f;
+  lt_expect_refused(t, TOPOS_ERR_RANGE, "llama.rope.scaling.attn_factor = -1");
   t = s;
   t.rope_scale = -2.0f;
   t.rope_type = "linear";
