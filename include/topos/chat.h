@@ -9,6 +9,8 @@
  *   GEMMA   <start_of_turn>         <start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\n  (no system role: S leads U)
  *   ZEPHYR  <|user|>                <|system|>\nS</s>\n<|user|>\nU</s>\n<|assistant|>\n
  *   LLAMA2  [INST]                  [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST]
+ *   PHI3    <|assistant|>, <|end|>  <|system|>\nS<|end|>\n<|user|>\nU<|end|>\n<|assistant|>\n
+ *   PHI4    <|im_start|>, <|im_sep|> <|im_start|>system<|im_sep|>S<|im_end|><|im_start|>user<|im_sep|>U<|im_end|><|im_start|>assistant<|im_sep|>
  * (the system part only when a system message is given). No BOS is written:
  * encode the text with TOPOS_TOKENIZE_ADD_SPECIAL | TOPOS_TOKENIZE_PARSE_SPECIAL
  * so the vocabulary adds it as it says and the markers become their tokens.
@@ -32,11 +34,13 @@ typedef enum topos_chat_format {
   TOPOS_CHAT_GEMMA,
   TOPOS_CHAT_ZEPHYR,
   TOPOS_CHAT_LLAMA2,
+  TOPOS_CHAT_PHI3,
+  TOPOS_CHAT_PHI4,
 } topos_chat_format;
 
 /* The family of a chat template's text (NULL: UNKNOWN). */
 TOPOS_API topos_chat_format topos_chat_detect(const char *chat_template);
-/* "chatml", "llama3", "gemma", "zephyr", "llama2", "unknown". Static string. */
+/* "chatml", "llama3", "gemma", "zephyr", "llama2", "phi3", "phi4", "unknown". Static string. */
 TOPOS_API const char *topos_chat_format_name(topos_chat_format format);
 
 /* One user turn (system may be NULL or empty: none) and the opening of the
@@ -51,7 +55,8 @@ TOPOS_API topos_status topos_chat_turn(topos_chat_format format, const char *sys
  * token, so that the next topos_chat_turn (without a system message) follows
  * it in a conversation: ChatML "<|im_end|>\n", Llama 3 "<|eot_id|>", Gemma
  * "<end_of_turn>\n", Zephyr "</s>\n", Llama 2 "</s><s>" (Meta's layout:
- * every [INST] after the first opens with a BOS). Encode it with
+ * every [INST] after the first opens with a BOS), Phi-3 "<|end|>\n", Phi-4
+ * "<|im_end|>". Encode it with
  * TOPOS_TOKENIZE_PARSE_SPECIAL. "" for UNKNOWN. Static string. */
 TOPOS_API const char *topos_chat_reply_end(topos_chat_format format);
 

@@ -1,7 +1,9 @@
 /* One chat turn in a recognised prompt format (include/topos/chat.h): the
  * layouts are llama.cpp's for the same families; detection looks for each
  * family's marker, most specific first (a Llama 3 template also mentions
- * none of the others; Zephyr's <|user|> appears in no ChatML template). */
+ * none of the others; Zephyr's <|user|> appears in no ChatML template;
+ * Phi-3's has <|user|> too, with <|end|> closing turns; Phi-4's is ChatML's
+ * markers with <|im_sep|> after the role). */
 #include "topos/chat.h"
 
 #include <stdio.h>
@@ -11,9 +13,10 @@
 
 topos_chat_format topos_chat_detect(const char *t) {
   if (!t) return TOPOS_CHAT_UNKNOWN;
-  if (strstr(t, "<|im_start|>")) return TOPOS_CHAT_CHATML;
+  if (strstr(t, "<|im_start|>")) return strstr(t, "<|im_sep|>") ? TOPOS_CHAT_PHI4 : TOPOS_CHAT_CHATML;
   if (strstr(t, "<|start_header_id|>")) return TOPOS_CHAT_LLAMA3;
   if (strstr(t, "<start_of_turn>")) return TOPOS_CHAT_GEMMA;
+  if (strstr(t, "<|assistant|>") && strstr(t, "<|end|>")) return TOPOS_CHAT_PHI3;
   if (strstr(t, "<|user|>")) return TOPOS_CHAT_ZEPHYR;
   if (strstr(t, "[INST]")) return TOPOS_CHAT_LLAMA2;
   return TOPOS_CHAT_UNKNOWN;
@@ -26,6 +29,8 @@ const char *topos_chat_format_name(topos_chat_format f) {
     case TOPOS_CHAT_GEMMA: return "gemma";
     case TOPOS_CHAT_ZEPHYR: return "zephyr";
     case TOPOS_CHAT_LLAMA2: return "llama2";
+    case TOPOS_CHAT_PHI3: return "phi3";
+    case TOPOS_CHAT_PHI4: return "phi4";
     default: return "unknown";
   }
 }
@@ -37,6 +42,8 @@ const char *topos_chat_reply_end(topos_chat_format f) {
     case TOPOS_CHAT_GEMMA: return "<end_of_turn>\n";
     case TOPOS_CHAT_ZEPHYR: return "</s>\n";
     case TOPOS_CHAT_LLAMA2: return "</s><s>";
+    case TOPOS_CHAT_PHI3: return "<|end|>\n";
+    case TOPOS_CHAT_PHI4: return "<|im_end|>";
     default: return "";
   }
 }
@@ -71,6 +78,14 @@ topos_status topos_chat_turn(topos_chat_format f, const char *system, const char
     case TOPOS_CHAT_LLAMA2:
       n = snprintf(buf, cap, "[INST] %s%s%s%s [/INST]", s ? "<<SYS>>\n" : "", s ? s : "", s ? "\n<</SYS>>\n\n" : "",
                    user);
+      break;
+    case TOPOS_CHAT_PHI3:
+      n = snprintf(buf, cap, "%s%s%s<|user|>\n%s<|end|>\n<|assistant|>\n", s ? "<|system|>\n" : "", s ? s : "",
+                   s ? "<|end|>\n" : "", user);
+      break;
+    case TOPOS_CHAT_PHI4:
+      n = snprintf(buf, cap, "%s%s%s<|im_start|>user<|im_sep|>%s<|im_end|><|im_start|>assistant<|im_sep|>",
+                   s ? "<|im_start|>system<|im_sep|>" : "", s ? s : "", s ? "<|im_end|>" : "", user);
       break;
     default:
       return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: unknown chat format %d", (int)f);

@@ -151,6 +151,22 @@ static topos_status tp_llama_join(topos_tensor *const *parts, int n, topos_tenso
   return st;
 }
 
+/* Rows [r0, r0 + n) of the mapped matrix w as a matrix of their own (a view
+ * that keeps w alive): phi3's fused weights seen as the parts the graph
+ * names, which tp_llama_join then finds back to back again. */
+static topos_status tp_llama_rows(topos_tensor *w, int64_t r0, int64_t n, topos_tensor **out) {
+  const int64_t in = topos_tensor_shape(w)[1], shape[2] = {n, in};
+  size_t row_bytes = 0, bytes = 0;
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(w), in, &row_bytes));
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(w), n * in, &bytes));
+  topos_tensor *owner = topos_tensor_retain(w);
+  topos_status st = topos_tensor_wrap(topos_tensor_dtype(w), 2, shape,
+                                      (uint8_t *)topos_tensor_data(w) + (size_t)r0 * row_bytes, bytes,
+                                      TOPOS_STORAGE_MAPPED, tp_llama_join_release, owner, out);
+  if (st != TOPOS_OK) topos_tensor_release(owner);
+  return st;
+}
+
 static topos_status tp_llama_join_layer(tp_llama_layer *L) {
   topos_tensor *qkv[3] = {L->wq, L->wk, L->wv};
   TP_TRY(tp_llama_join(qkv, 3, &L->w_attn_in));
@@ -237,6 +253,29 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
   return yarn ? tp_llama_yarn(g, c) : TOPOS_OK;
 }
 
+/* phi3's sliding attention window (a query at p sees keys at p - window + 1
+ * .. p): attention.sliding_window, 0 for none (Phi-4); absent, llama.cpp's
+ * defaults for the files written before the key (Phi-3 mini / medium 4k:
+ * 2047, mini 128k: 262144, medium 128k: 131072), else refused as it does. */
+static topos_status tp_llama_phi3_window(topos_gguf *g, topos_llama_config *c) {
+  char kb[96];
+  uint64_t window = 0;
+  topos_status st = topos_gguf_get_u64(g, TP_K("attention.sliding_window"), &window);
+  if (st == TOPOS_OK) {
+    if (window > (uint64_t)1 << 31)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", kb, window);
+    c->n_swa = (int64_t)window;
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_ERR_NOT_FOUND) return tp_fail_context(st, "llama: key %s", kb);
+  topos_clear_error();
+  if ((c->n_layers == 32 || c->n_layers == 40) && c->n_ctx_train == 4096) c->n_swa = 2047;
+  else if (c->n_layers == 32 && c->n_kv_heads == 32 && c->n_ctx_train == 131072) c->n_swa = 262144;
+  else if (c->n_layers == 40 && c->n_ctx_train == 131072) c->n_swa = 131072;
+  else return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: phi3 file without %s", kb);
+  return TOPOS_OK;
+}
+
 static topos_status tp_llama_config(topos_llama *m) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
@@ -245,14 +284,17 @@ static topos_status tp_llama_config(topos_llama *m) {
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: general.architecture is missing");
   TP_TRY(st);
   /* qwen2: llama's graph with q, k, v biases and the rotation of
-   * half-dimension pairs (NEOX: its converter does not permute q and k) */
-  if (strcmp(arch, "llama") != 0 && strcmp(arch, "qwen2") != 0)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (llama and qwen2 are)",
-                   arch);
+   * half-dimension pairs (NEOX: its converter does not permute q and k);
+   * phi3: q, k, v in one weight, gate and up in one, the NEOX rotation and
+   * a sliding attention window */
+  const int phi3 = strcmp(arch, "phi3") == 0;
+  if (strcmp(arch, "llama") != 0 && strcmp(arch, "qwen2") != 0 && !phi3)
+    return tp_fail(TOPOS_UNSUPPORTED,
+                   "llama: architecture \"%.64s\" is not supported (llama, qwen2 and phi3 are)", arch);
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = arch;
-  c->rope_neox = strcmp(arch, "qwen2") == 0;
+  c->rope_neox = strcmp(arch, "qwen2") == 0 || phi3;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
@@ -288,6 +330,7 @@ static topos_status tp_llama_config(topos_llama *m) {
                    " differs from the head dimension %" PRId64 " (partial rotary is not supported)",
                    c->rope_dim, c->head_dim);
   TP_TRY(tp_llama_rope_scaling(g, c));
+  if (phi3) TP_TRY(tp_llama_phi3_window(g, c));
   topos_clear_error();
   uint64_t experts = 0;
   if (topos_gguf_get_u64(g, TP_K("expert_count"), &experts) == TOPOS_OK && experts > 0)
@@ -347,13 +390,14 @@ static topos_status tp_llama_weights(topos_llama *m) {
   }
   TP_TRY(tp_llama_rope_factors(m));
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-  /* each block has 9 tensors: a block_count the file cannot hold is refused
-   * before anything is sized by it */
+  /* each block has 9 tensors (phi3: 6): a block_count the file cannot hold
+   * is refused before anything is sized by it */
+  const int phi3 = strcmp(c->arch, "phi3") == 0, per_block = phi3 ? 6 : 9;
   const int64_t tensors = topos_gguf_tensor_count(m->gguf);
-  if (c->n_layers > tensors / 9)
+  if (c->n_layers > tensors / per_block)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: block_count %" PRId64 " needs %" PRId64
                    " block tensors; the file has %" PRId64 " tensors in all",
-                   c->n_layers, 9 * c->n_layers, tensors);
+                   c->n_layers, per_block * c->n_layers, tensors);
   m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
   if (!m->layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " layers", c->n_layers);
   for (int64_t l = 0; l < c->n_layers; ++l) {
@@ -363,17 +407,38 @@ static topos_status tp_llama_weights(topos_llama *m) {
   snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                   \
   TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field))
     TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
-    TP_W(wq, "attn_q.weight", c->dim, q_dim);
-    TP_W(wk, "attn_k.weight", c->dim, kv_dim);
-    TP_W(wv, "attn_v.weight", c->dim, kv_dim);
+    if (phi3) {
+      /* attn_qkv: q, k, v rows; ffn_up: gate rows, then up rows (llama.cpp's
+       * SWIGLU split: silu of the first half times the second) */
+      topos_tensor *qkv = NULL, *gate_up = NULL;
+      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
+      topos_status st = tp_llama_weight(m, name, c->dim, q_dim + 2 * kv_dim, 0, &qkv);
+      snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up.weight", l);
+      if (st == TOPOS_OK) st = tp_llama_weight(m, name, c->dim, 2 * c->ff, 0, &gate_up);
+      if (st == TOPOS_OK) st = tp_llama_rows(qkv, 0, q_dim, &L->wq);
+      if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim, kv_dim, &L->wk);
+      if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim + kv_dim, kv_dim, &L->wv);
+      if (st == TOPOS_OK) st = tp_llama_rows(gate_up, 0, c->ff, &L->w_gate);
+      if (st == TOPOS_OK) st = tp_llama_rows(gate_up, c->ff, c->ff, &L->w_up);
+      topos_tensor_release(qkv);
+      topos_tensor_release(gate_up);
+      TP_TRY(st);
+    } else {
+      TP_W(wq, "attn_q.weight", c->dim, q_dim);
+      TP_W(wk, "attn_k.weight", c->dim, kv_dim);
+      TP_W(wv, "attn_v.weight", c->dim, kv_dim);
+    }
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
     TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
-    TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
-    TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
+    if (!phi3) {
+      TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
+      TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
+    }
     TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
 #undef TP_W
-    /* attention biases: qwen2's q, k, v; optional on llama files (llama.cpp's loader) */
-    const int need = c->rope_neox;
+    /* attention biases: qwen2's q, k, v; optional on llama files (llama.cpp's
+     * loader); phi3 files with attn_qkv have none */
+    const int need = strcmp(c->arch, "qwen2") == 0;
     const struct {
       const char *suffix;
       int64_t n;
@@ -383,7 +448,7 @@ static topos_status tp_llama_weights(topos_llama *m) {
                    {"attn_k.bias", kv_dim, !need, &L->bk},
                    {"attn_v.bias", kv_dim, !need, &L->bv},
                    {"attn_output.bias", c->dim, 1, &L->bo}};
-    for (int b = 0; b < 4; ++b) {
+    for (int b = 0; b < (phi3 ? 0 : 4); ++b) {
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }

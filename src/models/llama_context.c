@@ -74,6 +74,13 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
     return tp_fail(TOPOS_UNSUPPORTED, "llama context: a 16-bit cache supports at most %d kv heads, "
                    "the model has %lld", TP_LLAMA_MAX_KV_HEADS, (long long)c->n_kv_heads);
   int64_t cap = opt.n_ctx > 0 ? opt.n_ctx : (c->n_ctx_train < 2048 ? c->n_ctx_train : 2048);
+  /* a sliding window (phi3) never cuts in within its own length: up to it,
+   * attention is the causal one every plan here computes */
+  if (c->n_swa > 0 && opt.n_ctx <= 0 && cap > c->n_swa) cap = c->n_swa;
+  if (c->n_swa > 0 && cap > c->n_swa)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama context: n_ctx %lld is past the model's sliding attention window "
+                   "of %lld tokens (attention.sliding_window); a window that cuts in is not supported",
+                   (long long)cap, (long long)c->n_swa);
   if (cap > ((int64_t)1 << 24))
     return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is too large", (long long)cap);
   const int64_t slots = tp_cache_slots(cap);

@@ -54,6 +54,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
                                      "jina-de",    "gigachat",   "jina-v1-en", "jina-v2-es",   "jina-v2-de",
                                      "jina-v2-code", "roberta-bpe"};
   static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3", "falcon3"};
+  static const char *const llama3_merged[] = {"dbrx", "smaug-bpe"}; /* its pattern, every merge applied */
   static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact", "command-r",
                                        "codeshell", "exaone",    "minerva"};
@@ -64,6 +65,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
     int ignore_merges;
   } kinds[] = {{gpt2, sizeof gpt2 / sizeof *gpt2, TP_PRE_GPT2, 0},
                {llama3, sizeof llama3 / sizeof *llama3, TP_PRE_LLAMA3, 1},
+               {llama3_merged, sizeof llama3_merged / sizeof *llama3_merged, TP_PRE_LLAMA3, 0},
                {qwen2, sizeof qwen2 / sizeof *qwen2, TP_PRE_QWEN2, 0},
                {digits, sizeof digits / sizeof *digits, TP_PRE_DIGITS_GPT2, 0}};
   *ignore_merges = 0;
@@ -77,7 +79,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
       }
   return tp_fail(TOPOS_UNSUPPORTED,
                  "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: gpt2 and its aliases, "
-                 "llama-bpe, falcon3, qwen2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva)",
+                 "llama-bpe, falcon3, dbrx, smaug-bpe, qwen2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva)",
                  name);
 }
 

@@ -16,6 +16,10 @@ TEST(chat_detects_the_template_families) {
       {"{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}", TOPOS_CHAT_GEMMA},
       {"{% if message['role'] == 'user' %}{{ '<|user|>\\n' + message['content'] + eos_token }}", TOPOS_CHAT_ZEPHYR},
       {"{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}", TOPOS_CHAT_LLAMA2},
+      /* Phi-3 mini's and Phi-4's */
+      {"{% if message['role'] == 'user' %}{{'<|user|>' + '\n' + message['content'] + '<|end|>' + '\n' + "
+       "'<|assistant|>' + '\n'}}", TOPOS_CHAT_PHI3},
+      {"{{'<|im_start|>' + message['role'] + '<|im_sep|>' + message['content'] + '<|im_end|>'}}", TOPOS_CHAT_PHI4},
       {"{{ message['content'] }}", TOPOS_CHAT_UNKNOWN},
       {NULL, TOPOS_CHAT_UNKNOWN},
   };
@@ -39,6 +43,11 @@ TEST(chat_turns_in_each_format) {
        "<start_of_turn>user\nBe brief\n\nHi<end_of_turn>\n<start_of_turn>model\n"},
       {TOPOS_CHAT_ZEPHYR, "<|user|>\nHi</s>\n<|assistant|>\n", "<|system|>\nBe brief</s>\n<|user|>\nHi</s>\n<|assistant|>\n"},
       {TOPOS_CHAT_LLAMA2, "[INST] Hi [/INST]", "[INST] <<SYS>>\nBe brief\n<</SYS>>\n\nHi [/INST]"},
+      {TOPOS_CHAT_PHI3, "<|user|>\nHi<|end|>\n<|assistant|>\n",
+       "<|system|>\nBe brief<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n"},
+      {TOPOS_CHAT_PHI4, "<|im_start|>user<|im_sep|>Hi<|im_end|><|im_start|>assistant<|im_sep|>",
+       "<|im_start|>system<|im_sep|>Be brief<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|>"
+       "<|im_start|>assistant<|im_sep|>"},
   };
   char buf[256];
   size_t len = 0;
@@ -86,6 +95,9 @@ TEST(chat_reply_ends_in_each_format) {
                          "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n"},
       {TOPOS_CHAT_ZEPHYR, "<|user|>\nHi</s>\n<|assistant|>\nYo</s>\n<|user|>\nBye</s>\n<|assistant|>\n"},
       {TOPOS_CHAT_LLAMA2, "[INST] Hi [/INST]Yo</s><s>[INST] Bye [/INST]"},
+      {TOPOS_CHAT_PHI3, "<|user|>\nHi<|end|>\n<|assistant|>\nYo<|end|>\n<|user|>\nBye<|end|>\n<|assistant|>\n"},
+      {TOPOS_CHAT_PHI4, "<|im_start|>user<|im_sep|>Hi<|im_end|><|im_start|>assistant<|im_sep|>Yo<|im_end|>"
+                        "<|im_start|>user<|im_sep|>Bye<|im_end|><|im_start|>assistant<|im_sep|>"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     char a[256], b[256], all[600];

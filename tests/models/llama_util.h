@@ -35,13 +35,21 @@ typedef struct lt_spec {
   const char *rope_type;   /* if set, rope.scaling.type written as this (rope_scale's factor) */
   int rope_freqs;          /* rope_freqs.weight with Llama 3.1's smooth factors */
   int64_t yarn_orig_ctx;   /* if > 0, rope.scaling.original_context_length */
+  int64_t swa;             /* phi3: attention.sliding_window (0 written as 0; -1: no key) */
   float yarn_attn_factor;  /* if not 0, rope.scaling.attn_factor */
   const char *extra_tensor; /* an f32 vector of dim with this name */
   int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias */
 } lt_spec;
 
-/* qwen2 files rotate pairs (x[i], x[i + hd/2]); llama files adjacent ones */
-static inline int lt_neox(const lt_spec *s) { return s->arch && strcmp(s->arch, "qwen2") == 0; }
+/* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
+static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
+
+/* qwen2 and phi3 files rotate pairs (x[i], x[i + hd/2]); llama files
+ * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
+ * those, for lv_check) */
+static inline int lt_neox(const lt_spec *s) {
+  return s->arch && (strcmp(s->arch, "qwen2") == 0 || strcmp(s->arch, "phi3") == 0);
+}
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
 
@@ -142,9 +150,9 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
                                           ne1 ? 2 : 1, ne, q, bytes);
 }
 
-/* "ARCH.suffix" (llama.*, qwen2.*; another architecture's files are refused before their keys matter) */
+/* "ARCH.suffix" (llama.*, qwen2.*, phi3.*; another architecture's files are refused before their keys matter) */
 static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
-  snprintf(kb, 96, "%s.%s", lt_neox(s) ? "qwen2" : "llama", suffix);
+  snprintf(kb, 96, "%s.%s", lt_neox(s) ? s->arch : "llama", suffix);
   return kb;
 }
 
@@ -178,6 +186,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
+  if (lt_phi3(s) && s->swa >= 0)
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->yarn_orig_ctx > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->yarn_orig_ctx));
   if (s->yarn_attn_factor != 0)
@@ -221,6 +231,14 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   snprintf(n, sizeof n, "blk.%d." suffix, (int)l);                \
   LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones))
     LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    if (lt_phi3(s)) { /* rows q, k, v in one weight; gate, up in one */
+      LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
+      LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
+      LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      LT_W("ffn_up.weight", ty[LT_UP], s->dim, 2 * s->ff, 0);
+      LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
+      continue;
+    }
     if (s->attn_sorted) {
       LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
@@ -323,25 +341,39 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *x = malloc((size_t)D * 4), *h = malloc((size_t)D * 4), *q = malloc((size_t)qd * 4);
   float *att = malloc((size_t)N * 4), *o = malloc((size_t)qd * 4), *t2 = malloc((size_t)D * 4);
   float *g1 = malloc((size_t)F * 4), *u1 = malloc((size_t)F * 4);
-  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1;
+  /* every layer's weights, dequantized once: [l][i] of names[i]; phi3's
+   * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
+   * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
+  float *(*LW)[9] = calloc((size_t)s->layers, sizeof *LW), *(*LB)[4] = calloc((size_t)s->layers, sizeof *LB);
+  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB;
+  const int fused = lt_phi3(s);
+  const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                          "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+  for (int64_t l = 0; ok && l < s->layers; ++l) {
+    char n[64];
+    for (int i = 0; i < 9; ++i) {
+      if (fused && (i == 2 || i == 3 || i == 7)) continue;
+      const char *name = fused && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
+      snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
+      LW[l][i] = lt_deq(g, n);
+      if (!LW[l][i]) ok = 0;
+    }
+    for (int i = 0; i < (s->biases == 2 ? 4 : s->biases ? 3 : 0); ++i) { /* q, k, v, output */
+      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[1 + i]);
+      LB[l][i] = lt_deq(g, n);
+      if (!LB[l][i]) ok = 0;
+    }
+  }
   for (int64_t p = 0; ok && p < N; ++p) {
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
     for (int64_t l = 0; ok && l < s->layers; ++l) {
-      char n[64];
-      float *W[9], *B[4] = {NULL, NULL, NULL, NULL};
-      const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
-                              "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
-      for (int i = 0; i < 9; ++i) {
-        snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, names[i]);
-        W[i] = lt_deq(g, n);
-        if (!W[i]) ok = 0;
+      float *W[9], *const *B = LB[l];
+      for (int i = 0; i < 9; ++i) W[i] = LW[l][i];
+      if (fused) {
+        W[2] = W[1] + qd * D, W[3] = W[2] + kvd * D;
+        W[7] = W[6] + F * D;
       }
-      for (int i = 0; i < (s->biases == 2 ? 4 : s->biases ? 3 : 0); ++i) { /* q, k, v, output */
-        snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[1 + i]);
-        B[i] = lt_deq(g, n);
-        if (!B[i]) ok = 0;
-      }
-      if (ok) {
+      {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         lt_matvec(W[1], h, q, qd, D);
@@ -399,14 +431,17 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_matvec(W[8], g1, t2, D, F);
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
       }
-      for (int i = 0; i < 9; ++i) free(W[i]);
-      for (int i = 0; i < 4; ++i) free(B[i]);
     }
     if (ok) {
       lt_rmsnorm(h, x, onorm, D, 1e-5f);
       lt_matvec(out, h, logits + p * V, V, D);
     }
   }
+  for (int64_t l = 0; l < s->layers && LW && LB; ++l) {
+    for (int i = 0; i < 9; ++i) free(LW[l][i]);
+    for (int i = 0; i < 4; ++i) free(LB[l][i]);
+  }
+  free(LW); free(LB);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;

@@ -299,6 +299,70 @@ TEST(llama_qwen2_files) {
   lt_expect_refused(missing, TOPOS_ERR_NOT_FOUND, "blk.0.attn_k.bias is missing");
 }
 
+/* phi3 files (Phi-3, Phi-4): q, k, v rows in one attn_qkv weight and gate,
+ * up rows in one ffn_up (silu of the first half times the second), the
+ * NEOX rotation, a sliding attention window. Split into row views the loader
+ * joins back for decoding; logits against the plain forward, which reads the
+ * fused weights itself, and decoding bit for bit. */
+TEST(llama_phi3_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "phi3";
+  s.swa = 4096;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(strcmp(c->arch, "phi3") == 0);
+    CHECK_EQ_INT(c->rope_neox, 1);
+    CHECK_EQ_INT(c->n_swa, 4096);
+    CHECK_EQ_INT(m.model->layers[0].attn_in_parts, 3); /* the fused rows, joined back */
+    CHECK(m.model->layers[0].w_ffn_in != NULL && !m.model->layers[0].ffn_up_first);
+    lt_spec adjacent = s; /* the plain forward rotating adjacent pairs: far off */
+    adjacent.arch = "phi3-adjacent";
+    lv_check(&m, &s, &adjacent);
+  }
+  lt_close(&m);
+  /* quantized (the fused weights' own types), GQA, 16-bit cache */
+  lt_spec q = lt_default_spec();
+  q.arch = "phi3";
+  q.swa = 0; /* Phi-4: no window */
+  CHECK_OK(lt_open(&q, &m));
+  if (m.model) {
+    CHECK_EQ_INT(topos_llama_config_of(m.model)->n_swa, 0);
+    /* measured 3.1e-2 with either cache: q, k and v all in q's type, gate and
+     * up in up's (llama_decode_joins_products_apart_in_one_step's bound) */
+    lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 5e-2);
+    lt_kv = TOPOS_F16;
+    lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 5e-2);
+    lt_kv = TOPOS_F32;
+  }
+  lt_close(&m);
+  /* a window of 16: contexts up to it (the default one capped there), a
+   * longer one refused */
+  lt_spec w = lt_f32_spec();
+  w.arch = "phi3";
+  w.swa = 16;
+  w.layers = 1;
+  CHECK_OK(lt_open(&w, &m));
+  if (m.model) {
+    topos_llama_context_options o = topos_llama_context_options_default();
+    topos_llama_context *ctx = NULL;
+    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+    CHECK_EQ_INT(topos_llama_capacity(ctx), 16);
+    topos_llama_context_free(ctx);
+    ctx = NULL;
+    o.n_ctx = 17;
+    CHECK_STATUS(topos_llama_context_new(m.model, &o, &ctx), TOPOS_UNSUPPORTED);
+    CHECK_ERROR_HAS("sliding attention window of 16 tokens");
+    CHECK(ctx == NULL);
+  }
+  lt_close(&m);
+  /* no window key: llama.cpp's defaults for Phi-3's first files, else refused */
+  lt_spec nokey = w;
+  nokey.swa = -1;
+  lt_expect_refused(nokey, TOPOS_ERR_NOT_FOUND, "phi3 file without phi3.attention.sliding_window");
+}
+
 /* llama files may carry attention biases too (llama.cpp's loader reads q, k,
  * v and output biases where present): added, and decoding keeps the
  * full-context bits. */

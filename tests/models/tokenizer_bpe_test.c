@@ -263,6 +263,15 @@ TEST(tokenizer_bpe_pre_variants) {
   topos_tokenizer_free(t);
   tt_vocab_free(&v);
 
+  t = bpe_make(&v, "dbrx", 0); /* Llama 3's pattern, merges only */
+  CHECK(t);
+  n = tt_encode(t, "1120", 0, ids, 64);
+  CHECK_IDS(ids, n, '1', '1', '2', '0');
+  n = tt_encode(t, "xyz", 0, ids, 64);
+  CHECK_IDS(ids, n, 'x', 'y', 'z');
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+
   t = bpe_make(&v, "smollm", 1);
   CHECK(t);
   n = tt_encode(t, "1120", 0, ids, 64); /* every digit alone */
