@@ -91,6 +91,14 @@ static inline void lt_compare_plain_model(const lt_model *m, const lt_spec *s, t
   free(want);
 }
 
+/* lt_compare_plain_model under Fast with an f32 cache, then an f16 one. */
+static inline void lt_compare_plain_caches(const lt_model *m, const lt_spec *s, double bound) {
+  lt_compare_plain_model(m, s, TOPOS_NUMERICS_FAST, bound);
+  lt_kv = TOPOS_F16;
+  lt_compare_plain_model(m, s, TOPOS_NUMERICS_FAST, bound);
+  lt_kv = TOPOS_F32;
+}
+
 /* lt_compare_plain_model on a model of its own, written from s. */
 static inline void lt_compare_plain(const lt_spec *s, topos_numerics num, double bound) {
   lt_model m;

@@ -287,10 +287,7 @@ TEST(llama_qwen2_files) {
   q.biases = 1;
   q.tied = 1;
   CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 3e-2);
-  lt_kv = TOPOS_F16;
-  lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 3e-2);
-  lt_kv = TOPOS_F32;
+  lt_compare_plain_caches(&m, &q, 3e-2);
   lt_close(&m);
   /* its biases are not optional */
   lt_spec missing = s;
@@ -331,10 +328,7 @@ TEST(llama_phi3_files) {
     CHECK_EQ_INT(topos_llama_config_of(m.model)->n_swa, 0);
     /* measured 3.1e-2 with either cache: q, k and v all in q's type, gate and
      * up in up's (llama_decode_joins_products_apart_in_one_step's bound) */
-    lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 5e-2);
-    lt_kv = TOPOS_F16;
-    lt_compare_plain_model(&m, &q, TOPOS_NUMERICS_FAST, 5e-2);
-    lt_kv = TOPOS_F32;
+    lt_compare_plain_caches(&m, &q, 5e-2);
   }
   lt_close(&m);
   /* a window of 16: contexts up to it (the default one capped there), a
