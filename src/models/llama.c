@@ -436,19 +436,23 @@ static topos_status tp_llama_weights(topos_llama *m) {
     }
     TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
 #undef TP_W
-    /* attention biases: qwen2's q, k, v; optional on llama files (llama.cpp's
-     * loader); phi3 files with attn_qkv have none */
+    /* biases: qwen2's q, k, v; the others optional, as llama.cpp's llama
+     * loader reads them (attention output, feed-forward gate, up, down);
+     * phi3 files have none */
     const int need = strcmp(c->arch, "qwen2") == 0;
     const struct {
       const char *suffix;
       int64_t n;
       int optional;
       topos_tensor **out;
-    } biases[4] = {{"attn_q.bias", q_dim, !need, &L->bq},
+    } biases[7] = {{"attn_q.bias", q_dim, !need, &L->bq},
                    {"attn_k.bias", kv_dim, !need, &L->bk},
                    {"attn_v.bias", kv_dim, !need, &L->bv},
-                   {"attn_output.bias", c->dim, 1, &L->bo}};
-    for (int b = 0; b < (phi3 ? 0 : 4); ++b) {
+                   {"attn_output.bias", c->dim, 1, &L->bo},
+                   {"ffn_gate.bias", c->ff, 1, &L->b_gate},
+                   {"ffn_up.bias", c->ff, 1, &L->b_up},
+                   {"ffn_down.bias", c->dim, 1, &L->b_down}};
+    for (int b = 0; b < (phi3 ? 0 : 7); ++b) {
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
@@ -504,7 +508,8 @@ void topos_llama_free(topos_llama *m) {
     for (int64_t l = 0; l < m->config.n_layers; ++l) {
       tp_llama_layer *L = &m->layers[l];
       topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->ffn_norm, L->w_gate, L->w_up,
-                             L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo};
+                             L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo,
+                             L->b_gate, L->b_up, L->b_down};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -220,9 +220,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       gate = topos_tape_qlinear(t, h, tp_const(r, L->w_gate));
       up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
     }
-    gate = topos_tape_silu(t, gate);
-    x = topos_tape_add(t, x, topos_tape_qlinear(t, topos_tape_mul(t, gate, up),
-                                               tp_const(r, L->w_down)));
+    gate = topos_tape_silu(t, tp_bias(r, gate, L->b_gate, T));
+    up = tp_bias(r, up, L->b_up, T);
+    x = topos_tape_add(t, x, tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)),
+                                     L->b_down, T));
   }
   if (g->logits_rows == TP_LOGITS_NONE) {
     g->logits = TOPOS_SYM_INVALID;

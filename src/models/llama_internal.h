@@ -11,6 +11,7 @@ typedef struct tp_llama_layer {
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
   topos_tensor *w_gate, *w_up, *w_down;
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
+  topos_tensor *b_gate, *b_up, *b_down;      /* f32 feed-forward biases or NULL */
   /* Weights the file lays out back to back in one type, joined into one
    * product for decoding (one dispatch instead of two or three; each output
    * row is computed as alone, so no bit changes): q, k (and v) rows in that

@@ -38,7 +38,8 @@ typedef struct lt_spec {
   int64_t swa;             /* phi3: attention.sliding_window (0 written as 0; -1: no key) */
   float yarn_attn_factor;  /* if not 0, rope.scaling.attn_factor */
   const char *extra_tensor; /* an f32 vector of dim with this name */
-  int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias */
+  int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias,
+                            * 3: and ffn_gate/up/down.bias */
 } lt_spec;
 
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
@@ -264,8 +265,13 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_k.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
       LT_W("attn_v.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
     }
-    if (s->biases == 2) {
+    if (s->biases >= 2) {
       LT_W("attn_output.bias", TOPOS_F32, s->dim, 0, 0);
+    }
+    if (s->biases == 3) {
+      LT_W("ffn_gate.bias", TOPOS_F32, s->ff, 0, 0);
+      LT_W("ffn_up.bias", TOPOS_F32, s->ff, 0, 0);
+      LT_W("ffn_down.bias", TOPOS_F32, s->dim, 0, 0);
     }
 #undef LT_W
   }
@@ -344,7 +350,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   /* every layer's weights, dequantized once: [l][i] of names[i]; phi3's
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
-  float *(*LW)[9] = calloc((size_t)s->layers, sizeof *LW), *(*LB)[4] = calloc((size_t)s->layers, sizeof *LB);
+  float *(*LW)[9] = calloc((size_t)s->layers, sizeof *LW), *(*LB)[9] = calloc((size_t)s->layers, sizeof *LB);
   int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB;
   const int fused = lt_phi3(s);
   const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
@@ -358,8 +364,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
     }
-    for (int i = 0; i < (s->biases == 2 ? 4 : s->biases ? 3 : 0); ++i) { /* q, k, v, output */
-      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[1 + i]);
+    /* biases of names[i]: q, k, v (biases >= 1), output (>= 2), gate, up, down (3) */
+    for (int i = 1; i < 9; ++i) {
+      const int want = i <= 3 ? s->biases >= 1 : i == 4 ? s->biases >= 2 : i >= 6 ? s->biases == 3 : 0;
+      if (!want) continue;
+      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[i]);
       LB[l][i] = lt_deq(g, n);
       if (!LB[l][i]) ok = 0;
     }
@@ -379,9 +388,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_matvec(W[1], h, q, qd, D);
         lt_matvec(W[2], h, kp, kvd, D);
         lt_matvec(W[3], h, vp, kvd, D);
-        for (int64_t i = 0; B[0] && i < qd; ++i) q[i] += B[0][i];
-        for (int64_t i = 0; B[1] && i < kvd; ++i) kp[i] += B[1][i];
-        for (int64_t i = 0; B[2] && i < kvd; ++i) vp[i] += B[2][i];
+        for (int64_t i = 0; B[1] && i < qd; ++i) q[i] += B[1][i];
+        for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
+        for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
         for (int64_t head = 0; head < H + KVH; ++head) {
@@ -422,13 +431,16 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           }
         }
         lt_matvec(W[4], o, t2, D, qd);
-        for (int64_t i = 0; B[3] && i < D; ++i) t2[i] += B[3][i];
+        for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         lt_rmsnorm(h, x, W[5], D, 1e-5f);
         lt_matvec(W[6], h, g1, F, D);
         lt_matvec(W[7], h, u1, F, D);
+        for (int64_t i = 0; B[6] && i < F; ++i) g1[i] += B[6][i];
+        for (int64_t i = 0; B[7] && i < F; ++i) u1[i] += B[7][i];
         for (int64_t i = 0; i < F; ++i) g1[i] = g1[i] / (1.0f + expf(-g1[i])) * u1[i];
         lt_matvec(W[8], g1, t2, D, F);
+        for (int64_t i = 0; B[8] && i < D; ++i) t2[i] += B[8][i];
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
       }
     }
@@ -439,7 +451,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   }
   for (int64_t l = 0; l < s->layers && LW && LB; ++l) {
     for (int i = 0; i < 9; ++i) free(LW[l][i]);
-    for (int i = 0; i < 4; ++i) free(LB[l][i]);
+    for (int i = 0; i < 9; ++i) free(LB[l][i]);
   }
   free(LW); free(LB);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
