@@ -252,7 +252,6 @@ static int tp_generate(int argc, char **argv) {
   if (ctx_len <= 0) { /* one exchange: the prompt and -n; a conversation: room for several */
     ctx_len = interactive ? 4096 : (long)n_prompt + n_predict;
     if (ctx_len > c->n_ctx_train) ctx_len = (long)c->n_ctx_train;
-    if (c->n_swa > 0 && ctx_len > c->n_swa) ctx_len = (long)c->n_swa; /* phi3's window */
   }
   g.ctx_len = ctx_len;
   g.logits = malloc((size_t)c->n_vocab * sizeof *g.logits);

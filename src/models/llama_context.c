@@ -74,13 +74,6 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
     return tp_fail(TOPOS_UNSUPPORTED, "llama context: a 16-bit cache supports at most %d kv heads, "
                    "the model has %lld", TP_LLAMA_MAX_KV_HEADS, (long long)c->n_kv_heads);
   int64_t cap = opt.n_ctx > 0 ? opt.n_ctx : (c->n_ctx_train < 2048 ? c->n_ctx_train : 2048);
-  /* a sliding window (phi3) never cuts in within its own length: up to it,
-   * attention is the causal one every plan here computes */
-  if (c->n_swa > 0 && opt.n_ctx <= 0 && cap > c->n_swa) cap = c->n_swa;
-  if (c->n_swa > 0 && cap > c->n_swa)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama context: n_ctx %lld is past the model's sliding attention window "
-                   "of %lld tokens (attention.sliding_window); a window that cuts in is not supported",
-                   (long long)cap, (long long)c->n_swa);
   if (cap > ((int64_t)1 << 24))
     return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is too large", (long long)cap);
   const int64_t slots = tp_cache_slots(cap);
@@ -365,7 +358,11 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
         ps[t * half + i] = (float)(sin(theta) * mscale);
       }
     }
-    for (int64_t j = 0; mc && j < C; ++j) pmc[j] = j < x->pos ? 0.0f : -INFINITY;
+    /* the cached slots the chunk sees: all written ones, less those behind a
+     * sliding window (phi3: a query at p sees keys from p - n_swa + 1; a
+     * chunk of several rows lies within the window, topos_llama_eval) */
+    const int64_t first = c->n_swa > 0 && x->pos >= c->n_swa ? x->pos - c->n_swa + 1 : 0;
+    for (int64_t j = 0; mc && j < C; ++j) pmc[j] = j >= first && j < x->pos ? 0.0f : -INFINITY;
     for (int64_t gi = 0; gi < G; ++gi)
       for (int64_t t = 0; t < T; ++t) {
         float *rn = pmn + (gi * T + t) * T;
@@ -418,6 +415,14 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
   int64_t batch = x->options.n_batch > 0 ? x->options.n_batch : n;
   for (int64_t done = 0; done < n;) {
     int64_t len = n - done < batch ? n - done : batch;
+    if (c->n_swa > 0) {
+      /* a sliding window (phi3): rows of one chunk share one cache mask, so a
+       * chunk keeps within the window (pos + len <= n_swa: every row sees
+       * every cached slot); past it each row's window starts elsewhere and
+       * the rows go one at a time */
+      const int64_t room = c->n_swa - x->pos;
+      if (len > room) len = room > 1 ? room : 1;
+    }
     int last = done + len == n;
     float *out = all_logits ? (logits ? logits + done * c->n_vocab : NULL) : last ? logits : NULL;
     TP_TRY(tp_eval_chunk(x, tokens + done, len, all_logits, out));

@@ -414,7 +414,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t head = 0; head < H; ++head) {
           int64_t kh = head / (H / KVH);
           float mx = -INFINITY;
-          for (int64_t j = 0; j <= p; ++j) {
+          /* a sliding window (phi3): keys from p - swa + 1 */
+          const int64_t j0 = lt_phi3(s) && s->swa > 0 && p >= s->swa ? p - s->swa + 1 : 0;
+          for (int64_t j = 0; j < j0; ++j) att[j] = -INFINITY;
+          for (int64_t j = j0; j <= p; ++j) {
             double sc = 0;
             for (int64_t i = 0; i < hd; ++i)
               sc += (double)q[head * hd + i] * K[(l * N + j) * kvd + kh * hd + i];
