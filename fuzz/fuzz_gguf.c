@@ -9,7 +9,9 @@
  * from our writer: metadata.bin (every value type), tensors.bin (f32/f16/q8_0,
  * alignment 8), kquant.bin (q4_K + iq2_xxs) and tiny-llama.bin from
  * `topos gguf make-test-llama OUT --dim 8 --heads 2 --kv-heads 1 --ff 8
- * --vocab 6 --layers 1 --ctx 16`. */
+ * --vocab 6 --layers 1 --ctx 16`; tiny-phi3.bin is that file as a phi3 one
+ * (q|k|v and gate|up fused, a sliding window of 8, YaRN keys), rewritten
+ * with gguf-py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
