@@ -71,11 +71,15 @@ typedef struct topos_llama_config {
                           * (linear scaling), 1 without */
   int rope_freqs;        /* 1 when the file has rope_freqs.weight: pair i's frequency is
                           * divided by its factor (Llama 3.1 and later) */
+  int rope_longrope;     /* 1: rope_factors_long / _short.weight (LongRoPE: Phi-3.5, 128k Phi-3):
+                          * a context of more than rope_ctx_orig tokens divides by the long
+                          * table, a shorter one by the short table */
+  int64_t rope_ctx_orig; /* rope.scaling.original_context_length (absent: n_ctx_train) */
   float rope_ext_factor; /* YaRN (rope.scaling.type "yarn"): 1, else 0 */
   float rope_yarn_low;   /* YaRN's ramp: pairs up to this index keep the original angle, */
   float rope_yarn_high;  /* pairs from this one take the interpolated one, linear between */
-  float rope_mscale;     /* cos and sin are multiplied by this: YaRN's rope.scaling.attn_factor
-                          * * (1 + 0.1 ln factor), 1 otherwise */
+  float rope_mscale;     /* cos and sin are multiplied by this: rope.scaling.attn_factor (absent:
+                          * 1), for YaRN times (1 + 0.1 ln factor) */
   float rms_eps;         /* llama.attention.layer_norm_rms_epsilon */
   int tied_output;       /* 1 when the file has no output.weight */
   uint64_t weight_bytes; /* bytes of every weight the graph reads per token */

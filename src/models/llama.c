@@ -196,44 +196,44 @@ static double tp_yarn_corr_dim(double rot_dim, double ctx_orig, double rotations
   return rot_dim * log(ctx_orig / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
 }
 
-static topos_status tp_llama_yarn(topos_gguf *g, topos_llama_config *c) {
-  char kb[96];
+static void tp_llama_yarn(topos_llama_config *c) {
+  const double ctx_orig = (double)c->rope_ctx_orig, d = (double)c->rope_dim;
+  double low = floor(tp_yarn_corr_dim(d, ctx_orig, 32.0, c->rope_base));
+  double high = ceil(tp_yarn_corr_dim(d, ctx_orig, 1.0, c->rope_base));
+  c->rope_yarn_low = (float)(low > 0.0 ? low : 0.0);
+  c->rope_yarn_high = (float)(high < d - 1.0 ? high : d - 1.0);
+  c->rope_ext_factor = 1.0f;
+  c->rope_mscale = (float)((double)c->rope_mscale * (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale)));
+}
+
+/* Position scaling as llama.cpp reads it: rope.scaling.factor (older files:
+ * rope.scale_linear) divides every position unless rope.scaling.type is
+ * "none"; an absent type means "linear", a factor of 0 means none. "yarn"
+ * takes the same factor (tp_llama_yarn); "longrope" (or no type, as the
+ * phi3 converter writes it) takes its tables (tp_llama_rope_factors). Every
+ * type: cos and sin times rope.scaling.attn_factor (absent: 1), and
+ * rope.scaling.original_context_length (absent or 0: the training context)
+ * places YaRN's ramp and picks LongRoPE's table. */
+static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
+  char kb[96], kb2[96];
+  c->rope_freq_scale = 1.0f;
+  TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.attn_factor"), 0, 1.0f, &c->rope_mscale));
   uint64_t orig = 0;
   topos_status st = topos_gguf_get_u64(g, TP_K("rope.scaling.original_context_length"), &orig);
   if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), orig = 0;
   else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
   if (orig > (uint64_t)1 << 31)
     return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", kb, orig);
-  float attn_factor = 1.0f;
-  TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.attn_factor"), 0, 1.0f, &attn_factor));
-  const double ctx_orig = orig ? (double)orig : (double)c->n_ctx_train, d = (double)c->rope_dim;
-  double low = floor(tp_yarn_corr_dim(d, ctx_orig, 32.0, c->rope_base));
-  double high = ceil(tp_yarn_corr_dim(d, ctx_orig, 1.0, c->rope_base));
-  c->rope_yarn_low = (float)(low > 0.0 ? low : 0.0);
-  c->rope_yarn_high = (float)(high < d - 1.0 ? high : d - 1.0);
-  c->rope_ext_factor = 1.0f;
-  c->rope_mscale = (float)((double)attn_factor * (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale)));
-  return TOPOS_OK;
-}
-
-/* Position scaling as llama.cpp reads it: rope.scaling.factor (older files:
- * rope.scale_linear) divides every position unless rope.scaling.type is
- * "none"; an absent type means "linear", a factor of 0 means none. "yarn"
- * takes the same factor (tp_llama_yarn); LongRoPE changes the rotation
- * otherwise and is refused. */
-static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
-  char kb[96], kb2[96];
-  c->rope_freq_scale = 1.0f;
-  c->rope_mscale = 1.0f;
+  c->rope_ctx_orig = orig ? (int64_t)orig : c->n_ctx_train;
   const char *type = NULL;
-  topos_status st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
+  st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
   if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), type = "linear";
   else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
   if (strcmp(type, "none") == 0) return TOPOS_OK;
   const int yarn = strcmp(type, "yarn") == 0;
-  if (strcmp(type, "linear") != 0 && !yarn)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope scaling \"%.32s\" is not supported (none, linear and yarn are)",
-                   type);
+  if (strcmp(type, "linear") != 0 && strcmp(type, "longrope") != 0 && !yarn)
+    return tp_fail(TOPOS_UNSUPPORTED,
+                   "llama: rope scaling \"%.32s\" is not supported (none, linear, yarn and longrope are)", type);
   const char *keys[2] = {TP_K("rope.scaling.factor"), tp_key(kb2, sizeof kb2, c->arch, "rope.scale_linear")};
   for (int i = 0; i < 2; ++i) {
     float factor = 0.0f;
@@ -250,7 +250,8 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
     c->rope_freq_scale = 1.0f / factor;
     break;
   }
-  return yarn ? tp_llama_yarn(g, c) : TOPOS_OK;
+  if (yarn) tp_llama_yarn(c);
+  return TOPOS_OK;
 }
 
 /* phi3's sliding attention window (a query at p sees keys at p - window + 1
@@ -342,18 +343,36 @@ static topos_status tp_llama_config(topos_llama *m) {
 
 /* rope_freqs.weight (Llama 3.1 and later): one frequency divisor per pair
  * of the rotation, each a positive finite number. */
-static topos_status tp_llama_rope_factors(topos_llama *m) {
+static topos_status tp_llama_rope_factor_table(topos_llama *m, const char *name, topos_tensor **out) {
   topos_llama_config *c = &m->config;
   const uint64_t before = c->weight_bytes;
-  TP_TRY(tp_llama_weight(m, "rope_freqs.weight", c->rope_dim / 2, 0, 1, &m->rope_factors));
+  TP_TRY(tp_llama_weight(m, name, c->rope_dim / 2, 0, 1, out));
   c->weight_bytes = before; /* read once per position, not a product's weight */
-  if (!m->rope_factors) return TOPOS_OK;
-  c->rope_freqs = 1;
-  const float *f = topos_tensor_data(m->rope_factors);
+  if (!*out) return TOPOS_OK;
+  const float *f = topos_tensor_data(*out);
   for (int64_t i = 0; i < c->rope_dim / 2; ++i)
     if (!(f[i] > 0.0f) || f[i] > 1e30f)
-      return tp_fail(TOPOS_ERR_RANGE, "llama: rope_freqs.weight[%" PRId64 "] = %g must be a positive finite number",
-                     i, (double)f[i]);
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s[%" PRId64 "] = %g must be a positive finite number", name, i,
+                     (double)f[i]);
+  return TOPOS_OK;
+}
+
+/* Frequency divisors per rotated pair: rope_freqs.weight (Llama 3.1+), or
+ * LongRoPE's two tables (Phi-3.5, the 128k Phi-3 files), of which a context
+ * longer than rope.scaling.original_context_length takes the long one
+ * (llama.cpp's choice, by the context's size, not the position). */
+static topos_status tp_llama_rope_factors(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  TP_TRY(tp_llama_rope_factor_table(m, "rope_freqs.weight", &m->rope_factors));
+  c->rope_freqs = m->rope_factors != NULL;
+  TP_TRY(tp_llama_rope_factor_table(m, "rope_factors_long.weight", &m->rope_long));
+  TP_TRY(tp_llama_rope_factor_table(m, "rope_factors_short.weight", &m->rope_short));
+  if (!m->rope_long != !m->rope_short)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: rope_factors_%s.weight is missing (LongRoPE needs both tables)",
+                   m->rope_long ? "short" : "long");
+  if (m->rope_long && m->rope_factors)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope_freqs.weight and LongRoPE's tables in one file");
+  c->rope_longrope = m->rope_long != NULL;
   return TOPOS_OK;
 }
 
@@ -518,6 +537,8 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->output_norm);
   topos_tensor_release(m->output);
   topos_tensor_release(m->rope_factors);
+  topos_tensor_release(m->rope_long);
+  topos_tensor_release(m->rope_short);
   free(m->used);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);

@@ -341,7 +341,10 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
                                   (size_t)tokens[t] * row_bytes,
                               px + t * D, D);
   if (st == TOPOS_OK) {
-    const float *factor = m->rope_factors ? topos_tensor_data(m->rope_factors) : NULL;
+    const topos_tensor *table = m->rope_factors ? m->rope_factors
+                                : m->rope_long ? (x->capacity > c->rope_ctx_orig ? m->rope_long : m->rope_short)
+                                               : NULL;
+    const float *factor = table ? topos_tensor_data(table) : NULL;
     const double scale = c->rope_freq_scale, mscale = c->rope_mscale;
     const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
     for (int64_t t = 0; t < T; ++t) {

@@ -29,6 +29,7 @@ struct topos_llama {
   topos_tensor *output_norm; /* f32 [dim] */
   topos_tensor *output;      /* [vocab, dim]; token_embd when tied */
   topos_tensor *rope_factors; /* f32 [rope_dim / 2] (rope_freqs.weight) or NULL */
+  topos_tensor *rope_long, *rope_short; /* LongRoPE's f32 [rope_dim / 2] tables, or NULL */
   tp_llama_layer *layers;
   uint8_t *used;              /* while loading: 1 per file tensor the graph reads */
 };

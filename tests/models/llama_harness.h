@@ -64,7 +64,7 @@ static inline void lt_compare_plain_model(const lt_model *m, const lt_spec *s, t
   float *want = malloc((size_t)(LT_N * V) * sizeof *want);
   CHECK(got && want);
   CHECK_OK(lt_eval_all(m->model, num, 32, 5, got)); /* chunk, then decode from the cache */
-  CHECK(lt_reference_forward(m->gguf, s, lt_tokens, LT_N, want));
+  CHECK(lt_reference_forward(m->gguf, s, lt_tokens, LT_N, 32, want));
   double num2 = 0, den2 = 0;
   for (int64_t i = 0; i < LT_N * V; ++i) {
     double d = (double)got[i] - want[i];

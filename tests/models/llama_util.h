@@ -34,9 +34,10 @@ typedef struct lt_spec {
   float rope_scale;        /* if > 0, rope.scaling.type "linear" with this factor */
   const char *rope_type;   /* if set, rope.scaling.type written as this (rope_scale's factor) */
   int rope_freqs;          /* rope_freqs.weight with Llama 3.1's smooth factors */
-  int64_t yarn_orig_ctx;   /* if > 0, rope.scaling.original_context_length */
+  int longrope;            /* rope_factors_long / _short.weight (lt_longrope_factor) */
+  int64_t rope_orig_ctx;   /* if > 0, rope.scaling.original_context_length */
   int64_t swa;             /* phi3: attention.sliding_window (0 written as 0; -1: no key) */
-  float yarn_attn_factor;  /* if not 0, rope.scaling.attn_factor */
+  float rope_attn_factor;  /* if not 0, rope.scaling.attn_factor */
   const char *extra_tensor; /* an f32 vector of dim with this name */
   int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias,
                             * 3: and ffn_gate/up/down.bias */
@@ -63,6 +64,12 @@ static inline float lt_rope_factor(int64_t i, int64_t d, double base, double ctx
   if (wavelen > low) return 8.0f;
   const double smooth = (ctx0 / wavelen - 1.0) / (4.0 - 1.0);
   return (float)(1.0 / ((1.0 - smooth) / 8.0 + smooth));
+}
+
+/* LongRoPE's tables as the tests write them: pair i's divisor, long (for
+ * contexts past rope.scaling.original_context_length) or short. */
+static inline float lt_longrope_factor(int64_t i, int is_long) {
+  return is_long ? 1.0f + 0.75f * (float)i : 1.0f + 0.0625f * (float)i;
 }
 
 static inline lt_spec lt_default_spec(void) {
@@ -189,10 +196,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   }
   if (lt_phi3(s) && s->swa >= 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
-  if (s->yarn_orig_ctx > 0)
-    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->yarn_orig_ctx));
-  if (s->yarn_attn_factor != 0)
-    LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->yarn_attn_factor));
+  if (s->rope_orig_ctx > 0)
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->rope_orig_ctx));
+  if (s->rope_attn_factor != 0)
+    LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->rope_attn_factor));
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
   float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
@@ -224,6 +231,15 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     for (int64_t i = 0; fr && i < hd / 2; ++i)
       fr[i] = lt_rope_factor(i, hd, s->rope_base > 0 ? s->rope_base : 10000.0, (double)s->ctx);
     LT(topos_gguf_writer_add_tensor_raw(w, "rope_freqs.weight", 0, 1, ne, fr, (size_t)(hd / 2) * sizeof *fr));
+  }
+  for (int t = 0; t < (s->longrope ? 2 : 0); ++t) {
+    const char *name = t == 0 ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    if (s->skip_tensor && strcmp(s->skip_tensor, name) == 0) continue;
+    float *fr = lt_keep(f, (size_t)(hd / 2) * sizeof *fr);
+    int64_t ne[1] = {hd / 2};
+    if (!fr) st = TOPOS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; fr && i < hd / 2; ++i) fr[i] = lt_longrope_factor(i, t == 0);
+    LT(topos_gguf_writer_add_tensor_raw(w, name, 0, 1, ne, fr, (size_t)(hd / 2) * sizeof *fr));
   }
   if (s->extra_tensor) LT(lt_add(w, f, s, s->extra_tensor, TOPOS_F32, s->dim, 0, &rng, 0));
   for (int64_t l = 0; l < s->layers; ++l) {
@@ -331,9 +347,10 @@ static inline double lt_yarn_pair(int64_t i, double d, double base, double ctx0)
   return 1.0 - fmin(1.0, fmax(0.0, y)); /* the weight of the original angle */
 }
 
-/* logits [N, vocab] for tokens[0..N) at positions 0..N-1. */
+/* logits [N, vocab] for tokens[0..N) at positions 0..N-1, in a context of
+ * ctx_len tokens (LongRoPE picks its table by it). */
 static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
-                                       int64_t N, float *logits) {
+                                       int64_t N, int64_t ctx_len, float *logits) {
   int64_t D = s->dim, H = s->heads, KVH = s->kv_heads, hd = lt_head_dim(s), F = s->ff, V = s->vocab;
   int64_t kvd = KVH * hd, qd = H * hd;
   const double base = s->rope_base > 0 ? s->rope_base : 10000.0;
@@ -396,13 +413,16 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t head = 0; head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < hd / 2; ++i) {
-            double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd), mag = 1.0;
+            double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd);
+            double mag = s->rope_attn_factor > 0 ? s->rope_attn_factor : 1.0;
             if (s->rope_freqs) th /= lt_rope_factor(i, hd, base, (double)s->ctx);
+            /* LongRoPE: the long table where the context (ctx_len) is longer than the original one */
+            if (s->longrope) th /= lt_longrope_factor(i, ctx_len > (s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
             if (lt_yarn(s)) {
               const double orig = th / pscale, w = lt_yarn_pair(i, (double)hd, base,
-                                                               (double)(s->yarn_orig_ctx > 0 ? s->yarn_orig_ctx : s->ctx));
+                                                               (double)(s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
               th = th * (1.0 - w) + orig * w;
-              mag = (s->yarn_attn_factor > 0 ? s->yarn_attn_factor : 1.0) * (1.0 + 0.1 * log(1.0 / pscale));
+              mag *= 1.0 + 0.1 * log(1.0 / pscale);
             }
             float c = (float)(cos(th) * mag), sn = (float)(sin(th) * mag);
             const int64_t i0 = lt_neox(s) ? i : 2 * i, i1 = lt_neox(s) ? i + hd / 2 : 2 * i + 1;

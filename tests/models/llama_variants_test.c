@@ -20,7 +20,7 @@ static void lv_check(const lt_model *m, const lt_spec *s, const lt_spec *without
   CHECK(got && other);
   if (got && other) {
     CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 32, 5, got));
-    CHECK(lt_reference_forward(m->gguf, without, lt_tokens, LT_N, other));
+    CHECK(lt_reference_forward(m->gguf, without, lt_tokens, LT_N, 32, other));
     double num2 = 0, den2 = 0;
     for (int64_t i = 0; i < LT_N * V; ++i) {
       const double d = (double)got[i] - other[i];
@@ -105,8 +105,8 @@ TEST(llama_yarn_rope_scaling) {
   lt_spec s = lt_f32_spec(), linear = s;
   s.rope_type = "yarn";
   s.rope_scale = 4.0f;
-  s.yarn_orig_ctx = 4096;
-  s.yarn_attn_factor = 0.9f;
+  s.rope_orig_ctx = 4096;
+  s.rope_attn_factor = 0.9f;
   linear.rope_scale = 4.0f;
   CHECK_EQ_INT(lt_head_dim(&s), 64);
   lt_model m;
@@ -121,8 +121,8 @@ TEST(llama_yarn_rope_scaling) {
   lt_close(&m);
   /* without the optional keys: the training context (the test's ctx) and attn_factor 1 */
   lt_spec bare = s;
-  bare.yarn_orig_ctx = 0;
-  bare.yarn_attn_factor = 0.0f;
+  bare.rope_orig_ctx = 0;
+  bare.rope_attn_factor = 0.0f;
   CHECK_OK(lt_open(&bare, &m));
   if (m.model) {
     const topos_llama_config *c = topos_llama_config_of(m.model);
@@ -136,8 +136,42 @@ TEST(llama_yarn_rope_scaling) {
   q.biases = 1;
   q.rope_type = "yarn";
   q.rope_scale = 4.0f;
-  q.yarn_orig_ctx = 4096;
+  q.rope_orig_ctx = 4096;
   lt_compare_plain(&q, TOPOS_NUMERICS_FAST, 3e-2);
+}
+
+/* LongRoPE (Phi-3.5, the 128k Phi-3 files): two tables of divisors per
+ * pair, the long one for contexts longer than original_context_length (the
+ * context's size decides, as in llama.cpp), and cos and sin times the file's
+ * attn_factor. Contexts of 24 and 32 against an original 16 take the long
+ * table; against 64 the short one; each checked against the plain forward
+ * and against the other table. */
+TEST(llama_longrope_tables) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "phi3";
+  s.swa = 0;
+  s.longrope = 1;
+  s.rope_attn_factor = 1.19f;
+  for (int orig = 16; orig <= 64; orig += 48) {
+    s.rope_orig_ctx = orig;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK(c->rope_longrope == 1 && c->rope_ctx_orig == orig && c->rope_mscale == 1.19f);
+      lt_spec other = s; /* the plain forward with the other table */
+      other.rope_orig_ctx = orig == 16 ? 64 : 16;
+      lv_check(&m, &s, &other);
+    }
+    lt_close(&m);
+  }
+  /* attn_factor alone (no scaling type): cos and sin scaled, as llama.cpp does */
+  lt_spec a = lt_f32_spec(), plain = a;
+  a.rope_attn_factor = 1.25f;
+  lt_model m;
+  CHECK_OK(lt_open(&a, &m));
+  if (m.model) lv_check(&m, &a, &plain);
+  lt_close(&m);
 }
 
 /* attention.key_length: heads of 32 over an embedding of 256 with 4 heads
@@ -175,13 +209,17 @@ TEST(llama_variants_refused) {
   lt_spec s = lt_f32_spec();
   s.layers = 1;
   lt_spec t = s;
-  t.rope_type = "longrope";
+  t.rope_type = "dynamic";
   t.rope_scale = 4.0f;
-  lt_expect_refused(t, TOPOS_UNSUPPORTED, "rope scaling \"longrope\" is not supported (none, linear and yarn are)");
+  lt_expect_refused(t, TOPOS_UNSUPPORTED, "rope scaling \"dynamic\" is not supported (none, linear, yarn and longrope are)");
+  t = s;
+  t.longrope = 1;
+  t.skip_tensor = "rope_factors_short.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "rope_factors_short.weight is missing (LongRoPE needs both tables)");
   t = s;
   t.rope_type = "yarn";
   t.rope_scale = 4.0f;
-  t.yarn_attn_factor = -1.0f;
+  t.rope_attn_factor = -1.0f;
   lt_expect_refused(t, TOPOS_ERR_RANGE, "llama.rope.scaling.attn_factor = -1");
   t = s;
   t.rope_scale = -2.0f;
