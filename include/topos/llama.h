@@ -17,17 +17,22 @@
  *   x = embedding rows of the tokens (dequantized by the context: the graph
  *       has no dtype conversion and the table is usually block-quantized)
  *   per block: h = rmsnorm(x) * attn_norm; q, k, v = qlinear(h, Wq|Wk|Wv)
- *       (+ bq, bk, bv where the file has them: qwen2 always);
- *       rope on q and k (adjacent pairs (x[2i], x[2i+1]), qwen2's pairs
- *       (x[i], x[i + rot_dim/2]), rotated by
+ *       (phi3: row ranges of one attn_qkv weight) (+ bq, bk, bv where the
+ *       file has them: qwen2 always);
+ *       rope on q and k (adjacent pairs (x[2i], x[2i+1]); qwen2's and phi3's
+ *       pairs (x[i], x[i + rot_dim/2])), rotated by
  *       pos * scale * base^(-2i/rot_dim) / factor[i], the "NORM" rope of
  *       llama files: scale 1 / rope.scaling.factor for linear scaling,
  *       factor[i] from rope_freqs.weight where the file has it (Llama 3.1+),
- *       else 1; YaRN: that angle and the one at scale 1 blended by a ramp
- *       over i, cos and sin times rope_mscale);
- *       grouped-query attention over [cache | chunk] keys with a causal mask,
+ *       or LongRoPE's long or short table, else 1; YaRN: that angle and the
+ *       one at scale 1 blended by a ramp over i; cos and sin times
+ *       rope_mscale);
+ *       grouped-query attention over [cache | chunk] keys with a causal mask
+ *       (phi3: cached keys behind the sliding window masked too),
  *       softmax = exp(log_softmax); x += qlinear(attn, Wo) (+ bo where given);
- *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg)) * qlinear(h, Wu), Wd)
+ *       h = rmsnorm(x) * ffn_norm; x += qlinear(silu(qlinear(h, Wg) + bg) *
+ *       (qlinear(h, Wu) + bu), Wd) + bd (the feed-forward biases where
+ *       given; phi3: Wg, Wu row ranges of one ffn_up weight)
  *   logits = qlinear(rmsnorm(x) * output_norm, Wout)
  * The chunk's new keys and values are roots of the plan; the context copies
  * them into its preallocated cache at their positions after each run.
