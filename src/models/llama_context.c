@@ -347,8 +347,8 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     const float *factor = table ? topos_tensor_data(table) : NULL;
     const double scale = c->rope_freq_scale, mscale = c->rope_mscale;
     const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
+    const int yarn = c->rope_ext_factor != 0.0f;
     for (int64_t t = 0; t < T; ++t) {
-      const int yarn = c->rope_ext_factor != 0.0f;
       const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);
       for (int64_t i = 0; i < half; ++i) {
         double theta = pos * pow((double)c->rope_base, -2.0 * (double)i / (double)c->rope_dim);
