@@ -412,15 +412,61 @@ TEST(llama_attention_and_ffn_biases) {
   lt_close(&m);
 }
 
-/* A real model through the qwen2 path: SmolLM2 rewritten as a qwen2 file,
- * its q and k rows put back in the order its converter found them (the
- * llama converter permutes each head's rows so that rotating adjacent pairs
- * is the NEOX rotation of the original ones; qwen2's converter does not),
- * zero q, k, v biases, qwen2.* keys. The two files' first-layer keys must
- * agree bit for bit once rotated (dimension 2j + s of one is s * hd/2 + j of
- * the other) and greedy decoding give the same tokens; the logits differ
- * where q . k sums a head's dimensions in another order. */
-static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **bytes, size_t *size) {
+/* A real model through the qwen2 and phi3 paths: SmolLM2 rewritten as such
+ * a file, its q and k rows put back in the order its converter found them
+ * (the llama converter permutes each head's rows so that rotating adjacent
+ * pairs is the NEOX rotation of the original ones; the qwen2 and phi3
+ * converters do not), ARCH.* keys; qwen2: zero q, k, v biases; phi3: q|k|v
+ * rows in one attn_qkv, gate|up rows in one ffn_up, no sliding window. The
+ * two files' first-layer keys must agree bit for bit once rotated
+ * (dimension 2j + s of one is s * hd/2 + j of the other) and greedy
+ * decoding give the same tokens; the logits differ where q . k sums a
+ * head's dimensions in another order. */
+
+/* Tensor `name` of g: its info and its bytes, q / k rows (kind 'q', 'k')
+ * put back in Hugging Face's order in a copy kept in keep. */
+static topos_status lv_rows(topos_gguf *g, const char *name, int kind, int64_t nh, lt_file *keep,
+                            topos_gguf_tensor_info *info, const uint8_t **data) {
+  int64_t at;
+  topos_tensor *t = NULL;
+  topos_status st = topos_gguf_find_tensor(g, name, &at);
+  if (st == TOPOS_OK) st = topos_gguf_tensor_at(g, at, info);
+  if (st == TOPOS_OK) st = topos_gguf_tensor_by_index(g, at, &t);
+  if (st != TOPOS_OK) return st;
+  *data = topos_tensor_data(t); /* the mapping outlives the tensor: g holds it */
+  topos_tensor_release(t);
+  if (!kind) return TOPOS_OK;
+  /* GGUF row h*hd + 2j + s holds the original row h*hd + s*hd/2 + j */
+  const int64_t rows = info->ne[1], hd = rows / nh;
+  const size_t rb = (size_t)info->bytes / (size_t)rows;
+  uint8_t *out = lt_keep(keep, (size_t)info->bytes);
+  if (!out) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t h = 0; h < nh; ++h)
+    for (int64_t j = 0; j < hd / 2; ++j)
+      for (int64_t s = 0; s < 2; ++s)
+        memcpy(out + (size_t)(h * hd + s * hd / 2 + j) * rb, *data + (size_t)(h * hd + 2 * j + s) * rb, rb);
+  *data = out;
+  return TOPOS_OK;
+}
+
+/* The parts' rows one after another as tensor `name` (parts of one type and width). */
+static topos_status lv_fused(topos_gguf_writer *w, const char *name, const topos_gguf_tensor_info *info,
+                             const uint8_t *const *data, int n, lt_file *keep) {
+  size_t bytes = 0;
+  int64_t rows = 0;
+  for (int i = 0; i < n; ++i) {
+    if (info[i].ggml_type != info[0].ggml_type || info[i].ne[0] != info[0].ne[0]) return TOPOS_UNSUPPORTED;
+    bytes += (size_t)info[i].bytes, rows += info[i].ne[1];
+  }
+  uint8_t *out = lt_keep(keep, bytes);
+  if (!out) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int i = 0, at = 0; i < n; at += (int)info[i].bytes, ++i) memcpy(out + at, data[i], (size_t)info[i].bytes);
+  const int64_t ne[2] = {info[0].ne[0], rows};
+  return topos_gguf_writer_add_tensor_raw(w, name, info[0].ggml_type, 2, ne, out, bytes);
+}
+
+static topos_status lv_smollm2_as(topos_gguf *g, const char *arch, lt_file *keep, void **bytes, size_t *size) {
+  const int phi3 = strcmp(arch, "phi3") == 0;
   topos_gguf_writer *w = NULL;
   topos_status st = topos_gguf_writer_create(&w);
   uint64_t heads = 0, kv_heads = 0, layers = 0;
@@ -433,9 +479,9 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **byt
     if (st != TOPOS_OK) break;
     char key[128];
     if (strcmp(kv.key, "general.architecture") == 0) {
-      st = topos_gguf_writer_add_string(w, kv.key, "qwen2");
+      st = topos_gguf_writer_add_string(w, kv.key, arch);
     } else if (strncmp(kv.key, "llama.", 6) == 0) {
-      snprintf(key, sizeof key, "qwen2.%s", kv.key + 6);
+      snprintf(key, sizeof key, "%s.%s", arch, kv.key + 6);
       uint64_t u;
       float f;
       if (kv.type == TOPOS_GGUF_U32 && (st = topos_gguf_get_u64(g, kv.key, &u)) == TOPOS_OK)
@@ -448,29 +494,36 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **byt
       st = topos_gguf_writer_copy_kv(w, g, i);
     }
   }
+  if (st == TOPOS_OK && phi3) st = topos_gguf_writer_add_u32(w, "phi3.attention.sliding_window", 0);
   for (int64_t i = 0; st == TOPOS_OK && i < topos_gguf_tensor_count(g); ++i) {
     topos_gguf_tensor_info info;
-    topos_tensor *t = NULL;
     st = topos_gguf_tensor_at(g, i, &info);
-    if (st == TOPOS_OK) st = topos_gguf_tensor_by_index(g, i, &t);
     if (st != TOPOS_OK) break;
-    const uint8_t *data = topos_tensor_data(t);
     const int q = strstr(info.name, ".attn_q.weight") != NULL, k = strstr(info.name, ".attn_k.weight") != NULL;
-    if (q || k) { /* GGUF row h*hd + 2j + s holds the original row h*hd + s*hd/2 + j */
-      const int64_t rows = info.ne[1], nh = (int64_t)(q ? heads : kv_heads), hd = rows / nh;
-      const size_t rb = (size_t)info.bytes / (size_t)rows;
-      uint8_t *out = lt_keep(keep, (size_t)info.bytes);
-      if (!out) st = TOPOS_ERR_OUT_OF_MEMORY;
-      for (int64_t h = 0; out && h < nh; ++h)
-        for (int64_t j = 0; j < hd / 2; ++j)
-          for (int64_t s = 0; s < 2; ++s)
-            memcpy(out + (size_t)(h * hd + s * hd / 2 + j) * rb, data + (size_t)(h * hd + 2 * j + s) * rb, rb);
-      data = out;
-    }
+    const int fused_part = q || k || strstr(info.name, ".attn_v.weight") || strstr(info.name, ".ffn_gate.weight") ||
+                           strstr(info.name, ".ffn_up.weight");
+    if (phi3 && fused_part) continue; /* written fused below */
+    const uint8_t *data = NULL;
+    st = lv_rows(g, info.name, q ? 'q' : k ? 'k' : 0, (int64_t)(q ? heads : kv_heads), keep, &info, &data);
     if (st == TOPOS_OK)
       st = topos_gguf_writer_add_tensor_raw(w, info.name, info.ggml_type, info.n_dims, info.ne, data,
                                             (size_t)info.bytes);
-    topos_tensor_release(t);
+  }
+  for (uint64_t l = 0; phi3 && st == TOPOS_OK && l < layers; ++l) {
+    const char *parts[5] = {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"};
+    topos_gguf_tensor_info info[5];
+    const uint8_t *data[5];
+    for (int b = 0; b < 5 && st == TOPOS_OK; ++b) {
+      char name[64];
+      snprintf(name, sizeof name, "blk.%d.%s.weight", (int)l, parts[b]);
+      st = lv_rows(g, name, b == 0 ? 'q' : b == 1 ? 'k' : 0, (int64_t)(b == 0 ? heads : kv_heads), keep, &info[b],
+                   &data[b]);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", (int)l);
+    if (st == TOPOS_OK) st = lv_fused(w, name, info, data, 3, keep);
+    snprintf(name, sizeof name, "blk.%d.ffn_up.weight", (int)l);
+    if (st == TOPOS_OK) st = lv_fused(w, name, info + 3, data + 3, 2, keep);
   }
   int64_t dim_q = 0, dim_kv = 0;
   if (st == TOPOS_OK) { /* the biases' widths: attn_q's and attn_k's rows */
@@ -483,9 +536,9 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **byt
         (st = topos_gguf_tensor_at(g, at, &info)) == TOPOS_OK)
       dim_kv = info.ne[1];
   }
-  float *zeros = st == TOPOS_OK ? lt_keep(keep, (size_t)dim_q * sizeof(float)) : NULL;
-  if (st == TOPOS_OK && !zeros) st = TOPOS_ERR_OUT_OF_MEMORY;
-  for (uint64_t l = 0; st == TOPOS_OK && l < layers; ++l) {
+  float *zeros = st == TOPOS_OK && !phi3 ? lt_keep(keep, (size_t)dim_q * sizeof(float)) : NULL;
+  if (st == TOPOS_OK && !phi3 && !zeros) st = TOPOS_ERR_OUT_OF_MEMORY;
+  for (uint64_t l = 0; !phi3 && st == TOPOS_OK && l < layers; ++l) {
     const char *parts[3] = {"attn_q", "attn_k", "attn_v"};
     for (int b = 0; b < 3 && st == TOPOS_OK; ++b) {
       char name[64];
@@ -499,24 +552,19 @@ static topos_status lv_smollm2_as_qwen2(topos_gguf *g, lt_file *keep, void **byt
   return st;
 }
 
-TEST(llama_qwen2_path_runs_smollm2_rewritten) {
-  const char *path = lt_smollm2_path();
-  if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
-  if (tt_instrumented() || TT_SANITIZED)
-    SKIP("under valgrind, an emulator or ASan: two SmolLM2 models through 32 tokens take minutes there "
-         "(the native builds run it; llama_qwen2_files takes the qwen2 path under all three)");
+static void lv_rewritten_check(const char *path, const char *arch) {
   topos_gguf *g = NULL, *g2 = NULL;
   topos_llama *llama = NULL, *qwen = NULL;
   lt_file keep = {0}; /* the rewritten rows and the zero biases */
   void *bytes = NULL;
   size_t size = 0;
   CHECK_OK(topos_gguf_open(path, &g));
-  CHECK_OK(lv_smollm2_as_qwen2(g, &keep, &bytes, &size));
+  CHECK_OK(lv_smollm2_as(g, arch, &keep, &bytes, &size));
   CHECK_OK(topos_gguf_open_memory(bytes, size, &g2));
   CHECK_OK(topos_llama_from_gguf(g, &llama));
   CHECK_OK(topos_llama_from_gguf(g2, &qwen));
   if (llama && qwen) {
-    CHECK(strcmp(topos_llama_config_of(qwen)->arch, "qwen2") == 0 && topos_llama_config_of(qwen)->rope_neox);
+    CHECK(strcmp(topos_llama_config_of(qwen)->arch, arch) == 0 && topos_llama_config_of(qwen)->rope_neox);
     const int32_t prompt[] = {1, 504, 3575, 282, 4649, 314}; /* <|im_start|> and a few words */
     enum { P = sizeof prompt / sizeof prompt[0], N = 4 };
     const int64_t V = topos_llama_config_of(llama)->n_vocab;
@@ -542,12 +590,12 @@ TEST(llama_qwen2_path_runs_smollm2_rewritten) {
         }
         worst = sqrt(num2 / den2) > worst ? sqrt(num2 / den2) : worst;
         if (getenv("LT_VERBOSE")) fprintf(stderr, "step %d: rel %g top %d %d\n", step, sqrt(num2 / den2), ta, tb);
-        CHECK_MSG(ta == tb, "step %d: greedy tokens %d (llama file) and %d (qwen2 file)", step, ta, tb);
+        CHECK_MSG(ta == tb, "step %d: greedy tokens %d (llama file) and %d (%s file)", step, ta, tb, arch);
         if (ta != tb) break;
         CHECK_OK(topos_llama_eval(ca, &ta, 1, 0, la));
         CHECK_OK(topos_llama_eval(cb, &tb, 1, 0, lb));
       }
-      if (getenv("LT_VERBOSE")) fprintf(stderr, "llama vs qwen2 file: worst relative L2 %g\n", worst);
+      if (getenv("LT_VERBOSE")) fprintf(stderr, "llama vs %s file: worst relative L2 %g\n", arch, worst);
       /* the first layer's keys depend on the embeddings alone: after the
        * rotation, the llama file's dimension 2j + s of each head is the
        * qwen2 file's s * hd/2 + j, bit for bit, at every position */
@@ -579,4 +627,14 @@ TEST(llama_qwen2_path_runs_smollm2_rewritten) {
   topos_gguf_close(g);
   free(bytes);
   lt_file_free(&keep);
+}
+
+TEST(llama_qwen2_and_phi3_paths_run_smollm2_rewritten) {
+  const char *path = lt_smollm2_path();
+  if (!path) SKIP("SmolLM2 GGUF absent: set TOPOS_SMOLLM2_GGUF or run scripts/setup-smollm2.sh");
+  if (tt_instrumented() || TT_SANITIZED)
+    SKIP("under valgrind, an emulator or ASan: SmolLM2 models through 10 tokens take minutes there "
+         "(the native builds run it; llama_qwen2_files and llama_phi3_files take both paths under all three)");
+  lv_rewritten_check(path, "qwen2");
+  lv_rewritten_check(path, "phi3");
 }
