@@ -60,8 +60,7 @@ typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2" or "phi3" (the model's string) */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (qwen2, phi3), else adjacent ones */
   int64_t n_swa;         /* phi3's attention.sliding_window: a query at p sees keys from
-                          * p - n_swa + 1; 0 none. Past the window, prompt tokens are
-                          * evaluated one at a time (each row's window starts elsewhere) */
+                          * p - n_swa + 1; 0 none */
   int64_t n_vocab;       /* rows of token_embd.weight */
   int64_t n_ctx_train;   /* llama.context_length */
   int64_t dim;           /* llama.embedding_length */

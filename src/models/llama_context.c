@@ -188,7 +188,7 @@ static void tp_graph_drop(topos_llama_context *x, int i) {
  * chunks, or decoding through spans 32 to 128) find all theirs compiled. */
 #define TP_LLAMA_KEEP_STALE 4
 
-static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_rows logits_rows,
+static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_rows logits_rows, int row_mask,
                                  tp_llama_graph **out) {
   if (T == 1 && logits_rows == TP_LOGITS_ALL) logits_rows = TP_LOGITS_LAST; /* one row either way */
   /* A chunk at position 0 needs no cache segment (cached keys would all be
@@ -198,6 +198,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
    * plans (log2 of the capacity per chunk length) serve every position.
    * Masked slots add exact zeros: the span changes no bit. */
   int has_cache = x->pos > 0;
+  row_mask = row_mask && has_cache;
   int64_t span = 32;
   while (span < x->pos) span *= 2;
   if (span > x->capacity) span = x->capacity;
@@ -210,7 +211,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
     for (int i = x->n_graphs - 1; i >= 0; --i)
       if (x->graphs[i].has_cache ? x->graphs[i].span < x->pos : x->pos > 0) tp_graph_drop(x, i);
   for (int i = 0; i < x->n_graphs; ++i)
-    if (x->graphs[i].T == T && x->graphs[i].logits_rows == logits_rows &&
+    if (x->graphs[i].T == T && x->graphs[i].logits_rows == logits_rows && x->graphs[i].row_mask == row_mask &&
         x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
       x->last_used[i] = ++x->clock;
       tp_graph_use(x, &x->graphs[i], out);
@@ -227,7 +228,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
   if (x->active) topos_plan_trim(x->active);
   x->active = NULL;
   const int slot = x->n_graphs;
-  TP_TRY(tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache,
+  TP_TRY(tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache, row_mask,
                               x->options.kv_dtype, x->options.numerics, &x->graphs[slot]));
   ++x->n_graphs;
   x->last_used[slot] = ++x->clock;
@@ -321,12 +322,16 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   tp_llama_graph *g;
   /* no logits wanted (a prompt chunk before the last): a plan without the head */
   const tp_logits_rows rows = !logits ? TP_LOGITS_NONE : all_logits ? TP_LOGITS_ALL : TP_LOGITS_LAST;
-  TP_TRY(tp_graph_for(x, n, rows, &g));
+  /* a sliding window (phi3) behind some of the chunk's rows' cached keys
+   * and not others': the cache's mask a row per query */
+  const int64_t swa = c->n_swa;
+  TP_TRY(tp_graph_for(x, n, rows, swa > 0 && n > 1 && x->pos + n > swa, &g));
   int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
-  /* x0 [T, D], cos and sin [T, hd/2, 1], mask_n [G*T, T], mask_c [C] */
-  const int ranks[5] = {2, 3, 3, 2, 1};
-  const int64_t shapes[5][3] = {{T, D, 0}, {T, half, 1}, {T, half, 1}, {G * T, T, 0}, {C, 0, 0}};
+  /* x0 [T, D], cos and sin [T, hd/2, 1], mask_n [G*T, T], mask_c [C] (row_mask: [G*T, C]) */
+  const int ranks[5] = {2, 3, 3, 2, g->row_mask ? 2 : 1};
+  const int64_t shapes[5][3] = {{T, D, 0}, {T, half, 1}, {T, half, 1}, {G * T, T, 0},
+                                {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0}};
   topos_tensor *in[5] = {NULL};
   float *pin[5] = {NULL};
   topos_status st = tp_new_inputs(g->has_cache ? 5 : 4, ranks, shapes, in, pin);
@@ -361,15 +366,18 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
         ps[t * half + i] = (float)(sin(theta) * mscale);
       }
     }
-    /* the cached slots the chunk sees: all written ones, less those behind a
-     * sliding window (phi3: a query at p sees keys from p - n_swa + 1; a
-     * chunk of several rows lies within the window, topos_llama_eval) */
-    const int64_t first = c->n_swa > 0 && x->pos >= c->n_swa ? x->pos - c->n_swa + 1 : 0;
-    for (int64_t j = 0; mc && j < C; ++j) pmc[j] = j >= first && j < x->pos ? 0.0f : -INFINITY;
+    /* the cached slots each row sees: all written ones, less those behind
+     * a sliding window (phi3: a query at p sees keys from p - n_swa + 1);
+     * one row for all where the window cuts no row's (row_mask 0) */
+    for (int64_t r = 0; mc && r < (g->row_mask ? G * T : 1); ++r) {
+      const int64_t p = x->pos + r % T, first = swa > 0 && p >= swa ? p - swa + 1 : 0;
+      for (int64_t j = 0; j < C; ++j) pmc[r * C + j] = j >= first && j < x->pos ? 0.0f : -INFINITY;
+    }
+    /* inside the chunk: causal, and within the window */
     for (int64_t gi = 0; gi < G; ++gi)
       for (int64_t t = 0; t < T; ++t) {
         float *rn = pmn + (gi * T + t) * T;
-        for (int64_t j = 0; j < T; ++j) rn[j] = j <= t ? 0.0f : -INFINITY;
+        for (int64_t j = 0; j < T; ++j) rn[j] = j <= t && (swa <= 0 || t - j < swa) ? 0.0f : -INFINITY;
       }
     topos_feed *f = x->feeds;
     size_t nf = 0;
@@ -418,14 +426,6 @@ topos_status topos_llama_eval(topos_llama_context *x, const int32_t *tokens, int
   int64_t batch = x->options.n_batch > 0 ? x->options.n_batch : n;
   for (int64_t done = 0; done < n;) {
     int64_t len = n - done < batch ? n - done : batch;
-    if (c->n_swa > 0) {
-      /* a sliding window (phi3): rows of one chunk share one cache mask, so a
-       * chunk keeps within the window (pos + len <= n_swa: every row sees
-       * every cached slot); past it each row's window starts elsewhere and
-       * the rows go one at a time */
-      const int64_t room = c->n_swa - x->pos;
-      if (len > room) len = room > 1 ? room : 1;
-    }
     int last = done + len == n;
     float *out = all_logits ? (logits ? logits + done * c->n_vocab : NULL) : last ? logits : NULL;
     TP_TRY(tp_eval_chunk(x, tokens + done, len, all_logits, out));

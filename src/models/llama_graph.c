@@ -88,12 +88,16 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
   /* every row of the chunk sees the same cached slots (those written before
    * it): the cache's mask is one row of S, broadcast to the G*T query rows
-   * (a [G*T, S] input was 1.5 MB at 128 rows after 1024 tokens) */
+   * (a [G*T, S] input was 1.5 MB at 128 rows after 1024 tokens); only where
+   * a sliding window cuts in (row_mask) does each row get its own */
   topos_tensor_desc mc = {TOPOS_F32, 1, {S}}, mn = {TOPOS_F32, 2, {G * T, T}};
+  if (g->row_mask) mc = (topos_tensor_desc){TOPOS_F32, 2, {G * T, S}};
   int cached = g->has_cache;
   if (cached) g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
   g->mask_n = topos_tape_input_desc(t, &mn, "mask_chunk");
-  topos_sym mask_c_rows = cached ? topos_tape_broadcast_along(t, g->mask_c, 0, G * T) : TOPOS_SYM_INVALID;
+  topos_sym mask_c_rows = !cached     ? TOPOS_SYM_INVALID
+                          : g->row_mask ? g->mask_c
+                                        : topos_tape_broadcast_along(t, g->mask_c, 0, G * T);
   topos_sym mask_c = cached ? topos_tape_broadcast_along(t, mask_c_rows, 0, KVH) : TOPOS_SYM_INVALID;
   topos_sym mask_n = topos_tape_broadcast_along(t, g->mask_n, 0, KVH);
   double scale = 1.0 / sqrt((double)hd);
@@ -240,13 +244,14 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 }
 
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  tp_logits_rows logits_rows, int has_cache, topos_dtype kv_dtype,
+                                  tp_logits_rows logits_rows, int has_cache, int row_mask, topos_dtype kv_dtype,
                                   topos_numerics numerics,
                                   tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
   g->logits_rows = logits_rows;
   g->has_cache = has_cache;
+  g->row_mask = has_cache && row_mask;
   g->span = span;
   size_t L = (size_t)m->config.n_layers;
   topos_sym *syms = calloc(4 * L, sizeof *syms);

@@ -50,6 +50,7 @@ typedef struct tp_llama_graph {
   int64_t T;
   tp_logits_rows logits_rows;
   int has_cache;
+  int row_mask; /* mask_c [G*T, span], a row per query (a sliding window cutting in), else [span] */
   int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
   topos_sym x0, cos, sin, mask_c, mask_n, logits;
@@ -60,9 +61,10 @@ typedef struct tp_llama_graph {
  * f16/bf16: k_cache [KVH, C, hd], v_cache [KVH, hd, C] (linear per kv head). */
 /* has_cache 0: a chunk at position 0 attends to its own keys only (no cache
  * inputs, no mask_cache): the same bits, since cached keys would all be
- * masked and add exact zeros. */
+ * masked and add exact zeros. row_mask: the cache's mask has a row per
+ * query row (phi3's window behind some rows' keys but not others'). */
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  tp_logits_rows logits_rows, int has_cache, topos_dtype kv_dtype,
+                                  tp_logits_rows logits_rows, int has_cache, int row_mask, topos_dtype kv_dtype,
                                   topos_numerics numerics,
                                   tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);

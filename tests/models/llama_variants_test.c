@@ -293,7 +293,7 @@ TEST(llama_qwen2_files) {
     /* the NEOX rotation takes the rope pattern's one step too (q and k of each layer) */
     for (int64_t T = 1; T <= 5; T += 4) {
       tp_llama_graph gr;
-      CHECK_OK(tp_llama_graph_build(m.model, T, 32, 32, TP_LOGITS_LAST, 1, TOPOS_F32, TOPOS_NUMERICS_EXACT, &gr));
+      CHECK_OK(tp_llama_graph_build(m.model, T, 32, 32, TP_LOGITS_LAST, 1, 0, TOPOS_F32, TOPOS_NUMERICS_EXACT, &gr));
       char *text = malloc(1 << 20);
       CHECK(text);
       if (text) {
@@ -376,6 +376,34 @@ TEST(llama_phi3_files) {
     CHECK_EQ_INT(topos_llama_config_of(m.model)->n_swa, 5);
     lv_check(&m, &w, &unwindowed);
     lt_compare_plain_caches(&m, &w, 2e-3);
+    /* a chunk the window cuts into: 3 tokens, then 9 in one chunk whose rows
+     * see different cached keys (the cache's mask a row per query), against
+     * the plain forward (both caches; a chunk after cached keys sums them
+     * apart from its own, so not the one-chunk bits) */
+    const int64_t V = w.vocab;
+    float *got = malloc((size_t)(LT_N * V) * sizeof *got), *want = malloc((size_t)(LT_N * V) * sizeof *want);
+    CHECK(got && want);
+    if (got && want) CHECK(lt_reference_forward(m.gguf, &w, lt_tokens, LT_N, 32, want));
+    for (int k = 0; got && want && k < 2; ++k) {
+      topos_llama_context_options o = topos_llama_context_options_default();
+      o.n_ctx = 32;
+      o.kv_dtype = k ? TOPOS_F16 : TOPOS_F32;
+      topos_llama_context *ctx = NULL;
+      CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+      CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, got));
+      CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, got + 3 * V));
+      double num2 = 0, den2 = 0;
+      for (int64_t i = 0; i < LT_N * V; ++i) {
+        const double d = (double)got[i] - want[i];
+        num2 += d * d, den2 += (double)want[i] * want[i];
+      }
+      if (getenv("LT_VERBOSE")) fprintf(stderr, "3 + 9 tokens, %s cache: rel %g\n", topos_dtype_name(o.kv_dtype), sqrt(num2 / den2));
+      CHECK_MSG(sqrt(num2 / den2) < (k ? 2e-3 : 1e-5), "3 + 9 tokens, %s cache: relative error %g",
+                topos_dtype_name(o.kv_dtype), sqrt(num2 / den2));
+      topos_llama_context_free(ctx);
+    }
+    free(got);
+    free(want);
   }
   lt_close(&m);
   /* no window key: llama.cpp's defaults for Phi-3's first files, else refused */
