@@ -402,6 +402,24 @@ TEST(llama_phi3_files) {
                 topos_dtype_name(o.kv_dtype), sqrt(num2 / den2));
       topos_llama_context_free(ctx);
     }
+    /* the row-mask plans keep the same bits at every thread count (Exact) */
+    const int saved = topos_threads();
+    for (int threads = 1; got && want && threads <= 3; threads += 2) {
+      topos_llama_context_options o = topos_llama_context_options_default();
+      o.n_ctx = 32;
+      o.numerics = TOPOS_NUMERICS_EXACT;
+      topos_llama_context *ctx = NULL;
+      CHECK_OK(topos_set_threads(threads));
+      CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+      float *out = threads == 1 ? want : got;
+      CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, out));
+      CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, out + 3 * V));
+      topos_llama_context_free(ctx);
+    }
+    CHECK_OK(topos_set_threads(saved));
+    int64_t differ = 0;
+    for (int64_t i = 0; got && want && i < LT_N * V; ++i) differ += tt_f32_bits(got[i]) != tt_f32_bits(want[i]);
+    CHECK_MSG(differ == 0, "%lld logits differ between 1 and 3 threads (3 + 9 tokens, Exact)", (long long)differ);
     free(got);
     free(want);
   }
