@@ -17,21 +17,30 @@ static const char *tp_key(char *buf, size_t cap, const char *arch, const char *s
 }
 #define TP_K(suffix) tp_key(kb, sizeof kb, c->arch, suffix)
 
-static topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback,
-                                 int64_t *out) {
+/* Integer key `key` into *out, within min..2^31 (min 0 or 1); *present 0
+ * (and *out untouched) where the file has no such key. */
+static topos_status tp_llama_key_u64(topos_gguf *g, const char *key, int min, int64_t *out, int *present) {
   uint64_t v;
   topos_status st = topos_gguf_get_u64(g, key, &v);
-  if (st == TOPOS_ERR_NOT_FOUND && !required) {
+  *present = st != TOPOS_ERR_NOT_FOUND;
+  if (!*present) {
     topos_clear_error();
-    *out = fallback;
     return TOPOS_OK;
   }
-  if (st == TOPOS_ERR_NOT_FOUND)
-    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
   if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
-  if (v == 0 || v > (uint64_t)1 << 31)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is outside 1..2^31", key, v);
+  if (v < (uint64_t)min || v > (uint64_t)1 << 31)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is outside %d..2^31", key, v, min);
   *out = (int64_t)v;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback,
+                                 int64_t *out) {
+  int present;
+  TP_TRY(tp_llama_key_u64(g, key, 1, out, &present));
+  if (present) return TOPOS_OK;
+  if (required) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
+  *out = fallback;
   return TOPOS_OK;
 }
 
@@ -118,6 +127,18 @@ static void tp_llama_join_release(void *context, void *data, size_t bytes) {
   topos_tensor_release(context);
 }
 
+/* A [rows, in] matrix of dtype over `bytes` of owner's mapping at data,
+ * keeping owner (and through it the mapping) alive. */
+static topos_status tp_llama_view(topos_tensor *owner, topos_dtype dtype, int64_t rows, int64_t in,
+                                  const uint8_t *data, size_t bytes, topos_tensor **out) {
+  const int64_t shape[2] = {rows, in};
+  topos_tensor_retain(owner);
+  topos_status st = topos_tensor_wrap(dtype, 2, shape, (void *)data, bytes, TOPOS_STORAGE_MAPPED,
+                                      tp_llama_join_release, owner, out);
+  if (st != TOPOS_OK) topos_tensor_release(owner);
+  return st;
+}
+
 /* parts[0..n) joined into one [sum of rows, in] weight when they are
  * matrices of one type and width lying back to back in the mapping; *out
  * stays NULL (no error) when they do not. The joined view keeps parts[0]
@@ -143,28 +164,19 @@ static topos_status tp_llama_join(topos_tensor *const *parts, int n, topos_tenso
     total += bytes;
     next += bytes;
   }
-  const int64_t shape[2] = {rows, in};
-  topos_tensor *owner = topos_tensor_retain(parts[0]);
-  topos_status st = topos_tensor_wrap(dtype, 2, shape, (void *)topos_tensor_data(parts[0]), total,
-                                      TOPOS_STORAGE_MAPPED, tp_llama_join_release, owner, out);
-  if (st != TOPOS_OK) topos_tensor_release(owner);
-  return st;
+  return tp_llama_view(parts[0], dtype, rows, in, topos_tensor_data(parts[0]), total, out);
 }
 
 /* Rows [r0, r0 + n) of the mapped matrix w as a matrix of their own (a view
  * that keeps w alive): phi3's fused weights seen as the parts the graph
  * names, which tp_llama_join then finds back to back again. */
 static topos_status tp_llama_rows(topos_tensor *w, int64_t r0, int64_t n, topos_tensor **out) {
-  const int64_t in = topos_tensor_shape(w)[1], shape[2] = {n, in};
+  const topos_dtype dtype = topos_tensor_dtype(w);
+  const int64_t in = topos_tensor_shape(w)[1];
   size_t row_bytes = 0, bytes = 0;
-  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(w), in, &row_bytes));
-  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(w), n * in, &bytes));
-  topos_tensor *owner = topos_tensor_retain(w);
-  topos_status st = topos_tensor_wrap(topos_tensor_dtype(w), 2, shape,
-                                      (uint8_t *)topos_tensor_data(w) + (size_t)r0 * row_bytes, bytes,
-                                      TOPOS_STORAGE_MAPPED, tp_llama_join_release, owner, out);
-  if (st != TOPOS_OK) topos_tensor_release(owner);
-  return st;
+  TP_TRY(topos_dtype_bytes(dtype, in, &row_bytes));
+  TP_TRY(topos_dtype_bytes(dtype, n * in, &bytes));
+  return tp_llama_view(w, dtype, n, in, (const uint8_t *)topos_tensor_data(w) + (size_t)r0 * row_bytes, bytes, out);
 }
 
 static topos_status tp_llama_join_layer(tp_llama_layer *L) {
@@ -218,15 +230,12 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
   char kb[96], kb2[96];
   c->rope_freq_scale = 1.0f;
   TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.attn_factor"), 0, 1.0f, &c->rope_mscale));
-  uint64_t orig = 0;
-  topos_status st = topos_gguf_get_u64(g, TP_K("rope.scaling.original_context_length"), &orig);
-  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), orig = 0;
-  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
-  if (orig > (uint64_t)1 << 31)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", kb, orig);
-  c->rope_ctx_orig = orig ? (int64_t)orig : c->n_ctx_train;
+  int64_t orig = 0;
+  int present;
+  TP_TRY(tp_llama_key_u64(g, TP_K("rope.scaling.original_context_length"), 0, &orig, &present));
+  c->rope_ctx_orig = orig ? orig : c->n_ctx_train;
   const char *type = NULL;
-  st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
+  topos_status st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
   if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), type = "linear";
   else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
   if (strcmp(type, "none") == 0) return TOPOS_OK;
@@ -260,16 +269,9 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
  * 2047, mini 128k: 262144, medium 128k: 131072), else refused as it does. */
 static topos_status tp_llama_phi3_window(topos_gguf *g, topos_llama_config *c) {
   char kb[96];
-  uint64_t window = 0;
-  topos_status st = topos_gguf_get_u64(g, TP_K("attention.sliding_window"), &window);
-  if (st == TOPOS_OK) {
-    if (window > (uint64_t)1 << 31)
-      return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", kb, window);
-    c->n_swa = (int64_t)window;
-    return TOPOS_OK;
-  }
-  if (st != TOPOS_ERR_NOT_FOUND) return tp_fail_context(st, "llama: key %s", kb);
-  topos_clear_error();
+  int present;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
+  if (present) return TOPOS_OK;
   if ((c->n_layers == 32 || c->n_layers == 40) && c->n_ctx_train == 4096) c->n_swa = 2047;
   else if (c->n_layers == 32 && c->n_kv_heads == 32 && c->n_ctx_train == 131072) c->n_swa = 262144;
   else if (c->n_layers == 40 && c->n_ctx_train == 131072) c->n_swa = 131072;
