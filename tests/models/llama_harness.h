@@ -65,13 +65,8 @@ static inline void lt_compare_plain_model(const lt_model *m, const lt_spec *s, t
   CHECK(got && want);
   CHECK_OK(lt_eval_all(m->model, num, 32, 5, got)); /* chunk, then decode from the cache */
   CHECK(lt_reference_forward(m->gguf, s, lt_tokens, LT_N, 32, want));
-  double num2 = 0, den2 = 0;
-  for (int64_t i = 0; i < LT_N * V; ++i) {
-    double d = (double)got[i] - want[i];
-    num2 += d * d;
-    den2 += (double)want[i] * want[i];
-  }
-  double rel = sqrt(num2 / den2);
+  double den2 = 0;
+  const double rel = lt_rel_l2(got, want, LT_N * V, &den2);
   if (getenv("LT_VERBOSE")) fprintf(stderr, "rel %g (kv %s)\n", rel, topos_dtype_name(lt_kv));
   CHECK_MSG(rel < bound, "relative L2 error %g of the graph's logits vs the plain forward", rel);
   CHECK(den2 > 0);

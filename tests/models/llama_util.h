@@ -347,6 +347,18 @@ static inline double lt_yarn_pair(int64_t i, double d, double base, double ctx0)
   return 1.0 - fmin(1.0, fmax(0.0, y)); /* the weight of the original angle */
 }
 
+/* The relative L2 distance of got from ref over n values; *ref2 (when not
+ * NULL) gets ref's squared norm. */
+static inline double lt_rel_l2(const float *got, const float *ref, int64_t n, double *ref2) {
+  double num2 = 0, den2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = (double)got[i] - ref[i];
+    num2 += d * d, den2 += (double)ref[i] * ref[i];
+  }
+  if (ref2) *ref2 = den2;
+  return sqrt(num2 / den2);
+}
+
 /* logits [N, vocab] for tokens[0..N) at positions 0..N-1, in a context of
  * ctx_len tokens (LongRoPE picks its table by it). */
 static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,

@@ -21,13 +21,9 @@ static void lv_check(const lt_model *m, const lt_spec *s, const lt_spec *without
   if (got && other) {
     CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 32, 5, got));
     CHECK(lt_reference_forward(m->gguf, without, lt_tokens, LT_N, 32, other));
-    double num2 = 0, den2 = 0;
-    for (int64_t i = 0; i < LT_N * V; ++i) {
-      const double d = (double)got[i] - other[i];
-      num2 += d * d, den2 += (double)other[i] * other[i];
-    }
-    if (getenv("LT_VERBOSE")) fprintf(stderr, "without the variant: rel %g\n", sqrt(num2 / den2));
-    CHECK_MSG(sqrt(num2 / den2) > 1e-3, "the variant changes the logits by only %g", sqrt(num2 / den2));
+    const double rel = lt_rel_l2(got, other, LT_N * V, NULL);
+    if (getenv("LT_VERBOSE")) fprintf(stderr, "without the variant: rel %g\n", rel);
+    CHECK_MSG(rel > 1e-3, "the variant changes the logits by only %g", rel);
   }
   free(got);
   free(other);
@@ -392,14 +388,10 @@ TEST(llama_phi3_files) {
       CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
       CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, got));
       CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, got + 3 * V));
-      double num2 = 0, den2 = 0;
-      for (int64_t i = 0; i < LT_N * V; ++i) {
-        const double d = (double)got[i] - want[i];
-        num2 += d * d, den2 += (double)want[i] * want[i];
-      }
-      if (getenv("LT_VERBOSE")) fprintf(stderr, "3 + 9 tokens, %s cache: rel %g\n", topos_dtype_name(o.kv_dtype), sqrt(num2 / den2));
-      CHECK_MSG(sqrt(num2 / den2) < (k ? 2e-3 : 1e-5), "3 + 9 tokens, %s cache: relative error %g",
-                topos_dtype_name(o.kv_dtype), sqrt(num2 / den2));
+      const double rel = lt_rel_l2(got, want, LT_N * V, NULL);
+      if (getenv("LT_VERBOSE")) fprintf(stderr, "3 + 9 tokens, %s cache: rel %g\n", topos_dtype_name(o.kv_dtype), rel);
+      CHECK_MSG(rel < (k ? 2e-3 : 1e-5), "3 + 9 tokens, %s cache: relative error %g", topos_dtype_name(o.kv_dtype),
+                rel);
       topos_llama_context_free(ctx);
     }
     /* the row-mask plans keep the same bits at every thread count (Exact) */
@@ -627,15 +619,14 @@ static void lv_rewritten_check(const char *path, const char *arch) {
       CHECK_OK(topos_llama_eval(cb, prompt, P, 0, lb));
       double worst = 0;
       for (int step = 0; step < N; ++step) {
-        double num2 = 0, den2 = 0;
         int32_t ta = 0, tb = 0;
         for (int64_t i = 0; i < V; ++i) {
-          num2 += ((double)la[i] - lb[i]) * ((double)la[i] - lb[i]), den2 += (double)la[i] * la[i];
           if (la[i] > la[ta]) ta = (int32_t)i;
           if (lb[i] > lb[tb]) tb = (int32_t)i;
         }
-        worst = sqrt(num2 / den2) > worst ? sqrt(num2 / den2) : worst;
-        if (getenv("LT_VERBOSE")) fprintf(stderr, "step %d: rel %g top %d %d\n", step, sqrt(num2 / den2), ta, tb);
+        const double rel = lt_rel_l2(lb, la, V, NULL);
+        worst = rel > worst ? rel : worst;
+        if (getenv("LT_VERBOSE")) fprintf(stderr, "step %d: rel %g top %d %d\n", step, rel, ta, tb);
         CHECK_MSG(ta == tb, "step %d: greedy tokens %d (llama file) and %d (%s file)", step, ta, tb, arch);
         if (ta != tb) break;
         CHECK_OK(topos_llama_eval(ca, &ta, 1, 0, la));
