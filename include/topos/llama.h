@@ -57,10 +57,25 @@ extern "C" {
 #endif
 
 typedef struct topos_llama_config {
-  const char *arch;      /* general.architecture: "llama", "qwen2" or "phi3" (the model's string) */
-  int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (qwen2, phi3), else adjacent ones */
-  int64_t n_swa;         /* phi3's attention.sliding_window: a query at p sees keys from
-                          * p - n_swa + 1; 0 none */
+  const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
+                          * "gemma2" or "gemma3" (the model's string) */
+  int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
+  int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
+                          * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
+                          * of six); 0 none */
+  int64_t n_swa_layers;  /* how many layers the window applies to */
+  float rope_base_swa;   /* the windowed layers' rope base, their positions unscaled (gemma3:
+                          * rope.freq_base_swa, absent 10000); 0: as every other layer */
+  int qk_norm;           /* 1: q and k RMS-normalised per head before the rotation
+                          * (attn_q_norm / attn_k_norm: qwen3, gemma3) */
+  int post_norms;        /* 1: the attention and feed-forward outputs RMS-normalised before
+                          * their residuals (post_attention_norm / post_ffw_norm: gemma2, gemma3) */
+  int ffn_gelu;          /* 1: GELU (tanh form) of the gate times up (gemma), else SiLU */
+  float embd_scale;      /* embedding rows are multiplied by this: sqrt(dim) for gemma, else 1 */
+  float attn_scale;      /* q is multiplied by this before the scores: 1 / sqrt(head_dim)
+                          * (gemma 27B files: 1 / sqrt(dim / heads), as llama.cpp) */
+  float attn_softcap;    /* scores s become c tanh(s / c) (gemma2's attn_logit_softcapping); 0 none */
+  float final_softcap;   /* logits likewise (final_logit_softcapping); 0 none */
   int64_t n_vocab;       /* rows of token_embd.weight */
   int64_t n_ctx_train;   /* llama.context_length */
   int64_t dim;           /* llama.embedding_length */

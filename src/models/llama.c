@@ -279,25 +279,105 @@ static topos_status tp_llama_phi3_window(topos_gguf *g, topos_llama_config *c) {
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_config(topos_llama *m) {
+/* What each architecture changes in the llama graph, as llama.cpp's graph
+ * for the same files does. NEOX: the converter keeps Hugging Face's q and
+ * k order, so the rotation pairs (x[i], x[i + d/2]). */
+enum {
+  TP_ARCH_NEOX = 1 << 0,
+  TP_ARCH_BIASES = 1 << 1,     /* optional q, k, v, output and feed-forward biases */
+  TP_ARCH_QKV_BIAS = 1 << 2,   /* q, k, v biases required (qwen2) */
+  TP_ARCH_FUSED = 1 << 3,      /* attn_qkv and gate|up in ffn_up (phi3) */
+  TP_ARCH_QK_NORM = 1 << 4,    /* attn_q_norm, attn_k_norm */
+  TP_ARCH_GEMMA = 1 << 5,      /* embeddings times sqrt(dim), GELU gate */
+  TP_ARCH_POST_NORMS = 1 << 6, /* post_attention_norm, post_ffw_norm */
+  TP_ARCH_SOFTCAP = 1 << 7,    /* attention and final logits soft-capped (defaults 50, 30) */
+};
+
+typedef struct tp_llama_arch {
+  const char *name;
+  unsigned flags;
+  /* sliding window: swa 0 none; 1 every layer (phi3); else read from the
+   * file, default_swa when absent, on layers l % period < period - 1
+   * (attention.sliding_window_pattern may override the period) */
+  int swa;
+  int64_t default_swa, period;
+} tp_llama_arch;
+
+static const tp_llama_arch tp_llama_archs[] = {
+    {"llama", TP_ARCH_BIASES, 0, 0, 0},
+    {"qwen2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0},
+    {"qwen3", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0},
+    {"phi3", TP_ARCH_NEOX | TP_ARCH_FUSED, 1, 0, 0},
+    {"gemma", TP_ARCH_NEOX | TP_ARCH_GEMMA, 0, 0, 0},
+    {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2},
+    {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM, 2, 0, 6},
+};
+
+static const tp_llama_arch *tp_llama_arch_of(const char *name) {
+  for (size_t i = 0; i < sizeof tp_llama_archs / sizeof tp_llama_archs[0]; ++i)
+    if (strcmp(tp_llama_archs[i].name, name) == 0) return &tp_llama_archs[i];
+  return NULL;
+}
+
+/* gemma2 / gemma3's window: attention.sliding_window (gemma2 absent: 4096;
+ * gemma3 absent or 0: no window, and then no second rope base either), on
+ * the layers attention.sliding_window_pattern's period (absent: the
+ * architecture's) leaves windowed: l % period < period - 1 (period 0 or 1:
+ * every layer). The windowed layers' rope base: rope.freq_base_swa, absent
+ * 10000 (gemma3) or the file's base (gemma2). */
+static topos_status tp_llama_layer_window(topos_gguf *g, const tp_llama_arch *a, topos_llama_config *c,
+                                          int64_t *period) {
+  char kb[96];
+  int present;
+  c->n_swa = a->default_swa;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
+  *period = a->period;
+  if (c->n_swa == 0) return TOPOS_OK;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, period, &present));
+  if (strcmp(a->name, "gemma3") == 0) {
+    c->rope_base_swa = 10000.0f;
+    TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, 10000.0f, &c->rope_base_swa));
+  } else {
+    float base = 0.0f;
+    TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &base));
+    if (base != c->rope_base) c->rope_base_swa = base;
+  }
+  return TOPOS_OK;
+}
+
+/* Soft-capping (gemma2): KEY, absent the default, 0 none */
+static topos_status tp_llama_softcap(topos_gguf *g, const char *key, float fallback, float *out) {
+  topos_status st = topos_gguf_get_f32(g, key, out);
+  if (st == TOPOS_ERR_NOT_FOUND) {
+    topos_clear_error();
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (!(*out >= 0.0f) || *out > 1e30f)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", key, (double)*out);
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
   topos_status st = topos_gguf_get_string(g, "general.architecture", &arch, NULL);
   if (st == TOPOS_ERR_NOT_FOUND)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: general.architecture is missing");
   TP_TRY(st);
-  /* qwen2: llama's graph with q, k, v biases and the rotation of
-   * half-dimension pairs (NEOX: its converter does not permute q and k);
-   * phi3: q, k, v in one weight, gate and up in one, the NEOX rotation and
-   * a sliding attention window */
-  const int phi3 = strcmp(arch, "phi3") == 0;
-  if (strcmp(arch, "llama") != 0 && strcmp(arch, "qwen2") != 0 && !phi3)
+  const tp_llama_arch *a = tp_llama_arch_of(arch);
+  if (!a)
     return tp_fail(TOPOS_UNSUPPORTED,
-                   "llama: architecture \"%.64s\" is not supported (llama, qwen2 and phi3 are)", arch);
+                   "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2 "
+                   "and gemma3 are)", arch);
   topos_llama_config *c = &m->config;
   char kb[96];
-  c->arch = arch;
-  c->rope_neox = strcmp(arch, "qwen2") == 0 || phi3;
+  c->arch = a->name;
+  c->rope_neox = (a->flags & TP_ARCH_NEOX) != 0;
+  c->qk_norm = (a->flags & TP_ARCH_QK_NORM) != 0;
+  c->post_norms = (a->flags & TP_ARCH_POST_NORMS) != 0;
+  c->ffn_gelu = (a->flags & TP_ARCH_GEMMA) != 0;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
@@ -333,7 +413,23 @@ static topos_status tp_llama_config(topos_llama *m) {
                    " differs from the head dimension %" PRId64 " (partial rotary is not supported)",
                    c->rope_dim, c->head_dim);
   TP_TRY(tp_llama_rope_scaling(g, c));
-  if (phi3) TP_TRY(tp_llama_phi3_window(g, c));
+  *swa_period = 0;
+  if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));
+  if (a->swa == 2) TP_TRY(tp_llama_layer_window(g, a, c, swa_period));
+  c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
+  c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+  /* the 27B files' query_pre_attn_scalar is dim / heads, not the head width
+   * (llama.cpp tells them by their block count) */
+  if ((strcmp(arch, "gemma2") == 0 && c->n_layers == 46) || (strcmp(arch, "gemma3") == 0 && c->n_layers == 62))
+    c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
+  else if (a->flags & TP_ARCH_GEMMA)
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+  if (a->flags & TP_ARCH_SOFTCAP) {
+    TP_TRY(tp_llama_softcap(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
+    TP_TRY(tp_llama_softcap(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
+  } else if (strcmp(arch, "gemma3") == 0) {
+    TP_TRY(tp_llama_softcap(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
+  }
   topos_clear_error();
   uint64_t experts = 0;
   if (topos_gguf_get_u64(g, TP_K("expert_count"), &experts) == TOPOS_OK && experts > 0)
@@ -378,8 +474,9 @@ static topos_status tp_llama_rope_factors(topos_llama *m) {
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_weights(topos_llama *m) {
+static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period) {
   topos_llama_config *c = &m->config;
+  const unsigned flags = tp_llama_arch_of(c->arch)->flags;
   int64_t index;
   m->used = calloc((size_t)topos_gguf_tensor_count(m->gguf) + 1, 1);
   if (!m->used) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: tensor table");
@@ -413,7 +510,7 @@ static topos_status tp_llama_weights(topos_llama *m) {
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
   /* each block has 9 tensors (phi3: 6): a block_count the file cannot hold
    * is refused before anything is sized by it */
-  const int phi3 = strcmp(c->arch, "phi3") == 0, per_block = phi3 ? 6 : 9;
+  const int phi3 = (flags & TP_ARCH_FUSED) != 0, per_block = phi3 ? 6 : 9;
   const int64_t tensors = topos_gguf_tensor_count(m->gguf);
   if (c->n_layers > tensors / per_block)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: block_count %" PRId64 " needs %" PRId64
@@ -456,11 +553,21 @@ static topos_status tp_llama_weights(topos_llama *m) {
       TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
     }
     TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
+    if (c->qk_norm) {
+      TP_W(q_norm, "attn_q_norm.weight", c->head_dim, 0);
+      TP_W(k_norm, "attn_k_norm.weight", c->head_dim, 0);
+    }
+    if (c->post_norms) {
+      TP_W(post_attn_norm, "post_attention_norm.weight", c->dim, 0);
+      TP_W(post_ffn_norm, "post_ffw_norm.weight", c->dim, 0);
+    }
 #undef TP_W
+    L->windowed = c->n_swa > 0 && (swa_period <= 1 || l % swa_period < swa_period - 1);
+    c->n_swa_layers += L->windowed;
     /* biases: qwen2's q, k, v; the others optional, as llama.cpp's llama
      * loader reads them (attention output, feed-forward gate, up, down);
-     * phi3 files have none */
-    const int need = strcmp(c->arch, "qwen2") == 0;
+     * the other architectures' files have none */
+    const int need = (flags & TP_ARCH_QKV_BIAS) != 0;
     const struct {
       const char *suffix;
       int64_t n;
@@ -473,7 +580,7 @@ static topos_status tp_llama_weights(topos_llama *m) {
                    {"ffn_gate.bias", c->ff, 1, &L->b_gate},
                    {"ffn_up.bias", c->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
-    for (int b = 0; b < (phi3 ? 0 : 7); ++b) {
+    for (int b = 0; b < (flags & TP_ARCH_BIASES ? 7 : 0); ++b) {
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
@@ -497,8 +604,9 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   topos_llama *m = calloc(1, sizeof *m);
   if (!m) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: model");
   m->gguf = gguf;
-  topos_status st = tp_llama_config(m);
-  if (st == TOPOS_OK) st = tp_llama_weights(m);
+  int64_t swa_period = 0;
+  topos_status st = tp_llama_config(m, &swa_period);
+  if (st == TOPOS_OK) st = tp_llama_weights(m, swa_period);
   free(m->used);
   m->used = NULL;
   if (st != TOPOS_OK) {
@@ -530,7 +638,8 @@ void topos_llama_free(topos_llama *m) {
       tp_llama_layer *L = &m->layers[l];
       topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->ffn_norm, L->w_gate, L->w_up,
                              L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo,
-                             L->b_gate, L->b_up, L->b_down};
+                             L->b_gate, L->b_up, L->b_down, L->q_norm, L->k_norm, L->post_attn_norm,
+                             L->post_ffn_norm};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -104,7 +104,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
-  x->feeds = calloc(2 * L + 5, sizeof *x->feeds);
+  x->feeds = calloc(2 * L + 9, sizeof *x->feeds);
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
   if (!x->k_mem || !x->v_mem || !x->k_cache || !x->v_cache || !x->feeds || !x->row)
@@ -189,7 +189,7 @@ static void tp_graph_drop(topos_llama_context *x, int i) {
 #define TP_LLAMA_KEEP_STALE 4
 
 static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_rows logits_rows, int row_mask,
-                                 tp_llama_graph **out) {
+                                 int window_masks, tp_llama_graph **out) {
   if (T == 1 && logits_rows == TP_LOGITS_ALL) logits_rows = TP_LOGITS_LAST; /* one row either way */
   /* A chunk at position 0 needs no cache segment (cached keys would all be
    * masked). Later chunks, prompt and decode alike, attend to the first span
@@ -212,7 +212,8 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
       if (x->graphs[i].has_cache ? x->graphs[i].span < x->pos : x->pos > 0) tp_graph_drop(x, i);
   for (int i = 0; i < x->n_graphs; ++i)
     if (x->graphs[i].T == T && x->graphs[i].logits_rows == logits_rows && x->graphs[i].row_mask == row_mask &&
-        x->graphs[i].has_cache == has_cache && (!has_cache || x->graphs[i].span == span)) {
+        x->graphs[i].window_masks == window_masks && x->graphs[i].has_cache == has_cache &&
+        (!has_cache || x->graphs[i].span == span)) {
       x->last_used[i] = ++x->clock;
       tp_graph_use(x, &x->graphs[i], out);
       return TOPOS_OK;
@@ -228,7 +229,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
   if (x->active) topos_plan_trim(x->active);
   x->active = NULL;
   const int slot = x->n_graphs;
-  TP_TRY(tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache, row_mask,
+  TP_TRY(tp_llama_graph_build(x->model, T, x->slots, span, logits_rows, has_cache, row_mask, window_masks,
                               x->options.kv_dtype, x->options.numerics, &x->graphs[slot]));
   ++x->n_graphs;
   x->last_used[slot] = ++x->clock;
@@ -296,7 +297,7 @@ static topos_status tp_cache_sink(void *user, size_t k, const topos_tensor *valu
  * needs leaves no hole in the heap when it goes). */
 static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)[3], topos_tensor **t,
                                   float **data) {
-  int64_t at[8], total = 0;
+  int64_t at[16], total = 0;
   for (int i = 0; i < n; ++i) {
     at[i] = total;
     int64_t volume = 1;
@@ -315,6 +316,61 @@ static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)
   return st;
 }
 
+/* cos and sin [T, hd/2] of each rotated pair's angle at the chunk's
+ * positions, times rope_mscale: with the file's base and position scaling
+ * (linear, Llama 3.1's factors, LongRoPE's table, YaRN), or for windowed
+ * layers with a base of their own (own_base: gemma3's local layers) that
+ * base with positions unscaled. */
+static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base, float *pc, float *ps) {
+  const topos_llama *m = x->model;
+  const topos_llama_config *c = &m->config;
+  const int64_t half = c->head_dim / 2;
+  const topos_tensor *table = m->rope_factors ? m->rope_factors
+                              : m->rope_long ? (x->capacity > c->rope_ctx_orig ? m->rope_long : m->rope_short)
+                                             : NULL;
+  const float *factor = table && !own_base ? topos_tensor_data(table) : NULL;
+  const int yarn = c->rope_ext_factor != 0.0f && !own_base;
+  const double scale = own_base ? 1.0 : c->rope_freq_scale, base = own_base ? c->rope_base_swa : c->rope_base;
+  /* rope_mscale holds YaRN's (1 + 0.1 ln factor): not for unscaled positions */
+  const double mscale = own_base && c->rope_ext_factor != 0.0f
+                            ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
+                            : c->rope_mscale;
+  const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
+  for (int64_t t = 0; t < T; ++t) {
+    const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = pos * pow(base, -2.0 * (double)i / (double)c->rope_dim);
+      if (factor) theta /= (double)factor[i];
+      if (yarn) { /* the original angle below the ramp, the scaled one above */
+        const double mix = (1.0 - fmin(1.0, fmax(0.0, ((double)i - low) / width))) * c->rope_ext_factor;
+        theta = theta * scale * (1.0 - mix) + theta * mix;
+      }
+      pc[t * half + i] = (float)(cos(theta) * mscale);
+      ps[t * half + i] = (float)(sin(theta) * mscale);
+    }
+  }
+}
+
+/* The chunk's attention masks for a window of swa (0: none; a query at p
+ * sees keys from p - swa + 1): the cached slots each row sees, all written
+ * ones less those behind the window, one row for all (rows 0) or a row per
+ * query row (rows: [G*T, C]); and inside the chunk [G*T, T], causal and
+ * within the window. */
+static void tp_fill_masks(const topos_llama_context *x, int64_t T, int64_t C, int64_t swa, int rows, float *pmc,
+                          float *pmn) {
+  const topos_llama_config *c = &x->model->config;
+  const int64_t G = c->n_heads / c->n_kv_heads;
+  for (int64_t r = 0; pmc && r < (rows ? G * T : 1); ++r) {
+    const int64_t p = x->pos + r % T, first = swa > 0 && p >= swa ? p - swa + 1 : 0;
+    for (int64_t j = 0; j < C; ++j) pmc[r * C + j] = j >= first && j < x->pos ? 0.0f : -INFINITY;
+  }
+  for (int64_t gi = 0; gi < G; ++gi)
+    for (int64_t t = 0; t < T; ++t) {
+      float *rn = pmn + (gi * T + t) * T;
+      for (int64_t j = 0; j < T; ++j) rn[j] = j <= t && (swa <= 0 || t - j < swa) ? 0.0f : -INFINITY;
+    }
+}
+
 static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
                                   int all_logits, float *logits) {
   const topos_llama *m = x->model;
@@ -322,70 +378,68 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   tp_llama_graph *g;
   /* no logits wanted (a prompt chunk before the last): a plan without the head */
   const tp_logits_rows rows = !logits ? TP_LOGITS_NONE : all_logits ? TP_LOGITS_ALL : TP_LOGITS_LAST;
-  /* a sliding window (phi3) behind some of the chunk's rows' cached keys
-   * and not others': the cache's mask a row per query */
+  /* a sliding window behind some of the chunk's rows' keys: where it cuts
+   * into several rows' cached keys, a cache mask a row per query; where the
+   * model mixes windowed and full layers (gemma2, gemma3), masks of their
+   * own for the windowed ones (while the window cuts into no row, both
+   * kinds of layer see every earlier key and share one set) */
   const int64_t swa = c->n_swa;
-  TP_TRY(tp_graph_for(x, n, rows, swa > 0 && n > 1 && x->pos + n > swa, &g));
-  int64_t T = n, C = g->span, D = c->dim, hd = c->head_dim, half = hd / 2;
+  const int cuts = swa > 0 && x->pos + n > swa;
+  const int all_windowed = c->n_swa_layers == c->n_layers;
+  const int window_masks = cuts && !all_windowed;
+  TP_TRY(tp_graph_for(x, n, rows, cuts && n > 1, window_masks, &g));
+  int64_t T = n, C = g->span, D = c->dim, half = c->head_dim / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
-  /* x0 [T, D], cos and sin [T, hd/2, 1], mask_n [G*T, T], mask_c [C] (row_mask: [G*T, C]) */
-  const int ranks[5] = {2, 3, 3, 2, g->row_mask ? 2 : 1};
-  const int64_t shapes[5][3] = {{T, D, 0}, {T, half, 1}, {T, half, 1}, {G * T, T, 0},
-                                {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0}};
-  topos_tensor *in[5] = {NULL};
-  float *pin[5] = {NULL};
-  topos_status st = tp_new_inputs(g->has_cache ? 5 : 4, ranks, shapes, in, pin);
-  topos_tensor *x0 = in[0], *cs = in[1], *sn = in[2], *mn = in[3], *mc = in[4];
-  float *px = pin[0], *pc = pin[1], *ps = pin[2], *pmn = pin[3], *pmc = pin[4];
-  /* embedding rows, dequantized from the table's stored type */
+  const int own_rope = topos_sym_is_valid(g->cos_w);
+  /* inputs: x0 [T, D]; cos, sin [T, hd/2, 1]; mask_n [G*T, T]; mask_c [C]
+   * (row_mask: [G*T, C]); then the windowed layers' cos, sin (own_rope)
+   * and mask_n, mask_c (window_masks) */
+  enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, N_IN };
+  const int full_rows = g->row_mask && !window_masks;
+  int ranks[N_IN] = {2, 3, 3, 2, full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1};
+  int64_t shapes[N_IN][3] = {{T, D, 0},        {T, half, 1},
+                             {T, half, 1},     {G * T, T, 0},
+                             {full_rows ? G * T : C, full_rows ? C : 0, 0},
+                             {T, half, 1},     {T, half, 1},
+                             {G * T, T, 0},    {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0}};
+  const int want[N_IN] = {1, 1, 1, 1, g->has_cache, own_rope, own_rope, window_masks, window_masks && g->has_cache};
+  /* the wanted ones, packed into one allocation */
+  int idx[N_IN], prank[N_IN], k = 0;
+  int64_t pshape[N_IN][3];
+  for (int i = 0; i < N_IN; ++i) {
+    idx[i] = want[i] ? k : -1;
+    if (!want[i]) continue;
+    prank[k] = ranks[i];
+    memcpy(pshape[k], shapes[i], sizeof pshape[k]);
+    ++k;
+  }
+  topos_tensor *pt[N_IN] = {NULL}, *in[N_IN] = {NULL};
+  float *pp[N_IN] = {NULL}, *pin[N_IN] = {NULL};
+  topos_status st = tp_new_inputs(k, prank, (const int64_t(*)[3])pshape, pt, pp);
+  for (int i = 0; i < N_IN; ++i)
+    if (idx[i] >= 0) in[i] = pt[idx[i]], pin[i] = pp[idx[i]];
+  /* embedding rows, dequantized from the table's stored type (gemma: times sqrt(dim)) */
   size_t row_bytes = 0;
+  float *px = pin[X0];
   if (st == TOPOS_OK) st = topos_dtype_bytes(topos_tensor_dtype(m->token_embd), D, &row_bytes);
-  for (int64_t t = 0; st == TOPOS_OK && t < T; ++t)
+  for (int64_t t = 0; st == TOPOS_OK && t < T; ++t) {
     st = topos_dequantize_row(topos_tensor_dtype(m->token_embd),
                               (const uint8_t *)topos_tensor_data(m->token_embd) +
                                   (size_t)tokens[t] * row_bytes,
                               px + t * D, D);
+    for (int64_t i = 0; c->embd_scale != 1.0f && i < D; ++i) px[t * D + i] *= c->embd_scale;
+  }
   if (st == TOPOS_OK) {
-    const topos_tensor *table = m->rope_factors ? m->rope_factors
-                                : m->rope_long ? (x->capacity > c->rope_ctx_orig ? m->rope_long : m->rope_short)
-                                               : NULL;
-    const float *factor = table ? topos_tensor_data(table) : NULL;
-    const double scale = c->rope_freq_scale, mscale = c->rope_mscale;
-    const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
-    const int yarn = c->rope_ext_factor != 0.0f;
-    for (int64_t t = 0; t < T; ++t) {
-      const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);
-      for (int64_t i = 0; i < half; ++i) {
-        double theta = pos * pow((double)c->rope_base, -2.0 * (double)i / (double)c->rope_dim);
-        if (factor) theta /= (double)factor[i];
-        if (yarn) { /* the original angle below the ramp, the scaled one above */
-          const double mix = (1.0 - fmin(1.0, fmax(0.0, ((double)i - low) / width))) * c->rope_ext_factor;
-          theta = theta * scale * (1.0 - mix) + theta * mix;
-        }
-        pc[t * half + i] = (float)(cos(theta) * mscale);
-        ps[t * half + i] = (float)(sin(theta) * mscale);
-      }
-    }
-    /* the cached slots each row sees: all written ones, less those behind
-     * a sliding window (phi3: a query at p sees keys from p - n_swa + 1);
-     * one row for all where the window cuts no row's (row_mask 0) */
-    for (int64_t r = 0; mc && r < (g->row_mask ? G * T : 1); ++r) {
-      const int64_t p = x->pos + r % T, first = swa > 0 && p >= swa ? p - swa + 1 : 0;
-      for (int64_t j = 0; j < C; ++j) pmc[r * C + j] = j >= first && j < x->pos ? 0.0f : -INFINITY;
-    }
-    /* inside the chunk: causal, and within the window */
-    for (int64_t gi = 0; gi < G; ++gi)
-      for (int64_t t = 0; t < T; ++t) {
-        float *rn = pmn + (gi * T + t) * T;
-        for (int64_t j = 0; j < T; ++j) rn[j] = j <= t && (swa <= 0 || t - j < swa) ? 0.0f : -INFINITY;
-      }
+    tp_rope_tables(x, T, 0, pin[COS], pin[SIN]);
+    if (own_rope) tp_rope_tables(x, T, 1, pin[COS_W], pin[SIN_W]);
+    tp_fill_masks(x, T, C, all_windowed ? swa : 0, full_rows, pin[MASK_C], pin[MASK_N]);
+    if (window_masks) tp_fill_masks(x, T, C, swa, g->row_mask, pin[MASK_CW], pin[MASK_NW]);
     topos_feed *f = x->feeds;
     size_t nf = 0;
-    f[nf++] = (topos_feed){g->x0, x0};
-    f[nf++] = (topos_feed){g->cos, cs};
-    f[nf++] = (topos_feed){g->sin, sn};
-    f[nf++] = (topos_feed){g->mask_n, mn};
-    if (g->has_cache) f[nf++] = (topos_feed){g->mask_c, mc};
+    const topos_sym syms[N_IN] = {g->x0, g->cos, g->sin, g->mask_n, g->mask_c, g->cos_w, g->sin_w, g->mask_nw,
+                                  g->mask_cw};
+    for (int i = 0; i < N_IN; ++i)
+      if (in[i]) f[nf++] = (topos_feed){syms[i], in[i]};
     for (int64_t l = 0; g->has_cache && l < L; ++l) {
       f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
       f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
@@ -400,11 +454,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     }
     topos_run_free(run);
   }
-  topos_tensor_release(x0);
-  topos_tensor_release(cs);
-  topos_tensor_release(sn);
-  topos_tensor_release(mc);
-  topos_tensor_release(mn);
+  for (int i = 0; i < N_IN; ++i) topos_tensor_release(in[i]);
   if (st != TOPOS_OK) return tp_fail_context(st, "llama eval at position %lld", (long long)x->pos);
   x->pos += T;
   return TOPOS_OK;

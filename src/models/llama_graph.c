@@ -40,16 +40,34 @@ static topos_sym tp_permute(tp_rec *r, topos_sym a, int rank, int o0, int o1, in
   return topos_tape_permute(r->t, a, o);
 }
 
-/* x [rows, dim] * rsqrt(mean(x^2) + eps) * w */
-static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w) {
+/* x [rows, dim] * rsqrt(mean(x^2) + eps) * w (w [dim]) */
+static topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w) {
   topos_tape *t = r->t;
-  int64_t dim = r->c->dim;
   topos_sym ms = topos_tape_mean_along(t, topos_tape_mul(t, x, x), 1);
   topos_sym eps = topos_tape_fill_like(t, ms, r->c->rms_eps);
   topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, ms, eps));
   topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
   topos_sym y = topos_tape_mul(t, x, topos_tape_broadcast_along(t, inv, 1, dim));
   return topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
+}
+
+static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w) {
+  return tp_rmsnorm_n(r, x, rows, r->c->dim, w);
+}
+
+/* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms) */
+static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
+  const int64_t T = r->T, hd = r->c->head_dim;
+  topos_sym y = tp_rmsnorm_n(r, tp_reshape(r, x, 2, T * heads, hd, 0, 0), T * heads, hd, w);
+  return tp_reshape(r, y, 2, T, heads * hd, 0, 0);
+}
+
+/* c tanh(s / c): gemma2's soft-capping of scores and logits (c 0: s) */
+static topos_sym tp_softcap(tp_rec *r, topos_sym s, float cap) {
+  if (cap == 0.0f) return s;
+  topos_tape *t = r->t;
+  topos_sym y = topos_tape_tanh(t, topos_tape_mul(t, s, topos_tape_fill_like(t, s, 1.0f / cap)));
+  return topos_tape_mul(t, y, topos_tape_fill_like(t, y, cap));
 }
 
 /* x [T, heads, hd]: pairs rotated by the tables, adjacent ones (x[2i],
@@ -76,34 +94,64 @@ static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) 
   return topos_tape_add(r->t, y, topos_tape_broadcast_along(r->t, tp_const(r, b), 0, rows));
 }
 
-static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
+/* A set of attention masks (inputs named mask_cache / mask_chunk + suffix)
+ * and their broadcasts: c_rows [G*T, S] and n_rows [G*T, T] (the 16-bit
+ * caches' per-head products), c and n over the KVH heads (f32 caches). */
+typedef struct tp_masks {
+  topos_sym c_rows, c, n_rows, n;
+} tp_masks;
+
+static void tp_mask_inputs(tp_rec *r, const tp_llama_graph *g, int row_mask, const char *suffix, topos_sym *in_c,
+                           topos_sym *in_n, tp_masks *out) {
   topos_tape *t = r->t;
-  const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
-  int64_t T = r->T, C = r->C, S = r->S, D = c->dim, H = c->n_heads, KVH = c->n_kv_heads;
-  int64_t hd = c->head_dim, G = H / KVH;
-  topos_tensor_desc d = {TOPOS_F32, 2, {T, D}};
-  g->x0 = topos_tape_input_desc(t, &d, "x0");
-  topos_tensor_desc rd = {TOPOS_F32, 3, {T, hd / 2, 1}};
-  g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
-  g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, S = r->S, KVH = c->n_kv_heads, G = c->n_heads / KVH;
+  char name[48];
   /* every row of the chunk sees the same cached slots (those written before
    * it): the cache's mask is one row of S, broadcast to the G*T query rows
    * (a [G*T, S] input was 1.5 MB at 128 rows after 1024 tokens); only where
    * a sliding window cuts in (row_mask) does each row get its own */
   topos_tensor_desc mc = {TOPOS_F32, 1, {S}}, mn = {TOPOS_F32, 2, {G * T, T}};
-  if (g->row_mask) mc = (topos_tensor_desc){TOPOS_F32, 2, {G * T, S}};
+  if (row_mask) mc = (topos_tensor_desc){TOPOS_F32, 2, {G * T, S}};
+  out->c_rows = out->c = TOPOS_SYM_INVALID;
+  if (g->has_cache) {
+    snprintf(name, sizeof name, "mask_cache%s", suffix);
+    *in_c = topos_tape_input_desc(t, &mc, name);
+    out->c_rows = row_mask ? *in_c : topos_tape_broadcast_along(t, *in_c, 0, G * T);
+    out->c = topos_tape_broadcast_along(t, out->c_rows, 0, KVH);
+  }
+  snprintf(name, sizeof name, "mask_chunk%s", suffix);
+  *in_n = topos_tape_input_desc(t, &mn, name);
+  out->n_rows = *in_n;
+  out->n = topos_tape_broadcast_along(t, *in_n, 0, KVH);
+}
+
+static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
+  int64_t T = r->T, C = r->C, S = r->S, D = c->dim, H = c->n_heads, KVH = c->n_kv_heads;
+  int64_t hd = c->head_dim, G = H / KVH;
+  const float cap = c->attn_softcap;
+  topos_tensor_desc d = {TOPOS_F32, 2, {T, D}};
+  g->x0 = topos_tape_input_desc(t, &d, "x0");
+  topos_tensor_desc rd = {TOPOS_F32, 3, {T, hd / 2, 1}};
+  g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
+  g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
+  const int own_rope = c->rope_base_swa != 0.0f && c->n_swa_layers > 0;
+  g->cos_w = own_rope ? topos_tape_input_desc(t, &rd, "rope_cos_window") : TOPOS_SYM_INVALID;
+  g->sin_w = own_rope ? topos_tape_input_desc(t, &rd, "rope_sin_window") : TOPOS_SYM_INVALID;
   int cached = g->has_cache;
-  if (cached) g->mask_c = topos_tape_input_desc(t, &mc, "mask_cache");
-  g->mask_n = topos_tape_input_desc(t, &mn, "mask_chunk");
-  topos_sym mask_c_rows = !cached     ? TOPOS_SYM_INVALID
-                          : g->row_mask ? g->mask_c
-                                        : topos_tape_broadcast_along(t, g->mask_c, 0, G * T);
-  topos_sym mask_c = cached ? topos_tape_broadcast_along(t, mask_c_rows, 0, KVH) : TOPOS_SYM_INVALID;
-  topos_sym mask_n = topos_tape_broadcast_along(t, g->mask_n, 0, KVH);
-  double scale = 1.0 / sqrt((double)hd);
+  tp_masks full, window;
+  tp_mask_inputs(r, g, g->window_masks ? 0 : g->row_mask, "", &g->mask_c, &g->mask_n, &full);
+  window = full;
+  if (g->window_masks) tp_mask_inputs(r, g, g->row_mask, "_window", &g->mask_cw, &g->mask_nw, &window);
   topos_sym x = g->x0;
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const tp_llama_layer *L = &m->layers[l];
+    const tp_masks *mk = L->windowed ? &window : &full;
+    const topos_sym mask_c_rows = mk->c_rows, mask_c = mk->c, mask_n_rows = mk->n_rows, mask_n = mk->n;
+    const topos_sym cos = L->windowed && own_rope ? g->cos_w : g->cos;
+    const topos_sym sin = L->windowed && own_rope ? g->sin_w : g->sin;
     char name[48];
     topos_dtype kvt = r->kv_dtype;
     topos_tensor_desc kd = {kvt, 3, {KVH, hd, C}}, vd = {kvt, 3, {KVH, C, hd}};
@@ -148,24 +196,26 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     q = tp_bias(r, q, L->bq, T);
     k = tp_bias(r, k, L->bk, T);
     v = tp_bias(r, v, L->bv, T);
-    q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, g->cos, g->sin);
-    k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, g->cos, g->sin);
+    if (L->q_norm) q = tp_head_norm(r, q, H, L->q_norm);
+    if (L->k_norm) k = tp_head_norm(r, k, KVH, L->k_norm);
+    q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, cos, sin);
+    k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, cos, sin);
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     g->k_new[l] = k;
     g->v_new[l] = v;
-    q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, scale));
+    q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, c->attn_scale));
     /* q rows grouped by kv head: [KVH, G*T, hd], row g*T + t */
     q = tp_reshape(r, tp_permute(r, tp_reshape(r, q, 4, T, KVH, G, hd), 4, 1, 2, 0, 3), 3, KVH,
                    G * T, hd, 0);
     topos_sym o;
     if (kvt == TOPOS_F32) {
       topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
-      topos_sym s_n = topos_tape_add(t, topos_tape_matmul(t, q, kT), mask_n);
+      topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_matmul(t, q, kT), cap), mask_n);
       topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
       if (cached) { /* the first S slots of the cache, as views */
         topos_sym kc = topos_tape_narrow(t, g->k_cache[l], 2, 0, S);
         topos_sym vc = topos_tape_narrow(t, g->v_cache[l], 1, 0, S);
-        topos_sym s_c = topos_tape_add(t, topos_tape_matmul(t, q, kc), mask_c);
+        topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_matmul(t, q, kc), cap), mask_c);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
@@ -181,7 +231,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
         topos_sym vn = topos_tape_transpose(
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
-        topos_sym s_n = topos_tape_add(t, topos_tape_qlinear(t, qh, kn), g->mask_n);
+        topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kn), cap), mask_n_rows);
         if (!cached) {
           topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1));
           heads[kh] = topos_tape_qlinear(t, p, vn);
@@ -191,7 +241,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
         kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
         vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
-        topos_sym s_c = topos_tape_add(t, topos_tape_qlinear(t, qh, kc), mask_c_rows);
+        topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kc), cap), mask_c_rows);
         topos_sym parts[2] = {s_c, s_n};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
@@ -203,7 +253,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
     o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, H * hd, 0,
                    0);
-    x = topos_tape_add(t, x, tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T));
+    o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
+    if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
+    x = topos_tape_add(t, x, o);
 
     h = tp_rmsnorm(r, x, T, L->ffn_norm);
     topos_sym gate, up;
@@ -224,10 +276,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       gate = topos_tape_qlinear(t, h, tp_const(r, L->w_gate));
       up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
     }
-    gate = topos_tape_silu(t, tp_bias(r, gate, L->b_gate, T));
+    gate = tp_bias(r, gate, L->b_gate, T);
+    gate = c->ffn_gelu ? topos_tape_gelu(t, gate) : topos_tape_silu(t, gate);
     up = tp_bias(r, up, L->b_up, T);
-    x = topos_tape_add(t, x, tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)),
-                                     L->b_down, T));
+    topos_sym f = tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)), L->b_down, T);
+    if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
+    x = topos_tape_add(t, x, f);
   }
   if (g->logits_rows == TP_LOGITS_NONE) {
     g->logits = TOPOS_SYM_INVALID;
@@ -239,19 +293,19 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     rows = 1;
   }
   x = tp_rmsnorm(r, x, rows, m->output_norm);
-  g->logits = topos_tape_qlinear(t, x, tp_const(r, m->output));
+  g->logits = tp_softcap(r, topos_tape_qlinear(t, x, tp_const(r, m->output)), c->final_softcap);
   return topos_tape_status(t);
 }
 
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  tp_logits_rows logits_rows, int has_cache, int row_mask, topos_dtype kv_dtype,
-                                  topos_numerics numerics,
-                                  tp_llama_graph *g) {
+                                  tp_logits_rows logits_rows, int has_cache, int row_mask, int window_masks,
+                                  topos_dtype kv_dtype, topos_numerics numerics, tp_llama_graph *g) {
   memset(g, 0, sizeof *g);
   g->T = T;
   g->logits_rows = logits_rows;
   g->has_cache = has_cache;
   g->row_mask = has_cache && row_mask;
+  g->window_masks = window_masks;
   g->span = span;
   size_t L = (size_t)m->config.n_layers;
   topos_sym *syms = calloc(4 * L, sizeof *syms);

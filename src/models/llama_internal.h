@@ -8,6 +8,9 @@
 
 typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
+  topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] or NULL (config.qk_norm) */
+  topos_tensor *post_attn_norm, *post_ffn_norm; /* f32 [dim] or NULL (config.post_norms) */
+  int windowed;                              /* the sliding window applies to this layer */
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
   topos_tensor *w_gate, *w_up, *w_down;
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
@@ -35,10 +38,16 @@ struct topos_llama {
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:
- *   x0 f32 [T, dim]            embeddings of the chunk's tokens
+ *   x0 f32 [T, dim]            embeddings of the chunk's tokens (times embd_scale)
  *   cos, sin f32 [T, hd/2, 1]  rope tables at the chunk's positions
- *   mask_c f32 [G*T, S]        0 where row (g, t) may see cache slot j < S, else -inf
+ *   cos_w, sin_w               the windowed layers' tables where they have their own
+ *                              base (rope_base_swa), else absent
+ *   mask_c f32 [S] (row_mask: [G*T, S])  0 where row (g, t) may see cache slot j < S, else -inf
  *   mask_n f32 [G*T, T]        causal mask inside the chunk
+ *   mask_cw, mask_nw           the windowed layers' masks where the model mixes windowed
+ *                              and full layers and the window cuts into the chunk
+ *                              (window_masks; row_mask then shapes mask_cw), else the
+ *                              layers share mask_c and mask_n (phi3: all windowed)
  *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd]
  * Root: logits [T or 1, vocab] (none for TP_LOGITS_NONE: a prompt chunk
  * before the last needs no head). Sinks (topos_plan_forward_sink, index k <
@@ -50,10 +59,11 @@ typedef struct tp_llama_graph {
   int64_t T;
   tp_logits_rows logits_rows;
   int has_cache;
-  int row_mask; /* mask_c [G*T, span], a row per query (a sliding window cutting in), else [span] */
+  int row_mask; /* the windowed cache mask [G*T, span], a row per query (the window cutting in), else [span] */
+  int window_masks; /* the windowed layers have masks of their own (mask_cw, mask_nw) */
   int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
-  topos_sym x0, cos, sin, mask_c, mask_n, logits;
+  topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, logits;
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
 } tp_llama_graph;
 
@@ -61,10 +71,12 @@ typedef struct tp_llama_graph {
  * f16/bf16: k_cache [KVH, C, hd], v_cache [KVH, hd, C] (linear per kv head). */
 /* has_cache 0: a chunk at position 0 attends to its own keys only (no cache
  * inputs, no mask_cache): the same bits, since cached keys would all be
- * masked and add exact zeros. row_mask: the cache's mask has a row per
- * query row (phi3's window behind some rows' keys but not others'). */
+ * masked and add exact zeros. row_mask: the windowed cache mask has a row
+ * per query row (the window behind some rows' keys but not others');
+ * window_masks: the windowed layers get masks of their own. */
 topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, int64_t span,
-                                  tp_logits_rows logits_rows, int has_cache, int row_mask, topos_dtype kv_dtype,
+                                  tp_logits_rows logits_rows, int has_cache, int row_mask, int window_masks,
+                                  topos_dtype kv_dtype,
                                   topos_numerics numerics,
                                   tp_llama_graph *out);
 void tp_llama_graph_free(tp_llama_graph *g);

@@ -137,6 +137,81 @@ static inline void lt_check_decode(const lt_model *m, int64_t V) {
   free(step);
 }
 
+/* Every logit of model m (written from spec s) against the plain forward
+ * (f32 weights, so the bound is summation order's), and decoding equal to
+ * the full-context forward bit for bit at 1-3 threads. `without` is the
+ * spec with the variant left out: the plain forward of that differs from
+ * the model's logits by far more than the bound, so the check sees the
+ * variant. */
+static inline void lt_check_variant(const lt_model *m, const lt_spec *s, const lt_spec *without) {
+  CHECK(m->model != NULL);
+  lt_compare_plain_model(m, s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_compare_plain_model(m, s, TOPOS_NUMERICS_FAST, 1e-5);
+  const int64_t V = s->vocab;
+  float *got = malloc((size_t)(LT_N * V) * sizeof *got), *other = malloc((size_t)(LT_N * V) * sizeof *other);
+  CHECK(got && other);
+  if (got && other) {
+    CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 32, 5, got));
+    CHECK(lt_reference_forward(m->gguf, without, lt_tokens, LT_N, 32, other));
+    const double rel = lt_rel_l2(got, other, LT_N * V, NULL);
+    if (getenv("LT_VERBOSE")) fprintf(stderr, "without the variant: rel %g\n", rel);
+    CHECK_MSG(rel > 1e-3, "the variant changes the logits by only %g", rel);
+  }
+  free(got);
+  free(other);
+  lt_check_decode(m, V);
+}
+
+/* A chunk a sliding window cuts into: 3 tokens, then 9 in one chunk whose
+ * rows see different cached keys (the cache's mask a row per query), against
+ * the plain forward with both caches (a chunk after cached keys sums them
+ * apart from its own, so not the one-chunk bits); and those row-mask plans
+ * give the same bits at 1 and 3 threads (Exact). */
+static inline void lt_check_window_chunks(const lt_model *m, const lt_spec *s) {
+  const int64_t V = s->vocab;
+  float *got = malloc((size_t)(LT_N * V) * sizeof *got), *want = malloc((size_t)(LT_N * V) * sizeof *want);
+  CHECK(got && want);
+  if (!got || !want) {
+    free(got);
+    free(want);
+    return;
+  }
+  CHECK(lt_reference_forward(m->gguf, s, lt_tokens, LT_N, 32, want));
+  for (int k = 0; k < 2; ++k) {
+    topos_llama_context_options o = topos_llama_context_options_default();
+    o.n_ctx = 32;
+    o.kv_dtype = k ? TOPOS_F16 : TOPOS_F32;
+    topos_llama_context *ctx = NULL;
+    CHECK_OK(topos_llama_context_new(m->model, &o, &ctx));
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, got));
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, got + 3 * V));
+    const double rel = lt_rel_l2(got, want, LT_N * V, NULL);
+    if (getenv("LT_VERBOSE")) fprintf(stderr, "3 + 9 tokens, %s cache: rel %g\n", topos_dtype_name(o.kv_dtype), rel);
+    CHECK_MSG(rel < (k ? 2e-3 : 1e-5), "3 + 9 tokens, %s cache: relative error %g", topos_dtype_name(o.kv_dtype),
+              rel);
+    topos_llama_context_free(ctx);
+  }
+  const int saved = topos_threads();
+  for (int threads = 1; threads <= 3; threads += 2) {
+    topos_llama_context_options o = topos_llama_context_options_default();
+    o.n_ctx = 32;
+    o.numerics = TOPOS_NUMERICS_EXACT;
+    topos_llama_context *ctx = NULL;
+    CHECK_OK(topos_set_threads(threads));
+    CHECK_OK(topos_llama_context_new(m->model, &o, &ctx));
+    float *out = threads == 1 ? want : got;
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, out));
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, out + 3 * V));
+    topos_llama_context_free(ctx);
+  }
+  CHECK_OK(topos_set_threads(saved));
+  int64_t differ = 0;
+  for (int64_t i = 0; i < LT_N * V; ++i) differ += tt_f32_bits(got[i]) != tt_f32_bits(want[i]);
+  CHECK_MSG(differ == 0, "%lld logits differ between 1 and 3 threads (3 + 9 tokens, Exact)", (long long)differ);
+  free(got);
+  free(want);
+}
+
 static inline void lt_expect_refused(lt_spec s, topos_status want, const char *frag) {
   lt_model m;
   CHECK_STATUS(lt_open(&s, &m), want);

@@ -147,7 +147,7 @@ TEST(llama_decode_joins_products_apart_in_one_step) {
     CHECK_OK(lt_open(&s, &m));
     for (int exact = 0; exact < 2; ++exact) {
       tp_llama_graph g;
-      CHECK_OK(tp_llama_graph_build(m.model, 1, 32, 32, TP_LOGITS_LAST, 1, 0, TOPOS_F32,
+      CHECK_OK(tp_llama_graph_build(m.model, 1, 32, 32, TP_LOGITS_LAST, 1, 0, 0, TOPOS_F32,
                                     exact ? TOPOS_NUMERICS_EXACT : TOPOS_NUMERICS_FAST, &g));
       char *text = malloc(1 << 20);
       CHECK(text);

@@ -41,16 +41,44 @@ typedef struct lt_spec {
   const char *extra_tensor; /* an f32 vector of dim with this name */
   int biases;              /* 1: attn_q/k/v.bias (qwen2 needs them), 2: and attn_output.bias,
                             * 3: and ffn_gate/up/down.bias */
+  int64_t swa_pattern;     /* gemma2 / gemma3: if > 0, attention.sliding_window_pattern */
+  float rope_base_swa;     /* if > 0, rope.freq_base_swa */
+  float attn_softcap, final_softcap; /* if > 0, attn_ / final_logit_softcapping (gemma2 absent: 50, 30) */
 } lt_spec;
+
+static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
+
+/* gemma, gemma2, gemma3: embeddings times sqrt(dim), GELU gate; the last
+ * two with post-norms, gemma3 and qwen3 with q and k norms */
+static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch, "gemma", 5) == 0; }
+static inline int lt_post_norms(const lt_spec *s) { return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3"); }
+static inline int lt_qk_norm(const lt_spec *s) { return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3"); }
 
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
 
 /* qwen2 and phi3 files rotate pairs (x[i], x[i + hd/2]); llama files
  * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
- * those, for lv_check) */
+ * those, for lt_check_variant) */
 static inline int lt_neox(const lt_spec *s) {
-  return s->arch && (strcmp(s->arch, "qwen2") == 0 || strcmp(s->arch, "phi3") == 0);
+  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s);
+}
+
+/* The window the model uses (phi3: the key; gemma2: 4096 unless the key
+ * says; gemma3: the key or none) and whether layer l has it (phi3 all;
+ * gemma2 / gemma3: l % period < period - 1, period 2 / 6 or the key's). */
+static inline int64_t lt_window(const lt_spec *s) {
+  if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
+  if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
+  if (lt_arch_is(s, "gemma3")) return s->swa > 0 ? s->swa : 0;
+  return 0;
+}
+
+static inline int lt_windowed(const lt_spec *s, int64_t l) {
+  if (lt_window(s) == 0) return 0;
+  if (lt_phi3(s)) return 1;
+  const int64_t p = s->swa_pattern > 0 ? s->swa_pattern : lt_arch_is(s, "gemma2") ? 2 : 6;
+  return p <= 1 || l % p < p - 1;
 }
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
@@ -158,7 +186,7 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
                                           ne1 ? 2 : 1, ne, q, bytes);
 }
 
-/* "ARCH.suffix" (llama.*, qwen2.*, phi3.*; another architecture's files are refused before their keys matter) */
+/* "ARCH.suffix" (llama.*, qwen2.*, phi3.*, gemma2.*, ...; another architecture's files are refused before their keys matter) */
 static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
   snprintf(kb, 96, "%s.%s", lt_neox(s) ? s->arch : "llama", suffix);
   return kb;
@@ -194,8 +222,14 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
-  if (lt_phi3(s) && s->swa >= 0)
+  if ((lt_phi3(s) && s->swa >= 0) || (lt_gemma(s) && s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
+  if (s->swa_pattern > 0)
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window_pattern"), (uint32_t)s->swa_pattern));
+  if (s->rope_base_swa > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base_swa"), s->rope_base_swa));
+  if (s->attn_softcap > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attn_logit_softcapping"), s->attn_softcap));
+  if (s->final_softcap > 0)
+    LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "final_logit_softcapping"), s->final_softcap));
   if (s->rope_orig_ctx > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->rope_orig_ctx));
   if (s->rope_attn_factor != 0)
@@ -276,6 +310,14 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
     }
     LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
+    if (lt_qk_norm(s)) {
+      LT_W("attn_q_norm.weight", TOPOS_F32, hd, 0, 1);
+      LT_W("attn_k_norm.weight", TOPOS_F32, hd, 0, 1);
+    }
+    if (lt_post_norms(s)) {
+      LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      LT_W("post_ffw_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    }
     if (s->biases) {
       LT_W("attn_q.bias", TOPOS_F32, s->heads * hd, 0, 0);
       LT_W("attn_k.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
@@ -380,7 +422,13 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
   float *(*LW)[9] = calloc((size_t)s->layers, sizeof *LW), *(*LB)[9] = calloc((size_t)s->layers, sizeof *LB);
-  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB;
+  /* q, k norms [hd] and post-attention, post-feed-forward norms [D], where the file has them */
+  float *(*LN)[4] = calloc((size_t)s->layers, sizeof *LN);
+  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN;
+  /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
+  const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
+  const double final_cap = lt_arch_is(s, "gemma2") ? (s->final_softcap > 0 ? s->final_softcap : 30.0)
+                           : lt_arch_is(s, "gemma3") ? s->final_softcap : 0.0;
   const int fused = lt_phi3(s);
   const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
                           "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
@@ -393,6 +441,13 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
     }
+    const char *norms[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"};
+    for (int i = 0; i < 4; ++i) {
+      if (!(i < 2 ? lt_qk_norm(s) : lt_post_norms(s))) continue;
+      snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
+      LN[l][i] = lt_deq(g, n);
+      if (!LN[l][i]) ok = 0;
+    }
     /* biases of names[i]: q, k, v (biases >= 1), output (>= 2), gate, up, down (3) */
     for (int i = 1; i < 9; ++i) {
       const int want = i <= 3 ? s->biases >= 1 : i == 4 ? s->biases >= 2 : i >= 6 ? s->biases == 3 : 0;
@@ -404,6 +459,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   }
   for (int64_t p = 0; ok && p < N; ++p) {
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
+    for (int64_t i = 0; lt_gemma(s) && i < D; ++i) x[i] *= sqrtf((float)D);
     for (int64_t l = 0; ok && l < s->layers; ++l) {
       float *W[9], *const *B = LB[l];
       for (int i = 0; i < 9; ++i) W[i] = LW[l][i];
@@ -420,12 +476,23 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[1] && i < qd; ++i) q[i] += B[1][i];
         for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
         for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
+        /* q and k norms, per head */
+        for (int64_t head = 0; LN[l][0] && head < H + KVH; ++head) {
+          float *v = head < H ? q + head * hd : kp + (head - H) * hd;
+          lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
+        }
+        /* gemma3's windowed layers: a base of their own (absent: 10000) and no
+         * position scaling; gemma2's: the same base unless the file says */
+        const int win = lt_windowed(s, l);
+        const int own_base = win && (lt_arch_is(s, "gemma3") || s->rope_base_swa > 0);
+        const double lbase = own_base ? (s->rope_base_swa > 0 ? s->rope_base_swa : 10000.0) : base;
+        const double lscale = own_base ? 1.0 : pscale;
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
         for (int64_t head = 0; head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < hd / 2; ++i) {
-            double th = (double)p * pscale * pow(base, -2.0 * (double)i / (double)hd);
+            double th = (double)p * lscale * pow(lbase, -2.0 * (double)i / (double)hd);
             double mag = s->rope_attn_factor > 0 ? s->rope_attn_factor : 1.0;
             if (s->rope_freqs) th /= lt_rope_factor(i, hd, base, (double)s->ctx);
             /* LongRoPE: the long table where the context (ctx_len) is longer than the original one */
@@ -446,14 +513,17 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t head = 0; head < H; ++head) {
           int64_t kh = head / (H / KVH);
           float mx = -INFINITY;
-          /* a sliding window (phi3): keys from p - swa + 1 */
-          const int64_t j0 = lt_phi3(s) && s->swa > 0 && p >= s->swa ? p - s->swa + 1 : 0;
+          /* a sliding window (phi3; gemma2 / gemma3's windowed layers): keys from p - swa + 1 */
+          const int64_t wnd = win ? lt_window(s) : 0;
+          const int64_t j0 = wnd > 0 && p >= wnd ? p - wnd + 1 : 0;
           for (int64_t j = 0; j < j0; ++j) att[j] = -INFINITY;
           for (int64_t j = j0; j <= p; ++j) {
             double sc = 0;
             for (int64_t i = 0; i < hd; ++i)
               sc += (double)q[head * hd + i] * K[(l * N + j) * kvd + kh * hd + i];
-            att[j] = (float)(sc / sqrt((double)hd));
+            sc /= sqrt((double)hd);
+            if (attn_cap > 0) sc = attn_cap * tanh(sc / attn_cap);
+            att[j] = (float)sc;
             if (att[j] > mx) mx = att[j];
           }
           double sum = 0;
@@ -467,28 +537,38 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         }
         lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
+        if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         lt_rmsnorm(h, x, W[5], D, 1e-5f);
         lt_matvec(W[6], h, g1, F, D);
         lt_matvec(W[7], h, u1, F, D);
         for (int64_t i = 0; B[6] && i < F; ++i) g1[i] += B[6][i];
         for (int64_t i = 0; B[7] && i < F; ++i) u1[i] += B[7][i];
-        for (int64_t i = 0; i < F; ++i) g1[i] = g1[i] / (1.0f + expf(-g1[i])) * u1[i];
+        for (int64_t i = 0; i < F; ++i) {
+          const double a = g1[i]; /* gemma: GELU, tanh form */
+          g1[i] = lt_gemma(s) ? (float)(0.5 * a * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) *
+                                                               (a + 0.044715 * a * a * a))) * u1[i])
+                              : g1[i] / (1.0f + expf(-g1[i])) * u1[i];
+        }
         lt_matvec(W[8], g1, t2, D, F);
         for (int64_t i = 0; B[8] && i < D; ++i) t2[i] += B[8][i];
+        if (LN[l][3]) lt_rmsnorm(t2, t2, LN[l][3], D, 1e-5f);
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
       }
     }
     if (ok) {
       lt_rmsnorm(h, x, onorm, D, 1e-5f);
       lt_matvec(out, h, logits + p * V, V, D);
+      for (int64_t i = 0; final_cap > 0 && i < V; ++i)
+        logits[p * V + i] = (float)(final_cap * tanh(logits[p * V + i] / final_cap));
     }
   }
   for (int64_t l = 0; l < s->layers && LW && LB; ++l) {
     for (int i = 0; i < 9; ++i) free(LW[l][i]);
     for (int i = 0; i < 9; ++i) free(LB[l][i]);
+    for (int i = 0; LN && i < 4; ++i) free(LN[l][i]);
   }
-  free(LW); free(LB);
+  free(LW); free(LB); free(LN);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;

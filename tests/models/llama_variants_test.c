@@ -5,32 +5,6 @@
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' biases */
 
-/* Every logit of model m (written from spec s) against the plain forward
- * (f32 weights, so the bound is summation order's), and decoding equal to
- * the full-context forward bit for bit at 1-3 threads. `without` is the
- * spec with the variant left out: the plain forward of that differs from
- * the model's logits by far more than the bound, so the check sees the
- * variant. */
-static void lv_check(const lt_model *m, const lt_spec *s, const lt_spec *without) {
-  CHECK(m->model != NULL);
-  lt_compare_plain_model(m, s, TOPOS_NUMERICS_EXACT, 1e-5);
-  lt_compare_plain_model(m, s, TOPOS_NUMERICS_FAST, 1e-5);
-  const int64_t V = s->vocab;
-  float *got = malloc((size_t)(LT_N * V) * sizeof *got), *other = malloc((size_t)(LT_N * V) * sizeof *other);
-  CHECK(got && other);
-  if (got && other) {
-    CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 32, 5, got));
-    CHECK(lt_reference_forward(m->gguf, without, lt_tokens, LT_N, 32, other));
-    const double rel = lt_rel_l2(got, other, LT_N * V, NULL);
-    if (getenv("LT_VERBOSE")) fprintf(stderr, "without the variant: rel %g\n", rel);
-    CHECK_MSG(rel > 1e-3, "the variant changes the logits by only %g", rel);
-  }
-  free(got);
-  free(other);
-  lt_check_decode(m, V);
-}
-
-
 /* Llama 3.1 / 3.2 files carry one frequency divisor per rotated pair (1 for
  * the fast pairs, 8 for the slow ones, smooth between); running without
  * them, as a loader that ignores the tensor would, changes every logit. */
@@ -48,7 +22,7 @@ TEST(llama_rope_factors_of_llama31_files) {
       CHECK_EQ_INT((int64_t)topos_llama_config_of(m.model)->weight_bytes,
                    (int64_t)topos_llama_config_of(plain.model)->weight_bytes);
     lt_close(&plain);
-    lv_check(&m, &s, &without);
+    lt_check_variant(&m, &s, &without);
   }
   lt_close(&m);
   /* the smooth band lies at wavelengths between ctx / 4 and ctx: with the
@@ -75,7 +49,7 @@ TEST(llama_linear_rope_scaling) {
   CHECK_OK(lt_open(&s, &m));
   if (m.model) {
     CHECK(topos_llama_config_of(m.model)->rope_freq_scale == 0.25f);
-    lv_check(&m, &s, &without);
+    lt_check_variant(&m, &s, &without);
   }
   lt_close(&m);
   lt_spec none = s;
@@ -112,7 +86,7 @@ TEST(llama_yarn_rope_scaling) {
     CHECK(c->rope_ext_factor == 1.0f && c->rope_freq_scale == 0.25f);
     CHECK(c->rope_yarn_low == 10.0f && c->rope_yarn_high == 23.0f);
     CHECK(fabs(c->rope_mscale - 0.9 * (1.0 + 0.1 * log(4.0))) < 1e-6);
-    lv_check(&m, &s, &linear);
+    lt_check_variant(&m, &s, &linear);
   }
   lt_close(&m);
   /* without the optional keys: the training context (the test's ctx) and attn_factor 1 */
@@ -157,7 +131,7 @@ TEST(llama_longrope_tables) {
       CHECK(c->rope_longrope == 1 && c->rope_ctx_orig == orig && c->rope_mscale == 1.19f);
       lt_spec other = s; /* the plain forward with the other table */
       other.rope_orig_ctx = orig == 16 ? 64 : 16;
-      lv_check(&m, &s, &other);
+      lt_check_variant(&m, &s, &other);
     }
     lt_close(&m);
   }
@@ -166,7 +140,7 @@ TEST(llama_longrope_tables) {
   a.rope_attn_factor = 1.25f;
   lt_model m;
   CHECK_OK(lt_open(&a, &m));
-  if (m.model) lv_check(&m, &a, &plain);
+  if (m.model) lt_check_variant(&m, &a, &plain);
   lt_close(&m);
 }
 
@@ -189,7 +163,7 @@ TEST(llama_head_width_from_key_length) {
   both.rope_scale = 2.0f;
   CHECK_OK(lt_open(&both, &m));
   if (m.model) {
-    lv_check(&m, &both, &without);
+    lt_check_variant(&m, &both, &without);
     lt_kv = TOPOS_F16;
     lt_compare_plain_model(&m, &both, TOPOS_NUMERICS_FAST, 2e-3);
     lt_kv = TOPOS_F32;
@@ -289,7 +263,7 @@ TEST(llama_qwen2_files) {
     /* the NEOX rotation takes the rope pattern's one step too (q and k of each layer) */
     for (int64_t T = 1; T <= 5; T += 4) {
       tp_llama_graph gr;
-      CHECK_OK(tp_llama_graph_build(m.model, T, 32, 32, TP_LOGITS_LAST, 1, 0, TOPOS_F32, TOPOS_NUMERICS_EXACT, &gr));
+      CHECK_OK(tp_llama_graph_build(m.model, T, 32, 32, TP_LOGITS_LAST, 1, 0, 0, TOPOS_F32, TOPOS_NUMERICS_EXACT, &gr));
       char *text = malloc(1 << 20);
       CHECK(text);
       if (text) {
@@ -304,8 +278,8 @@ TEST(llama_qwen2_files) {
     lt_spec adjacent = s, unbiased = s;
     adjacent.arch = "llama"; /* the reference rotating adjacent pairs */
     unbiased.biases = 0;
-    lv_check(&m, &s, &adjacent);
-    lv_check(&m, &s, &unbiased);
+    lt_check_variant(&m, &s, &adjacent);
+    lt_check_variant(&m, &s, &unbiased);
   }
   lt_close(&m);
   /* quantized, GQA, tied head, 16-bit cache */
@@ -343,7 +317,7 @@ TEST(llama_phi3_files) {
     CHECK(m.model->layers[0].w_ffn_in != NULL && !m.model->layers[0].ffn_up_first);
     lt_spec adjacent = s; /* the plain forward rotating adjacent pairs: far off */
     adjacent.arch = "phi3-adjacent";
-    lv_check(&m, &s, &adjacent);
+    lt_check_variant(&m, &s, &adjacent);
   }
   lt_close(&m);
   /* quantized (the fused weights' own types), GQA, 16-bit cache */
@@ -370,50 +344,9 @@ TEST(llama_phi3_files) {
   CHECK_OK(lt_open(&w, &m));
   if (m.model) {
     CHECK_EQ_INT(topos_llama_config_of(m.model)->n_swa, 5);
-    lv_check(&m, &w, &unwindowed);
+    lt_check_variant(&m, &w, &unwindowed);
     lt_compare_plain_caches(&m, &w, 2e-3);
-    /* a chunk the window cuts into: 3 tokens, then 9 in one chunk whose rows
-     * see different cached keys (the cache's mask a row per query), against
-     * the plain forward (both caches; a chunk after cached keys sums them
-     * apart from its own, so not the one-chunk bits) */
-    const int64_t V = w.vocab;
-    float *got = malloc((size_t)(LT_N * V) * sizeof *got), *want = malloc((size_t)(LT_N * V) * sizeof *want);
-    CHECK(got && want);
-    if (got && want) CHECK(lt_reference_forward(m.gguf, &w, lt_tokens, LT_N, 32, want));
-    for (int k = 0; got && want && k < 2; ++k) {
-      topos_llama_context_options o = topos_llama_context_options_default();
-      o.n_ctx = 32;
-      o.kv_dtype = k ? TOPOS_F16 : TOPOS_F32;
-      topos_llama_context *ctx = NULL;
-      CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, got));
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, got + 3 * V));
-      const double rel = lt_rel_l2(got, want, LT_N * V, NULL);
-      if (getenv("LT_VERBOSE")) fprintf(stderr, "3 + 9 tokens, %s cache: rel %g\n", topos_dtype_name(o.kv_dtype), rel);
-      CHECK_MSG(rel < (k ? 2e-3 : 1e-5), "3 + 9 tokens, %s cache: relative error %g", topos_dtype_name(o.kv_dtype),
-                rel);
-      topos_llama_context_free(ctx);
-    }
-    /* the row-mask plans keep the same bits at every thread count (Exact) */
-    const int saved = topos_threads();
-    for (int threads = 1; got && want && threads <= 3; threads += 2) {
-      topos_llama_context_options o = topos_llama_context_options_default();
-      o.n_ctx = 32;
-      o.numerics = TOPOS_NUMERICS_EXACT;
-      topos_llama_context *ctx = NULL;
-      CHECK_OK(topos_set_threads(threads));
-      CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
-      float *out = threads == 1 ? want : got;
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, out));
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, 1, out + 3 * V));
-      topos_llama_context_free(ctx);
-    }
-    CHECK_OK(topos_set_threads(saved));
-    int64_t differ = 0;
-    for (int64_t i = 0; got && want && i < LT_N * V; ++i) differ += tt_f32_bits(got[i]) != tt_f32_bits(want[i]);
-    CHECK_MSG(differ == 0, "%lld logits differ between 1 and 3 threads (3 + 9 tokens, Exact)", (long long)differ);
-    free(got);
-    free(want);
+    lt_check_window_chunks(&m, &w);
   }
   lt_close(&m);
   /* no window key: llama.cpp's defaults for Phi-3's first files, else refused */
@@ -435,8 +368,8 @@ TEST(llama_attention_and_ffn_biases) {
   if (m.model) {
     const tp_llama_layer *L = &m.model->layers[0];
     CHECK(L->bo && L->b_gate && L->b_up && L->b_down);
-    lv_check(&m, &s, &unbiased);
-    lv_check(&m, &s, &attn_only); /* the feed-forward biases alone are seen */
+    lt_check_variant(&m, &s, &unbiased);
+    lt_check_variant(&m, &s, &attn_only); /* the feed-forward biases alone are seen */
   }
   lt_close(&m);
   lt_spec q = lt_spec_with_inputs(TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q4_K, TOPOS_Q4_K);

@@ -1,0 +1,182 @@
+/* qwen3 and the Gemma files (gemma, gemma2, gemma3): what each adds to the
+ * llama graph, against the tests' plain forward with f32 weights (the bound
+ * is summation order's), decoding equal to the full-context forward bit for
+ * bit, and quantized weights through both caches.
+ *   qwen3   q and k RMS-normalised per head before the rotation
+ *   gemma   embeddings times sqrt(dim), GELU of the gate, tied head
+ *   gemma2  + post-norms on both branches, soft-capped scores and logits,
+ *           a sliding window on even layers
+ *   gemma3  + q and k norms, a window on five layers of six whose rotation
+ *           has a base of its own (10000) and unscaled positions */
+#include "models/llama_harness.h"
+#include "models/llama_internal.h" /* the layers' norms and window flags */
+
+static lt_spec lg_f32(const char *arch) {
+  lt_spec s = lt_f32_spec();
+  s.arch = arch;
+  if (strncmp(arch, "gemma", 5) == 0) s.tied = 1; /* as their converters write them */
+  return s;
+}
+
+TEST(llama_qwen3_files) {
+  lt_spec s = lg_f32("qwen3"), without = s;
+  without.arch = "qwen2"; /* the plain forward without the q and k norms */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(strcmp(c->arch, "qwen3") == 0);
+    CHECK(c->qk_norm == 1 && c->rope_neox == 1 && c->post_norms == 0 && c->ffn_gelu == 0);
+    CHECK(m.model->layers[1].q_norm && m.model->layers[1].k_norm && !m.model->layers[1].bq);
+    lt_check_variant(&m, &s, &without);
+  }
+  lt_close(&m);
+  /* quantized, GQA, heads wider than dim / heads (Qwen3's are), both caches */
+  lt_spec q = lt_default_spec();
+  q.arch = "qwen3";
+  q.head_dim = 128;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+  lt_spec t = s;
+  t.layers = 1;
+  t.skip_tensor = "blk.0.attn_k_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.attn_k_norm.weight is missing");
+  t = s;
+  t.layers = 1;
+  t.bad_tensor = "blk.0.attn_q_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_q_norm.weight has ne {96}, the metadata implies {64}");
+}
+
+TEST(llama_gemma_files) {
+  lt_spec s = lg_f32("gemma"), without = s;
+  without.arch = "qwen2"; /* NEOX too, but SiLU and no embedding scale */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ffn_gelu == 1 && c->rope_neox == 1 && c->tied_output == 1 && c->qk_norm == 0);
+    CHECK(c->embd_scale == sqrtf(256.0f) && c->attn_scale == 1.0f / sqrtf(64.0f));
+    CHECK(c->attn_softcap == 0.0f && c->final_softcap == 0.0f && c->n_swa == 0);
+    lt_check_variant(&m, &s, &without);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "gemma";
+  q.tied = 1;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+}
+
+/* gemma2: a window of 5 on layer 0 (layer 1 sees every key), soft caps
+ * small enough for tanh to bend random-weight scores and logits. Without
+ * the window, or with other caps, the plain forward is far off; chunks the
+ * window cuts into run plans whose windowed layers have masks of their own. */
+TEST(llama_gemma2_files) {
+  lt_spec s = lg_f32("gemma2"), unwindowed = s, capped = s;
+  s.swa = 5;
+  s.attn_softcap = 0.5f;
+  s.final_softcap = 2.0f;
+  unwindowed.attn_softcap = 0.5f, unwindowed.final_softcap = 2.0f; /* window: the default 4096 */
+  capped.swa = 5; /* the default caps, 50 and 30 */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->post_norms == 1 && c->ffn_gelu == 1 && c->qk_norm == 0);
+    CHECK(c->attn_softcap == 0.5f && c->final_softcap == 2.0f);
+    CHECK(c->n_swa == 5 && c->n_swa_layers == 1 && c->rope_base_swa == 0.0f);
+    CHECK(m.model->layers[0].windowed && !m.model->layers[1].windowed);
+    CHECK(m.model->layers[0].post_attn_norm && m.model->layers[1].post_ffn_norm);
+    lt_check_variant(&m, &s, &unwindowed);
+    lt_check_variant(&m, &s, &capped);
+    lt_compare_plain_caches(&m, &s, 2e-3);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  /* the keys' defaults, as llama.cpp reads them */
+  lt_spec d = lg_f32("gemma2");
+  d.layers = 1;
+  CHECK_OK(lt_open(&d, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 4096 && c->attn_softcap == 50.0f && c->final_softcap == 30.0f);
+    CHECK_EQ_INT(c->n_swa_layers, 1);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "gemma2";
+  q.tied = 1;
+  q.swa = 5;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+  lt_spec t = d;
+  t.skip_tensor = "blk.0.post_ffw_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.post_ffw_norm.weight is missing");
+}
+
+/* gemma3: q and k norms, post-norms, a window of 5 on the layers the
+ * pattern (here 2: layer 0 of 2) leaves windowed, whose rotation takes base
+ * 10000 and unscaled positions while the full layers take the file's base
+ * (1e6) and its linear scaling (factor 8, as the 4B and larger files). */
+TEST(llama_gemma3_files) {
+  lt_spec s = lg_f32("gemma3");
+  s.swa = 5;
+  s.swa_pattern = 2;
+  s.rope_base = 1000000.0f;
+  s.rope_scale = 8.0f;
+  s.final_softcap = 0.0f;
+  lt_spec same_base = s; /* the plain forward with the windowed layers' base 1e6 */
+  same_base.rope_base_swa = 1000000.0f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->post_norms == 1 && c->ffn_gelu == 1 && c->attn_softcap == 0.0f);
+    CHECK(c->n_swa == 5 && c->n_swa_layers == 1 && c->rope_base_swa == 10000.0f);
+    CHECK(c->rope_freq_scale == 0.125f);
+    lt_check_variant(&m, &s, &same_base);
+    lt_compare_plain_caches(&m, &s, 2e-3);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  /* rope.freq_base_swa where the file states it; final soft-capping where it asks */
+  lt_spec b = s;
+  b.rope_base_swa = 500.0f;
+  b.final_softcap = 2.0f;
+  CHECK_OK(lt_open(&b, &m));
+  if (m.model) {
+    CHECK(topos_llama_config_of(m.model)->rope_base_swa == 500.0f);
+    lt_check_variant(&m, &b, &s);
+  }
+  lt_close(&m);
+  /* no window key: no window and one rope base; the default pattern of 6
+   * leaves both of 2 layers windowed (one mask set for all: phi3's plans) */
+  lt_spec n = lg_f32("gemma3");
+  CHECK_OK(lt_open(&n, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 0 && c->n_swa_layers == 0 && c->rope_base_swa == 0.0f);
+    lt_compare_plain_model(&m, &n, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+  lt_spec all = lg_f32("gemma3");
+  all.swa = 5;
+  CHECK_OK(lt_open(&all, &m));
+  if (m.model) {
+    CHECK_EQ_INT(topos_llama_config_of(m.model)->n_swa_layers, 2);
+    lt_check_variant(&m, &all, &n);
+    lt_check_window_chunks(&m, &all);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "gemma3";
+  q.tied = 1;
+  q.swa = 5;
+  q.swa_pattern = 2;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+}
