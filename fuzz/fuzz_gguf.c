@@ -11,7 +11,9 @@
  * `topos gguf make-test-llama OUT --dim 8 --heads 2 --kv-heads 1 --ff 8
  * --vocab 6 --layers 1 --ctx 16`; tiny-phi3.bin is that file as a phi3 one
  * (q|k|v and gate|up fused, a sliding window of 8, YaRN keys), rewritten
- * with gguf-py. */
+ * with gguf-py; tiny-gemma3.bin that file as a gemma3 one (q and k norms,
+ * post-norms, a window of 4 on a pattern of 2, a second rope base, final
+ * soft-capping). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

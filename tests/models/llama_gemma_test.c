@@ -112,6 +112,18 @@ TEST(llama_gemma2_files) {
   CHECK_OK(lt_open(&q, &m));
   lt_compare_plain_caches(&m, &q, 3e-2);
   lt_close(&m);
+  /* the 27B files (46 blocks) scale q by 1 / sqrt(dim / heads), not by the
+   * head width (their query_pre_attn_scalar; llama.cpp tells them by the
+   * block count): heads of 16 over a dim of 64 with 2 heads */
+  lt_spec big = lg_f32("gemma2");
+  big.dim = 64, big.heads = 2, big.kv_heads = 1, big.head_dim = 16, big.ff = 64, big.layers = 46;
+  for (int blocks = 45; blocks <= 46; ++blocks) {
+    big.layers = blocks;
+    CHECK_OK(lt_open(&big, &m));
+    if (m.model)
+      CHECK(topos_llama_config_of(m.model)->attn_scale == (blocks == 46 ? 1.0f / sqrtf(32.0f) : 0.25f));
+    lt_close(&m);
+  }
   lt_spec t = d;
   t.skip_tensor = "blk.0.post_ffw_norm.weight";
   lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.post_ffw_norm.weight is missing");
