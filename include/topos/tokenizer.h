@@ -22,10 +22,18 @@
  *      pre-tokens found in the vocabulary skip the merges (ignore_merges).
  *  - "smollm", "starcoder", "refact", "command-r", "codeshell", "exaone",
  *    "minerva": every \p{N} code point is its own piece, then the GPT-2 pattern.
- *  The patterns are implemented by hand. \p{L}, \p{N} and \s are exact for
- *  ASCII and Latin-1; above that a table of digit, mark, punctuation, symbol,
- *  space and emoji ranges of the common blocks is used and every other code
- *  point counts as a letter (an approximation of the Unicode categories).
+ *  - "tekken" (Mistral NeMo, Small 3, Ministral): words by case,
+ *      [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
+ *      and the reverse, digits one by one; BOS by default, ignore_merges.
+ *  - "gpt-4o", "llama4" (o200k: Phi-4-mini, Llama 4): tekken's words with
+ *      case-insensitive contractions, digits in groups of 1-3.
+ *  The patterns are implemented by hand over the Unicode Character
+ *  Database's general categories and White_Space property (version 14.0, a
+ *  generated table), as the tokenizer.json expressions state them.
+ *  llama.cpp instead approximates tekken's and gpt-4o's cased classes with
+ *  [^a-z] / [^A-Z] among letters and leaves marks out of words, so the two
+ *  split differently only where words hold non-ASCII capitals after small
+ *  letters or combining marks.
  *  Bytes that are not valid UTF-8 are kept (each is a one-byte "symbol"
  *  character), so encoding never loses input.
  *
@@ -46,7 +54,7 @@
  * Known differences from llama.cpp: a byte with neither a byte token nor a
  * single-byte token becomes one unknown token per byte (SentencePiece emits
  * one per character); tokens' lstrip/rstrip attributes are not modelled; the
- * Unicode classes are approximate (above). The encodings of SmolLM2's
+ * cased patterns' classes (above). The encodings of SmolLM2's
  * vocabulary were checked against HuggingFace tokenizers
  * (tests/models/tokenizer_smollm2_test.c).
  *

@@ -1,5 +1,5 @@
-/* Pre-tokenizers of byte-level BPE vocabularies: the GPT-2, Llama-3 and
- * Qwen2 regular expressions, matched by hand. Each matcher looks at code point i
+/* Pre-tokenizers of byte-level BPE vocabularies: the GPT-2, Llama-3,
+ * Qwen2, tekken and gpt-4o regular expressions, matched by hand. Each matcher looks at code point i
  * and returns where the regex's leftmost alternative that matches there
  * ends; alternatives are tried in the pattern's order, so the result is the
  * one a backtracking regex engine gives. */
@@ -10,7 +10,8 @@
 
 typedef struct tp_cps {
   const uint32_t *cp;
-  const uint8_t *cls;
+  const uint8_t *cls;  /* tp_char_class */
+  const uint8_t *kind; /* tp_char_kind */
 } tp_cps;
 
 static int tp_is_letter(const tp_cps *c, size_t i) { return c->cls[i] == TP_CHAR_LETTER; }
@@ -86,16 +87,93 @@ static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n, size_t digits
   return tp_space_run(c, i, n);
 }
 
+/* tekken's and gpt-4o's classes: "upper" [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+ * "lower" [\p{Ll}\p{Lm}\p{Lo}\p{M}] (caseless letters and marks are both),
+ * and the optional lead [^\r\n\p{L}\p{N}] (marks too). */
+static int tp_is_upper_set(const tp_cps *c, size_t i) {
+  return c->kind[i] == TP_KIND_UPPER || c->kind[i] == TP_KIND_CASELESS || c->kind[i] == TP_KIND_MARK;
+}
+static int tp_is_lower_set(const tp_cps *c, size_t i) {
+  return c->kind[i] == TP_KIND_LOWER || c->kind[i] == TP_KIND_CASELESS || c->kind[i] == TP_KIND_MARK;
+}
+static int tp_is_lead(const tp_cps *c, size_t i) {
+  return c->cls[i] != TP_CHAR_LETTER && c->cls[i] != TP_CHAR_NUMBER && !tp_is_newline(c, i);
+}
+
+/* upper*lower+ from s, as a backtracking engine matches it: upper* takes
+ * its longest run, then gives code points back until lower+ can start;
+ * returns the end, or 0 where nothing matches. */
+static size_t tp_word_lower(const tp_cps *c, size_t s, size_t n) {
+  size_t e = s;
+  while (e < n && tp_is_upper_set(c, e)) e++;
+  if (e < n && tp_is_lower_set(c, e)) { /* lower+ from e, at its longest */
+    while (e < n && tp_is_lower_set(c, e)) e++;
+    return e;
+  }
+  /* the last code point the run gave back that lower+ takes: lower+ ends
+   * right after it (the code points after it were upper only) */
+  for (size_t k = e; k > s; k--)
+    if (tp_is_lower_set(c, k - 1)) return k;
+  return 0;
+}
+
+/* upper+lower* from s; 0 where nothing matches */
+static size_t tp_word_upper(const tp_cps *c, size_t s, size_t n) {
+  size_t e = s;
+  while (e < n && tp_is_upper_set(c, e)) e++;
+  if (e == s) return 0;
+  while (e < n && tp_is_lower_set(c, e)) e++;
+  return e;
+}
+
+/* [^\r\n\p{L}\p{N}]?UPPER*LOWER+C?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*C?|\p{N}{1,digits}|
+ *  ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * tekken: no contractions C, digits 1; gpt-4o: C = (?i:'s|'t|'re|'ve|'m|'ll|'d), digits 3.
+ * Each word alternative tries the lead first, then none. */
+static size_t tp_cased_match(const tp_cps *c, size_t i, size_t n, size_t digits, int contractions) {
+  size_t (*const words[2])(const tp_cps *, size_t, size_t) = {tp_word_lower, tp_word_upper};
+  for (int w = 0; w < 2; ++w)
+    for (int lead = 1; lead >= 0; --lead) {
+      if (lead && !(tp_is_lead(c, i) && i + 1 < n)) continue;
+      size_t end = words[w](c, i + (size_t)lead, n);
+      if (!end) continue;
+      if (contractions) {
+        const size_t after = tp_contraction(c, end, n, 1);
+        if (after) end = after;
+      }
+      return end;
+    }
+  size_t j;
+  if (c->cls[i] == TP_CHAR_NUMBER) {
+    j = i + 1;
+    while (j < n && j < i + digits && c->cls[j] == TP_CHAR_NUMBER) j++;
+    return j;
+  }
+  size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
+  if (c->cls[s] == TP_CHAR_OTHER) {
+    j = s;
+    while (j < n && c->cls[j] == TP_CHAR_OTHER) j++;
+    while (j < n && (tp_is_newline(c, j) || c->cp[j] == '/')) j++;
+    return j;
+  }
+  /* whitespace at i */
+  j = i;
+  while (j < n && tp_is_space(c, j)) j++;
+  for (size_t k = j; k > i; k--)
+    if (tp_is_newline(c, k - 1)) return k; /* \s*[\r\n]+ ends after the last newline */
+  return tp_space_run(c, i, n);
+}
+
 topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_piece_fn emit,
                             void *ctx) {
   if (n == 0) return TOPOS_OK;
   if (n > SIZE_MAX / (sizeof(uint32_t) + sizeof(size_t) + 1) - 1)
     return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text of %zu bytes too long", n);
   uint32_t *cp = malloc(n * sizeof *cp);
-  uint8_t *cls = malloc(n);
+  uint8_t *cls = malloc(n), *kinds = malloc(n);
   size_t *off = malloc((n + 1) * sizeof *off);
-  if (!cp || !cls || !off) {
-    free(cp), free(cls), free(off);
+  if (!cp || !cls || !kinds || !off) {
+    free(cp), free(cls), free(kinds), free(off);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: pre-tokenizing %zu bytes", n);
   }
   const unsigned char *u = (const unsigned char *)text;
@@ -103,11 +181,16 @@ topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_pie
   for (size_t at = 0; at < n; count++) {
     off[count] = at;
     at += tp_utf8_decode(u + at, n - at, &cp[count]);
-    cls[count] = (uint8_t)tp_char_class_of(cp[count]);
+    const tp_char_kind k = tp_char_kind_of(cp[count]);
+    kinds[count] = (uint8_t)k;
+    cls[count] = k <= TP_KIND_CASELESS ? TP_CHAR_LETTER
+                 : k == TP_KIND_NUMBER ? TP_CHAR_NUMBER
+                 : k == TP_KIND_SPACE  ? TP_CHAR_SPACE
+                                       : TP_CHAR_OTHER;
   }
   off[count] = n;
 
-  tp_cps c = {cp, cls};
+  tp_cps c = {cp, cls, kinds};
   topos_status st = TOPOS_OK;
   size_t i = 0;
   while (i < count && st == TOPOS_OK) {
@@ -122,12 +205,14 @@ topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_pie
       while (seg_end < count && cls[seg_end] != TP_CHAR_NUMBER) seg_end++;
     }
     size_t end = kind == TP_PRE_LLAMA3   ? tp_llama3_match(&c, i, seg_end, 3)
-                 : kind == TP_PRE_QWEN2 ? tp_llama3_match(&c, i, seg_end, 1)
-                                        : tp_gpt2_match(&c, i, seg_end);
+                 : kind == TP_PRE_QWEN2  ? tp_llama3_match(&c, i, seg_end, 1)
+                 : kind == TP_PRE_TEKKEN ? tp_cased_match(&c, i, seg_end, 1, 0)
+                 : kind == TP_PRE_GPT4O  ? tp_cased_match(&c, i, seg_end, 3, 1)
+                                         : tp_gpt2_match(&c, i, seg_end);
     if (end <= i) end = i + 1; /* cannot happen: every class has a matching alternative */
     st = emit(ctx, off[i], off[end] - off[i]);
     i = end;
   }
-  free(cp), free(cls), free(off);
+  free(cp), free(cls), free(kinds), free(off);
   return st;
 }

@@ -58,6 +58,8 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
   static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact", "command-r",
                                        "codeshell", "exaone",    "minerva"};
+  static const char *const tekken[] = {"tekken"};
+  static const char *const gpt4o[] = {"gpt-4o", "llama4", "kanana2", "talkie"};
   static const struct {
     const char *const *names;
     size_t n;
@@ -67,7 +69,9 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
                {llama3, sizeof llama3 / sizeof *llama3, TP_PRE_LLAMA3, 1},
                {llama3_merged, sizeof llama3_merged / sizeof *llama3_merged, TP_PRE_LLAMA3, 0},
                {qwen2, sizeof qwen2 / sizeof *qwen2, TP_PRE_QWEN2, 0},
-               {digits, sizeof digits / sizeof *digits, TP_PRE_DIGITS_GPT2, 0}};
+               {digits, sizeof digits / sizeof *digits, TP_PRE_DIGITS_GPT2, 0},
+               {tekken, 1, TP_PRE_TEKKEN, 1},
+               {gpt4o, sizeof gpt4o / sizeof *gpt4o, TP_PRE_GPT4O, 0}};
   *ignore_merges = 0;
   if (!name) name = "default";
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
@@ -79,7 +83,8 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
       }
   return tp_fail(TOPOS_UNSUPPORTED,
                  "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: gpt2 and its aliases, "
-                 "llama-bpe, falcon3, dbrx, smaug-bpe, qwen2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva)",
+                 "llama-bpe, falcon3, dbrx, smaug-bpe, qwen2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva, "
+                 "tekken, gpt-4o, llama4)",
                  name);
 }
 
@@ -346,7 +351,7 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
   t->unk = d->unk_id, t->pad = d->pad_id;
   tp_find_eog(t);
   int spm = t->kind == TOPOS_TOKENIZER_SPM;
-  t->add_bos = d->add_bos >= 0 ? !!d->add_bos : (spm || t->pre == TP_PRE_LLAMA3);
+  t->add_bos = d->add_bos >= 0 ? !!d->add_bos : (spm || t->pre == TP_PRE_LLAMA3 || t->pre == TP_PRE_TEKKEN);
   t->add_eos = d->add_eos >= 0 ? !!d->add_eos : 0;
   t->add_space_prefix = d->add_space_prefix >= 0 ? !!d->add_space_prefix : spm;
   return TOPOS_OK;

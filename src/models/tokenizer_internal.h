@@ -10,21 +10,37 @@
 #include "base/utf8.h"
 #include "topos/tokenizer.h"
 
-/* ---- Unicode classes used by the pre-tokenizers (approximation: see tokenizer.h) */
+/* ---- Unicode classes used by the pre-tokenizers (the Unicode Character
+ * Database's general categories and White_Space: unicode_classes.h) */
 typedef enum tp_char_class {
-  TP_CHAR_LETTER,
-  TP_CHAR_NUMBER,
-  TP_CHAR_SPACE,
-  TP_CHAR_OTHER /* punctuation, symbols, marks, controls, invalid bytes */
+  TP_CHAR_LETTER, /* \p{L} */
+  TP_CHAR_NUMBER, /* \p{N} */
+  TP_CHAR_SPACE,  /* \s */
+  TP_CHAR_OTHER   /* punctuation, symbols, marks, controls, unassigned, invalid bytes */
 } tp_char_class;
 tp_char_class tp_char_class_of(uint32_t cp);
+
+/* The same with letters by case and marks apart, for the patterns that
+ * tell them apart (tekken, gpt-4o); the order is unicode_classes.h's. */
+typedef enum tp_char_kind {
+  TP_KIND_UPPER,    /* Lu, Lt */
+  TP_KIND_LOWER,    /* Ll */
+  TP_KIND_CASELESS, /* Lm, Lo */
+  TP_KIND_MARK,     /* Mn, Mc, Me */
+  TP_KIND_NUMBER,   /* Nd, Nl, No */
+  TP_KIND_SPACE,    /* White_Space */
+  TP_KIND_OTHER
+} tp_char_kind;
+tp_char_kind tp_char_kind_of(uint32_t cp);
 
 /* ---- pre-tokenizers for byte-level BPE */
 typedef enum tp_pre_kind {
   TP_PRE_GPT2,
   TP_PRE_LLAMA3,
   TP_PRE_QWEN2, /* Llama 3's pattern with digits one by one */
-  TP_PRE_DIGITS_GPT2 /* each \p{N} alone, then GPT-2 (smollm, starcoder, ...) */
+  TP_PRE_DIGITS_GPT2, /* each \p{N} alone, then GPT-2 (smollm, starcoder, ...) */
+  TP_PRE_TEKKEN, /* Mistral's: words by case ([A-Z]*[a-z]+ in Unicode's terms), digits one by one */
+  TP_PRE_GPT4O   /* o200k: tekken's words with contractions, digits in groups of 1-3 */
 } tp_pre_kind;
 
 /* Calls emit(ctx, start, length) for each pre-token of text[0..n), in order;

@@ -116,6 +116,86 @@ TEST(tokenizer_pretokenize_qwen2_and_llama3_match_the_regex) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_SPLIT(cases[i].kind, cases[i].text, cases[i].pieces);
 }
 
+/* Mistral's tekken and OpenAI's o200k (gpt-4o, Llama 4) patterns, whose
+ * words go by case ([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
+ * and the reverse), against the splits Python's `regex` module gives for
+ * the expressions their tokenizer.json files state (scripts/
+ * pretokenize_reference.py prints these rows): capitals, camel case,
+ * Greek, Latin-1 capitals, a title-case digraph, a modifier letter,
+ * combining marks, Devanagari's vowel signs, CJK, slashes. */
+TEST(tokenizer_pretokenize_tekken_and_gpt4o_match_the_regex) {
+  static const struct {
+    tp_pre_kind kind;
+    const char *text, *pieces;
+  } cases[] = {
+    {TP_PRE_TEKKEN, "HTMLParser camelCase I'M don't",
+     "HTMLParser| camel|Case| I|'M| don|'t"},
+    {TP_PRE_TEKKEN, "Path/to/file.txt\n// comment /\n",
+     "Path|/to|/file|.txt|\n|//| comment| /\n"},
+    {TP_PRE_TEKKEN, "\xC3\x89" "COLE \xC3\xA9lan \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91 \xCF\x83\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1",
+     "\xC3\x89" "COLE| \xC3\xA9lan| \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91| \xCF\x83\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1"},
+    {TP_PRE_TEKKEN, "e\xCC\x81te\xCC\x81 \xCC\x81x",
+     "e\xCC\x81te\xCC\x81| \xCC\x81x"},
+    {TP_PRE_TEKKEN, "\xC7\x85ungla \xCA\xB0" "a \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88",
+     "\xC7\x85ungla| \xCA\xB0" "a| \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88"},
+    {TP_PRE_TEKKEN, "2024-12-06: 3.14159\n\nend",
+     "2|0|2|4|-|1|2|-|0|6|:| |3|.|1|4|1|5|9|\n\n|end"},
+    {TP_PRE_TEKKEN, "  leading  ",
+     " | leading|  "},
+    {TP_PRE_TEKKEN, "\xE6\x97\xA5" "A \xCA\xB0" "B \xE6\x9C\xAC" "CD! x\xE6\x97\xA5\xE6\x9C\xAC" "A",
+     "\xE6\x97\xA5|A| \xCA\xB0|B| \xE6\x9C\xAC|CD|!| x\xE6\x97\xA5\xE6\x9C\xAC|A"},
+    {TP_PRE_TEKKEN, "\xCE\xA3\xE6\x97\xA5\xCF\x83\xCE\xA9 \xCC\x81" "AB",
+     "\xCE\xA3\xE6\x97\xA5\xCF\x83|\xCE\xA9| \xCC\x81|AB"},
+    {TP_PRE_TEKKEN, "x9y x9y12345's's're",
+     "x|9|y| x|9|y|1|2|3|4|5|'s|'s|'re"},
+    {TP_PRE_TEKKEN, "  \xCA\xB0" "a\xC7\x85x7're'LL\r\n\n7\xC7\x85x",
+     " | \xCA\xB0" "a|\xC7\x85x|7|'re|'LL|\r\n\n|7|\xC7\x85x"},
+    {TP_PRE_TEKKEN, "'s\xCC\x81\xCE\xA3\xCF\x83\xC3\x89" "COLE",
+     "'s\xCC\x81|\xCE\xA3\xCF\x83|\xC3\x89" "COLE"},
+    {TP_PRE_TEKKEN, "7!?\r\ncamelCase\nA's\r\n",
+     "7|!?\r\n|camel|Case|\n|A|'s|\r\n"},
+    {TP_PRE_TEKKEN, "\n\r\n\xC7\x85x\nHTMLParser--'re\xC3\x89" "COLEcamelCase",
+     "\n\r\n|\xC7\x85x|\n|HTMLParser|--'|re|\xC3\x89" "COLEcamel|Case"},
+    {TP_PRE_TEKKEN, "\xCA\xB0" "a\xC3\xA9\nHTMLParser",
+     "\xCA\xB0" "a\xC3\xA9|\n|HTMLParser"},
+    {TP_PRE_TEKKEN, "'s\xE6\x97\xA5\xE6\x9C\xAC's  --\xCA\xB0" "a're\xC3\xA9\r\n\xCC\x81",
+     "'s\xE6\x97\xA5\xE6\x9C\xAC|'s| | --|\xCA\xB0" "a|'re\xC3\xA9|\r\n|\xCC\x81"},
+    {TP_PRE_GPT4O, "HTMLParser camelCase I'M don't",
+     "HTMLParser| camel|Case| I'M| don't"},
+    {TP_PRE_GPT4O, "Path/to/file.txt\n// comment /\n",
+     "Path|/to|/file|.txt|\n|//| comment| /\n"},
+    {TP_PRE_GPT4O, "\xC3\x89" "COLE \xC3\xA9lan \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91 \xCF\x83\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1",
+     "\xC3\x89" "COLE| \xC3\xA9lan| \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91| \xCF\x83\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1"},
+    {TP_PRE_GPT4O, "e\xCC\x81te\xCC\x81 \xCC\x81x",
+     "e\xCC\x81te\xCC\x81| \xCC\x81x"},
+    {TP_PRE_GPT4O, "\xC7\x85ungla \xCA\xB0" "a \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88",
+     "\xC7\x85ungla| \xCA\xB0" "a| \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88"},
+    {TP_PRE_GPT4O, "2024-12-06: 3.14159\n\nend",
+     "202|4|-|12|-|06|:| |3|.|141|59|\n\n|end"},
+    {TP_PRE_GPT4O, "  leading  ",
+     " | leading|  "},
+    {TP_PRE_GPT4O, "\xE6\x97\xA5" "A \xCA\xB0" "B \xE6\x9C\xAC" "CD! x\xE6\x97\xA5\xE6\x9C\xAC" "A",
+     "\xE6\x97\xA5|A| \xCA\xB0|B| \xE6\x9C\xAC|CD|!| x\xE6\x97\xA5\xE6\x9C\xAC|A"},
+    {TP_PRE_GPT4O, "\xCE\xA3\xE6\x97\xA5\xCF\x83\xCE\xA9 \xCC\x81" "AB",
+     "\xCE\xA3\xE6\x97\xA5\xCF\x83|\xCE\xA9| \xCC\x81|AB"},
+    {TP_PRE_GPT4O, "x9y x9y12345's's're",
+     "x|9|y| x|9|y|123|45|'s's|'re"},
+    {TP_PRE_GPT4O, "  \xCA\xB0" "a\xC7\x85x7're'LL\r\n\n7\xC7\x85x",
+     " | \xCA\xB0" "a|\xC7\x85x|7|'re'LL|\r\n\n|7|\xC7\x85x"},
+    {TP_PRE_GPT4O, "'s\xCC\x81\xCE\xA3\xCF\x83\xC3\x89" "COLE",
+     "'s\xCC\x81|\xCE\xA3\xCF\x83|\xC3\x89" "COLE"},
+    {TP_PRE_GPT4O, "7!?\r\ncamelCase\nA's\r\n",
+     "7|!?\r\n|camel|Case|\n|A's|\r\n"},
+    {TP_PRE_GPT4O, "\n\r\n\xC7\x85x\nHTMLParser--'re\xC3\x89" "COLEcamelCase",
+     "\n\r\n|\xC7\x85x|\n|HTMLParser|--'|re|\xC3\x89" "COLEcamel|Case"},
+    {TP_PRE_GPT4O, "\xCA\xB0" "a\xC3\xA9\nHTMLParser",
+     "\xCA\xB0" "a\xC3\xA9|\n|HTMLParser"},
+    {TP_PRE_GPT4O, "'s\xE6\x97\xA5\xE6\x9C\xAC's  --\xCA\xB0" "a're\xC3\xA9\r\n\xCC\x81",
+     "'s\xE6\x97\xA5\xE6\x9C\xAC's| | --|\xCA\xB0" "a're|\xC3\xA9|\r\n|\xCC\x81"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_SPLIT(cases[i].kind, cases[i].text, cases[i].pieces);
+}
+
 TEST(tokenizer_pretokenize_gpt2) {
   CHECK_SPLIT(TP_PRE_GPT2, "I'm  here 42x\n\n end!?", "I|'m| | here| 42|x|\n\n| end|!?");
   CHECK_SPLIT(TP_PRE_GPT2, "I'M", "I|'|M"); /* contractions are case-sensitive */
@@ -165,6 +245,21 @@ TEST(tokenizer_unicode_classes) {
   CHECK_EQ_INT(tp_char_class_of(0x0966), TP_CHAR_NUMBER); /* Devanagari zero */
   CHECK_EQ_INT(tp_char_class_of(0x2014), TP_CHAR_OTHER); /* em dash */
   CHECK_EQ_INT(tp_char_class_of(TP_UTF8_INVALID), TP_CHAR_OTHER);
+  /* letters by case and marks apart (the Unicode Character Database's categories) */
+  static const struct {
+    uint32_t cp;
+    tp_char_kind kind;
+  } kinds[] = {{'A', TP_KIND_UPPER},        {'z', TP_KIND_LOWER},        {0xC9, TP_KIND_UPPER} /* É */,
+               {0x01C5, TP_KIND_UPPER} /* Lt */, {0x03C3, TP_KIND_LOWER} /* σ */, {0x02B0, TP_KIND_CASELESS} /* Lm */,
+               {0x65E5, TP_KIND_CASELESS} /* 日 */, {0x0301, TP_KIND_MARK},   {0x093F, TP_KIND_MARK} /* Mc */,
+               {0xE0100, TP_KIND_MARK} /* variation selector */, {0x1D7CE, TP_KIND_NUMBER} /* math digit */,
+               {0x2168, TP_KIND_NUMBER} /* Nl */, {0x2028, TP_KIND_SPACE},  {0x1F600, TP_KIND_OTHER},
+               {0x10FFFF, TP_KIND_OTHER}, {0, TP_KIND_OTHER},          {TP_UTF8_INVALID, TP_KIND_OTHER}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i)
+    CHECK_MSG(tp_char_kind_of(kinds[i].cp) == kinds[i].kind, "U+%04X: kind %d, expected %d", (unsigned)kinds[i].cp,
+              (int)tp_char_kind_of(kinds[i].cp), (int)kinds[i].kind);
+  CHECK_EQ_INT(tp_char_class_of(0x093F), TP_CHAR_OTHER); /* marks are not \p{L} */
+  CHECK_EQ_INT(tp_char_class_of(0x1C), TP_CHAR_OTHER);   /* not White_Space, though isspace() says so */
   /* bytes_to_unicode is a bijection onto its 256 code points */
   int seen[0x144] = {0};
   for (int b = 0; b < 256; b++) {
@@ -278,6 +373,28 @@ TEST(tokenizer_bpe_pre_variants) {
   CHECK_IDS(ids, n, '1', '1', '2', '0');
   n = tt_encode(t, "hello world", 0, ids, 64);
   CHECK_IDS(ids, n, T_HELLO, T_GWORLD);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+
+  t = bpe_make(&v, "tekken", 1); /* Mistral: BOS, digits alone, whole words taken whole */
+  CHECK(t);
+  CHECK_EQ_INT(topos_tokenizer_add_bos(t), 1);
+  n = tt_encode(t, "1120", 0, ids, 64);
+  CHECK_IDS(ids, n, '1', '1', '2', '0');
+  n = tt_encode(t, "xyz", 0, ids, 64);
+  CHECK_IDS(ids, n, T_XYZ);
+  n = tt_encode(t, "Xhello", 0, ids, 64); /* one word by case: X then hello, merged as one piece */
+  CHECK_IDS(ids, n, 'X', T_HELLO);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+
+  t = bpe_make(&v, "gpt-4o", 0); /* o200k: digits in threes, merges only */
+  CHECK(t);
+  CHECK_EQ_INT(topos_tokenizer_add_bos(t), 0);
+  n = tt_encode(t, "1120", 0, ids, 64);
+  CHECK_IDS(ids, n, '1', '1', '2', '0');
+  n = tt_encode(t, "xyz", 0, ids, 64);
+  CHECK_IDS(ids, n, 'x', 'y', 'z');
   topos_tokenizer_free(t);
   tt_vocab_free(&v);
 }
