@@ -408,10 +408,11 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period) {
     return tp_fail(TOPOS_ERR_RANGE, "llama: head_count %" PRId64 " x head dimension %" PRId64
                    " is past 2^31", c->n_heads, c->head_dim);
   TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 0, c->head_dim, &c->rope_dim));
-  if (c->rope_dim != c->head_dim)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: rope.dimension_count %" PRId64
-                   " differs from the head dimension %" PRId64 " (partial rotary is not supported)",
-                   c->rope_dim, c->head_dim);
+  /* partial rotary (Phi-4-mini: 96 of 128): the first rope_dim dimensions
+   * of each head rotate, the rest pass through */
+  if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: rope.dimension_count %" PRId64
+                   " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
   TP_TRY(tp_llama_rope_scaling(g, c));
   *swa_period = 0;
   if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));

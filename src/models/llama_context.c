@@ -324,7 +324,7 @@ static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)
 static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base, float *pc, float *ps) {
   const topos_llama *m = x->model;
   const topos_llama_config *c = &m->config;
-  const int64_t half = c->head_dim / 2;
+  const int64_t half = c->rope_dim / 2;
   const topos_tensor *table = m->rope_factors ? m->rope_factors
                               : m->rope_long ? (x->capacity > c->rope_ctx_orig ? m->rope_long : m->rope_short)
                                              : NULL;
@@ -388,7 +388,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   const int all_windowed = c->n_swa_layers == c->n_layers;
   const int window_masks = cuts && !all_windowed;
   TP_TRY(tp_graph_for(x, n, rows, cuts && n > 1, window_masks, &g));
-  int64_t T = n, C = g->span, D = c->dim, half = c->head_dim / 2;
+  int64_t T = n, C = g->span, D = c->dim, half = c->rope_dim / 2;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
   const int own_rope = topos_sym_is_valid(g->cos_w);
   /* inputs: x0 [T, D]; cos, sin [T, hd/2, 1]; mask_n [G*T, T]; mask_c [C]

@@ -70,13 +70,11 @@ static topos_sym tp_softcap(tp_rec *r, topos_sym s, float cap) {
   return topos_tape_mul(t, y, topos_tape_fill_like(t, y, cap));
 }
 
-/* x [T, heads, hd]: pairs rotated by the tables, adjacent ones (x[2i],
- * x[2i+1]), or for qwen2 (NEOX) (x[i], x[i + hd/2]): the halves of a pair
- * lie along axis 3 of [T, heads, hd/2, 2] or axis 2 of [T, heads, 2, hd/2]. */
-static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
+/* x [T, heads, d] (d = rope_dim), every pair rotated */
+static topos_sym tp_rope_pairs(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
   topos_tape *t = r->t;
   const int neox = r->c->rope_neox, axis = neox ? 2 : 3;
-  int64_t T = r->T, half = r->c->head_dim / 2;
+  int64_t T = r->T, half = r->c->rope_dim / 2;
   topos_sym p = neox ? tp_reshape(r, x, 4, T, heads, 2, half) : tp_reshape(r, x, 4, T, heads, half, 2);
   if (neox) cos = tp_reshape(r, cos, 3, T, 1, half, 0), sin = tp_reshape(r, sin, 3, T, 1, half, 0);
   topos_sym x0 = topos_tape_narrow(t, p, axis, 0, 1), x1 = topos_tape_narrow(t, p, axis, 1, 1);
@@ -86,6 +84,23 @@ static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, t
   topos_sym y1 = topos_tape_add(t, topos_tape_mul(t, x0, s), topos_tape_mul(t, x1, c));
   topos_sym parts[2] = {y0, y1};
   return tp_reshape(r, topos_tape_concat(t, 2, parts, axis), 3, T, heads, 2 * half, 0);
+}
+
+/* x [T, heads, hd]: pairs rotated by the tables, adjacent ones (x[2i],
+ * x[2i+1]), or for qwen2 (NEOX) (x[i], x[i + d/2]): the halves of a pair
+ * lie along axis 3 of [T, heads, d/2, 2] or axis 2 of [T, heads, 2, d/2].
+ * d is the rotated width: the head's, or with partial rotary (rope_dim <
+ * hd) its first rope_dim dimensions, the rest passed through. */
+static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
+  topos_tape *t = r->t;
+  const int64_t hd = r->c->head_dim, rd = r->c->rope_dim;
+  if (rd < hd) {
+    topos_sym rot = topos_tape_narrow(t, x, 2, 0, rd), pass = topos_tape_narrow(t, x, 2, rd, hd - rd);
+    rot = tp_rope_pairs(r, rot, heads, cos, sin);
+    topos_sym parts[2] = {rot, pass};
+    return topos_tape_concat(t, 2, parts, 2);
+  }
+  return tp_rope_pairs(r, x, heads, cos, sin);
 }
 
 /* y [rows, n] + b (NULL: y) */
@@ -134,7 +149,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   const float cap = c->attn_softcap;
   topos_tensor_desc d = {TOPOS_F32, 2, {T, D}};
   g->x0 = topos_tape_input_desc(t, &d, "x0");
-  topos_tensor_desc rd = {TOPOS_F32, 3, {T, hd / 2, 1}};
+  topos_tensor_desc rd = {TOPOS_F32, 3, {T, c->rope_dim / 2, 1}};
   g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
   g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
   const int own_rope = c->rope_base_swa != 0.0f && c->n_swa_layers > 0;

@@ -44,6 +44,7 @@ typedef struct lt_spec {
   int64_t swa_pattern;     /* gemma2 / gemma3: if > 0, attention.sliding_window_pattern */
   float rope_base_swa;     /* if > 0, rope.freq_base_swa */
   float attn_softcap, final_softcap; /* if > 0, attn_ / final_logit_softcapping (gemma2 absent: 50, 30) */
+  int64_t rope_dim;        /* if > 0, rope.dimension_count (partial rotary), else the head width */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -82,6 +83,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
 }
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
+static inline int64_t lt_rope_dim(const lt_spec *s) { return s->rope_dim > 0 ? s->rope_dim : lt_head_dim(s); }
 
 /* Llama 3.1's rope factors (its converter's formula, factor 8, low / high
  * frequency factors 1 / 4, original context ctx0) for pair i of d / 2. */
@@ -208,7 +210,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "block_count"),
                                (uint32_t)(s->blocks_key > 0 ? s->blocks_key : s->layers)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)s->ff));
-  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)hd));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)lt_rope_dim(s)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
@@ -259,21 +261,21 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   const topos_dtype *ty = s->types;
   LT(lt_add(w, f, s, "token_embd.weight", ty[LT_EMBD], s->dim, s->vocab, &rng, 0));
   if (s->rope_freqs) {
-    float *fr = lt_keep(f, (size_t)(hd / 2) * sizeof *fr);
-    int64_t ne[1] = {hd / 2};
+    float *fr = lt_keep(f, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr);
+    int64_t ne[1] = {lt_rope_dim(s) / 2};
     if (!fr) st = TOPOS_ERR_OUT_OF_MEMORY;
-    for (int64_t i = 0; fr && i < hd / 2; ++i)
-      fr[i] = lt_rope_factor(i, hd, s->rope_base > 0 ? s->rope_base : 10000.0, (double)s->ctx);
-    LT(topos_gguf_writer_add_tensor_raw(w, "rope_freqs.weight", 0, 1, ne, fr, (size_t)(hd / 2) * sizeof *fr));
+    for (int64_t i = 0; fr && i < lt_rope_dim(s) / 2; ++i)
+      fr[i] = lt_rope_factor(i, lt_rope_dim(s), s->rope_base > 0 ? s->rope_base : 10000.0, (double)s->ctx);
+    LT(topos_gguf_writer_add_tensor_raw(w, "rope_freqs.weight", 0, 1, ne, fr, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr));
   }
   for (int t = 0; t < (s->longrope ? 2 : 0); ++t) {
     const char *name = t == 0 ? "rope_factors_long.weight" : "rope_factors_short.weight";
     if (s->skip_tensor && strcmp(s->skip_tensor, name) == 0) continue;
-    float *fr = lt_keep(f, (size_t)(hd / 2) * sizeof *fr);
-    int64_t ne[1] = {hd / 2};
+    float *fr = lt_keep(f, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr);
+    int64_t ne[1] = {lt_rope_dim(s) / 2};
     if (!fr) st = TOPOS_ERR_OUT_OF_MEMORY;
-    for (int64_t i = 0; fr && i < hd / 2; ++i) fr[i] = lt_longrope_factor(i, t == 0);
-    LT(topos_gguf_writer_add_tensor_raw(w, name, 0, 1, ne, fr, (size_t)(hd / 2) * sizeof *fr));
+    for (int64_t i = 0; fr && i < lt_rope_dim(s) / 2; ++i) fr[i] = lt_longrope_factor(i, t == 0);
+    LT(topos_gguf_writer_add_tensor_raw(w, name, 0, 1, ne, fr, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr));
   }
   if (s->extra_tensor) LT(lt_add(w, f, s, s->extra_tensor, TOPOS_F32, s->dim, 0, &rng, 0));
   for (int64_t l = 0; l < s->layers; ++l) {
@@ -489,22 +491,23 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         const double lscale = own_base ? 1.0 : pscale;
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
+        const int64_t rd = lt_rope_dim(s); /* partial rotary: the first rd dimensions rotate */
         for (int64_t head = 0; head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
-          for (int64_t i = 0; i < hd / 2; ++i) {
-            double th = (double)p * lscale * pow(lbase, -2.0 * (double)i / (double)hd);
+          for (int64_t i = 0; i < rd / 2; ++i) {
+            double th = (double)p * lscale * pow(lbase, -2.0 * (double)i / (double)rd);
             double mag = s->rope_attn_factor > 0 ? s->rope_attn_factor : 1.0;
-            if (s->rope_freqs) th /= lt_rope_factor(i, hd, base, (double)s->ctx);
+            if (s->rope_freqs) th /= lt_rope_factor(i, rd, base, (double)s->ctx);
             /* LongRoPE: the long table where the context (ctx_len) is longer than the original one */
             if (s->longrope) th /= lt_longrope_factor(i, ctx_len > (s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
             if (lt_yarn(s)) {
-              const double orig = th / pscale, w = lt_yarn_pair(i, (double)hd, base,
+              const double orig = th / pscale, w = lt_yarn_pair(i, (double)rd, base,
                                                                (double)(s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
               th = th * (1.0 - w) + orig * w;
               mag *= 1.0 + 0.1 * log(1.0 / pscale);
             }
             float c = (float)(cos(th) * mag), sn = (float)(sin(th) * mag);
-            const int64_t i0 = lt_neox(s) ? i : 2 * i, i1 = lt_neox(s) ? i + hd / 2 : 2 * i + 1;
+            const int64_t i0 = lt_neox(s) ? i : 2 * i, i1 = lt_neox(s) ? i + rd / 2 : 2 * i + 1;
             float a = v[i0], b = v[i1];
             v[i0] = a * c - b * sn;
             v[i1] = a * sn + b * c;

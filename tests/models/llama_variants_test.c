@@ -174,6 +174,46 @@ TEST(llama_head_width_from_key_length) {
   lt_compare_plain(&wide, TOPOS_NUMERICS_FAST, 3e-2);
 }
 
+/* Partial rotary (rope.dimension_count below the head width; Phi-4-mini
+ * rotates 96 of 128): the first rope_dim dimensions of each head rotate,
+ * the rest pass through. Adjacent pairs (llama) and NEOX ones (phi3, with
+ * LongRoPE's tables of rope_dim / 2), each against the plain forward
+ * rotating every dimension, which is far off. */
+TEST(llama_partial_rotary) {
+  lt_spec s = lt_f32_spec(), full = s;
+  s.rope_dim = 48;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    CHECK_EQ_INT(topos_llama_config_of(m.model)->rope_dim, 48);
+    CHECK_EQ_INT(topos_llama_config_of(m.model)->head_dim, 64);
+    lt_check_variant(&m, &s, &full);
+  }
+  lt_close(&m);
+  lt_spec p = lt_f32_spec();
+  p.arch = "phi3";
+  p.swa = 0;
+  p.longrope = 1;
+  p.rope_orig_ctx = 16;
+  lt_spec pfull = p;
+  p.rope_dim = 32;
+  CHECK_OK(lt_open(&p, &m));
+  if (m.model) lt_check_variant(&m, &p, &pfull);
+  lt_close(&m);
+  lt_spec q = lt_default_spec(); /* quantized, both caches */
+  q.arch = "qwen3";
+  q.rope_dim = 16;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+  lt_spec bad = lt_f32_spec();
+  bad.layers = 1;
+  bad.rope_dim = 30 + 1;
+  lt_expect_refused(bad, TOPOS_ERR_SHAPE, "rope.dimension_count 31 must be even and at most the head dimension 64");
+  bad.rope_dim = 66;
+  lt_expect_refused(bad, TOPOS_ERR_SHAPE, "rope.dimension_count 66 must be even");
+}
+
 /* What the loader refuses about these keys and tensors, naming them. */
 TEST(llama_variants_refused) {
   lt_spec s = lt_f32_spec();
