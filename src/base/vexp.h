@@ -1,4 +1,4 @@
-/* Internal: exp over a buffer with the shared vector exp (vexp_template.h:
+/* Internal: exp (and tanh) over a buffer with the shared vector exp (vexp_template.h:
  * at most 1 ulp, the same bits on AVX-512 and AVX2, at any position or
  * split). For Fast-posture kernels that would otherwise call libm per
  * element. */
@@ -12,8 +12,12 @@
  * written, where the CPU has neither AVX-512 nor AVX2 (or they are masked
  * by TOPOS_DISABLE_ISA). */
 bool tp_vexp_f32(const float *in, float *out, int64_t n);
+/* out[i] = tanh(in[i]) likewise (at most 2 ulp: vexp_template.h) */
+bool tp_vtanh_f32(const float *in, float *out, int64_t n);
 
 void tp_vexp_f32_avx512(const float *in, float *out, int64_t n);
 void tp_vexp_f32_avx2(const float *in, float *out, int64_t n);
+void tp_vtanh_f32_avx512(const float *in, float *out, int64_t n);
+void tp_vtanh_f32_avx2(const float *in, float *out, int64_t n);
 
 #endif

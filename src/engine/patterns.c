@@ -21,6 +21,7 @@ extern const tp_pattern tp_pattern_conv_forward;  /* patterns_conv_direct.c */
 extern const tp_pattern tp_pattern_conv_wgrad;    /* patterns_conv_direct.c */
 extern const tp_pattern tp_pattern_relu_permuted; /* patterns_relu.c */
 extern const tp_pattern tp_pattern_swiglu;        /* patterns_swiglu.c */
+extern const tp_pattern tp_pattern_geglu;         /* patterns_geglu.c */
 extern const tp_pattern tp_pattern_attention;     /* patterns_attention.c */
 extern const tp_pattern tp_pattern_rope;          /* patterns_rope.c */
 extern const tp_pattern tp_pattern_rmsnorm;       /* patterns_rmsnorm.c */
@@ -31,7 +32,7 @@ const tp_pattern *const tp_plan_patterns[] = {&tp_pattern_conv_forward, &tp_patt
                                               &tp_pattern_seed_mul, &tp_pattern_im2col,
                                               &tp_pattern_col2im, &tp_pattern_relu_grad,
                                               &tp_pattern_matmul_bias, &tp_pattern_softmax,
-                                              &tp_pattern_relu_permuted, &tp_pattern_swiglu};
+                                              &tp_pattern_relu_permuted, &tp_pattern_swiglu, &tp_pattern_geglu};
 const size_t tp_plan_pattern_count = sizeof tp_plan_patterns / sizeof tp_plan_patterns[0];
 
 bool tp_fusion_take_members(tp_fusion *f, uint32_t *members, uint32_t n, uint32_t root) {
