@@ -58,7 +58,7 @@ extern "C" {
 
 typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                          * "gemma2" or "gemma3" (the model's string) */
+                          * "gemma2", "gemma3", "granite" or "smollm3" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -71,11 +71,18 @@ typedef struct topos_llama_config {
   int post_norms;        /* 1: the attention and feed-forward outputs RMS-normalised before
                           * their residuals (post_attention_norm / post_ffw_norm: gemma2, gemma3) */
   int ffn_gelu;          /* 1: GELU (tanh form) of the gate times up (gemma), else SiLU */
-  float embd_scale;      /* embedding rows are multiplied by this: sqrt(dim) for gemma, else 1 */
+  float embd_scale;      /* embedding rows are multiplied by this: sqrt(dim) for gemma, granite's
+                          * embedding_scale, else 1 */
   float attn_scale;      /* q is multiplied by this before the scores: 1 / sqrt(head_dim)
-                          * (gemma 27B files: 1 / sqrt(dim / heads), as llama.cpp) */
+                          * (gemma 27B files: 1 / sqrt(dim / heads), as llama.cpp; granite:
+                          * attention.scale) */
   float attn_softcap;    /* scores s become c tanh(s / c) (gemma2's attn_logit_softcapping); 0 none */
   float final_softcap;   /* logits likewise (final_logit_softcapping); 0 none */
+  float residual_scale;  /* each block's attention and feed-forward outputs are multiplied by
+                          * this before their residuals (granite's residual_scale); 1 none */
+  float logit_scale;     /* logits are multiplied by 1 / this (granite's logit_scale); 1 none */
+  int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;
+                          * granite files with rope.scaling.finetuned false: all) */
   int64_t n_vocab;       /* rows of token_embd.weight */
   int64_t n_ctx_train;   /* llama.context_length */
   int64_t dim;           /* llama.embedding_length */

@@ -291,6 +291,8 @@ enum {
   TP_ARCH_GEMMA = 1 << 5,      /* embeddings times sqrt(dim), GELU gate */
   TP_ARCH_POST_NORMS = 1 << 6, /* post_attention_norm, post_ffw_norm */
   TP_ARCH_SOFTCAP = 1 << 7,    /* attention and final logits soft-capped (defaults 50, 30) */
+  TP_ARCH_GRANITE = 1 << 8,    /* embedding, residual, attention and logit scales from the file */
+  TP_ARCH_NOPE4 = 1 << 9,      /* every fourth layer unrotated (smollm3) */
 };
 
 typedef struct tp_llama_arch {
@@ -311,6 +313,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gemma", TP_ARCH_NEOX | TP_ARCH_GEMMA, 0, 0, 0},
     {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2},
     {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM, 2, 0, 6},
+    {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0},
+    {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -359,7 +363,29 @@ static topos_status tp_llama_softcap(topos_gguf *g, const char *key, float fallb
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period) {
+/* granite's scales, as llama.cpp reads them: logit_scale (required: logits
+ * times 1 / it), residual_scale, embedding_scale and attention.scale (each
+ * absent or 0: none, the last then 1 / sqrt(head width)); and
+ * rope.scaling.finetuned false: no layer rotates q and k. */
+static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *nope) {
+  char kb[96];
+  TP_TRY(tp_llama_f32(g, TP_K("logit_scale"), 1, 1.0f, &c->logit_scale));
+  float v;
+  TP_TRY(tp_llama_softcap(g, TP_K("residual_scale"), 0.0f, &v));
+  if (v != 0.0f) c->residual_scale = v;
+  TP_TRY(tp_llama_softcap(g, TP_K("embedding_scale"), 0.0f, &v));
+  if (v != 0.0f) c->embd_scale = v;
+  TP_TRY(tp_llama_softcap(g, TP_K("attention.scale"), 0.0f, &v));
+  if (v != 0.0f) c->attn_scale = v;
+  int finetuned = 1;
+  topos_status st = topos_gguf_get_bool(g, TP_K("rope.scaling.finetuned"), &finetuned);
+  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), finetuned = 1;
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
+  *nope = !finetuned;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *nope_all) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
   topos_status st = topos_gguf_get_string(g, "general.architecture", &arch, NULL);
@@ -369,8 +395,8 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period) {
   const tp_llama_arch *a = tp_llama_arch_of(arch);
   if (!a)
     return tp_fail(TOPOS_UNSUPPORTED,
-                   "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2 "
-                   "and gemma3 are)", arch);
+                   "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, "
+                   "gemma3, granite and smollm3 are)", arch);
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = a->name;
@@ -425,6 +451,10 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period) {
     c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
   else if (a->flags & TP_ARCH_GEMMA)
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+  c->residual_scale = 1.0f;
+  c->logit_scale = 1.0f;
+  *nope_all = 0;
+  if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
   if (a->flags & TP_ARCH_SOFTCAP) {
     TP_TRY(tp_llama_softcap(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
     TP_TRY(tp_llama_softcap(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
@@ -475,7 +505,7 @@ static topos_status tp_llama_rope_factors(topos_llama *m) {
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period) {
+static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nope_all) {
   topos_llama_config *c = &m->config;
   const unsigned flags = tp_llama_arch_of(c->arch)->flags;
   int64_t index;
@@ -565,6 +595,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period) {
 #undef TP_W
     L->windowed = c->n_swa > 0 && (swa_period <= 1 || l % swa_period < swa_period - 1);
     c->n_swa_layers += L->windowed;
+    L->nope = nope_all || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0);
+    c->n_nope_layers += L->nope;
     /* biases: qwen2's q, k, v; the others optional, as llama.cpp's llama
      * loader reads them (attention output, feed-forward gate, up, down);
      * the other architectures' files have none */
@@ -606,8 +638,9 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   if (!m) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: model");
   m->gguf = gguf;
   int64_t swa_period = 0;
-  topos_status st = tp_llama_config(m, &swa_period);
-  if (st == TOPOS_OK) st = tp_llama_weights(m, swa_period);
+  int nope_all = 0;
+  topos_status st = tp_llama_config(m, &swa_period, &nope_all);
+  if (st == TOPOS_OK) st = tp_llama_weights(m, swa_period, nope_all);
   free(m->used);
   m->used = NULL;
   if (st != TOPOS_OK) {

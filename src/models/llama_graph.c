@@ -62,6 +62,12 @@ static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tenso
   return tp_reshape(r, y, 2, T, heads * hd, 0, 0);
 }
 
+/* s * v (v 1: s) */
+static topos_sym tp_scale(tp_rec *r, topos_sym s, float v) {
+  if (v == 1.0f) return s;
+  return topos_tape_mul(r->t, s, topos_tape_fill_like(r->t, s, v));
+}
+
 /* c tanh(s / c): gemma2's soft-capping of scores and logits (c 0: s) */
 static topos_sym tp_softcap(tp_rec *r, topos_sym s, float cap) {
   if (cap == 0.0f) return s;
@@ -213,8 +219,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     v = tp_bias(r, v, L->bv, T);
     if (L->q_norm) q = tp_head_norm(r, q, H, L->q_norm);
     if (L->k_norm) k = tp_head_norm(r, k, KVH, L->k_norm);
-    q = tp_rope(r, tp_reshape(r, q, 3, T, H, hd, 0), H, cos, sin);
-    k = tp_rope(r, tp_reshape(r, k, 3, T, KVH, hd, 0), KVH, cos, sin);
+    q = tp_reshape(r, q, 3, T, H, hd, 0);
+    k = tp_reshape(r, k, 3, T, KVH, hd, 0);
+    if (!L->nope) {
+      q = tp_rope(r, q, H, cos, sin);
+      k = tp_rope(r, k, KVH, cos, sin);
+    }
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     g->k_new[l] = k;
     g->v_new[l] = v;
@@ -270,6 +280,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
                    0);
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
     if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
+    o = tp_scale(r, o, c->residual_scale);
     x = topos_tape_add(t, x, o);
 
     h = tp_rmsnorm(r, x, T, L->ffn_norm);
@@ -296,6 +307,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     up = tp_bias(r, up, L->b_up, T);
     topos_sym f = tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)), L->b_down, T);
     if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
+    f = tp_scale(r, f, c->residual_scale);
     x = topos_tape_add(t, x, f);
   }
   if (g->logits_rows == TP_LOGITS_NONE) {
@@ -308,7 +320,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     rows = 1;
   }
   x = tp_rmsnorm(r, x, rows, m->output_norm);
-  g->logits = tp_softcap(r, topos_tape_qlinear(t, x, tp_const(r, m->output)), c->final_softcap);
+  topos_sym logits = topos_tape_qlinear(t, x, tp_const(r, m->output));
+  logits = tp_scale(r, logits, c->logit_scale != 1.0f ? 1.0f / c->logit_scale : 1.0f);
+  g->logits = tp_softcap(r, logits, c->final_softcap);
   return topos_tape_status(t);
 }
 

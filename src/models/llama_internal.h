@@ -11,6 +11,7 @@ typedef struct tp_llama_layer {
   topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] or NULL (config.qk_norm) */
   topos_tensor *post_attn_norm, *post_ffn_norm; /* f32 [dim] or NULL (config.post_norms) */
   int windowed;                              /* the sliding window applies to this layer */
+  int nope;                                  /* q and k are not rotated (smollm3, some granite files) */
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
   topos_tensor *w_gate, *w_up, *w_down;
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */

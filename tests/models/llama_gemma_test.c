@@ -7,7 +7,9 @@
  *   gemma2  + post-norms on both branches, soft-capped scores and logits,
  *           a sliding window on even layers
  *   gemma3  + q and k norms, a window on five layers of six whose rotation
- *           has a base of its own (10000) and unscaled positions */
+ *           has a base of its own (10000) and unscaled positions
+ *   granite embedding, residual, attention and logit scales from the file
+ *   smollm3 every fourth layer unrotated (NoPE) */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' norms and window flags */
 
@@ -190,5 +192,55 @@ TEST(llama_gemma3_files) {
   q.swa_pattern = 2;
   CHECK_OK(lt_open(&q, &m));
   lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+}
+
+TEST(llama_granite_files) {
+  lt_spec s = lg_f32("granite"), plain = s;
+  s.residual_scale = 0.22f, s.embedding_scale = 12.0f, s.attention_scale = 0.0078125f, s.logit_scale = 8.0f;
+  plain.logit_scale = 8.0f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->residual_scale == 0.22f && c->embd_scale == 12.0f && c->attn_scale == 0.0078125f && c->logit_scale == 8.0f);
+    CHECK(c->rope_neox == 0 && c->n_nope_layers == 0);
+    lt_check_variant(&m, &s, &plain);
+  }
+  lt_close(&m);
+  lt_spec n = s; /* rope.scaling.finetuned false: no layer rotates */
+  n.nope_all = 1;
+  CHECK_OK(lt_open(&n, &m));
+  if (m.model) {
+    CHECK_EQ_INT(topos_llama_config_of(m.model)->n_nope_layers, 2);
+    lt_check_variant(&m, &n, &s);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "granite";
+  q.residual_scale = 0.22f, q.embedding_scale = 12.0f, q.logit_scale = 8.0f;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+  lt_spec t = s; /* llama.cpp requires logit_scale too */
+  t.logit_scale = 0.0f;
+  t.layers = 1;
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "required key granite.logit_scale is missing");
+}
+
+/* smollm3: layers 3, 7, ... (every fourth) leave q and k unrotated; four
+ * layers so one of them does. */
+TEST(llama_smollm3_files) {
+  lt_spec s = lt_f32_spec(), rotated = s;
+  s.arch = "smollm3";
+  s.layers = 4;
+  rotated.layers = 4; /* a llama file's plain forward: every layer rotates */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    CHECK_EQ_INT(topos_llama_config_of(m.model)->n_nope_layers, 1);
+    CHECK(m.model->layers[3].nope && !m.model->layers[2].nope);
+    lt_check_variant(&m, &s, &rotated);
+  }
   lt_close(&m);
 }

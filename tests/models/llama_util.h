@@ -45,6 +45,10 @@ typedef struct lt_spec {
   float rope_base_swa;     /* if > 0, rope.freq_base_swa */
   float attn_softcap, final_softcap; /* if > 0, attn_ / final_logit_softcapping (gemma2 absent: 50, 30) */
   int64_t rope_dim;        /* if > 0, rope.dimension_count (partial rotary), else the head width */
+  /* granite: if > 0, residual_scale, embedding_scale, attention.scale, logit_scale
+   * (logit_scale absent: not written, the file refused) */
+  float residual_scale, embedding_scale, attention_scale, logit_scale;
+  int nope_all;            /* granite: rope.scaling.finetuned false (no layer rotates) */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -55,6 +59,12 @@ static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch
 static inline int lt_post_norms(const lt_spec *s) { return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3"); }
 static inline int lt_qk_norm(const lt_spec *s) { return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3"); }
 
+/* layers that do not rotate q and k: smollm3's every fourth, granite's all
+ * where the file says rope.scaling.finetuned false */
+static inline int lt_nope(const lt_spec *s, int64_t l) {
+  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_arch_is(s, "granite") && s->nope_all);
+}
+
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
 
@@ -63,6 +73,12 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
  * those, for lt_check_variant) */
 static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s);
+}
+
+/* keys under ARCH.*: the architectures topos reads (another's files are
+ * refused before their keys matter, so they get llama.*) */
+static inline int lt_own_keys(const lt_spec *s) {
+  return lt_neox(s) || lt_arch_is(s, "granite") || lt_arch_is(s, "smollm3");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -190,7 +206,7 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
 
 /* "ARCH.suffix" (llama.*, qwen2.*, phi3.*, gemma2.*, ...; another architecture's files are refused before their keys matter) */
 static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
-  snprintf(kb, 96, "%s.%s", lt_neox(s) ? s->arch : "llama", suffix);
+  snprintf(kb, 96, "%s.%s", lt_own_keys(s) ? s->arch : "llama", suffix);
   return kb;
 }
 
@@ -232,6 +248,11 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (s->attn_softcap > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attn_logit_softcapping"), s->attn_softcap));
   if (s->final_softcap > 0)
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "final_logit_softcapping"), s->final_softcap));
+  const float scales[4] = {s->residual_scale, s->embedding_scale, s->attention_scale, s->logit_scale};
+  const char *scale_keys[4] = {"residual_scale", "embedding_scale", "attention.scale", "logit_scale"};
+  for (int i = 0; i < 4; ++i)
+    if (scales[i] > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, scale_keys[i]), scales[i]));
+  if (s->nope_all) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "rope.scaling.finetuned"), 0));
   if (s->rope_orig_ctx > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->rope_orig_ctx));
   if (s->rope_attn_factor != 0)
@@ -462,6 +483,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   for (int64_t p = 0; ok && p < N; ++p) {
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
     for (int64_t i = 0; lt_gemma(s) && i < D; ++i) x[i] *= sqrtf((float)D);
+    for (int64_t i = 0; s->embedding_scale > 0 && i < D; ++i) x[i] *= s->embedding_scale;
     for (int64_t l = 0; ok && l < s->layers; ++l) {
       float *W[9], *const *B = LB[l];
       for (int i = 0; i < 9; ++i) W[i] = LW[l][i];
@@ -492,7 +514,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
         const int64_t rd = lt_rope_dim(s); /* partial rotary: the first rd dimensions rotate */
-        for (int64_t head = 0; head < H + KVH; ++head) {
+        for (int64_t head = 0; !lt_nope(s, l) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < rd / 2; ++i) {
             double th = (double)p * lscale * pow(lbase, -2.0 * (double)i / (double)rd);
@@ -524,7 +546,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             double sc = 0;
             for (int64_t i = 0; i < hd; ++i)
               sc += (double)q[head * hd + i] * K[(l * N + j) * kvd + kh * hd + i];
-            sc /= sqrt((double)hd);
+            sc = s->attention_scale > 0 ? sc * s->attention_scale : sc / sqrt((double)hd);
             if (attn_cap > 0) sc = attn_cap * tanh(sc / attn_cap);
             att[j] = (float)sc;
             if (att[j] > mx) mx = att[j];
@@ -541,6 +563,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
+        for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         lt_rmsnorm(h, x, W[5], D, 1e-5f);
         lt_matvec(W[6], h, g1, F, D);
@@ -556,12 +579,14 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_matvec(W[8], g1, t2, D, F);
         for (int64_t i = 0; B[8] && i < D; ++i) t2[i] += B[8][i];
         if (LN[l][3]) lt_rmsnorm(t2, t2, LN[l][3], D, 1e-5f);
+        for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
       }
     }
     if (ok) {
       lt_rmsnorm(h, x, onorm, D, 1e-5f);
       lt_matvec(out, h, logits + p * V, V, D);
+      for (int64_t i = 0; s->logit_scale > 0 && i < V; ++i) logits[p * V + i] /= s->logit_scale;
       for (int64_t i = 0; final_cap > 0 && i < V; ++i)
         logits[p * V + i] = (float)(final_cap * tanh(logits[p * V + i] / final_cap));
     }
