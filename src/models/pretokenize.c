@@ -53,6 +53,32 @@ static size_t tp_gpt2_match(const tp_cps *c, size_t i, size_t n) {
   return tp_space_run(c, i, n);
 }
 
+/* The alternatives Llama 3's, Qwen2's, tekken's and gpt-4o's patterns end
+ * with, at a code point i no word alternative took:
+ *   \p{N}{1,digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * ([\r\n/]* after the symbols where slash is 1: tekken, gpt-4o). */
+static size_t tp_tail_match(const tp_cps *c, size_t i, size_t n, size_t digits, int slash) {
+  size_t j;
+  if (c->cls[i] == TP_CHAR_NUMBER) {
+    j = i + 1;
+    while (j < n && j < i + digits && c->cls[j] == TP_CHAR_NUMBER) j++;
+    return j;
+  }
+  size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
+  if (c->cls[s] == TP_CHAR_OTHER) {
+    j = s;
+    while (j < n && c->cls[j] == TP_CHAR_OTHER) j++;
+    while (j < n && (tp_is_newline(c, j) || (slash && c->cp[j] == '/'))) j++;
+    return j;
+  }
+  /* whitespace at i */
+  j = i;
+  while (j < n && tp_is_space(c, j)) j++;
+  for (size_t k = j; k > i; k--)
+    if (tp_is_newline(c, k - 1)) return k; /* \s*[\r\n]+ ends after the last newline */
+  return tp_space_run(c, i, n);
+}
+
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * with digits = 3; Qwen2's pattern is the same with \p{N} (digits = 1). */
@@ -67,24 +93,7 @@ static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n, size_t digits
     while (j < n && tp_is_letter(c, j)) j++;
     return j;
   }
-  if (cls == TP_CHAR_NUMBER) {
-    j = i + 1;
-    while (j < n && j < i + digits && c->cls[j] == TP_CHAR_NUMBER) j++;
-    return j;
-  }
-  size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
-  if (c->cls[s] == TP_CHAR_OTHER) {
-    j = s;
-    while (j < n && c->cls[j] == TP_CHAR_OTHER) j++;
-    while (j < n && tp_is_newline(c, j)) j++;
-    return j;
-  }
-  /* whitespace at i */
-  j = i;
-  while (j < n && tp_is_space(c, j)) j++;
-  for (size_t k = j; k > i; k--)
-    if (tp_is_newline(c, k - 1)) return k; /* \s*[\r\n]+ ends after the last newline */
-  return tp_space_run(c, i, n);
+  return tp_tail_match(c, i, n, digits, 0);
 }
 
 /* tekken's and gpt-4o's classes: "upper" [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
@@ -143,25 +152,7 @@ static size_t tp_cased_match(const tp_cps *c, size_t i, size_t n, size_t digits,
       }
       return end;
     }
-  size_t j;
-  if (c->cls[i] == TP_CHAR_NUMBER) {
-    j = i + 1;
-    while (j < n && j < i + digits && c->cls[j] == TP_CHAR_NUMBER) j++;
-    return j;
-  }
-  size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
-  if (c->cls[s] == TP_CHAR_OTHER) {
-    j = s;
-    while (j < n && c->cls[j] == TP_CHAR_OTHER) j++;
-    while (j < n && (tp_is_newline(c, j) || c->cp[j] == '/')) j++;
-    return j;
-  }
-  /* whitespace at i */
-  j = i;
-  while (j < n && tp_is_space(c, j)) j++;
-  for (size_t k = j; k > i; k--)
-    if (tp_is_newline(c, k - 1)) return k; /* \s*[\r\n]+ ends after the last newline */
-  return tp_space_run(c, i, n);
+  return tp_tail_match(c, i, n, digits, 1);
 }
 
 topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_piece_fn emit,

@@ -9,6 +9,26 @@
 
 #include "test.h"
 
+/* count floats uniform in [-span/2, span/2) from an LCG seeded with seed
+ * (malloc'ed; NULL when out of memory): the pattern tests' inputs. */
+static inline float *fu_uniform_f32(int64_t count, uint32_t seed, float span) {
+  float *v = malloc((size_t)count * sizeof *v);
+  for (int64_t i = 0; v && i < count; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * span;
+  }
+  return v;
+}
+
+/* A [rows, n] f32 tensor of v (NULL on failure); v is freed. */
+static inline topos_tensor *fu_tensor_of(float *v, int64_t rows, int64_t n) {
+  int64_t shape[2] = {rows, n};
+  topos_tensor *t = NULL;
+  if (!v || topos_tensor_from_f32(TOPOS_F32, 2, shape, v, &t) != TOPOS_OK) t = NULL;
+  free(v);
+  return t;
+}
+
 /* Compiles roots[0..n_roots) under num; *fused is whether the plan's
  * description names "fused:<pattern>"; *plan_value is roots[0] from the plan
  * and, when interp_value is not NULL, *interp_value roots[0] from the

@@ -11,21 +11,13 @@
 #include "fusion_util.h"
 
 static topos_tensor *tgg_input(int64_t rows, int64_t n, uint32_t seed, int specials) {
-  float *v = malloc((size_t)(rows * n) * sizeof *v);
+  float *v = fu_uniform_f32(rows * n, seed, 12.0f);
   if (!v) return NULL;
-  for (int64_t i = 0; i < rows * n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 12.0f;
-  }
   if (specials == 1) /* a */
     v[0] = NAN, v[1] = INFINITY, v[2] = -INFINITY, v[3] = -0.0f, v[4] = 1e15f, v[5] = -1e15f, v[7] = -NAN;
   if (specials == 2) /* u: NaN against a's NaN and against numbers */
     v[0] = -NAN, v[6] = NAN, v[7] = NAN, v[8] = -0.0f;
-  int64_t shape[2] = {rows, n};
-  topos_tensor *t = NULL;
-  if (topos_tensor_from_f32(TOPOS_F32, 2, shape, v, &t) != TOPOS_OK) t = NULL;
-  free(v);
-  return t;
+  return fu_tensor_of(v, rows, n);
 }
 
 /* y = gelu(a) * u (and gelu(a) itself as a second root when `leak`):

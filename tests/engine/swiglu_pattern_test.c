@@ -12,23 +12,15 @@
 #include "fusion_util.h"
 
 static topos_tensor *tsw_input(int64_t rows, int64_t n, uint32_t seed, int specials) {
-  float *v = malloc((size_t)(rows * n) * sizeof *v);
+  float *v = fu_uniform_f32(rows * n, seed, 20.0f);
   if (!v) return NULL;
-  for (int64_t i = 0; i < rows * n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 20.0f;
-  }
   if (specials == 1) { /* x */
     v[0] = NAN, v[1] = INFINITY, v[2] = -INFINITY, v[3] = -0.0f, v[4] = -100.0f, v[5] = 100.0f;
     v[7] = -NAN;
   }
   if (specials == 2) /* u: NaN against x's NaN (whose NaN wins) and against numbers */
     v[0] = -NAN, v[6] = NAN, v[7] = NAN, v[8] = -0.0f;
-  int64_t shape[2] = {rows, n};
-  topos_tensor *t = NULL;
-  if (topos_tensor_from_f32(TOPOS_F32, 2, shape, v, &t) != TOPOS_OK) t = NULL;
-  free(v);
-  return t;
+  return fu_tensor_of(v, rows, n);
 }
 
 /* y = silu(x) * u (and silu(x) itself as a second root when `leak`): whether

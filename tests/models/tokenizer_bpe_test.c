@@ -47,15 +47,22 @@ static void split(tp_pre_kind kind, const char *text, char *out, size_t cap) {
               text, got_, expected);                                                   \
   } while (0)
 
+/* Rows of expected splits (pieces joined with '|'). */
+typedef struct split_case {
+  tp_pre_kind kind;
+  const char *text, *pieces;
+} split_case;
+
+static void check_split_cases(const split_case *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) CHECK_SPLIT(cases[i].kind, cases[i].text, cases[i].pieces);
+}
+
 /* Qwen2's and Llama 3's patterns against an independent implementation:
  * the splits Python's `regex` module (real Unicode classes, a backtracking
  * engine) gives for llama.cpp's two expressions over mixed texts
  * (scripts/pretokenize_reference.py prints these rows). */
 TEST(tokenizer_pretokenize_qwen2_and_llama3_match_the_regex) {
-  static const struct {
-    tp_pre_kind kind;
-    const char *text, *pieces;
-  } cases[] = {
+  static const split_case cases[] = {
     {TP_PRE_QWEN2, "Hello world 12345 it's",
      "Hello| world| |1|2|3|4|5| it|'s"},
     {TP_PRE_QWEN2, "2024-12-06: 3.14159\n\nend",
@@ -113,7 +120,7 @@ TEST(tokenizer_pretokenize_qwen2_and_llama3_match_the_regex) {
     {TP_PRE_LLAMA3, "!?--\xC3\xA9" "\r\n \t\xE6\x97\xA5" "\xE6\x9C\xAC",
      "!?--|\xC3\xA9" "|\r\n| |\t\xE6\x97\xA5" "\xE6\x9C\xAC"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_SPLIT(cases[i].kind, cases[i].text, cases[i].pieces);
+  check_split_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Mistral's tekken and OpenAI's o200k (gpt-4o, Llama 4) patterns, whose
@@ -124,10 +131,7 @@ TEST(tokenizer_pretokenize_qwen2_and_llama3_match_the_regex) {
  * Greek, Latin-1 capitals, a title-case digraph, a modifier letter,
  * combining marks, Devanagari's vowel signs, CJK, slashes. */
 TEST(tokenizer_pretokenize_tekken_and_gpt4o_match_the_regex) {
-  static const struct {
-    tp_pre_kind kind;
-    const char *text, *pieces;
-  } cases[] = {
+  static const split_case cases[] = {
     {TP_PRE_TEKKEN, "HTMLParser camelCase I'M don't",
      "HTMLParser| camel|Case| I|'M| don|'t"},
     {TP_PRE_TEKKEN, "Path/to/file.txt\n// comment /\n",
@@ -193,7 +197,7 @@ TEST(tokenizer_pretokenize_tekken_and_gpt4o_match_the_regex) {
     {TP_PRE_GPT4O, "'s\xE6\x97\xA5\xE6\x9C\xAC's  --\xCA\xB0" "a're\xC3\xA9\r\n\xCC\x81",
      "'s\xE6\x97\xA5\xE6\x9C\xAC's| | --|\xCA\xB0" "a're|\xC3\xA9|\r\n|\xCC\x81"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_SPLIT(cases[i].kind, cases[i].text, cases[i].pieces);
+  check_split_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 TEST(tokenizer_pretokenize_gpt2) {
