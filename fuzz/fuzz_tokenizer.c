@@ -7,7 +7,9 @@
  * Seeds (fuzz/corpus/fuzz_tokenizer/): spm.bin (llama: <unk> <s> </s>, 256
  * byte tokens, a few scored pieces, a user-defined token) and bpe.bin (gpt2,
  * pre "smollm": the 256 byte code points, six merges, a control and a
- * user-defined token), both written with topos_gguf_writer. */
+ * user-defined token), both written with topos_gguf_writer; bpe-tekken.bin
+ * and bpe-gpt-4o.bin are bpe.bin with those pre-tokenizers (the cased
+ * patterns), rewritten with gguf-py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   static const char *const texts[] = {"hello world", " <s>a\xC3\xA9 12", "\xF0\x9F\x98\x80\n\n  x",
-                                      ""};
+                                      "\xC3\x89" "COLE e\xCC\x81'S 1234/x\xE6\x97\xA5" "A", ""};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     fz_round(t, texts[i], strlen(texts[i]), 0);
     fz_round(t, texts[i], strlen(texts[i]), TOPOS_TOKENIZE_PARSE_SPECIAL | TOPOS_TOKENIZE_ADD_SPECIAL);
