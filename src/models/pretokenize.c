@@ -22,7 +22,7 @@ static uint32_t tp_ascii_lower(uint32_t cp) { return (cp >= 'A' && cp <= 'Z') ? 
 
 /* 's 't 're 've 'm 'll 'd at i; returns the end or 0. */
 static size_t tp_contraction(const tp_cps *c, size_t i, size_t n, int ignore_case) {
-  if (c->cp[i] != '\'' || i + 1 >= n) return 0;
+  if (i + 1 >= n || c->cp[i] != '\'') return 0; /* i may be n: after a word that ends the text */
   uint32_t a = c->cp[i + 1], b = i + 2 < n ? c->cp[i + 2] : 0;
   if (ignore_case) a = tp_ascii_lower(a), b = tp_ascii_lower(b);
   if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
