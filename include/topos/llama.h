@@ -58,16 +58,21 @@ extern "C" {
 
 typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                          * "gemma2", "gemma3", "granite" or "smollm3" */
+                          * "gemma2", "gemma3", "granite", "smollm3" or "olmo2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
                           * of six); 0 none */
   int64_t n_swa_layers;  /* how many layers the window applies to */
   float rope_base_swa;   /* the windowed layers' rope base, their positions unscaled (gemma3:
-                          * rope.freq_base_swa, absent 10000); 0: as every other layer */
+                          * rope.freq_base_swa, absent 10000; olmo2: absent the base); 0: as
+                          * every other layer */
+  float rope_mscale_swa; /* their cos and sin multiplier (gemma3: attn_factor; olmo2: 1) */
   int qk_norm;           /* 1: q and k RMS-normalised per head before the rotation
-                          * (attn_q_norm / attn_k_norm: qwen3, gemma3) */
+                          * (attn_q_norm / attn_k_norm: qwen3, gemma3); 2: over the whole q
+                          * and k rows (olmo2) */
+  int pre_norms;         /* 1: each branch reads its input through attn_norm / ffn_norm; 0 (olmo2):
+                          * the residual itself */
   int post_norms;        /* 1: the attention and feed-forward outputs RMS-normalised before
                           * their residuals (post_attention_norm / post_ffw_norm: gemma2, gemma3) */
   int ffn_gelu;          /* 1: GELU (tanh form) of the gate times up (gemma), else SiLU */

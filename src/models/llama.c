@@ -293,6 +293,8 @@ enum {
   TP_ARCH_SOFTCAP = 1 << 7,    /* attention and final logits soft-capped (defaults 50, 30) */
   TP_ARCH_GRANITE = 1 << 8,    /* embedding, residual, attention and logit scales from the file */
   TP_ARCH_NOPE4 = 1 << 9,      /* every fourth layer unrotated (smollm3) */
+  TP_ARCH_QK_NORM_ROW = 1 << 10, /* q and k norms over the whole row, not per head (olmo2) */
+  TP_ARCH_NO_PRE_NORMS = 1 << 11, /* no attn_norm / ffn_norm: the branches read the residual (olmo2) */
 };
 
 typedef struct tp_llama_arch {
@@ -315,6 +317,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM, 2, 0, 6},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0},
     {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0},
+    {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
+     4},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -323,12 +327,14 @@ static const tp_llama_arch *tp_llama_arch_of(const char *name) {
   return NULL;
 }
 
-/* gemma2 / gemma3's window: attention.sliding_window (gemma2 absent: 4096;
- * gemma3 absent or 0: no window, and then no second rope base either), on
- * the layers attention.sliding_window_pattern's period (absent: the
- * architecture's) leaves windowed: l % period < period - 1 (period 0 or 1:
- * every layer). The windowed layers' rope base: rope.freq_base_swa, absent
- * 10000 (gemma3) or the file's base (gemma2). */
+/* gemma2 / gemma3 / olmo2's window: attention.sliding_window (gemma2
+ * absent: 4096; gemma3, olmo2 absent or 0: no window, and then no second
+ * rope base either), on the layers attention.sliding_window_pattern's
+ * period (absent: the architecture's) leaves windowed: l % period <
+ * period - 1 (period 0 or 1: every layer). The windowed layers' rotation:
+ * gemma2 the others'; gemma3 rope.freq_base_swa (absent 10000), positions
+ * unscaled, cos and sin times attn_factor; olmo2 (OLMo 3) rope.freq_base_swa
+ * (absent the file's base), unscaled, attn_factor 1 — as llama.cpp. */
 static topos_status tp_llama_layer_window(topos_gguf *g, const tp_llama_arch *a, topos_llama_config *c,
                                           int64_t *period) {
   char kb[96];
@@ -338,13 +344,21 @@ static topos_status tp_llama_layer_window(topos_gguf *g, const tp_llama_arch *a,
   *period = a->period;
   if (c->n_swa == 0) return TOPOS_OK;
   TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, period, &present));
+  /* attn_factor alone: rope_mscale less YaRN's (1 + 0.1 ln factor) */
+  const double attn_factor = c->rope_ext_factor != 0.0f
+                                 ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
+                                 : c->rope_mscale;
   if (strcmp(a->name, "gemma3") == 0) {
-    c->rope_base_swa = 10000.0f;
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, 10000.0f, &c->rope_base_swa));
+    c->rope_mscale_swa = (float)attn_factor;
+  } else if (strcmp(a->name, "olmo2") == 0) {
+    TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &c->rope_base_swa));
+    c->rope_mscale_swa = 1.0f;
   } else {
     float base = 0.0f;
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &base));
     if (base != c->rope_base) c->rope_base_swa = base;
+    c->rope_mscale_swa = c->rope_mscale;
   }
   return TOPOS_OK;
 }
@@ -396,12 +410,13 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   if (!a)
     return tp_fail(TOPOS_UNSUPPORTED,
                    "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, "
-                   "gemma3, granite and smollm3 are)", arch);
+                   "gemma3, granite, smollm3 and olmo2 are)", arch);
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = a->name;
   c->rope_neox = (a->flags & TP_ARCH_NEOX) != 0;
-  c->qk_norm = (a->flags & TP_ARCH_QK_NORM) != 0;
+  c->qk_norm = a->flags & TP_ARCH_QK_NORM ? (a->flags & TP_ARCH_QK_NORM_ROW ? 2 : 1) : 0;
+  c->pre_norms = !(a->flags & TP_ARCH_NO_PRE_NORMS);
   c->post_norms = (a->flags & TP_ARCH_POST_NORMS) != 0;
   c->ffn_gelu = (a->flags & TP_ARCH_GEMMA) != 0;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
@@ -553,9 +568,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     tp_llama_layer *L = &m->layers[l];
     char name[64];
 #define TP_W(field, suffix, e0, e1)                                            \
-  snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                   \
-  TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field))
-    TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
+  do {                                                                         \
+    snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                 \
+    TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field));                    \
+  } while (0)
+    if (c->pre_norms) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
     if (phi3) {
       /* attn_qkv: q, k, v rows; ffn_up: gate rows, then up rows (llama.cpp's
        * SWIGLU split: silu of the first half times the second) */
@@ -578,15 +595,15 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
-    TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+    if (c->pre_norms) TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (!phi3) {
       TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
       TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
     }
     TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
-    if (c->qk_norm) {
-      TP_W(q_norm, "attn_q_norm.weight", c->head_dim, 0);
-      TP_W(k_norm, "attn_k_norm.weight", c->head_dim, 0);
+    if (c->qk_norm) { /* per head, or (2) over the whole q / k row */
+      TP_W(q_norm, "attn_q_norm.weight", c->qk_norm == 2 ? q_dim : c->head_dim, 0);
+      TP_W(k_norm, "attn_k_norm.weight", c->qk_norm == 2 ? kv_dim : c->head_dim, 0);
     }
     if (c->post_norms) {
       TP_W(post_attn_norm, "post_attention_norm.weight", c->dim, 0);

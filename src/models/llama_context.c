@@ -331,10 +331,7 @@ static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base
   const float *factor = table && !own_base ? topos_tensor_data(table) : NULL;
   const int yarn = c->rope_ext_factor != 0.0f && !own_base;
   const double scale = own_base ? 1.0 : c->rope_freq_scale, base = own_base ? c->rope_base_swa : c->rope_base;
-  /* rope_mscale holds YaRN's (1 + 0.1 ln factor): not for unscaled positions */
-  const double mscale = own_base && c->rope_ext_factor != 0.0f
-                            ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
-                            : c->rope_mscale;
+  const double mscale = own_base ? c->rope_mscale_swa : c->rope_mscale;
   const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
   for (int64_t t = 0; t < T; ++t) {
     const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);

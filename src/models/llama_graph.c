@@ -187,7 +187,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
     }
 
-    topos_sym h = tp_rmsnorm(r, x, T, L->attn_norm);
+    topos_sym h = L->attn_norm ? tp_rmsnorm(r, x, T, L->attn_norm) : x; /* olmo2: the residual itself */
     topos_sym q, k, v;
     if (T == 1) { /* one row [q | k | v], cut in parts (views) */
       const int64_t qd = H * hd, kvd = KVH * hd;
@@ -217,8 +217,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     q = tp_bias(r, q, L->bq, T);
     k = tp_bias(r, k, L->bk, T);
     v = tp_bias(r, v, L->bv, T);
-    if (L->q_norm) q = tp_head_norm(r, q, H, L->q_norm);
-    if (L->k_norm) k = tp_head_norm(r, k, KVH, L->k_norm);
+    if (L->q_norm) q = c->qk_norm == 2 ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm) : tp_head_norm(r, q, H, L->q_norm);
+    if (L->k_norm) k = c->qk_norm == 2 ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm) : tp_head_norm(r, k, KVH, L->k_norm);
     q = tp_reshape(r, q, 3, T, H, hd, 0);
     k = tp_reshape(r, k, 3, T, KVH, hd, 0);
     if (!L->nope) {
@@ -283,7 +283,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     o = tp_scale(r, o, c->residual_scale);
     x = topos_tape_add(t, x, o);
 
-    h = tp_rmsnorm(r, x, T, L->ffn_norm);
+    h = L->ffn_norm ? tp_rmsnorm(r, x, T, L->ffn_norm) : x;
     topos_sym gate, up;
     if (T == 1) { /* one row, gate and up in the file's order (or joined: gate first) */
       const int64_t ff = c->ff;

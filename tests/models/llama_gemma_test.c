@@ -9,7 +9,10 @@
  *   gemma3  + q and k norms, a window on five layers of six whose rotation
  *           has a base of its own (10000) and unscaled positions
  *   granite embedding, residual, attention and logit scales from the file
- *   smollm3 every fourth layer unrotated (NoPE) */
+ *   smollm3 every fourth layer unrotated (NoPE)
+ *   olmo2   no pre-norms (the branches read the residual), q and k norms over
+ *           whole rows, post-norms; OLMo 3's window on three layers of four,
+ *           whose rotation is unscaled while the full layers' is YaRN */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' norms and window flags */
 
@@ -243,4 +246,47 @@ TEST(llama_smollm3_files) {
     lt_check_variant(&m, &s, &rotated);
   }
   lt_close(&m);
+}
+
+TEST(llama_olmo2_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "olmo2";
+  lt_spec plain = s; /* the plain forward with positions scaled, which the file does not ask */
+  plain.rope_scale = 4.0f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 2 && c->pre_norms == 0 && c->post_norms == 1 && c->rope_neox == 1 && c->n_swa == 0);
+    CHECK(!m.model->layers[0].attn_norm && !m.model->layers[1].ffn_norm && m.model->layers[1].post_ffn_norm);
+    lt_check_variant(&m, &s, &plain);
+  }
+  lt_close(&m);
+  /* OLMo 3: a window of 5 on layers 0-2 of 4, YaRN on layer 3 only */
+  lt_spec w = lt_f32_spec();
+  w.arch = "olmo2";
+  w.layers = 4;
+  w.swa = 5;
+  w.rope_type = "yarn";
+  w.rope_scale = 4.0f;
+  w.rope_orig_ctx = 4096;
+  w.rope_attn_factor = 1.2f;
+  CHECK_OK(lt_open(&w, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 5 && c->n_swa_layers == 3 && c->rope_base_swa == 10000.0f && c->rope_mscale_swa == 1.0f);
+    CHECK(m.model->layers[2].windowed && !m.model->layers[3].windowed);
+    lt_check_variant(&m, &w, &s); /* s: no window, no YaRN */
+    lt_check_window_chunks(&m, &w);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "olmo2";
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+  lt_spec t = s;
+  t.layers = 1;
+  t.bad_tensor = "blk.0.attn_k_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_k_norm.weight has ne {160}, the metadata implies {128}");
 }

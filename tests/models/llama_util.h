@@ -56,8 +56,12 @@ static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arc
 /* gemma, gemma2, gemma3: embeddings times sqrt(dim), GELU gate; the last
  * two with post-norms, gemma3 and qwen3 with q and k norms */
 static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch, "gemma", 5) == 0; }
-static inline int lt_post_norms(const lt_spec *s) { return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3"); }
-static inline int lt_qk_norm(const lt_spec *s) { return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3"); }
+static inline int lt_post_norms(const lt_spec *s) {
+  return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2");
+}
+static inline int lt_qk_norm(const lt_spec *s) {
+  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2");
+}
 
 /* layers that do not rotate q and k: smollm3's every fourth, granite's all
  * where the file says rope.scaling.finetuned false */
@@ -72,7 +76,8 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
  * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
  * those, for lt_check_variant) */
 static inline int lt_neox(const lt_spec *s) {
-  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s);
+  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
+         lt_arch_is(s, "olmo2");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -87,14 +92,14 @@ static inline int lt_own_keys(const lt_spec *s) {
 static inline int64_t lt_window(const lt_spec *s) {
   if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
-  if (lt_arch_is(s, "gemma3")) return s->swa > 0 ? s->swa : 0;
+  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2")) return s->swa > 0 ? s->swa : 0;
   return 0;
 }
 
 static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (lt_window(s) == 0) return 0;
   if (lt_phi3(s)) return 1;
-  const int64_t p = s->swa_pattern > 0 ? s->swa_pattern : lt_arch_is(s, "gemma2") ? 2 : 6;
+  const int64_t p = s->swa_pattern > 0 ? s->swa_pattern : lt_arch_is(s, "gemma2") ? 2 : lt_arch_is(s, "olmo2") ? 4 : 6;
   return p <= 1 || l % p < p - 1;
 }
 
@@ -240,7 +245,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
-  if ((lt_phi3(s) && s->swa >= 0) || (lt_gemma(s) && s->swa > 0))
+  if ((lt_phi3(s) && s->swa >= 0) || ((lt_gemma(s) || lt_arch_is(s, "olmo2")) && s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window_pattern"), (uint32_t)s->swa_pattern));
@@ -302,9 +307,14 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LT_W(suffix, type, e0, e1, ones)                          \
-  snprintf(n, sizeof n, "blk.%d." suffix, (int)l);                \
-  LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones))
-    LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+  do {                                                            \
+    snprintf(n, sizeof n, "blk.%d." suffix, (int)l);              \
+    LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones));             \
+  } while (0)
+    const int pre_norms = !lt_arch_is(s, "olmo2"); /* olmo2's branches read the residual itself */
+    if (pre_norms) {
+      LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    }
     if (lt_phi3(s)) { /* rows q, k, v in one weight; gate, up in one */
       LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
@@ -324,7 +334,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
-    LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    if (pre_norms) {
+      LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    }
     if (s->up_first) {
       LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
     }
@@ -334,8 +346,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     }
     LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
     if (lt_qk_norm(s)) {
-      LT_W("attn_q_norm.weight", TOPOS_F32, hd, 0, 1);
-      LT_W("attn_k_norm.weight", TOPOS_F32, hd, 0, 1);
+      const int rows = lt_arch_is(s, "olmo2"); /* norms over the whole q / k rows */
+      LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, 0, 1);
+      LT_W("attn_k_norm.weight", TOPOS_F32, rows ? s->kv_heads * hd : hd, 0, 1);
     }
     if (lt_post_norms(s)) {
       LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
@@ -459,6 +472,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     char n[64];
     for (int i = 0; i < 9; ++i) {
       if (fused && (i == 2 || i == 3 || i == 7)) continue;
+      if ((i == 0 || i == 5) && lt_arch_is(s, "olmo2")) continue; /* no pre-norms */
       const char *name = fused && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
@@ -493,7 +507,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       }
       {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
-        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        if (W[0]) lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        else memcpy(h, x, (size_t)D * 4);
         lt_matvec(W[1], h, q, qd, D);
         lt_matvec(W[2], h, kp, kvd, D);
         lt_matvec(W[3], h, vp, kvd, D);
@@ -501,15 +516,20 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
         for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
         /* q and k norms, per head */
-        for (int64_t head = 0; LN[l][0] && head < H + KVH; ++head) {
+        for (int64_t head = 0; LN[l][0] && !lt_arch_is(s, "olmo2") && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
+        if (LN[l][0] && lt_arch_is(s, "olmo2")) { /* over the whole q and k rows */
+          lt_rmsnorm(q, q, LN[l][0], qd, 1e-5f);
+          lt_rmsnorm(kp, kp, LN[l][1], kvd, 1e-5f);
+        }
         /* gemma3's windowed layers: a base of their own (absent: 10000) and no
-         * position scaling; gemma2's: the same base unless the file says */
-        const int win = lt_windowed(s, l);
-        const int own_base = win && (lt_arch_is(s, "gemma3") || s->rope_base_swa > 0);
-        const double lbase = own_base ? (s->rope_base_swa > 0 ? s->rope_base_swa : 10000.0) : base;
+         * position scaling; olmo2's: the file's base unless it says, no scaling,
+         * no attn_factor; gemma2's: the same base unless the file says */
+        const int win = lt_windowed(s, l), olmo = lt_arch_is(s, "olmo2");
+        const int own_base = win && (lt_arch_is(s, "gemma3") || olmo || s->rope_base_swa > 0);
+        const double lbase = !own_base ? base : s->rope_base_swa > 0 ? s->rope_base_swa : olmo ? base : 10000.0;
         const double lscale = own_base ? 1.0 : pscale;
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
@@ -518,11 +538,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < rd / 2; ++i) {
             double th = (double)p * lscale * pow(lbase, -2.0 * (double)i / (double)rd);
-            double mag = s->rope_attn_factor > 0 ? s->rope_attn_factor : 1.0;
+            double mag = s->rope_attn_factor > 0 && !(own_base && olmo) ? s->rope_attn_factor : 1.0;
             if (s->rope_freqs) th /= lt_rope_factor(i, rd, base, (double)s->ctx);
             /* LongRoPE: the long table where the context (ctx_len) is longer than the original one */
             if (s->longrope) th /= lt_longrope_factor(i, ctx_len > (s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
-            if (lt_yarn(s)) {
+            if (lt_yarn(s) && !own_base) {
               const double orig = th / pscale, w = lt_yarn_pair(i, (double)rd, base,
                                                                (double)(s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
               th = th * (1.0 - w) + orig * w;
@@ -565,7 +585,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
-        lt_rmsnorm(h, x, W[5], D, 1e-5f);
+        if (W[5]) lt_rmsnorm(h, x, W[5], D, 1e-5f);
+        else memcpy(h, x, (size_t)D * 4);
         lt_matvec(W[6], h, g1, F, D);
         lt_matvec(W[7], h, u1, F, D);
         for (int64_t i = 0; B[6] && i < F; ++i) g1[i] += B[6][i];
