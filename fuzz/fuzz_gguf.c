@@ -13,7 +13,8 @@
  * (q|k|v and gate|up fused, a sliding window of 8, YaRN keys), rewritten
  * with gguf-py; tiny-gemma3.bin that file as a gemma3 one (q and k norms,
  * post-norms, a window of 4 on a pattern of 2, a second rope base, final
- * soft-capping). */
+ * soft-capping); tiny-olmo2.bin as an olmo2 one (no pre-norms, whole-row q
+ * and k norms, a window of 4 on a pattern of 2). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
