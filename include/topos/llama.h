@@ -58,7 +58,7 @@ extern "C" {
 
 typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                          * "gemma2", "gemma3", "granite", "smollm3" or "olmo2" */
+                          * "gemma2", "gemma3", "granite", "smollm3", "olmo2" or "mistral3" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -86,6 +86,8 @@ typedef struct topos_llama_config {
   float residual_scale;  /* each block's attention and feed-forward outputs are multiplied by
                           * this before their residuals (granite's residual_scale); 1 none */
   float logit_scale;     /* logits are multiplied by 1 / this (granite's logit_scale); 1 none */
+  float attn_temp_scale; /* mistral3's attention.temperature_scale: q at position p times
+                          * 1 + this ln(floor(p / rope_ctx_orig) + 1); 0 none */
   int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;
                           * granite files with rope.scaling.finetuned false: all) */
   int64_t n_vocab;       /* rows of token_embd.weight */

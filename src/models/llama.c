@@ -208,14 +208,35 @@ static double tp_yarn_corr_dim(double rot_dim, double ctx_orig, double rotations
   return rot_dim * log(ctx_orig / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
 }
 
-static void tp_llama_yarn(topos_llama_config *c) {
+/* A non-negative finite f32 key (soft caps, scales: 0 meaning none), absent the default */
+static topos_status tp_llama_nonneg_f32(topos_gguf *g, const char *key, float fallback, float *out) {
+  topos_status st = topos_gguf_get_f32(g, key, out);
+  if (st == TOPOS_ERR_NOT_FOUND) {
+    topos_clear_error();
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (!(*out >= 0.0f) || *out > 1e30f)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", key, (double)*out);
+  return TOPOS_OK;
+}
+
+/* beta_fast / beta_slow: rope.scaling.yarn_beta_fast / _slow (absent 32, 1);
+ * log_mul: rope.scaling.yarn_log_multiplier (Mistral 3's files: the
+ * magnitude becomes attn_factor (1 + 0.1 ln f) / (1 + 0.1 log_mul ln f), as
+ * llama.cpp's mscale / mscale_all_dims with mscale 1; absent or 0: as above). */
+static void tp_llama_yarn(topos_llama_config *c, double beta_fast, double beta_slow, double log_mul) {
   const double ctx_orig = (double)c->rope_ctx_orig, d = (double)c->rope_dim;
-  double low = floor(tp_yarn_corr_dim(d, ctx_orig, 32.0, c->rope_base));
-  double high = ceil(tp_yarn_corr_dim(d, ctx_orig, 1.0, c->rope_base));
+  double low = floor(tp_yarn_corr_dim(d, ctx_orig, beta_fast, c->rope_base));
+  double high = ceil(tp_yarn_corr_dim(d, ctx_orig, beta_slow, c->rope_base));
   c->rope_yarn_low = (float)(low > 0.0 ? low : 0.0);
   c->rope_yarn_high = (float)(high < d - 1.0 ? high : d - 1.0);
   c->rope_ext_factor = 1.0f;
-  c->rope_mscale = (float)((double)c->rope_mscale * (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale)));
+  const double ln_f = log(1.0 / (double)c->rope_freq_scale);
+  double m = 1.0 + 0.1 * ln_f;
+  if (log_mul != 0.0 && ln_f > 0.0) m /= 1.0 + 0.1 * log_mul * ln_f;
+  c->rope_mscale = (float)((double)c->rope_mscale * m);
 }
 
 /* Position scaling as llama.cpp reads it: rope.scaling.factor (older files:
@@ -259,7 +280,13 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
     c->rope_freq_scale = 1.0f / factor;
     break;
   }
-  if (yarn) tp_llama_yarn(c);
+  if (yarn) {
+    float beta_fast = 32.0f, beta_slow = 1.0f, log_mul = 0.0f;
+    TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.yarn_beta_fast"), 0, 32.0f, &beta_fast));
+    TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.yarn_beta_slow"), 0, 1.0f, &beta_slow));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("rope.scaling.yarn_log_multiplier"), 0.0f, &log_mul));
+    tp_llama_yarn(c, beta_fast, beta_slow, log_mul);
+  }
   return TOPOS_OK;
 }
 
@@ -295,6 +322,7 @@ enum {
   TP_ARCH_NOPE4 = 1 << 9,      /* every fourth layer unrotated (smollm3) */
   TP_ARCH_QK_NORM_ROW = 1 << 10, /* q and k norms over the whole row, not per head (olmo2) */
   TP_ARCH_NO_PRE_NORMS = 1 << 11, /* no attn_norm / ffn_norm: the branches read the residual (olmo2) */
+  TP_ARCH_TEMPERATURE = 1 << 12,  /* attention.temperature_scale: q times a factor growing with the position */
 };
 
 typedef struct tp_llama_arch {
@@ -317,6 +345,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM, 2, 0, 6},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0},
     {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0},
+    {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0},
     {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
      4},
 };
@@ -363,20 +392,6 @@ static topos_status tp_llama_layer_window(topos_gguf *g, const tp_llama_arch *a,
   return TOPOS_OK;
 }
 
-/* Soft-capping (gemma2): KEY, absent the default, 0 none */
-static topos_status tp_llama_softcap(topos_gguf *g, const char *key, float fallback, float *out) {
-  topos_status st = topos_gguf_get_f32(g, key, out);
-  if (st == TOPOS_ERR_NOT_FOUND) {
-    topos_clear_error();
-    *out = fallback;
-    return TOPOS_OK;
-  }
-  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
-  if (!(*out >= 0.0f) || *out > 1e30f)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", key, (double)*out);
-  return TOPOS_OK;
-}
-
 /* granite's scales, as llama.cpp reads them: logit_scale (required: logits
  * times 1 / it), residual_scale, embedding_scale and attention.scale (each
  * absent or 0: none, the last then 1 / sqrt(head width)); and
@@ -385,11 +400,11 @@ static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *
   char kb[96];
   TP_TRY(tp_llama_f32(g, TP_K("logit_scale"), 1, 1.0f, &c->logit_scale));
   float v;
-  TP_TRY(tp_llama_softcap(g, TP_K("residual_scale"), 0.0f, &v));
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("residual_scale"), 0.0f, &v));
   if (v != 0.0f) c->residual_scale = v;
-  TP_TRY(tp_llama_softcap(g, TP_K("embedding_scale"), 0.0f, &v));
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("embedding_scale"), 0.0f, &v));
   if (v != 0.0f) c->embd_scale = v;
-  TP_TRY(tp_llama_softcap(g, TP_K("attention.scale"), 0.0f, &v));
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &v));
   if (v != 0.0f) c->attn_scale = v;
   int finetuned = 1;
   topos_status st = topos_gguf_get_bool(g, TP_K("rope.scaling.finetuned"), &finetuned);
@@ -410,7 +425,7 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   if (!a)
     return tp_fail(TOPOS_UNSUPPORTED,
                    "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, "
-                   "gemma3, granite, smollm3 and olmo2 are)", arch);
+                   "gemma3, granite, smollm3, olmo2 and mistral3 are)", arch);
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = a->name;
@@ -470,11 +485,18 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   c->logit_scale = 1.0f;
   *nope_all = 0;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
+  if (a->flags & TP_ARCH_TEMPERATURE) {
+    /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
+     * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.temperature_scale"), 0.0f, &c->attn_temp_scale));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &c->attn_scale));
+    if (c->attn_scale == 0.0f) c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+  }
   if (a->flags & TP_ARCH_SOFTCAP) {
-    TP_TRY(tp_llama_softcap(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
-    TP_TRY(tp_llama_softcap(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
   } else if (strcmp(arch, "gemma3") == 0) {
-    TP_TRY(tp_llama_softcap(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
   }
   topos_clear_error();
   uint64_t experts = 0;

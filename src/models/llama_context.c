@@ -104,7 +104,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
-  x->feeds = calloc(2 * L + 9, sizeof *x->feeds);
+  x->feeds = calloc(2 * L + 10, sizeof *x->feeds);
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
   if (!x->k_mem || !x->v_mem || !x->k_cache || !x->v_cache || !x->feeds || !x->row)
@@ -391,15 +391,17 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   /* inputs: x0 [T, D]; cos, sin [T, hd/2, 1]; mask_n [G*T, T]; mask_c [C]
    * (row_mask: [G*T, C]); then the windowed layers' cos, sin (own_rope)
    * and mask_n, mask_c (window_masks) */
-  enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, N_IN };
+  enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, TEMP, N_IN };
   const int full_rows = g->row_mask && !window_masks;
-  int ranks[N_IN] = {2, 3, 3, 2, full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1};
+  int ranks[N_IN] = {2, 3, 3, 2, full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1};
   int64_t shapes[N_IN][3] = {{T, D, 0},        {T, half, 1},
                              {T, half, 1},     {G * T, T, 0},
                              {full_rows ? G * T : C, full_rows ? C : 0, 0},
                              {T, half, 1},     {T, half, 1},
-                             {G * T, T, 0},    {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0}};
-  const int want[N_IN] = {1, 1, 1, 1, g->has_cache, own_rope, own_rope, window_masks, window_masks && g->has_cache};
+                             {G * T, T, 0},    {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0},
+                             {T, 0, 0}};
+  const int want[N_IN] = {1,        1,        1,        1, g->has_cache, own_rope, own_rope, window_masks,
+                          window_masks && g->has_cache, topos_sym_is_valid(g->temp)};
   /* the wanted ones, packed into one allocation */
   int idx[N_IN], prank[N_IN], k = 0;
   int64_t pshape[N_IN][3];
@@ -431,10 +433,12 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     if (own_rope) tp_rope_tables(x, T, 1, pin[COS_W], pin[SIN_W]);
     tp_fill_masks(x, T, C, all_windowed ? swa : 0, full_rows, pin[MASK_C], pin[MASK_N]);
     if (window_masks) tp_fill_masks(x, T, C, swa, g->row_mask, pin[MASK_CW], pin[MASK_NW]);
+    for (int64_t t = 0; pin[TEMP] && t < T; ++t) /* floor(p / original context), in integers */
+      pin[TEMP][t] = (float)(log((double)((x->pos + t) / c->rope_ctx_orig) + 1.0) * c->attn_temp_scale + 1.0);
     topos_feed *f = x->feeds;
     size_t nf = 0;
-    const topos_sym syms[N_IN] = {g->x0, g->cos, g->sin, g->mask_n, g->mask_c, g->cos_w, g->sin_w, g->mask_nw,
-                                  g->mask_cw};
+    const topos_sym syms[N_IN] = {g->x0,    g->cos,   g->sin,     g->mask_n, g->mask_c,
+                                  g->cos_w, g->sin_w, g->mask_nw, g->mask_cw, g->temp};
     for (int i = 0; i < N_IN; ++i)
       if (in[i]) f[nf++] = (topos_feed){syms[i], in[i]};
     for (int64_t l = 0; g->has_cache && l < L; ++l) {

@@ -161,6 +161,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   const int own_rope = c->rope_base_swa != 0.0f && c->n_swa_layers > 0;
   g->cos_w = own_rope ? topos_tape_input_desc(t, &rd, "rope_cos_window") : TOPOS_SYM_INVALID;
   g->sin_w = own_rope ? topos_tape_input_desc(t, &rd, "rope_sin_window") : TOPOS_SYM_INVALID;
+  if (c->attn_temp_scale != 0.0f) {
+    topos_tensor_desc td = {TOPOS_F32, 1, {T}};
+    g->temp = topos_tape_input_desc(t, &td, "attn_temp");
+  }
   int cached = g->has_cache;
   tp_masks full, window;
   tp_mask_inputs(r, g, g->window_masks ? 0 : g->row_mask, "", &g->mask_c, &g->mask_n, &full);
@@ -228,6 +232,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     g->k_new[l] = k;
     g->v_new[l] = v;
+    if (topos_sym_is_valid(g->temp)) /* mistral3's temperature, per position */
+      q = topos_tape_mul(t, q, topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, g->temp, 1, H), 2, hd));
     q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, c->attn_scale));
     /* q rows grouped by kv head: [KVH, G*T, hd], row g*T + t */
     q = tp_reshape(r, tp_permute(r, tp_reshape(r, q, 4, T, KVH, G, hd), 4, 1, 2, 0, 3), 3, KVH,

@@ -45,6 +45,7 @@ struct topos_llama {
  *                              base (rope_base_swa), else absent
  *   mask_c f32 [S] (row_mask: [G*T, S])  0 where row (g, t) may see cache slot j < S, else -inf
  *   mask_n f32 [G*T, T]        causal mask inside the chunk
+ *   temp f32 [T]               q's per-position factor (attn_temp_scale), else absent
  *   mask_cw, mask_nw           the windowed layers' masks where the model mixes windowed
  *                              and full layers and the window cuts into the chunk
  *                              (window_masks; row_mask then shapes mask_cw), else the
@@ -64,7 +65,7 @@ typedef struct tp_llama_graph {
   int window_masks; /* the windowed layers have masks of their own (mask_cw, mask_nw) */
   int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
-  topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, logits;
+  topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, temp, logits;
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
 } tp_llama_graph;
 

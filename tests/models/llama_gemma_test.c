@@ -10,6 +10,8 @@
  *           has a base of its own (10000) and unscaled positions
  *   granite embedding, residual, attention and logit scales from the file
  *   smollm3 every fourth layer unrotated (NoPE)
+ *   mistral3 q times 1 + s ln(floor(p / original context) + 1) (Llama 4's
+ *           temperature), YaRN's beta and log-multiplier keys
  *   olmo2   no pre-norms (the branches read the residual), q and k norms over
  *           whole rows, post-norms; OLMo 3's window on three layers of four,
  *           whose rotation is unscaled while the full layers' is YaRN */
@@ -289,4 +291,44 @@ TEST(llama_olmo2_files) {
   t.layers = 1;
   t.bad_tensor = "blk.0.attn_k_norm.weight";
   lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_k_norm.weight has ne {160}, the metadata implies {128}");
+}
+
+TEST(llama_mistral3_files) {
+  lt_spec s = lt_f32_spec(), cold = s;
+  s.arch = "mistral3";
+  s.attn_temp_scale = 0.5f;
+  s.rope_orig_ctx = 4; /* the factor steps at positions 4 and 8 of the 12 */
+  cold.arch = "mistral3";
+  cold.rope_orig_ctx = 4;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->attn_temp_scale == 0.5f && c->rope_neox == 0 && c->rope_ctx_orig == 4);
+    lt_check_variant(&m, &s, &cold);
+  }
+  lt_close(&m);
+  /* YaRN with its beta and log-multiplier keys (Ministral 3: 32, 1, 1) against the defaults' */
+  lt_spec y = lt_f32_spec();
+  y.arch = "mistral3";
+  y.rope_type = "yarn";
+  y.rope_scale = 4.0f;
+  y.rope_orig_ctx = 4096;
+  y.yarn_beta_fast = 8.0f, y.yarn_beta_slow = 2.0f, y.yarn_log_mul = 1.0f;
+  lt_spec plain_yarn = y;
+  plain_yarn.yarn_beta_fast = plain_yarn.yarn_beta_slow = plain_yarn.yarn_log_mul = 0.0f;
+  CHECK_OK(lt_open(&y, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_yarn_low == 15.0f && c->rope_yarn_high == 21.0f && fabsf(c->rope_mscale - 1.0f) < 1e-6f);
+    lt_check_variant(&m, &y, &plain_yarn);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "mistral3";
+  q.attn_temp_scale = 0.5f;
+  q.rope_orig_ctx = 4;
+  CHECK_OK(lt_open(&q, &m));
+  lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
 }

@@ -49,6 +49,8 @@ typedef struct lt_spec {
    * (logit_scale absent: not written, the file refused) */
   float residual_scale, embedding_scale, attention_scale, logit_scale;
   int nope_all;            /* granite: rope.scaling.finetuned false (no layer rotates) */
+  float attn_temp_scale;   /* mistral3: if > 0, attention.temperature_scale */
+  float yarn_beta_fast, yarn_beta_slow, yarn_log_mul; /* if > 0, rope.scaling.yarn_* (else 32, 1, 0) */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -83,7 +85,7 @@ static inline int lt_neox(const lt_spec *s) {
 /* keys under ARCH.*: the architectures topos reads (another's files are
  * refused before their keys matter, so they get llama.*) */
 static inline int lt_own_keys(const lt_spec *s) {
-  return lt_neox(s) || lt_arch_is(s, "granite") || lt_arch_is(s, "smollm3");
+  return lt_neox(s) || lt_arch_is(s, "granite") || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -258,6 +260,11 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   for (int i = 0; i < 4; ++i)
     if (scales[i] > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, scale_keys[i]), scales[i]));
   if (s->nope_all) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "rope.scaling.finetuned"), 0));
+  const float extra[4] = {s->attn_temp_scale, s->yarn_beta_fast, s->yarn_beta_slow, s->yarn_log_mul};
+  const char *extra_keys[4] = {"attention.temperature_scale", "rope.scaling.yarn_beta_fast",
+                               "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_log_multiplier"};
+  for (int i = 0; i < 4; ++i)
+    if (extra[i] > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, extra_keys[i]), extra[i]));
   if (s->rope_orig_ctx > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->rope_orig_ctx));
   if (s->rope_attn_factor != 0)
@@ -415,11 +422,13 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
  * sin scaled by attn_factor * (1 + 0.1 ln factor). */
 static inline int lt_yarn(const lt_spec *s) { return s->rope_type && strcmp(s->rope_type, "yarn") == 0; }
 
-static inline double lt_yarn_pair(int64_t i, double d, double base, double ctx0) {
+static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double base, double ctx0) {
   const double pi = 3.14159265358979323846;
+  const double fast = s->yarn_beta_fast > 0 ? s->yarn_beta_fast : 32.0;
+  const double slow = s->yarn_beta_slow > 0 ? s->yarn_beta_slow : 1.0;
   /* the pair index whose wavelength fits ctx0 `turns` times */
-  const double lo = d * log(ctx0 / (32.0 * 2.0 * pi)) / (2.0 * log(base));
-  const double hi = d * log(ctx0 / (1.0 * 2.0 * pi)) / (2.0 * log(base));
+  const double lo = d * log(ctx0 / (fast * 2.0 * pi)) / (2.0 * log(base));
+  const double hi = d * log(ctx0 / (slow * 2.0 * pi)) / (2.0 * log(base));
   const double a = fmax(0.0, floor(lo)), b = fmin(d - 1.0, ceil(hi));
   const double y = ((double)i - a) / fmax(0.001, b - a);
   return 1.0 - fmin(1.0, fmax(0.0, y)); /* the weight of the original angle */
@@ -543,10 +552,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             /* LongRoPE: the long table where the context (ctx_len) is longer than the original one */
             if (s->longrope) th /= lt_longrope_factor(i, ctx_len > (s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
             if (lt_yarn(s) && !own_base) {
-              const double orig = th / pscale, w = lt_yarn_pair(i, (double)rd, base,
+              const double orig = th / pscale, w = lt_yarn_pair(s, i, (double)rd, base,
                                                                (double)(s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx));
               th = th * (1.0 - w) + orig * w;
               mag *= 1.0 + 0.1 * log(1.0 / pscale);
+              if (s->yarn_log_mul > 0) mag /= 1.0 + 0.1 * s->yarn_log_mul * log(1.0 / pscale);
             }
             float c = (float)(cos(th) * mag), sn = (float)(sin(th) * mag);
             const int64_t i0 = lt_neox(s) ? i : 2 * i, i1 = lt_neox(s) ? i + rd / 2 : 2 * i + 1;
@@ -554,6 +564,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             v[i0] = a * c - b * sn;
             v[i1] = a * sn + b * c;
           }
+        }
+        if (s->attn_temp_scale > 0) { /* mistral3: q times 1 + scale ln(floor(p / original context) + 1) */
+          const int64_t orig = s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx;
+          const float f = (float)(log((double)(p / orig) + 1.0) * s->attn_temp_scale + 1.0);
+          for (int64_t i = 0; i < qd; ++i) q[i] *= f;
         }
         for (int64_t head = 0; head < H; ++head) {
           int64_t kh = head / (H / KVH);
