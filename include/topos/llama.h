@@ -58,7 +58,8 @@ extern "C" {
 
 typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                          * "gemma2", "gemma3", "granite", "smollm3", "olmo2" or "mistral3" */
+                          * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3" or
+                          * "exaone4" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -89,7 +90,8 @@ typedef struct topos_llama_config {
   float attn_temp_scale; /* mistral3's attention.temperature_scale: q at position p times
                           * 1 + this ln(floor(p / rope_ctx_orig) + 1); 0 none */
   int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;
-                          * granite files with rope.scaling.finetuned false: all) */
+                          * granite files with rope.scaling.finetuned false: all; exaone4 with
+                          * a window: the full ones) */
   int64_t n_vocab;       /* rows of token_embd.weight */
   int64_t n_ctx_train;   /* llama.context_length */
   int64_t dim;           /* llama.embedding_length */

@@ -323,6 +323,7 @@ enum {
   TP_ARCH_QK_NORM_ROW = 1 << 10, /* q and k norms over the whole row, not per head (olmo2) */
   TP_ARCH_NO_PRE_NORMS = 1 << 11, /* no attn_norm / ffn_norm: the branches read the residual (olmo2) */
   TP_ARCH_TEMPERATURE = 1 << 12,  /* attention.temperature_scale: q times a factor growing with the position */
+  TP_ARCH_NOPE_FULL = 1 << 13,    /* where the file has a window, the full layers do not rotate (exaone4) */
 };
 
 typedef struct tp_llama_arch {
@@ -346,6 +347,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0},
     {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0},
     {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0},
+    {"exaone4", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS | TP_ARCH_NOPE_FULL, 2, 0,
+     4},
     {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
      4},
 };
@@ -364,15 +367,50 @@ static const tp_llama_arch *tp_llama_arch_of(const char *name) {
  * gemma2 the others'; gemma3 rope.freq_base_swa (absent 10000), positions
  * unscaled, cos and sin times attn_factor; olmo2 (OLMo 3) rope.freq_base_swa
  * (absent the file's base), unscaled, attn_factor 1 — as llama.cpp. */
-static topos_status tp_llama_layer_window(topos_gguf *g, const tp_llama_arch *a, topos_llama_config *c,
-                                          int64_t *period) {
+/* attention.sliding_window_pattern as an array of one flag per layer (OLMo 3's
+ * and EXAONE 4's converters write it so; bool or integer elements) into
+ * m->swa_layers; *listed 0 where the key is absent or a number. */
+static topos_status tp_llama_window_list(topos_llama *m, const char *key, int *listed) {
+  const topos_llama_config *c = &m->config;
+  int64_t index;
+  topos_gguf_kv kv;
+  *listed = 0;
+  if (topos_gguf_find_key(m->gguf, key, &index) != TOPOS_OK) {
+    topos_clear_error();
+    return TOPOS_OK;
+  }
+  TP_TRY(topos_gguf_kv_at(m->gguf, index, &kv));
+  if (kv.type != TOPOS_GGUF_ARRAY) return TOPOS_OK;
+  if (kv.count != (uint64_t)c->n_layers)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " layers, the file has %" PRId64, key, kv.count,
+                   c->n_layers);
+  m->swa_layers = malloc((size_t)c->n_layers);
+  if (!m->swa_layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", key);
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    int64_t v;
+    topos_status st = topos_gguf_array_int(m->gguf, index, (uint64_t)l, &v);
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%" PRId64 "]", key, l);
+    m->swa_layers[l] = v != 0;
+  }
+  *listed = 1;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a, int64_t *period) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
   char kb[96];
-  int present;
+  int present, listed;
   c->n_swa = a->default_swa;
+  /* EXAONE 4: a window only in the 32B files (64 blocks), as llama.cpp */
+  if (strcmp(a->name, "exaone4") == 0) c->n_swa = c->n_layers == 64 ? 4096 : 0;
+  const int64_t fallback = c->n_swa;
   TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
+  if (strcmp(a->name, "exaone4") == 0 && fallback == 0) c->n_swa = 0;
   *period = a->period;
   if (c->n_swa == 0) return TOPOS_OK;
-  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, period, &present));
+  TP_TRY(tp_llama_window_list(m, TP_K("attention.sliding_window_pattern"), &listed));
+  if (!listed) TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, period, &present));
   /* attn_factor alone: rope_mscale less YaRN's (1 + 0.1 ln factor) */
   const double attn_factor = c->rope_ext_factor != 0.0f
                                  ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
@@ -425,7 +463,7 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   if (!a)
     return tp_fail(TOPOS_UNSUPPORTED,
                    "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, "
-                   "gemma3, granite, smollm3, olmo2 and mistral3 are)", arch);
+                   "gemma3, granite, smollm3, olmo2, mistral3 and exaone4 are)", arch);
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = a->name;
@@ -472,7 +510,7 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   TP_TRY(tp_llama_rope_scaling(g, c));
   *swa_period = 0;
   if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));
-  if (a->swa == 2) TP_TRY(tp_llama_layer_window(g, a, c, swa_period));
+  if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, swa_period));
   c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
   c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
   /* the 27B files' query_pre_attn_scalar is dim / heads, not the head width
@@ -632,9 +670,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(post_ffn_norm, "post_ffw_norm.weight", c->dim, 0);
     }
 #undef TP_W
-    L->windowed = c->n_swa > 0 && (swa_period <= 1 || l % swa_period < swa_period - 1);
+    L->windowed = c->n_swa > 0 && (m->swa_layers ? m->swa_layers[l] != 0
+                                                  : swa_period <= 1 || l % swa_period < swa_period - 1);
     c->n_swa_layers += L->windowed;
-    L->nope = nope_all || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0);
+    L->nope = nope_all || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0) ||
+              ((flags & TP_ARCH_NOPE_FULL) && c->n_swa > 0 && !L->windowed);
     c->n_nope_layers += L->nope;
     /* biases: qwen2's q, k, v; the others optional, as llama.cpp's llama
      * loader reads them (attention output, feed-forward gate, up, down);
@@ -682,6 +722,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   if (st == TOPOS_OK) st = tp_llama_weights(m, swa_period, nope_all);
   free(m->used);
   m->used = NULL;
+  free(m->swa_layers);
+  m->swa_layers = NULL;
   if (st != TOPOS_OK) {
     topos_llama_free(m);
     return st;
@@ -724,6 +766,7 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);
   free(m->used);
+  free(m->swa_layers);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);
 }

@@ -36,6 +36,8 @@ struct topos_llama {
   topos_tensor *rope_long, *rope_short; /* LongRoPE's f32 [rope_dim / 2] tables, or NULL */
   tp_llama_layer *layers;
   uint8_t *used;              /* while loading: 1 per file tensor the graph reads */
+  uint8_t *swa_layers;        /* while loading: the windowed layers where the file lists them
+                               * (attention.sliding_window_pattern as an array), else NULL */
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:

@@ -12,6 +12,8 @@
  *   smollm3 every fourth layer unrotated (NoPE)
  *   mistral3 q times 1 + s ln(floor(p / original context) + 1) (Llama 4's
  *           temperature), YaRN's beta and log-multiplier keys
+ *   exaone4 olmo2's layout with per-head q and k norms; in the 32B files (64
+ *           blocks) a window on the layers the file lists, the others unrotated
  *   olmo2   no pre-norms (the branches read the residual), q and k norms over
  *           whole rows, post-norms; OLMo 3's window on three layers of four,
  *           whose rotation is unscaled while the full layers' is YaRN */
@@ -330,5 +332,65 @@ TEST(llama_mistral3_files) {
   q.rope_orig_ctx = 4;
   CHECK_OK(lt_open(&q, &m));
   lt_compare_plain_caches(&m, &q, 3e-2);
+  lt_close(&m);
+}
+
+/* EXAONE 4: 30-block files have no window (even where a key says one); the
+ * 64-block ones window the layers attention.sliding_window_pattern lists
+ * (an array of flags, "LLLG") and leave the full layers unrotated. */
+TEST(llama_exaone4_files) {
+  lt_spec s = lt_f32_spec(), scaled = s;
+  s.arch = "exaone4";
+  scaled.arch = "exaone4";
+  scaled.rope_scale = 4.0f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->pre_norms == 0 && c->post_norms == 1 && c->n_swa == 0 && c->n_nope_layers == 0);
+    lt_check_variant(&m, &s, &scaled);
+  }
+  lt_close(&m);
+  lt_spec k = s; /* a window key on a small file: no window, as llama.cpp */
+  k.swa = 5;
+  k.swa_list = "LLLG";
+  CHECK_OK(lt_open(&k, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->n_swa == 0 && topos_llama_config_of(m.model)->n_swa_layers == 0);
+  lt_close(&m);
+  /* 64 small blocks: windowed layers listed LLLG, the G ones unrotated */
+  lt_spec b = lt_f32_spec();
+  b.arch = "exaone4";
+  b.dim = 64, b.heads = 2, b.kv_heads = 1, b.ff = 64, b.layers = 64;
+  b.swa = 5;
+  b.swa_list = "LLLG";
+  CHECK_OK(lt_open(&b, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 5 && c->n_swa_layers == 48 && c->n_nope_layers == 16);
+    CHECK(m.model->layers[2].windowed && !m.model->layers[3].windowed && m.model->layers[3].nope);
+    lt_compare_plain_model(&m, &b, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+  lt_spec bad = b; /* the list must cover every layer */
+  bad.layers = 63;
+  bad.blocks_key = 64;
+  lt_expect_refused(bad, TOPOS_ERR_SHAPE, "attention.sliding_window_pattern lists 63 layers, the file has 64");
+}
+
+/* OLMo 3's converter writes the pattern as a list too */
+TEST(llama_olmo2_window_list) {
+  lt_spec w = lt_f32_spec(), every_fourth = w;
+  w.arch = "olmo2";
+  w.layers = 4;
+  w.swa = 5;
+  w.swa_list = "GLLL"; /* not the period's LLLG */
+  every_fourth = w;
+  every_fourth.swa_list = NULL;
+  lt_model m;
+  CHECK_OK(lt_open(&w, &m));
+  if (m.model) {
+    CHECK(!m.model->layers[0].windowed && m.model->layers[3].windowed);
+    lt_check_variant(&m, &w, &every_fourth);
+  }
   lt_close(&m);
 }

@@ -51,6 +51,8 @@ typedef struct lt_spec {
   int nope_all;            /* granite: rope.scaling.finetuned false (no layer rotates) */
   float attn_temp_scale;   /* mistral3: if > 0, attention.temperature_scale */
   float yarn_beta_fast, yarn_beta_slow, yarn_log_mul; /* if > 0, rope.scaling.yarn_* (else 32, 1, 0) */
+  const char *swa_list;    /* if set, attention.sliding_window_pattern as an array: layer l is
+                            * windowed where swa_list[l % length] is 'L' (EXAONE 4's "LLLG") */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -59,17 +61,14 @@ static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arc
  * two with post-norms, gemma3 and qwen3 with q and k norms */
 static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch, "gemma", 5) == 0; }
 static inline int lt_post_norms(const lt_spec *s) {
-  return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2");
+  return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
 }
 static inline int lt_qk_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2");
+  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
 }
+/* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
+static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
 
-/* layers that do not rotate q and k: smollm3's every fourth, granite's all
- * where the file says rope.scaling.finetuned false */
-static inline int lt_nope(const lt_spec *s, int64_t l) {
-  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_arch_is(s, "granite") && s->nope_all);
-}
 
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
@@ -79,13 +78,14 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
  * those, for lt_check_variant) */
 static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
-         lt_arch_is(s, "olmo2");
+         lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
  * refused before their keys matter, so they get llama.*) */
 static inline int lt_own_keys(const lt_spec *s) {
-  return lt_neox(s) || lt_arch_is(s, "granite") || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3");
+  return lt_neox(s) || lt_arch_is(s, "granite") || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
+         lt_arch_is(s, "exaone4");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -95,14 +95,26 @@ static inline int64_t lt_window(const lt_spec *s) {
   if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
   if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2")) return s->swa > 0 ? s->swa : 0;
+  if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
   return 0;
 }
 
 static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (lt_window(s) == 0) return 0;
   if (lt_phi3(s)) return 1;
-  const int64_t p = s->swa_pattern > 0 ? s->swa_pattern : lt_arch_is(s, "gemma2") ? 2 : lt_arch_is(s, "olmo2") ? 4 : 6;
+  if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
+  const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
+                    : lt_arch_is(s, "gemma2")                        ? 2
+                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ? 4
+                                                                     : 6;
   return p <= 1 || l % p < p - 1;
+}
+
+/* layers that do not rotate q and k: smollm3's every fourth, granite's all
+ * where the file says rope.scaling.finetuned false */
+static inline int lt_nope(const lt_spec *s, int64_t l) {
+  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_arch_is(s, "granite") && s->nope_all) ||
+         (lt_arch_is(s, "exaone4") && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
@@ -247,10 +259,17 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
-  if ((lt_phi3(s) && s->swa >= 0) || ((lt_gemma(s) || lt_arch_is(s, "olmo2")) && s->swa > 0))
+  if ((lt_phi3(s) && s->swa >= 0) || ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4")) && s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window_pattern"), (uint32_t)s->swa_pattern));
+  if (s->swa_list) { /* one bool (u8) per layer */
+    uint8_t *flags = lt_keep(f, (size_t)s->layers);
+    if (!flags) st = TOPOS_ERR_OUT_OF_MEMORY;
+    for (int64_t l = 0; flags && l < s->layers; ++l) flags[l] = s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
+    LT(topos_gguf_writer_add_array(w, lt_k(kb, s, "attention.sliding_window_pattern"), TOPOS_GGUF_BOOL, flags,
+                                   (uint64_t)s->layers));
+  }
   if (s->rope_base_swa > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base_swa"), s->rope_base_swa));
   if (s->attn_softcap > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attn_logit_softcapping"), s->attn_softcap));
   if (s->final_softcap > 0)
@@ -318,7 +337,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     snprintf(n, sizeof n, "blk.%d." suffix, (int)l);              \
     LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones));             \
   } while (0)
-    const int pre_norms = !lt_arch_is(s, "olmo2"); /* olmo2's branches read the residual itself */
+    const int pre_norms = !lt_no_pre_norms(s); /* olmo2's, exaone4's branches read the residual itself */
     if (pre_norms) {
       LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
@@ -481,7 +500,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     char n[64];
     for (int i = 0; i < 9; ++i) {
       if (fused && (i == 2 || i == 3 || i == 7)) continue;
-      if ((i == 0 || i == 5) && lt_arch_is(s, "olmo2")) continue; /* no pre-norms */
+      if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
       const char *name = fused && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
