@@ -324,33 +324,49 @@ enum {
   TP_ARCH_NO_PRE_NORMS = 1 << 11, /* no attn_norm / ffn_norm: the branches read the residual (olmo2) */
   TP_ARCH_TEMPERATURE = 1 << 12,  /* attention.temperature_scale: q times a factor growing with the position */
   TP_ARCH_NOPE_FULL = 1 << 13,    /* where the file has a window, the full layers do not rotate (exaone4) */
+  TP_ARCH_FINAL_SOFTCAP = 1 << 14, /* final_logit_softcapping where the file states it (gemma3) */
 };
+
+/* The windowed layers' rotation: as every other layer's (a base of their
+ * own only where rope.freq_base_swa differs); or a base of their own
+ * (rope.freq_base_swa, absent 10000) with positions unscaled and cos / sin
+ * times attn_factor (gemma3); or that with the file's base as the default
+ * and attn_factor 1 (OLMo 3) — as llama.cpp's graphs for each. */
+typedef enum tp_swa_rope { TP_SWA_ROPE_SAME, TP_SWA_ROPE_OWN_10000, TP_SWA_ROPE_OWN_BASE } tp_swa_rope;
 
 typedef struct tp_llama_arch {
   const char *name;
   unsigned flags;
-  /* sliding window: swa 0 none; 1 every layer (phi3); else read from the
+  /* sliding window: swa 0 none; 1 every layer (phi3); 2 read from the
    * file, default_swa when absent, on layers l % period < period - 1
-   * (attention.sliding_window_pattern may override the period) */
+   * (attention.sliding_window_pattern may give another period or list
+   * the layers); window_blocks: only files of this many blocks have one,
+   * its default 4096 (exaone4: the 32B), 0 any */
   int swa;
-  int64_t default_swa, period;
+  int64_t default_swa, period, window_blocks;
+  tp_swa_rope swa_rope;
+  /* files of this many blocks scale q by 1 / sqrt(dim / heads) instead of
+   * 1 / sqrt(head width): the 27B Gemmas' query_pre_attn_scalar, which
+   * llama.cpp tells by the block count too */
+  int64_t qpas_blocks;
 } tp_llama_arch;
 
 static const tp_llama_arch tp_llama_archs[] = {
-    {"llama", TP_ARCH_BIASES, 0, 0, 0},
-    {"qwen2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0},
-    {"qwen3", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0},
-    {"phi3", TP_ARCH_NEOX | TP_ARCH_FUSED, 1, 0, 0},
-    {"gemma", TP_ARCH_NEOX | TP_ARCH_GEMMA, 0, 0, 0},
-    {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2},
-    {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM, 2, 0, 6},
-    {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0},
-    {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0},
-    {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0},
+    {"llama", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen3", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"phi3", TP_ARCH_NEOX | TP_ARCH_FUSED, 1, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"gemma", TP_ARCH_NEOX | TP_ARCH_GEMMA, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2, 0, TP_SWA_ROPE_SAME, 46},
+    {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, 0, 6, 0,
+     TP_SWA_ROPE_OWN_10000, 62},
+    {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"exaone4", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS | TP_ARCH_NOPE_FULL, 2, 0,
-     4},
+     4, 64, TP_SWA_ROPE_SAME, 0},
     {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
-     4},
+     4, 0, TP_SWA_ROPE_OWN_BASE, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -402,11 +418,9 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
   char kb[96];
   int present, listed;
   c->n_swa = a->default_swa;
-  /* EXAONE 4: a window only in the 32B files (64 blocks), as llama.cpp */
-  if (strcmp(a->name, "exaone4") == 0) c->n_swa = c->n_layers == 64 ? 4096 : 0;
-  const int64_t fallback = c->n_swa;
+  if (a->window_blocks) c->n_swa = c->n_layers == a->window_blocks ? 4096 : 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
-  if (strcmp(a->name, "exaone4") == 0 && fallback == 0) c->n_swa = 0;
+  if (a->window_blocks && c->n_layers != a->window_blocks) c->n_swa = 0; /* the key notwithstanding */
   *period = a->period;
   if (c->n_swa == 0) return TOPOS_OK;
   TP_TRY(tp_llama_window_list(m, TP_K("attention.sliding_window_pattern"), &listed));
@@ -415,10 +429,10 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
   const double attn_factor = c->rope_ext_factor != 0.0f
                                  ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
                                  : c->rope_mscale;
-  if (strcmp(a->name, "gemma3") == 0) {
+  if (a->swa_rope == TP_SWA_ROPE_OWN_10000) {
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, 10000.0f, &c->rope_base_swa));
     c->rope_mscale_swa = (float)attn_factor;
-  } else if (strcmp(a->name, "olmo2") == 0) {
+  } else if (a->swa_rope == TP_SWA_ROPE_OWN_BASE) {
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &c->rope_base_swa));
     c->rope_mscale_swa = 1.0f;
   } else {
@@ -460,10 +474,15 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: general.architecture is missing");
   TP_TRY(st);
   const tp_llama_arch *a = tp_llama_arch_of(arch);
-  if (!a)
-    return tp_fail(TOPOS_UNSUPPORTED,
-                   "llama: architecture \"%.64s\" is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, "
-                   "gemma3, granite, smollm3, olmo2, mistral3 and exaone4 are)", arch);
+  if (!a) { /* the table's names, in its order */
+    char known[256];
+    size_t used = 0;
+    const size_t n = sizeof tp_llama_archs / sizeof tp_llama_archs[0];
+    for (size_t i = 0; i < n && used < sizeof known; ++i)
+      used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                               tp_llama_archs[i].name);
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (%s are)", arch, known);
+  }
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = a->name;
@@ -513,9 +532,7 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, swa_period));
   c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
   c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
-  /* the 27B files' query_pre_attn_scalar is dim / heads, not the head width
-   * (llama.cpp tells them by their block count) */
-  if ((strcmp(arch, "gemma2") == 0 && c->n_layers == 46) || (strcmp(arch, "gemma3") == 0 && c->n_layers == 62))
+  if (a->qpas_blocks && c->n_layers == a->qpas_blocks)
     c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
   else if (a->flags & TP_ARCH_GEMMA)
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
@@ -533,7 +550,7 @@ static topos_status tp_llama_config(topos_llama *m, int64_t *swa_period, int *no
   if (a->flags & TP_ARCH_SOFTCAP) {
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
-  } else if (strcmp(arch, "gemma3") == 0) {
+  } else if (a->flags & TP_ARCH_FINAL_SOFTCAP) {
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
   }
   topos_clear_error();
