@@ -13,8 +13,41 @@
 #include "engine/pattern.h"
 #include "engine/softmax_rows.h"
 
-/* inputs: q, kn, mn, vn, then kc, mc, vc when cached */
+/* inputs: q, kn, mn, vn, then kc, mc, vc when cached; then, where the
+ * scores are soft-capped (gemma2: c tanh(s / c), recorded as mul(tanh(mul(s,
+ * a)), c)), each part's two broadcast scalars a and c, the chunk's first:
+ * 4 or 7 inputs without caps, 6 or 11 with */
 enum { AT_Q, AT_KN, AT_MN, AT_VN, AT_KC, AT_MC, AT_VC };
+
+static inline int at_cached(uint32_t n_inputs) { return n_inputs == 7 || n_inputs == 11; }
+static inline int at_capped(uint32_t n_inputs) { return n_inputs == 6 || n_inputs == 11; }
+
+/* A part's soft cap: scores s become tanh(s * a) * c (on = 0: none) */
+typedef struct at_cap {
+  int on;
+  float a, c;
+} at_cap;
+
+/* the caps of a fusion's inputs: cap[0] the chunk's, cap[1] the cached segment's */
+static inline topos_status at_caps_of(uint32_t n_inputs, topos_tensor *const *inputs, at_cap cap[2]) {
+  cap[0] = cap[1] = (at_cap){0, 0.0f, 0.0f};
+  if (!at_capped(n_inputs)) return TOPOS_OK;
+  const uint32_t base = at_cached(n_inputs) ? 7 : 4;
+  const int64_t first[TOPOS_MAX_RANK] = {0};
+  for (uint32_t part = 0; part < (at_cached(n_inputs) ? 2u : 1u); ++part) {
+    double a, c;
+    topos_tensor *ta = inputs[base + 2 * part], *tc = inputs[base + 2 * part + 1];
+    TP_TRY(topos_tensor_get(ta, topos_tensor_rank(ta) ? first : NULL, &a));
+    TP_TRY(topos_tensor_get(tc, topos_tensor_rank(tc) ? first : NULL, &c));
+    cap[part] = (at_cap){1, (float)a, (float)c};
+  }
+  return TOPOS_OK;
+}
+
+/* rows x n scores p (row stride ld) soft-capped in place, each step the
+ * composed one's rounding: x * a, tanh (Exact: the f32 map chain as the tanh
+ * step runs it; Fast: the shared vector tanh, 2 ulp), * c */
+topos_status at_softcap_rows(const at_cap *cap, float *p, int64_t ld, int64_t rows, int64_t n, int exact);
 
 /* Query rows per task: 60, fewer where the block's scores and
  * probabilities would pass 256 KiB, so they stay in L2, but at least 12; a

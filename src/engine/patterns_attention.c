@@ -8,7 +8,9 @@
  *   p = exp(log_softmax(s))
  *   o = add(matmul(narrow(p, 0, S), vc), matmul(narrow(p, S, T), vn))
  * q [B, m, d], kc [B, d, S], kn [B, d, T], masks [B, m, S|T], vc [B, S, dv],
- * vn [B, T, dv], all rank 3, last axis the softmax's.
+ * vn [B, T, dv], all rank 3, last axis the softmax's. Either form may
+ * soft-cap each product before its mask (gemma2: mul(tanh(mul(s, a)), c)),
+ * computed in the step with each operation's rounding (at_softcap_rows).
  *
  * Composed, the scores, their masked sum, the concatenation and the
  * probabilities are four [B, m, S + T] buffers and as many passes; fused, a
@@ -45,6 +47,7 @@
 #include "base/numerics.h"
 #include "base/temp.h"
 #include "base/threads.h"
+#include "base/vexp.h"
 #include "engine/attention_gemm.h"
 #include "engine/attention_internal.h"
 #include "engine/pattern.h"
@@ -84,21 +87,64 @@ static bool at_operand(const at_form *fm, const tp_graph *g, uint32_t i, bool we
          (n->desc->dtype == TOPOS_F16 || n->desc->dtype == TOPOS_BF16);
 }
 
-/* add(product(q, k), mask) at node i, mask shaped as the product; fills the
- * two members and q, k, mask */
-static bool at_scores(const at_form *fm, const tp_graph *g, uint32_t i, uint32_t *members, uint32_t *q,
-                      uint32_t *k, uint32_t *mask) {
+/* node i: a broadcast of one f32 value to like's shape */
+static bool at_scalar(const at_form *fm, const tp_graph *g, uint32_t i, const tp_node *like) {
+  const tp_node *b = at_op(fm, g, i, TOPOS_OP_BROADCAST);
+  if (!b || !at_same_shape(fm, g, i, like)) return false;
+  const tp_node *src = &g->nodes[b->operands[0]];
+  for (int k = 0; k < src->desc->rank; ++k)
+    if (src->desc->shape[k] != 1) return false;
+  return true;
+}
+
+/* add(product(q, k), mask) at node i, mask shaped as the product, or with
+ * the product soft-capped first, mul(tanh(mul(product, a)), c) (a, c
+ * broadcast scalars: llama_graph.c's tp_softcap); appends the members (2,
+ * or 5 capped) to members[*n] and fills q, k, mask and, capped, cap[0..2)
+ * with a and c (*capped 1) */
+static bool at_scores(const at_form *fm, const tp_graph *g, uint32_t i, uint32_t *members, uint32_t *n,
+                      uint32_t *q, uint32_t *k, uint32_t *mask, uint32_t cap[2], int *capped) {
   const tp_node *add = at_op(fm, g, i, TOPOS_OP_ADD);
   if (!add) return false;
-  const tp_node *mm = at_op(fm, g, add->operands[0], fm->product);
-  if (!mm || !at_same_shape(fm, g, add->operands[1], mm)) return false;
+  uint32_t prod = add->operands[0];
+  *capped = 0;
+  const tp_node *outer = at_op(fm, g, prod, TOPOS_OP_MUL);
+  if (outer) { /* mul(tanh(mul(product, a)), c) */
+    const tp_node *th = at_op(fm, g, outer->operands[0], TOPOS_OP_TANH);
+    const tp_node *inner = th ? at_op(fm, g, th->operands[0], TOPOS_OP_MUL) : NULL;
+    if (!inner || !at_scalar(fm, g, inner->operands[1], outer) || !at_scalar(fm, g, outer->operands[1], outer) ||
+        !at_same_shape(fm, g, outer->operands[0], outer) || !at_same_shape(fm, g, th->operands[0], outer))
+      return false;
+    members[(*n)++] = th->operands[0];    /* mul(product, a) */
+    members[(*n)++] = outer->operands[0]; /* tanh */
+    members[(*n)++] = prod;               /* mul(., c) */
+    cap[0] = inner->operands[1];
+    cap[1] = outer->operands[1];
+    *capped = 1;
+    prod = inner->operands[0];
+  }
+  const tp_node *mm = at_op(fm, g, prod, fm->product);
+  if (!mm || !at_same_shape(fm, g, add->operands[1], mm) || (*capped && !at_same_shape(fm, g, add->operands[0], mm)))
+    return false;
   if (!at_operand(fm, g, mm->operands[0], false) || !at_operand(fm, g, mm->operands[1], true)) return false;
-  members[0] = add->operands[0];
-  members[1] = i;
+  members[(*n)++] = prod;
+  members[(*n)++] = i;
   *q = mm->operands[0];
   *k = mm->operands[1];
   *mask = add->operands[1];
   return true;
+}
+
+topos_status at_softcap_rows(const at_cap *cap, float *p, int64_t ld, int64_t rows, int64_t n, int exact) {
+  if (!cap->on || n <= 0) return TOPOS_OK;
+  const topos_element *f32 = topos_element_of(TOPOS_F32);
+  for (int64_t r = 0; r < rows; ++r) {
+    float *x = p + r * ld;
+    for (int64_t c = 0; c < n; ++c) x[c] = TP_FIRST_NAN(x[c], cap->a, *);
+    if (exact || !tp_vtanh_f32(x, x, n)) TP_TRY(topos_element_map(f32, TOPOS_MAP_TANH, x, x, n));
+    for (int64_t c = 0; c < n; ++c) x[c] = TP_FIRST_NAN(x[c], cap->c, *);
+  }
+  return TOPOS_OK;
 }
 
 /* narrow(p, last axis, start, length) */
@@ -121,7 +167,8 @@ static bool at_pad(const at_form *fm, const tp_graph *g, uint32_t i, int64_t sta
 
 static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, tp_fusion *f) {
   const int last = fm->rank - 1;
-  uint32_t members[16], n = 0, in[7];
+  uint32_t members[24], n = 0, in[11];
+  int capped_n = 0, capped_c = 0;
   uint32_t p = 0;
   int64_t S = 0;
   int cached = 0;
@@ -170,14 +217,12 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
     members[n++] = cat->operands[0];
     members[n++] = cat->operands[1];
     uint32_t qc;
-    if (!at_scores(fm, g, xc, members + n, &qc, &in[AT_KC], &in[AT_MC])) return false;
-    n += 2;
-    if (!at_scores(fm, g, xn, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN]) || qc != in[AT_Q])
+    if (!at_scores(fm, g, xc, members, &n, &qc, &in[AT_KC], &in[AT_MC], &in[9], &capped_c)) return false;
+    if (!at_scores(fm, g, xn, members, &n, &in[AT_Q], &in[AT_KN], &in[AT_MN], &in[7], &capped_n) ||
+        qc != in[AT_Q] || capped_c != capped_n)
       return false;
-    n += 2;
   } else {
-    if (!at_scores(fm, g, s, members + n, &in[AT_Q], &in[AT_KN], &in[AT_MN])) return false;
-    n += 2;
+    if (!at_scores(fm, g, s, members, &n, &in[AT_Q], &in[AT_KN], &in[AT_MN], &in[4], &capped_n)) return false;
   }
   /* shapes, batched: q [B, m, d], k [B, d, keys], v [B, keys, dv], out [B, m, dv];
    * linear: q [m, d], k [keys, d], v [dv, keys], out [m, dv] */
@@ -197,7 +242,7 @@ static bool at_match_form(const at_form *fm, const tp_graph *g, uint32_t root, t
   if (fm->rank == 3 && (os[0] != qs[0] || os[1] != qs[1])) return false;
   if (fm->rank == 2 && os[0] != qs[0]) return false;
   if (!tp_fusion_take_members(f, members, n, root)) return false;
-  f->n_inputs = cached ? 7 : 4;
+  f->n_inputs = cached ? (capped_n ? 11 : 7) : (capped_n ? 6 : 4);
   memcpy(f->inputs, in, f->n_inputs * sizeof *in);
   return true;
 }
@@ -209,6 +254,7 @@ static bool at_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root,
 
 typedef struct at_job {
   at_view q, k[2], m[2], v[2]; /* [0]: the chunk's keys, [1]: the cached segment */
+  at_cap cap[2];
   int cached, exact;
   tp_attn_gemm_fn fast; /* Fast: the products without packing, where the CPU has them */
   int64_t B, rows, d, dv, S, T, block_rows, blocks;
@@ -260,6 +306,7 @@ static topos_status at_scores_block(const at_job *j, int part, int64_t b, int64_
     topos_gemm_task t = {rows, n, j->d, qb, q->s1, q->s2, kb, k->s1, k->s2, s, ld};
     TP_TRY(topos_element_gemm(topos_element_of(TOPOS_F32), &t));
   }
+  TP_TRY(at_softcap_rows(&j->cap[part], s, ld, rows, n, j->exact));
   at_add_mask(m, b, i0, rows, n, s, ld, s, ld, j->cached);
   return TOPOS_OK;
 }
@@ -346,8 +393,9 @@ static topos_status at_run(const tp_fusion *f, const tp_graph *g, topos_tensor *
   }
   at_job j;
   memset(&j, 0, sizeof j);
-  j.cached = f->n_inputs == 7;
+  j.cached = at_cached(f->n_inputs);
   j.exact = tp_numerics_exact();
+  TP_TRY(at_caps_of(f->n_inputs, inputs, j.cap));
   if (!j.exact) j.fast = tp_attn_gemm_best();
   j.q = at_view_of(inputs[AT_Q]);
   j.k[0] = at_view_of(inputs[AT_KN]);

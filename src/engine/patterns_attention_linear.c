@@ -42,6 +42,7 @@ typedef struct al_job {
   size_t kr[2], vr[2];      /* their rows' strides in bytes */
   topos_dtype kt[2], vt[2];
   at_view mask[2];
+  at_cap cap[2];
   int cached, exact;
   int64_t m, d, dv, S, T, block_rows, blocks;
   /* Fast with enough query rows: the keys as f32 [d][keys rounded to 16] and
@@ -104,6 +105,7 @@ static topos_status al_scores(const al_job *j, int part, int64_t i0, int64_t row
     TP_TRY(topos_qmatmul_rows(j->q + i0 * j->d, rows, j->d, j->k[part], j->kr[part], j->kt[part], n, NULL, tmp,
                               path));
   }
+  TP_TRY(at_softcap_rows(&j->cap[part], tmp, ldt, rows, n, j->exact));
   at_add_mask(&j->mask[part], 0, i0, rows, n, tmp, ldt, s, ld, j->cached);
   return TOPOS_OK;
 }
@@ -210,8 +212,9 @@ static topos_status al_rows(topos_tensor *t, const void **data, size_t *stride, 
 topos_status tp_attention_linear_run(const tp_fusion *f, topos_tensor *const *inputs, topos_tensor *dst) {
   al_job j;
   memset(&j, 0, sizeof j);
-  j.cached = f->n_inputs == 7;
+  j.cached = at_cached(f->n_inputs);
   j.exact = tp_numerics_exact();
+  TP_TRY(at_caps_of(f->n_inputs, inputs, j.cap));
   /* the queries as packed rows; keys and values in place where their rows
    * allow (the cache's value rows are a narrow: no copy per step) */
   enum { AL_COPIES = 5 };

@@ -2,8 +2,9 @@
  * without and with a cached key segment, as one step. Exact: the
  * interpreter's bits at 1, 2 and 3 threads, with causal masks, a fully
  * visible mask, holes in the mask, a row that sees nothing (NaN) and a NaN
- * query. Fast: the same bits at every thread count, and within a stated
- * bound of Exact — the skipped keys included. */
+ * query; and with gemma2's soft-capped scores (cap tanh(s / cap) between
+ * the products and the masks). Fast: the same bits at every thread count,
+ * and within a stated bound of Exact — the skipped keys included. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,15 @@ typedef struct ap_case {
   int cached;
   int64_t S;
   int mask_kind; /* 0 causal, 1 all visible, 2 causal with holes and special rows */
+  float cap;     /* if > 0, scores soft-capped as gemma2's: cap tanh(s / cap) */
 } ap_case;
+
+/* cap tanh(s / cap), recorded as llama_graph.c's tp_softcap does */
+static topos_sym ap_softcap(topos_tape *tape, topos_sym s, float cap) {
+  if (cap <= 0) return s;
+  topos_sym y = topos_tape_tanh(tape, topos_tape_mul(tape, s, topos_tape_fill_like(tape, s, 1.0f / cap)));
+  return topos_tape_mul(tape, y, topos_tape_fill_like(tape, y, cap));
+}
 
 static uint32_t ap_state = 2024u;
 static float ap_uniform(void) {
@@ -63,7 +72,7 @@ static topos_tensor *ap_mask(int64_t m, int64_t keys, int chunk, int kind, int64
  * fresh random operands; runs the plan, and the interpreter under Exact. */
 static topos_status ap_run(const ap_case *c, topos_numerics num, int *fused, topos_tensor **out,
                            topos_tensor **ref) {
-  ap_state = 2024u + (uint32_t)(c->cached * 10 + c->mask_kind + c->S);
+  ap_state = 2024u + (uint32_t)(c->cached * 10 + c->mask_kind + c->S) + (c->cap > 0 ? 77u : 0u);
   topos_tensor *q = ap_tensor(AP_B, AP_M, AP_D, 3.0f), *kn = ap_tensor(AP_B, AP_D, AP_T, 3.0f);
   topos_tensor *vn = ap_tensor(AP_B, AP_T, AP_DV, 2.0f), *kc = ap_tensor(AP_B, AP_D, c->S, 3.0f);
   topos_tensor *vc = ap_tensor(AP_B, c->S, AP_DV, 2.0f);
@@ -82,13 +91,13 @@ static topos_status ap_run(const ap_case *c, topos_numerics num, int *fused, top
     topos_sym sq = topos_tape_input(tape, q, "q"), skn = topos_tape_input(tape, kn, "kn");
     topos_sym svn = topos_tape_input(tape, vn, "vn");
     topos_sym smn = topos_tape_broadcast_along(tape, topos_tape_input(tape, mn, "mn"), 0, AP_B);
-    topos_sym s_n = topos_tape_add(tape, topos_tape_matmul(tape, sq, skn), smn);
+    topos_sym s_n = topos_tape_add(tape, ap_softcap(tape, topos_tape_matmul(tape, sq, skn), c->cap), smn);
     if (!c->cached) {
       root = topos_tape_matmul(tape, topos_tape_exp(tape, topos_tape_log_softmax(tape, s_n, 2)), svn);
     } else {
       topos_sym skc = topos_tape_input(tape, kc, "kc"), svc = topos_tape_input(tape, vc, "vc");
       topos_sym smc = topos_tape_broadcast_along(tape, topos_tape_input(tape, mc, "mc"), 0, AP_B);
-      topos_sym s_c = topos_tape_add(tape, topos_tape_matmul(tape, sq, skc), smc);
+      topos_sym s_c = topos_tape_add(tape, ap_softcap(tape, topos_tape_matmul(tape, sq, skc), c->cap), smc);
       topos_sym parts[2] = {s_c, s_n};
       topos_sym p =
           topos_tape_exp(tape, topos_tape_log_softmax(tape, topos_tape_concat(tape, 2, parts, 2), 2));
@@ -106,8 +115,9 @@ static topos_status ap_run(const ap_case *c, topos_numerics num, int *fused, top
   return st;
 }
 
-static const ap_case ap_cases[] = {{0, 70, 0}, {0, 70, 1}, {0, 70, 2}, {1, 70, 0},
-                                   {1, 70, 1}, {1, 70, 2}, {1, 2100, 0}, {1, 2100, 2}};
+static const ap_case ap_cases[] = {{0, 70, 0, 0},    {0, 70, 1, 0},     {0, 70, 2, 0},   {1, 70, 0, 0},
+                                   {1, 70, 1, 0},    {1, 70, 2, 0},     {1, 2100, 0, 0}, {1, 2100, 2, 0},
+                                   {0, 70, 2, 1.5f}, {1, 70, 2, 1.5f}, {1, 2100, 0, 1.5f}};
 
 TEST(plan_attention_fuses_with_the_interpreter_bits_at_every_thread_count) {
   int saved = topos_threads();
@@ -231,7 +241,7 @@ TEST(attention_fast_products_are_one_fma_chain_per_element) {
 /* The 16-bit cache's form: per kv head, qlinear products with the keys
  * [keys, d] and values [dv, keys] as weight rows, the cached segment f16 or
  * bf16 (models/llama_graph.c). */
-static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_type, int64_t S,
+static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_type, int64_t S, float cap,
                                   topos_numerics num, int *fused, topos_tensor **out,
                                   topos_tensor **ref) {
   ap_state = 4048u + (uint32_t)(cached * 10 + mask_kind + S);
@@ -256,12 +266,14 @@ static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_t
   if (st == TOPOS_OK) {
     topos_sym sq = topos_tape_input(tape, q, "q"), skn = topos_tape_input(tape, kn, "kn");
     topos_sym svn = topos_tape_transpose(tape, topos_tape_input(tape, vn, "vn"));
-    topos_sym s_n = topos_tape_add(tape, topos_tape_qlinear(tape, sq, skn), topos_tape_input(tape, mn, "mn"));
+    topos_sym s_n =
+        topos_tape_add(tape, ap_softcap(tape, topos_tape_qlinear(tape, sq, skn), cap), topos_tape_input(tape, mn, "mn"));
     if (!cached) {
       root = topos_tape_qlinear(tape, topos_tape_exp(tape, topos_tape_log_softmax(tape, s_n, 1)), svn);
     } else {
       topos_sym skc = topos_tape_constant(tape, kc), svc = topos_tape_constant(tape, vc);
-      topos_sym s_c = topos_tape_add(tape, topos_tape_qlinear(tape, sq, skc), topos_tape_input(tape, mc, "mc"));
+      topos_sym s_c = topos_tape_add(tape, ap_softcap(tape, topos_tape_qlinear(tape, sq, skc), cap),
+                                     topos_tape_input(tape, mc, "mc"));
       topos_sym parts[2] = {s_c, s_n};
       topos_sym p =
           topos_tape_exp(tape, topos_tape_log_softmax(tape, topos_tape_concat(tape, 2, parts, 1), 1));
@@ -280,9 +292,10 @@ static topos_status ap_run_linear(int cached, int mask_kind, topos_dtype cache_t
 }
 
 TEST(plan_attention_16bit_cache_form_interpreter_bits_and_fast_bound) {
-  static const struct { int cached, mask_kind; topos_dtype type; int64_t S; } cases[] = {
-      {0, 0, TOPOS_F16, 70}, {0, 2, TOPOS_F16, 70}, {1, 0, TOPOS_F16, 70},
-      {1, 1, TOPOS_BF16, 70}, {1, 2, TOPOS_F16, 70}, {1, 0, TOPOS_F16, 2100}};
+  static const struct { int cached, mask_kind; topos_dtype type; int64_t S; float cap; } cases[] = {
+      {0, 0, TOPOS_F16, 70, 0},  {0, 2, TOPOS_F16, 70, 0}, {1, 0, TOPOS_F16, 70, 0},
+      {1, 1, TOPOS_BF16, 70, 0}, {1, 2, TOPOS_F16, 70, 0}, {1, 0, TOPOS_F16, 2100, 0},
+      {0, 2, TOPOS_F16, 70, 1.5f}, {1, 2, TOPOS_F16, 70, 1.5f}};
   int saved = topos_threads();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     topos_tensor *first = NULL, *exact = NULL;
@@ -290,14 +303,14 @@ TEST(plan_attention_16bit_cache_form_interpreter_bits_and_fast_bound) {
       CHECK_OK(topos_set_threads(threads));
       topos_tensor *y = NULL, *ref = NULL;
       int fused = 0;
-      CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S,
+      CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S, cases[i].cap,
                              TOPOS_NUMERICS_EXACT, &fused, &y, &ref));
       CHECK_EQ_INT(fused, 1);
       if (y && ref) CHECK_MSG(topos_tensor_bits_equal(y, ref), "case %zu threads %d", i, threads);
       if (!exact) exact = topos_tensor_retain(ref);
       topos_tensor_release(y);
       topos_tensor_release(ref);
-      CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S,
+      CHECK_OK(ap_run_linear(cases[i].cached, cases[i].mask_kind, cases[i].type, cases[i].S, cases[i].cap,
                              TOPOS_NUMERICS_FAST, &fused, &y, NULL));
       CHECK_EQ_INT(fused, 1);
       if (y && first) CHECK_MSG(topos_tensor_bits_equal(y, first), "fast, case %zu threads %d", i, threads);
