@@ -6,6 +6,34 @@
 
 #define TP_LLAMA_MAX_KV_HEADS 256
 
+/* What each architecture changes in the llama graph, as llama.cpp's graph
+ * for the same files does. NEOX: the converter keeps Hugging Face's q and
+ * k order, so the rotation pairs (x[i], x[i + d/2]). */
+enum {
+  TP_ARCH_NEOX = 1 << 0,
+  TP_ARCH_BIASES = 1 << 1,     /* optional q, k, v, output and feed-forward biases */
+  TP_ARCH_QKV_BIAS = 1 << 2,   /* q, k, v biases required (qwen2) */
+  TP_ARCH_FUSED = 1 << 3,      /* attn_qkv and gate|up in ffn_up (phi3) */
+  TP_ARCH_QK_NORM = 1 << 4,    /* attn_q_norm, attn_k_norm */
+  TP_ARCH_GEMMA = 1 << 5,      /* embeddings times sqrt(dim), GELU gate */
+  TP_ARCH_POST_NORMS = 1 << 6, /* post_attention_norm, post_ffw_norm */
+  TP_ARCH_SOFTCAP = 1 << 7,    /* attention and final logits soft-capped (defaults 50, 30) */
+  TP_ARCH_GRANITE = 1 << 8,    /* embedding, residual, attention and logit scales from the file */
+  TP_ARCH_NOPE4 = 1 << 9,      /* every fourth layer unrotated (smollm3) */
+  TP_ARCH_QK_NORM_ROW = 1 << 10, /* q and k norms over the whole row, not per head (olmo2) */
+  TP_ARCH_NO_PRE_NORMS = 1 << 11, /* no attn_norm / ffn_norm: the branches read the residual (olmo2) */
+  TP_ARCH_TEMPERATURE = 1 << 12,  /* attention.temperature_scale: q times a factor growing with the position */
+  TP_ARCH_NOPE_FULL = 1 << 13,    /* where the file has a window, the full layers do not rotate (exaone4) */
+  TP_ARCH_FINAL_SOFTCAP = 1 << 14, /* final_logit_softcapping where the file states it (gemma3) */
+};
+
+/* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
+unsigned tp_llama_arch_flags(const char *arch);
+
+/* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
+const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
+#define TP_K(suffix) tp_llama_key(kb, sizeof kb, c->arch, suffix)
+
 typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
   topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] or NULL (config.qk_norm) */
@@ -70,6 +98,12 @@ typedef struct tp_llama_graph {
   topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, temp, logits;
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
 } tp_llama_graph;
+
+/* Reads general.architecture and its keys into m->config (llama_config.c);
+ * *swa_period (0: none) and *nope_all for the layer loop; may set
+ * m->swa_layers. */
+struct topos_llama;
+topos_status tp_llama_config_read(struct topos_llama *m, int64_t *swa_period, int *nope_all);
 
 /* kv_dtype f32: k_cache [KVH, hd, C], v_cache [KVH, C, hd] (matmul);
  * f16/bf16: k_cache [KVH, C, hd], v_cache [KVH, hd, C] (linear per kv head). */

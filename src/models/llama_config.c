@@ -1,0 +1,413 @@
+/* The llama loader's hyper-parameters: the architecture table (what each
+ * general.architecture changes in the graph, as llama.cpp's graph for the
+ * same files) and the ARCH.* keys read into topos_llama_config, each
+ * range-checked, with llama.cpp's defaults where a key is absent. The
+ * weights are llama.c's. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "models/llama_internal.h"
+
+const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix) {
+  snprintf(buf, cap, "%s.%s", arch, suffix);
+  return buf;
+}
+
+/* Integer key `key` into *out, within min..2^31 (min 0 or 1); *present 0
+ * (and *out untouched) where the file has no such key. */
+static topos_status tp_llama_key_u64(topos_gguf *g, const char *key, int min, int64_t *out, int *present) {
+  uint64_t v;
+  topos_status st = topos_gguf_get_u64(g, key, &v);
+  *present = st != TOPOS_ERR_NOT_FOUND;
+  if (!*present) {
+    topos_clear_error();
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (v < (uint64_t)min || v > (uint64_t)1 << 31)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is outside %d..2^31", key, v, min);
+  *out = (int64_t)v;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback,
+                                 int64_t *out) {
+  int present;
+  TP_TRY(tp_llama_key_u64(g, key, 1, out, &present));
+  if (present) return TOPOS_OK;
+  if (required) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
+  *out = fallback;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_f32(topos_gguf *g, const char *key, int required, float fallback,
+                                 float *out) {
+  topos_status st = topos_gguf_get_f32(g, key, out);
+  if (st == TOPOS_ERR_NOT_FOUND && !required) {
+    topos_clear_error();
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st == TOPOS_ERR_NOT_FOUND)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (!(*out > 0.0f) || *out > 1e30f)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be a positive finite number", key,
+                   (double)*out);
+  return TOPOS_OK;
+}
+
+/* YaRN as llama.cpp applies it to llama and qwen2 files (rope.scaling.type
+ * "yarn"): pair i's angle blends the interpolated one (position / factor)
+ * and the original one by a ramp over the pair index, 1 (original) below
+ * the pair whose wavelength fits original_context_length / 32 times, 0
+ * (interpolated) above the one fitting it once (beta_fast 32, beta_slow 1,
+ * the first floored and the second ceiled, as its corr_dims are); cos and
+ * sin are multiplied by attn_factor * (1 + 0.1 ln factor), which scales
+ * every attention logit by that squared. */
+static double tp_yarn_corr_dim(double rot_dim, double ctx_orig, double rotations, double base) {
+  return rot_dim * log(ctx_orig / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
+}
+
+/* A non-negative finite f32 key (soft caps, scales: 0 meaning none), absent the default */
+static topos_status tp_llama_nonneg_f32(topos_gguf *g, const char *key, float fallback, float *out) {
+  topos_status st = topos_gguf_get_f32(g, key, out);
+  if (st == TOPOS_ERR_NOT_FOUND) {
+    topos_clear_error();
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (!(*out >= 0.0f) || *out > 1e30f)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", key, (double)*out);
+  return TOPOS_OK;
+}
+
+/* beta_fast / beta_slow: rope.scaling.yarn_beta_fast / _slow (absent 32, 1);
+ * log_mul: rope.scaling.yarn_log_multiplier (Mistral 3's files: the
+ * magnitude becomes attn_factor (1 + 0.1 ln f) / (1 + 0.1 log_mul ln f), as
+ * llama.cpp's mscale / mscale_all_dims with mscale 1; absent or 0: as above). */
+static void tp_llama_yarn(topos_llama_config *c, double beta_fast, double beta_slow, double log_mul) {
+  const double ctx_orig = (double)c->rope_ctx_orig, d = (double)c->rope_dim;
+  double low = floor(tp_yarn_corr_dim(d, ctx_orig, beta_fast, c->rope_base));
+  double high = ceil(tp_yarn_corr_dim(d, ctx_orig, beta_slow, c->rope_base));
+  c->rope_yarn_low = (float)(low > 0.0 ? low : 0.0);
+  c->rope_yarn_high = (float)(high < d - 1.0 ? high : d - 1.0);
+  c->rope_ext_factor = 1.0f;
+  const double ln_f = log(1.0 / (double)c->rope_freq_scale);
+  double m = 1.0 + 0.1 * ln_f;
+  if (log_mul != 0.0 && ln_f > 0.0) m /= 1.0 + 0.1 * log_mul * ln_f;
+  c->rope_mscale = (float)((double)c->rope_mscale * m);
+}
+
+/* Position scaling as llama.cpp reads it: rope.scaling.factor (older files:
+ * rope.scale_linear) divides every position unless rope.scaling.type is
+ * "none"; an absent type means "linear", a factor of 0 means none. "yarn"
+ * takes the same factor (tp_llama_yarn); "longrope" (or no type, as the
+ * phi3 converter writes it) takes its tables (tp_llama_rope_factors). Every
+ * type: cos and sin times rope.scaling.attn_factor (absent: 1), and
+ * rope.scaling.original_context_length (absent or 0: the training context)
+ * places YaRN's ramp and picks LongRoPE's table. */
+static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
+  char kb[96], kb2[96];
+  c->rope_freq_scale = 1.0f;
+  TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.attn_factor"), 0, 1.0f, &c->rope_mscale));
+  int64_t orig = 0;
+  int present;
+  TP_TRY(tp_llama_key_u64(g, TP_K("rope.scaling.original_context_length"), 0, &orig, &present));
+  c->rope_ctx_orig = orig ? orig : c->n_ctx_train;
+  const char *type = NULL;
+  topos_status st = topos_gguf_get_string(g, TP_K("rope.scaling.type"), &type, NULL);
+  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), type = "linear";
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
+  if (strcmp(type, "none") == 0) return TOPOS_OK;
+  const int yarn = strcmp(type, "yarn") == 0;
+  if (strcmp(type, "linear") != 0 && strcmp(type, "longrope") != 0 && !yarn)
+    return tp_fail(TOPOS_UNSUPPORTED,
+                   "llama: rope scaling \"%.32s\" is not supported (none, linear, yarn and longrope are)", type);
+  const char *keys[2] = {TP_K("rope.scaling.factor"), tp_llama_key(kb2, sizeof kb2, c->arch, "rope.scale_linear")};
+  for (int i = 0; i < 2; ++i) {
+    float factor = 0.0f;
+    st = topos_gguf_get_f32(g, keys[i], &factor);
+    if (st == TOPOS_ERR_NOT_FOUND) {
+      topos_clear_error();
+      continue;
+    }
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", keys[i]);
+    if (factor == 0.0f) break;
+    if (!(factor > 0.0f) || factor > 1e30f)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", keys[i],
+                     (double)factor);
+    c->rope_freq_scale = 1.0f / factor;
+    break;
+  }
+  if (yarn) {
+    float beta_fast = 32.0f, beta_slow = 1.0f, log_mul = 0.0f;
+    TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.yarn_beta_fast"), 0, 32.0f, &beta_fast));
+    TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.yarn_beta_slow"), 0, 1.0f, &beta_slow));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("rope.scaling.yarn_log_multiplier"), 0.0f, &log_mul));
+    tp_llama_yarn(c, beta_fast, beta_slow, log_mul);
+  }
+  return TOPOS_OK;
+}
+
+/* phi3's sliding attention window (a query at p sees keys at p - window + 1
+ * .. p): attention.sliding_window, 0 for none (Phi-4); absent, llama.cpp's
+ * defaults for the files written before the key (Phi-3 mini / medium 4k:
+ * 2047, mini 128k: 262144, medium 128k: 131072), else refused as it does. */
+static topos_status tp_llama_phi3_window(topos_gguf *g, topos_llama_config *c) {
+  char kb[96];
+  int present;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
+  if (present) return TOPOS_OK;
+  if ((c->n_layers == 32 || c->n_layers == 40) && c->n_ctx_train == 4096) c->n_swa = 2047;
+  else if (c->n_layers == 32 && c->n_kv_heads == 32 && c->n_ctx_train == 131072) c->n_swa = 262144;
+  else if (c->n_layers == 40 && c->n_ctx_train == 131072) c->n_swa = 131072;
+  else return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: phi3 file without %s", kb);
+  return TOPOS_OK;
+}
+
+
+/* The windowed layers' rotation: as every other layer's (a base of their
+ * own only where rope.freq_base_swa differs); or a base of their own
+ * (rope.freq_base_swa, absent 10000) with positions unscaled and cos / sin
+ * times attn_factor (gemma3); or that with the file's base as the default
+ * and attn_factor 1 (OLMo 3) — as llama.cpp's graphs for each. */
+typedef enum tp_swa_rope { TP_SWA_ROPE_SAME, TP_SWA_ROPE_OWN_10000, TP_SWA_ROPE_OWN_BASE } tp_swa_rope;
+
+typedef struct tp_llama_arch {
+  const char *name;
+  unsigned flags;
+  /* sliding window: swa 0 none; 1 every layer (phi3); 2 read from the
+   * file, default_swa when absent, on layers l % period < period - 1
+   * (attention.sliding_window_pattern may give another period or list
+   * the layers); window_blocks: only files of this many blocks have one,
+   * its default 4096 (exaone4: the 32B), 0 any */
+  int swa;
+  int64_t default_swa, period, window_blocks;
+  tp_swa_rope swa_rope;
+  /* files of this many blocks scale q by 1 / sqrt(dim / heads) instead of
+   * 1 / sqrt(head width): the 27B Gemmas' query_pre_attn_scalar, which
+   * llama.cpp tells by the block count too */
+  int64_t qpas_blocks;
+} tp_llama_arch;
+
+static const tp_llama_arch tp_llama_archs[] = {
+    {"llama", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen3", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"phi3", TP_ARCH_NEOX | TP_ARCH_FUSED, 1, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"gemma", TP_ARCH_NEOX | TP_ARCH_GEMMA, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2, 0, TP_SWA_ROPE_SAME, 46},
+    {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, 0, 6, 0,
+     TP_SWA_ROPE_OWN_10000, 62},
+    {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"exaone4", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS | TP_ARCH_NOPE_FULL, 2, 0,
+     4, 64, TP_SWA_ROPE_SAME, 0},
+    {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
+     4, 0, TP_SWA_ROPE_OWN_BASE, 0},
+};
+
+static const tp_llama_arch *tp_llama_arch_of(const char *name) {
+  for (size_t i = 0; i < sizeof tp_llama_archs / sizeof tp_llama_archs[0]; ++i)
+    if (strcmp(tp_llama_archs[i].name, name) == 0) return &tp_llama_archs[i];
+  return NULL;
+}
+
+/* gemma2 / gemma3 / olmo2's window: attention.sliding_window (gemma2
+ * absent: 4096; gemma3, olmo2 absent or 0: no window, and then no second
+ * rope base either), on the layers attention.sliding_window_pattern's
+ * period (absent: the architecture's) leaves windowed: l % period <
+ * period - 1 (period 0 or 1: every layer). The windowed layers' rotation:
+ * gemma2 the others'; gemma3 rope.freq_base_swa (absent 10000), positions
+ * unscaled, cos and sin times attn_factor; olmo2 (OLMo 3) rope.freq_base_swa
+ * (absent the file's base), unscaled, attn_factor 1 — as llama.cpp. */
+/* attention.sliding_window_pattern as an array of one flag per layer (OLMo 3's
+ * and EXAONE 4's converters write it so; bool or integer elements) into
+ * m->swa_layers; *listed 0 where the key is absent or a number. */
+static topos_status tp_llama_window_list(topos_llama *m, const char *key, int *listed) {
+  const topos_llama_config *c = &m->config;
+  int64_t index;
+  topos_gguf_kv kv;
+  *listed = 0;
+  if (topos_gguf_find_key(m->gguf, key, &index) != TOPOS_OK) {
+    topos_clear_error();
+    return TOPOS_OK;
+  }
+  TP_TRY(topos_gguf_kv_at(m->gguf, index, &kv));
+  if (kv.type != TOPOS_GGUF_ARRAY) return TOPOS_OK;
+  if (kv.count != (uint64_t)c->n_layers)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " layers, the file has %" PRId64, key, kv.count,
+                   c->n_layers);
+  m->swa_layers = malloc((size_t)c->n_layers);
+  if (!m->swa_layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", key);
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    int64_t v;
+    topos_status st = topos_gguf_array_int(m->gguf, index, (uint64_t)l, &v);
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%" PRId64 "]", key, l);
+    m->swa_layers[l] = v != 0;
+  }
+  *listed = 1;
+  return TOPOS_OK;
+}
+
+static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a, int64_t *period) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  int present, listed;
+  c->n_swa = a->default_swa;
+  if (a->window_blocks) c->n_swa = c->n_layers == a->window_blocks ? 4096 : 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
+  if (a->window_blocks && c->n_layers != a->window_blocks) c->n_swa = 0; /* the key notwithstanding */
+  *period = a->period;
+  if (c->n_swa == 0) return TOPOS_OK;
+  TP_TRY(tp_llama_window_list(m, TP_K("attention.sliding_window_pattern"), &listed));
+  if (!listed) TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, period, &present));
+  /* attn_factor alone: rope_mscale less YaRN's (1 + 0.1 ln factor) */
+  const double attn_factor = c->rope_ext_factor != 0.0f
+                                 ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
+                                 : c->rope_mscale;
+  if (a->swa_rope == TP_SWA_ROPE_OWN_10000) {
+    TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, 10000.0f, &c->rope_base_swa));
+    c->rope_mscale_swa = (float)attn_factor;
+  } else if (a->swa_rope == TP_SWA_ROPE_OWN_BASE) {
+    TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &c->rope_base_swa));
+    c->rope_mscale_swa = 1.0f;
+  } else {
+    float base = 0.0f;
+    TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &base));
+    if (base != c->rope_base) c->rope_base_swa = base;
+    c->rope_mscale_swa = c->rope_mscale;
+  }
+  return TOPOS_OK;
+}
+
+/* granite's scales, as llama.cpp reads them: logit_scale (required: logits
+ * times 1 / it), residual_scale, embedding_scale and attention.scale (each
+ * absent or 0: none, the last then 1 / sqrt(head width)); and
+ * rope.scaling.finetuned false: no layer rotates q and k. */
+static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *nope) {
+  char kb[96];
+  TP_TRY(tp_llama_f32(g, TP_K("logit_scale"), 1, 1.0f, &c->logit_scale));
+  float v;
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("residual_scale"), 0.0f, &v));
+  if (v != 0.0f) c->residual_scale = v;
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("embedding_scale"), 0.0f, &v));
+  if (v != 0.0f) c->embd_scale = v;
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &v));
+  if (v != 0.0f) c->attn_scale = v;
+  int finetuned = 1;
+  topos_status st = topos_gguf_get_bool(g, TP_K("rope.scaling.finetuned"), &finetuned);
+  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), finetuned = 1;
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
+  *nope = !finetuned;
+  return TOPOS_OK;
+}
+
+topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope_all) {
+  topos_gguf *g = m->gguf;
+  const char *arch = NULL;
+  topos_status st = topos_gguf_get_string(g, "general.architecture", &arch, NULL);
+  if (st == TOPOS_ERR_NOT_FOUND)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: general.architecture is missing");
+  TP_TRY(st);
+  const tp_llama_arch *a = tp_llama_arch_of(arch);
+  if (!a) { /* the table's names, in its order */
+    char known[256];
+    size_t used = 0;
+    const size_t n = sizeof tp_llama_archs / sizeof tp_llama_archs[0];
+    for (size_t i = 0; i < n && used < sizeof known; ++i)
+      used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                               tp_llama_archs[i].name);
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (%s are)", arch, known);
+  }
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  c->arch = a->name;
+  c->rope_neox = (a->flags & TP_ARCH_NEOX) != 0;
+  c->qk_norm = a->flags & TP_ARCH_QK_NORM ? (a->flags & TP_ARCH_QK_NORM_ROW ? 2 : 1) : 0;
+  c->pre_norms = !(a->flags & TP_ARCH_NO_PRE_NORMS);
+  c->post_norms = (a->flags & TP_ARCH_POST_NORMS) != 0;
+  c->ffn_gelu = (a->flags & TP_ARCH_GEMMA) != 0;
+  TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
+  TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
+  TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
+  TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), 1, 0, &c->ff));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
+  TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps));
+  TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
+  if (c->n_heads % c->n_kv_heads != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
+                   " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
+  /* the head width: attention.key_length where the file says it (heads
+   * need not tile the embedding then, as in Mistral NeMo), else dim / heads */
+  int64_t key_len = 0, value_len = 0;
+  TP_TRY(tp_llama_u64(g, TP_K("attention.key_length"), 0, 0, &key_len));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.value_length"), 0, 0, &value_len));
+  if ((!key_len || !value_len) && c->dim % c->n_heads != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
+                   " is not a multiple of head_count %" PRId64 " and the file gives no head width (attention.%s)",
+                   c->dim, c->n_heads, key_len ? "value_length" : "key_length");
+  c->head_dim = key_len ? key_len : c->dim / c->n_heads;
+  if ((value_len ? value_len : c->dim / c->n_heads) != c->head_dim)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: value heads of %" PRId64 " differ from key heads of %" PRId64
+                   " (not supported)", value_len ? value_len : c->dim / c->n_heads, c->head_dim);
+  if (c->head_dim % 2 != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: head dimension %" PRId64 " is odd", c->head_dim);
+  if (c->n_heads > ((int64_t)1 << 31) / c->head_dim)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: head_count %" PRId64 " x head dimension %" PRId64
+                   " is past 2^31", c->n_heads, c->head_dim);
+  TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 0, c->head_dim, &c->rope_dim));
+  /* partial rotary (Phi-4-mini: 96 of 128): the first rope_dim dimensions
+   * of each head rotate, the rest pass through */
+  if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: rope.dimension_count %" PRId64
+                   " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
+  TP_TRY(tp_llama_rope_scaling(g, c));
+  *swa_period = 0;
+  if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));
+  if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, swa_period));
+  c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
+  c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+  if (a->qpas_blocks && c->n_layers == a->qpas_blocks)
+    c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
+  else if (a->flags & TP_ARCH_GEMMA)
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+  c->residual_scale = 1.0f;
+  c->logit_scale = 1.0f;
+  *nope_all = 0;
+  if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
+  if (a->flags & TP_ARCH_TEMPERATURE) {
+    /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
+     * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.temperature_scale"), 0.0f, &c->attn_temp_scale));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &c->attn_scale));
+    if (c->attn_scale == 0.0f) c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+  }
+  if (a->flags & TP_ARCH_SOFTCAP) {
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
+  } else if (a->flags & TP_ARCH_FINAL_SOFTCAP) {
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
+  }
+  topos_clear_error();
+  uint64_t experts = 0;
+  if (topos_gguf_get_u64(g, TP_K("expert_count"), &experts) == TOPOS_OK && experts > 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: mixture-of-experts files (expert_count %" PRIu64
+                   ") are not supported", experts);
+  topos_clear_error();
+  return TOPOS_OK;
+}
+
+unsigned tp_llama_arch_flags(const char *arch) {
+  const tp_llama_arch *a = arch ? tp_llama_arch_of(arch) : NULL;
+  return a ? a->flags : 0;
+}
