@@ -1,6 +1,6 @@
-/* llama-family models from GGUF: hyper-parameters from the llama.* keys and
- * the weights as zero-copy views of the mapping, every one checked against
- * the shape the metadata implies before anything runs. */
+/* llama-family models from GGUF: the weights as zero-copy views of the
+ * mapping, every one checked against the shape the metadata implies
+ * (llama_config.c reads the architecture and its keys) before anything runs. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
