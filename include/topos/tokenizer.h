@@ -15,11 +15,17 @@
  *
  * Pre-tokenizers for "gpt2" (chosen by tokenizer.ggml.pre; other names are
  * refused with TOPOS_UNSUPPORTED because they would tokenize differently):
- *  - absent, "default", "gpt2", "gpt-2": the GPT-2 pattern
+ *  - absent, "default", "gpt2", "gpt-2" (and llama.cpp's other names for it:
+ *    phi-2, jina-*, gigachat, roberta-bpe, exaone4, a.x-4.0, mellum,
+ *    modern-bert, olmo, mpt): the GPT-2 pattern
  *      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- *  - "llama-bpe", "llama3": the Llama-3 pattern (case-insensitive contractions,
+ *  - "llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral",
+ *    "midm-2.0", "lfm2": the Llama-3 pattern (case-insensitive contractions,
  *      [^\r\n\p{L}\p{N}]?\p{L}+, digits in groups of 1-3, ...); whole
- *      pre-tokens found in the vocabulary skip the merges (ignore_merges).
+ *      pre-tokens found in the vocabulary skip the merges (ignore_merges);
+ *    "dbrx", "smaug-bpe": the same pattern, every merge applied.
+ *  - "qwen2", "deepseek-r1-qwen", "megrez", "kormo", "f2llmv2", "stablelm2":
+ *      the Llama-3 pattern with digits one by one.
  *  - "smollm", "starcoder", "refact", "command-r", "codeshell", "exaone",
  *    "minerva": every \p{N} code point is its own piece, then the GPT-2 pattern.
  *  - "tekken" (Mistral NeMo, Small 3, Ministral): words by case,

@@ -50,12 +50,14 @@ static int tp_parse_byte_token(const char *s, size_t n) {
  * select (its llama-vocab.cpp); clean_spaces, which only its detokenizer
  * reads, plays no part here. */
 static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ignore_merges) {
-  static const char *const gpt2[] = {"default",    "gpt2",       "gpt-2",      "phi-2",        "jina-es",
-                                     "jina-de",    "gigachat",   "jina-v1-en", "jina-v2-es",   "jina-v2-de",
-                                     "jina-v2-code", "roberta-bpe"};
-  static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3", "falcon3"};
+  static const char *const gpt2[] = {"default",    "gpt2",        "gpt-2",        "phi-2",       "jina-es",
+                                     "jina-de",    "gigachat",    "jina-v1-en",   "jina-v2-es",  "jina-v2-de",
+                                     "jina-v2-code", "roberta-bpe", "exaone4",     "a.x-4.0",     "mellum",
+                                     "modern-bert", "olmo",       "mpt"};
+  static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1",
+                                       "pixtral",   "midm-2.0", "lfm2"};
   static const char *const llama3_merged[] = {"dbrx", "smaug-bpe"}; /* its pattern, every merge applied */
-  static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez"};
+  static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez", "kormo", "f2llmv2", "stablelm2"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact", "command-r",
                                        "codeshell", "exaone",    "minerva"};
   static const char *const tekken[] = {"tekken"};
@@ -82,9 +84,8 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
         return TOPOS_OK;
       }
   return tp_fail(TOPOS_UNSUPPORTED,
-                 "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: gpt2 and its aliases, "
-                 "llama-bpe, falcon3, dbrx, smaug-bpe, qwen2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva, "
-                 "tekken, gpt-4o, llama4)",
+                 "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: the gpt2, llama-bpe, qwen2, smollm, "
+                 "tekken and gpt-4o patterns under the names include/topos/tokenizer.h lists, dbrx, smaug-bpe)",
                  name);
 }
 

@@ -392,6 +392,22 @@ TEST(tokenizer_bpe_pre_variants) {
   topos_tokenizer_free(t);
   tt_vocab_free(&v);
 
+  /* llama.cpp's other names for the patterns: pixtral is Llama 3's (BOS, whole
+   * words), exaone4 GPT-2's (no BOS, merges only), stablelm2 Qwen2's */
+  static const struct { const char *name; int bos; int32_t xyz; } aliases[] = {
+      {"pixtral", 1, T_XYZ}, {"exaone4", 0, -1}, {"stablelm2", 0, -1}};
+  for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; ++a) {
+    t = bpe_make(&v, aliases[a].name, 0);
+    CHECK(t);
+    if (!t) continue;
+    CHECK_EQ_INT(topos_tokenizer_add_bos(t), aliases[a].bos);
+    n = tt_encode(t, "xyz", 0, ids, 64);
+    if (aliases[a].xyz >= 0) CHECK_IDS(ids, n, T_XYZ);
+    else CHECK_IDS(ids, n, 'x', 'y', 'z');
+    topos_tokenizer_free(t);
+    tt_vocab_free(&v);
+  }
+
   t = bpe_make(&v, "gpt-4o", 0); /* o200k: digits in threes, merges only */
   CHECK(t);
   CHECK_EQ_INT(topos_tokenizer_add_bos(t), 0);
