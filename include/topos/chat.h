@@ -11,6 +11,10 @@
  *   LLAMA2  [INST]                  [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST]
  *   PHI3    <|assistant|>, <|end|>  <|system|>\nS<|end|>\n<|user|>\nU<|end|>\n<|assistant|>\n
  *   PHI4    <|im_start|>, <|im_sep|> <|im_start|>system<|im_sep|>S<|im_end|><|im_start|>user<|im_sep|>U<|im_end|><|im_start|>assistant<|im_sep|>
+ *   MISTRAL [SYSTEM_PROMPT]         [SYSTEM_PROMPT]S[/SYSTEM_PROMPT][INST]U[/INST]  (v7, tekken: no spaces)
+ *   GRANITE <|start_of_role|>       <|start_of_role|>system<|end_of_role|>S<|end_of_text|>\n ... user ...
+ *                                   <|start_of_role|>assistant<|end_of_role|>
+ *   EXAONE  [|system|], [|endofturn|] [|system|]S[|endofturn|]\n[|user|]U\n[|assistant|]
  * (the system part only when a system message is given). No BOS is written:
  * encode the text with TOPOS_TOKENIZE_ADD_SPECIAL | TOPOS_TOKENIZE_PARSE_SPECIAL
  * so the vocabulary adds it as it says and the markers become their tokens.
@@ -36,11 +40,15 @@ typedef enum topos_chat_format {
   TOPOS_CHAT_LLAMA2,
   TOPOS_CHAT_PHI3,
   TOPOS_CHAT_PHI4,
+  TOPOS_CHAT_MISTRAL,
+  TOPOS_CHAT_GRANITE,
+  TOPOS_CHAT_EXAONE,
 } topos_chat_format;
 
 /* The family of a chat template's text (NULL: UNKNOWN). */
 TOPOS_API topos_chat_format topos_chat_detect(const char *chat_template);
-/* "chatml", "llama3", "gemma", "zephyr", "llama2", "phi3", "phi4", "unknown". Static string. */
+/* "chatml", "llama3", "gemma", "zephyr", "llama2", "phi3", "phi4", "mistral", "granite", "exaone",
+ * "unknown". Static string. */
 TOPOS_API const char *topos_chat_format_name(topos_chat_format format);
 
 /* One user turn (system may be NULL or empty: none) and the opening of the

@@ -3,7 +3,8 @@
  * family's marker, most specific first (a Llama 3 template also mentions
  * none of the others; Zephyr's <|user|> appears in no ChatML template;
  * Phi-3's has <|user|> too, with <|end|> closing turns; Phi-4's is ChatML's
- * markers with <|im_sep|> after the role). */
+ * markers with <|im_sep|> after the role; Mistral's v7 templates have
+ * [INST] too, after [SYSTEM_PROMPT]). */
 #include "topos/chat.h"
 
 #include <stdio.h>
@@ -15,6 +16,9 @@ topos_chat_format topos_chat_detect(const char *t) {
   if (!t) return TOPOS_CHAT_UNKNOWN;
   if (strstr(t, "<|im_start|>")) return strstr(t, "<|im_sep|>") ? TOPOS_CHAT_PHI4 : TOPOS_CHAT_CHATML;
   if (strstr(t, "<|start_header_id|>")) return TOPOS_CHAT_LLAMA3;
+  if (strstr(t, "<|start_of_role|>")) return TOPOS_CHAT_GRANITE;
+  if (strstr(t, "[|system|]") && strstr(t, "[|endofturn|]")) return TOPOS_CHAT_EXAONE;
+  if (strstr(t, "[SYSTEM_PROMPT]")) return TOPOS_CHAT_MISTRAL;
   if (strstr(t, "<start_of_turn>")) return TOPOS_CHAT_GEMMA;
   if (strstr(t, "<|assistant|>") && strstr(t, "<|end|>")) return TOPOS_CHAT_PHI3;
   if (strstr(t, "<|user|>")) return TOPOS_CHAT_ZEPHYR;
@@ -31,6 +35,9 @@ const char *topos_chat_format_name(topos_chat_format f) {
     case TOPOS_CHAT_LLAMA2: return "llama2";
     case TOPOS_CHAT_PHI3: return "phi3";
     case TOPOS_CHAT_PHI4: return "phi4";
+    case TOPOS_CHAT_MISTRAL: return "mistral";
+    case TOPOS_CHAT_GRANITE: return "granite";
+    case TOPOS_CHAT_EXAONE: return "exaone";
     default: return "unknown";
   }
 }
@@ -44,6 +51,9 @@ const char *topos_chat_reply_end(topos_chat_format f) {
     case TOPOS_CHAT_LLAMA2: return "</s><s>";
     case TOPOS_CHAT_PHI3: return "<|end|>\n";
     case TOPOS_CHAT_PHI4: return "<|im_end|>";
+    case TOPOS_CHAT_MISTRAL: return "</s>";
+    case TOPOS_CHAT_GRANITE: return "<|end_of_text|>\n";
+    case TOPOS_CHAT_EXAONE: return "[|endofturn|]\n";
     default: return "";
   }
 }
@@ -86,6 +96,20 @@ topos_status topos_chat_turn(topos_chat_format f, const char *system, const char
     case TOPOS_CHAT_PHI4:
       n = snprintf(buf, cap, "%s%s%s<|im_start|>user<|im_sep|>%s<|im_end|><|im_start|>assistant<|im_sep|>",
                    s ? "<|im_start|>system<|im_sep|>" : "", s ? s : "", s ? "<|im_end|>" : "", user);
+      break;
+    case TOPOS_CHAT_MISTRAL:
+      n = snprintf(buf, cap, "%s%s%s[INST]%s[/INST]", s ? "[SYSTEM_PROMPT]" : "", s ? s : "",
+                   s ? "[/SYSTEM_PROMPT]" : "", user);
+      break;
+    case TOPOS_CHAT_GRANITE:
+      n = snprintf(buf, cap,
+                   "%s%s%s<|start_of_role|>user<|end_of_role|>%s<|end_of_text|>\n"
+                   "<|start_of_role|>assistant<|end_of_role|>",
+                   s ? "<|start_of_role|>system<|end_of_role|>" : "", s ? s : "", s ? "<|end_of_text|>\n" : "", user);
+      break;
+    case TOPOS_CHAT_EXAONE:
+      n = snprintf(buf, cap, "%s%s%s[|user|]%s\n[|assistant|]", s ? "[|system|]" : "", s ? s : "",
+                   s ? "[|endofturn|]\n" : "", user);
       break;
     default:
       return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: unknown chat format %d", (int)f);

@@ -291,8 +291,8 @@ static topos_status tp_collect_specials(topos_tokenizer *t) {
  * eot gets the first marker of tp_eot_texts it has. */
 static const char *const tp_eot_texts[] = {"<|eot_id|>",     "<|im_end|>", "<|end|>", "<end_of_turn>",
                                            "<|endoftext|>", "<EOT>",      "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"};
-static const char *const tp_eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                           "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+static const char *const tp_eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>",        "<end_of_turn>", "<|endoftext|>",
+                                           "<|eom_id|>", "<EOT>",      "<|end_of_text|>", "[|endofturn|]"};
 
 static void tp_add_eog(topos_tokenizer *t, int32_t id) {
   if (id == TOPOS_TOKEN_NONE) return;

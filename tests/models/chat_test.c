@@ -20,6 +20,13 @@ TEST(chat_detects_the_template_families) {
       {"{% if message['role'] == 'user' %}{{'<|user|>' + '\n' + message['content'] + '<|end|>' + '\n' + "
        "'<|assistant|>' + '\n'}}", TOPOS_CHAT_PHI3},
       {"{{'<|im_start|>' + message['role'] + '<|im_sep|>' + message['content'] + '<|im_end|>'}}", TOPOS_CHAT_PHI4},
+      /* Mistral Small 3's (v7-tekken), Granite 3's, EXAONE's */
+      {"{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{{- '[INST]' + message['content'] + '[/INST]' }}",
+       TOPOS_CHAT_MISTRAL},
+      {"{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}",
+       TOPOS_CHAT_GRANITE},
+      {"{{ '[|system|]' + message['content'] + '[|endofturn|]\n' }}{{ '[|user|]' + message['content'] + '\n' }}"
+       "{{ '[|assistant|]' }}", TOPOS_CHAT_EXAONE},
       {"{{ message['content'] }}", TOPOS_CHAT_UNKNOWN},
       {NULL, TOPOS_CHAT_UNKNOWN},
   };
@@ -48,6 +55,11 @@ TEST(chat_turns_in_each_format) {
       {TOPOS_CHAT_PHI4, "<|im_start|>user<|im_sep|>Hi<|im_end|><|im_start|>assistant<|im_sep|>",
        "<|im_start|>system<|im_sep|>Be brief<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|>"
        "<|im_start|>assistant<|im_sep|>"},
+      {TOPOS_CHAT_MISTRAL, "[INST]Hi[/INST]", "[SYSTEM_PROMPT]Be brief[/SYSTEM_PROMPT][INST]Hi[/INST]"},
+      {TOPOS_CHAT_GRANITE, "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+       "<|start_of_role|>system<|end_of_role|>Be brief<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Hi"
+       "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"},
+      {TOPOS_CHAT_EXAONE, "[|user|]Hi\n[|assistant|]", "[|system|]Be brief[|endofturn|]\n[|user|]Hi\n[|assistant|]"},
   };
   char buf[256];
   size_t len = 0;
