@@ -174,10 +174,7 @@ topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_pie
     at += tp_utf8_decode(u + at, n - at, &cp[count]);
     const tp_char_kind k = tp_char_kind_of(cp[count]);
     kinds[count] = (uint8_t)k;
-    cls[count] = k <= TP_KIND_CASELESS ? TP_CHAR_LETTER
-                 : k == TP_KIND_NUMBER ? TP_CHAR_NUMBER
-                 : k == TP_KIND_SPACE  ? TP_CHAR_SPACE
-                                       : TP_CHAR_OTHER;
+    cls[count] = (uint8_t)tp_char_class_of_kind(k);
   }
   off[count] = n;
 

@@ -32,6 +32,7 @@ typedef enum tp_char_kind {
   TP_KIND_OTHER
 } tp_char_kind;
 tp_char_kind tp_char_kind_of(uint32_t cp);
+tp_char_class tp_char_class_of_kind(tp_char_kind kind); /* the kind's coarse class */
 
 /* ---- pre-tokenizers for byte-level BPE */
 typedef enum tp_pre_kind {

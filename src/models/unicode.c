@@ -25,8 +25,8 @@ tp_char_kind tp_char_kind_of(uint32_t cp) {
   return (tp_char_kind)(tp_class_starts[lo] & 7);
 }
 
-tp_char_class tp_char_class_of(uint32_t cp) {
-  switch (tp_char_kind_of(cp)) {
+tp_char_class tp_char_class_of_kind(tp_char_kind k) {
+  switch (k) {
     case TP_KIND_UPPER:
     case TP_KIND_LOWER:
     case TP_KIND_CASELESS: return TP_CHAR_LETTER;
@@ -35,6 +35,8 @@ tp_char_class tp_char_class_of(uint32_t cp) {
     default: return TP_CHAR_OTHER; /* marks are not \p{L}: [^\s\p{L}\p{N}] takes them */
   }
 }
+
+tp_char_class tp_char_class_of(uint32_t cp) { return tp_char_class_of_kind(tp_char_kind_of(cp)); }
 
 /* ---- GPT-2 bytes_to_unicode: printable Latin-1 bytes ('!'..'~', '¡'..'¬',
  * '®'..'ÿ') stand for themselves; the other 68 bytes get U+0100 onwards in
