@@ -26,94 +26,59 @@ topos_chat_format topos_chat_detect(const char *t) {
   return TOPOS_CHAT_UNKNOWN;
 }
 
+/* Each format's name, the end of a reply, and its turn's layout:
+ * lead [sys_open S sys_close] user_open U user_close, the bracketed part
+ * only with a system message (Gemma has no system role: S leads the user's
+ * text; Llama 2 puts it inside [INST]). Rows in topos_chat_format order. */
+static const struct tp_chat_layout {
+  const char *name, *reply_end;
+  const char *lead, *sys_open, *sys_close, *user_open, *user_close;
+} tp_chat_layouts[] = {
+    [TOPOS_CHAT_CHATML] = {"chatml", "<|im_end|>\n", "", "<|im_start|>system\n", "<|im_end|>\n", "<|im_start|>user\n",
+                           "<|im_end|>\n<|im_start|>assistant\n"},
+    [TOPOS_CHAT_LLAMA3] = {"llama3", "<|eot_id|>", "", "<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>",
+                           "<|start_header_id|>user<|end_header_id|>\n\n",
+                           "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+    [TOPOS_CHAT_GEMMA] = {"gemma", "<end_of_turn>\n", "<start_of_turn>user\n", "", "\n\n", "",
+                          "<end_of_turn>\n<start_of_turn>model\n"},
+    [TOPOS_CHAT_ZEPHYR] = {"zephyr", "</s>\n", "", "<|system|>\n", "</s>\n", "<|user|>\n", "</s>\n<|assistant|>\n"},
+    [TOPOS_CHAT_LLAMA2] = {"llama2", "</s><s>", "[INST] ", "<<SYS>>\n", "\n<</SYS>>\n\n", "", " [/INST]"},
+    [TOPOS_CHAT_PHI3] = {"phi3", "<|end|>\n", "", "<|system|>\n", "<|end|>\n", "<|user|>\n", "<|end|>\n<|assistant|>\n"},
+    [TOPOS_CHAT_PHI4] = {"phi4", "<|im_end|>", "", "<|im_start|>system<|im_sep|>", "<|im_end|>",
+                         "<|im_start|>user<|im_sep|>", "<|im_end|><|im_start|>assistant<|im_sep|>"},
+    [TOPOS_CHAT_MISTRAL] = {"mistral", "</s>", "", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"},
+    [TOPOS_CHAT_GRANITE] = {"granite", "<|end_of_text|>\n", "", "<|start_of_role|>system<|end_of_role|>",
+                            "<|end_of_text|>\n", "<|start_of_role|>user<|end_of_role|>",
+                            "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"},
+    [TOPOS_CHAT_EXAONE] = {"exaone", "[|endofturn|]\n", "", "[|system|]", "[|endofturn|]\n", "[|user|]",
+                           "\n[|assistant|]"},
+};
+
+static const struct tp_chat_layout *tp_chat_layout_of(topos_chat_format f) {
+  const int n = (int)(sizeof tp_chat_layouts / sizeof tp_chat_layouts[0]);
+  return (int)f > 0 && (int)f < n && tp_chat_layouts[f].name ? &tp_chat_layouts[f] : NULL;
+}
+
 const char *topos_chat_format_name(topos_chat_format f) {
-  switch (f) {
-    case TOPOS_CHAT_CHATML: return "chatml";
-    case TOPOS_CHAT_LLAMA3: return "llama3";
-    case TOPOS_CHAT_GEMMA: return "gemma";
-    case TOPOS_CHAT_ZEPHYR: return "zephyr";
-    case TOPOS_CHAT_LLAMA2: return "llama2";
-    case TOPOS_CHAT_PHI3: return "phi3";
-    case TOPOS_CHAT_PHI4: return "phi4";
-    case TOPOS_CHAT_MISTRAL: return "mistral";
-    case TOPOS_CHAT_GRANITE: return "granite";
-    case TOPOS_CHAT_EXAONE: return "exaone";
-    default: return "unknown";
-  }
+  const struct tp_chat_layout *l = tp_chat_layout_of(f);
+  return l ? l->name : "unknown";
 }
 
 const char *topos_chat_reply_end(topos_chat_format f) {
-  switch (f) {
-    case TOPOS_CHAT_CHATML: return "<|im_end|>\n";
-    case TOPOS_CHAT_LLAMA3: return "<|eot_id|>";
-    case TOPOS_CHAT_GEMMA: return "<end_of_turn>\n";
-    case TOPOS_CHAT_ZEPHYR: return "</s>\n";
-    case TOPOS_CHAT_LLAMA2: return "</s><s>";
-    case TOPOS_CHAT_PHI3: return "<|end|>\n";
-    case TOPOS_CHAT_PHI4: return "<|im_end|>";
-    case TOPOS_CHAT_MISTRAL: return "</s>";
-    case TOPOS_CHAT_GRANITE: return "<|end_of_text|>\n";
-    case TOPOS_CHAT_EXAONE: return "[|endofturn|]\n";
-    default: return "";
-  }
+  const struct tp_chat_layout *l = tp_chat_layout_of(f);
+  return l ? l->reply_end : "";
 }
 
 topos_status topos_chat_turn(topos_chat_format f, const char *system, const char *user, char *buf, size_t cap,
                              size_t *len) {
   if (!user || !len) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: NULL %s", !user ? "user" : "len");
+  const struct tp_chat_layout *l = tp_chat_layout_of(f);
+  if (!l) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: unknown chat format %d", (int)f);
   if (!buf) cap = 0;
   const char *s = system && *system ? system : NULL;
-  int n;
-  /* snprintf measures when the text does not fit: one call per layout */
-  switch (f) {
-    case TOPOS_CHAT_CHATML:
-      n = snprintf(buf, cap, "%s%s%s<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",
-                   s ? "<|im_start|>system\n" : "", s ? s : "", s ? "<|im_end|>\n" : "", user);
-      break;
-    case TOPOS_CHAT_LLAMA3:
-      n = snprintf(buf, cap,
-                   "%s%s%s<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|>"
-                   "<|start_header_id|>assistant<|end_header_id|>\n\n",
-                   s ? "<|start_header_id|>system<|end_header_id|>\n\n" : "", s ? s : "", s ? "<|eot_id|>" : "",
-                   user);
-      break;
-    case TOPOS_CHAT_GEMMA:
-      n = snprintf(buf, cap, "<start_of_turn>user\n%s%s%s<end_of_turn>\n<start_of_turn>model\n", s ? s : "",
-                   s ? "\n\n" : "", user);
-      break;
-    case TOPOS_CHAT_ZEPHYR:
-      n = snprintf(buf, cap, "%s%s%s<|user|>\n%s</s>\n<|assistant|>\n", s ? "<|system|>\n" : "", s ? s : "",
-                   s ? "</s>\n" : "", user);
-      break;
-    case TOPOS_CHAT_LLAMA2:
-      n = snprintf(buf, cap, "[INST] %s%s%s%s [/INST]", s ? "<<SYS>>\n" : "", s ? s : "", s ? "\n<</SYS>>\n\n" : "",
-                   user);
-      break;
-    case TOPOS_CHAT_PHI3:
-      n = snprintf(buf, cap, "%s%s%s<|user|>\n%s<|end|>\n<|assistant|>\n", s ? "<|system|>\n" : "", s ? s : "",
-                   s ? "<|end|>\n" : "", user);
-      break;
-    case TOPOS_CHAT_PHI4:
-      n = snprintf(buf, cap, "%s%s%s<|im_start|>user<|im_sep|>%s<|im_end|><|im_start|>assistant<|im_sep|>",
-                   s ? "<|im_start|>system<|im_sep|>" : "", s ? s : "", s ? "<|im_end|>" : "", user);
-      break;
-    case TOPOS_CHAT_MISTRAL:
-      n = snprintf(buf, cap, "%s%s%s[INST]%s[/INST]", s ? "[SYSTEM_PROMPT]" : "", s ? s : "",
-                   s ? "[/SYSTEM_PROMPT]" : "", user);
-      break;
-    case TOPOS_CHAT_GRANITE:
-      n = snprintf(buf, cap,
-                   "%s%s%s<|start_of_role|>user<|end_of_role|>%s<|end_of_text|>\n"
-                   "<|start_of_role|>assistant<|end_of_role|>",
-                   s ? "<|start_of_role|>system<|end_of_role|>" : "", s ? s : "", s ? "<|end_of_text|>\n" : "", user);
-      break;
-    case TOPOS_CHAT_EXAONE:
-      n = snprintf(buf, cap, "%s%s%s[|user|]%s\n[|assistant|]", s ? "[|system|]" : "", s ? s : "",
-                   s ? "[|endofturn|]\n" : "", user);
-      break;
-    default:
-      return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "chat_turn: unknown chat format %d", (int)f);
-  }
+  /* snprintf measures when the text does not fit */
+  const int n = snprintf(buf, cap, "%s%s%s%s%s%s%s", l->lead, s ? l->sys_open : "", s ? s : "", s ? l->sys_close : "",
+                         l->user_open, user, l->user_close);
   if (n < 0) return tp_fail(TOPOS_ERR_INTERNAL, "chat_turn: formatting failed");
   *len = (size_t)n;
   if ((size_t)n >= cap)
