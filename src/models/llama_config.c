@@ -61,18 +61,6 @@ static topos_status tp_llama_f32(topos_gguf *g, const char *key, int required, f
   return TOPOS_OK;
 }
 
-/* YaRN as llama.cpp applies it to llama and qwen2 files (rope.scaling.type
- * "yarn"): pair i's angle blends the interpolated one (position / factor)
- * and the original one by a ramp over the pair index, 1 (original) below
- * the pair whose wavelength fits original_context_length / 32 times, 0
- * (interpolated) above the one fitting it once (beta_fast 32, beta_slow 1,
- * the first floored and the second ceiled, as its corr_dims are); cos and
- * sin are multiplied by attn_factor * (1 + 0.1 ln factor), which scales
- * every attention logit by that squared. */
-static double tp_yarn_corr_dim(double rot_dim, double ctx_orig, double rotations, double base) {
-  return rot_dim * log(ctx_orig / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
-}
-
 /* A non-negative finite f32 key (soft caps, scales: 0 meaning none), absent the default */
 static topos_status tp_llama_nonneg_f32(topos_gguf *g, const char *key, float fallback, float *out) {
   topos_status st = topos_gguf_get_f32(g, key, out);
@@ -85,6 +73,18 @@ static topos_status tp_llama_nonneg_f32(topos_gguf *g, const char *key, float fa
   if (!(*out >= 0.0f) || *out > 1e30f)
     return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", key, (double)*out);
   return TOPOS_OK;
+}
+
+/* YaRN as llama.cpp applies it to llama and qwen2 files (rope.scaling.type
+ * "yarn"): pair i's angle blends the interpolated one (position / factor)
+ * and the original one by a ramp over the pair index, 1 (original) below
+ * the pair whose wavelength fits original_context_length / 32 times, 0
+ * (interpolated) above the one fitting it once (beta_fast 32, beta_slow 1,
+ * the first floored and the second ceiled, as its corr_dims are); cos and
+ * sin are multiplied by attn_factor * (1 + 0.1 ln factor), which scales
+ * every attention logit by that squared. */
+static double tp_yarn_corr_dim(double rot_dim, double ctx_orig, double rotations, double base) {
+  return rot_dim * log(ctx_orig / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
 }
 
 /* beta_fast / beta_slow: rope.scaling.yarn_beta_fast / _slow (absent 32, 1);
@@ -109,13 +109,15 @@ static void tp_llama_yarn(topos_llama_config *c, double beta_fast, double beta_s
  * "none"; an absent type means "linear", a factor of 0 means none. "yarn"
  * takes the same factor (tp_llama_yarn); "longrope" (or no type, as the
  * phi3 converter writes it) takes its tables (tp_llama_rope_factors). Every
- * type: cos and sin times rope.scaling.attn_factor (absent: 1), and
+ * type: cos and sin times rope.scaling.attn_factor (absent: 1; also into
+ * *attn_factor, which windowed layers with their own rotation take), and
  * rope.scaling.original_context_length (absent or 0: the training context)
  * places YaRN's ramp and picks LongRoPE's table. */
-static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) {
+static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c, float *attn_factor) {
   char kb[96], kb2[96];
   c->rope_freq_scale = 1.0f;
   TP_TRY(tp_llama_f32(g, TP_K("rope.scaling.attn_factor"), 0, 1.0f, &c->rope_mscale));
+  *attn_factor = c->rope_mscale; /* before YaRN's magnitude joins it */
   int64_t orig = 0;
   int present;
   TP_TRY(tp_llama_key_u64(g, TP_K("rope.scaling.original_context_length"), 0, &orig, &present));
@@ -131,18 +133,10 @@ static topos_status tp_llama_rope_scaling(topos_gguf *g, topos_llama_config *c) 
                    "llama: rope scaling \"%.32s\" is not supported (none, linear, yarn and longrope are)", type);
   const char *keys[2] = {TP_K("rope.scaling.factor"), tp_llama_key(kb2, sizeof kb2, c->arch, "rope.scale_linear")};
   for (int i = 0; i < 2; ++i) {
-    float factor = 0.0f;
-    st = topos_gguf_get_f32(g, keys[i], &factor);
-    if (st == TOPOS_ERR_NOT_FOUND) {
-      topos_clear_error();
-      continue;
-    }
-    if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", keys[i]);
-    if (factor == 0.0f) break;
-    if (!(factor > 0.0f) || factor > 1e30f)
-      return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %g must be 0 or a positive finite number", keys[i],
-                     (double)factor);
-    c->rope_freq_scale = 1.0f / factor;
+    float factor;
+    TP_TRY(tp_llama_nonneg_f32(g, keys[i], -1.0f, &factor));
+    if (factor < 0.0f) continue; /* absent: the older key */
+    if (factor > 0.0f) c->rope_freq_scale = 1.0f / factor;
     break;
   }
   if (yarn) {
@@ -170,7 +164,6 @@ static topos_status tp_llama_phi3_window(topos_gguf *g, topos_llama_config *c) {
   else return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: phi3 file without %s", kb);
   return TOPOS_OK;
 }
-
 
 /* The windowed layers' rotation: as every other layer's (a base of their
  * own only where rope.freq_base_swa differs); or a base of their own
@@ -220,14 +213,6 @@ static const tp_llama_arch *tp_llama_arch_of(const char *name) {
   return NULL;
 }
 
-/* gemma2 / gemma3 / olmo2's window: attention.sliding_window (gemma2
- * absent: 4096; gemma3, olmo2 absent or 0: no window, and then no second
- * rope base either), on the layers attention.sliding_window_pattern's
- * period (absent: the architecture's) leaves windowed: l % period <
- * period - 1 (period 0 or 1: every layer). The windowed layers' rotation:
- * gemma2 the others'; gemma3 rope.freq_base_swa (absent 10000), positions
- * unscaled, cos and sin times attn_factor; olmo2 (OLMo 3) rope.freq_base_swa
- * (absent the file's base), unscaled, attn_factor 1 — as llama.cpp. */
 /* attention.sliding_window_pattern as an array of one flag per layer (OLMo 3's
  * and EXAONE 4's converters write it so; bool or integer elements) into
  * m->swa_layers; *listed 0 where the key is absent or a number. */
@@ -257,7 +242,17 @@ static topos_status tp_llama_window_list(topos_llama *m, const char *key, int *l
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a, int64_t *period) {
+/* gemma2 / gemma3 / olmo2 / exaone4's window: attention.sliding_window
+ * (gemma2 absent: 4096; exaone4 only in files of window_blocks blocks;
+ * gemma3, olmo2 absent or 0: no window, and then no second rope base
+ * either), on the layers attention.sliding_window_pattern lists, or its
+ * period (absent: the architecture's) leaves windowed: l % period <
+ * period - 1 (period 0 or 1: every layer). The windowed layers' rotation:
+ * gemma2 the others'; gemma3 rope.freq_base_swa (absent 10000), positions
+ * unscaled, cos and sin times attn_factor; olmo2 (OLMo 3) rope.freq_base_swa
+ * (absent the file's base), unscaled, attn_factor 1 — as llama.cpp. */
+static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a, float attn_factor,
+                                          int64_t *period) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
@@ -270,13 +265,9 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
   if (c->n_swa == 0) return TOPOS_OK;
   TP_TRY(tp_llama_window_list(m, TP_K("attention.sliding_window_pattern"), &listed));
   if (!listed) TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, period, &present));
-  /* attn_factor alone: rope_mscale less YaRN's (1 + 0.1 ln factor) */
-  const double attn_factor = c->rope_ext_factor != 0.0f
-                                 ? c->rope_mscale / (1.0 + 0.1 * log(1.0 / (double)c->rope_freq_scale))
-                                 : c->rope_mscale;
   if (a->swa_rope == TP_SWA_ROPE_OWN_10000) {
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, 10000.0f, &c->rope_base_swa));
-    c->rope_mscale_swa = (float)attn_factor;
+    c->rope_mscale_swa = attn_factor;
   } else if (a->swa_rope == TP_SWA_ROPE_OWN_BASE) {
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &c->rope_base_swa));
     c->rope_mscale_swa = 1.0f;
@@ -290,8 +281,8 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
 }
 
 /* granite's scales, as llama.cpp reads them: logit_scale (required: logits
- * times 1 / it), residual_scale, embedding_scale and attention.scale (each
- * absent or 0: none, the last then 1 / sqrt(head width)); and
+ * times 1 / it), residual_scale and embedding_scale (absent or 0: none;
+ * attention.scale: tp_llama_config_read); and
  * rope.scaling.finetuned false: no layer rotates q and k. */
 static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *nope) {
   char kb[96];
@@ -301,8 +292,6 @@ static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *
   if (v != 0.0f) c->residual_scale = v;
   TP_TRY(tp_llama_nonneg_f32(g, TP_K("embedding_scale"), 0.0f, &v));
   if (v != 0.0f) c->embd_scale = v;
-  TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &v));
-  if (v != 0.0f) c->attn_scale = v;
   int finetuned = 1;
   topos_status st = topos_gguf_get_bool(g, TP_K("rope.scaling.finetuned"), &finetuned);
   if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), finetuned = 1;
@@ -371,10 +360,11 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: rope.dimension_count %" PRId64
                    " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
-  TP_TRY(tp_llama_rope_scaling(g, c));
+  float attn_factor;
+  TP_TRY(tp_llama_rope_scaling(g, c, &attn_factor));
   *swa_period = 0;
   if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));
-  if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, swa_period));
+  if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, attn_factor, swa_period));
   c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
   c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
   if (a->qpas_blocks && c->n_layers == a->qpas_blocks)
@@ -385,12 +375,13 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->logit_scale = 1.0f;
   *nope_all = 0;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
-  if (a->flags & TP_ARCH_TEMPERATURE) {
-    /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
-     * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
+  if (a->flags & TP_ARCH_TEMPERATURE) /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
+                                       * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.temperature_scale"), 0.0f, &c->attn_temp_scale));
-    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &c->attn_scale));
-    if (c->attn_scale == 0.0f) c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+  if (a->flags & (TP_ARCH_GRANITE | TP_ARCH_TEMPERATURE)) { /* attention.scale instead of 1 / sqrt(head width) */
+    float v;
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &v));
+    if (v != 0.0f) c->attn_scale = v;
   }
   if (a->flags & TP_ARCH_SOFTCAP) {
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
