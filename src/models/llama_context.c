@@ -291,14 +291,17 @@ static topos_status tp_cache_sink(void *user, size_t k, const topos_tensor *valu
   return TOPOS_OK;
 }
 
-/* A chunk's inputs (every element written before the run): n f32 tensors of
- * the given ranks and shapes, 64-byte aligned in one storage allocated as a
- * plan arena is (tp_storage_arena: mapped, so the 0.3-1 MB a prompt chunk
- * needs leaves no hole in the heap when it goes). */
-static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)[3], topos_tensor **t,
-                                  float **data) {
+/* A chunk's inputs (every element written before the run): of n f32
+ * tensors of the given ranks and shapes, those want[i] asks for (the
+ * others NULL), 64-byte aligned in one storage allocated as a plan arena is
+ * (tp_storage_arena: mapped, so the 0.3-1 MB a prompt chunk needs leaves no
+ * hole in the heap when it goes). */
+static topos_status tp_new_inputs(int n, const int *want, const int *rank, const int64_t (*shape)[3],
+                                  topos_tensor **t, float **data) {
   int64_t at[16], total = 0;
   for (int i = 0; i < n; ++i) {
+    t[i] = NULL, data[i] = NULL;
+    if (!want[i]) continue;
     at[i] = total;
     int64_t volume = 1;
     for (int a = 0; a < rank[i]; ++a) volume *= shape[i][a];
@@ -308,7 +311,7 @@ static topos_status tp_new_inputs(int n, const int *rank, const int64_t (*shape)
   TP_TRY(tp_storage_arena((size_t)total * sizeof(float), &s));
   topos_status st = TOPOS_OK;
   for (int i = 0; i < n; ++i) {
-    t[i] = NULL;
+    if (!want[i]) continue;
     if (st == TOPOS_OK) st = tp_tensor_on_storage(s, at[i], TOPOS_F32, rank[i], shape[i], &t[i]);
     if (st == TOPOS_OK) data[i] = topos_tensor_data_mut(t[i]);
   }
@@ -393,8 +396,8 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
    * and mask_n, mask_c (window_masks) */
   enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, TEMP, N_IN };
   const int full_rows = g->row_mask && !window_masks;
-  int ranks[N_IN] = {2, 3, 3, 2, full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1};
-  int64_t shapes[N_IN][3] = {{T, D, 0},        {T, half, 1},
+  const int ranks[N_IN] = {2, 3, 3, 2, full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1};
+  const int64_t shapes[N_IN][3] = {{T, D, 0},        {T, half, 1},
                              {T, half, 1},     {G * T, T, 0},
                              {full_rows ? G * T : C, full_rows ? C : 0, 0},
                              {T, half, 1},     {T, half, 1},
@@ -402,21 +405,9 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
                              {T, 0, 0}};
   const int want[N_IN] = {1,        1,        1,        1, g->has_cache, own_rope, own_rope, window_masks,
                           window_masks && g->has_cache, topos_sym_is_valid(g->temp)};
-  /* the wanted ones, packed into one allocation */
-  int idx[N_IN], prank[N_IN], k = 0;
-  int64_t pshape[N_IN][3];
-  for (int i = 0; i < N_IN; ++i) {
-    idx[i] = want[i] ? k : -1;
-    if (!want[i]) continue;
-    prank[k] = ranks[i];
-    memcpy(pshape[k], shapes[i], sizeof pshape[k]);
-    ++k;
-  }
-  topos_tensor *pt[N_IN] = {NULL}, *in[N_IN] = {NULL};
-  float *pp[N_IN] = {NULL}, *pin[N_IN] = {NULL};
-  topos_status st = tp_new_inputs(k, prank, (const int64_t(*)[3])pshape, pt, pp);
-  for (int i = 0; i < N_IN; ++i)
-    if (idx[i] >= 0) in[i] = pt[idx[i]], pin[i] = pp[idx[i]];
+  topos_tensor *in[N_IN];
+  float *pin[N_IN];
+  topos_status st = tp_new_inputs(N_IN, want, ranks, shapes, in, pin);
   /* embedding rows, dequantized from the table's stored type (gemma: times sqrt(dim)) */
   size_t row_bytes = 0;
   float *px = pin[X0];
