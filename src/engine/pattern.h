@@ -103,6 +103,19 @@ static inline const tp_node *tp_pattern_op(const tp_graph *g, uint32_t i, topos_
   return n->kind == TOPOS_NODE_OP && n->op == op ? n : NULL;
 }
 
+/* Node i when it is a broadcast of one value (its operand has every extent
+ * 1: a scalar constant the tape's fill_like records), else NULL: the
+ * constants of the elementwise patterns (silu's 1, rmsnorm's eps, GELU's
+ * and soft caps' factors). Callers check dtype and shape. */
+static inline const tp_node *tp_pattern_filled(const tp_graph *g, uint32_t i) {
+  const tp_node *b = tp_pattern_op(g, i, TOPOS_OP_BROADCAST);
+  if (!b) return NULL;
+  const tp_node *src = &g->nodes[b->operands[0]];
+  for (int k = 0; k < src->desc->rank; ++k)
+    if (src->desc->shape[k] != 1) return NULL;
+  return b;
+}
+
 /* A match's last step: members[0..n) (reordered in place) ascending into f,
  * with n_members. False — no fusion — when a node appears twice, the root
  * is not the last (largest) node, or n exceeds TP_FUSION_MAX_MEMBERS. */

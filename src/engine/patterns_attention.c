@@ -89,12 +89,7 @@ static bool at_operand(const at_form *fm, const tp_graph *g, uint32_t i, bool we
 
 /* node i: a broadcast of one f32 value to like's shape */
 static bool at_scalar(const at_form *fm, const tp_graph *g, uint32_t i, const tp_node *like) {
-  const tp_node *b = at_op(fm, g, i, TOPOS_OP_BROADCAST);
-  if (!b || !at_same_shape(fm, g, i, like)) return false;
-  const tp_node *src = &g->nodes[b->operands[0]];
-  for (int k = 0; k < src->desc->rank; ++k)
-    if (src->desc->shape[k] != 1) return false;
-  return true;
+  return tp_pattern_filled(g, i) && at_same_shape(fm, g, i, like);
 }
 
 /* add(product(q, k), mask) at node i, mask shaped as the product, or with

@@ -46,12 +46,8 @@ static const tp_node *tp_geglu_op(const tp_graph *g, uint32_t i, topos_op op, co
 
 /* node i: a broadcast of one f32 value to like's shape */
 static bool tp_geglu_scalar(const tp_graph *g, uint32_t i, const tp_node *like) {
-  const tp_node *b = tp_geglu_op(g, i, TOPOS_OP_BROADCAST, like);
-  if (!b) return false;
-  const tp_node *src = &g->nodes[b->operands[0]];
-  for (int k = 0; k < src->desc->rank; ++k)
-    if (src->desc->shape[k] != 1) return false;
-  return true;
+  const tp_node *b = tp_pattern_filled(g, i);
+  return b && tp_geglu_like(b, like);
 }
 
 static bool tp_geglu_match(const tp_graph *g, const uint8_t *evaluated, uint32_t root, tp_fusion *f) {

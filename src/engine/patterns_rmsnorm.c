@@ -30,13 +30,8 @@ static const tp_node *rn_op(const tp_graph *g, uint32_t i, topos_op op) {
 
 /* a broadcast of a single f32 value */
 static bool rn_filled(const tp_graph *g, uint32_t i) {
-  const tp_node *b = rn_op(g, i, TOPOS_OP_BROADCAST);
-  if (!b) return false;
-  const tp_node *src = &g->nodes[b->operands[0]];
-  if (src->desc->dtype != TOPOS_F32) return false;
-  for (int k = 0; k < src->desc->rank; ++k)
-    if (src->desc->shape[k] != 1) return false;
-  return true;
+  const tp_node *b = tp_pattern_filled(g, i);
+  return b && b->desc->dtype == TOPOS_F32 && g->nodes[b->operands[0]].desc->dtype == TOPOS_F32;
 }
 
 enum { RN_X, RN_N, RN_EPS, RN_ONE, RN_W };

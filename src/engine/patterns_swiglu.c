@@ -55,11 +55,8 @@ static bool tp_swiglu_silu(const tp_graph *g, uint32_t i, uint32_t *members, uin
   const tp_node *n = tp_swiglu_op(g, e->operands[0], TOPOS_OP_NEG);
   if (!n || n->operands[0] != m->operands[0]) return false;
   /* `one`: a broadcast of a single value */
-  const tp_node *o = tp_swiglu_op(g, d->operands[0], TOPOS_OP_BROADCAST);
-  if (!o) return false;
-  const tp_node *src = &g->nodes[o->operands[0]];
-  for (int k = 0; k < src->desc->rank; ++k)
-    if (src->desc->shape[k] != 1) return false;
+  const tp_node *o = tp_pattern_filled(g, d->operands[0]);
+  if (!o || o->desc->dtype != TOPOS_F32) return false;
   const tp_node *xs = &g->nodes[m->operands[0]];
   if (xs->desc->dtype != TOPOS_F32 || !tp_same_shape(xs, m) || !tp_same_shape(o, m) ||
       !tp_same_shape(n, m) || !tp_same_shape(e, m) || !tp_same_shape(a, m) || !tp_same_shape(d, m))
