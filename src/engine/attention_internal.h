@@ -33,12 +33,10 @@ static inline topos_status at_caps_of(uint32_t n_inputs, topos_tensor *const *in
   cap[0] = cap[1] = (at_cap){0, 0.0f, 0.0f};
   if (!at_capped(n_inputs)) return TOPOS_OK;
   const uint32_t base = at_cached(n_inputs) ? 7 : 4;
-  const int64_t first[TOPOS_MAX_RANK] = {0};
   for (uint32_t part = 0; part < (at_cached(n_inputs) ? 2u : 1u); ++part) {
     double a, c;
-    topos_tensor *ta = inputs[base + 2 * part], *tc = inputs[base + 2 * part + 1];
-    TP_TRY(topos_tensor_get(ta, topos_tensor_rank(ta) ? first : NULL, &a));
-    TP_TRY(topos_tensor_get(tc, topos_tensor_rank(tc) ? first : NULL, &c));
+    TP_TRY(tp_pattern_filled_value(inputs[base + 2 * part], &a));
+    TP_TRY(tp_pattern_filled_value(inputs[base + 2 * part + 1], &c));
     cap[part] = (at_cap){1, (float)a, (float)c};
   }
   return TOPOS_OK;

@@ -116,6 +116,12 @@ static inline const tp_node *tp_pattern_filled(const tp_graph *g, uint32_t i) {
   return b;
 }
 
+/* The value every element of such a broadcast input holds (its first). */
+static inline topos_status tp_pattern_filled_value(const topos_tensor *t, double *v) {
+  const int64_t first[TOPOS_MAX_RANK] = {0};
+  return topos_tensor_get(t, topos_tensor_rank(t) ? first : NULL, v);
+}
+
 /* A match's last step: members[0..n) (reordered in place) ascending into f,
  * with n_members. False — no fusion — when a node appears twice, the root
  * is not the last (largest) node, or n exceeds TP_FUSION_MAX_MEMBERS. */

@@ -131,11 +131,9 @@ static topos_status tp_geglu_run(const tp_fusion *f, const tp_graph *g, topos_te
   (void)f, (void)g;
   topos_tensor *a = NULL, *u = NULL;
   double c[4] = {0};
-  const int64_t first[TOPOS_MAX_RANK] = {0};
   topos_status s = topos_tensor_contiguous(inputs[0], 0, &a);
   if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[1], 0, &u);
-  for (int k = 0; k < 4 && s == TOPOS_OK; ++k)
-    s = topos_tensor_get(inputs[2 + k], topos_tensor_rank(inputs[2 + k]) ? first : NULL, &c[k]);
+  for (int k = 0; k < 4 && s == TOPOS_OK; ++k) s = tp_pattern_filled_value(inputs[2 + k], &c[k]);
   if (s == TOPOS_OK) {
     tp_geglu_job job = {topos_tensor_data(a), topos_tensor_data(u), topos_tensor_data_mut(dst),
                         {(float)c[0], (float)c[1], (float)c[2], (float)c[3]}, tp_numerics_exact(), TOPOS_OK};

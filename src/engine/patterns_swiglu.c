@@ -129,10 +129,9 @@ static topos_status tp_swiglu_run(const tp_fusion *f, const tp_graph *g, topos_t
   (void)f, (void)g;
   topos_tensor *x = NULL, *u = NULL;
   double c = 0.0; /* every element of `one` is this f32 value */
-  const int64_t first[TOPOS_MAX_RANK] = {0};
   topos_status s = topos_tensor_contiguous(inputs[0], 0, &x);
   if (s == TOPOS_OK) s = topos_tensor_contiguous(inputs[1], 0, &u);
-  if (s == TOPOS_OK) s = topos_tensor_get(inputs[2], topos_tensor_rank(inputs[2]) ? first : NULL, &c);
+  if (s == TOPOS_OK) s = tp_pattern_filled_value(inputs[2], &c);
   if (s == TOPOS_OK) {
     tp_swiglu_job job = {topos_tensor_data(x), topos_tensor_data(u), topos_tensor_data_mut(dst), (float)c,
                          tp_numerics_exact(), TOPOS_OK};
