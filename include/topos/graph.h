@@ -172,6 +172,10 @@ TOPOS_API topos_sym topos_tape_log_softmax(topos_tape *tape, topos_sym a, int ax
 TOPOS_API topos_sym topos_tape_log_sum_exp(topos_tape *tape, topos_sym a, int axis);
 /* x[..., k] . w[n, k]^T (see ops.h: w may be block-quantized). */
 TOPOS_API topos_sym topos_tape_qlinear(topos_tape *tape, topos_sym x, topos_sym w);
+/* The k largest of each last-axis lane, as i32 positions (see ops.h). */
+TOPOS_API topos_sym topos_tape_top_k(topos_tape *tape, topos_sym a, int64_t k);
+/* x [T, S, k] through the experts ids [T, K] of w [E, n, k] -> [T, K, n]. */
+TOPOS_API topos_sym topos_tape_qlinear_id(topos_tape *tape, topos_sym x, topos_sym w, topos_sym ids);
 
 /* Composites: built only from the calls above (src/graph/composite.c). */
 /* A constant filled with value, shaped like `like` (a broadcast scalar). */

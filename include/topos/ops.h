@@ -82,7 +82,9 @@ extern "C" {
   X(SCATTER, scatter, 2)           \
   X(LOG_SOFTMAX, log_softmax, 1)   \
   X(LOG_SUM_EXP, log_sum_exp, 1)   \
-  X(QLINEAR, qlinear, 2)
+  X(QLINEAR, qlinear, 2)           \
+  X(TOP_K, top_k, 1)               \
+  X(QLINEAR_ID, qlinear_id, 3)
 
 typedef enum topos_op {
 #define TOPOS_OP_ENUM_ROW(E, lower, arity) TOPOS_OP_##E,
@@ -102,8 +104,25 @@ typedef enum topos_op {
  *   unfold:          axis, size, step, dilation (axis -> (count, size))
  *   fold:            axis, size, step, dilation, length (= the folded extent);
  *                    the operand's axes (axis, axis+1) are (count, size)
- *   gather:          table [V, ...], indices i32 [N] -> [N, ...]
- *   scatter:         values [N, ...], indices i32 [N], length (= rows V) -> [V, ...] */
+ *   gather:          table [B..., V, ...], indices i32 [B..., N] -> [B..., N, ...]:
+ *                    out[b, i, ...] = table[b, idx[b, i], ...]. The indices'
+ *                    leading axes B (none for rank-1 indices) are batch axes
+ *                    the table shares; the next table axis is the one indexed.
+ *   scatter:         values [B..., N, ...], indices i32 [B..., N], length
+ *                    (= extent V of the indexed axis) -> [B..., V, ...]: the
+ *                    adjoint of gather (repeats accumulate, ascending i).
+ *   top_k:           a [..., N] float, length (= k, 1..N) -> i32 [..., k]:
+ *                    the positions of the k largest values of each last-axis
+ *                    lane, largest first; equal values in ascending position;
+ *                    NaN ranks below every number (-0 and +0 are equal). The
+ *                    result is integer: no gradient passes through it.
+ *   qlinear_id:      x f32 [T, S, k], w [E, n, k], ids i32 [T, K] -> f32
+ *                    [T, K, n] with S = 1 or K: out[t, j] = w[ids[t, j]] .
+ *                    x[t, S == 1 ? 0 : j] — a mixture-of-experts layer's
+ *                    product, each token through the experts chosen for it.
+ *                    w is any qlinear weight type; an id outside [0, E) is
+ *                    TOPOS_ERR_RANGE. Every row is qlinear's row on the same
+ *                    path (same bits), whatever rows share its expert. */
 typedef struct topos_op_attrs {
   int axis;
   int64_t start;
@@ -172,6 +191,9 @@ TOPOS_API topos_status topos_scatter(topos_tensor *values, topos_tensor *indices
 TOPOS_API topos_status topos_log_softmax(topos_tensor *a, int axis, topos_tensor **out);
 TOPOS_API topos_status topos_log_sum_exp(topos_tensor *a, int axis, topos_tensor **out);
 TOPOS_API topos_status topos_qlinear(topos_tensor *x, topos_tensor *w, topos_tensor **out);
+TOPOS_API topos_status topos_top_k(topos_tensor *a, int64_t k, topos_tensor **out);
+TOPOS_API topos_status topos_qlinear_id(topos_tensor *x, topos_tensor *w, topos_tensor *ids,
+                                        topos_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,7 @@ static topos_tensor *get(tp_eager_algebra *alg, tp_handle h) {
 static topos_status eager_apply(tp_algebra *self, topos_op op, const tp_handle *inputs,
                                 const topos_op_attrs *attrs, tp_handle *out) {
   tp_eager_algebra *alg = eager(self);
-  topos_tensor *in[2] = {NULL, NULL};
+  topos_tensor *in[TP_MAX_ARITY] = {NULL};
   int arity = topos_op_arity(op);
   for (int j = 0; j < arity; ++j) {
     in[j] = get(alg, inputs[j]);

@@ -14,7 +14,7 @@ static topos_sym sym_of(tp_record_algebra *alg, tp_handle h) {
 static topos_status record_apply(tp_algebra *self, topos_op op, const tp_handle *inputs,
                                  const topos_op_attrs *attrs, tp_handle *out) {
   tp_record_algebra *alg = recorder(self);
-  topos_sym in[2] = {TOPOS_SYM_INVALID, TOPOS_SYM_INVALID}, sym;
+  topos_sym in[TP_MAX_ARITY] = {TOPOS_SYM_INVALID, TOPOS_SYM_INVALID, TOPOS_SYM_INVALID}, sym;
   for (int j = 0; j < topos_op_arity(op); ++j) in[j] = sym_of(alg, inputs[j]);
   TP_TRY(topos_tape_record(alg->tape, op, in, attrs, &sym));
   *out = sym.index;

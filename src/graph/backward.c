@@ -207,10 +207,11 @@ topos_status tp_backward_fold(tp_algebra *alg, const tp_rule_args *args, tp_hand
   return op1(alg, TOPOS_OP_UNFOLD, G, &attrs, &cot[0]);
 }
 
-/* rows picked by indices go back to their rows (repeats accumulate) */
+/* rows picked by indices go back to their rows (repeats accumulate), in
+ * their batch */
 topos_status tp_backward_gather(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
   topos_op_attrs attrs = tp_attrs_none();
-  attrs.length = args->input_descs[0].shape[0];
+  attrs.length = args->input_descs[0].shape[args->input_descs[1].rank - 1];
   tp_handle in[2] = {G, B};
   TP_TRY(alg->apply(alg, TOPOS_OP_SCATTER, in, &attrs, &cot[0]));
   cot[1] = TP_NONE;
@@ -281,6 +282,71 @@ topos_status tp_backward_qlinear(tp_algebra *alg, const tp_rule_args *args, tp_h
   return op2(alg, TOPOS_OP_MATMUL, g2t, x2, &cot[1]);
 }
 
+/* positions are integers: nothing passes back through them */
+topos_status tp_backward_top_k(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
+  (void)alg;
+  (void)args;
+  cot[0] = TP_NONE;
+  return TOPOS_OK;
+}
+
+/* y[t, j] = w[ids[t, j]] . x[t, s(j)]: dx[t, s(j)] += g[t, j] . w[ids[t, j]]
+ * (qlinear_id over the experts transposed, summed over j where S = 1);
+ * dw[e] = sum over (t, j) with ids[t, j] = e of g[t, j]^T x[t, s(j)] — the
+ * slots' outer products scattered onto their experts. Block-quantized
+ * experts are constants, as for qlinear. */
+topos_status tp_backward_qlinear_id(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
+  const topos_tensor_desc *xd = &args->input_descs[0], *wd = &args->input_descs[1];
+  const topos_tensor_desc *yd = args->output_desc;
+  if (!topos_dtype_is_float(wd->dtype))
+    return tp_fail(TOPOS_ERR_DTYPE, "qlinear_id: cannot differentiate through %s experts "
+                   "(block-quantized weights are constants; dequantize to f32 to train)",
+                   topos_dtype_name(wd->dtype));
+  int64_t T = yd->shape[0], K = yd->shape[1], n = yd->shape[2], k = xd->shape[2];
+  topos_op_attrs pa = tp_attrs_none();
+  pa.rank = 3;
+  pa.order[0] = 0, pa.order[1] = 2, pa.order[2] = 1;
+  tp_handle wt, in3[3], dx;
+  TP_TRY(op1(alg, TOPOS_OP_PERMUTE, B, &pa, &wt));
+  in3[0] = G, in3[1] = wt, in3[2] = args->inputs[2];
+  TP_TRY(alg->apply(alg, TOPOS_OP_QLINEAR_ID, in3, NULL, &dx)); /* [T, K, k] */
+  topos_op_attrs ra = tp_attrs_none();
+  if (xd->shape[1] == 1 && K > 1) {
+    tp_handle summed;
+    topos_op_attrs sa = tp_attrs_axis(1);
+    TP_TRY(op1(alg, TOPOS_OP_SUM_ALONG, dx, &sa, &summed));
+    ra.rank = 3, ra.shape[0] = T, ra.shape[1] = 1, ra.shape[2] = k;
+    TP_TRY(op1(alg, TOPOS_OP_RESHAPE, summed, &ra, &cot[0]));
+  } else {
+    cot[0] = dx;
+  }
+  cot[2] = TP_NONE;
+  if (wd->dtype != TOPOS_F32) {
+    cot[1] = TP_NONE; /* f16/bf16 experts: constants */
+    return TOPOS_OK;
+  }
+  tp_handle xs = A, g4, x4, outer, flat_ids;
+  if (xd->shape[1] == 1 && K > 1) {
+    topos_op_attrs ba = tp_attrs_axis(1);
+    ba.length = K;
+    tp_handle x2;
+    ra.rank = 2, ra.shape[0] = T, ra.shape[1] = k;
+    TP_TRY(op1(alg, TOPOS_OP_RESHAPE, A, &ra, &x2));
+    TP_TRY(op1(alg, TOPOS_OP_BROADCAST_ALONG, x2, &ba, &xs));
+  }
+  ra.rank = 3, ra.shape[0] = T * K, ra.shape[1] = n, ra.shape[2] = 1;
+  TP_TRY(op1(alg, TOPOS_OP_RESHAPE, G, &ra, &g4));
+  ra.shape[1] = 1, ra.shape[2] = k;
+  TP_TRY(op1(alg, TOPOS_OP_RESHAPE, xs, &ra, &x4));
+  TP_TRY(op2(alg, TOPOS_OP_MATMUL, g4, x4, &outer)); /* [T K, n, k] */
+  ra.rank = 1, ra.shape[0] = T * K;
+  TP_TRY(op1(alg, TOPOS_OP_RESHAPE, args->inputs[2], &ra, &flat_ids));
+  topos_op_attrs sc = tp_attrs_none();
+  sc.length = wd->shape[0];
+  tp_handle in2[2] = {outer, flat_ids};
+  return alg->apply(alg, TOPOS_OP_SCATTER, in2, &sc, &cot[1]);
+}
+
 #undef A
 #undef B
 #undef Y
@@ -305,6 +371,7 @@ const uint8_t tp_backward_clean[TOPOS_OP_COUNT] = {
 
 #define R_A 0x1u
 #define R_B 0x2u
+#define R_C 0x4u
 #define R_Y TP_READS_OUTPUT
 const uint8_t tp_backward_reads[TOPOS_OP_COUNT] = {
     [TOPOS_OP_MUL] = R_A | R_B,
@@ -322,6 +389,7 @@ const uint8_t tp_backward_reads[TOPOS_OP_COUNT] = {
     [TOPOS_OP_LOG_SOFTMAX] = R_Y,
     [TOPOS_OP_LOG_SUM_EXP] = R_A | R_Y,
     [TOPOS_OP_QLINEAR] = R_A | R_B,
+    [TOPOS_OP_QLINEAR_ID] = R_A | R_B | R_C,
 };
 
 uint8_t tp_backward_reads_of(topos_op op) {

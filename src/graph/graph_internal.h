@@ -21,7 +21,7 @@
 #include "tensor/tensor_internal.h"
 #include "topos/graph.h"
 
-#define TP_MAX_ARITY 2
+#define TP_MAX_ARITY 3
 #define TP_NO_SLOT UINT32_MAX
 
 /* 48 bytes: a llama chunk graph has ~5000 nodes, and every plan keeps its

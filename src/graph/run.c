@@ -92,7 +92,7 @@ static topos_status evaluate(const tp_graph *graph, const topos_params *params,
                              topos_tensor *const *fed, topos_tensor **values, uint32_t i) {
   const tp_node *node = &graph->nodes[i];
   if (node->kind != TOPOS_NODE_OP) return tp_run_source(graph, params, fed, values, i);
-  topos_tensor *inputs[TP_MAX_ARITY] = {NULL, NULL};
+  topos_tensor *inputs[TP_MAX_ARITY] = {NULL};
   int arity = topos_op_arity(node->op);
   for (int j = 0; j < arity; ++j) {
     inputs[j] = values[node->operands[j]];

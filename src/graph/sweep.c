@@ -28,7 +28,8 @@ static topos_status sweep_node(tp_algebra *alg, tp_graph *graph, uint32_t i, con
   /* copy: recording may move the node array */
   tp_node node = graph->nodes[i];
   int arity = topos_op_arity(node.op);
-  tp_handle inputs[TP_MAX_ARITY] = {TP_NONE, TP_NONE}, output, cot[TP_MAX_ARITY] = {TP_NONE, TP_NONE};
+  tp_handle inputs[TP_MAX_ARITY], output, cot[TP_MAX_ARITY];
+  for (int j = 0; j < TP_MAX_ARITY; ++j) inputs[j] = cot[j] = TP_NONE;
   topos_tensor_desc descs[TP_MAX_ARITY];
   for (int j = 0; j < arity; ++j) {
     TP_TRY(alg->node_value(alg, node.operands[j], &inputs[j]));

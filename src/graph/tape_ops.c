@@ -133,3 +133,15 @@ topos_sym topos_tape_scatter(topos_tape *tape, topos_sym values, topos_sym indic
   attrs.length = rows;
   return rec(tape, TOPOS_OP_SCATTER, values, indices, &attrs);
 }
+
+topos_sym topos_tape_top_k(topos_tape *tape, topos_sym a, int64_t k) {
+  topos_op_attrs attrs = tp_attrs_none();
+  attrs.length = k;
+  return rec(tape, TOPOS_OP_TOP_K, a, TOPOS_SYM_INVALID, &attrs);
+}
+
+topos_sym topos_tape_qlinear_id(topos_tape *tape, topos_sym x, topos_sym w, topos_sym ids) {
+  topos_sym in[3] = {x, w, ids}, out;
+  (void)topos_tape_record(tape, TOPOS_OP_QLINEAR_ID, in, NULL, &out);
+  return out;
+}

@@ -81,3 +81,15 @@ topos_status topos_scatter(topos_tensor *values, topos_tensor *indices, int64_t 
   attrs.length = rows;
   return tp_eager2(TOPOS_OP_SCATTER, values, indices, &attrs, out);
 }
+
+topos_status topos_top_k(topos_tensor *a, int64_t k, topos_tensor **out) {
+  topos_op_attrs attrs = tp_attrs_none();
+  attrs.length = k;
+  return tp_eager1(TOPOS_OP_TOP_K, a, &attrs, out);
+}
+
+topos_status topos_qlinear_id(topos_tensor *x, topos_tensor *w, topos_tensor *ids,
+                              topos_tensor **out) {
+  topos_tensor *inputs[3] = {x, w, ids};
+  return topos_op_forward(TOPOS_OP_QLINEAR_ID, inputs, NULL, out);
+}

@@ -3,11 +3,13 @@
  *            position s) land on position w*step + s*dilation of an axis of
  *            extent `length`; every output element is zero-seeded and its
  *            contributions are added in ascending window order.
- *   gather:  out[i, ...] = table[idx[i], ...] (bit copy, any plain dtype).
- *   scatter: out[v, ...] = sum of values[i, ...] over idx[i] == v, zero-seeded,
- *            added in ascending i (repeats accumulate).
+ *   gather:  out[b, i, ...] = table[b, idx[b, i], ...] (bit copy, any plain
+ *            dtype; b: the indices' batch axes, none for rank-1 indices).
+ *   scatter: out[b, v, ...] = sum of values[b, i, ...] over idx[b, i] == v,
+ *            zero-seeded, added in ascending i (repeats accumulate).
  * Indices are i32; one outside [0, rows) is TOPOS_ERR_RANGE naming it, and is
  * detected before anything is written. bf16/f16 accumulate in f32. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/threads.h"
@@ -135,21 +137,32 @@ topos_status tp_forward_fold(topos_tensor *const *in, const topos_op_attrs *attr
 
 /* ---- indices */
 
-static int32_t tp_index_at(const topos_tensor *idx, int64_t i) {
-  return TP_ELEMS(const int32_t, idx)[idx->offset + i * idx->strides[0]];
+/* The index at idx[index[0..a), last] where a = idx->rank - 1: the batch
+ * position `index` shares with the data, then the position along N. */
+static int32_t tp_index_at(const topos_tensor *idx, const int64_t *index, int64_t last) {
+  int a = idx->rank - 1;
+  int64_t o = idx->offset + last * idx->strides[a];
+  for (int i = 0; i < a; ++i) o += index[i] * idx->strides[i];
+  return TP_ELEMS(const int32_t, idx)[o];
 }
 
 static topos_status tp_check_indices(const char *op, const topos_tensor *idx, int64_t rows,
                                      const topos_tensor *data) {
-  for (int64_t i = 0; i < idx->shape[0]; ++i) {
-    int32_t v = tp_index_at(idx, i);
-    if (v < 0 || v >= rows) {
-      char shape[160];
-      return tp_fail(TOPOS_ERR_RANGE, "%s: index %d at position %lld outside [0, %lld) (data %s)",
-                     op, (int)v, (long long)i, (long long)rows,
-                     tp_shape_string(data->rank, data->shape, shape, sizeof shape));
+  int64_t index[TOPOS_MAX_RANK] = {0}, n = idx->shape[idx->rank - 1];
+  do {
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v = tp_index_at(idx, index, i);
+      if (v < 0 || v >= rows) {
+        char shape[160], at[160];
+        index[idx->rank - 1] = i;
+        if (idx->rank == 1) snprintf(at, sizeof at, "%lld", (long long)i);
+        else tp_shape_string(idx->rank, index, at, sizeof at);
+        return tp_fail(TOPOS_ERR_RANGE, "%s: index %d at position %s outside [0, %lld) (data %s)",
+                       op, (int)v, at,
+                       (long long)rows, tp_shape_string(data->rank, data->shape, shape, sizeof shape));
+      }
     }
-  }
+  } while (idx->rank > 1 && tp_index_next(idx->rank - 1, idx->shape, index));
   return TOPOS_OK;
 }
 
@@ -161,25 +174,33 @@ topos_status tp_forward_gather(topos_tensor *const *in, const topos_op_attrs *at
   if (esize == 0)
     return tp_fail(TOPOS_ERR_INTERNAL, "gather: dtype %s reached a plain kernel",
                    topos_dtype_name(table->dtype));
-  TP_TRY(tp_check_indices("gather", idx, table->shape[0], table));
+  int a = idx->rank - 1; /* the indexed axis */
+  TP_TRY(tp_check_indices("gather", idx, table->shape[a], table));
   topos_tensor *result;
   TP_TRY(tp_new_output(desc, &result));
   const char *src = (const char *)table->storage->data;
   char *dst = (char *)tp_tensor_base(result);
-  /* walk the output's rows; the table row is the output's with axis 0 remapped.
-   * Rank 1: every element is its own row (the last axis is the index axis). */
-  int rank1 = result->rank == 1;
-  int64_t inner = rank1 ? 1 : tp_inner_extent(result), st = tp_inner_stride(table);
+  /* walk the output's rows; the table element is the output's with axis a
+   * remapped. When a is the last axis every element has its own index. */
+  int last = a == result->rank - 1;
+  int64_t inner = tp_inner_extent(result), st = tp_inner_stride(table);
   int64_t rows = result->volume / inner, k = 0;
   int64_t index[TOPOS_MAX_RANK] = {0}, from[TOPOS_MAX_RANK];
   for (int64_t row = 0; row < rows; ++row) {
     for (int axis = 0; axis < result->rank; ++axis) from[axis] = index[axis];
-    from[0] = tp_index_at(idx, index[0]);
-    int64_t base = tp_tensor_element_offset(table, from);
-    for (int64_t j = 0; j < inner; ++j, ++k)
-      memcpy(dst + (size_t)k * esize, src + (size_t)(base + j * st) * esize, esize);
-    if (rank1) ++index[0];
-    else tp_next_row(result, index);
+    if (last) {
+      for (int64_t j = 0; j < inner; ++j, ++k) {
+        from[a] = tp_index_at(idx, index, j);
+        memcpy(dst + (size_t)k * esize,
+               src + (size_t)tp_tensor_element_offset(table, from) * esize, esize);
+      }
+    } else {
+      from[a] = tp_index_at(idx, index, index[a]);
+      int64_t base = tp_tensor_element_offset(table, from);
+      for (int64_t j = 0; j < inner; ++j, ++k)
+        memcpy(dst + (size_t)k * esize, src + (size_t)(base + j * st) * esize, esize);
+    }
+    tp_next_row(result, index);
   }
   *out = result;
   return TOPOS_OK;
@@ -190,18 +211,25 @@ topos_status tp_forward_gather(topos_tensor *const *in, const topos_op_attrs *at
                                topos_tensor *out, C *acc) {                                 \
     const S *pv = TP_ELEMS(const S, values);                                                \
     for (int64_t e = 0; e < out->volume; ++e) acc[e] = 0;                                   \
-    int rank1 = values->rank == 1; /* then every element is its own row */               \
-    int64_t inner = rank1 ? 1 : tp_inner_extent(values), sv = tp_inner_stride(values);     \
+    int a = idx->rank - 1, last = a == values->rank - 1;                                    \
+    int64_t inner = tp_inner_extent(values), sv = tp_inner_stride(values);                  \
     int64_t rows = values->volume / inner;                                                  \
     int64_t index[TOPOS_MAX_RANK] = {0};                                                    \
-    /* row-major walk: value row i = index[0] ascends, so repeats add in ascending i */     \
+    /* row-major walk: within a batch position i = index[a] ascends, so      */           \
+    /* repeats add in ascending i                                            */           \
     for (int64_t row = 0; row < rows; ++row) {                                              \
-      int64_t o = (int64_t)tp_index_at(idx, index[0]) * out->strides[0];                   \
-      for (int axis = 1; axis < values->rank; ++axis) o += index[axis] * out->strides[axis]; \
+      int64_t o = 0;                                                                        \
+      for (int axis = 0; axis < values->rank; ++axis)                                       \
+        if (axis != a) o += index[axis] * out->strides[axis];                               \
       const S *x = pv + tp_tensor_element_offset(values, index);                            \
-      for (int64_t j = 0; j < inner; ++j) acc[o + j] += LD(x[j * sv]);                      \
-      if (rank1) ++index[0];                                                                \
-      else tp_next_row(values, index);                                                      \
+      if (last) {                                                                           \
+        for (int64_t j = 0; j < inner; ++j)                                                 \
+          acc[o + (int64_t)tp_index_at(idx, index, j) * out->strides[a]] += LD(x[j * sv]);  \
+      } else {                                                                              \
+        o += (int64_t)tp_index_at(idx, index, index[a]) * out->strides[a];                  \
+        for (int64_t j = 0; j < inner; ++j) acc[o + j] += LD(x[j * sv]);                    \
+      }                                                                                     \
+      tp_next_row(values, index);                                                           \
     }                                                                                       \
     S *po = (S *)tp_tensor_base(out);                                                       \
     for (int64_t e = 0; e < out->volume; ++e) po[e] = ST(acc[e]);                           \

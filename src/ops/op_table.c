@@ -18,13 +18,13 @@ enum {
   tp_view_narrow = 1, tp_view_pad = 0, tp_view_broadcast = 1, tp_view_broadcast_along = 1,
   tp_view_sum = 0, tp_view_sum_along = 0, tp_view_unfold = 1, tp_view_fold = 0,
   tp_view_gather = 0, tp_view_scatter = 0, tp_view_log_softmax = 0, tp_view_log_sum_exp = 0,
-  tp_view_qlinear = 0,
+  tp_view_qlinear = 0, tp_view_top_k = 0, tp_view_qlinear_id = 0,
 };
 
 /* topos_op_forward describes operands in a fixed array. */
-#define TP_MAX_ARITY 2
+#define TP_MAX_ARITY 3
 #define TP_ARITY_CHECK(E, lower, arity) \
-  _Static_assert(arity >= 1 && arity <= TP_MAX_ARITY, #lower ": arity outside 1..2");
+  _Static_assert(arity >= 1 && arity <= TP_MAX_ARITY, #lower ": arity outside 1..3");
 TOPOS_OP_LIST(TP_ARITY_CHECK)
 #undef TP_ARITY_CHECK
 

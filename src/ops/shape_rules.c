@@ -461,17 +461,42 @@ topos_status tp_shape_fold(const topos_tensor_desc *in, const topos_op_attrs *at
 
 /* ---- rows by index */
 
+/* Indices i32 [B..., N] against data [B..., X, ...]: the indices' leading
+ * axes are batch axes the data shares; `lead` counts the extents that must
+ * agree (the batch axes for gather's table; those and N for scatter's
+ * values). */
 static topos_status tp_need_indices(const char *op, const topos_tensor_desc *idx,
-                                    const topos_tensor_desc *data) {
+                                    const topos_tensor_desc *data, int lead) {
   if (idx->dtype != TOPOS_I32)
     return tp_fail(TOPOS_ERR_DTYPE, "%s: indices %s have dtype %s, need i32 (data %s)", op,
                    tp_str(idx).s, topos_dtype_name(idx->dtype), tp_str(data).s);
-  if (idx->rank != 1)
-    return tp_fail(TOPOS_ERR_SHAPE, "%s: indices %s must have rank 1 (data %s)", op,
-                   tp_str(idx).s, tp_str(data).s);
-  if (data->rank < 1)
-    return tp_fail(TOPOS_ERR_SHAPE, "%s: data %s must have rank >= 1 (indices %s)", op,
-                   tp_str(data).s, tp_str(idx).s);
+  if (idx->rank < 1 || idx->rank > data->rank)
+    return tp_fail(TOPOS_ERR_SHAPE, "%s: indices %s need rank 1..%d (data %s)", op,
+                   tp_str(idx).s, data->rank, tp_str(data).s);
+  for (int i = 0; i < lead; ++i) {
+    if (idx->shape[i] == data->shape[i]) continue;
+    if (i == idx->rank - 1) /* scatter's N */
+      return tp_fail(TOPOS_ERR_SHAPE, "%s: %lld indices %s for %lld value rows %s", op,
+                     (long long)idx->shape[i], tp_str(idx).s, (long long)data->shape[i],
+                     tp_str(data).s);
+    return tp_fail(TOPOS_ERR_SHAPE, "%s: indices %s and data %s differ at batch axis %d", op,
+                   tp_str(idx).s, tp_str(data).s, i);
+  }
+  return TOPOS_OK;
+}
+
+/* data's shape with the indexed axis (the indices' last) set to extent */
+static topos_status tp_indexed_result(const char *op, const topos_tensor_desc *data,
+                                      const topos_tensor_desc *idx, int64_t extent,
+                                      topos_tensor_desc *out) {
+  int64_t shape[TOPOS_MAX_RANK];
+  memcpy(shape, data->shape, sizeof shape);
+  shape[idx->rank - 1] = extent;
+  topos_tensor_desc target;
+  tp_set(&target, data->dtype, data->rank, shape);
+  if (tp_volume(&target) < 0)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "%s: result %s overflows", op, tp_str(&target).s);
+  *out = target;
   return TOPOS_OK;
 }
 
@@ -480,37 +505,36 @@ topos_status tp_shape_gather(const topos_tensor_desc *in, const topos_op_attrs *
   (void)attrs;
   const topos_tensor_desc *table = &in[0], *idx = &in[1];
   TP_TRY(tp_need_plain("gather", table));
-  TP_TRY(tp_need_indices("gather", idx, table));
-  int64_t shape[TOPOS_MAX_RANK];
-  memcpy(shape, table->shape, sizeof shape);
-  shape[0] = idx->shape[0];
-  topos_tensor_desc target;
-  tp_set(&target, table->dtype, table->rank, shape);
-  if (tp_volume(&target) < 0)
-    return tp_fail(TOPOS_ERR_OVERFLOW, "gather: result %s overflows", tp_str(&target).s);
-  *out = target;
-  return TOPOS_OK;
+  TP_TRY(tp_need_indices("gather", idx, table, idx->rank - 1));
+  return tp_indexed_result("gather", table, idx, idx->shape[idx->rank - 1], out);
 }
 
 topos_status tp_shape_scatter(const topos_tensor_desc *in, const topos_op_attrs *attrs,
                               topos_tensor_desc *out) {
   const topos_tensor_desc *values = &in[0], *idx = &in[1];
   TP_TRY(tp_need_float("scatter", values));
-  TP_TRY(tp_need_indices("scatter", idx, values));
-  if (idx->shape[0] != values->shape[0])
-    return tp_fail(TOPOS_ERR_SHAPE, "scatter: %lld indices %s for %lld value rows %s",
-                   (long long)idx->shape[0], tp_str(idx).s, (long long)values->shape[0],
-                   tp_str(values).s);
+  TP_TRY(tp_need_indices("scatter", idx, values, idx->rank));
   if (attrs->length <= 0)
     return tp_fail(TOPOS_ERR_SHAPE, "scatter: rows %lld must be > 0 (values %s)",
                    (long long)attrs->length, tp_str(values).s);
+  return tp_indexed_result("scatter", values, idx, attrs->length, out);
+}
+
+topos_status tp_shape_top_k(const topos_tensor_desc *in, const topos_op_attrs *attrs,
+                            topos_tensor_desc *out) {
+  const topos_tensor_desc *a = &in[0];
+  TP_TRY(tp_need_float("top_k", a));
+  if (a->rank < 1)
+    return tp_fail(TOPOS_ERR_SHAPE, "top_k: operand %s needs rank >= 1", tp_str(a).s);
+  int64_t n = a->shape[a->rank - 1];
+  if (attrs->length < 1 || attrs->length > n)
+    return tp_fail(TOPOS_ERR_SHAPE, "top_k: k = %lld outside 1..%lld (operand %s)",
+                   (long long)attrs->length, (long long)n, tp_str(a).s);
+  if (n > INT32_MAX)
+    return tp_fail(TOPOS_ERR_SHAPE, "top_k: lanes of %lld do not fit i32 positions (operand %s)",
+                   (long long)n, tp_str(a).s);
   int64_t shape[TOPOS_MAX_RANK];
-  memcpy(shape, values->shape, sizeof shape);
-  shape[0] = attrs->length;
-  topos_tensor_desc target;
-  tp_set(&target, values->dtype, values->rank, shape);
-  if (tp_volume(&target) < 0)
-    return tp_fail(TOPOS_ERR_OVERFLOW, "scatter: result %s overflows", tp_str(&target).s);
-  *out = target;
-  return TOPOS_OK;
+  memcpy(shape, a->shape, sizeof shape);
+  shape[a->rank - 1] = attrs->length;
+  return tp_set(out, TOPOS_I32, a->rank, shape);
 }

@@ -58,6 +58,14 @@ static topos_sym apply(topos_tape *tape, const char *name, const topos_sym *p) {
   if (!strcmp(name, "log_softmax")) return topos_tape_log_softmax(tape, p[0], 1);
   if (!strcmp(name, "log_sum_exp")) return topos_tape_log_sum_exp(tape, p[0], 2);
   if (!strcmp(name, "qlinear")) return topos_tape_qlinear(tape, p[0], p[1]);
+  if (!strcmp(name, "top_k")) /* the positions pick each lane's largest: a batched gather */
+    return topos_tape_gather(tape, p[0], topos_tape_top_k(tape, p[0], 2));
+  if (!strcmp(name, "qlinear_id")) { /* x [3, 1, 4] through experts [2, 3, 4] */
+    static const int32_t ids[] = {1, 0, 0, 0, 1, 1};
+    static const int64_t s32[] = {3, 2};
+    return topos_tape_qlinear_id(tape, p[0], p[1],
+                                 topos_tape_reshape(tape, tg_i32_constant(tape, 6, ids), 2, s32));
+  }
   return TOPOS_SYM_INVALID;
 }
 
@@ -95,6 +103,8 @@ static const op_case cases[] = {
     {"log_softmax", 1, S234, {-3}, {3}},
     {"log_sum_exp", 1, S234, {-3}, {3}},
     {"qlinear", 2, 2, {{3, 4}, {2, 4}}, {-1, -1}, {1, 1}}, /* x f32 only: f32 runs */
+    {"top_k", 1, S234, {-1}, {1}},
+    {"qlinear_id", 2, 3, {{3, 1, 4}, {2, 3, 4}}, {-1, -1}, {1, 1}}, /* f32 runs */
 };
 
 /* Records the case in dtype; marks the ops its network holds in `seen`. */
@@ -126,7 +136,7 @@ static topos_status build_case(const op_case *c, topos_dtype dtype, uint64_t see
 static void run_cases(topos_dtype dtype, uint8_t *seen, int *failed) {
   *failed = 1;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
-    if (dtype != TOPOS_F32 && !strcmp(cases[k].name, "qlinear")) continue; /* x must be f32 */
+    if (dtype != TOPOS_F32 && !strncmp(cases[k].name, "qlinear", 7)) continue; /* x must be f32 */
     topos_network *net = NULL;
     topos_params *params = NULL;
     topos_sym loss;

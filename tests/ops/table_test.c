@@ -9,7 +9,7 @@ TEST(ops_table_names_parse_and_arity) {
     topos_op back;
     CHECK_OK(topos_op_parse(name, &back));
     CHECK_EQ_INT(back, op);
-    CHECK(topos_op_arity((topos_op)op) == 1 || topos_op_arity((topos_op)op) == 2);
+    CHECK(topos_op_arity((topos_op)op) >= 1 && topos_op_arity((topos_op)op) <= 3);
     for (int other = 0; other < op; ++other)
       CHECK(strcmp(name, topos_op_name((topos_op)other)) != 0);
   }
@@ -17,6 +17,8 @@ TEST(ops_table_names_parse_and_arity) {
   CHECK_EQ_INT(topos_op_arity(TOPOS_OP_MATMUL), 2);
   CHECK_EQ_INT(topos_op_arity(TOPOS_OP_SCATTER), 2);
   CHECK_EQ_INT(topos_op_arity(TOPOS_OP_RELU), 1);
+  CHECK_EQ_INT(topos_op_arity(TOPOS_OP_QLINEAR_ID), 3);
+  CHECK(strcmp(topos_op_name(TOPOS_OP_TOP_K), "top_k") == 0);
   topos_op op;
   CHECK_STATUS(topos_op_parse("softmax", &op), TOPOS_ERR_NOT_FOUND);
   CHECK_ERROR_HAS("softmax");
@@ -296,12 +298,13 @@ TEST(ops_forward_quantized_outer_views_only) {
  * produces what topos_op_infer promised. A new op without a sample fails
  * here, so no row goes untested. */
 static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at) {
-  int64_t s23[] = {2, 3}, s32[] = {3, 2};
-  const double v[6] = {0.5, 1, 2, 3, 4, 5};
+  int64_t s23[] = {2, 3}, s32[] = {3, 2}, s213[] = {2, 1, 3}, s223[] = {2, 2, 3};
+  const double v[12] = {0.5, 1, 2, 3, 4, 5, -1, -2, 6, 7, 0, 1};
   int32_t idx[2] = {1, 0};
   *at = ot_attrs();
   in[0] = ot_make(p, TOPOS_F32, 2, s23, v);
   in[1] = ot_make(p, TOPOS_F32, 2, s23, v);
+  in[2] = NULL;
   switch (op) {
     case TOPOS_OP_ADD: case TOPOS_OP_SUB: case TOPOS_OP_MUL: case TOPOS_OP_DIV:
     case TOPOS_OP_NEG: case TOPOS_OP_EXP: case TOPOS_OP_LN: case TOPOS_OP_SQRT:
@@ -359,6 +362,20 @@ static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at
       in[1] = ot_i32(p, 2, idx);
       at->length = 4;
       return 1;
+    case TOPOS_OP_TOP_K:
+      at->length = 2;
+      return 1;
+    case TOPOS_OP_QLINEAR_ID: /* x [2,1,3] through experts [2,2,3] by ids [2,1] */
+      in[0] = ot_make(p, TOPOS_F32, 3, s213, v);
+      in[1] = ot_make(p, TOPOS_F32, 3, s223, v);
+      in[2] = ot_i32(p, 2, idx);
+      {
+        int64_t s21[] = {2, 1};
+        topos_tensor *r = NULL;
+        if (topos_tensor_reshape(in[2], 2, s21, &r) != TOPOS_OK) return 0;
+        in[2] = ot_keep(p, r);
+      }
+      return 1;
     default:
       return 0;
   }
@@ -367,12 +384,15 @@ static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at
 TEST(ops_every_row_runs_and_matches_its_rule) {
   ot_pool p = {{0}, 0};
   for (int op = 0; op < TOPOS_OP_COUNT; ++op) {
-    topos_tensor *in[2];
+    topos_tensor *in[3];
     topos_op_attrs at;
     CHECK_MSG(sample(&p, (topos_op)op, in, &at), "no sample for op %s", topos_op_name((topos_op)op));
-    topos_tensor_desc d[2] = {topos_tensor_describe(in[0]), topos_tensor_describe(in[1])}, want;
+    topos_tensor_desc d[3] = {topos_tensor_describe(in[0]), topos_tensor_describe(in[1])}, want;
+    if (in[2]) d[2] = topos_tensor_describe(in[2]);
     CHECK_OK(topos_op_infer((topos_op)op, d, &at, &want));
-    topos_tensor *out = ot_run(&p, (topos_op)op, in[0], in[1], &at);
+    topos_tensor *out = NULL;
+    if (topos_op_forward((topos_op)op, in, &at, &out) == TOPOS_OK) ot_keep(&p, out);
+    else out = NULL;
     CHECK_MSG(out, "%s: %s", topos_op_name((topos_op)op), topos_last_error());
     topos_tensor_desc got = topos_tensor_describe(out);
     CHECK(memcmp(&got, &want, sizeof got) == 0);
