@@ -58,8 +58,9 @@ extern "C" {
 
 typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                          * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3" or
-                          * "exaone4" */
+                          * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3",
+                          * "exaone4", or a mixture of experts: "qwen2moe", "qwen3moe",
+                          * "olmoe", "granitemoe" (and "llama" files with experts: Mixtral) */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -96,7 +97,19 @@ typedef struct topos_llama_config {
   int64_t n_ctx_train;   /* llama.context_length */
   int64_t dim;           /* llama.embedding_length */
   int64_t n_layers;      /* llama.block_count */
-  int64_t ff;            /* llama.feed_forward_length */
+  int64_t ff;            /* llama.feed_forward_length (mixtures: the experts', or 0) */
+  /* Mixtures of experts: each token's feed-forward is the weighted sum of
+   * the n_experts_used experts its router (ffn_gate_inp, softmax) ranks
+   * highest, plus a shared expert where the file has one. */
+  int64_t n_experts;      /* expert_count; 0: a dense model */
+  int64_t n_experts_used; /* expert_used_count */
+  int64_t ff_expert;      /* an expert's width (expert_feed_forward_length, else ff) */
+  int64_t ff_shared;      /* the shared expert's width (expert_shared_feed_forward_length), 0 none */
+  int experts_norm;       /* 1: the chosen experts' weights divided by their sum (qwen3moe,
+                           * granitemoe, Mixtral), else the softmax's own (qwen2moe, olmoe) */
+  float experts_scale;    /* the weights times expert_weights_scale; 1 none */
+  int shared_gate;        /* 1: the shared expert's output times sigmoid(h . ffn_gate_inp_shexp)
+                           * (qwen2moe) */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */

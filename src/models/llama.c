@@ -10,9 +10,10 @@
 #include "base/error.h"
 #include "models/llama_internal.h"
 
-/* A weight of GGUF extents {ne0, ne1} (ne1 = 0: a vector of ne0). */
-static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne0, int64_t ne1,
-                                    int optional, topos_tensor **out) {
+/* A weight of GGUF extents {ne0, ne1, ne2} (ne2 = 0: a matrix; ne1 = 0 too:
+ * a vector of ne0). */
+static topos_status tp_llama_weight3(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
+                                     int optional, topos_tensor **out) {
   *out = NULL;
   int64_t index;
   topos_status st = topos_gguf_find_tensor(m->gguf, name, &index);
@@ -24,8 +25,8 @@ static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor %s is missing from the file", name);
   topos_gguf_tensor_info info;
   TP_TRY(topos_gguf_tensor_at(m->gguf, index, &info));
-  int want_dims = ne1 ? 2 : 1;
-  int ok = info.n_dims == want_dims && info.ne[0] == ne0 && (!ne1 || info.ne[1] == ne1);
+  int want_dims = ne2 ? 3 : ne1 ? 2 : 1;
+  int ok = info.n_dims == want_dims && info.ne[0] == ne0 && (!ne1 || info.ne[1] == ne1) && (!ne2 || info.ne[2] == ne2);
   /* a vector stored as {n, 1} is still a vector */
   if (!ok && !ne1 && info.n_dims == 2 && info.ne[0] == ne0 && info.ne[1] == 1) ok = 1;
   if (!ok) {
@@ -34,7 +35,9 @@ static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne
     for (int d = 0; d < info.n_dims && used < sizeof got; ++d)
       used += (size_t)snprintf(got + used, sizeof got - used, "%s%" PRId64, d ? ", " : "",
                                info.ne[d]);
-    if (ne1)
+    if (ne2)
+      snprintf(want, sizeof want, "%" PRId64 ", %" PRId64 ", %" PRId64, ne0, ne1, ne2);
+    else if (ne1)
       snprintf(want, sizeof want, "%" PRId64 ", %" PRId64, ne0, ne1);
     else
       snprintf(want, sizeof want, "%" PRId64, ne0);
@@ -67,8 +70,14 @@ static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne
       if (st != TOPOS_OK) return tp_fail_context(st, "llama: tensor %s", name);
     }
   }
-  m->config.weight_bytes += info.bytes;
+  /* of a mixture's experts a token reads only those it is routed to */
+  m->config.weight_bytes += ne2 ? info.bytes / (uint64_t)ne2 * (uint64_t)m->config.n_experts_used : info.bytes;
   return TOPOS_OK;
+}
+
+static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
+                                    topos_tensor **out) {
+  return tp_llama_weight3(m, name, ne0, ne1, 0, optional, out);
 }
 
 static void tp_llama_join_release(void *context, void *data, size_t bytes) {
@@ -137,6 +146,7 @@ static topos_status tp_llama_join_layer(tp_llama_layer *L) {
     L->attn_in_parts = L->w_attn_in ? 2 : 0;
   }
   topos_tensor *gu[2] = {L->w_gate, L->w_up}, *ug[2] = {L->w_up, L->w_gate};
+  if (!L->w_gate) return TOPOS_OK; /* a mixture without a shared expert */
   TP_TRY(tp_llama_join(gu, 2, &L->w_ffn_in));
   if (!L->w_ffn_in) {
     TP_TRY(tp_llama_join(ug, 2, &L->w_ffn_in));
@@ -177,6 +187,40 @@ static topos_status tp_llama_rope_factors(topos_llama *m) {
   if (m->rope_long && m->rope_factors)
     return tp_fail(TOPOS_UNSUPPORTED, "llama: rope_freqs.weight and LongRoPE's tables in one file");
   c->rope_longrope = m->rope_long != NULL;
+  return TOPOS_OK;
+}
+
+/* A mixture's feed-forward: the router, the experts' three weights (GGUF
+ * extents {in, out, experts}) and the shared expert where the file has one
+ * (in w_gate / w_up / w_down: it is a dense feed-forward of ff_shared),
+ * qwen2moe's behind its gate vector. */
+static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t E = c->n_experts, D = c->dim, F = c->ff_expert, S = c->ff_shared;
+  char name[64];
+  const struct {
+    const char *suffix;
+    int64_t ne0, ne1, ne2;
+    int want;
+    topos_tensor **out;
+  } parts[] = {{"ffn_gate_inp", D, E, 0, 1, &L->gate_inp},      {"ffn_gate_exps", D, F, E, 1, &L->gate_exps},
+               {"ffn_up_exps", D, F, E, 1, &L->up_exps},        {"ffn_down_exps", F, D, E, 1, &L->down_exps},
+               {"ffn_gate_shexp", D, S, 0, S > 0, &L->w_gate},  {"ffn_up_shexp", D, S, 0, S > 0, &L->w_up},
+               {"ffn_down_shexp", S, D, 0, S > 0, &L->w_down},
+               {"ffn_gate_inp_shexp", D, 0, 0, c->shared_gate, &L->gate_inp_shexp}};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
+    if (!parts[i].want) continue;
+    snprintf(name, sizeof name, "blk.%" PRId64 ".%s.weight", l, parts[i].suffix);
+    TP_TRY(tp_llama_weight3(m, name, parts[i].ne0, parts[i].ne1, parts[i].ne2, 0, parts[i].out));
+  }
+  if (L->gate_inp_shexp) { /* a vector, read as a one-row product */
+    const int64_t row[2] = {1, D};
+    topos_tensor *r = NULL;
+    topos_status st = topos_tensor_reshape(L->gate_inp_shexp, 2, row, &r);
+    topos_tensor_release(L->gate_inp_shexp);
+    L->gate_inp_shexp = r;
+    TP_TRY(st);
+  }
   return TOPOS_OK;
 }
 
@@ -256,11 +300,15 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     }
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (c->pre_norms) TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
-    if (!phi3) {
-      TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
-      TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
+    if (c->n_experts) {
+      TP_TRY(tp_llama_layer_experts(m, l, L));
+    } else {
+      if (!phi3) {
+        TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
+        TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
+      }
+      TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
     }
-    TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
     if (c->qk_norm) { /* per head, or (2) over the whole q / k row */
       TP_W(q_norm, "attn_q_norm.weight", c->qk_norm == 2 ? q_dim : c->head_dim, 0);
       TP_W(k_norm, "attn_k_norm.weight", c->qk_norm == 2 ? kv_dim : c->head_dim, 0);
@@ -292,7 +340,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                    {"ffn_gate.bias", c->ff, 1, &L->b_gate},
                    {"ffn_up.bias", c->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
-    for (int b = 0; b < (flags & TP_ARCH_BIASES ? 7 : 0); ++b) {
+    for (int b = 0; b < (flags & TP_ARCH_BIASES ? (c->n_experts ? 4 : 7) : 0); ++b) {
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
@@ -354,7 +402,8 @@ void topos_llama_free(topos_llama *m) {
       topos_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->ffn_norm, L->w_gate, L->w_up,
                              L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo,
                              L->b_gate, L->b_up, L->b_down, L->q_norm, L->k_norm, L->post_attn_norm,
-                             L->post_ffn_norm};
+                             L->post_ffn_norm, L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
+                             L->gate_inp_shexp};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -190,7 +190,7 @@ typedef struct tp_llama_arch {
 } tp_llama_arch;
 
 static const tp_llama_arch tp_llama_archs[] = {
-    {"llama", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"llama", TP_ARCH_BIASES | TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"qwen2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"qwen3", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"phi3", TP_ARCH_NEOX | TP_ARCH_FUSED, 1, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -205,6 +205,12 @@ static const tp_llama_arch tp_llama_archs[] = {
      4, 64, TP_SWA_ROPE_SAME, 0},
     {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
      4, 0, TP_SWA_ROPE_OWN_BASE, 0},
+    {"qwen2moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_SHARED_GATE,
+     0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen3moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
+    {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -300,6 +306,57 @@ static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *
   return TOPOS_OK;
 }
 
+/* A mixture of experts, as llama.cpp reads these files: expert_count (0 or
+ * absent: dense, where the architecture allows), expert_used_count (1 ..
+ * expert_count), each expert's width (qwen2moe / qwen3moe:
+ * expert_feed_forward_length, absent feed_forward_length / experts used;
+ * the others feed_forward_length), a shared expert of
+ * expert_shared_feed_forward_length (qwen2moe: absent feed_forward_length;
+ * granitemoe: where the key gives one), expert_weights_scale (absent or 0:
+ * none) and a softmax router (expert_gating_func 1 where present). */
+static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topos_llama_config *c) {
+  char kb[96];
+  int present;
+  c->experts_scale = 1.0f;
+  c->n_experts = 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("expert_count"), 0, &c->n_experts, &present));
+  if (c->n_experts == 0 && (a->flags & TP_ARCH_MOE))
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s files are mixtures of experts; %s is %s", a->name, kb,
+                   present ? "0" : "missing");
+  if (c->n_experts == 0) return TOPOS_OK;
+  if (!(a->flags & (TP_ARCH_MOE | TP_ARCH_MOE_OK)))
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s files with experts (expert_count %" PRId64 ") are not supported",
+                   a->name, c->n_experts);
+  if (c->n_experts > 65536)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 65536", kb, c->n_experts);
+  TP_TRY(tp_llama_u64(g, TP_K("expert_used_count"), 1, 0, &c->n_experts_used));
+  if (c->n_experts_used > c->n_experts)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is more than expert_count %" PRId64, kb,
+                   c->n_experts_used, c->n_experts);
+  c->ff_expert = c->ff;
+  if (a->flags & TP_ARCH_MOE_FF_KEY)
+    TP_TRY(tp_llama_u64(g, TP_K("expert_feed_forward_length"), 0, c->ff / c->n_experts_used, &c->ff_expert));
+  if (c->ff_expert == 0)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: the experts' width is 0 (expert_feed_forward_length and "
+                   "feed_forward_length absent or too small)");
+  c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
+  if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate ? c->ff : 0;
+  if (c->shared_gate && c->ff_shared == 0)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "
+                   "absent)", a->name, kb);
+  c->experts_norm = (a->flags & TP_ARCH_MOE_NORM) != 0;
+  float scale;
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("expert_weights_scale"), 0.0f, &scale));
+  if (scale != 0.0f) c->experts_scale = scale;
+  int64_t gating = 1;
+  TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
+  if (gating != 1)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s = %" PRId64 " (only the softmax router, 1, is supported)", kb,
+                   gating);
+  return TOPOS_OK;
+}
+
 topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope_all) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
@@ -328,7 +385,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
-  TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), 1, 0, &c->ff));
+  /* a mixture's experts may have a width of their own and no dense one */
+  TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
   TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps));
@@ -389,13 +447,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   } else if (a->flags & TP_ARCH_FINAL_SOFTCAP) {
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
   }
-  topos_clear_error();
-  uint64_t experts = 0;
-  if (topos_gguf_get_u64(g, TP_K("expert_count"), &experts) == TOPOS_OK && experts > 0)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: mixture-of-experts files (expert_count %" PRIu64
-                   ") are not supported", experts);
-  topos_clear_error();
-  return TOPOS_OK;
+  return tp_llama_experts(g, a, c);
 }
 
 unsigned tp_llama_arch_flags(const char *arch) {

@@ -147,6 +147,61 @@ static void tp_mask_inputs(tp_rec *r, const tp_llama_graph *g, int row_mask, con
   out->n = topos_tape_broadcast_along(t, *in_n, 0, KVH);
 }
 
+/* The gated feed-forward: act(h . gate + b) * (h . up + b), down, + b.
+ * One row (decoding): gate and up in one product where the file has them
+ * back to back (or in the file's order joined: gate first). */
+static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, ff = topos_tensor_shape(L->w_gate)[0];
+  topos_sym gate, up;
+  if (T == 1) {
+    topos_sym gu;
+    if (L->w_ffn_in) {
+      gu = topos_tape_qlinear(t, h, tp_const(r, L->w_ffn_in));
+    } else {
+      topos_sym parts[2] = {topos_tape_qlinear(t, h, tp_const(r, L->w_gate)),
+                            topos_tape_qlinear(t, h, tp_const(r, L->w_up))};
+      gu = topos_tape_concat(t, 2, parts, 1);
+    }
+    const int up_first = L->w_ffn_in && L->ffn_up_first;
+    gate = topos_tape_narrow(t, gu, 1, up_first ? ff : 0, ff);
+    up = topos_tape_narrow(t, gu, 1, up_first ? 0 : ff, ff);
+  } else {
+    gate = topos_tape_qlinear(t, h, tp_const(r, L->w_gate));
+    up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
+  }
+  gate = tp_bias(r, gate, L->b_gate, T);
+  gate = r->c->ffn_gelu ? topos_tape_gelu(t, gate) : topos_tape_silu(t, gate);
+  up = tp_bias(r, up, L->b_up, T);
+  return tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)), L->b_down, T);
+}
+
+/* A mixture of experts over h [T, dim]: the router's softmax over the
+ * experts, the n_experts_used best per token (top_k: ties to the lower
+ * expert), their probabilities as weights (renormalised to sum 1 where the
+ * architecture does, times experts_scale), each chosen expert's SwiGLU
+ * feed-forward (qlinear_id: a token's rows through its experts), and the
+ * weighted sum in rank order (slot 0, the router's first choice, first).
+ * Every step is per token, so decoding keeps the full-context bits. */
+static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, K = c->n_experts_used, D = c->dim;
+  topos_sym probs = topos_tape_softmax(t, topos_tape_qlinear(t, h, tp_const(r, L->gate_inp)), 1);
+  topos_sym ids = topos_tape_top_k(t, probs, K); /* [T, K] */
+  topos_sym w = topos_tape_gather(t, probs, ids);
+  if (c->experts_norm)
+    w = topos_tape_div(t, w, topos_tape_broadcast_along(t, topos_tape_sum_along(t, w, 1), 1, K));
+  w = tp_scale(r, w, c->experts_scale);
+  topos_sym x3 = tp_reshape(r, h, 3, T, 1, D, 0);
+  topos_sym gate = topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids);
+  topos_sym up = topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids);
+  topos_sym act = topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
+  topos_sym y = topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids); /* [T, K, D] */
+  topos_sym wb = topos_tape_broadcast_along(t, w, 2, D);
+  return tp_reshape(r, topos_tape_sum_along(t, topos_tape_mul(t, y, wb), 1), 2, T, D, 0, 0);
+}
+
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
@@ -290,28 +345,16 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     x = topos_tape_add(t, x, o);
 
     h = L->ffn_norm ? tp_rmsnorm(r, x, T, L->ffn_norm) : x;
-    topos_sym gate, up;
-    if (T == 1) { /* one row, gate and up in the file's order (or joined: gate first) */
-      const int64_t ff = c->ff;
-      topos_sym gu;
-      if (L->w_ffn_in) {
-        gu = topos_tape_qlinear(t, h, tp_const(r, L->w_ffn_in));
-      } else {
-        topos_sym parts[2] = {topos_tape_qlinear(t, h, tp_const(r, L->w_gate)),
-                              topos_tape_qlinear(t, h, tp_const(r, L->w_up))};
-        gu = topos_tape_concat(t, 2, parts, 1);
+    topos_sym f = L->gate_inp ? tp_experts(r, L, h) : TOPOS_SYM_INVALID;
+    if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
+      topos_sym d = tp_ffn(r, L, h);
+      if (L->gate_inp_shexp) { /* times sigmoid(h . w), one gate per token */
+        topos_sym z = topos_tape_qlinear(t, h, tp_const(r, L->gate_inp_shexp));
+        d = topos_tape_mul(t, d, topos_tape_broadcast_along(t, tp_reshape(r, topos_tape_sigmoid(t, z), 1, T, 0, 0, 0),
+                                                            1, c->dim));
       }
-      const int up_first = L->w_ffn_in && L->ffn_up_first;
-      gate = topos_tape_narrow(t, gu, 1, up_first ? ff : 0, ff);
-      up = topos_tape_narrow(t, gu, 1, up_first ? 0 : ff, ff);
-    } else {
-      gate = topos_tape_qlinear(t, h, tp_const(r, L->w_gate));
-      up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
+      f = L->gate_inp ? topos_tape_add(t, f, d) : d;
     }
-    gate = tp_bias(r, gate, L->b_gate, T);
-    gate = c->ffn_gelu ? topos_tape_gelu(t, gate) : topos_tape_silu(t, gate);
-    up = tp_bias(r, up, L->b_up, T);
-    topos_sym f = tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)), L->b_down, T);
     if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
     f = tp_scale(r, f, c->residual_scale);
     x = topos_tape_add(t, x, f);

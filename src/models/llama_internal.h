@@ -25,6 +25,11 @@ enum {
   TP_ARCH_TEMPERATURE = 1 << 12,  /* attention.temperature_scale: q times a factor growing with the position */
   TP_ARCH_NOPE_FULL = 1 << 13,    /* where the file has a window, the full layers do not rotate (exaone4) */
   TP_ARCH_FINAL_SOFTCAP = 1 << 14, /* final_logit_softcapping where the file states it (gemma3) */
+  TP_ARCH_MOE = 1 << 15,          /* a mixture of experts: expert_count required */
+  TP_ARCH_MOE_OK = 1 << 16,       /* experts where expert_count says (llama: Mixtral) */
+  TP_ARCH_MOE_NORM = 1 << 17,     /* the chosen experts' weights renormalised */
+  TP_ARCH_MOE_FF_KEY = 1 << 18,   /* expert_feed_forward_length (absent: ff / experts used) */
+  TP_ARCH_SHARED_GATE = 1 << 19,  /* a shared expert behind a sigmoid gate (qwen2moe) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -41,7 +46,10 @@ typedef struct tp_llama_layer {
   int windowed;                              /* the sliding window applies to this layer */
   int nope;                                  /* q and k are not rotated (smollm3, some granite files) */
   topos_tensor *wq, *wk, *wv, *wo;           /* [out, in] in the file's types */
-  topos_tensor *w_gate, *w_up, *w_down;
+  topos_tensor *w_gate, *w_up, *w_down;     /* dense feed-forward, or a mixture's shared expert */
+  topos_tensor *gate_inp;                    /* the router [n_experts, dim], or NULL (dense) */
+  topos_tensor *gate_exps, *up_exps, *down_exps; /* [n_experts, ff_expert, dim], [.., dim, ff_expert] */
+  topos_tensor *gate_inp_shexp;              /* f32 [1, dim]: qwen2moe's shared-expert gate */
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
   topos_tensor *b_gate, *b_up, *b_down;      /* f32 feed-forward biases or NULL */
   /* Weights the file lays out back to back in one type, joined into one

@@ -68,6 +68,8 @@ static inline void lt_compare_plain_model(const lt_model *m, const lt_spec *s, t
   double den2 = 0;
   const double rel = lt_rel_l2(got, want, LT_N * V, &den2);
   if (getenv("LT_VERBOSE")) fprintf(stderr, "rel %g (kv %s)\n", rel, topos_dtype_name(lt_kv));
+  if (getenv("LT_VERBOSE_TOKENS"))
+    for (int64_t t = 0; t < LT_N; ++t) fprintf(stderr, "  token %lld: rel %g\n", (long long)t, lt_rel_l2(got + t * V, want + t * V, V, NULL));
   CHECK_MSG(rel < bound, "relative L2 error %g of the graph's logits vs the plain forward", rel);
   CHECK(den2 > 0);
   for (int64_t t = 0; t < LT_N; ++t) {

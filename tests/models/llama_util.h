@@ -53,6 +53,10 @@ typedef struct lt_spec {
   float yarn_beta_fast, yarn_beta_slow, yarn_log_mul; /* if > 0, rope.scaling.yarn_* (else 32, 1, 0) */
   const char *swa_list;    /* if set, attention.sliding_window_pattern as an array: layer l is
                             * windowed where swa_list[l % length] is 'L' (EXAONE 4's "LLLG") */
+  /* a mixture of experts (llama_experts_util.h): expert_count, expert_used_count; if > 0,
+   * expert_feed_forward_length, expert_shared_feed_forward_length, expert_weights_scale */
+  int64_t experts, experts_used, ff_exp, ff_shexp;
+  float experts_scale;
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -64,8 +68,12 @@ static inline int lt_post_norms(const lt_spec *s) {
   return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
 }
 static inline int lt_qk_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
+  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
+         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe");
 }
+/* olmo2, olmoe: q and k norms over the whole rows, not per head */
+static inline int lt_qk_norm_rows(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe"); }
+static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
 /* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
 static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
 
@@ -78,13 +86,14 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
  * those, for lt_check_variant) */
 static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
-         lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
+         lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
+         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
  * refused before their keys matter, so they get llama.*) */
 static inline int lt_own_keys(const lt_spec *s) {
-  return lt_neox(s) || lt_arch_is(s, "granite") || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
+  return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "exaone4");
 }
 
@@ -113,7 +122,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
 /* layers that do not rotate q and k: smollm3's every fourth, granite's all
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
-  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_arch_is(s, "granite") && s->nope_all) ||
+  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) ||
          (lt_arch_is(s, "exaone4") && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 
@@ -229,6 +238,11 @@ static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
   return kb;
 }
 
+static inline int lt_moe(const lt_spec *s) { return s->experts > 0; }
+static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
+static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                            topos_rng *rng);
+
 static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   memset(f, 0, sizeof *f);
   topos_gguf_writer *w = NULL;
@@ -288,6 +302,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.scaling.original_context_length"), (uint32_t)s->rope_orig_ctx));
   if (s->rope_attn_factor != 0)
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->rope_attn_factor));
+  if (s->experts > 0) LT(lt_write_expert_keys(w, s));
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
   float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
@@ -363,16 +378,20 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (pre_norms) {
       LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
-    if (s->up_first) {
-      LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+    if (lt_moe(s)) {
+      LT(lt_write_experts(w, f, s, l, &rng));
+    } else {
+      if (s->up_first) {
+        LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+      }
+      LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
+      if (!s->up_first) {
+        LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+      }
+      LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
     }
-    LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
-    if (!s->up_first) {
-      LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
-    }
-    LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
     if (lt_qk_norm(s)) {
-      const int rows = lt_arch_is(s, "olmo2"); /* norms over the whole q / k rows */
+      const int rows = lt_qk_norm_rows(s); /* norms over the whole q / k rows */
       LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, 0, 1);
       LT_W("attn_k_norm.weight", TOPOS_F32, rows ? s->kv_heads * hd : hd, 0, 1);
     }
@@ -388,7 +407,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (s->biases >= 2) {
       LT_W("attn_output.bias", TOPOS_F32, s->dim, 0, 0);
     }
-    if (s->biases == 3) {
+    if (s->biases == 3 && !lt_moe(s)) {
       LT_W("ffn_gate.bias", TOPOS_F32, s->ff, 0, 0);
       LT_W("ffn_up.bias", TOPOS_F32, s->ff, 0, 0);
       LT_W("ffn_down.bias", TOPOS_F32, s->dim, 0, 0);
@@ -432,6 +451,8 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
   float r = (float)(1.0 / sqrt(ss / (double)n + eps));
   for (int64_t i = 0; i < n; ++i) o[i] = x[i] * r * w[i];
 }
+
+#include "llama_experts_util.h"
 
 /* YaRN (rope.scaling.type "yarn"), as its paper and llama.cpp define it:
  * pair i of a head of d is "original" (position not scaled) while its
@@ -488,7 +509,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *(*LW)[9] = calloc((size_t)s->layers, sizeof *LW), *(*LB)[9] = calloc((size_t)s->layers, sizeof *LB);
   /* q, k norms [hd] and post-attention, post-feed-forward norms [D], where the file has them */
   float *(*LN)[4] = calloc((size_t)s->layers, sizeof *LN);
-  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN;
+  lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
+  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX;
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
   const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
   const double final_cap = lt_arch_is(s, "gemma2") ? (s->final_softcap > 0 ? s->final_softcap : 30.0)
@@ -501,11 +523,13 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) {
       if (fused && (i == 2 || i == 3 || i == 7)) continue;
       if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
+      if (i >= 6 && lt_moe(s)) continue;
       const char *name = fused && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
     }
+    if (lt_moe(s) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     const char *norms[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"};
     for (int i = 0; i < 4; ++i) {
       if (!(i < 2 ? lt_qk_norm(s) : lt_post_norms(s))) continue;
@@ -515,7 +539,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     }
     /* biases of names[i]: q, k, v (biases >= 1), output (>= 2), gate, up, down (3) */
     for (int i = 1; i < 9; ++i) {
-      const int want = i <= 3 ? s->biases >= 1 : i == 4 ? s->biases >= 2 : i >= 6 ? s->biases == 3 : 0;
+      const int want = i <= 3 ? s->biases >= 1 : i == 4 ? s->biases >= 2 : i >= 6 ? s->biases == 3 && !lt_moe(s) : 0;
       if (!want) continue;
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[i]);
       LB[l][i] = lt_deq(g, n);
@@ -544,11 +568,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
         for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
         /* q and k norms, per head */
-        for (int64_t head = 0; LN[l][0] && !lt_arch_is(s, "olmo2") && head < H + KVH; ++head) {
+        for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
-        if (LN[l][0] && lt_arch_is(s, "olmo2")) { /* over the whole q and k rows */
+        if (LN[l][0] && lt_qk_norm_rows(s)) { /* over the whole q and k rows */
           lt_rmsnorm(q, q, LN[l][0], qd, 1e-5f);
           lt_rmsnorm(kp, kp, LN[l][1], kvd, 1e-5f);
         }
@@ -621,6 +645,12 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         if (W[5]) lt_rmsnorm(h, x, W[5], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
+        if (lt_moe(s)) {
+          lt_experts_apply(s, &LX[l], h, t2);
+          for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
+          for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
+          continue;
+        }
         lt_matvec(W[6], h, g1, F, D);
         lt_matvec(W[7], h, u1, F, D);
         for (int64_t i = 0; B[6] && i < F; ++i) g1[i] += B[6][i];
@@ -650,8 +680,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) free(LW[l][i]);
     for (int i = 0; i < 9; ++i) free(LB[l][i]);
     for (int i = 0; LN && i < 4; ++i) free(LN[l][i]);
+    if (LX) lt_experts_free(&LX[l]);
   }
-  free(LW); free(LB); free(LN);
+  free(LW); free(LB); free(LN); free(LX);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;

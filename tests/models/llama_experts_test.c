@@ -1,0 +1,149 @@
+/* Mixtures of experts: each architecture's files against the tests' plain
+ * forward (f32 weights: the bound is summation order's; quantized weights
+ * through both caches), decoding equal to the full-context forward bit for
+ * bit at 1-3 threads, and the refusals.
+ *   qwen3moe   qwen3's attention; experts of expert_feed_forward_length
+ *              (absent: feed_forward_length / experts used), weights
+ *              renormalised over the chosen experts
+ *   qwen2moe   qwen2's attention (q, k, v biases); the softmax's own weights;
+ *              a shared expert behind a sigmoid gate
+ *   olmoe      q and k norms over whole rows; the softmax's own weights
+ *   granitemoe granite's scales; renormalised; a shared expert where
+ *              expert_shared_feed_forward_length gives one
+ *   llama      with expert_count: Mixtral (renormalised) */
+#include "models/llama_harness.h"
+#include "models/llama_internal.h" /* the layers' expert tensors */
+
+static lt_spec le_f32(const char *arch) {
+  lt_spec s = lt_f32_spec();
+  s.arch = arch;
+  s.experts = 4;
+  s.experts_used = 2;
+  if (strncmp(arch, "qwen", 4) == 0) s.ff_exp = 64; /* the others' experts are feed_forward_length wide */
+  else s.ff = 64;
+  if (strcmp(arch, "qwen2moe") == 0) s.biases = 1;
+  if (strcmp(arch, "granitemoe") == 0) s.logit_scale = 4.0f, s.residual_scale = 0.5f, s.ff_shexp = 96;
+  return s;
+}
+
+/* f32 weights against the plain forward; `without` routes each token to
+ * one expert, which the model's logits must be far from */
+static void le_check(const lt_spec *s) {
+  lt_spec without = *s;
+  without.ff_exp = lt_ff_expert(s); /* the file's widths, whatever experts_used implies */
+  without.experts_used = 1;
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  if (m.model) lt_check_variant(&m, s, &without);
+  lt_close(&m);
+}
+
+TEST(llama_qwen3moe_files) {
+  lt_spec s = le_f32("qwen3moe");
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(strcmp(c->arch, "qwen3moe") == 0 && c->qk_norm == 1 && c->rope_neox == 1);
+    CHECK(c->n_experts == 4 && c->n_experts_used == 2 && c->ff_expert == 64 && c->ff_shared == 0);
+    CHECK(c->experts_norm == 1 && c->experts_scale == 1.0f && c->shared_gate == 0);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->gate_inp && L->gate_exps && L->up_exps && L->down_exps && !L->w_gate && !L->w_down);
+    CHECK(topos_tensor_rank(L->gate_exps) == 3 && topos_tensor_shape(L->gate_exps)[0] == 4 &&
+          topos_tensor_shape(L->gate_exps)[1] == 64 && topos_tensor_shape(L->down_exps)[2] == 64);
+  }
+  lt_close(&m);
+  le_check(&s);
+  /* the bandwidth bound's bytes per token count the experts a token reads:
+   * one more of them is 2 layers x 3 matrices of 256 x 64 f32 more */
+  uint64_t bytes[2] = {0, 0};
+  for (int k = 1; k <= 2; ++k) {
+    lt_spec u = s;
+    u.experts_used = k;
+    CHECK_OK(lt_open(&u, &m));
+    if (m.model) bytes[k - 1] = topos_llama_config_of(m.model)->weight_bytes;
+    lt_close(&m);
+  }
+  CHECK_EQ_INT((long long)(bytes[1] - bytes[0]), 2LL * 3 * 256 * 64 * 4);
+  /* no expert_feed_forward_length: feed_forward_length / experts used (320 / 2) */
+  s.ff_exp = 0;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->ff_expert == 160);
+  lt_close(&m);
+  le_check(&s);
+  /* expert_weights_scale multiplies the chosen experts' weights */
+  s.experts_scale = 2.5f;
+  le_check(&s);
+}
+
+TEST(llama_qwen2moe_olmoe_granitemoe_mixtral_files) {
+  const char *archs[] = {"qwen2moe", "olmoe", "granitemoe", "llama"};
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; ++i) {
+    lt_spec s = le_f32(archs[i]);
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      const int shared = i == 0 || i == 2, norm = i >= 2;
+      CHECK_MSG(c->experts_norm == norm && c->shared_gate == (i == 0), "%s", archs[i]);
+      CHECK_MSG(c->ff_shared == (i == 0 ? 320 : i == 2 ? 96 : 0), "%s: ff_shared %lld", archs[i],
+                (long long)c->ff_shared);
+      CHECK(c->qk_norm == (i == 1 ? 2 : 0));
+      const tp_llama_layer *L = &m.model->layers[0];
+      CHECK(!L->w_gate == !shared && !L->gate_inp_shexp == (i != 0) && L->gate_inp != NULL);
+    }
+    lt_close(&m);
+    le_check(&s);
+  }
+}
+
+/* quantized experts (the default spec's types), GQA, both caches. Every
+ * expert is used: the graph quantizes activations and the plain forward
+ * does not, a difference of ~1 % in the router's inputs, and a ranking
+ * that close would route a token elsewhere (a step, not an error the bound
+ * measures; the f32 files above check the choosing). */
+TEST(llama_experts_quantized_both_caches) {
+  const char *archs[] = {"qwen3moe", "qwen2moe"};
+  for (size_t i = 0; i < 2; ++i) {
+    lt_spec q = lt_default_spec();
+    q.arch = archs[i];
+    q.experts = 3;
+    q.experts_used = 3;
+    q.ff_exp = 128;
+    q.biases = i == 1;
+    lt_model m;
+    CHECK_OK(lt_open(&q, &m));
+    if (m.model) {
+      lt_compare_plain_caches(&m, &q, 3e-2);
+    }
+    lt_close(&m);
+  }
+}
+
+TEST(llama_experts_bad_files_are_refused) {
+  lt_spec s = le_f32("qwen3moe");
+  s.layers = 1;
+  lt_spec t = s;
+  t.experts = 0;
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "qwen3moe files are mixtures of experts; qwen3moe.expert_count is missing");
+  t = s;
+  t.experts_used = 5;
+  lt_expect_refused(t, TOPOS_ERR_RANGE, "qwen3moe.expert_used_count = 5 is more than expert_count 4");
+  t = s;
+  t.skip_tensor = "blk.0.ffn_up_exps.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_up_exps.weight is missing");
+  t = s;
+  t.bad_tensor = "blk.0.ffn_down_exps.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.ffn_down_exps.weight has ne {96, 256, 4}, the metadata implies {64, 256, 4}");
+  t = s;
+  t.bad_tensor = "blk.0.ffn_gate_inp.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.ffn_gate_inp.weight has ne {288, 4}");
+  t = le_f32("qwen2moe");
+  t.layers = 1;
+  t.skip_tensor = "blk.0.ffn_gate_inp_shexp.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_gate_inp_shexp.weight is missing");
+  /* a dense architecture's file with experts */
+  t = s;
+  t.arch = "qwen3";
+  lt_expect_refused(t, TOPOS_UNSUPPORTED, "qwen3 files with experts (expert_count 4) are not supported");
+}

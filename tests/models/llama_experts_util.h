@@ -1,0 +1,167 @@
+/* Mixture-of-experts test files and their plain forward (included by
+ * llama_util.h): the keys and per-layer tensors a qwen2moe / qwen3moe /
+ * olmoe / granitemoe / Mixtral-style llama file has, and the feed-forward
+ * written out — router softmax in double, the best experts by value then
+ * index, their weights, each expert's SwiGLU, the shared expert. */
+#ifndef TESTS_MODELS_LLAMA_EXPERTS_UTIL_H
+#define TESTS_MODELS_LLAMA_EXPERTS_UTIL_H
+
+/* an expert's width: the key where written, else qwen2moe / qwen3moe ff /
+ * experts used, the others ff */
+static inline int64_t lt_ff_expert(const lt_spec *s) {
+  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe")) return s->ff;
+  return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
+}
+
+/* the shared expert's width: the key, else qwen2moe's ff; 0 none */
+static inline int64_t lt_ff_shared(const lt_spec *s) {
+  if (s->ff_shexp > 0) return s->ff_shexp;
+  return lt_arch_is(s, "qwen2moe") ? s->ff : 0;
+}
+
+static inline int lt_experts_norm(const lt_spec *s) {
+  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama");
+}
+
+static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s) {
+  char kb[96];
+  topos_status st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_count"), (uint32_t)s->experts);
+  if (st == TOPOS_OK) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_used_count"), (uint32_t)s->experts_used);
+  if (st == TOPOS_OK && s->ff_exp > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_feed_forward_length"), (uint32_t)s->ff_exp);
+  if (st == TOPOS_OK && s->ff_shexp > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_shared_feed_forward_length"), (uint32_t)s->ff_shexp);
+  if (st == TOPOS_OK && s->experts_scale > 0)
+    st = topos_gguf_writer_add_f32(w, lt_k(kb, s, "expert_weights_scale"), s->experts_scale);
+  return st;
+}
+
+/* an f32 or quantized tensor of ne {ne0, ne1, ne2}, entries scale * N(0, 1) */
+static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
+                                   topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2, double scale,
+                                   topos_rng *rng) {
+  if (s->skip_tensor && strcmp(name, s->skip_tensor) == 0) return TOPOS_OK;
+  if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) ne0 += 32;
+  const int64_t count = ne0 * (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1);
+  float *v = lt_keep(f, (size_t)count * sizeof(float));
+  size_t bytes;
+  if (!v || topos_dtype_bytes(type, count, &bytes) != TOPOS_OK) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < count; ++i) v[i] = (float)(scale * topos_rng_normal(rng));
+  void *q = lt_keep(f, bytes);
+  if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
+  topos_status st = topos_quantize_row(type, v, q, count);
+  int64_t ne[3] = {ne0, ne1, ne2};
+  if (st == TOPOS_OK)
+    st = topos_gguf_writer_add_tensor_raw(w, name, (uint32_t)topos_dtype_ggml_id(type), ne2 ? 3 : ne1 ? 2 : 1, ne,
+                                          q, bytes);
+  return st;
+}
+
+/* layer l's router, experts and shared expert (instead of ffn_gate / up / down) */
+static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                            topos_rng *rng) {
+  const int64_t D = s->dim, E = s->experts, F = lt_ff_expert(s), S = lt_ff_shared(s);
+  const topos_dtype *ty = s->types;
+  char n[64];
+  topos_status st = TOPOS_OK;
+#define LT_E(suffix, type, e0, e1, e2, scale)                       \
+  do {                                                              \
+    snprintf(n, sizeof n, "blk.%d." suffix, (int)l);                \
+    if (st == TOPOS_OK) st = lt_add3(w, f, s, n, type, e0, e1, e2, scale, rng); \
+  } while (0)
+  /* the router's logits spread by ~1.5: the ranks stand clear of rounding */
+  LT_E("ffn_gate_inp.weight", TOPOS_F32, D, E, 0, 0.1);
+  LT_E("ffn_gate_exps.weight", ty[LT_GATE], D, F, E, 0.08);
+  LT_E("ffn_up_exps.weight", ty[LT_UP], D, F, E, 0.08);
+  LT_E("ffn_down_exps.weight", ty[LT_DOWN], F, D, E, 0.08);
+  if (S > 0) {
+    LT_E("ffn_gate_shexp.weight", ty[LT_GATE], D, S, 0, 0.08);
+    LT_E("ffn_up_shexp.weight", ty[LT_UP], D, S, 0, 0.08);
+    LT_E("ffn_down_shexp.weight", ty[LT_DOWN], S, D, 0, 0.08);
+  }
+  if (lt_arch_is(s, "qwen2moe")) LT_E("ffn_gate_inp_shexp.weight", TOPOS_F32, D, 0, 0, 0.1);
+#undef LT_E
+  return st;
+}
+
+/* One layer's mixture, dequantized (NULL pointers where the file has none). */
+typedef struct lt_experts {
+  float *router, *gate, *up, *down; /* [E, D], [E, F, D], [E, F, D], [E, D, F] */
+  float *sgate, *sup, *sdown, *sgi; /* shared [S, D], [S, D], [D, S]; qwen2moe's gate [D] */
+} lt_experts;
+
+static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt_experts *x) {
+  memset(x, 0, sizeof *x);
+  const char *names[8] = {"ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps",
+                          "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
+  float **slots[8] = {&x->router, &x->gate, &x->up, &x->down, &x->sgate, &x->sup, &x->sdown, &x->sgi};
+  for (int i = 0; i < 8; ++i) {
+    if (i >= 4 && i < 7 && lt_ff_shared(s) == 0) continue;
+    if (i == 7 && !lt_arch_is(s, "qwen2moe")) continue;
+    char n[64];
+    snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, names[i]);
+    *slots[i] = lt_deq(g, n);
+    if (!*slots[i]) return 0;
+  }
+  return 1;
+}
+
+static inline void lt_experts_free(lt_experts *x) {
+  free(x->router), free(x->gate), free(x->up), free(x->down);
+  free(x->sgate), free(x->sup), free(x->sdown), free(x->sgi);
+}
+
+/* out[D] += SwiGLU feed-forward of h through [F, D] gate / up and [D, F] down, times w */
+static inline void lt_swiglu_add(const float *gate, const float *up, const float *down, const float *h, int64_t D,
+                                 int64_t F, double w, float *out) {
+  float *g = malloc((size_t)F * 4), *u = malloc((size_t)F * 4), *y = malloc((size_t)D * 4);
+  if (!g || !u || !y) {
+    free(g), free(u), free(y);
+    return;
+  }
+  lt_matvec(gate, h, g, F, D);
+  lt_matvec(up, h, u, F, D);
+  for (int64_t i = 0; i < F; ++i) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+  lt_matvec(down, g, y, D, F);
+  for (int64_t i = 0; i < D; ++i) out[i] += (float)(w * y[i]);
+  free(g), free(u), free(y);
+}
+
+/* out[D] = the mixture's feed-forward of h */
+static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const float *h, float *out) {
+  const int64_t D = s->dim, E = s->experts, K = s->experts_used, F = lt_ff_expert(s), S = lt_ff_shared(s);
+  double p[256], sum = 0, peak = -INFINITY;
+  int picked[256] = {0}, order[256];
+  for (int64_t e = 0; e < E; ++e) {
+    double z = 0;
+    for (int64_t i = 0; i < D; ++i) z += (double)x->router[e * D + i] * h[i];
+    p[e] = z;
+    if (z > peak) peak = z;
+  }
+  for (int64_t e = 0; e < E; ++e) sum += (p[e] = exp(p[e] - peak));
+  for (int64_t e = 0; e < E; ++e) p[e] /= sum;
+  double wsum = 0;
+  for (int64_t j = 0; j < K; ++j) { /* the best left: largest, then the lower index */
+    int best = -1;
+    for (int64_t e = 0; e < E; ++e)
+      if (!picked[e] && (best < 0 || p[e] > p[best])) best = (int)e;
+    picked[best] = 1, order[j] = best, wsum += p[best];
+  }
+  memset(out, 0, (size_t)D * 4);
+  for (int64_t j = 0; j < K; ++j) {
+    const int64_t e = order[j];
+    double w = p[e] / (lt_experts_norm(s) ? wsum : 1.0) * (s->experts_scale > 0 ? s->experts_scale : 1.0);
+    lt_swiglu_add(x->gate + e * F * D, x->up + e * F * D, x->down + e * D * F, h, D, F, w, out);
+  }
+  if (S > 0) {
+    double w = 1.0;
+    if (x->sgi) {
+      double z = 0;
+      for (int64_t i = 0; i < D; ++i) z += (double)x->sgi[i] * h[i];
+      w = 1.0 / (1.0 + exp(-z));
+    }
+    lt_swiglu_add(x->sgate, x->sup, x->sdown, h, D, S, w, out);
+  }
+}
+
+#endif
