@@ -127,6 +127,35 @@ topos_status tp_shape_qlinear_id(const topos_tensor_desc *in, const topos_op_att
   return TOPOS_OK;
 }
 
+/* Decoding a token whose slots share their input (the experts' gate and
+ * up): the K products as the parts of one (topos_qmatmul_multi: the same
+ * bits as each alone, one dispatch over all their rows). */
+static topos_status tp_qlinear_id_one_row(topos_tensor *const *in, const int32_t *pid, int64_t id_stride,
+                                          size_t expert_bytes, const topos_tensor_desc *desc, topos_tensor **out) {
+  const int64_t K = desc->shape[1], n = desc->shape[2], k = in[1]->shape[2];
+  topos_tensor *x = NULL, *w = NULL, *result = NULL;
+  topos_status st = topos_tensor_contiguous(in[0], 0, &x);
+  if (st == TOPOS_OK) st = topos_tensor_contiguous(in[1], 0, &w);
+  if (st == TOPOS_OK) st = tp_new_output(desc, &result);
+  if (st == TOPOS_OK) {
+    topos_qmatmul_part parts[8];
+    float *py = (float *)tp_tensor_base(result);
+    for (int64_t j = 0; j < K; ++j)
+      parts[j] = (topos_qmatmul_part){(const char *)topos_tensor_data(w) + (size_t)pid[j * id_stride] * expert_bytes,
+                                      w->dtype, n, NULL, py + j * n};
+    st = topos_qmatmul_multi((const float *)topos_tensor_data(x), 1, k, parts, (size_t)K,
+                             tp_numerics_exact() ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO);
+  }
+  topos_tensor_release(x);
+  topos_tensor_release(w);
+  if (st != TOPOS_OK) {
+    topos_tensor_release(result);
+    return tp_fail_context(st, "qlinear_id");
+  }
+  *out = result;
+  return TOPOS_OK;
+}
+
 /* Slots (t, j) are taken expert by expert, ascending, each expert's rows as
  * one product (so a prompt's tokens share the wide kernels); every row's
  * bits are its qlinear row's on the same path, as rows are independent. */
@@ -148,6 +177,7 @@ topos_status tp_forward_qlinear_id(topos_tensor *const *in, const topos_op_attrs
     }
   size_t expert_bytes;
   TP_TRY(topos_dtype_bytes(in[1]->dtype, n * k, &expert_bytes));
+  if (T == 1 && S == 1 && K <= 8) return tp_qlinear_id_one_row(in, pid, ids->strides[1], expert_bytes, desc, out);
   topos_tensor *x = NULL, *w = NULL, *result = NULL;
   int64_t *order = malloc((size_t)(slots + E + 1) * sizeof *order);
   float *a = malloc((size_t)slots * (size_t)k * sizeof *a);

@@ -132,13 +132,13 @@ TEST(ops_gather_scatter_with_batch_axes) {
 }
 
 /* qlinear_id's rows are qlinear's rows, bit for bit, on the posture's path */
-static void check_id_rows(topos_dtype wtype, int shared_x, topos_numerics numerics) {
-  enum { T = 5, K = 3, E = 4, N = 8, KD = 256 };
+static void check_id_rows(topos_dtype wtype, int shared_x, topos_numerics numerics, int T) {
+  enum { TMAX = 5, K = 3, E = 4, N = 8, KD = 256 };
   int S = shared_x ? 1 : K;
-  static float xv[T * K * KD], wv[E * N * KD];
+  static float xv[TMAX * K * KD], wv[E * N * KD];
   for (int i = 0; i < T * S * KD; ++i) xv[i] = (float)sin(0.37 * i + 0.1);
   for (int i = 0; i < E * N * KD; ++i) wv[i] = (float)cos(0.11 * i) * 0.5f;
-  const int32_t iv[T * K] = {0, 3, 1, 2, 2, 0, 3, 1, 0, 1, 0, 2, 2, 3, 1};
+  const int32_t iv[TMAX * K] = {3, 0, 1, 2, 2, 0, 3, 1, 0, 1, 0, 2, 2, 3, 1};
   int64_t xs[3] = {T, S, KD}, ws[3] = {E, N, KD}, is[2] = {T, K};
   topos_tensor *x = NULL, *wf = NULL, *w = NULL, *ids = i32_tensor(2, is, iv), *y = NULL;
   CHECK_OK(topos_tensor_from_f32(TOPOS_F32, 3, xs, xv, &x));
@@ -148,7 +148,7 @@ static void check_id_rows(topos_dtype wtype, int shared_x, topos_numerics numeri
   else CHECK_OK(topos_tensor_convert(wf, wtype, &w));
   topos_numerics saved = topos_numerics_enter(numerics);
   CHECK_OK(topos_qlinear_id(x, w, ids, &y));
-  static float yv[T * K * N];
+  static float yv[TMAX * K * N];
   CHECK_OK(topos_tensor_read_f32(y, yv, T * K * N));
   size_t eb = 0;
   CHECK_OK(topos_dtype_bytes(wtype, (int64_t)N * KD, &eb));
@@ -176,8 +176,10 @@ TEST(ops_qlinear_id_rows_are_qlinear_rows) {
   const topos_dtype types[] = {TOPOS_F32, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q6_K};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
     for (int shared = 0; shared < 2; ++shared) {
-      check_id_rows(types[i], shared, TOPOS_NUMERICS_EXACT);
-      check_id_rows(types[i], shared, TOPOS_NUMERICS_FAST);
+      for (int T = 1; T <= 5; T += 4) { /* one token (decoding: one dispatch when shared), five */
+        check_id_rows(types[i], shared, TOPOS_NUMERICS_EXACT, T);
+        check_id_rows(types[i], shared, TOPOS_NUMERICS_FAST, T);
+      }
     }
 }
 
