@@ -14,7 +14,9 @@
  * with gguf-py; tiny-gemma3.bin that file as a gemma3 one (q and k norms,
  * post-norms, a window of 4 on a pattern of 2, a second rope base, final
  * soft-capping); tiny-olmo2.bin as an olmo2 one (no pre-norms, whole-row q
- * and k norms, a window of 4 on a pattern of 2). */
+ * and k norms, a window of 4 on a pattern of 2); tiny-qwen2moe.bin as a
+ * qwen2moe one (3 experts of 8, 2 per token, a shared expert and its gate,
+ * q, k, v biases). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

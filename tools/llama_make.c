@@ -11,7 +11,10 @@
  * token_embd.weight, as llama.cpp's quantizer does. llama3.2-1b also has
  * Llama 3.2's rope: base 500000 and rope_freqs.weight (factor 32, low and
  * high frequency factors 1 and 4, original context 8192). qwen2.5-0.5b is a
- * qwen2 file (q, k, v biases in f32, qwen2.* keys, tied head).
+ * qwen2 file (q, k, v biases in f32, qwen2.* keys, tied head). olmoe-1b-7b is
+ * OLMoE-1B-7B's mixture (an olmoe file: 64 experts of 1024, 8 per token, q
+ * and k norms over whole rows); the experts' weights take the mix's
+ * ffn_down rule as llama.cpp's names match it (ffn_down_exps).
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -31,14 +34,17 @@ typedef struct lm_shape {
   float rope_base;
   int llama3; /* tied head, rope_freqs.weight */
   int qwen2;  /* tied head, q, k, v biases, qwen2.* keys */
+  int64_t experts, experts_used; /* an olmoe mixture where experts > 0 */
 } lm_shape;
 
 static const lm_shape lm_shapes[] = {
-    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0},
-    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1, 0},
-    {"qwen2.5-0.5b", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.0f, 0, 1},
-    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0, 0},
-    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0, 0},
+    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0, 0, 0},
+    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1, 0, 0, 0},
+    {"qwen2.5-0.5b", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.0f, 0, 1, 0, 0},
+    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0, 0, 0, 0},
+    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0, 0, 0, 0},
+    {"olmoe-1b-7b", 50304, 2048, 16, 16, 16, 1024, 4096, 10000.0f, 0, 0, 64, 8},
+    {"olmoe-tiny", 512, 256, 2, 4, 4, 256, 256, 10000.0f, 0, 0, 8, 2},
 };
 
 
@@ -87,12 +93,13 @@ static topos_dtype lm_fit(topos_dtype t, int64_t ne0) {
   return TOPOS_Q8_0;
 }
 
-static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1,
-                      int norm) {
+/* ne {ne0, ne1, ne2}: ne2 experts of [ne1, ne0] where not 0 */
+static void lm_tensor3(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2,
+                       int norm) {
   if (b->st != TOPOS_OK) return;
   if (norm) type = TOPOS_F32;
   type = lm_fit(type, ne0);
-  int64_t rows = ne1 ? ne1 : 1, pool = rows < 16 ? rows : 16;
+  int64_t rows = (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1), pool = rows < 16 ? rows : 16;
   size_t row_bytes;
   if ((b->st = topos_dtype_bytes(type, ne0, &row_bytes)) != TOPOS_OK) return;
   uint8_t *data = lm_keep(b, row_bytes * (size_t)rows);
@@ -110,10 +117,14 @@ static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t n
   free(values);
   for (int64_t r = pool; r < rows; ++r)
     memcpy(data + (size_t)r * row_bytes, data + (size_t)(r % pool) * row_bytes, row_bytes);
-  int64_t ne[2] = {ne0, ne1};
+  int64_t ne[3] = {ne0, ne1, ne2};
   if (b->st == TOPOS_OK)
     b->st = topos_gguf_writer_add_tensor_raw(b->w, name, (uint32_t)topos_dtype_ggml_id(type),
-                                             ne1 ? 2 : 1, ne, data, row_bytes * (size_t)rows);
+                                             ne2 ? 3 : ne1 ? 2 : 1, ne, data, row_bytes * (size_t)rows);
+}
+
+static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int norm) {
+  lm_tensor3(b, name, type, ne0, ne1, 0, norm);
 }
 
 static const char *lm_key(char *kb, const char *arch, const char *suffix) {
@@ -193,7 +204,8 @@ static int tp_llama_make(int argc, char **argv) {
   for (size_t i = 0; i < sizeof lm_shapes / sizeof lm_shapes[0]; ++i)
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
-    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny)\n", shape_name);
+    fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
+            "olmoe-1b-7b, olmoe-tiny)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -207,7 +219,7 @@ static int tp_llama_make(int argc, char **argv) {
   int64_t hd = s->dim / s->heads;
 #define LM_KV(call) \
   if (b.st == TOPOS_OK) b.st = (call)
-  const char *arch = s->qwen2 ? "qwen2" : "llama";
+  const char *arch = s->qwen2 ? "qwen2" : s->experts ? "olmoe" : "llama";
   char kb[96];
   LM_KV(topos_gguf_writer_add_string(b.w, "general.architecture", arch));
   LM_KV(topos_gguf_writer_add_string(b.w, "general.name", s->name));
@@ -221,6 +233,10 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base"), s->rope_base));
+  if (s->experts) {
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_count"), (uint32_t)s->experts));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_used_count"), (uint32_t)s->experts_used));
+  }
 #undef LM_KV
   lm_vocab(&b, s->vocab);
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
@@ -239,6 +255,18 @@ static int tp_llama_make(int argc, char **argv) {
     LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
     LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
     LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+    if (s->experts) {
+      LM_T("attn_q_norm.weight", base, s->heads * hd, 0, 1);
+      LM_T("attn_k_norm.weight", base, s->kv_heads * hd, 0, 1);
+      LM_T("ffn_gate_inp.weight", TOPOS_F32, s->dim, s->experts, 0);
+      snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
+      lm_tensor3(&b, n, base, s->dim, s->ff, s->experts, 0);
+      snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
+      lm_tensor3(&b, n, base, s->dim, s->ff, s->experts, 0);
+      snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
+      lm_tensor3(&b, n, LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, s->experts, 0);
+      continue;
+    }
     LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
     LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
     LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
@@ -261,7 +289,8 @@ static int tp_llama_make(int argc, char **argv) {
   printf("wrote %s: %s shapes, %s weights\n", out, s->name, type_name);
   return 0;
 usage:
-  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny] "
+  fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
+          "olmoe-1b-7b|olmoe-tiny] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }

@@ -106,6 +106,15 @@ TEST(llama_cli_make_generate_bench) {
   for (size_t i = 0; i < sizeof q3m / sizeof q3m[0]; ++i) CHECK_MSG(tt_log_has(log, q3m[i]), "no '%s'", q3m[i]);
   snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --seed 1", model);
   CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  /* a mixture of experts (olmoe): its expert tensors, and it generates */
+  snprintf(args, sizeof args, "llama-make '%s' --shape olmoe-tiny --type q4_K_M", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  snprintf(args, sizeof args, "gguf inspect '%s'", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "olmoe.expert_count") && tt_log_has(log, "blk.1.ffn_down_exps.weight"));
+  snprintf(args, sizeof args, "generate '%s' -p hello -n 3 --seed 1", model);
+  CHECK_EQ_INT(tt_topos_run(args, "llama-cli.log", log, sizeof log), 0);
+  CHECK(tt_log_has(log, "generation: "));
   remove(model);
 }
 
