@@ -1,4 +1,4 @@
-/* `topos llama-make OUT --shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny [--type T] [--seed S]`:
+/* `topos llama-make OUT --shape NAME [--type T] [--seed S] [--layers N]` (shapes below):
  * writes a random-weight llama GGUF with real model shapes for benchmarks
  * (`topos bench llm`). --type is a weight type (f16, q8_0, q4_0, q4_K, ...)
  * or one of llama.cpp's mixes for llama models, Q6_K for output.weight in
@@ -14,7 +14,11 @@
  * qwen2 file (q, k, v biases in f32, qwen2.* keys, tied head). olmoe-1b-7b is
  * OLMoE-1B-7B's mixture (an olmoe file: 64 experts of 1024, 8 per token, q
  * and k norms over whole rows); the experts' weights take the mix's
- * ffn_down rule as llama.cpp's names match it (ffn_down_exps).
+ * ffn_down rule as llama.cpp's names match it (ffn_down_exps). qwen3-30b-a3b
+ * is Qwen3-30B-A3B's (a qwen3moe file: 128 experts of 768, 8 per token, 32
+ * heads of 128 over 2048, 4 KV heads, per-head q and k norms); its 48 blocks
+ * make a 17 GB Q4_K_M file, so `--layers N` writes the first N of a shape's
+ * blocks (decoding's per-block speed is the same).
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -34,17 +38,20 @@ typedef struct lm_shape {
   float rope_base;
   int llama3; /* tied head, rope_freqs.weight */
   int qwen2;  /* tied head, q, k, v biases, qwen2.* keys */
-  int64_t experts, experts_used; /* an olmoe mixture where experts > 0 */
+  int64_t experts, experts_used; /* a mixture where experts > 0: */
+  const char *moe_arch;          /* olmoe (q, k norms over rows) or qwen3moe (per head) */
+  int64_t ff_exp, head_dim;      /* qwen3moe: the experts' width, the head width */
 } lm_shape;
 
 static const lm_shape lm_shapes[] = {
-    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0, 0, 0},
-    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1, 0, 0, 0},
-    {"qwen2.5-0.5b", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.0f, 0, 1, 0, 0},
-    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0, 0, 0, 0},
-    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0, 0, 0, 0},
-    {"olmoe-1b-7b", 50304, 2048, 16, 16, 16, 1024, 4096, 10000.0f, 0, 0, 64, 8},
-    {"olmoe-tiny", 512, 256, 2, 4, 4, 256, 256, 10000.0f, 0, 0, 8, 2},
+    {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0, 0, 0, NULL, 0, 0},
+    {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1, 0, 0, 0, NULL, 0, 0},
+    {"qwen2.5-0.5b", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.0f, 0, 1, 0, 0, NULL, 0, 0},
+    {"stories15m", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 0, 0, 0, 0, NULL, 0, 0},
+    {"tiny", 512, 256, 2, 4, 2, 512, 256, 10000.0f, 0, 0, 0, 0, NULL, 0, 0},
+    {"olmoe-1b-7b", 50304, 2048, 16, 16, 16, 1024, 4096, 10000.0f, 0, 0, 64, 8, "olmoe", 0, 0},
+    {"olmoe-tiny", 512, 256, 2, 4, 4, 256, 256, 10000.0f, 0, 0, 8, 2, "olmoe", 0, 0},
+    {"qwen3-30b-a3b", 151936, 2048, 48, 32, 4, 6144, 40960, 1000000.0f, 0, 0, 128, 8, "qwen3moe", 768, 128},
 };
 
 
@@ -182,6 +189,7 @@ static topos_dtype lm_block_type(lm_mix mix, topos_dtype base, lm_role role, int
 static int tp_llama_make(int argc, char **argv) {
   const char *out = NULL, *shape_name = "tiny", *type_name = "q8_0";
   uint64_t seed = 1;
+  int64_t layers = 0;
   for (int i = 1; i < argc; ++i) {
     if (argv[i][0] != '-') {
       if (out) goto usage;
@@ -195,6 +203,12 @@ static int tp_llama_make(int argc, char **argv) {
       unsigned long long s;
       if (!tp_cli_u64(v, &s)) return tp_cli_bad_value("llama-make", "--seed", v, "an unsigned 64-bit integer");
       seed = s;
+    } else if (i + 1 < argc && strcmp(argv[i], "--layers") == 0) {
+      const char *v = argv[++i];
+      unsigned long long n;
+      if (!tp_cli_u64(v, &n) || n < 1 || n > 4096)
+        return tp_cli_bad_value("llama-make", "--layers", v, "a block count from 1 to 4096");
+      layers = (int64_t)n;
     } else {
       goto usage;
     }
@@ -205,7 +219,7 @@ static int tp_llama_make(int argc, char **argv) {
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
-            "olmoe-1b-7b, olmoe-tiny)\n", shape_name);
+            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -214,12 +228,15 @@ static int tp_llama_make(int argc, char **argv) {
     fprintf(stderr, "topos llama-make: unknown type '%s'\n", type_name);
     return 2;
   }
+  lm_shape cut = *s;
+  if (layers) cut.layers = layers;
+  s = &cut;
   lm_build b = {NULL, topos_rng_seed(seed), NULL, 0, TOPOS_OK};
   b.st = topos_gguf_writer_create(&b.w);
-  int64_t hd = s->dim / s->heads;
+  int64_t hd = s->head_dim ? s->head_dim : s->dim / s->heads;
 #define LM_KV(call) \
   if (b.st == TOPOS_OK) b.st = (call)
-  const char *arch = s->qwen2 ? "qwen2" : s->experts ? "olmoe" : "llama";
+  const char *arch = s->qwen2 ? "qwen2" : s->experts ? s->moe_arch : "llama";
   char kb[96];
   LM_KV(topos_gguf_writer_add_string(b.w, "general.architecture", arch));
   LM_KV(topos_gguf_writer_add_string(b.w, "general.name", s->name));
@@ -236,6 +253,11 @@ static int tp_llama_make(int argc, char **argv) {
   if (s->experts) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_count"), (uint32_t)s->experts));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_used_count"), (uint32_t)s->experts_used));
+  }
+  if (s->ff_exp) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_feed_forward_length"), (uint32_t)s->ff_exp));
+  if (s->head_dim) {
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length"), (uint32_t)hd));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length"), (uint32_t)hd));
   }
 #undef LM_KV
   lm_vocab(&b, s->vocab);
@@ -256,15 +278,17 @@ static int tp_llama_make(int argc, char **argv) {
     LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
     LM_T("ffn_norm.weight", base, s->dim, 0, 1);
     if (s->experts) {
-      LM_T("attn_q_norm.weight", base, s->heads * hd, 0, 1);
-      LM_T("attn_k_norm.weight", base, s->kv_heads * hd, 0, 1);
+      const int rows = strcmp(arch, "olmoe") == 0; /* olmoe: over whole rows; qwen3moe: per head */
+      const int64_t fe = s->ff_exp ? s->ff_exp : s->ff;
+      LM_T("attn_q_norm.weight", base, rows ? s->heads * hd : hd, 0, 1);
+      LM_T("attn_k_norm.weight", base, rows ? s->kv_heads * hd : hd, 0, 1);
       LM_T("ffn_gate_inp.weight", TOPOS_F32, s->dim, s->experts, 0);
       snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
-      lm_tensor3(&b, n, base, s->dim, s->ff, s->experts, 0);
+      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
       snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
-      lm_tensor3(&b, n, base, s->dim, s->ff, s->experts, 0);
+      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
       snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
-      lm_tensor3(&b, n, LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, s->experts, 0);
+      lm_tensor3(&b, n, LM_TYPE(LM_FFN_DOWN), fe, s->dim, s->experts, 0);
       continue;
     }
     LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
@@ -286,11 +310,12 @@ static int tp_llama_make(int argc, char **argv) {
   for (size_t i = 0; i < b.n_keep; ++i) free(b.keep[i]);
   free(b.keep);
   if (st != TOPOS_OK) return tp_cli_fail("llama-make", st, out);
-  printf("wrote %s: %s shapes, %s weights\n", out, s->name, type_name);
+  if (layers) printf("wrote %s: %s shapes (%lld blocks), %s weights\n", out, s->name, (long long)layers, type_name);
+  else printf("wrote %s: %s shapes, %s weights\n", out, s->name, type_name);
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b] [--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
