@@ -57,6 +57,7 @@ static const lc_case lc_cases[] = {
     {"bench llm '%s' --tests pp8 --reps 0", 2, {"--reps wants a count"}, "| model"},
     {"bench llm '%s' --tests pp8 --kv q4_0x", 2, {"topos bench llm: --kv wants f32, f16 or bf16, got 'q4_0x'"}, "| model"},
     {"llama-make '%s.x' --shape tiny --seed 12x", 2, {"--seed wants an unsigned 64-bit integer"}, NULL},
+    {"llama-make '%s.x' --shape tiny --layers 0", 2, {"--layers wants a block count from 1 to 4096"}, NULL},
     /* --chat needs the file's chat template; --system needs --chat */
     {"generate '%s' -p hello --chat", 1, {"--chat: the file has no tokenizer.chat_template"}, NULL},
     {"generate '%s' -p hello --system 'be brief'", 2, {"--system needs --chat"}, NULL},
