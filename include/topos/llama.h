@@ -60,7 +60,8 @@ typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
                           * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3",
                           * "exaone4", or a mixture of experts: "qwen2moe", "qwen3moe",
-                          * "olmoe", "granitemoe" (and "llama" files with experts: Mixtral) */
+                          * "olmoe", "granitemoe" (and "llama" files with experts: Mixtral);
+                          * LayerNorm files: "starcoder2", "stablelm", "phi2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -78,6 +79,12 @@ typedef struct topos_llama_config {
   int post_norms;        /* 1: the attention and feed-forward outputs RMS-normalised before
                           * their residuals (post_attention_norm / post_ffw_norm: gemma2, gemma3) */
   int ffn_gelu;          /* 1: GELU (tanh form) of the gate times up (gemma), else SiLU */
+  int layer_norm;        /* 1: LayerNorm (weight and bias, attention.layer_norm_epsilon in rms_eps)
+                          * instead of RMSNorm for the block and output norms (starcoder2,
+                          * stablelm, phi2) */
+  int ffn_plain;         /* 1: no gate: down(GELU(up h + b)) + b (starcoder2, phi2) */
+  int parallel_residual; /* 1: the feed-forward reads the attention's normed input and both add
+                          * to the residual at once, x + (attn + ffn) (phi2) */
   float embd_scale;      /* embedding rows are multiplied by this: sqrt(dim) for gemma, granite's
                           * embedding_scale, else 1 */
   float attn_scale;      /* q is multiplied by this before the scores: 1 / sqrt(head_dim)
@@ -128,7 +135,7 @@ typedef struct topos_llama_config {
   float rope_yarn_high;  /* pairs from this one take the interpolated one, linear between */
   float rope_mscale;     /* cos and sin are multiplied by this: rope.scaling.attn_factor (absent:
                           * 1), for YaRN times (1 + 0.1 ln factor) */
-  float rms_eps;         /* llama.attention.layer_norm_rms_epsilon */
+  float rms_eps;         /* llama.attention.layer_norm_rms_epsilon (layer_norm: layer_norm_epsilon) */
   int tied_output;       /* 1 when the file has no output.weight */
   uint64_t weight_bytes; /* bytes of every weight the graph reads per token */
 } topos_llama_config;

@@ -190,6 +190,29 @@ static topos_status tp_llama_rope_factors(topos_llama *m) {
   return TOPOS_OK;
 }
 
+/* A file's attn_qkv.weight (q, k, v rows) seen as its three parts, and
+ * attn_qkv.bias, where the file has one, as theirs (*fused_bias 1). */
+static topos_status tp_llama_layer_qkv(topos_llama *m, int64_t l, tp_llama_layer *L, int64_t q_dim, int64_t kv_dim,
+                                       int *fused_bias) {
+  const topos_llama_config *c = &m->config;
+  char name[64];
+  topos_tensor *qkv = NULL, *bias = NULL;
+  snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
+  topos_status st = tp_llama_weight(m, name, c->dim, q_dim + 2 * kv_dim, 0, &qkv);
+  if (st == TOPOS_OK) st = tp_llama_rows(qkv, 0, q_dim, &L->wq);
+  if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim, kv_dim, &L->wk);
+  if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim + kv_dim, kv_dim, &L->wv);
+  snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.bias", l);
+  if (st == TOPOS_OK) st = tp_llama_weight(m, name, q_dim + 2 * kv_dim, 0, 1, &bias);
+  *fused_bias = bias != NULL;
+  if (st == TOPOS_OK && bias) st = topos_tensor_narrow(bias, 0, 0, q_dim, &L->bq);
+  if (st == TOPOS_OK && bias) st = topos_tensor_narrow(bias, 0, q_dim, kv_dim, &L->bk);
+  if (st == TOPOS_OK && bias) st = topos_tensor_narrow(bias, 0, q_dim + kv_dim, kv_dim, &L->bv);
+  topos_tensor_release(qkv);
+  topos_tensor_release(bias);
+  return st;
+}
+
 /* A mixture's feed-forward: the router, the experts' three weights (GGUF
  * extents {in, out, experts}) and the shared expert where the file has one
  * (in w_gate / w_up / w_down: it is a dense feed-forward of ff_shared),
@@ -250,6 +273,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   /* the embedding is read one row per token, not per token of the whole table */
   m->config.weight_bytes -= info.bytes;
   TP_TRY(tp_llama_weight(m, "output_norm.weight", c->dim, 0, 0, &m->output_norm));
+  if (c->layer_norm) {
+    TP_TRY(tp_llama_weight(m, "output_norm.bias", c->dim, 0, 0, &m->output_norm_b));
+    TP_TRY(tp_llama_weight(m, "output.bias", c->n_vocab, 0, 1, &m->output_b)); /* phi2 */
+  }
   TP_TRY(tp_llama_weight(m, "output.weight", c->dim, c->n_vocab, 1, &m->output));
   c->tied_output = m->output == NULL;
   if (c->tied_output) {
@@ -258,9 +285,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   }
   TP_TRY(tp_llama_rope_factors(m));
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-  /* each block has 9 tensors (phi3: 6): a block_count the file cannot hold
-   * is refused before anything is sized by it */
-  const int phi3 = (flags & TP_ARCH_FUSED) != 0, per_block = phi3 ? 6 : 9;
+  /* each block has at least 6 tensors (phi3's: attn_norm, attn_qkv,
+   * attn_output, ffn_norm, ffn_up, ffn_down): a block_count the file cannot
+   * hold is refused before anything is sized by it */
+  const int phi3 = (flags & TP_ARCH_FUSED) != 0, per_block = 6;
   const int64_t tensors = topos_gguf_tensor_count(m->gguf);
   if (c->n_layers > tensors / per_block)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: block_count %" PRId64 " needs %" PRId64
@@ -277,7 +305,15 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field));                    \
   } while (0)
     if (c->pre_norms) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
-    if (phi3) {
+    if (c->layer_norm) TP_W(attn_norm_b, "attn_norm.bias", c->dim, 0);
+    /* q, k, v rows in one attn_qkv (phi3 always; any file may, as llama.cpp reads them) */
+    snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
+    const int fused_qkv = phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK;
+    topos_clear_error();
+    int fused_bias = 0;
+    if (fused_qkv && !phi3) {
+      TP_TRY(tp_llama_layer_qkv(m, l, L, q_dim, kv_dim, &fused_bias));
+    } else if (phi3) {
       /* attn_qkv: q, k, v rows; ffn_up: gate rows, then up rows (llama.cpp's
        * SWIGLU split: silu of the first half times the second) */
       topos_tensor *qkv = NULL, *gate_up = NULL;
@@ -299,12 +335,13 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
-    if (c->pre_norms) TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+    if (c->pre_norms && !c->parallel_residual) TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+    if (c->layer_norm && !c->parallel_residual) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);
     if (c->n_experts) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
       if (!phi3) {
-        TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
+        if (!c->ffn_plain) TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
         TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
       }
       TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
@@ -340,7 +377,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                    {"ffn_gate.bias", c->ff, 1, &L->b_gate},
                    {"ffn_up.bias", c->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
-    for (int b = 0; b < (flags & TP_ARCH_BIASES ? (c->n_experts ? 4 : 7) : 0); ++b) {
+    for (int b = fused_bias ? 3 : 0; b < (flags & TP_ARCH_BIASES ? (c->n_experts ? 4 : 7) : 0); ++b) {
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
@@ -403,7 +440,7 @@ void topos_llama_free(topos_llama *m) {
                              L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo,
                              L->b_gate, L->b_up, L->b_down, L->q_norm, L->k_norm, L->post_attn_norm,
                              L->post_ffn_norm, L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
-                             L->gate_inp_shexp};
+                             L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);
@@ -411,6 +448,8 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->token_embd);
   topos_tensor_release(m->output_norm);
   topos_tensor_release(m->output);
+  topos_tensor_release(m->output_norm_b);
+  topos_tensor_release(m->output_b);
   topos_tensor_release(m->rope_factors);
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);

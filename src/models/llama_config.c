@@ -211,6 +211,10 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"starcoder2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"stablelm", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"phi2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -381,7 +385,10 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->qk_norm = a->flags & TP_ARCH_QK_NORM ? (a->flags & TP_ARCH_QK_NORM_ROW ? 2 : 1) : 0;
   c->pre_norms = !(a->flags & TP_ARCH_NO_PRE_NORMS);
   c->post_norms = (a->flags & TP_ARCH_POST_NORMS) != 0;
-  c->ffn_gelu = (a->flags & TP_ARCH_GEMMA) != 0;
+  c->ffn_gelu = (a->flags & (TP_ARCH_GEMMA | TP_ARCH_FFN_PLAIN)) != 0;
+  c->layer_norm = (a->flags & TP_ARCH_LAYER_NORM) != 0;
+  c->ffn_plain = (a->flags & TP_ARCH_FFN_PLAIN) != 0;
+  c->parallel_residual = (a->flags & TP_ARCH_PARALLEL) != 0;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
@@ -389,7 +396,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
-  TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps));
+  TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
+                      0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
   if (c->n_heads % c->n_kv_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64

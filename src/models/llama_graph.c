@@ -55,6 +55,21 @@ static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *
   return tp_rmsnorm_n(r, x, rows, r->c->dim, w);
 }
 
+/* A block's or the output's norm: RMSNorm, or for layer_norm files
+ * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b, over x [rows, dim]. */
+static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, topos_tensor *b) {
+  if (!r->c->layer_norm) return tp_rmsnorm(r, x, rows, w);
+  topos_tape *t = r->t;
+  const int64_t dim = r->c->dim;
+  topos_sym xc = topos_tape_sub(t, x, topos_tape_broadcast_along(t, topos_tape_mean_along(t, x, 1), 1, dim));
+  topos_sym var = topos_tape_mean_along(t, topos_tape_mul(t, xc, xc), 1);
+  topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, var, topos_tape_fill_like(t, var, r->c->rms_eps)));
+  topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
+  topos_sym y = topos_tape_mul(t, xc, topos_tape_broadcast_along(t, inv, 1, dim));
+  y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
+  return topos_tape_add(t, y, topos_tape_broadcast_along(t, tp_const(r, b), 0, rows));
+}
+
 /* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms) */
 static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
   const int64_t T = r->T, hd = r->c->head_dim;
@@ -149,10 +164,16 @@ static void tp_mask_inputs(tp_rec *r, const tp_llama_graph *g, int row_mask, con
 
 /* The gated feed-forward: act(h . gate + b) * (h . up + b), down, + b.
  * One row (decoding): gate and up in one product where the file has them
- * back to back (or in the file's order joined: gate first). */
+ * back to back (or in the file's order joined: gate first). Without a gate
+ * (starcoder2, phi2): down(GELU(h . up + b)) + b. */
 static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
-  const int64_t T = r->T, ff = topos_tensor_shape(L->w_gate)[0];
+  const int64_t T = r->T;
+  if (!L->w_gate) {
+    topos_sym up = topos_tape_gelu(t, tp_bias(r, topos_tape_qlinear(t, h, tp_const(r, L->w_up)), L->b_up, T));
+    return tp_bias(r, topos_tape_qlinear(t, up, tp_const(r, L->w_down)), L->b_down, T);
+  }
+  const int64_t ff = topos_tensor_shape(L->w_gate)[0];
   topos_sym gate, up;
   if (T == 1) {
     topos_sym gu;
@@ -246,7 +267,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
     }
 
-    topos_sym h = L->attn_norm ? tp_rmsnorm(r, x, T, L->attn_norm) : x; /* olmo2: the residual itself */
+    topos_sym h = L->attn_norm ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b) : x; /* olmo2: the residual itself */
     topos_sym q, k, v;
     if (T == 1) { /* one row [q | k | v], cut in parts (views) */
       const int64_t qd = H * hd, kvd = KVH * hd;
@@ -342,9 +363,13 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
     if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
     o = tp_scale(r, o, c->residual_scale);
+    if (c->parallel_residual) { /* phi2: x + (attn + ffn), both from the one norm */
+      x = topos_tape_add(t, x, topos_tape_add(t, o, tp_ffn(r, L, h)));
+      continue;
+    }
     x = topos_tape_add(t, x, o);
 
-    h = L->ffn_norm ? tp_rmsnorm(r, x, T, L->ffn_norm) : x;
+    h = L->ffn_norm ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
     topos_sym f = L->gate_inp ? tp_experts(r, L, h) : TOPOS_SYM_INVALID;
     if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
       topos_sym d = tp_ffn(r, L, h);
@@ -368,8 +393,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     x = topos_tape_narrow(t, x, 0, T - 1, 1);
     rows = 1;
   }
-  x = tp_rmsnorm(r, x, rows, m->output_norm);
-  topos_sym logits = topos_tape_qlinear(t, x, tp_const(r, m->output));
+  x = tp_norm(r, x, rows, m->output_norm, m->output_norm_b);
+  topos_sym logits = tp_bias(r, topos_tape_qlinear(t, x, tp_const(r, m->output)), m->output_b, rows);
   logits = tp_scale(r, logits, c->logit_scale != 1.0f ? 1.0f / c->logit_scale : 1.0f);
   g->logits = tp_softcap(r, logits, c->final_softcap);
   return topos_tape_status(t);

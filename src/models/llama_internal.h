@@ -30,6 +30,9 @@ enum {
   TP_ARCH_MOE_NORM = 1 << 17,     /* the chosen experts' weights renormalised */
   TP_ARCH_MOE_FF_KEY = 1 << 18,   /* expert_feed_forward_length (absent: ff / experts used) */
   TP_ARCH_SHARED_GATE = 1 << 19,  /* a shared expert behind a sigmoid gate (qwen2moe) */
+  TP_ARCH_LAYER_NORM = 1 << 20,   /* LayerNorm with biases for the block and output norms */
+  TP_ARCH_FFN_PLAIN = 1 << 21,    /* ffn_up, GELU, ffn_down: no gate */
+  TP_ARCH_PARALLEL = 1 << 22,     /* no ffn_norm: attention and feed-forward read one norm (phi2) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -41,6 +44,7 @@ const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *su
 
 typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
+  topos_tensor *attn_norm_b, *ffn_norm_b;    /* LayerNorm biases, f32 [dim], or NULL */
   topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] or NULL (config.qk_norm) */
   topos_tensor *post_attn_norm, *post_ffn_norm; /* f32 [dim] or NULL (config.post_norms) */
   int windowed;                              /* the sliding window applies to this layer */
@@ -68,6 +72,7 @@ struct topos_llama {
   topos_tensor *token_embd;  /* [vocab, dim], any type */
   topos_tensor *output_norm; /* f32 [dim] */
   topos_tensor *output;      /* [vocab, dim]; token_embd when tied */
+  topos_tensor *output_norm_b, *output_b; /* f32 LayerNorm bias [dim], head bias [vocab] (phi2), or NULL */
   topos_tensor *rope_factors; /* f32 [rope_dim / 2] (rope_freqs.weight) or NULL */
   topos_tensor *rope_long, *rope_short; /* LongRoPE's f32 [rope_dim / 2] tables, or NULL */
   tp_llama_layer *layers;

@@ -319,7 +319,7 @@ TEST(llama_bad_files_refused) {
   t = s;
   t.arch = "gpt2";
   lt_expect_refused(t, TOPOS_UNSUPPORTED, "architecture \"gpt2\" is not supported (llama, qwen2, qwen3, phi3, gemma, "
-                                          "gemma2, gemma3, granite, smollm3, mistral3, exaone4, olmo2, qwen2moe, qwen3moe, olmoe and granitemoe are)");
+                                          "gemma2, gemma3, granite, smollm3, mistral3, exaone4, olmo2, qwen2moe, qwen3moe, olmoe, granitemoe, starcoder2, stablelm and phi2 are)");
   t = s;
   t.heads_key = 3; /* 256 is not a multiple of 3 */
   lt_expect_refused(t, TOPOS_ERR_SHAPE, "head_count 3");
@@ -329,10 +329,12 @@ TEST(llama_bad_files_refused) {
   lt_expect_refused(t, TOPOS_ERR_SHAPE, "head_count_kv 3");
   t = s;
   t.blocks_key = 1000000; /* refused by the tensor count, before 10^6 layers are sized */
-  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "block_count 1000000 needs 9000000 block tensors");
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "block_count 1000000 needs 6000000 block tensors");
   t = s;
-  t.blocks_key = 2; /* one block more than written: 18 block tensors, 12 in the file */
+  t.blocks_key = 3; /* two blocks more than written: 18 block tensors at least, 12 in the file */
   lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "the file has 12 tensors in all");
+  t.blocks_key = 2; /* one more: within the count, refused by its first missing tensor */
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.1.attn_norm.weight is missing from the file");
   /* a vocabulary without scores: the model loads, the tokenizer refuses */
   t = s;
   t.no_scores = 1;

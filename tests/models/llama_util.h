@@ -57,6 +57,9 @@ typedef struct lt_spec {
    * expert_feed_forward_length, expert_shared_feed_forward_length, expert_weights_scale */
   int64_t experts, experts_used, ff_exp, ff_shexp;
   float experts_scale;
+  int fused_qkv;           /* q, k, v rows in one attn_qkv.weight (and attn_qkv.bias) */
+  int plain_rms;           /* the plain forward takes RMSNorm where the file has LayerNorm
+                            * (a lt_check_variant `without`) */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -74,6 +77,13 @@ static inline int lt_qk_norm(const lt_spec *s) {
 /* olmo2, olmoe: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe"); }
 static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
+/* starcoder2, stablelm, phi2: LayerNorm (weight and bias); starcoder2 and
+ * phi2 without a gate (GELU of up); phi2's branches both from one norm */
+static inline int lt_layer_norm(const lt_spec *s) {
+  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "stablelm") || lt_arch_is(s, "phi2");
+}
+static inline int lt_ffn_plain(const lt_spec *s) { return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2"); }
+static inline int lt_parallel(const lt_spec *s) { return lt_arch_is(s, "phi2"); }
 /* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
 static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
 
@@ -87,7 +97,7 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
 static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe");
+         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_layer_norm(s);
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -263,7 +273,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
-  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.layer_norm_rms_epsilon"), 1e-5f));
+  LT(topos_gguf_writer_add_f32(
+      w, lt_k(kb, s, lt_layer_norm(s) ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1e-5f));
   LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base"), s->rope_base > 0 ? s->rope_base : 10000.0f));
   if (s->head_dim > 0) {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.key_length"), (uint32_t)s->head_dim));
@@ -356,6 +367,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (pre_norms) {
       LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
+    if (lt_layer_norm(s)) {
+      LT_W("attn_norm.bias", TOPOS_F32, s->dim, 0, 0);
+    }
     if (lt_phi3(s)) { /* rows q, k, v in one weight; gate, up in one */
       LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
@@ -364,7 +378,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
       continue;
     }
-    if (s->attn_sorted) {
+    if (s->fused_qkv) {
+      LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
+      LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
+    } else if (s->attn_sorted) {
       LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
       LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
@@ -375,8 +392,11 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
-    if (pre_norms) {
+    if (pre_norms && !lt_parallel(s)) {
       LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    }
+    if (lt_layer_norm(s) && !lt_parallel(s)) {
+      LT_W("ffn_norm.bias", TOPOS_F32, s->dim, 0, 0);
     }
     if (lt_moe(s)) {
       LT(lt_write_experts(w, f, s, l, &rng));
@@ -384,7 +404,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       if (s->up_first) {
         LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
       }
-      LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
+      if (!lt_ffn_plain(s)) {
+        LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
+      }
       if (!s->up_first) {
         LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
       }
@@ -399,7 +421,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
       LT_W("post_ffw_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
-    if (s->biases) {
+    if (s->biases && s->fused_qkv) {
+      LT_W("attn_qkv.bias", TOPOS_F32, (s->heads + 2 * s->kv_heads) * hd, 0, 0);
+    } else if (s->biases) {
       LT_W("attn_q.bias", TOPOS_F32, s->heads * hd, 0, 0);
       LT_W("attn_k.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
       LT_W("attn_v.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
@@ -408,14 +432,16 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_output.bias", TOPOS_F32, s->dim, 0, 0);
     }
     if (s->biases == 3 && !lt_moe(s)) {
-      LT_W("ffn_gate.bias", TOPOS_F32, s->ff, 0, 0);
+      if (!lt_ffn_plain(s)) LT_W("ffn_gate.bias", TOPOS_F32, s->ff, 0, 0);
       LT_W("ffn_up.bias", TOPOS_F32, s->ff, 0, 0);
       LT_W("ffn_down.bias", TOPOS_F32, s->dim, 0, 0);
     }
 #undef LT_W
   }
   LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
+  if (lt_layer_norm(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
+  if (lt_parallel(s)) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
   LT(topos_gguf_writer_write_memory(w, &f->bytes, &f->size));
 #undef LT
   topos_gguf_writer_destroy(w);
@@ -450,6 +476,25 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
   for (int64_t i = 0; i < n; ++i) ss += (double)x[i] * x[i];
   float r = (float)(1.0 / sqrt(ss / (double)n + eps));
   for (int64_t i = 0; i < n; ++i) o[i] = x[i] * r * w[i];
+}
+
+/* RMSNorm, or with a bias b LayerNorm: (x - mean) / sqrt(var + eps) * w + b */
+static inline void lt_norm(float *o, const float *x, const float *w, const float *b, int64_t n, float eps) {
+  if (!b) {
+    lt_rmsnorm(o, x, w, n, eps);
+    return;
+  }
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= (double)n;
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const double r = 1.0 / sqrt(var / (double)n + eps);
+  for (int64_t i = 0; i < n; ++i) o[i] = (float)((x[i] - mean) * r * w[i] + b[i]);
+}
+
+/* GELU, tanh form */
+static inline double lt_gelu(double a) {
+  return 0.5 * a * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (a + 0.044715 * a * a * a)));
 }
 
 #include "llama_experts_util.h"
@@ -497,6 +542,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
                             ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
   float *onorm = lt_deq(g, "output_norm.weight");
+  float *onorm_b = lt_layer_norm(s) ? lt_deq(g, "output_norm.bias") : NULL;
+  float *out_b = lt_parallel(s) ? lt_deq(g, "output.bias") : NULL;
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
   float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
   float *Vc = calloc((size_t)(s->layers * N * kvd), sizeof(float));
@@ -510,26 +557,33 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   /* q, k norms [hd] and post-attention, post-feed-forward norms [D], where the file has them */
   float *(*LN)[4] = calloc((size_t)s->layers, sizeof *LN);
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
-  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX;
+  float *(*LNB)[2] = calloc((size_t)s->layers, sizeof *LNB); /* LayerNorm biases: attn_norm, ffn_norm */
+  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LNB &&
+           (!lt_layer_norm(s) || onorm_b) && (!lt_parallel(s) || out_b);
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
   const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
   const double final_cap = lt_arch_is(s, "gemma2") ? (s->final_softcap > 0 ? s->final_softcap : 30.0)
                            : lt_arch_is(s, "gemma3") ? s->final_softcap : 0.0;
-  const int fused = lt_phi3(s);
+  const int fused = lt_phi3(s), fused_qkv = fused || s->fused_qkv;
   const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
                           "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
   for (int64_t l = 0; ok && l < s->layers; ++l) {
     char n[64];
     for (int i = 0; i < 9; ++i) {
-      if (fused && (i == 2 || i == 3 || i == 7)) continue;
+      if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
       if (i >= 6 && lt_moe(s)) continue;
-      const char *name = fused && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
+      if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_parallel(s))) continue;
+      const char *name = fused_qkv && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
     }
     if (lt_moe(s) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
+    for (int i = 0; lt_layer_norm(s) && i < (lt_parallel(s) ? 1 : 2); ++i) {
+      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
+      if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
+    }
     const char *norms[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"};
     for (int i = 0; i < 4; ++i) {
       if (!(i < 2 ? lt_qk_norm(s) : lt_post_norms(s))) continue;
@@ -539,9 +593,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     }
     /* biases of names[i]: q, k, v (biases >= 1), output (>= 2), gate, up, down (3) */
     for (int i = 1; i < 9; ++i) {
-      const int want = i <= 3 ? s->biases >= 1 : i == 4 ? s->biases >= 2 : i >= 6 ? s->biases == 3 && !lt_moe(s) : 0;
+      const int want = i <= 3 ? s->biases >= 1 && (!s->fused_qkv || i == 1)
+                       : i == 4 ? s->biases >= 2
+                       : i >= 6 ? s->biases == 3 && !lt_moe(s) && !(i == 6 && lt_ffn_plain(s)) : 0;
       if (!want) continue;
-      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, names[i]);
+      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, s->fused_qkv && i == 1 ? "attn_qkv" : names[i]);
       LB[l][i] = lt_deq(g, n);
       if (!LB[l][i]) ok = 0;
     }
@@ -551,15 +607,14 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int64_t i = 0; lt_gemma(s) && i < D; ++i) x[i] *= sqrtf((float)D);
     for (int64_t i = 0; s->embedding_scale > 0 && i < D; ++i) x[i] *= s->embedding_scale;
     for (int64_t l = 0; ok && l < s->layers; ++l) {
-      float *W[9], *const *B = LB[l];
-      for (int i = 0; i < 9; ++i) W[i] = LW[l][i];
-      if (fused) {
-        W[2] = W[1] + qd * D, W[3] = W[2] + kvd * D;
-        W[7] = W[6] + F * D;
-      }
+      float *W[9], *B[9];
+      for (int i = 0; i < 9; ++i) W[i] = LW[l][i], B[i] = LB[l][i];
+      if (fused_qkv) W[2] = W[1] + qd * D, W[3] = W[2] + kvd * D;
+      if (fused) W[7] = W[6] + F * D;
+      if (s->fused_qkv && B[1]) B[2] = B[1] + qd, B[3] = B[2] + kvd;
       {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
-        if (W[0]) lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        if (W[0]) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
         lt_matvec(W[1], h, q, qd, D);
         lt_matvec(W[2], h, kp, kvd, D);
@@ -642,9 +697,23 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
+        if (lt_parallel(s)) { /* phi2: x + (attn + ffn(h)), h the attention's norm */
+          lt_matvec(W[7], h, u1, F, D);
+          for (int64_t i = 0; i < F; ++i) u1[i] = (float)lt_gelu((double)u1[i] + (B[7] ? B[7][i] : 0.0));
+          lt_matvec(W[8], u1, g1, D, F);
+          for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + (g1[i] + (B[8] ? B[8][i] : 0.0f));
+          continue;
+        }
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
-        if (W[5]) lt_rmsnorm(h, x, W[5], D, 1e-5f);
+        if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
+        if (lt_ffn_plain(s)) { /* GELU(up h + b), down, + b */
+          lt_matvec(W[7], h, u1, F, D);
+          for (int64_t i = 0; i < F; ++i) u1[i] = (float)lt_gelu((double)u1[i] + (B[7] ? B[7][i] : 0.0));
+          lt_matvec(W[8], u1, t2, D, F);
+          for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + (B[8] ? B[8][i] : 0.0f);
+          continue;
+        }
         if (lt_moe(s)) {
           lt_experts_apply(s, &LX[l], h, t2);
           for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
@@ -657,9 +726,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[7] && i < F; ++i) u1[i] += B[7][i];
         for (int64_t i = 0; i < F; ++i) {
           const double a = g1[i]; /* gemma: GELU, tanh form */
-          g1[i] = lt_gemma(s) ? (float)(0.5 * a * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) *
-                                                               (a + 0.044715 * a * a * a))) * u1[i])
-                              : g1[i] / (1.0f + expf(-g1[i])) * u1[i];
+          g1[i] = lt_gemma(s) ? (float)(lt_gelu(a) * u1[i]) : g1[i] / (1.0f + expf(-g1[i])) * u1[i];
         }
         lt_matvec(W[8], g1, t2, D, F);
         for (int64_t i = 0; B[8] && i < D; ++i) t2[i] += B[8][i];
@@ -669,8 +736,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       }
     }
     if (ok) {
-      lt_rmsnorm(h, x, onorm, D, 1e-5f);
+      lt_norm(h, x, onorm, s->plain_rms ? NULL : onorm_b, D, 1e-5f);
       lt_matvec(out, h, logits + p * V, V, D);
+      for (int64_t i = 0; out_b && i < V; ++i) logits[p * V + i] += out_b[i];
       for (int64_t i = 0; s->logit_scale > 0 && i < V; ++i) logits[p * V + i] /= s->logit_scale;
       for (int64_t i = 0; final_cap > 0 && i < V; ++i)
         logits[p * V + i] = (float)(final_cap * tanh(logits[p * V + i] / final_cap));
@@ -681,8 +749,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) free(LB[l][i]);
     for (int i = 0; LN && i < 4; ++i) free(LN[l][i]);
     if (LX) lt_experts_free(&LX[l]);
+    if (LNB) free(LNB[l][0]), free(LNB[l][1]);
   }
-  free(LW); free(LB); free(LN); free(LX);
+  free(LW); free(LB); free(LN); free(LX); free(LNB); free(onorm_b); free(out_b);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;

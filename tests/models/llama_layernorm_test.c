@@ -1,0 +1,91 @@
+/* The LayerNorm files: what each adds to the llama graph, against the
+ * tests' plain forward (f32 weights: the bound is summation order's),
+ * decoding equal to the full-context forward bit for bit, quantized weights
+ * through both caches, and the refusals.
+ *   starcoder2 LayerNorm (weight and bias) for the block and output norms,
+ *              biases on q, k, v, the output and the feed-forward, which has
+ *              no gate: down(GELU(up h + b)) + b
+ *   stablelm   LayerNorm, q, k, v biases, a quarter of each head rotated,
+ *              the gated SiLU feed-forward
+ *   phi2       LayerNorm, no gate, half of each head rotated, the attention
+ *              and feed-forward both from one norm (x + (attn + ffn)), a
+ *              bias on the head; q, k, v in one attn_qkv or apart */
+#include "models/llama_harness.h"
+#include "models/llama_internal.h"
+
+static lt_spec ln_f32(const char *arch) {
+  lt_spec s = lt_f32_spec();
+  s.arch = arch;
+  s.biases = strcmp(arch, "stablelm") == 0 ? 1 : 3;
+  if (strcmp(arch, "stablelm") == 0) s.rope_dim = 16; /* of heads of 64 */
+  if (strcmp(arch, "phi2") == 0) s.rope_dim = 32;
+  return s;
+}
+
+/* f32 weights against the plain forward; without LayerNorm (RMSNorm in
+ * the plain forward) the logits must be far off */
+static void ln_check(const lt_spec *s) {
+  lt_spec without = *s;
+  without.plain_rms = 1;
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  if (m.model) lt_check_variant(&m, s, &without);
+  lt_close(&m);
+}
+
+TEST(llama_starcoder2_stablelm_phi2_files) {
+  const char *archs[] = {"starcoder2", "stablelm", "phi2"};
+  for (size_t i = 0; i < 3; ++i) {
+    lt_spec s = ln_f32(archs[i]);
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK(c->layer_norm == 1 && c->rope_neox == 1);
+      CHECK_MSG(c->ffn_plain == (i != 1) && c->parallel_residual == (i == 2) && c->ffn_gelu == (i != 1), "%s",
+                archs[i]);
+      CHECK(c->rope_dim == (i == 0 ? 64 : i == 1 ? 16 : 32));
+      const tp_llama_layer *L = &m.model->layers[1];
+      CHECK(L->attn_norm_b && !L->ffn_norm_b == (i == 2) && !L->w_gate == (i != 1));
+      CHECK(m.model->output_norm_b && !m.model->output_b == (i != 2));
+    }
+    lt_close(&m);
+    ln_check(&s);
+  }
+  /* phi2 with q, k, v (and their biases) in one attn_qkv */
+  lt_spec f = ln_f32("phi2");
+  f.fused_qkv = 1;
+  ln_check(&f);
+}
+
+TEST(llama_layernorm_quantized_both_caches) {
+  const char *archs[] = {"starcoder2", "phi2"};
+  for (size_t i = 0; i < 2; ++i) {
+    lt_spec q = lt_default_spec();
+    q.arch = archs[i];
+    q.biases = 3;
+    lt_model m;
+    CHECK_OK(lt_open(&q, &m));
+    if (m.model) lt_compare_plain_caches(&m, &q, 3e-2);
+    lt_close(&m);
+  }
+}
+
+TEST(llama_layernorm_bad_files_are_refused) {
+  lt_spec s = ln_f32("starcoder2");
+  s.layers = 1;
+  lt_spec t = s;
+  t.skip_tensor = "blk.0.attn_norm.bias";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.attn_norm.bias is missing");
+  t = s;
+  t.skip_tensor = "output_norm.bias";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "output_norm.bias is missing");
+  t = s;
+  t.bad_tensor = "blk.0.ffn_norm.bias";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.ffn_norm.bias has ne {288}, the metadata implies {256}");
+  t = ln_f32("phi2");
+  t.layers = 1;
+  t.fused_qkv = 1;
+  t.bad_tensor = "blk.0.attn_qkv.bias";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_qkv.bias has ne {544}, the metadata implies {512}");
+}
