@@ -16,7 +16,8 @@
  * soft-capping); tiny-olmo2.bin as an olmo2 one (no pre-norms, whole-row q
  * and k norms, a window of 4 on a pattern of 2); tiny-qwen2moe.bin as a
  * qwen2moe one (3 experts of 8, 2 per token, a shared expert and its gate,
- * q, k, v biases). */
+ * q, k, v biases); tiny-phi2.bin as a phi2 one (LayerNorm biases, q, k, v in
+ * one attn_qkv with its bias, no gate, no ffn_norm, a head bias). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
