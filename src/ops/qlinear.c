@@ -57,6 +57,25 @@ topos_status tp_shape_qlinear(const topos_tensor_desc *in, const topos_op_attrs 
   return TOPOS_OK;
 }
 
+/* qlinear's and qlinear_id's products: the reference path under Exact, else AUTO */
+static topos_qmatmul_path tp_linear_path(void) {
+  return tp_numerics_exact() ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO;
+}
+
+/* Releases the packed operands; on success *out = result, else result too
+ * and the failure in the op's name. */
+static topos_status tp_linear_finish(const char *op, topos_status st, topos_tensor *x, topos_tensor *w,
+                                     topos_tensor *result, topos_tensor **out) {
+  topos_tensor_release(x);
+  topos_tensor_release(w);
+  if (st != TOPOS_OK) {
+    topos_tensor_release(result);
+    return tp_fail_context(st, "%s", op);
+  }
+  *out = result;
+  return TOPOS_OK;
+}
+
 topos_status tp_forward_qlinear(topos_tensor *const *in, const topos_op_attrs *attrs,
                                const topos_tensor_desc *desc, topos_tensor **out) {
   (void)attrs;
@@ -72,18 +91,10 @@ topos_status tp_forward_qlinear(topos_tensor *const *in, const topos_op_attrs *a
   if (st == TOPOS_OK) {
     int64_t k = in[1]->shape[1], n = in[1]->shape[0];
     int64_t m = x->volume / k;
-    topos_qmatmul_path path = tp_numerics_exact() ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO;
     st = topos_qmatmul((const float *)topos_tensor_data(x), m, k, topos_tensor_data(w),
-                       w->dtype, n, NULL, (float *)tp_tensor_base(result), path);
+                       w->dtype, n, NULL, (float *)tp_tensor_base(result), tp_linear_path());
   }
-  topos_tensor_release(x);
-  topos_tensor_release(w);
-  if (st != TOPOS_OK) {
-    topos_tensor_release(result);
-    return tp_fail_context(st, "qlinear");
-  }
-  *out = result;
-  return TOPOS_OK;
+  return tp_linear_finish("qlinear", st, x, w, result, out);
 }
 
 /* ---- qlinear_id: each token's rows through the experts chosen for it */
@@ -127,105 +138,89 @@ topos_status tp_shape_qlinear_id(const topos_tensor_desc *in, const topos_op_att
   return TOPOS_OK;
 }
 
-/* Decoding a token whose slots share their input (the experts' gate and
+/* The products of x [T, S, k] (px) through experts w (pw, expert_bytes
+ * apart) for the slots whose experts are eid[T K], into y [T K, n].
+ * Decoding a token whose slots share their input (the experts' gate and
  * up): the K products as the parts of one (topos_qmatmul_multi: the same
- * bits as each alone, one dispatch over all their rows). */
-static topos_status tp_qlinear_id_one_row(topos_tensor *const *in, const int32_t *pid, int64_t id_stride,
-                                          size_t expert_bytes, const topos_tensor_desc *desc, topos_tensor **out) {
-  const int64_t K = desc->shape[1], n = desc->shape[2], k = in[1]->shape[2];
-  topos_tensor *x = NULL, *w = NULL, *result = NULL;
-  topos_status st = topos_tensor_contiguous(in[0], 0, &x);
-  if (st == TOPOS_OK) st = topos_tensor_contiguous(in[1], 0, &w);
-  if (st == TOPOS_OK) st = tp_new_output(desc, &result);
-  if (st == TOPOS_OK) {
+ * bits as each alone, one dispatch over all their rows). Otherwise expert
+ * by expert, ascending, each expert's rows gathered into one product (so a
+ * prompt's tokens share the wide kernels): every row's bits are its qlinear
+ * row's on the same path, as rows are independent. */
+static topos_status tp_qlinear_id_products(const float *px, const char *pw, size_t expert_bytes, topos_dtype wtype,
+                                           const int32_t *eid, int64_t T, int64_t K, int64_t S, int64_t E,
+                                           int64_t n, int64_t k, float *py) {
+  const int64_t slots = T * K;
+  if (T == 1 && S == 1 && K <= 8) {
     topos_qmatmul_part parts[8];
-    float *py = (float *)tp_tensor_base(result);
     for (int64_t j = 0; j < K; ++j)
-      parts[j] = (topos_qmatmul_part){(const char *)topos_tensor_data(w) + (size_t)pid[j * id_stride] * expert_bytes,
-                                      w->dtype, n, NULL, py + j * n};
-    st = topos_qmatmul_multi((const float *)topos_tensor_data(x), 1, k, parts, (size_t)K,
-                             tp_numerics_exact() ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO);
+      parts[j] = (topos_qmatmul_part){pw + (size_t)eid[j] * expert_bytes, wtype, n, NULL, py + j * n};
+    return topos_qmatmul_multi(px, 1, k, parts, (size_t)K, tp_linear_path());
   }
-  topos_tensor_release(x);
-  topos_tensor_release(w);
-  if (st != TOPOS_OK) {
-    topos_tensor_release(result);
-    return tp_fail_context(st, "qlinear_id");
+  /* a counting sort of the slots by expert: order[start[e] .. start[e + 1]) */
+  int64_t *start = calloc((size_t)(2 * E + 1), sizeof *start), *fill = start + E + 1;
+  int64_t *order = malloc((size_t)slots * sizeof *order);
+  if (!start || !order) {
+    free(start);
+    free(order);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "no memory to sort %lld slots", (long long)slots);
   }
-  *out = result;
-  return TOPOS_OK;
+  int64_t most = 0;
+  for (int64_t s = 0; s < slots; ++s) ++start[eid[s] + 1];
+  for (int64_t e = 0; e < E; ++e) {
+    most = start[e + 1] > most ? start[e + 1] : most;
+    start[e + 1] += start[e];
+    fill[e] = start[e];
+  }
+  for (int64_t s = 0; s < slots; ++s) order[fill[eid[s]]++] = s;
+  float *a = malloc((size_t)most * (size_t)k * sizeof *a), *o = malloc((size_t)most * (size_t)n * sizeof *o);
+  topos_status st = a && o ? TOPOS_OK
+                           : tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "no memory for an expert's %lld rows", (long long)most);
+  for (int64_t e = 0; st == TOPOS_OK && e < E; ++e) {
+    const int64_t c = start[e + 1] - start[e], *rows = order + start[e];
+    if (c == 0) continue;
+    for (int64_t r = 0; r < c; ++r) {
+      const int64_t t = rows[r] / K, j = rows[r] % K;
+      memcpy(a + r * k, px + (t * S + (S == 1 ? 0 : j)) * k, (size_t)k * sizeof *a);
+    }
+    st = topos_qmatmul(a, c, k, pw + (size_t)e * expert_bytes, wtype, n, NULL, o, tp_linear_path());
+    for (int64_t r = 0; st == TOPOS_OK && r < c; ++r) memcpy(py + rows[r] * n, o + r * n, (size_t)n * sizeof *o);
+  }
+  free(start);
+  free(order);
+  free(a);
+  free(o);
+  return st;
 }
 
-/* Slots (t, j) are taken expert by expert, ascending, each expert's rows as
- * one product (so a prompt's tokens share the wide kernels); every row's
- * bits are its qlinear row's on the same path, as rows are independent. */
 topos_status tp_forward_qlinear_id(topos_tensor *const *in, const topos_op_attrs *attrs,
                                    const topos_tensor_desc *desc, topos_tensor **out) {
   (void)attrs;
   const topos_tensor *ids = in[2];
-  int64_t T = ids->shape[0], K = ids->shape[1], E = in[1]->shape[0], n = in[1]->shape[1];
-  int64_t k = in[1]->shape[2], S = in[0]->shape[1], slots = T * K;
+  const int64_t T = ids->shape[0], K = ids->shape[1], E = in[1]->shape[0], n = in[1]->shape[1];
+  const int64_t k = in[1]->shape[2], S = in[0]->shape[1];
   if (topos_dtype_is_quantized(in[1]->dtype) && !topos_tensor_is_contiguous(in[1]))
     return tp_fail(TOPOS_ERR_SHAPE, "qlinear_id: block-quantized experts must be packed rows");
+  size_t expert_bytes;
+  TP_TRY(topos_dtype_bytes(in[1]->dtype, n * k, &expert_bytes));
+  int32_t *eid = malloc((size_t)(T * K) * sizeof *eid); /* the ids, checked, row-major */
+  if (!eid) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qlinear_id: no memory for %lld ids", (long long)(T * K));
   const int32_t *pid = (const int32_t *)ids->storage->data + ids->offset;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < K; ++j) {
-      int32_t e = pid[t * ids->strides[0] + j * ids->strides[1]];
-      if (e < 0 || e >= E)
-        return tp_fail(TOPOS_ERR_RANGE, "qlinear_id: expert %d at ids[%lld, %lld] outside "
-                       "[0, %lld)", (int)e, (long long)t, (long long)j, (long long)E);
+      const int32_t e = eid[t * K + j] = pid[t * ids->strides[0] + j * ids->strides[1]];
+      if (e < 0 || e >= E) {
+        free(eid);
+        return tp_fail(TOPOS_ERR_RANGE, "qlinear_id: expert %d at ids[%lld, %lld] outside [0, %lld)", (int)e,
+                       (long long)t, (long long)j, (long long)E);
+      }
     }
-  size_t expert_bytes;
-  TP_TRY(topos_dtype_bytes(in[1]->dtype, n * k, &expert_bytes));
-  if (T == 1 && S == 1 && K <= 8) return tp_qlinear_id_one_row(in, pid, ids->strides[1], expert_bytes, desc, out);
   topos_tensor *x = NULL, *w = NULL, *result = NULL;
-  int64_t *order = malloc((size_t)(slots + E + 1) * sizeof *order);
-  float *a = malloc((size_t)slots * (size_t)k * sizeof *a);
-  float *o = malloc((size_t)slots * (size_t)n * sizeof *o);
-  topos_status st = order && a && o ? TOPOS_OK
-                                    : tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qlinear_id: no memory "
-                                              "for %lld slots", (long long)slots);
-  if (st == TOPOS_OK) st = topos_tensor_contiguous(in[0], 0, &x);
+  topos_status st = topos_tensor_contiguous(in[0], 0, &x);
   if (st == TOPOS_OK) st = topos_tensor_contiguous(in[1], 0, &w);
   if (st == TOPOS_OK) st = tp_new_output(desc, &result);
-  if (st == TOPOS_OK) {
-    /* counting sort of the slots by expert: start[e] .. start[e + 1] */
-    int64_t *start = order + slots;
-    for (int64_t e = 0; e <= E; ++e) start[e] = 0;
-    for (int64_t s = 0; s < slots; ++s) ++start[pid[(s / K) * ids->strides[0] + (s % K) * ids->strides[1]] + 1];
-    for (int64_t e = 0; e < E; ++e) start[e + 1] += start[e];
-    int64_t *fill = malloc((size_t)E * sizeof *fill);
-    if (!fill) st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "qlinear_id: no memory for %lld experts", (long long)E);
-    for (int64_t e = 0; st == TOPOS_OK && e < E; ++e) fill[e] = start[e];
-    for (int64_t s = 0; st == TOPOS_OK && s < slots; ++s)
-      order[fill[pid[(s / K) * ids->strides[0] + (s % K) * ids->strides[1]]]++] = s;
-    free(fill);
-    const float *px = (const float *)topos_tensor_data(x);
-    float *py = (float *)tp_tensor_base(result);
-    const char *pw = (const char *)topos_tensor_data(w);
-    topos_qmatmul_path path = tp_numerics_exact() ? TOPOS_QMATMUL_REFERENCE : TOPOS_QMATMUL_AUTO;
-    for (int64_t e = 0; st == TOPOS_OK && e < E; ++e) {
-      int64_t c = start[e + 1] - start[e];
-      if (c == 0) continue;
-      const int64_t *rows = order + start[e];
-      for (int64_t r = 0; r < c; ++r) {
-        int64_t t = rows[r] / K, j = rows[r] % K;
-        memcpy(a + r * k, px + (t * S + (S == 1 ? 0 : j)) * k, (size_t)k * sizeof *a);
-      }
-      st = topos_qmatmul(a, c, k, pw + (size_t)e * expert_bytes, w->dtype, n, NULL, o, path);
-      for (int64_t r = 0; st == TOPOS_OK && r < c; ++r)
-        memcpy(py + rows[r] * n, o + r * n, (size_t)n * sizeof *o);
-    }
-  }
-  free(order);
-  free(a);
-  free(o);
-  topos_tensor_release(x);
-  topos_tensor_release(w);
-  if (st != TOPOS_OK) {
-    topos_tensor_release(result);
-    return tp_fail_context(st, "qlinear_id");
-  }
-  *out = result;
-  return TOPOS_OK;
+  if (st == TOPOS_OK)
+    st = tp_qlinear_id_products((const float *)topos_tensor_data(x), (const char *)topos_tensor_data(w),
+                                expert_bytes, w->dtype, eid, T, K, S, E, n, k, (float *)tp_tensor_base(result));
+  free(eid);
+  return tp_linear_finish("qlinear_id", st, x, w, result, out);
 }
