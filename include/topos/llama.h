@@ -60,7 +60,8 @@ typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
                           * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3",
                           * "exaone4", or a mixture of experts: "qwen2moe", "qwen3moe",
-                          * "olmoe", "granitemoe" (and "llama" files with experts: Mixtral);
+                          * "olmoe", "granitemoe", "ernie4_5-moe" (and "llama" files with
+                          * experts: Mixtral); "ernie4_5";
                           * LayerNorm files: "starcoder2", "stablelm", "phi2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
@@ -117,6 +118,9 @@ typedef struct topos_llama_config {
   float experts_scale;    /* the weights times expert_weights_scale; 1 none */
   int shared_gate;        /* 1: the shared expert's output times sigmoid(h . ffn_gate_inp_shexp)
                            * (qwen2moe) */
+  int64_t n_dense_lead;   /* leading_dense_block_count: the first blocks keep a dense feed-forward */
+  int64_t moe_step;       /* interleave_moe_layer_step: past those, block l is a mixture where
+                           * (l + 1) % moe_step == 0 (absent: 1, every block) */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */

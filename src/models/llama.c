@@ -236,6 +236,8 @@ static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_l
     snprintf(name, sizeof name, "blk.%" PRId64 ".%s.weight", l, parts[i].suffix);
     TP_TRY(tp_llama_weight3(m, name, parts[i].ne0, parts[i].ne1, parts[i].ne2, 0, parts[i].out));
   }
+  snprintf(name, sizeof name, "blk.%" PRId64 ".exp_probs_b.bias", l);
+  TP_TRY(tp_llama_weight(m, name, E, 0, 1, &L->exp_probs_b));
   if (L->gate_inp_shexp) { /* a vector, read as a one-row product */
     const int64_t row[2] = {1, D};
     topos_tensor *r = NULL;
@@ -337,7 +339,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (c->pre_norms && !c->parallel_residual) TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (c->layer_norm && !c->parallel_residual) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);
-    if (c->n_experts) {
+    if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
       if (!phi3) {
@@ -377,7 +379,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                    {"ffn_gate.bias", c->ff, 1, &L->b_gate},
                    {"ffn_up.bias", c->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
-    for (int b = fused_bias ? 3 : 0; b < (flags & TP_ARCH_BIASES ? (c->n_experts ? 4 : 7) : 0); ++b) {
+    for (int b = fused_bias ? 3 : 0; b < (flags & TP_ARCH_BIASES ? (L->gate_inp ? 4 : 7) : 0); ++b) {
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
@@ -440,7 +442,7 @@ void topos_llama_free(topos_llama *m) {
                              L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo,
                              L->b_gate, L->b_up, L->b_down, L->q_norm, L->k_norm, L->post_attn_norm,
                              L->post_ffn_norm, L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
-                             L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b};
+                             L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -211,6 +211,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"ernie4_5", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"ernie4_5-moe", TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS, 0, 0,
+     0, 0, TP_SWA_ROPE_SAME, 0},
     {"starcoder2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"stablelm", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"phi2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL, 0, 0, 0, 0,
@@ -317,7 +320,8 @@ static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *
  * the others feed_forward_length), a shared expert of
  * expert_shared_feed_forward_length (qwen2moe: absent feed_forward_length;
  * granitemoe: where the key gives one), expert_weights_scale (absent or 0:
- * none) and a softmax router (expert_gating_func 1 where present). */
+ * none), ernie4_5-moe's dense leading blocks and interleave step, and a
+ * softmax router (expert_gating_func 1 where present). */
 static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topos_llama_config *c) {
   char kb[96];
   int present;
@@ -353,6 +357,13 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   float scale;
   TP_TRY(tp_llama_nonneg_f32(g, TP_K("expert_weights_scale"), 0.0f, &scale));
   if (scale != 0.0f) c->experts_scale = scale;
+  c->moe_step = 1;
+  if (a->flags & TP_ARCH_MOE_LAYERS) {
+    TP_TRY(tp_llama_key_u64(g, TP_K("leading_dense_block_count"), 0, &c->n_dense_lead, &present));
+    TP_TRY(tp_llama_u64(g, TP_K("interleave_moe_layer_step"), 0, 1, &c->moe_step));
+  }
+  if ((c->n_dense_lead > 0 || c->moe_step > 1) && c->ff == 0)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's dense blocks need feed_forward_length", a->name);
   int64_t gating = 1;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
   if (gating != 1)

@@ -199,7 +199,8 @@ static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
 
 /* A mixture of experts over h [T, dim]: the router's softmax over the
  * experts, the n_experts_used best per token (top_k: ties to the lower
- * expert), their probabilities as weights (renormalised to sum 1 where the
+ * expert; ranked with exp_probs_b added where the file has it), their
+ * probabilities as weights (renormalised to sum 1 where the
  * architecture does, times experts_scale), each chosen expert's SwiGLU
  * feed-forward (qlinear_id: a token's rows through its experts), and the
  * weighted sum in rank order (slot 0, the router's first choice, first).
@@ -209,7 +210,9 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, K = c->n_experts_used, D = c->dim;
   topos_sym probs = topos_tape_softmax(t, topos_tape_qlinear(t, h, tp_const(r, L->gate_inp)), 1);
-  topos_sym ids = topos_tape_top_k(t, probs, K); /* [T, K] */
+  topos_sym rank = probs; /* exp_probs_b: a bias that moves the choice, not the weights */
+  if (L->exp_probs_b) rank = topos_tape_add(t, probs, topos_tape_broadcast_along(t, tp_const(r, L->exp_probs_b), 0, T));
+  topos_sym ids = topos_tape_top_k(t, rank, K); /* [T, K] */
   topos_sym w = topos_tape_gather(t, probs, ids);
   if (c->experts_norm)
     w = topos_tape_div(t, w, topos_tape_broadcast_along(t, topos_tape_sum_along(t, w, 1), 1, K));

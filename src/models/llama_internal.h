@@ -33,6 +33,7 @@ enum {
   TP_ARCH_LAYER_NORM = 1 << 20,   /* LayerNorm with biases for the block and output norms */
   TP_ARCH_FFN_PLAIN = 1 << 21,    /* ffn_up, GELU, ffn_down: no gate */
   TP_ARCH_PARALLEL = 1 << 22,     /* no ffn_norm: attention and feed-forward read one norm (phi2) */
+  TP_ARCH_MOE_LAYERS = 1 << 23,   /* leading_dense_block_count, interleave_moe_layer_step (ernie4_5-moe) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -54,6 +55,8 @@ typedef struct tp_llama_layer {
   topos_tensor *gate_inp;                    /* the router [n_experts, dim], or NULL (dense) */
   topos_tensor *gate_exps, *up_exps, *down_exps; /* [n_experts, ff_expert, dim], [.., dim, ff_expert] */
   topos_tensor *gate_inp_shexp;              /* f32 [1, dim]: qwen2moe's shared-expert gate */
+  topos_tensor *exp_probs_b;                 /* f32 [n_experts]: added to the probabilities to choose
+                                              * the experts, not to weigh them (exp_probs_b.bias), or NULL */
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
   topos_tensor *b_gate, *b_up, *b_down;      /* f32 feed-forward biases or NULL */
   /* Weights the file lays out back to back in one type, joined into one

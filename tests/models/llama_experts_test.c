@@ -10,7 +10,10 @@
  *   olmoe      q and k norms over whole rows; the softmax's own weights
  *   granitemoe granite's scales; renormalised; a shared expert where
  *              expert_shared_feed_forward_length gives one
- *   llama      with expert_count: Mixtral (renormalised) */
+ *   llama      with expert_count: Mixtral (renormalised)
+ *   ernie4_5-moe  a dense first block (leading_dense_block_count), a shared
+ *              expert, exp_probs_b added to the probabilities to choose the
+ *              experts but not to weigh them; ernie4_5 its dense form */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' expert tensors */
 
@@ -19,7 +22,8 @@ static lt_spec le_f32(const char *arch) {
   s.arch = arch;
   s.experts = 4;
   s.experts_used = 2;
-  if (strncmp(arch, "qwen", 4) == 0) s.ff_exp = 64; /* the others' experts are feed_forward_length wide */
+  if (strncmp(arch, "qwen", 4) == 0 || strncmp(arch, "ernie", 5) == 0)
+    s.ff_exp = 64; /* the others' experts are feed_forward_length wide */
   else s.ff = 64;
   if (strcmp(arch, "qwen2moe") == 0) s.biases = 1;
   if (strcmp(arch, "granitemoe") == 0) s.logit_scale = 4.0f, s.residual_scale = 0.5f, s.ff_shexp = 96;
@@ -146,4 +150,43 @@ TEST(llama_experts_bad_files_are_refused) {
   t = s;
   t.arch = "qwen3";
   lt_expect_refused(t, TOPOS_UNSUPPORTED, "qwen3 files with experts (expert_count 4) are not supported");
+}
+
+TEST(llama_ernie4_5_files) {
+  lt_spec s = le_f32("ernie4_5-moe");
+  s.layers = 3;
+  s.dense_lead = 1;
+  s.moe_step = 1;
+  s.ff_shexp = 96;
+  s.probs_bias = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_dense_lead == 1 && c->moe_step == 1 && c->experts_norm == 1 && c->ff_shared == 96 && c->rope_neox == 0);
+    CHECK(!m.model->layers[0].gate_inp && m.model->layers[0].w_gate && topos_tensor_shape(m.model->layers[0].w_gate)[0] == 320);
+    CHECK(m.model->layers[1].gate_inp && m.model->layers[2].exp_probs_b && m.model->layers[2].w_gate);
+  }
+  lt_close(&m);
+  le_check(&s);
+  /* the bias moves the choice: the plain forward without it is far off */
+  lt_spec without = s;
+  without.probs_bias = 0;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) lt_check_variant(&m, &s, &without);
+  lt_close(&m);
+  /* the dense form */
+  lt_spec d = lt_f32_spec();
+  d.arch = "ernie4_5";
+  d.biases = 2;
+  CHECK_OK(lt_open(&d, &m));
+  if (m.model) {
+    lt_compare_plain_model(&m, &d, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_check_decode(&m, d.vocab);
+  }
+  lt_close(&m);
+  lt_spec t = s;
+  t.layers = 2;
+  t.skip_tensor = "blk.0.ffn_gate.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_gate.weight is missing");
 }

@@ -9,7 +9,7 @@
 /* an expert's width: the key where written, else qwen2moe / qwen3moe ff /
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
-  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe")) return s->ff;
+  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe")) return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
 
@@ -20,7 +20,8 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama");
+  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
+         lt_arch_is(s, "ernie4_5-moe");
 }
 
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s) {
@@ -33,6 +34,10 @@ static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_s
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_shared_feed_forward_length"), (uint32_t)s->ff_shexp);
   if (st == TOPOS_OK && s->experts_scale > 0)
     st = topos_gguf_writer_add_f32(w, lt_k(kb, s, "expert_weights_scale"), s->experts_scale);
+  if (st == TOPOS_OK && s->dense_lead > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "leading_dense_block_count"), (uint32_t)s->dense_lead);
+  if (st == TOPOS_OK && s->moe_step > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "interleave_moe_layer_step"), (uint32_t)s->moe_step);
   return st;
 }
 
@@ -80,6 +85,7 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
     LT_E("ffn_down_shexp.weight", ty[LT_DOWN], S, D, 0, 0.08);
   }
   if (lt_arch_is(s, "qwen2moe")) LT_E("ffn_gate_inp_shexp.weight", TOPOS_F32, D, 0, 0, 0.1);
+  if (s->probs_bias) LT_E("exp_probs_b.bias", TOPOS_F32, E, 0, 0, 0.3); /* moves the choice by ~1 logit */
 #undef LT_E
   return st;
 }
@@ -88,18 +94,21 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
 typedef struct lt_experts {
   float *router, *gate, *up, *down; /* [E, D], [E, F, D], [E, F, D], [E, D, F] */
   float *sgate, *sup, *sdown, *sgi; /* shared [S, D], [S, D], [D, S]; qwen2moe's gate [D] */
+  float *bias;                      /* exp_probs_b [E]: moves the choice */
 } lt_experts;
 
 static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt_experts *x) {
   memset(x, 0, sizeof *x);
-  const char *names[8] = {"ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps",
-                          "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
-  float **slots[8] = {&x->router, &x->gate, &x->up, &x->down, &x->sgate, &x->sup, &x->sdown, &x->sgi};
-  for (int i = 0; i < 8; ++i) {
+  const char *names[9] = {"ffn_gate_inp.weight",   "ffn_gate_exps.weight",  "ffn_up_exps.weight",
+                          "ffn_down_exps.weight",  "ffn_gate_shexp.weight", "ffn_up_shexp.weight",
+                          "ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight", "exp_probs_b.bias"};
+  float **slots[9] = {&x->router, &x->gate, &x->up, &x->down, &x->sgate, &x->sup, &x->sdown, &x->sgi, &x->bias};
+  for (int i = 0; i < 9; ++i) {
     if (i >= 4 && i < 7 && lt_ff_shared(s) == 0) continue;
     if (i == 7 && !lt_arch_is(s, "qwen2moe")) continue;
+    if (i == 8 && !s->probs_bias) continue;
     char n[64];
-    snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, names[i]);
+    snprintf(n, sizeof n, "blk.%d.%s", (int)l, names[i]);
     *slots[i] = lt_deq(g, n);
     if (!*slots[i]) return 0;
   }
@@ -108,7 +117,7 @@ static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt
 
 static inline void lt_experts_free(lt_experts *x) {
   free(x->router), free(x->gate), free(x->up), free(x->down);
-  free(x->sgate), free(x->sup), free(x->sdown), free(x->sgi);
+  free(x->sgate), free(x->sup), free(x->sdown), free(x->sgi), free(x->bias);
 }
 
 /* out[D] += SwiGLU feed-forward of h through [F, D] gate / up and [D, F] down, times w */
@@ -141,10 +150,12 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
   for (int64_t e = 0; e < E; ++e) sum += (p[e] = exp(p[e] - peak));
   for (int64_t e = 0; e < E; ++e) p[e] /= sum;
   double wsum = 0;
+  double rank[256]; /* what chooses: the probabilities, plus exp_probs_b where the file has it */
+  for (int64_t e = 0; e < E; ++e) rank[e] = (float)p[e] + (x->bias ? x->bias[e] : 0.0f);
   for (int64_t j = 0; j < K; ++j) { /* the best left: largest, then the lower index */
     int best = -1;
     for (int64_t e = 0; e < E; ++e)
-      if (!picked[e] && (best < 0 || p[e] > p[best])) best = (int)e;
+      if (!picked[e] && (best < 0 || rank[e] > rank[best])) best = (int)e;
     picked[best] = 1, order[j] = best, wsum += p[best];
   }
   memset(out, 0, (size_t)D * 4);

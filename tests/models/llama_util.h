@@ -58,6 +58,8 @@ typedef struct lt_spec {
   int64_t experts, experts_used, ff_exp, ff_shexp;
   float experts_scale;
   int fused_qkv;           /* q, k, v rows in one attn_qkv.weight (and attn_qkv.bias) */
+  int64_t dense_lead, moe_step; /* ernie4_5-moe: if > 0, leading_dense_block_count, interleave_moe_layer_step */
+  int probs_bias;          /* the mixtures' blocks have exp_probs_b.bias */
   int plain_rms;           /* the plain forward takes RMSNorm where the file has LayerNorm
                             * (a lt_check_variant `without`) */
 } lt_spec;
@@ -104,6 +106,7 @@ static inline int lt_neox(const lt_spec *s) {
  * refused before their keys matter, so they get llama.*) */
 static inline int lt_own_keys(const lt_spec *s) {
   return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
+         lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4");
 }
 
@@ -249,6 +252,10 @@ static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
 }
 
 static inline int lt_moe(const lt_spec *s) { return s->experts > 0; }
+/* block l of a mixture is one (ernie4_5-moe: past the dense leading blocks, every moe_step-th) */
+static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
+  return lt_moe(s) && l >= s->dense_lead && (l + 1) % (s->moe_step > 0 ? s->moe_step : 1) == 0;
+}
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                             topos_rng *rng);
@@ -398,7 +405,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (lt_layer_norm(s) && !lt_parallel(s)) {
       LT_W("ffn_norm.bias", TOPOS_F32, s->dim, 0, 0);
     }
-    if (lt_moe(s)) {
+    if (lt_moe_layer(s, l)) {
       LT(lt_write_experts(w, f, s, l, &rng));
     } else {
       if (s->up_first) {
@@ -431,7 +438,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (s->biases >= 2) {
       LT_W("attn_output.bias", TOPOS_F32, s->dim, 0, 0);
     }
-    if (s->biases == 3 && !lt_moe(s)) {
+    if (s->biases == 3 && !lt_moe_layer(s, l)) {
       if (!lt_ffn_plain(s)) LT_W("ffn_gate.bias", TOPOS_F32, s->ff, 0, 0);
       LT_W("ffn_up.bias", TOPOS_F32, s->ff, 0, 0);
       LT_W("ffn_down.bias", TOPOS_F32, s->dim, 0, 0);
@@ -572,14 +579,14 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) {
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
-      if (i >= 6 && lt_moe(s)) continue;
+      if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_parallel(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
     }
-    if (lt_moe(s) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
+    if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_parallel(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
@@ -595,7 +602,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 1; i < 9; ++i) {
       const int want = i <= 3 ? s->biases >= 1 && (!s->fused_qkv || i == 1)
                        : i == 4 ? s->biases >= 2
-                       : i >= 6 ? s->biases == 3 && !lt_moe(s) && !(i == 6 && lt_ffn_plain(s)) : 0;
+                       : i >= 6 ? s->biases == 3 && !lt_moe_layer(s, l) && !(i == 6 && lt_ffn_plain(s)) : 0;
       if (!want) continue;
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, s->fused_qkv && i == 1 ? "attn_qkv" : names[i]);
       LB[l][i] = lt_deq(g, n);
@@ -714,7 +721,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + (B[8] ? B[8][i] : 0.0f);
           continue;
         }
-        if (lt_moe(s)) {
+        if (lt_moe_layer(s, l)) {
           lt_experts_apply(s, &LX[l], h, t2);
           for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
