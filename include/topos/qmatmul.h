@@ -75,7 +75,9 @@ TOPOS_API topos_status topos_qmatmul_rows(const float *a, int64_t m, int64_t k, 
 
 /* One product of several weight matrices with the same activations:
  * parts[i].out[m, n_i] = a · parts[i].wᵀ + parts[i].bias, each part a
- * packed [n_i, k] matrix of its own type (for example a layer's q, k and v
+ * packed [n_i, k] matrix of its own type; a part whose `a` is set reads
+ * those [m, k] activations instead (a mixture's experts, each on its own
+ * input) (for example a layer's q, k and v
  * weights where the file does not store them back to back). The bits of
  * each part are those of topos_qmatmul on it alone, on the same path. When
  * decoding (m = 1) with AVX-512 VNNI kernels for every part (the 32-element
@@ -89,6 +91,7 @@ typedef struct topos_qmatmul_part {
   int64_t n;
   const float *bias; /* NULL or n entries */
   float *out;        /* [m, n] */
+  const float *a;    /* NULL: the product's activations; else this part's own [m, k] */
 } topos_qmatmul_part;
 TOPOS_API topos_status topos_qmatmul_multi(const float *a, int64_t m, int64_t k,
                                            const topos_qmatmul_part *parts, size_t count,

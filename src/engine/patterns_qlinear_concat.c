@@ -67,7 +67,7 @@ static topos_status tp_qcat_run(const tp_fusion *f, const tp_graph *g, topos_ten
     if (s == TOPOS_OK) s = topos_tensor_contiguous(wi, 0, &w[i]);
     if (s != TOPOS_OK) break;
     const int64_t n = topos_tensor_shape(wi)[0];
-    parts[i] = (topos_qmatmul_part){topos_tensor_data(w[i]), topos_tensor_dtype(wi), n, NULL, y + offset};
+    parts[i] = (topos_qmatmul_part){topos_tensor_data(w[i]), topos_tensor_dtype(wi), n, NULL, y + offset, NULL};
     offset += n;
   }
   if (s == TOPOS_OK) {

@@ -140,9 +140,9 @@ topos_status tp_shape_qlinear_id(const topos_tensor_desc *in, const topos_op_att
 
 /* The products of x [T, S, k] (px) through experts w (pw, expert_bytes
  * apart) for the slots whose experts are eid[T K], into y [T K, n].
- * Decoding a token whose slots share their input (the experts' gate and
- * up): the K products as the parts of one (topos_qmatmul_multi: the same
- * bits as each alone, one dispatch over all their rows). Otherwise expert
+ * Decoding a token: the K products as the parts of one (topos_qmatmul_multi,
+ * each part on its slot's input: the same bits as each alone, one dispatch
+ * over all their rows). Otherwise expert
  * by expert, ascending, each expert's rows gathered into one product (so a
  * prompt's tokens share the wide kernels): every row's bits are its qlinear
  * row's on the same path, as rows are independent. */
@@ -150,10 +150,11 @@ static topos_status tp_qlinear_id_products(const float *px, const char *pw, size
                                            const int32_t *eid, int64_t T, int64_t K, int64_t S, int64_t E,
                                            int64_t n, int64_t k, float *py) {
   const int64_t slots = T * K;
-  if (T == 1 && S == 1 && K <= 8) {
+  if (T == 1 && K <= 8) {
     topos_qmatmul_part parts[8];
     for (int64_t j = 0; j < K; ++j)
-      parts[j] = (topos_qmatmul_part){pw + (size_t)eid[j] * expert_bytes, wtype, n, NULL, py + j * n};
+      parts[j] = (topos_qmatmul_part){pw + (size_t)eid[j] * expert_bytes, wtype, n, NULL, py + j * n,
+                                      px + (S == 1 ? 0 : j) * k};
     return topos_qmatmul_multi(px, 1, k, parts, (size_t)K, tp_linear_path());
   }
   /* a counting sort of the slots by expert: order[start[e] .. start[e + 1]) */

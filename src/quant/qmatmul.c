@@ -249,7 +249,7 @@ topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_
   for (size_t i = 0; i < count; ++i) {
     const topos_qmatmul_part *p = &parts[i];
     tp_qk_task t;
-    topos_status st = qk_task_make(a, m, k, p->w, 0, p->wtype, p->n, p->bias, p->out, path, threads, &t);
+    topos_status st = qk_task_make(p->a ? p->a : a, m, k, p->w, 0, p->wtype, p->n, p->bias, p->out, path, threads, &t);
     if (st != TOPOS_OK) return tp_fail_context(st, "qmatmul_multi: part %zu", i);
     if (i < TP_QK_MULTI_MAX) tasks[i] = t;
   }
@@ -271,7 +271,8 @@ topos_status tp_qmatmul_multi(const float *a, int64_t m, int64_t k, const topos_
     tp_qk_task t;
     if (i < TP_QK_MULTI_MAX) t = tasks[i];
     else /* past the array: made again (checked above, so it succeeds) */
-      qk_task_make(a, m, k, parts[i].w, 0, parts[i].wtype, parts[i].n, parts[i].bias, parts[i].out, path, threads, &t);
+      qk_task_make(parts[i].a ? parts[i].a : a, m, k, parts[i].w, 0, parts[i].wtype, parts[i].n, parts[i].bias,
+                   parts[i].out, path, threads, &t);
     topos_status st = qk_task_run(&t, path);
     if (st != TOPOS_OK) return tp_fail_context(st, "qmatmul_multi: part %zu", i);
   }

@@ -30,17 +30,19 @@ static uint8_t *mq_weights(topos_dtype t, int64_t n, int64_t k, uint64_t seed) {
   return ok ? w : NULL;
 }
 
-/* The parts of one case against the parts run alone: same bits. */
-static void mq_case(const mq_shape *shapes, int count, int64_t m, int64_t k) {
+/* The parts of one case against the parts run alone: same bits. own: every
+ * other part reads activations of its own (the part's `a`). */
+static void mq_case_inputs(const mq_shape *shapes, int count, int64_t m, int64_t k, int own) {
   topos_qmatmul_part parts[12];
   float *alone[12];
-  float *a = malloc((size_t)(m * k) * sizeof(float));
+  float *a = malloc((size_t)(m * k) * sizeof(float) * 13);
   CHECK(a && count <= 12);
   if (!a) return;
-  qt_fill_uniform(a, m * k, 99, 1.0f);
+  qt_fill_uniform(a, m * k * 13, 99, 1.0f);
   for (int i = 0; i < count; ++i) {
     parts[i] = (topos_qmatmul_part){mq_weights(shapes[i].type, shapes[i].n, k, 1000 * (uint64_t)i), shapes[i].type,
-                                    shapes[i].n, NULL, malloc((size_t)(m * shapes[i].n) * sizeof(float))};
+                                    shapes[i].n, NULL, malloc((size_t)(m * shapes[i].n) * sizeof(float)),
+                                    own && i % 2 ? a + (i + 1) * m * k : NULL};
     alone[i] = malloc((size_t)(m * shapes[i].n) * sizeof(float));
     CHECK(parts[i].w && parts[i].out && alone[i]);
   }
@@ -52,8 +54,8 @@ static void mq_case(const mq_shape *shapes, int count, int64_t m, int64_t k) {
     if (paths[pi] == TOPOS_QMATMUL_FAST && !topos_qmatmul_fast_isa(TOPOS_Q8_0)) continue;
     int fast_ok = 1;
     for (int i = 0; i < count; ++i) {
-      topos_status st = tp_qmatmul_threads(a, m, k, parts[i].w, parts[i].wtype, parts[i].n, parts[i].bias, alone[i],
-                                           paths[pi], 1);
+      topos_status st = tp_qmatmul_threads(parts[i].a ? parts[i].a : a, m, k, parts[i].w, parts[i].wtype,
+                                           parts[i].n, parts[i].bias, alone[i], paths[pi], 1);
       if (st == TOPOS_UNSUPPORTED && paths[pi] == TOPOS_QMATMUL_FAST) fast_ok = 0;
       else CHECK_OK(st);
     }
@@ -73,6 +75,11 @@ static void mq_case(const mq_shape *shapes, int count, int64_t m, int64_t k) {
   }
   for (int i = 0; i < count; ++i) free((void *)parts[i].w), free(parts[i].out), free(alone[i]);
   free(a);
+}
+
+static void mq_case(const mq_shape *shapes, int count, int64_t m, int64_t k) {
+  mq_case_inputs(shapes, count, m, k, 0);
+  mq_case_inputs(shapes, count, m, k, 1);
 }
 
 TEST(qmatmul_multi_parts_have_their_own_bits) {
@@ -104,11 +111,11 @@ TEST(qmatmul_multi_names_the_bad_part) {
   const int64_t k = 64;
   float a[64] = {0}, out[8];
   uint8_t w[8 * 68] = {0};
-  topos_qmatmul_part parts[2] = {{w, TOPOS_Q8_0, 2, NULL, out}, {NULL, TOPOS_Q8_0, 2, NULL, out + 2}};
+  topos_qmatmul_part parts[2] = {{w, TOPOS_Q8_0, 2, NULL, out, NULL}, {NULL, TOPOS_Q8_0, 2, NULL, out + 2, NULL}};
   topos_status st = topos_qmatmul_multi(a, 1, k, parts, 2, TOPOS_QMATMUL_AUTO);
   CHECK(st == TOPOS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(topos_last_error(), "part 1") != NULL);
-  parts[1] = (topos_qmatmul_part){w, TOPOS_Q4_K, 2, NULL, out + 2}; /* k = 64: not whole super-blocks */
+  parts[1] = (topos_qmatmul_part){w, TOPOS_Q4_K, 2, NULL, out + 2, NULL}; /* k = 64: not whole super-blocks */
   st = topos_qmatmul_multi(a, 1, k, parts, 2, TOPOS_QMATMUL_AUTO);
   CHECK(st == TOPOS_ERR_SHAPE);
   CHECK(strstr(topos_last_error(), "part 1") != NULL);
