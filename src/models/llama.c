@@ -191,9 +191,9 @@ static topos_status tp_llama_rope_factors(topos_llama *m) {
 }
 
 /* A file's attn_qkv.weight (q, k, v rows) seen as its three parts, and
- * attn_qkv.bias, where the file has one, as theirs (*fused_bias 1). */
+ * with_bias: attn_qkv.bias, where the file has one, as theirs (*fused_bias 1). */
 static topos_status tp_llama_layer_qkv(topos_llama *m, int64_t l, tp_llama_layer *L, int64_t q_dim, int64_t kv_dim,
-                                       int *fused_bias) {
+                                       int with_bias, int *fused_bias) {
   const topos_llama_config *c = &m->config;
   char name[64];
   topos_tensor *qkv = NULL, *bias = NULL;
@@ -203,13 +203,27 @@ static topos_status tp_llama_layer_qkv(topos_llama *m, int64_t l, tp_llama_layer
   if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim, kv_dim, &L->wk);
   if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim + kv_dim, kv_dim, &L->wv);
   snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.bias", l);
-  if (st == TOPOS_OK) st = tp_llama_weight(m, name, q_dim + 2 * kv_dim, 0, 1, &bias);
+  if (st == TOPOS_OK && with_bias) st = tp_llama_weight(m, name, q_dim + 2 * kv_dim, 0, 1, &bias);
   *fused_bias = bias != NULL;
   if (st == TOPOS_OK && bias) st = topos_tensor_narrow(bias, 0, 0, q_dim, &L->bq);
   if (st == TOPOS_OK && bias) st = topos_tensor_narrow(bias, 0, q_dim, kv_dim, &L->bk);
   if (st == TOPOS_OK && bias) st = topos_tensor_narrow(bias, 0, q_dim + kv_dim, kv_dim, &L->bv);
   topos_tensor_release(qkv);
   topos_tensor_release(bias);
+  return st;
+}
+
+/* phi3's ffn_up.weight: gate rows, then up rows (llama.cpp's SWIGLU split:
+ * silu of the first half times the second), seen as the two parts. */
+static topos_status tp_llama_layer_gate_up(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  char name[64];
+  topos_tensor *gate_up = NULL;
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up.weight", l);
+  topos_status st = tp_llama_weight(m, name, c->dim, 2 * c->ff, 0, &gate_up);
+  if (st == TOPOS_OK) st = tp_llama_rows(gate_up, 0, c->ff, &L->w_gate);
+  if (st == TOPOS_OK) st = tp_llama_rows(gate_up, c->ff, c->ff, &L->w_up);
+  topos_tensor_release(gate_up);
   return st;
 }
 
@@ -308,30 +322,14 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   } while (0)
     if (c->pre_norms) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
     if (c->layer_norm) TP_W(attn_norm_b, "attn_norm.bias", c->dim, 0);
-    /* q, k, v rows in one attn_qkv (phi3 always; any file may, as llama.cpp reads them) */
+    /* q, k, v rows in one attn_qkv (phi3 always; any file may, as llama.cpp
+     * reads them; phi3's loader never read its bias) */
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
-    const int fused_qkv = phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK;
-    topos_clear_error();
     int fused_bias = 0;
-    if (fused_qkv && !phi3) {
-      TP_TRY(tp_llama_layer_qkv(m, l, L, q_dim, kv_dim, &fused_bias));
-    } else if (phi3) {
-      /* attn_qkv: q, k, v rows; ffn_up: gate rows, then up rows (llama.cpp's
-       * SWIGLU split: silu of the first half times the second) */
-      topos_tensor *qkv = NULL, *gate_up = NULL;
-      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
-      topos_status st = tp_llama_weight(m, name, c->dim, q_dim + 2 * kv_dim, 0, &qkv);
-      snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up.weight", l);
-      if (st == TOPOS_OK) st = tp_llama_weight(m, name, c->dim, 2 * c->ff, 0, &gate_up);
-      if (st == TOPOS_OK) st = tp_llama_rows(qkv, 0, q_dim, &L->wq);
-      if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim, kv_dim, &L->wk);
-      if (st == TOPOS_OK) st = tp_llama_rows(qkv, q_dim + kv_dim, kv_dim, &L->wv);
-      if (st == TOPOS_OK) st = tp_llama_rows(gate_up, 0, c->ff, &L->w_gate);
-      if (st == TOPOS_OK) st = tp_llama_rows(gate_up, c->ff, c->ff, &L->w_up);
-      topos_tensor_release(qkv);
-      topos_tensor_release(gate_up);
-      TP_TRY(st);
+    if (phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) {
+      TP_TRY(tp_llama_layer_qkv(m, l, L, q_dim, kv_dim, !phi3, &fused_bias));
     } else {
+      topos_clear_error();
       TP_W(wq, "attn_q.weight", c->dim, q_dim);
       TP_W(wk, "attn_k.weight", c->dim, kv_dim);
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
@@ -342,7 +340,9 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
-      if (!phi3) {
+      if (phi3) {
+        TP_TRY(tp_llama_layer_gate_up(m, l, L));
+      } else {
         if (!c->ffn_plain) TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
         TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
       }
