@@ -504,6 +504,16 @@ static inline double lt_gelu(double a) {
   return 0.5 * a * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (a + 0.044715 * a * a * a)));
 }
 
+/* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
+ * up [F, D], down [D, F], biases NULL for none; mid holds F values. */
+static inline void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
+                                float *mid, float *out, int64_t D, int64_t F) {
+  lt_matvec(up, h, mid, F, D);
+  for (int64_t i = 0; i < F; ++i) mid[i] = (float)lt_gelu((double)mid[i] + (bu ? bu[i] : 0.0));
+  lt_matvec(down, mid, out, D, F);
+  for (int64_t i = 0; bd && i < D; ++i) out[i] += bd[i];
+}
+
 #include "llama_experts_util.h"
 
 /* YaRN (rope.scaling.type "yarn"), as its paper and llama.cpp define it:
@@ -705,20 +715,16 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
         if (lt_parallel(s)) { /* phi2: x + (attn + ffn(h)), h the attention's norm */
-          lt_matvec(W[7], h, u1, F, D);
-          for (int64_t i = 0; i < F; ++i) u1[i] = (float)lt_gelu((double)u1[i] + (B[7] ? B[7][i] : 0.0));
-          lt_matvec(W[8], u1, g1, D, F);
-          for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + (g1[i] + (B[8] ? B[8][i] : 0.0f));
+          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F);
+          for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + g1[i];
           continue;
         }
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
-        if (lt_ffn_plain(s)) { /* GELU(up h + b), down, + b */
-          lt_matvec(W[7], h, u1, F, D);
-          for (int64_t i = 0; i < F; ++i) u1[i] = (float)lt_gelu((double)u1[i] + (B[7] ? B[7][i] : 0.0));
-          lt_matvec(W[8], u1, t2, D, F);
-          for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + (B[8] ? B[8][i] : 0.0f);
+        if (lt_ffn_plain(s)) {
+          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F);
+          for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
           continue;
         }
         if (lt_moe_layer(s, l)) {
