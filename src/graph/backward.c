@@ -302,7 +302,8 @@ topos_status tp_backward_qlinear_id(tp_algebra *alg, const tp_rule_args *args, t
     return tp_fail(TOPOS_ERR_DTYPE, "qlinear_id: cannot differentiate through %s experts "
                    "(block-quantized weights are constants; dequantize to f32 to train)",
                    topos_dtype_name(wd->dtype));
-  int64_t T = yd->shape[0], K = yd->shape[1], n = yd->shape[2], k = xd->shape[2];
+  const int64_t T = yd->shape[0], K = yd->shape[1], n = yd->shape[2], k = xd->shape[2];
+  const int shared = xd->shape[1] == 1 && K > 1; /* one input row for all of a token's slots */
   topos_op_attrs pa = tp_attrs_none();
   pa.rank = 3;
   pa.order[0] = 0, pa.order[1] = 2, pa.order[2] = 1;
@@ -311,7 +312,7 @@ topos_status tp_backward_qlinear_id(tp_algebra *alg, const tp_rule_args *args, t
   in3[0] = G, in3[1] = wt, in3[2] = args->inputs[2];
   TP_TRY(alg->apply(alg, TOPOS_OP_QLINEAR_ID, in3, NULL, &dx)); /* [T, K, k] */
   topos_op_attrs ra = tp_attrs_none();
-  if (xd->shape[1] == 1 && K > 1) {
+  if (shared) {
     tp_handle summed;
     topos_op_attrs sa = tp_attrs_axis(1);
     TP_TRY(op1(alg, TOPOS_OP_SUM_ALONG, dx, &sa, &summed));
@@ -326,7 +327,7 @@ topos_status tp_backward_qlinear_id(tp_algebra *alg, const tp_rule_args *args, t
     return TOPOS_OK;
   }
   tp_handle xs = A, g4, x4, outer, flat_ids;
-  if (xd->shape[1] == 1 && K > 1) {
+  if (shared) {
     topos_op_attrs ba = tp_attrs_axis(1);
     ba.length = K;
     tp_handle x2;
