@@ -164,6 +164,14 @@ static inline void lt_check_variant(const lt_model *m, const lt_spec *s, const l
   lt_check_decode(m, V);
 }
 
+/* lt_check_variant on a model of its own, written from s. */
+static inline void lt_check_spec_variant(const lt_spec *s, const lt_spec *without) {
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  if (m.model) lt_check_variant(&m, s, without);
+  lt_close(&m);
+}
+
 /* A chunk a sliding window cuts into: 3 tokens, then 9 in one chunk whose
  * rows see different cached keys (the cache's mask a row per query), against
  * the plain forward with both caches (a chunk after cached keys sums them
