@@ -44,9 +44,7 @@ TEST(llama_qwen3_files) {
   lt_spec q = lt_default_spec();
   q.arch = "qwen3";
   q.head_dim = 128;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
   lt_spec t = s;
   t.layers = 1;
   t.skip_tensor = "blk.0.attn_k_norm.weight";
@@ -73,9 +71,7 @@ TEST(llama_gemma_files) {
   lt_spec q = lt_default_spec();
   q.arch = "gemma";
   q.tied = 1;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
 }
 
 /* gemma2: a window of 5 on layer 0 (layer 1 sees every key), soft caps
@@ -118,9 +114,7 @@ TEST(llama_gemma2_files) {
   q.arch = "gemma2";
   q.tied = 1;
   q.swa = 5;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
   /* the 27B files (46 blocks) scale q by 1 / sqrt(dim / heads), not by the
    * head width (their query_pre_attn_scalar; llama.cpp tells them by the
    * block count): heads of 16 over a dim of 64 with 2 heads */
@@ -197,9 +191,7 @@ TEST(llama_gemma3_files) {
   q.tied = 1;
   q.swa = 5;
   q.swa_pattern = 2;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
 }
 
 TEST(llama_granite_files) {
@@ -226,9 +218,7 @@ TEST(llama_granite_files) {
   lt_spec q = lt_default_spec();
   q.arch = "granite";
   q.residual_scale = 0.22f, q.embedding_scale = 12.0f, q.logit_scale = 8.0f;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
   lt_spec t = s; /* llama.cpp requires logit_scale too */
   t.logit_scale = 0.0f;
   t.layers = 1;
@@ -286,9 +276,7 @@ TEST(llama_olmo2_files) {
   lt_close(&m);
   lt_spec q = lt_default_spec();
   q.arch = "olmo2";
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
   lt_spec t = s;
   t.layers = 1;
   t.bad_tensor = "blk.0.attn_k_norm.weight";
@@ -330,9 +318,7 @@ TEST(llama_mistral3_files) {
   q.arch = "mistral3";
   q.attn_temp_scale = 0.5f;
   q.rope_orig_ctx = 4;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
 }
 
 /* EXAONE 4: 30-block files have no window (even where a key says one); the

@@ -96,6 +96,14 @@ static inline void lt_compare_plain_caches(const lt_model *m, const lt_spec *s, 
   lt_kv = TOPOS_F32;
 }
 
+/* lt_compare_plain_caches on a model of its own, written from s. */
+static inline void lt_compare_plain_caches_of(const lt_spec *s, double bound) {
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  if (m.model) lt_compare_plain_caches(&m, s, bound);
+  lt_close(&m);
+}
+
 /* lt_compare_plain_model on a model of its own, written from s. */
 static inline void lt_compare_plain(const lt_spec *s, topos_numerics num, double bound) {
   lt_model m;

@@ -203,9 +203,7 @@ TEST(llama_partial_rotary) {
   lt_spec q = lt_default_spec(); /* quantized, both caches */
   q.arch = "qwen3";
   q.rope_dim = 16;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
   lt_spec bad = lt_f32_spec();
   bad.layers = 1;
   bad.rope_dim = 30 + 1;
@@ -327,9 +325,7 @@ TEST(llama_qwen2_files) {
   q.arch = "qwen2";
   q.biases = 1;
   q.tied = 1;
-  CHECK_OK(lt_open(&q, &m));
-  lt_compare_plain_caches(&m, &q, 3e-2);
-  lt_close(&m);
+  lt_compare_plain_caches_of(&q, 3e-2);
   /* its biases are not optional */
   lt_spec missing = s;
   missing.layers = 1;
