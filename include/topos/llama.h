@@ -60,8 +60,8 @@ typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
                           * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3",
                           * "exaone4", or a mixture of experts: "qwen2moe", "qwen3moe",
-                          * "olmoe", "granitemoe", "ernie4_5-moe" (and "llama" files with
-                          * experts: Mixtral); "ernie4_5";
+                          * "olmoe", "granitemoe", "ernie4_5-moe", "gpt-oss" (and "llama"
+                          * files with experts: Mixtral); "ernie4_5";
                           * LayerNorm files: "starcoder2", "stablelm", "phi2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
@@ -121,6 +121,12 @@ typedef struct topos_llama_config {
   int64_t n_dense_lead;   /* leading_dense_block_count: the first blocks keep a dense feed-forward */
   int64_t moe_step;       /* interleave_moe_layer_step: past those, block l is a mixture where
                            * (l + 1) % moe_step == 0 (absent: 1, every block) */
+  int experts_oai;        /* gpt-oss's experts: the router's logits (plus its bias) rank the
+                           * experts and a softmax over the chosen ones weighs them; each expert
+                           * has gate, up and down biases, and its activation is
+                           * min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1) */
+  int attn_sinks;         /* 1: each head's softmax has one more logit, attn_sinks[head], that
+                           * takes a share of the probability but adds no value (gpt-oss) */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */

@@ -227,6 +227,38 @@ static topos_status tp_llama_layer_gate_up(topos_llama *m, int64_t l, tp_llama_l
   return st;
 }
 
+/* gpt-oss's router bias and each expert's gate, up and down biases (GGUF
+ * extents {out, experts}: tables [experts, out] whose rows the chosen
+ * experts' ids pick), f32 for the graph's gather. A token reads its
+ * experts' rows only, so only those count as its bytes. */
+static topos_status tp_llama_layer_expert_biases(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  topos_llama_config *c = &m->config;
+  const int64_t E = c->n_experts, D = c->dim, F = c->ff_expert;
+  char name[64];
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_inp.bias", l);
+  TP_TRY(tp_llama_weight(m, name, E, 0, 0, &L->gate_inp_b));
+  const struct {
+    const char *suffix;
+    int64_t n;
+    topos_tensor **out;
+  } parts[3] = {{"ffn_gate_exps", F, &L->gate_exps_b}, {"ffn_up_exps", F, &L->up_exps_b},
+                {"ffn_down_exps", D, &L->down_exps_b}};
+  for (int i = 0; i < 3; ++i) {
+    snprintf(name, sizeof name, "blk.%" PRId64 ".%s.bias", l, parts[i].suffix);
+    const uint64_t before = c->weight_bytes;
+    TP_TRY(tp_llama_weight(m, name, parts[i].n, E, 0, parts[i].out));
+    c->weight_bytes = before + (c->weight_bytes - before) / (uint64_t)E * (uint64_t)c->n_experts_used;
+    if (topos_tensor_dtype(*parts[i].out) != TOPOS_F32) {
+      topos_tensor *f = NULL;
+      topos_status st = topos_tensor_convert(*parts[i].out, TOPOS_F32, &f);
+      topos_tensor_release(*parts[i].out);
+      *parts[i].out = f;
+      if (st != TOPOS_OK) return tp_fail_context(st, "llama: tensor %s", name);
+    }
+  }
+  return TOPOS_OK;
+}
+
 /* A mixture's feed-forward: the router, the experts' three weights (GGUF
  * extents {in, out, experts}) and the shared expert where the file has one
  * (in w_gate / w_up / w_down: it is a dense feed-forward of ff_shared),
@@ -252,6 +284,7 @@ static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_l
   }
   snprintf(name, sizeof name, "blk.%" PRId64 ".exp_probs_b.bias", l);
   TP_TRY(tp_llama_weight(m, name, E, 0, 1, &L->exp_probs_b));
+  if (c->experts_oai) TP_TRY(tp_llama_layer_expert_biases(m, l, L));
   if (L->gate_inp_shexp) { /* a vector, read as a one-row product */
     const int64_t row[2] = {1, D};
     topos_tensor *r = NULL;
@@ -335,7 +368,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
-    if (c->pre_norms && !c->parallel_residual) TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+    if (flags & TP_ARCH_OAI) /* gpt-oss names its feed-forward's norm so */
+      TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
+    else if (c->pre_norms && !c->parallel_residual)
+      TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+    if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
     if (c->layer_norm && !c->parallel_residual) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);
     if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
@@ -442,7 +479,8 @@ void topos_llama_free(topos_llama *m) {
                              L->w_down, L->w_attn_in, L->w_ffn_in, L->bq, L->bk, L->bv, L->bo,
                              L->b_gate, L->b_up, L->b_down, L->q_norm, L->k_norm, L->post_attn_norm,
                              L->post_ffn_norm, L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
-                             L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b};
+                             L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b,
+                             L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

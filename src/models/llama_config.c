@@ -218,6 +218,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"stablelm", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"phi2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    /* the window's key is required (default -1), as llama.cpp reads these files */
+    {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI, 2, -1, 2, 0,
+     TP_SWA_ROPE_SAME, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -274,6 +277,8 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
   if (a->window_blocks) c->n_swa = c->n_layers == a->window_blocks ? 4096 : 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &c->n_swa, &present));
   if (a->window_blocks && c->n_layers != a->window_blocks) c->n_swa = 0; /* the key notwithstanding */
+  if (c->n_swa < 0)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing (%s files have a window)", kb, a->name);
   *period = a->period;
   if (c->n_swa == 0) return TOPOS_OK;
   TP_TRY(tp_llama_window_list(m, TP_K("attention.sliding_window_pattern"), &listed));
@@ -364,6 +369,10 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   }
   if ((c->n_dense_lead > 0 || c->moe_step > 1) && c->ff == 0)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's dense blocks need feed_forward_length", a->name);
+  /* gpt-oss: its own router and activation, whatever expert_gating_func
+   * says (llama.cpp's graph for it fixes both) */
+  c->experts_oai = (a->flags & TP_ARCH_OAI) != 0;
+  if (c->experts_oai) return TOPOS_OK;
   int64_t gating = 1;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
   if (gating != 1)
@@ -400,6 +409,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->layer_norm = (a->flags & TP_ARCH_LAYER_NORM) != 0;
   c->ffn_plain = (a->flags & TP_ARCH_FFN_PLAIN) != 0;
   c->parallel_residual = (a->flags & TP_ARCH_PARALLEL) != 0;
+  c->attn_sinks = (a->flags & TP_ARCH_OAI) != 0;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));

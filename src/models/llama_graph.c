@@ -205,23 +205,58 @@ static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
  * feed-forward (qlinear_id: a token's rows through its experts), and the
  * weighted sum in rank order (slot 0, the router's first choice, first).
  * Every step is per token, so decoding keeps the full-context bits. */
+/* y [T, K, n] plus row ids[t, k] of the experts' bias table [E, n] (NULL: y) */
+static topos_sym tp_expert_bias(tp_rec *r, topos_sym y, topos_tensor *table, topos_sym ids) {
+  if (!table) return y;
+  const int64_t T = r->T, K = r->c->n_experts_used, n = topos_tensor_shape(table)[1];
+  topos_sym rows = topos_tape_gather(r->t, tp_const(r, table), tp_reshape(r, ids, 1, T * K, 0, 0, 0));
+  return topos_tape_add(r->t, y, tp_reshape(r, rows, 3, T, K, n, 0));
+}
+
+/* min(v, hi) as -max(-v, -hi) (the op table has maximum only) */
+static topos_sym tp_min_const(tp_rec *r, topos_sym v, float hi) {
+  topos_tape *t = r->t;
+  return topos_tape_neg(t, topos_tape_maximum(t, topos_tape_neg(t, v), topos_tape_fill_like(t, v, -hi)));
+}
+
+/* gpt-oss's activation: g' = min(g, 7), u' = clamp(u, -7, 7),
+ * g' sigmoid(1.702 g') (u' + 1) (llama.cpp's swiglu_oai) */
+static topos_sym tp_swiglu_oai(tp_rec *r, topos_sym gate, topos_sym up) {
+  topos_tape *t = r->t;
+  const float limit = 7.0f, alpha = 1.702f;
+  topos_sym g = tp_min_const(r, gate, limit);
+  topos_sym u = tp_min_const(r, topos_tape_maximum(t, up, topos_tape_fill_like(t, up, -limit)), limit);
+  topos_sym glu = topos_tape_mul(t, g, topos_tape_sigmoid(t, tp_scale(r, g, alpha)));
+  return topos_tape_mul(t, glu, topos_tape_add(t, u, topos_tape_fill_like(t, u, 1.0)));
+}
+
 static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, K = c->n_experts_used, D = c->dim;
-  topos_sym probs = topos_tape_softmax(t, topos_tape_qlinear(t, h, tp_const(r, L->gate_inp)), 1);
-  topos_sym rank = probs; /* exp_probs_b: a bias that moves the choice, not the weights */
-  if (L->exp_probs_b) rank = topos_tape_add(t, probs, topos_tape_broadcast_along(t, tp_const(r, L->exp_probs_b), 0, T));
-  topos_sym ids = topos_tape_top_k(t, rank, K); /* [T, K] */
-  topos_sym w = topos_tape_gather(t, probs, ids);
+  topos_sym logits = tp_bias(r, topos_tape_qlinear(t, h, tp_const(r, L->gate_inp)), L->gate_inp_b, T);
+  topos_sym ids, w;
+  if (c->experts_oai) { /* the logits rank; a softmax over the chosen ones weighs */
+    ids = topos_tape_top_k(t, logits, K);
+    w = topos_tape_softmax(t, topos_tape_gather(t, logits, ids), 1);
+  } else {
+    topos_sym probs = topos_tape_softmax(t, logits, 1);
+    topos_sym rank = probs; /* exp_probs_b: a bias that moves the choice, not the weights */
+    if (L->exp_probs_b)
+      rank = topos_tape_add(t, probs, topos_tape_broadcast_along(t, tp_const(r, L->exp_probs_b), 0, T));
+    ids = topos_tape_top_k(t, rank, K); /* [T, K] */
+    w = topos_tape_gather(t, probs, ids);
+  }
   if (c->experts_norm)
     w = topos_tape_div(t, w, topos_tape_broadcast_along(t, topos_tape_sum_along(t, w, 1), 1, K));
   w = tp_scale(r, w, c->experts_scale);
   topos_sym x3 = tp_reshape(r, h, 3, T, 1, D, 0);
-  topos_sym gate = topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids);
-  topos_sym up = topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids);
-  topos_sym act = topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
-  topos_sym y = topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids); /* [T, K, D] */
+  topos_sym gate = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
+  topos_sym up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
+  topos_sym act = c->experts_oai ? tp_swiglu_oai(r, gate, up)
+                                 : topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
+  topos_sym y = tp_expert_bias(r, topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids), L->down_exps_b,
+                               ids); /* [T, K, D] */
   topos_sym wb = topos_tape_broadcast_along(t, w, 2, D);
   return tp_reshape(r, topos_tape_sum_along(t, topos_tape_mul(t, y, wb), 1), 2, T, D, 0, 0);
 }
@@ -318,6 +353,13 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     q = tp_reshape(r, tp_permute(r, tp_reshape(r, q, 4, T, KVH, G, hd), 4, 1, 2, 0, 3), 3, KVH,
                    G * T, hd, 0);
     topos_sym o;
+    /* attention sinks: one more logit per row, its head's, whose share of
+     * the softmax goes nowhere: [KVH, G*T, 1] in the rows' order */
+    topos_sym sink = TOPOS_SYM_INVALID;
+    if (L->attn_sinks)
+      sink = tp_reshape(r, topos_tape_broadcast_along(t, tp_reshape(r, tp_const(r, L->attn_sinks), 2, KVH, G, 0, 0), 2, T),
+                        3, KVH, G * T, 1, 0);
+    const size_t with_sink = L->attn_sinks ? 1 : 0;
     if (kvt == TOPOS_F32) {
       topos_sym kT = tp_permute(r, k, 3, 1, 2, 0, 0); /* [KVH, hd, T] */
       topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_matmul(t, q, kT), cap), mask_n);
@@ -326,11 +368,15 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym kc = topos_tape_narrow(t, g->k_cache[l], 2, 0, S);
         topos_sym vc = topos_tape_narrow(t, g->v_cache[l], 1, 0, S);
         topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_matmul(t, q, kc), cap), mask_c);
-        topos_sym parts[2] = {s_c, s_n};
+        topos_sym parts[3] = {s_c, s_n, sink};
         topos_sym p =
-            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
+            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 2), 2));
         topos_sym p_c = topos_tape_narrow(t, p, 2, 0, S), p_n = topos_tape_narrow(t, p, 2, S, T);
         o = topos_tape_add(t, topos_tape_matmul(t, p_c, vc), topos_tape_matmul(t, p_n, vT));
+      } else if (with_sink) { /* nothing cached yet: the chunk's own keys and the sink */
+        topos_sym parts[2] = {s_n, sink};
+        topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
+        o = topos_tape_matmul(t, topos_tape_narrow(t, p, 2, 0, T), vT);
       } else { /* nothing cached yet: the chunk's own keys only */
         o = topos_tape_matmul(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 2)), vT);
       }
@@ -342,9 +388,13 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym vn = topos_tape_transpose(
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
         topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kn), cap), mask_n_rows);
+        topos_sym sink_h = with_sink ? tp_reshape(r, topos_tape_narrow(t, sink, 0, kh, 1), 2, G * T, 1, 0, 0)
+                                     : TOPOS_SYM_INVALID;
         if (!cached) {
-          topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 1));
-          heads[kh] = topos_tape_qlinear(t, p, vn);
+          topos_sym parts[2] = {s_n, sink_h};
+          topos_sym all = with_sink ? topos_tape_concat(t, 2, parts, 1) : s_n;
+          topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, all, 1));
+          heads[kh] = topos_tape_qlinear(t, with_sink ? topos_tape_narrow(t, p, 1, 0, T) : p, vn);
           continue;
         }
         topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 1, 0, S);
@@ -352,9 +402,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
         vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
         topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kc), cap), mask_c_rows);
-        topos_sym parts[2] = {s_c, s_n};
+        topos_sym parts[3] = {s_c, s_n, sink_h};
         topos_sym p =
-            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 1), 1));
+            topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 1), 1));
         topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, T);
         heads[kh] =
             topos_tape_add(t, topos_tape_qlinear(t, p_c, vc), topos_tape_qlinear(t, p_n, vn));

@@ -34,6 +34,8 @@ enum {
   TP_ARCH_FFN_PLAIN = 1 << 21,    /* ffn_up, GELU, ffn_down: no gate */
   TP_ARCH_PARALLEL = 1 << 22,     /* no ffn_norm: attention and feed-forward read one norm (phi2) */
   TP_ARCH_MOE_LAYERS = 1 << 23,   /* leading_dense_block_count, interleave_moe_layer_step (ernie4_5-moe) */
+  TP_ARCH_OAI = 1 << 24,          /* gpt-oss: attention sinks, post_attention_norm as the feed-forward's
+                                   * norm, the experts' biases, router and activation (experts_oai) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -57,6 +59,10 @@ typedef struct tp_llama_layer {
   topos_tensor *gate_inp_shexp;              /* f32 [1, dim]: qwen2moe's shared-expert gate */
   topos_tensor *exp_probs_b;                 /* f32 [n_experts]: added to the probabilities to choose
                                               * the experts, not to weigh them (exp_probs_b.bias), or NULL */
+  topos_tensor *gate_inp_b;                  /* f32 [n_experts]: the router's bias (experts_oai), or NULL */
+  topos_tensor *gate_exps_b, *up_exps_b, *down_exps_b; /* f32 [n_experts, ff_expert] / [n_experts, dim]:
+                                              * each expert's biases (experts_oai), or NULL */
+  topos_tensor *attn_sinks;                  /* f32 [n_heads] (config.attn_sinks), or NULL */
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
   topos_tensor *b_gate, *b_up, *b_down;      /* f32 feed-forward biases or NULL */
   /* Weights the file lays out back to back in one type, joined into one

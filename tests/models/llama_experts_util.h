@@ -9,7 +9,8 @@
 /* an expert's width: the key where written, else qwen2moe / qwen3moe ff /
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
-  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe")) return s->ff;
+  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s))
+    return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
 
@@ -76,8 +77,10 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
   } while (0)
   /* the router's logits spread by ~1.5: the ranks stand clear of rounding */
   LT_E("ffn_gate_inp.weight", TOPOS_F32, D, E, 0, 0.1);
-  LT_E("ffn_gate_exps.weight", ty[LT_GATE], D, F, E, 0.08);
-  LT_E("ffn_up_exps.weight", ty[LT_UP], D, F, E, 0.08);
+  /* gpt-oss: gate and up values of ~6, so its clamps at 7 act on many of them */
+  const double in_scale = lt_oai(s) ? 0.4 : 0.08;
+  LT_E("ffn_gate_exps.weight", ty[LT_GATE], D, F, E, in_scale);
+  LT_E("ffn_up_exps.weight", ty[LT_UP], D, F, E, in_scale);
   LT_E("ffn_down_exps.weight", ty[LT_DOWN], F, D, E, 0.08);
   if (S > 0) {
     LT_E("ffn_gate_shexp.weight", ty[LT_GATE], D, S, 0, 0.08);
@@ -86,6 +89,12 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
   }
   if (lt_arch_is(s, "qwen2moe")) LT_E("ffn_gate_inp_shexp.weight", TOPOS_F32, D, 0, 0, 0.1);
   if (s->probs_bias) LT_E("exp_probs_b.bias", TOPOS_F32, E, 0, 0, 0.3); /* moves the choice by ~1 logit */
+  if (lt_oai(s)) { /* the router's bias, each expert's gate, up and down biases */
+    LT_E("ffn_gate_inp.bias", TOPOS_F32, E, 0, 0, 0.5);
+    LT_E("ffn_gate_exps.bias", TOPOS_F32, F, E, 0, 1.0);
+    LT_E("ffn_up_exps.bias", TOPOS_F32, F, E, 0, 1.0);
+    LT_E("ffn_down_exps.bias", TOPOS_F32, D, E, 0, 0.3);
+  }
 #undef LT_E
   return st;
 }
@@ -95,18 +104,22 @@ typedef struct lt_experts {
   float *router, *gate, *up, *down; /* [E, D], [E, F, D], [E, F, D], [E, D, F] */
   float *sgate, *sup, *sdown, *sgi; /* shared [S, D], [S, D], [D, S]; qwen2moe's gate [D] */
   float *bias;                      /* exp_probs_b [E]: moves the choice */
+  float *rbias, *bgate, *bup, *bdown; /* gpt-oss: router [E], experts' [E, F], [E, F], [E, D] */
 } lt_experts;
 
 static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt_experts *x) {
   memset(x, 0, sizeof *x);
-  const char *names[9] = {"ffn_gate_inp.weight",   "ffn_gate_exps.weight",  "ffn_up_exps.weight",
-                          "ffn_down_exps.weight",  "ffn_gate_shexp.weight", "ffn_up_shexp.weight",
-                          "ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight", "exp_probs_b.bias"};
-  float **slots[9] = {&x->router, &x->gate, &x->up, &x->down, &x->sgate, &x->sup, &x->sdown, &x->sgi, &x->bias};
-  for (int i = 0; i < 9; ++i) {
+  const char *names[13] = {"ffn_gate_inp.weight",   "ffn_gate_exps.weight",  "ffn_up_exps.weight",
+                           "ffn_down_exps.weight",  "ffn_gate_shexp.weight", "ffn_up_shexp.weight",
+                           "ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight", "exp_probs_b.bias",
+                           "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"};
+  float **slots[13] = {&x->router, &x->gate, &x->up,    &x->down,  &x->sgate, &x->sup,  &x->sdown,
+                       &x->sgi,    &x->bias, &x->rbias, &x->bgate, &x->bup,   &x->bdown};
+  for (int i = 0; i < 13; ++i) {
     if (i >= 4 && i < 7 && lt_ff_shared(s) == 0) continue;
     if (i == 7 && !lt_arch_is(s, "qwen2moe")) continue;
     if (i == 8 && !s->probs_bias) continue;
+    if (i >= 9 && !lt_oai(s)) continue;
     char n[64];
     snprintf(n, sizeof n, "blk.%d.%s", (int)l, names[i]);
     *slots[i] = lt_deq(g, n);
@@ -118,6 +131,7 @@ static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt
 static inline void lt_experts_free(lt_experts *x) {
   free(x->router), free(x->gate), free(x->up), free(x->down);
   free(x->sgate), free(x->sup), free(x->sdown), free(x->sgi), free(x->bias);
+  free(x->rbias), free(x->bgate), free(x->bup), free(x->bdown);
 }
 
 /* out[D] += SwiGLU feed-forward of h through [F, D] gate / up and [D, F] down, times w */
@@ -136,6 +150,28 @@ static inline void lt_swiglu_add(const float *gate, const float *up, const float
   free(g), free(u), free(y);
 }
 
+/* gpt-oss's expert: g = gate h + bg, u = up h + bu, g' = min(g, 7),
+ * u' = clamp(u, -7, 7), out[D] += w (down (g' sigmoid(1.702 g') (u' + 1)) + bd) */
+static inline void lt_oai_expert_add(const lt_spec *s, const lt_experts *x, int64_t e, const float *h, int64_t D,
+                                     int64_t F, double w, float *out) {
+  const double nb = lt_without(s, "expert biases") ? 0.0 : 1.0, lim = lt_without(s, "clamp") ? INFINITY : 7.0;
+  float *g = malloc((size_t)F * 4), *u = malloc((size_t)F * 4), *y = malloc((size_t)D * 4);
+  if (!g || !u || !y) {
+    free(g), free(u), free(y);
+    return;
+  }
+  lt_matvec(x->gate + e * F * D, h, g, F, D);
+  lt_matvec(x->up + e * F * D, h, u, F, D);
+  for (int64_t i = 0; i < F; ++i) {
+    const double a = fmin((double)g[i] + nb * x->bgate[e * F + i], lim);
+    const double b = fmax(-lim, fmin((double)u[i] + nb * x->bup[e * F + i], lim));
+    g[i] = (float)(a / (1.0 + exp(-1.702 * a)) * (b + 1.0));
+  }
+  lt_matvec(x->down + e * D * F, g, y, D, F);
+  for (int64_t i = 0; i < D; ++i) out[i] += (float)(w * ((double)y[i] + nb * x->bdown[e * D + i]));
+  free(g), free(u), free(y);
+}
+
 /* out[D] = the mixture's feed-forward of h */
 static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const float *h, float *out) {
   const int64_t D = s->dim, E = s->experts, K = s->experts_used, F = lt_ff_expert(s), S = lt_ff_shared(s);
@@ -150,6 +186,21 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
     for (int64_t i = 0; i < D; ++i) z += (double)x->router[e * D + i] * h[i];
     p[e] = z;
     if (z > peak) peak = z;
+  }
+  if (lt_oai(s)) { /* gpt-oss: biased logits rank, a softmax over the chosen weighs */
+    double z[256];
+    for (int64_t e = 0; e < E; ++e) z[e] = (float)(p[e] + x->rbias[e]);
+    memset(out, 0, (size_t)D * 4);
+    double zmax = -INFINITY, zsum = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      int best = -1;
+      for (int64_t e = 0; e < E; ++e)
+        if (!picked[e] && (best < 0 || z[e] > z[best])) best = (int)e;
+      picked[best] = 1, order[j] = best, zmax = fmax(zmax, z[best]);
+    }
+    for (int64_t j = 0; j < K; ++j) zsum += exp(z[order[j]] - zmax);
+    for (int64_t j = 0; j < K; ++j) lt_oai_expert_add(s, x, order[j], h, D, F, exp(z[order[j]] - zmax) / zsum, out);
+    return;
   }
   for (int64_t e = 0; e < E; ++e) sum += (p[e] = exp(p[e] - peak));
   for (int64_t e = 0; e < E; ++e) p[e] /= sum;

@@ -62,6 +62,8 @@ typedef struct lt_spec {
   int probs_bias;          /* the mixtures' blocks have exp_probs_b.bias */
   int plain_rms;           /* the plain forward takes RMSNorm where the file has LayerNorm
                             * (a lt_check_variant `without`) */
+  const char *plain_without; /* the plain forward leaves this gpt-oss feature out ("sinks",
+                              * "expert biases", "clamp"; a lt_check_variant `without`) */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -90,6 +92,13 @@ static inline int lt_parallel(const lt_spec *s) { return lt_arch_is(s, "phi2"); 
 static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
 
 
+/* gpt-oss: attention sinks, post_attention_norm as the feed-forward's norm,
+ * the experts' biases, router and activation (llama_experts_util.h) */
+static inline int lt_oai(const lt_spec *s) { return lt_arch_is(s, "gpt-oss"); }
+static inline int lt_without(const lt_spec *s, const char *feature) {
+  return s->plain_without && strcmp(s->plain_without, feature) == 0;
+}
+
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
 
@@ -99,7 +108,7 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
 static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_layer_norm(s);
+         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_layer_norm(s) || lt_oai(s);
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -116,7 +125,7 @@ static inline int lt_own_keys(const lt_spec *s) {
 static inline int64_t lt_window(const lt_spec *s) {
   if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
-  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2")) return s->swa > 0 ? s->swa : 0;
+  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
   return 0;
 }
@@ -126,7 +135,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (lt_phi3(s)) return 1;
   if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
   const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
-                    : lt_arch_is(s, "gemma2")                        ? 2
+                    : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
                     : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ? 4
                                                                      : 6;
   return p <= 1 || l % p < p - 1;
@@ -291,7 +300,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_string(w, lt_k(kb, s, "rope.scaling.type"), s->rope_type ? s->rope_type : "linear"));
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
-  if ((lt_phi3(s) && s->swa >= 0) || ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4")) && s->swa > 0))
+  if ((lt_phi3(s) && s->swa >= 0) ||
+      ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s)) && s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window_pattern"), (uint32_t)s->swa_pattern));
@@ -400,7 +410,11 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
     if (pre_norms && !lt_parallel(s)) {
-      LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      if (lt_oai(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      else LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
+    }
+    if (lt_oai(s)) {
+      LT_W("attn_sinks.weight", TOPOS_F32, s->heads, 0, 0);
     }
     if (lt_layer_norm(s) && !lt_parallel(s)) {
       LT_W("ffn_norm.bias", TOPOS_F32, s->dim, 0, 0);
@@ -571,8 +585,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
   float *(*LW)[9] = calloc((size_t)s->layers, sizeof *LW), *(*LB)[9] = calloc((size_t)s->layers, sizeof *LB);
-  /* q, k norms [hd] and post-attention, post-feed-forward norms [D], where the file has them */
-  float *(*LN)[4] = calloc((size_t)s->layers, sizeof *LN);
+  /* q, k norms [hd], post-attention, post-feed-forward norms [D] and sinks [H], where the file has them */
+  float *(*LN)[5] = calloc((size_t)s->layers, sizeof *LN);
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
   float *(*LNB)[2] = calloc((size_t)s->layers, sizeof *LNB); /* LayerNorm biases: attn_norm, ffn_norm */
   int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LNB &&
@@ -591,7 +605,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_parallel(s))) continue;
-      const char *name = fused_qkv && i == 1 ? "attn_qkv" : fused && i == 6 ? "ffn_up" : names[i];
+      const char *name = fused_qkv && i == 1 ? "attn_qkv"
+                         : fused && i == 6  ? "ffn_up"
+                         : lt_oai(s) && i == 5 ? "post_attention_norm" /* gpt-oss's name for it */
+                                            : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
@@ -601,9 +618,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
     }
-    const char *norms[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"};
-    for (int i = 0; i < 4; ++i) {
-      if (!(i < 2 ? lt_qk_norm(s) : lt_post_norms(s))) continue;
+    const char *norms[5] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm", "attn_sinks"};
+    for (int i = 0; i < 5; ++i) {
+      if (!(i < 2 ? lt_qk_norm(s) : i < 4 ? lt_post_norms(s) : lt_oai(s))) continue;
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
       LN[l][i] = lt_deq(g, n);
       if (!LN[l][i]) ok = 0;
@@ -701,7 +718,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             att[j] = (float)sc;
             if (att[j] > mx) mx = att[j];
           }
-          double sum = 0;
+          /* gpt-oss's sink: one more logit in the softmax, no value */
+          const float *sink = lt_without(s, "sinks") ? NULL : LN[l][4];
+          if (sink && sink[head] > mx) mx = sink[head];
+          double sum = sink ? exp((double)sink[head] - mx) : 0.0;
           for (int64_t j = 0; j <= p; ++j) sum += exp((double)att[j] - mx);
           for (int64_t i = 0; i < hd; ++i) {
             double acc = 0;
@@ -760,7 +780,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   for (int64_t l = 0; l < s->layers && LW && LB; ++l) {
     for (int i = 0; i < 9; ++i) free(LW[l][i]);
     for (int i = 0; i < 9; ++i) free(LB[l][i]);
-    for (int i = 0; LN && i < 4; ++i) free(LN[l][i]);
+    for (int i = 0; LN && i < 5; ++i) free(LN[l][i]);
     if (LX) lt_experts_free(&LX[l]);
     if (LNB) free(LNB[l][0]), free(LNB[l][1]);
   }
