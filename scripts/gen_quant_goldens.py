@@ -4,7 +4,7 @@
 Two independent references produce the expected bytes and floats:
 
   * gguf-py (PyPI package `gguf`, module gguf.quants): quantizes F16 (numpy),
-    BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and dequantizes those plus Q2_K..Q6_K.
+    BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and dequantizes those plus Q2_K..Q6_K.
   * ggml's own C reference (src/ggml-quants.c: quantize_row_*_ref,
     dequantize_row_*; src/ggml-cpu/quants.c: ggml_vec_dot_*_generic), compiled
     here from a ggml checkout into a temporary shared library and called via
@@ -62,16 +62,22 @@ FORMATS = [
     ("q5_K", 256, 176, False, True),
     ("q6_K", 256, 210, False, True),
     ("q8_K", 256, 292, False, False),
+    ("mxfp4", 32, 17, True, True),
 ]
 GGUF_TYPE = {"f16": QT.F16, "bf16": QT.BF16, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "q5_0": QT.Q5_0,
              "q5_1": QT.Q5_1, "q8_0": QT.Q8_0, "q2_K": QT.Q2_K, "q3_K": QT.Q3_K,
-             "q4_K": QT.Q4_K, "q5_K": QT.Q5_K, "q6_K": QT.Q6_K}
+             "q4_K": QT.Q4_K, "q5_K": QT.Q5_K, "q6_K": QT.Q6_K, "mxfp4": QT.MXFP4}
 # weight type -> activation partner (ggml vec_dot_type)
 PARTNER = {"q4_0": "q8_0", "q5_0": "q8_0", "q8_0": "q8_0", "q4_1": "q8_1", "q5_1": "q8_1",
-           "q2_K": "q8_K", "q3_K": "q8_K", "q4_K": "q8_K", "q5_K": "q8_K", "q6_K": "q8_K"}
+           "q2_K": "q8_K", "q3_K": "q8_K", "q4_K": "q8_K", "q5_K": "q8_K", "q6_K": "q8_K",
+           "mxfp4": "q8_0"}
 # byte offsets of the f16 scale fields, kept finite in the random dequant blocks
 HALF_FIELDS = {"q4_0": [0], "q4_1": [0, 2], "q5_0": [0], "q5_1": [0, 2], "q8_0": [0],
                "q2_K": [80, 82], "q3_K": [108], "q4_K": [0, 2], "q5_K": [0, 2], "q6_K": [208]}
+# MXFP4's E8M0 exponent per block (8 blocks in a row): the denormal scales
+# (0, 1), the smallest normal one, around 2^0, and 254, whose levels 8 and 12
+# overflow to inf; 255 (NaN in the OCP spec) is refused by ggml's validation
+E8M0_EXPONENTS = [0, 1, 2, 119, 127, 128, 140, 254]
 
 # Our own shim: what ggml-quants.c and ggml-cpu/quants.c need from the rest of
 # ggml (an abort hook and the f16 lookup table), plus row converters for f16/bf16.
@@ -171,6 +177,31 @@ def inputs():
     return x
 
 
+def mxfp4_edge_inputs():
+    """One row of 8 MXFP4 blocks where ggml's float -> uint8_t exponent is out
+    of range (undefined in C; the goldens record what ggml's x86-64 build
+    does, which topos defines as its behaviour), and its other edges."""
+    b = np.zeros((8, 32), dtype=np.float32)
+    ramp = np.linspace(-1.0, 1.0, 32, dtype=np.float32)
+    b[0, 0], b[0, 1] = 2.0 ** -149, -(2.0 ** -148)            # denormals: e wraps to 232
+    b[1, :] = ramp * np.float32(2.0 ** -127)                    # amax 2^-127: e wraps to 253
+    b[1, 5] = np.float32(1.5 * 2.0 ** -126)                     # ... to 255 (floor -126)
+    b[2, :] = ramp * np.float32(2.0 ** -125)                    # amax 2^-125: e = 0, in range
+    b[3, :] = ramp
+    b[3, 3] = np.inf                                            # log2f(inf): e = 0
+    b[4, :] = ramp * np.float32(1e-39)
+    b[4, 30] = -np.inf                                          # ... and the rest near 2^-128
+    b[5, :] = ramp * np.float32(3.0)
+    b[5, 0], b[5, 17], b[5, 31] = np.nan, np.nan, np.nan        # NaN: skipped, nibble 0
+    b[6, :] = ramp * np.float32(1e38)
+    b[6, 9], b[6, 20] = np.float32(3.4028235e38), -np.float32(3.4028235e38)  # e = 253: levels 8, 12 are inf
+    b[7, :] = ramp * np.float32(700.0)
+    b[7, 12] = np.float32(1023.9999)                            # log2f rounds up to 10
+    return b.reshape(1, 256)
+
+
+MXFP4_EDGE_GGUF_PY_BLOCKS = [0, 1, 2, 3, 4, 6, 7]  # numpy's max propagates NaN: block 5 differs there
+
 BULK_ROWS = 256    # rows of the hashed bulk test
 
 
@@ -266,6 +297,9 @@ def random_blocks(name, seed):
             elif (v >> 7) & 0xFF == 0xFF:  # bf16: keep finite
                 v &= ~(1 << 14)
             data[o], data[o + 1] = v & 0xFF, v >> 8
+    elif name == "mxfp4":
+        for i, b in enumerate(range(0, nbytes, fmt[2])):
+            data[b] = E8M0_EXPONENTS[i % len(E8M0_EXPONENTS)]
     elif name == "q8_K":
         for b in range(0, nbytes, fmt[2]):
             d = np.float32(((next(g) >> 40) - (1 << 23)) / float(1 << 30))
@@ -357,6 +391,15 @@ def main():
             dots.append((name, full, one))
             report.append("vec_dot    %-5s x %-5s ggml C generic" % (name, partner))
 
+        edge = mxfp4_edge_inputs()
+        edge_q = ggml_quantize(lib, "mxfp4", edge)
+        with np.errstate(all="ignore"):
+            other = gguf_quantize("mxfp4", edge)
+        for blk in MXFP4_EDGE_GGUF_PY_BLOCKS:
+            assert other[17 * blk:17 * (blk + 1)] == edge_q[17 * blk:17 * (blk + 1)], \
+                "mxfp4 edge block %d: gguf-py and ggml C disagree" % blk
+        report.append("edges      mxfp4 ggml C (x86-64), gguf-py agreeing but on the NaN block")
+
     # bulk: hashes of quantized bytes and of per-row dot products
     bulk = bulk_inputs()
     bulk_rev = bulk[::-1].copy()
@@ -437,6 +480,13 @@ def main():
                    % (name, int(np.float32(full).view(np.uint32)),
                       int(np.float32(one).view(np.uint32)), full, one))
     out.append("};")
+    out.append("")
+    out.append("/* MXFP4 edge blocks (mxfp4_edge_inputs() in the script: exponents out of uint8_t range,")
+    out.append(" * infinities, NaNs, FLT_MAX, log2f rounding up) and ggml's bytes for them */")
+    out.append("static const char tg_mxfp4_edge_inputs_hex[] =")
+    out.append(hex_literal(edge.reshape(-1).astype("<f4").tobytes()) + ";")
+    out.append("static const char tg_mxfp4_edge_quantized[] =")
+    out.append(hex_literal(edge_q) + ";")
     out.append("")
     out.append("/* Bulk test: TG_BULK_ROWS rows from the formula in bulk_inputs(); FNV-1a 64 of")
     out.append(" * the quantized bytes and of the f32 bits of the per-row dots (weight row r with")

@@ -10,7 +10,7 @@
  * nearest even after every op; reductions (matmul, sum, sum_along, fold,
  * scatter) accumulate in f32 and round once at the end.
  *
- * Block-quantized types (Q8_0, Q4_K, ...) are storage kinds: their last axis
+ * Block-quantized types (Q8_0, Q4_K, MXFP4, ...) are storage kinds: their last axis
  * is packed in blocks of topos_dtype_block_size() elements and must stay
  * contiguous; outer strides and the offset must be whole blocks. They are read
  * by the quantized products and dequantization, not by elementwise ops.
@@ -65,7 +65,8 @@ extern "C" {
   X(TOPOS_Q8_K, "q8_K", 256, 292, 15, 'q') \
   X(TOPOS_I8, "i8", 1, 1, 24, 'i')      \
   X(TOPOS_I16, "i16", 1, 2, 25, 'i')    \
-  X(TOPOS_I64, "i64", 1, 8, 27, 'i')
+  X(TOPOS_I64, "i64", 1, 8, 27, 'i')     \
+  X(TOPOS_MXFP4, "mxfp4", 32, 17, 39, 'q')
 
 typedef enum topos_dtype {
 #define TOPOS_DTYPE_ENUM_ROW(e, name, be, bb, gg, kind) e,

@@ -8,6 +8,7 @@
  *   Q8_0 x Q8_0:  sumf += (float)isum * (dx*dy)
  *   Q4_0 x Q8_0:  sumf += (float)isum * dx * dy            (left to right)
  *   Q5_0 x Q8_0:  sumf += (dx*dy) * (float)isum
+ *   MXFP4 x Q8_0: sumf += (dy*dx) * (float)isum    (dx = 2^(e-128), the levels doubled E2M1)
  *   Q4_1/Q5_1 x Q8_1: sumf += (dx*dy)*(float)isum + mx*sy   (sy: Q8_1's s)
  *   Q2_K x Q8_K:  per super-block sumf += (dy*d)*(float)isum - (dy*dmin)*(float)summs
  *     with isum = sum_j sc_j * sum(q8*q2) and summs = sum_j bsums_j * m_j.
@@ -41,8 +42,9 @@ TP_DEFINE_FLOAT_DOT(f16, uint16_t, topos_f16_to_f32)
 TP_DEFINE_FLOAT_DOT(bf16, uint16_t, topos_bf16_to_f32)
 #undef TP_DEFINE_FLOAT_DOT
 
-/* ---- legacy 32-element formats: integer levels of one weight block, with
- * the symmetric formats' bias removed (Q4_0: q-8, Q5_0: q-16). */
+/* ---- 32-element formats: integer levels of one weight block, with the
+ * symmetric formats' bias removed (Q4_0: q-8, Q5_0: q-16; MXFP4: its
+ * doubled E2M1 values). */
 static int tp_dot_i32(const int *w, const int8_t *a, int n) {
   int sum = 0;
   for (int j = 0; j < n; ++j) sum += w[j] * a[j];
@@ -59,7 +61,14 @@ static void tp_biased(int q[TP_QK], int bias) {
 #define TP_LEGACY_INTS_q5_0(b, q) (tp_legacy_levels((b).qs, (b).qh, q), tp_biased(q, 16))
 #define TP_LEGACY_INTS_q4_1(b, q) tp_legacy_levels((b).qs, NULL, q)
 #define TP_LEGACY_INTS_q5_1(b, q) tp_legacy_levels((b).qs, (b).qh, q)
+#define TP_LEGACY_INTS_mxfp4(b, q) tp_mxfp4_levels((b).qs, q)
 #define TP_LEGACY_INTS(suffix, b, q) TP_LEGACY_INTS_##suffix(b, q)
+
+/* The weight block's scale as f32: an f16 d, or MXFP4's E8M0 exponent. */
+#define TP_WEIGHT_SCALE_q8_0(b) tp_h2f((b).d)
+#define TP_WEIGHT_SCALE_q4_0(b) tp_h2f((b).d)
+#define TP_WEIGHT_SCALE_q5_0(b) tp_h2f((b).d)
+#define TP_WEIGHT_SCALE_mxfp4(b) tp_e8m0_half((b).e)
 
 /* Symmetric weights (partner Q8_0). COMBINE(isum, dx, dy) is ggml's order. */
 #define TP_DEFINE_SYMMETRIC_DOT(suffix, COMBINE)                                          \
@@ -73,7 +82,7 @@ static void tp_biased(int q[TP_QK], int bias) {
       memcpy(&ab, (const uint8_t *)activations + i * (int64_t)sizeof ab, sizeof ab);     \
       TP_LEGACY_INTS(suffix, wb, ints);                                                  \
       const int isum = tp_dot_i32(ints, ab.qs, TP_QK);                                   \
-      const float dx = tp_h2f(wb.d), dy = tp_h2f(ab.d);                                  \
+      const float dx = TP_WEIGHT_SCALE_##suffix(wb), dy = tp_h2f(ab.d);                  \
       sumf += COMBINE((float)isum, dx, dy);                                              \
     }                                                                                    \
     return sumf;                                                                         \
@@ -81,9 +90,11 @@ static void tp_biased(int q[TP_QK], int bias) {
 #define TP_COMBINE_Q8_0(s, dx, dy) ((s) * ((dx) * (dy)))
 #define TP_COMBINE_Q4_0(s, dx, dy) ((s) * (dx) * (dy))
 #define TP_COMBINE_Q5_0(s, dx, dy) (((dx) * (dy)) * (s))
+#define TP_COMBINE_MXFP4(s, dx, dy) (((dy) * (dx)) * (s))
 TP_DEFINE_SYMMETRIC_DOT(q8_0, TP_COMBINE_Q8_0)
 TP_DEFINE_SYMMETRIC_DOT(q4_0, TP_COMBINE_Q4_0)
 TP_DEFINE_SYMMETRIC_DOT(q5_0, TP_COMBINE_Q5_0)
+TP_DEFINE_SYMMETRIC_DOT(mxfp4, TP_COMBINE_MXFP4)
 #undef TP_DEFINE_SYMMETRIC_DOT
 
 /* Weights with a minimum (partner Q8_1, whose s = d*sum(q) carries the min term). */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "quant/mxfp4.h"
 #include "topos/quant.h"
 #include "topos/tensor.h"
 
@@ -97,6 +98,12 @@ typedef struct tp_block_q8_K {
   int16_t bsums[TP_QK_K / 16]; /* sum of each 16 consecutive qs */
 } tp_block_q8_K;
 
+/* MXFP4: an E8M0 exponent, no f16 field (quant/mxfp4.h) */
+typedef struct tp_block_mxfp4 {
+  uint8_t e;
+  uint8_t qs[TP_QK / 2]; /* byte j: element j low nibble, element j+16 high nibble */
+} tp_block_mxfp4;
+
 #define TP_CHECK_BLOCK(type, dtype)                                                     \
   _Static_assert(sizeof(type) == TP_BLOCK_BYTES_##dtype, #type " size differs from the " \
                                                                 "dtype table");         \
@@ -114,6 +121,7 @@ TP_CHECK_BLOCK(tp_block_q4_K, TOPOS_Q4_K);
 TP_CHECK_BLOCK(tp_block_q5_K, TOPOS_Q5_K);
 TP_CHECK_BLOCK(tp_block_q6_K, TOPOS_Q6_K);
 TP_CHECK_BLOCK(tp_block_q8_K, TOPOS_Q8_K);
+TP_CHECK_BLOCK(tp_block_mxfp4, TOPOS_MXFP4);
 #undef TP_CHECK_BLOCK
 
 /* ---- per-format kernels. `blocks` counts whole blocks; buffers hold
@@ -144,7 +152,8 @@ typedef float (*tp_vec_dot_fn)(int64_t blocks, const void *weights, const void *
   X(TOPOS_Q4_K, q4_K, TOPOS_Q8_K, tp_vec_dot_q4_K)            \
   X(TOPOS_Q5_K, q5_K, TOPOS_Q8_K, tp_vec_dot_q5_K)            \
   X(TOPOS_Q6_K, q6_K, TOPOS_Q8_K, tp_vec_dot_q6_K)            \
-  X(TOPOS_Q8_K, q8_K, TOPOS_DTYPE_COUNT, NULL)
+  X(TOPOS_Q8_K, q8_K, TOPOS_DTYPE_COUNT, NULL)                \
+  X(TOPOS_MXFP4, mxfp4, TOPOS_Q8_0, tp_vec_dot_mxfp4)
 
 #define TP_QUANT_DECLARE_ROW(dtype, suffix, partner, dot)                   \
   void tp_quantize_##suffix(const float *src, void *dst, int64_t blocks);   \
@@ -168,6 +177,7 @@ TP_VEC_DOT_DECLARE(q3_K)
 TP_VEC_DOT_DECLARE(q4_K)
 TP_VEC_DOT_DECLARE(q5_K)
 TP_VEC_DOT_DECLARE(q6_K)
+TP_VEC_DOT_DECLARE(mxfp4)
 #undef TP_VEC_DOT_DECLARE
 
 typedef struct tp_quant_traits {
@@ -270,6 +280,10 @@ static inline void tp_k4_scale_min(int j, const uint8_t *packed, uint8_t *scale,
 /* 4- or 5-bit levels (0..15 / 0..31) of a legacy block in element order;
  * qh NULL for the 4-bit formats. */
 void tp_legacy_levels(const uint8_t qs[TP_QK / 2], const uint8_t *qh, int q[TP_QK]);
+
+/* The 32 levels (tp_mxfp4_level of each nibble) of an MXFP4 block in
+ * element order, shared by dequantization and the dot product. */
+void tp_mxfp4_levels(const uint8_t qs[TP_QK / 2], int q[TP_QK]);
 
 /* Levels of one super-block in element order, shared by dequantization and
  * the dot products: Q2_K 0..3, Q3_K -4..3, Q4_K 0..15 / Q5_K 0..31, Q6_K -32..31. */

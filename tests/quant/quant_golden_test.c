@@ -78,7 +78,7 @@ TEST(quant_golden_dequantize_matches_ggml) {
               (long long)bad, bad >= 0 ? got[bad] : 0.0f, want);
     ++checked;
   }
-  CHECK_EQ_INT(checked, 13); /* every format except Q8_1, which ggml cannot dequantize */
+  CHECK_EQ_INT(checked, 14); /* every format except Q8_1, which ggml cannot dequantize */
 }
 
 TEST(quant_golden_vec_dot_matches_ggml_generic) {
