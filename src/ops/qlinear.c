@@ -15,7 +15,7 @@ static int tp_linear_weight_ok(topos_dtype t) {
   switch (t) {
     case TOPOS_F32: case TOPOS_F16: case TOPOS_BF16: case TOPOS_Q8_0: case TOPOS_Q4_0:
     case TOPOS_Q4_1: case TOPOS_Q5_0: case TOPOS_Q5_1: case TOPOS_Q2_K: case TOPOS_Q3_K:
-    case TOPOS_Q4_K: case TOPOS_Q5_K: case TOPOS_Q6_K:
+    case TOPOS_Q4_K: case TOPOS_Q5_K: case TOPOS_Q6_K: case TOPOS_MXFP4:
       return 1;
     default:
       return 0;

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "quant/mxfp4.h"
 #include "topos/base.h"
 
 typedef void (*qk_decode_fn)(const uint8_t *restrict row, int64_t k, uint8_t *restrict q, float *restrict s, float *restrict mn);
@@ -39,6 +40,14 @@ static inline __m128i qk_bits_to_0x10(uint32_t bits) {
 #define QK_NIBBLES(src, dst, qh) \
   qk_nibbles((src), (dst), qk_bits_to_0x10((qh) & 0xFFFF), qk_bits_to_0x10((qh) >> 16))
 #define QK_NIBBLES4(src, dst) qk_nibbles((src), (dst), QK_NO_HI, QK_NO_HI)
+/* MXFP4's 16 packed bytes -> the 32 levels + TP_MXFP4_BIAS (0..24) in
+ * element order: one byte shuffle per half. */
+static inline void qk_fp4_nibbles(const uint8_t *src, uint8_t *dst) {
+  const __m128i lut = _mm_add_epi8(_mm_setr_epi8(TP_MXFP4_LEVELS), _mm_set1_epi8(TP_MXFP4_BIAS));
+  const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)src), m = _mm_set1_epi8(0x0F);
+  _mm_storeu_si128((__m128i *)(void *)dst, _mm_shuffle_epi8(lut, _mm_and_si128(x, m)));
+  _mm_storeu_si128((__m128i *)(void *)(dst + 16), _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(x, 4), m)));
+}
 static inline void qk_xor80_32(const uint8_t *src, uint8_t *dst) {
   const __m128i f = _mm_set1_epi8((char)0x80);
   _mm_storeu_si128((__m128i *)(void *)dst, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)src), f));
@@ -54,6 +63,12 @@ static inline void qk_nibbles_c(const uint8_t *src, uint8_t *dst, uint32_t qh) {
 }
 #define QK_NIBBLES(src, dst, qh) qk_nibbles_c((src), (dst), (qh))
 #define QK_NIBBLES4(src, dst) qk_nibbles_c((src), (dst), 0)
+static inline void qk_fp4_nibbles(const uint8_t *src, uint8_t *dst) {
+  for (int j = 0; j < 16; ++j) {
+    dst[j] = (uint8_t)(tp_mxfp4_level(src[j] & 15u) + TP_MXFP4_BIAS);
+    dst[j + 16] = (uint8_t)(tp_mxfp4_level(src[j] >> 4) + TP_MXFP4_BIAS);
+  }
+}
 static inline void qk_xor80_32(const uint8_t *src, uint8_t *dst) {
   for (int i = 0; i < 32; ++i) dst[i] = (uint8_t)(src[i] ^ 0x80);
 }
@@ -83,6 +98,16 @@ static void qk_decode_q4_1(const uint8_t *restrict row, int64_t k, uint8_t *rest
     s[2 * b] = s[2 * b + 1] = qk_f16(row);
     mn[2 * b] = mn[2 * b + 1] = -qk_f16(row + 2); /* w = d q + m */
     QK_NIBBLES4(row + 4, q + 32 * b);
+  }
+}
+
+/* MXFP4: w = 2^(e-128) * level = s * (q - 12) with q = level + 12. */
+static void qk_decode_mxfp4(const uint8_t *restrict row, int64_t k, uint8_t *restrict q,
+                            float *restrict s, float *restrict mn) {
+  (void)mn;
+  for (int64_t b = 0; b < k / 32; ++b, row += 17) {
+    s[2 * b] = s[2 * b + 1] = tp_e8m0_half(row[0]);
+    qk_fp4_nibbles(row + 1, q + 32 * b);
   }
 }
 
@@ -266,6 +291,7 @@ static qk_decode_fn qk_decoder_of(topos_dtype wtype) {
     case TOPOS_Q4_1: return qk_decode_q4_1;
     case TOPOS_Q5_0: return qk_decode_q5_0;
     case TOPOS_Q5_1: return qk_decode_q5_1;
+    case TOPOS_MXFP4: return qk_decode_mxfp4;
     default: return NULL;
   }
 }

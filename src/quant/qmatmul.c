@@ -41,6 +41,7 @@ int tp_qk_traits_of(topos_dtype wtype, tp_qk_traits *out) {
     case TOPOS_Q5_K: t = (tp_qk_traits){TP_QK_ACT_Q8_K, 0, 1}; break;
     case TOPOS_Q3_K: t = (tp_qk_traits){TP_QK_ACT_Q8_K, 4, 0}; break;
     case TOPOS_Q6_K: t = (tp_qk_traits){TP_QK_ACT_Q8_K, 32, 0}; break;
+    case TOPOS_MXFP4: t = (tp_qk_traits){TP_QK_ACT_Q8_0, TP_MXFP4_BIAS, 0}; break; /* q = level + 12 */
     default: return 0;
   }
   if (out) *out = t;
@@ -189,7 +190,7 @@ static topos_status qk_task_make(const float *a, int64_t m, int64_t k, const voi
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul: unknown path %d", (int)path);
   if (!tp_qk_traits_of(wtype, NULL))
     return tp_fail(TOPOS_ERR_DTYPE, "qmatmul: %s cannot be a weight type (f32, f16, bf16, q4_0, "
-                   "q4_1, q5_0, q5_1, q8_0, q2_K..q6_K)", qk_name(wtype));
+                   "q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, mxfp4)", qk_name(wtype));
   const qk_geometry *g = &qk_geometries[wtype];
   if (k % g->block != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "qmatmul: k = %lld is not a multiple of the %s block size %lld",

@@ -28,7 +28,7 @@
 
 static const topos_dtype qm_all_types[] = {TOPOS_F32,  TOPOS_F16,  TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0,
                                            TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1, TOPOS_Q2_K, TOPOS_Q3_K,
-                                           TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
+                                           TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_MXFP4};
 #define QM_NTYPES ((int)(sizeof qm_all_types / sizeof qm_all_types[0]))
 
 static uint64_t qm_rng = 12345;
@@ -190,7 +190,8 @@ TEST(qmatmul_every_isa_level_matches_reference) {
     const char *isa = topos_qmatmul_fast_isa(TOPOS_Q4_K);
     if (!isa || strcmp(isa, names[l]) != 0) continue; /* level not available here */
     ++ran;
-    const topos_dtype some[] = {TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_1, TOPOS_Q3_K, TOPOS_Q2_K};
+    const topos_dtype some[] = {TOPOS_F16,  TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K, TOPOS_Q6_K,
+                                TOPOS_Q5_1, TOPOS_Q3_K, TOPOS_Q2_K, TOPOS_MXFP4};
     for (size_t i = 0; i < sizeof some / sizeof some[0]; ++i) {
       qm_check_case(some[i], 5, 256, 6, 1);
       qm_check_case(some[i], 26, 256, 18, 0);
@@ -342,7 +343,7 @@ TEST(qmatmul_float_tiles_same_bits_from_misaligned_activations) {
 
 TEST(qmatmul_bitwise_across_threads_runs_and_m) {
   const topos_dtype some[] = {TOPOS_F32,  TOPOS_BF16, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_K,
-                              TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q6_K, TOPOS_Q4_1};
+                              TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q6_K, TOPOS_Q4_1, TOPOS_MXFP4};
   const int64_t k = 512, n = 37;
   for (size_t ti = 0; ti < 2 * sizeof some / sizeof some[0]; ++ti) {
     /* m = 7 on the VNNI route, m = 30 on the AMX route where present (it
@@ -509,7 +510,7 @@ TEST(qmatmul_rejects_bad_arguments) {
  * m >= 4 and round all but Q8_0 their own way. */
 TEST(qmatmul_small_m_same_bits_as_tiles) {
   const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1,
-                               TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K};
+                               TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K, TOPOS_MXFP4};
   const int64_t n = 37, m = 7;
   if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
   tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI);
@@ -544,7 +545,7 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
  * of 64. */
 static void qm_prompt_tile_cases(void) {
   const topos_dtype types[] = {TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K, TOPOS_Q2_K, TOPOS_Q3_K, TOPOS_Q8_0, TOPOS_Q4_0,
-                               TOPOS_Q5_0, TOPOS_Q4_1, TOPOS_Q5_1, TOPOS_F16, TOPOS_F32, TOPOS_BF16};
+                               TOPOS_Q5_0, TOPOS_Q4_1, TOPOS_Q5_1, TOPOS_F16, TOPOS_F32, TOPOS_BF16, TOPOS_MXFP4};
   const int64_t n = 37, m = 21;
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
     for (int kk = 0; kk < 2; ++kk) {
