@@ -12,7 +12,7 @@ int tp_gguf_make_test_llama(int argc, char **argv);
 static void tp_gguf_usage(FILE *out) {
   fprintf(out,
           "usage: topos gguf inspect FILE\n"
-          "       topos gguf quantize IN OUT TYPE      (TYPE: q8_0, q4_0, q4_K, q6_K, f16, ...)\n"
+          "       topos gguf quantize IN OUT TYPE      (TYPE: q8_0, q4_0, q4_K, q6_K, mxfp4, f16, ...)\n"
           "       topos gguf make-test-llama OUT [--dim N] [--layers N] [--heads N]\n"
           "                 [--kv-heads N] [--ff N] [--vocab N] [--ctx N] [--seed N] [--type T]\n");
 }
@@ -157,6 +157,7 @@ static int tp_llama_ftype(topos_dtype dtype) {
     case TOPOS_Q5_K: return 16; /* Q5_K_S */
     case TOPOS_Q6_K: return 18;
     case TOPOS_BF16: return 32;
+    case TOPOS_MXFP4: return 38; /* MXFP4_MOE, llama.cpp's only MXFP4 file type */
     default: return -1;
   }
 }
@@ -248,7 +249,7 @@ static int tp_gguf_quantize(int argc, char **argv) {
   if (to == TOPOS_Q8_1 || to == TOPOS_Q8_K || !(topos_dtype_is_quantized(to) ||
                                                 to == TOPOS_F16 || to == TOPOS_BF16 || to == TOPOS_F32)) {
     fprintf(stderr, "topos gguf quantize: cannot quantize to %s (choose f32, f16, bf16, q4_0, "
-            "q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K)\n", topos_dtype_name(to));
+            "q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K, mxfp4)\n", topos_dtype_name(to));
     return 1;
   }
   tp_quant_job job = {0};
