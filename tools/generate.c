@@ -229,7 +229,7 @@ static int tp_generate(int argc, char **argv) {
     format = topos_chat_detect(tmpl);
     if (format == TOPOS_CHAT_UNKNOWN) {
       fprintf(stderr, "topos generate: --chat: the file's chat template is none of ChatML, Llama 3, Gemma, "
-              "Zephyr, Llama 2 (it starts \"%.60s\")\n", tmpl);
+              "Zephyr, Llama 2, Phi-3, Phi-4, Mistral v7, Granite, EXAONE, gpt-oss (it starts \"%.60s\")\n", tmpl);
       goto done;
     }
   }
@@ -327,7 +327,8 @@ usage:
           "sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05, no repeat penalty\n"
           "(window 64); --temp 0 is greedy. --ctx 0 (default): the prompt plus -n, at most the\n"
           "model's training context. --chat: the prompt as a user turn in the file's chat format\n"
-          "(ChatML, Llama 3, Gemma, Zephyr, Llama 2; tokenizer.chat_template), the reply alone.\n"
+          "(ChatML, Llama 3, Gemma, Zephyr, Llama 2, Phi-3, Phi-4, Mistral v7, Granite, EXAONE,\n"
+          "gpt-oss; tokenizer.chat_template), the reply alone.\n"
           "-i (with --chat): a conversation, one user turn per line of input (the first is -p\n"
           "when given), each reply after the last in one cache; --ctx 0 gives it 4096 tokens.\n");
   return 2;

@@ -15,6 +15,8 @@
  *   GRANITE <|start_of_role|>       <|start_of_role|>system<|end_of_role|>S<|end_of_text|>\n ... user ...
  *                                   <|start_of_role|>assistant<|end_of_role|>
  *   EXAONE  [|system|], [|endofturn|] [|system|]S[|endofturn|]\n[|user|]U\n[|assistant|]
+ *   GPT_OSS <|start|>, <|channel|> <|start|>system<|message|>S<|end|><|start|>user<|message|>U<|end|><|start|>assistant
+ *                                   (OpenAI's Harmony as llama.cpp writes it; the reply names its own channel)
  * (the system part only when a system message is given). No BOS is written:
  * encode the text with TOPOS_TOKENIZE_ADD_SPECIAL | TOPOS_TOKENIZE_PARSE_SPECIAL
  * so the vocabulary adds it as it says and the markers become their tokens.
@@ -43,6 +45,7 @@ typedef enum topos_chat_format {
   TOPOS_CHAT_MISTRAL,
   TOPOS_CHAT_GRANITE,
   TOPOS_CHAT_EXAONE,
+  TOPOS_CHAT_GPT_OSS,
 } topos_chat_format;
 
 /* The family of a chat template's text (NULL: UNKNOWN). */

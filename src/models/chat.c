@@ -4,7 +4,8 @@
  * none of the others; Zephyr's <|user|> appears in no ChatML template;
  * Phi-3's has <|user|> too, with <|end|> closing turns; Phi-4's is ChatML's
  * markers with <|im_sep|> after the role; Mistral's v7 templates have
- * [INST] too, after [SYSTEM_PROMPT]). */
+ * [INST] too, after [SYSTEM_PROMPT]; gpt-oss's Harmony has <|start|> and
+ * <|channel|>, checked first). */
 #include "topos/chat.h"
 
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 topos_chat_format topos_chat_detect(const char *t) {
   if (!t) return TOPOS_CHAT_UNKNOWN;
+  if (strstr(t, "<|start|>") && strstr(t, "<|channel|>")) return TOPOS_CHAT_GPT_OSS;
   if (strstr(t, "<|im_start|>")) return strstr(t, "<|im_sep|>") ? TOPOS_CHAT_PHI4 : TOPOS_CHAT_CHATML;
   if (strstr(t, "<|start_header_id|>")) return TOPOS_CHAT_LLAMA3;
   if (strstr(t, "<|start_of_role|>")) return TOPOS_CHAT_GRANITE;
@@ -52,6 +54,8 @@ static const struct tp_chat_layout {
                             "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"},
     [TOPOS_CHAT_EXAONE] = {"exaone", "[|endofturn|]\n", "", "[|system|]", "[|endofturn|]\n", "[|user|]",
                            "\n[|assistant|]"},
+    [TOPOS_CHAT_GPT_OSS] = {"gpt-oss", "<|return|>", "", "<|start|>system<|message|>", "<|end|>",
+                            "<|start|>user<|message|>", "<|end|><|start|>assistant"},
 };
 
 static const struct tp_chat_layout *tp_chat_layout_of(topos_chat_format f) {

@@ -27,6 +27,9 @@ TEST(chat_detects_the_template_families) {
        TOPOS_CHAT_GRANITE},
       {"{{ '[|system|]' + message['content'] + '[|endofturn|]\n' }}{{ '[|user|]' + message['content'] + '\n' }}"
        "{{ '[|assistant|]' }}", TOPOS_CHAT_EXAONE},
+      /* gpt-oss's (Harmony) */
+      {"{{- \"<|start|>assistant<|channel|>analysis<|message|>\" + message.thinking + \"<|end|>\" }}",
+       TOPOS_CHAT_GPT_OSS},
       {"{{ message['content'] }}", TOPOS_CHAT_UNKNOWN},
       {NULL, TOPOS_CHAT_UNKNOWN},
   };
@@ -60,6 +63,8 @@ TEST(chat_turns_in_each_format) {
        "<|start_of_role|>system<|end_of_role|>Be brief<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Hi"
        "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"},
       {TOPOS_CHAT_EXAONE, "[|user|]Hi\n[|assistant|]", "[|system|]Be brief[|endofturn|]\n[|user|]Hi\n[|assistant|]"},
+      {TOPOS_CHAT_GPT_OSS, "<|start|>user<|message|>Hi<|end|><|start|>assistant",
+       "<|start|>system<|message|>Be brief<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant"},
   };
   char buf[256];
   size_t len = 0;
