@@ -18,7 +18,11 @@
  * is Qwen3-30B-A3B's (a qwen3moe file: 128 experts of 768, 8 per token, 32
  * heads of 128 over 2048, 4 KV heads, per-head q and k norms); its 48 blocks
  * make a 17 GB Q4_K_M file, so `--layers N` writes the first N of a shape's
- * blocks (decoding's per-block speed is the same).
+ * blocks (decoding's per-block speed is the same). gpt-oss-20b is a gpt-oss
+ * file (32 experts of 2880, 4 per token, 64 heads of 64 over 2880, 8 KV
+ * heads, attention sinks, a window of 128 on even blocks, YaRN 32 over 4096,
+ * biases everywhere); with --type mxfp4 its experts are MXFP4 and the other
+ * weights Q8_0, as llama.cpp's MXFP4_MOE quantization and the published file.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -43,6 +47,8 @@ typedef struct lm_shape {
   int64_t ff_exp, head_dim;      /* qwen3moe: the experts' width, the head width */
 } lm_shape;
 
+static int lm_oai(const char *arch) { return strcmp(arch, "gpt-oss") == 0; }
+
 static const lm_shape lm_shapes[] = {
     {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0, 0, 0, NULL, 0, 0},
     {"llama3.2-1b", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1, 0, 0, 0, NULL, 0, 0},
@@ -52,6 +58,7 @@ static const lm_shape lm_shapes[] = {
     {"olmoe-1b-7b", 50304, 2048, 16, 16, 16, 1024, 4096, 10000.0f, 0, 0, 64, 8, "olmoe", 0, 0},
     {"olmoe-tiny", 512, 256, 2, 4, 4, 256, 256, 10000.0f, 0, 0, 8, 2, "olmoe", 0, 0},
     {"qwen3-30b-a3b", 151936, 2048, 48, 32, 4, 6144, 40960, 1000000.0f, 0, 0, 128, 8, "qwen3moe", 768, 128},
+    {"gpt-oss-20b", 201088, 2880, 24, 64, 8, 2880, 131072, 150000.0f, 0, 0, 32, 4, "gpt-oss", 2880, 64},
 };
 
 
@@ -219,7 +226,7 @@ static int tp_llama_make(int argc, char **argv) {
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
-            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b)\n", shape_name);
+            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -255,12 +262,21 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_used_count"), (uint32_t)s->experts_used));
   }
   if (s->ff_exp) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_feed_forward_length"), (uint32_t)s->ff_exp));
+  if (lm_oai(arch)) {
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.sliding_window"), 128));
+    LM_KV(topos_gguf_writer_add_string(b.w, lm_key(kb, arch, "rope.scaling.type"), "yarn"));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.scaling.factor"), 32.0f));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.scaling.original_context_length"), 4096));
+  }
   if (s->head_dim) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length"), (uint32_t)hd));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length"), (uint32_t)hd));
   }
 #undef LM_KV
   lm_vocab(&b, s->vocab);
+  /* MXFP4 files keep it for the experts, Q8_0 elsewhere (llama.cpp's MXFP4_MOE) */
+  const topos_dtype experts_type = base;
+  if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
   const int tied = s->llama3 || s->qwen2;
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
@@ -276,19 +292,37 @@ static int tp_llama_make(int argc, char **argv) {
     LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
     LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
     LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
-    LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+    if (lm_oai(arch)) { /* the feed-forward's norm by gpt-oss's name; sinks; biases */
+      LM_T("post_attention_norm.weight", base, s->dim, 0, 1);
+      LM_T("attn_sinks.weight", TOPOS_F32, s->heads, 0, 0);
+      LM_T("attn_q.bias", TOPOS_F32, s->heads * hd, 0, 0);
+      LM_T("attn_k.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
+      LM_T("attn_v.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
+      LM_T("attn_output.bias", TOPOS_F32, s->dim, 0, 0);
+    } else {
+      LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+    }
     if (s->experts) {
       const int rows = strcmp(arch, "olmoe") == 0; /* olmoe: over whole rows; qwen3moe: per head */
       const int64_t fe = s->ff_exp ? s->ff_exp : s->ff;
-      LM_T("attn_q_norm.weight", base, rows ? s->heads * hd : hd, 0, 1);
-      LM_T("attn_k_norm.weight", base, rows ? s->kv_heads * hd : hd, 0, 1);
+      const topos_dtype et = mix == LM_PURE ? experts_type : base;
+      if (!lm_oai(arch)) {
+        LM_T("attn_q_norm.weight", base, rows ? s->heads * hd : hd, 0, 1);
+        LM_T("attn_k_norm.weight", base, rows ? s->kv_heads * hd : hd, 0, 1);
+      }
       LM_T("ffn_gate_inp.weight", TOPOS_F32, s->dim, s->experts, 0);
       snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
-      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
+      lm_tensor3(&b, n, et, s->dim, fe, s->experts, 0);
       snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
-      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
+      lm_tensor3(&b, n, et, s->dim, fe, s->experts, 0);
       snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
-      lm_tensor3(&b, n, LM_TYPE(LM_FFN_DOWN), fe, s->dim, s->experts, 0);
+      lm_tensor3(&b, n, mix == LM_PURE ? et : LM_TYPE(LM_FFN_DOWN), fe, s->dim, s->experts, 0);
+      if (lm_oai(arch)) {
+        LM_T("ffn_gate_inp.bias", TOPOS_F32, s->experts, 0, 0);
+        LM_T("ffn_gate_exps.bias", TOPOS_F32, fe, s->experts, 0);
+        LM_T("ffn_up_exps.bias", TOPOS_F32, fe, s->experts, 0);
+        LM_T("ffn_down_exps.bias", TOPOS_F32, s->dim, s->experts, 0);
+      }
       continue;
     }
     LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
@@ -315,7 +349,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b] [--layers N] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b] [--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
