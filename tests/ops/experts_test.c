@@ -173,7 +173,7 @@ static void check_id_rows(topos_dtype wtype, int shared_x, topos_numerics numeri
 }
 
 TEST(ops_qlinear_id_rows_are_qlinear_rows) {
-  const topos_dtype types[] = {TOPOS_F32, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q6_K};
+  const topos_dtype types[] = {TOPOS_F32, TOPOS_F16, TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_MXFP4};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
     for (int shared = 0; shared < 2; ++shared) {
       for (int T = 1; T <= 5; T += 4) { /* one token (decoding: one dispatch when shared), five */

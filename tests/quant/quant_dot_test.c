@@ -8,7 +8,7 @@
 
 static const topos_dtype qt_weight_types[] = {TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1,
                                               TOPOS_Q8_0, TOPOS_Q2_K, TOPOS_Q3_K, TOPOS_Q4_K,
-                                              TOPOS_Q5_K, TOPOS_Q6_K};
+                                              TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_MXFP4};
 
 /* Error allowed between tp_vec_dot_ref and the exact dot of the dequantized
  * rows: the integer block sums are exact; what remains is f32 rounding of

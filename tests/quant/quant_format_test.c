@@ -36,7 +36,7 @@ TEST(quant_vec_dot_partners_follow_ggml) {
                {TOPOS_Q4_1, TOPOS_Q8_1}, {TOPOS_Q5_1, TOPOS_Q8_1}, {TOPOS_Q2_K, TOPOS_Q8_K},
                {TOPOS_Q3_K, TOPOS_Q8_K}, {TOPOS_Q4_K, TOPOS_Q8_K}, {TOPOS_Q5_K, TOPOS_Q8_K},
                {TOPOS_Q6_K, TOPOS_Q8_K}, {TOPOS_F16, TOPOS_F16},   {TOPOS_BF16, TOPOS_BF16},
-               {TOPOS_F32, TOPOS_F32}};
+               {TOPOS_F32, TOPOS_F32},   {TOPOS_MXFP4, TOPOS_Q8_0}};
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; ++i) {
     topos_dtype got = TOPOS_DTYPE_COUNT;
     CHECK_OK(topos_quant_vec_dot_type(pairs[i].weight, &got));
@@ -56,8 +56,9 @@ TEST(quant_vec_dot_partners_follow_ggml) {
  * values. Bounds are 1.2x what the ggml algorithms give on this data
  * (measured: f16 2.1e-4, bf16 1.67e-3, q4_0 .0841, q4_1 .0775, q5_0 .0419,
  * q5_1 .0375, q8_0/q8_1 .00528, q2_K .289, q3_K .148, q4_K .0703, q5_K .0357,
- * q6_K .0177, q8_K .00653); each K format must also beat the legacy format of
- * the same width and every format must beat the next narrower one. */
+ * q6_K .0177, q8_K .00653, mxfp4 .1139); each K format must also beat the legacy
+ * format of the same width and every format must beat the next narrower one
+ * (MXFP4's 16 fixed levels: between Q4_0 and Q3_K). */
 TEST(quant_round_trip_error_per_type) {
   static const struct {
     topos_dtype dtype;
@@ -66,7 +67,7 @@ TEST(quant_round_trip_error_per_type) {
                {TOPOS_Q4_1, 0.093},  {TOPOS_Q5_0, 0.0503}, {TOPOS_Q5_1, 0.045},
                {TOPOS_Q8_0, 0.00634}, {TOPOS_Q8_1, 0.00634}, {TOPOS_Q2_K, 0.347},
                {TOPOS_Q3_K, 0.178},  {TOPOS_Q4_K, 0.0844}, {TOPOS_Q5_K, 0.0429},
-               {TOPOS_Q6_K, 0.0213}, {TOPOS_Q8_K, 0.00784}};
+               {TOPOS_Q6_K, 0.0213}, {TOPOS_Q8_K, 0.00784}, {TOPOS_MXFP4, 0.137}};
   enum { N = 4096 };
   static float x[N], y[N];
   static uint8_t q[N * 4];
@@ -85,6 +86,7 @@ TEST(quant_round_trip_error_per_type) {
         err[TOPOS_Q4_K] > err[TOPOS_Q5_K] && err[TOPOS_Q5_K] > err[TOPOS_Q6_K] &&
         err[TOPOS_Q6_K] > err[TOPOS_Q8_0]);
   CHECK(err[TOPOS_Q4_0] > err[TOPOS_Q5_0] && err[TOPOS_Q4_1] > err[TOPOS_Q5_1]);
+  CHECK(err[TOPOS_Q3_K] > err[TOPOS_MXFP4] && err[TOPOS_MXFP4] > err[TOPOS_Q4_0]);
 }
 
 /* Per-element bounds of the legacy symmetric formats: Q8_0 rounds to the
@@ -259,7 +261,7 @@ TEST(quant_special_rows_all_formats) {
 TEST(quant_non_finite_inputs_stay_defined) {
   static const topos_dtype types[] = {TOPOS_F16,  TOPOS_BF16, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0,
                                       TOPOS_Q5_1, TOPOS_Q8_0, TOPOS_Q8_1, TOPOS_Q2_K, TOPOS_Q3_K,
-                                      TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q8_K};
+                                      TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K, TOPOS_Q8_K, TOPOS_MXFP4};
   static float x[512], y[512], clean[256];
   static uint8_t q[1024], q_clean[1024];
   qt_fill_gaussian(x, 512, 77);
