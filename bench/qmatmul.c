@@ -47,7 +47,7 @@ static const qb_type qb_types[] = {
     {"q6_K", TOPOS_Q6_K, 256, 210, {208, -1}}, {"q4_1", TOPOS_Q4_1, 32, 20, {0, 2}},
     {"q5_0", TOPOS_Q5_0, 32, 22, {0, -1}},    {"q5_1", TOPOS_Q5_1, 32, 24, {0, 2}},
     {"q2_K", TOPOS_Q2_K, 256, 84, {80, 82}},  {"q3_K", TOPOS_Q3_K, 256, 110, {108, -1}},
-    {"q5_K", TOPOS_Q5_K, 256, 176, {0, 2}},
+    {"q5_K", TOPOS_Q5_K, 256, 176, {0, 2}},   {"mxfp4", TOPOS_MXFP4, 32, 17, {-1, -1}},
 };
 #define QB_DEFAULT_TYPES 7
 
@@ -68,6 +68,8 @@ static void qb_fill_weights(const qb_type *t, uint8_t *w, int64_t elements) {
     uint64_t r = qb_next();
     memcpy(w + i, &r, (size_t)(blocks * t->bytes - i < 8 ? blocks * t->bytes - i : 8));
   }
+  if (t->type == TOPOS_MXFP4) /* E8M0 exponents of 2^-8 .. 2^-1: no denormal or infinite scales */
+    for (int64_t b = 0; b < blocks; ++b) w[b * t->bytes] = (uint8_t)(120 + qb_next() % 8);
   for (int64_t b = 0; b < blocks; ++b)
     for (int f = 0; f < 2; ++f)
       if (t->f16_at[f] >= 0) {

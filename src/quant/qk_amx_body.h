@@ -251,17 +251,19 @@ static void qk_amx_decode(const qk_amx_ctx *ctx, int64_t n0, int nr, uint8_t *q,
   }
 }
 
-/* Q4_0 / Q4_1: a full panel (16 rows, k == kpad) decoded straight into
- * q as A tiles want it, four blocks per step (each block's 16 packed bytes
- * -> its 16 low nibbles, then its 16 high ones; Q4_0's minus its bias 8, as
- * signed bytes), and each chunk's 16 row scales (Q4_1: and mins, negated as
- * mn is) by one gather. The generic decoder plus the bias pass took ~20 %
- * of the Q4_0 route's time. */
+/* Q4_0 / Q4_1 / MXFP4: a full panel (16 rows, k == kpad) decoded straight
+ * into q as A tiles want it, four blocks per step (each block's 16 packed
+ * bytes -> its 16 low nibbles, then its 16 high ones; Q4_0's minus its bias
+ * 8, MXFP4's through the level table, as signed bytes), and each chunk's 16
+ * row scales (Q4_1: and mins, negated as mn is) by one gather. The generic
+ * decoder plus the bias pass took ~20 % of the Q4_0 route's time (MXFP4 at
+ * 4 x 2880 x 2880, 1 thread, Sapphire Rapids: see the commit adding it). */
 static void qk_amx_decode_nibbles(const tp_qk_task *t, int64_t n0, int64_t chunks, uint8_t *q, float *st, float *mnt) {
-  const int q41 = t->wtype == TOPOS_Q4_1;
-  const int64_t bsz = q41 ? 20 : 18, qs_at = q41 ? 4 : 2;
+  const int q41 = t->wtype == TOPOS_Q4_1, mx = t->wtype == TOPOS_MXFP4;
+  const int64_t bsz = mx ? 17 : q41 ? 20 : 18, qs_at = mx ? 1 : q41 ? 4 : 2;
   const uint8_t *panel = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8(q41 ? 0 : 8);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8(q41 || mx ? 0 : 8);
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(TP_MXFP4_LEVELS)); /* MXFP4: nibble -> level */
   const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
   for (int r = 0; r < 16; ++r) {
     const uint8_t *row = panel + (size_t)r * t->row_bytes + qs_at;
@@ -272,23 +274,27 @@ static void qk_amx_decode_nibbles(const tp_qk_task *t, int64_t n0, int64_t chunk
       x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(row + bsz * (b + 1))), 1);
       x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(row + bsz * (b + 2))), 2);
       x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(const void *)(row + bsz * (b + 3))), 3);
-      const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(x, m4), bias);
-      const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(x, 4), m4), bias);
+      __m512i lo = _mm512_and_si512(x, m4), hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+      if (mx) lo = _mm512_shuffle_epi8(lut, lo), hi = _mm512_shuffle_epi8(lut, hi);
+      lo = _mm512_sub_epi8(lo, bias), hi = _mm512_sub_epi8(hi, bias);
       _mm512_storeu_si512((void *)(qr + 32 * b), _mm512_permutex2var_epi64(lo, first, hi));
       _mm512_storeu_si512((void *)(qr + 32 * b + 64), _mm512_permutex2var_epi64(lo, second, hi));
     }
     for (; b < chunks; ++b) {
       const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(row + bsz * b));
-      const __m128i m = _mm512_castsi512_si128(m4), bb = _mm512_castsi512_si128(bias);
-      _mm_storeu_si128((__m128i *)(void *)(qr + 32 * b), _mm_sub_epi8(_mm_and_si128(x, m), bb));
-      _mm_storeu_si128((__m128i *)(void *)(qr + 32 * b + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), bb));
+      const __m128i m = _mm512_castsi512_si128(m4), bb = _mm512_castsi512_si128(bias), l = _mm512_castsi512_si128(lut);
+      __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+      if (mx) lo = _mm_shuffle_epi8(l, lo), hi = _mm_shuffle_epi8(l, hi);
+      _mm_storeu_si128((__m128i *)(void *)(qr + 32 * b), _mm_sub_epi8(lo, bb));
+      _mm_storeu_si128((__m128i *)(void *)(qr + 32 * b + 16), _mm_sub_epi8(hi, bb));
     }
   }
   const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                           _mm512_set1_epi32((int)t->row_bytes));
-  for (int64_t j = 0; j < chunks; ++j) { /* d (and Q4_1's m) of each row's block j */
+  for (int64_t j = 0; j < chunks; ++j) { /* d (and Q4_1's m; MXFP4's e) of each row's block j */
     const __m512i dm = _mm512_i32gather_epi32(rows, (const void *)(panel + bsz * j), 1);
-    _mm512_storeu_ps(st + j * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
+    _mm512_storeu_ps(st + j * 16, mx ? qk_e8m0_half16(_mm512_and_si512(dm, _mm512_set1_epi32(0xFF)))
+                                     : _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
     if (q41)
       _mm512_storeu_ps(mnt + j * 16, _mm512_sub_ps(_mm512_setzero_ps(),
                                                    _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)))));
@@ -403,7 +409,8 @@ static void qk_amx_range(void *vctx, int64_t p0, int64_t p1) {
         const __m512i dq = _mm512_i32gather_epi32(rows, (const void *)(panel + 34 * j), 1);
         _mm512_storeu_ps(st + j * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dq)));
       }
-    } else if ((t->wtype == TOPOS_Q4_0 || t->wtype == TOPOS_Q4_1) && nr == 16 && kpad == t->k) {
+    } else if ((t->wtype == TOPOS_Q4_0 || t->wtype == TOPOS_Q4_1 || t->wtype == TOPOS_MXFP4) && nr == 16 &&
+               kpad == t->k) {
       qk_amx_decode_nibbles(t, n0, chunks, q, st, mnt);
     } else {
       qk_amx_decode(ctx, n0, nr, q, s, mn, sc_tmp, d_tmp);

@@ -132,6 +132,14 @@ static inline float qk_reduce_avx512(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
+/* 2^(e - 128) of 16 MXFP4 exponents (dwords 0..255): tp_e8m0_half's bits
+ * (quant/mxfp4.h), for the AMX tiles and the block-sum kernels. */
+static inline __m512 qk_e8m0_half16(__m512i e) {
+  const __mmask16 normal = _mm512_cmpge_epu32_mask(e, _mm512_set1_epi32(2));
+  const __m512i denormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e); /* e = 0, 1 */
+  return _mm512_castsi512_ps(_mm512_mask_slli_epi32(denormal, normal, _mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23));
+}
+
 #define QK_HAS_Q8_0_ROW 1
 #include "quant/qk_act_body.h"
 
@@ -191,8 +199,8 @@ typedef enum { QK_KERNEL_B32, QK_KERNEL_KS, QK_KERNEL_ENGINE } qk_kernel;
 static qk_kernel qk_kernel_of(const tp_qk_task *task) {
   const int gatherable = task->k <= INT32_MAX / 16 - 256;
   const topos_dtype w = task->wtype;
-  if ((w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1) &&
-      task->k % 32 == 0 && gatherable)
+  if ((w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1 ||
+       w == TOPOS_MXFP4) && task->k % 32 == 0 && gatherable)
     return QK_KERNEL_B32;
   if ((w == TOPOS_Q4_K || w == TOPOS_Q5_K || w == TOPOS_Q6_K || w == TOPOS_Q2_K || w == TOPOS_Q3_K) &&
       task->k % 256 == 0 && gatherable)

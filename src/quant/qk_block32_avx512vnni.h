@@ -1,6 +1,6 @@
-/* Products of the 32-element block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) on
- * the AVX-512 VNNI engine (included by qk_avx512vnni.c after the engine
- * body). Weights meet Q8_0 activations (Q4_1 / Q5_1: Q8_1) block by block,
+/* Products of the 32-element block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1,
+ * MXFP4: qk_mxfp4_avx512vnni.h) on the AVX-512 VNNI engine (included by
+ * qk_avx512vnni.c after the engine body). Weights meet Q8_0 activations (Q4_1 / Q5_1: Q8_1) block by block,
  * and a block's dot product is one exact integer; the result of one output
  * (weight row r, activation row c) is defined as
  *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
@@ -124,6 +124,9 @@ static void b32_decode_row(const uint8_t *src, int64_t nb, const b32_kind kd, ui
   }
 }
 
+/* MXFP4 rows take their own decoder, which also writes the blocks' f32 scales dw (no f16 d). */
+static void mx_decode_row(const uint8_t *src, int64_t nb, uint8_t *dst, float *dw); /* qk_mxfp4_avx512vnni.h */
+
 /* ---- tile: Q80_TR weight rows x two groups of 16 activation rows ------- */
 
 /* pf: the next panel's rows (NULL: none), fetched a block per step while
@@ -188,7 +191,7 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
   qk_q80_ctx *x = vctx;
   const tp_qk_task *t = x->task;
   const int64_t nb = x->nb;
-  const int decoded = !x->kind.q8; /* rows decoded to Q8_0's layout */
+  const int decoded = !x->kind.q8, mxfp4 = t->wtype == TOPOS_MXFP4; /* rows decoded to Q8_0's layout */
   float *dw = tp_temp_alloc((size_t)(Q80_TR * nb) * (2 * sizeof(float) + sizeof(int32_t) + (decoded ? Q80_BLOCK : 0)));
   if (!dw) {
     x->failed = 1;
@@ -211,10 +214,11 @@ static void q80_tile_range(void *vctx, int64_t p0, int64_t p1) {
           for (size_t off = 0; off < t->row_bytes; off += 64) __builtin_prefetch(next[r] + off, 0, 2);
         if (mw)
           for (int64_t b = 0; b < nb; ++b) mw[r * nb + b] = mv_f16(rows[r] + b * x->kind.bytes + x->kind.min);
-        b32_decode_row(rows[r], nb, x->kind, dec + (size_t)(r * nb) * Q80_BLOCK);
+        if (mxfp4) mx_decode_row(rows[r], nb, dec + (size_t)(r * nb) * Q80_BLOCK, dw + r * nb);
+        else b32_decode_row(rows[r], nb, x->kind, dec + (size_t)(r * nb) * Q80_BLOCK);
         rows[r] = dec + (size_t)(r * nb) * Q80_BLOCK;
       }
-      for (int64_t b = 0; b < nb; ++b) dw[r * nb + b] = mv_f16(rows[r] + b * Q80_BLOCK);
+      for (int64_t b = 0; b < nb && !mxfp4; ++b) dw[r * nb + b] = mv_f16(rows[r] + b * Q80_BLOCK);
       for (int64_t b = 0; b < nb; b += 2) q80_corr2(rows[r] + b * Q80_BLOCK, b + 1 < nb, corr + r * nb + b);
     }
     for (int64_t g0 = 0; g0 < x->groups; g0 += 2) {
@@ -741,9 +745,10 @@ static void b32_mv_range_q4_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x
 static void b32_mv_range_q5_0(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q5_0); }
 static void b32_mv_range_q4_1(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q4_1); }
 static void b32_mv_range_q5_1(void *x, int64_t p0, int64_t p1) { b32_mv_panels(x, p0, p1, B32_Q5_1); }
+#include "quant/qk_mxfp4_avx512vnni.h"
 
-/* x for weights of t's type (Q8_0, Q4_0, Q5_0, Q4_1 or Q5_1; k % 32 ==
- * 0) with t's activations prepared, and the matrix-vector range function
+/* x for weights of t's type (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 or MXFP4; k % 32
+ * == 0) with t's activations prepared, and the matrix-vector range function
  * (used when m < QK_C). 0: out of memory for the activations. */
 static int qk_b32_begin(const tp_qk_task *t, qk_q80_ctx *x, tp_qk_range_fn *mv) {
   tp_qk_traits tr;
@@ -756,6 +761,7 @@ static int qk_b32_begin(const tp_qk_task *t, qk_q80_ctx *x, tp_qk_range_fn *mv) 
     case TOPOS_Q5_0: x->kind = B32_Q5_0, *mv = b32_mv_range_q5_0; break;
     case TOPOS_Q4_1: x->kind = B32_Q4_1, *mv = b32_mv_range_q4_1; break;
     case TOPOS_Q5_1: x->kind = B32_Q5_1, *mv = b32_mv_range_q5_1; break;
+    case TOPOS_MXFP4: x->kind = B32_MXFP4, *mv = b32_mv_range_mxfp4; break;
     default: x->kind = B32_Q8_0, *mv = b32_mv_range_q8_0; break;
   }
   x->nb = t->k / 32;

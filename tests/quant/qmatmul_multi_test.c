@@ -85,8 +85,8 @@ static void mq_case(const mq_shape *shapes, int count, int64_t m, int64_t k) {
 TEST(qmatmul_multi_parts_have_their_own_bits) {
   /* a small model's q, k, v (576 wide: not whole K super-blocks), odd and
    * one-row parts, every 32-element block type */
-  const mq_shape b32[] = {{TOPOS_Q4_1, 37}, {TOPOS_Q4_1, 16}, {TOPOS_Q8_0, 3},
-                          {TOPOS_Q4_0, 1},  {TOPOS_Q5_0, 20}, {TOPOS_Q5_1, 17}};
+  const mq_shape b32[] = {{TOPOS_Q4_1, 37}, {TOPOS_Q4_1, 16}, {TOPOS_Q8_0, 3},  {TOPOS_Q4_0, 1},
+                          {TOPOS_Q5_0, 20}, {TOPOS_Q5_1, 17}, {TOPOS_MXFP4, 23}};
   /* K types with block types between them (TinyLlama Q4_K_M's q, k in Q4_K
    * and v in Q6_K) */
   const mq_shape ks[] = {{TOPOS_Q4_K, 50}, {TOPOS_Q6_K, 17}, {TOPOS_Q8_0, 64}, {TOPOS_Q5_K, 5},
@@ -98,7 +98,7 @@ TEST(qmatmul_multi_parts_have_their_own_bits) {
   mq_shape many[10];
   for (int i = 0; i < 10; ++i) many[i] = (mq_shape){i % 2 ? TOPOS_Q8_0 : TOPOS_Q4_K, 3 + 5 * i};
   for (int64_t m = 1; m <= 3; m += 2) { /* decoding, and a prompt (one by one) */
-    mq_case(b32, 6, m, 576);
+    mq_case(b32, 7, m, 576);
     mq_case(b32, 2, m, 576);
     mq_case(ks, 7, m, 512);
     mq_case(ks, 1, m, 512);
