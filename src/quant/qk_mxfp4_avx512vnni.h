@@ -16,16 +16,16 @@
  * vector (q4_pack, 16 bytes at 17 j + 1); one byte shuffle per half turns
  * the nibbles into level + 12 (0..24, vpdpbusd's unsigned operand), and the
  * step's init term, -12 times the activations' sums (q4_steps_arrange with
- * bias 12), makes each lane sum exact in levels. The exponents come from one
- * more load per row: the span's first 64 bytes hold e_j at byte 17 j, which
- * is byte j of 128-bit lane j, so one in-lane shuffle puts it in dword r of
- * lane j for row r of four; OR'ed over the four rows and transposed by
- * 128-bit lanes like the sums (q4_lanes_transpose), they give the 16 rows'
- * exponents of each block, widened to f32 scales in registers (no gather).
+ * bias 12), makes each lane sum exact in levels. A block's 16 exponents (one
+ * byte per row, 17 bytes apart in a row) come by one dword gather over the
+ * rows, widened to f32 scales in registers (qk_e8m0_half16).
  *
- * Measured (bench-qmatmul, Sapphire Rapids, 1 x 2880 x 2880, one thread,
- * against the engine body's tile this replaces at m < 4): see BENCHMARKS.md
- * and the commit that added it. */
+ * Measured (bench-qmatmul --fast-only, Sapphire Rapids, one thread, shared
+ * machine): 1 x 2880 x 2880 in 178-182 us where the engine body's tiles took
+ * 573 (Q4_0's kernel 163-170); 1 x 4096 x 4096 380-392 us (Q4_0 367-382).
+ * Exponents from one more 64-byte load per row, an in-lane shuffle to its
+ * dword and a transpose like the sums' cost 186-192 us; without exponents
+ * at all (wrong, for the bound) 151 us. */
 #ifndef TP_QUANT_QK_MXFP4_AVX512VNNI_H
 #define TP_QUANT_QK_MXFP4_AVX512VNNI_H
 
@@ -47,31 +47,22 @@ static void mx_decode_row(const uint8_t *src, int64_t nb, uint8_t *dst, float *d
   }
 }
 
-/* Constants of a range: the level table (+ bias) in every 128-bit lane and,
- * for row r of four, the shuffle moving byte j of lane j (e_j) to dword r. */
+/* Constants of a range: the level table (+ bias) in every 128-bit lane, the nibble mask. */
 typedef struct {
-  __m512i lut, nib, ectrl[4];
+  __m512i lut, nib;
 } mx_consts;
 
 static inline mx_consts mx_consts_make(void) {
   mx_consts k;
   k.lut = _mm512_broadcast_i32x4(_mm_add_epi8(_mm_setr_epi8(TP_MXFP4_LEVELS), _mm_set1_epi8(TP_MXFP4_BIAS)));
   k.nib = _mm512_set1_epi8(0x0F);
-  for (int r = 0; r < 4; ++r) {
-    uint8_t c[64];
-    memset(c, 0x80, sizeof c); /* pshufb: zero */
-    for (int j = 0; j < 4; ++j) c[16 * j + 4 * r] = (uint8_t)j;
-    k.ectrl[r] = _mm512_loadu_si512(c);
-  }
   return k;
 }
 
 /* One row's step over nq blocks at span: its lane sums (lane 4j + i: 8
- * products of block j) and, in *e, its exponents placed for row r of four.
- * Loads stay inside the nq blocks. */
-static inline __attribute__((always_inline)) __m512i mx_row(const uint8_t *span, int nq, const mx_consts *k, int r,
-                                                            __m512i init, __m512i alo, __m512i ahi, __m512i *e) {
-  *e = _mm512_shuffle_epi8(q4_load_first(span, (int64_t)nq * MX_BLOCK), k->ectrl[r]);
+ * products of block j). Loads stay inside the nq blocks. */
+static inline __attribute__((always_inline)) __m512i mx_row(const uint8_t *span, int nq, const mx_consts *k,
+                                                            __m512i init, __m512i alo, __m512i ahi) {
   const __m512i q = q4_pack(span, MX_BLOCK, 1, nq);
   const __m512i lo = _mm512_shuffle_epi8(k->lut, _mm512_and_si512(q, k->nib));
   const __m512i hi = _mm512_shuffle_epi8(k->lut, _mm512_and_si512(_mm512_srli_epi16(q, 4), k->nib));
@@ -79,35 +70,40 @@ static inline __attribute__((always_inline)) __m512i mx_row(const uint8_t *span,
 }
 
 /* The integer half of a step over blocks b .. b + nq - 1 (av: the step's
- * activation vectors): per four rows their exact block sums and exponents. */
+ * activation vectors): per four rows their exact block sums; per block the
+ * 16 rows' exponents, each in the low byte of a dword gathered at its
+ * block's start (offs: the rows' offsets from rows[0]; a dword stays inside
+ * the 17-byte block). */
 static inline __attribute__((always_inline)) void mx_rows(const uint8_t *const rows[16], int64_t b, int nq,
                                                           const uint8_t *av, const mx_consts *k, const b32_ahead *ahead,
-                                                          __m512i sums[4], __m512i heads[4]) {
+                                                          __m512i offs, __m512i sums[4], __m512i heads[4]) {
   const __m512i alo = _mm512_loadu_si512(av), ahi = _mm512_loadu_si512(av + 64), iv = _mm512_loadu_si512(av + 128);
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
-    __m512i s[4], e[4];
+    __m512i s[4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       if (ahead->by_address) b32_fetch_ahead(ahead, b / 4, 4 * i + r, 4 * MX_BLOCK);
       else b32_fetch_row(ahead, 4 * i + r, b * MX_BLOCK);
-      s[r] = mx_row(rows[4 * i + r] + b * MX_BLOCK, nq, k, r, iv, alo, ahi, &e[r]);
+      s[r] = mx_row(rows[4 * i + r] + b * MX_BLOCK, nq, k, iv, alo, ahi);
     }
     sums[i] = q4_quad_sums(s);
-    heads[i] = _mm512_or_si512(_mm512_or_si512(e[0], e[1]), _mm512_or_si512(e[2], e[3]));
   }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j)
+    heads[j] = j < nq ? _mm512_i32gather_epi32(offs, (const void *)(rows[0] + (b + j) * MX_BLOCK), 1) : offs;
 }
 
 /* The float half: the blocks' terms, in order, into *f. */
 static inline __attribute__((always_inline)) void mx_tail(const __m512i sums[4], const __m512i heads[4], int64_t b,
                                                           int nq, const float *da, __m512 *f) {
-  __m512i bs[4], ex[4];
+  __m512i bs[4];
   q4_lanes_transpose(sums, bs);
-  q4_lanes_transpose(heads, ex);
 #pragma GCC unroll 4
-  for (int j = 0; j < nq; ++j)
-    *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(bs[j]), _mm512_mul_ps(qk_e8m0_half16(ex[j]), _mm512_set1_ps(da[8 * (b + j)])),
-                         *f);
+  for (int j = 0; j < nq; ++j) {
+    const __m512 dw = qk_e8m0_half16(_mm512_and_si512(heads[j], _mm512_set1_epi32(0xFF)));
+    *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(bs[j]), _mm512_mul_ps(dw, _mm512_set1_ps(da[8 * (b + j)])), *f);
+  }
 }
 
 static void b32_mv_range_mxfp4(void *vx, int64_t p0, int64_t p1) {
@@ -124,6 +120,10 @@ static void b32_mv_range_mxfp4(void *vx, int64_t p0, int64_t p1) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
     const int nr = b16_panel(t, n0, &base, rows);
+    /* rows[r]'s offset (a short panel repeats its last row); int32: k is gatherable (qk_kernel_of) */
+    const __m512i r16 = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i offs =
+        _mm512_mullo_epi32(_mm512_min_epi32(r16, _mm512_set1_epi32(nr - 1)), _mm512_set1_epi32((int)t->row_bytes));
     const b32_ahead ahead = {n0 + 32 < t->n ? base + (size_t)32 * t->row_bytes : NULL,
                              (const uint8_t *)t->w + (size_t)t->n * t->row_bytes, (int64_t)t->row_bytes,
                              x->by_address};
@@ -136,18 +136,18 @@ static void b32_mv_range_mxfp4(void *vx, int64_t p0, int64_t p1) {
       __m512i s0[4], h0[4], s1[4], h1[4];
       /* pipelined as the nibble types' steps: a step's rows, then the
        * previous step's float terms; full steps with nq a constant 4 */
-      if (nb >= 4) mx_rows(rows, 0, 4, av, &k, pf, s0, h0);
-      else mx_rows(rows, 0, (int)nb, av, &k, &none, s0, h0);
+      if (nb >= 4) mx_rows(rows, 0, 4, av, &k, pf, offs, s0, h0);
+      else mx_rows(rows, 0, (int)nb, av, &k, &none, offs, s0, h0);
       int64_t b = 4;
       for (; b + 4 <= nb; b += 4) {
         av += Q4_STEP_BYTES;
-        mx_rows(rows, b, 4, av, &k, pf, s1, h1);
+        mx_rows(rows, b, 4, av, &k, pf, offs, s1, h1);
         mx_tail(s0, h0, b - 4, 4, da, &f);
         for (int i = 0; i < 4; ++i) s0[i] = s1[i], h0[i] = h1[i];
       }
       if (b < nb) {
         av += Q4_STEP_BYTES;
-        mx_rows(rows, b, (int)(nb - b), av, &k, &none, s1, h1);
+        mx_rows(rows, b, (int)(nb - b), av, &k, &none, offs, s1, h1);
         mx_tail(s0, h0, b - 4, 4, da, &f);
         mx_tail(s1, h1, b, (int)(nb - b), da, &f);
       } else {
