@@ -17,7 +17,10 @@
  * and k norms, a window of 4 on a pattern of 2); tiny-qwen2moe.bin as a
  * qwen2moe one (3 experts of 8, 2 per token, a shared expert and its gate,
  * q, k, v biases); tiny-phi2.bin as a phi2 one (LayerNorm biases, q, k, v in
- * one attn_qkv with its bias, no gate, no ffn_norm, a head bias). */
+ * one attn_qkv with its bias, no gate, no ffn_norm, a head bias);
+ * tiny-gpt-oss.bin a gpt-oss file of dim 32 made with gguf-py (3 MXFP4
+ * experts of 32, 2 per token, the router's and experts' biases, attention
+ * sinks, q, k, v, output biases, a window of 4, YaRN keys). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
