@@ -308,6 +308,16 @@ static inline void q80_reduce8(const __m512i u[8], __m512i *s0, __m512i *s1) {
 /* The 16 rows of the decode panel at row n0 (a short last panel repeats its
  * last row) and *base, the first one's address. Returns the real rows'
  * count. */
+/* A matrix-vector range's first two panels up front (its loop fetches two
+ * ahead): a cold range otherwise starts on demand misses, and the short
+ * products of small models (SmolLM2's 69-207 KB) are mostly start.
+ * Measured there (decode, products alternating in one process): 2 threads
+ * 6.57 -> 6.05 ms per token, 1 thread 8.87 -> 8.51. */
+static inline void b32_prefetch_first_panels(const tp_qk_task *t, int64_t p0) {
+  const int64_t first = p0 * 16, rows = (t->n - first < 32 ? t->n - first : 32);
+  qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
+}
+
 static inline int b16_panel(const tp_qk_task *t, int64_t n0, const uint8_t **base, const uint8_t *rows[16]) {
   const int nr = (int)(t->n - n0 < 16 ? t->n - n0 : 16);
   *base = (const uint8_t *)t->w + (size_t)n0 * t->row_bytes;
@@ -657,15 +667,7 @@ static inline __attribute__((always_inline)) void b32_mv_panels(qk_q80_ctx *x, i
   const int quads = !kd.q8;
   const q4_index ix = q4_index_of(kd);
   const __m512i hix = q80_heads_index();
-  /* The range's first two panels up front (the loop below fetches two
-   * ahead): a cold range otherwise starts on demand misses, and the short
-   * products of small models (SmolLM2's 69-207 KB) are mostly start.
-   * Measured there (decode, products alternating in one process): 2
-   * threads 6.57 -> 6.05 ms per token, 1 thread 8.87 -> 8.51. */
-  {
-    const int64_t first = p0 * 16, rows = (t->n - first < 32 ? t->n - first : 32);
-    qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
-  }
+  b32_prefetch_first_panels(t, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];

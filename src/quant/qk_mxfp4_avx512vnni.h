@@ -112,10 +112,7 @@ static void b32_mv_range_mxfp4(void *vx, int64_t p0, int64_t p1) {
   const qk_act *act = &x->act;
   const int64_t nb = x->nb, lanes = act->kpad / 4, nsteps = (nb + 3) / 4;
   const mx_consts k = mx_consts_make();
-  { /* the range's first two panels up front, as b32_mv_panels does */
-    const int64_t first = p0 * 16, rows = (t->n - first < 32 ? t->n - first : 32);
-    qk_prefetch_slice((const uint8_t *)t->w + (size_t)first * t->row_bytes, 0, rows * (int64_t)t->row_bytes);
-  }
+  b32_prefetch_first_panels(t, p0);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 16;
     const uint8_t *base, *rows[16];
