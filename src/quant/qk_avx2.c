@@ -1,9 +1,10 @@
 /* Fast products with AVX2 + FMA + F16C, 8 f32 lanes. The 32-element block
- * types and the K-quants have their own kernels (qk_block32_avx2.h,
- * qk_ksum_avx2.h: the AVX-512 kernels' definitions and bits); the engine
- * body serves the float weights and what those decline, with maddubs/madd
- * for the integer dots (u8 operands above 127 are split into nibbles so
- * the 16-bit pair sums never saturate). Call only after tp_qk_cpu_avx2(). */
+ * types (MXFP4 among them) and the K-quants have their own kernels
+ * (qk_block32_avx2.h, qk_ksum_avx2.h: the AVX-512 kernels' definitions and
+ * bits); the engine body serves the float weights and what those decline,
+ * with maddubs/madd for the integer dots (u8 operands above 127 are split
+ * into nibbles so the 16-bit pair sums never saturate). Call only after
+ * tp_qk_cpu_avx2(). */
 #include <immintrin.h>
 
 #include "quant/qk_internal.h"
@@ -203,7 +204,7 @@ static void qk_quant_q8_0_row(const float *x, int64_t k, int8_t *q, float *d, fl
 
 #include "quant/qk_multi.h"
 
-/* A product on the block-sum (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) or
+/* A product on the block-sum (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, MXFP4) or
  * super-block-sum (Q2_K .. Q6_K) kernels: its context, begun. */
 typedef struct {
   union {

@@ -1,40 +1,41 @@
-/* Products of the 32-element block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) on
- * AVX2 (included by qk_avx2.c after the engine body). They compute the
- * block-sum definition of the AVX-512 kernels (qk_block32_avx512vnni.h):
- * for weight row r and activation row c,
+/* Products of the 32-element block types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1,
+ * MXFP4: qk_mxfp4_avx2.h) on AVX2 (included by qk_avx2.c after the engine
+ * body). They compute the block-sum definition of the AVX-512 kernels
+ * (qk_block32_avx512vnni.h): for weight row r and activation row c,
  *     acc = 0;  for each block b in order:  acc = fma(float(isum_b), dw_b * da_b, acc)
  *                                           (Q4_1 / Q5_1, then: acc = fma(m_b, s_b, acc))
  * with isum_b the exact integer sum of the block's 32 products w * qa (w =
- * q for Q8_0, q - 8 for Q4_0, q - 16 for Q5_0, q for Q4_1 / Q5_1), dw_b /
- * da_b the weight's and the activation's (Q8_0 / Q8_1) block scales, m_b
- * the weight's min and s_b the Q8_1 activation's s. The engine body's
- * lanes of 4 elements paid a conversion, a scale product and an fma per 32
- * multiply-adds; here each block is converted and scaled once.
+ * q for Q8_0, q - 8 for Q4_0, q - 16 for Q5_0, q for Q4_1 / Q5_1, the
+ * level for MXFP4), dw_b / da_b the weight's (MXFP4: 2^(e - 128)) and the
+ * activation's (Q8_0 / Q8_1) block scales, m_b the weight's min and s_b
+ * the Q8_1 activation's s. The engine body's lanes of 4 elements paid a
+ * conversion, a scale product and an fma per 32 multiply-adds; here each
+ * block is converted and scaled once.
  *
  * Two kernels compute it, bit for bit the same at every m and thread count:
  *  - the tile (m >= Q32_MV_MAX_M): lanes are 8 activation rows. Activations
  *    are repacked once per product, 4 bytes of each of 8 rows per vector;
  *    each weight row is decoded once per panel to 32 bytes per block in
  *    element order, and its 4 bytes of a step are broadcast. The nibble
- *    types' q (0..15, Q5: 0..31) is vpmaddubsw's unsigned operand: its pair
- *    sums (<= 2 * 31 * 127) add in 16 bits over 8 steps (Q4: 8 * 2 * 15 *
- *    127 = 30480) or 4 (Q5: 31496) without overflow, then one vpmaddwd
- *    widens them. Q8_0's two signed operands are both widened to int16
- *    (activations once per product, 2 elements of each of 8 rows per
- *    vector; weights once per panel): a step is one vpmaddwd per 16
- *    products and an add. The sign trick (vpsignb, vpmaddubsw, vpmaddwd
- *    per 32) has as many operations but three on the pipes the multiplies
- *    share (Zen 3, session 21) against two: one thread, 256 x 2048 x 2048
- *    58.3 -> 61.7 GMAC/s, 64 x 2048 x 2048 58.6 -> 62.2. Q4_0 / Q5_0's
- *    bias term (-bias * the block's qa sum) is one integer per activation
- *    row and block.
+ *    types' q (0..15, Q5: 0..31, MXFP4: level + 12, 0..24) is vpmaddubsw's
+ *    unsigned operand: its pair sums (<= 2 * 31 * 127) add in 16 bits over
+ *    8 steps (Q4: 8 * 2 * 15 * 127 = 30480) or 4 (Q5: 31496, MXFP4: 24384)
+ *    without overflow, then one vpmaddwd widens them. Q8_0's two signed
+ *    operands are both widened to int16 (activations once per product, 2
+ *    elements of each of 8 rows per vector; weights once per panel): a step
+ *    is one vpmaddwd per 16 products and an add. The sign trick (vpsignb,
+ *    vpmaddubsw, vpmaddwd per 32) has as many operations but three on the
+ *    pipes the multiplies share (Zen 3, session 21) against two: one
+ *    thread, 256 x 2048 x 2048 58.3 -> 61.7 GMAC/s, 64 x 2048 x 2048 58.6
+ *    -> 62.2. Q4_0 / Q5_0 / MXFP4's bias term (-bias * the block's qa sum)
+ *    is one integer per activation row and block.
  *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
  *    weight rows. The nibble types' blocks of two rows meet the activation
  *    block in one vector (q32_pair_sums; Q8_0: a row per vector), the 8
  *    rows' lane sums are reduced to the 8 block sums by an exact
  *    transpose-and-add (q32_reduce_pair_sums, q32_reduce8), the rows' f16
- *    scales are assembled in general registers, and the float steps run 8
- *    rows at a time.
+ *    scales (MXFP4: exponent bytes) are assembled in general registers, and
+ *    the float steps run 8 rows at a time.
  * The file also holds what qk_ksum_avx2.h shares: the contexts' head
  * (qk8_base), the output stores and the end of a product. */
 #ifndef TP_QUANT_QK_BLOCK32_AVX2_H
@@ -62,6 +63,7 @@ typedef struct {
 #define Q32_Q4_1 ((q32_kind){20, 4, 0, 2, 0})
 #define Q32_Q5_1 ((q32_kind){24, 8, 4, 2, 0})
 #define Q32_IS_Q8(kd) ((kd).bytes == 34)
+#include "quant/qk_mxfp4_avx2.h" /* Q32_MXFP4: the nibbles as levels, an E8M0 scale */
 /* a group's repacked activations per block (Q8_0's widened to int16) */
 #define Q32_CELL_BYTES(kd) (Q32_IS_Q8(kd) ? 512 : 256)
 
@@ -237,11 +239,12 @@ Q32_INLINE __m256i q32_bits_0x10(uint32_t bits) {
 
 /* A block's 32 weights in element order: Q8_0's signed w, the other types'
  * unsigned q (the 16 nibble bytes in both halves, the upper half shifted
- * down a nibble; Q5's fifth bits as 0x10). */
+ * down a nibble; Q5's fifth bits as 0x10; MXFP4's level + 12). */
 Q32_INLINE __m256i q32_elems(const uint8_t *blk, const q32_kind kd) {
   if (Q32_IS_Q8(kd)) return _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
   const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(blk + kd.qs)));
   __m256i q = _mm256_and_si256(_mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+  if (Q32_IS_MX(kd)) q = q32_mx_levels(q);
   if (kd.qh) {
     uint32_t bits;
     memcpy(&bits, blk + kd.qh, 4);
@@ -292,13 +295,15 @@ Q32_INLINE __m256i q32_reduce8(const __m256i t[8]) {
  * as [row 0 | row 1], 8 each. The 16 qs bytes of both rows share one
  * vector: their low nibbles meet the activations' elements 0..15 (alo, in
  * both halves), their high nibbles 16..31 (ahi); each sum adds two
- * vpmaddubsw pair sums: |sum| <= 2 * 2 * 15 * 128 = 7680 (Q4), 15872 (Q5). */
+ * vpmaddubsw pair sums: |sum| <= 2 * 2 * 15 * 128 = 7680 (Q4), 15872 (Q5),
+ * 12288 (MXFP4's level + 12 <= 24). */
 Q32_INLINE __m256i q32_pair_sums(const uint8_t *b0, const uint8_t *b1, __m256i alo, __m256i ahi, const q32_kind kd) {
   const __m256i x = _mm256_inserti128_si256(
       _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b0 + kd.qs))),
       _mm_loadu_si128((const __m128i *)(const void *)(b1 + kd.qs)), 1);
   const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256i lo = _mm256_and_si256(x, nib), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
+  if (Q32_IS_MX(kd)) lo = q32_mx_levels(lo), hi = q32_mx_levels(hi);
   if (kd.qh) { /* bit i of qh is element i: 0..15 go with lo, 16..31 with hi */
     uint32_t h0, h1;
     memcpy(&h0, b0 + kd.qh, 4);
@@ -320,12 +325,12 @@ Q32_INLINE __m256i q32_pair_sums(const uint8_t *b0, const uint8_t *b1, __m256i a
  * block sum of row q32_lane_row[l], as q32_reduce_pairs leaves it. The
  * first vphaddw halves the 16-bit sums' count (per 128-bit half: rows 0, 2
  * | 1, 3, 4 sums each); Q4's sums stay in 16 bits through a second
- * (|sum| <= 4 * 7680 = 30720), Q5's widen after the first (2 * 15872 >
- * 32767 would not). Exact integer adds either way. */
+ * (|sum| <= 4 * 7680 = 30720), Q5's and MXFP4's widen after the first (2 *
+ * 15872 and 2 * 12288 > 32767 would not). Exact integer adds either way. */
 Q32_INLINE __m256i q32_reduce_pair_sums(const __m256i v[4], const q32_kind kd) {
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i h01 = _mm256_hadd_epi16(v[0], v[1]), h23 = _mm256_hadd_epi16(v[2], v[3]);
-  if (!kd.qh) return _mm256_madd_epi16(_mm256_hadd_epi16(h01, h23), ones);
+  if (!Q32_WIDE(kd)) return _mm256_madd_epi16(_mm256_hadd_epi16(h01, h23), ones);
   return _mm256_hadd_epi32(_mm256_madd_epi16(h01, ones), _mm256_madd_epi16(h23, ones));
 }
 
@@ -416,6 +421,7 @@ Q32_INLINE void q32_mv_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_k
         if (kd.bias) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr[b]));
         __m256 dw, mw = _mm256_setzero_ps();
         if (kd.min == 2) q32_f16x8_dm(lanes, at, &dw, &mw);
+        else if (Q32_IS_MX(kd)) dw = q32_e8m0x8(lanes, at);
         else dw = q32_f16x8(lanes, at);
         f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(da[b])), f);
         if (kd.min) f = _mm256_fmadd_ps(mw, _mm256_set1_ps(sa[b]), f);
@@ -430,6 +436,7 @@ static void q32_mv_q4_0(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, 
 static void q32_mv_q5_0(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q5_0); }
 static void q32_mv_q4_1(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q4_1); }
 static void q32_mv_q5_1(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_Q5_1); }
+static void q32_mv_mxfp4(void *x, int64_t p0, int64_t p1) { q32_mv_panels(x, p0, p1, Q32_MXFP4); }
 
 /* ---- tile: Q32_TR weight rows x two groups of 8 activation rows -------- */
 
@@ -544,7 +551,7 @@ Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], co
     }
     const int8_t *a0 = x->au + Q32_CELL_BYTES(kd) * cell0, *a1 = x->au + Q32_CELL_BYTES(kd) * cell1;
     if (Q32_IS_Q8(kd)) q32_tile_block_q8(acc, w, b, a0, a1);
-    else q32_tile_block_nibbles(acc, w, b, a0, a1, kd.qh ? 4 : 8); /* steps whose pair sums add in 16 bits */
+    else q32_tile_block_nibbles(acc, w, b, a0, a1, Q32_WIDE(kd) ? 4 : 8); /* steps whose pair sums add in 16 bits */
     const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
 #pragma GCC unroll 4
     for (int r = 0; r < Q32_TR; ++r) {
@@ -596,7 +603,7 @@ Q32_INLINE void q32_tile_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32
         } else {
           _mm256_storeu_si256((__m256i *)(void *)(w[r] + 32 * b), q);
         }
-        dw[r * nb + b] = QK_F16_TO_F32((uint16_t)q32_le16(blk));
+        dw[r * nb + b] = Q32_IS_MX(kd) ? tp_e8m0_half(blk[0]) : QK_F16_TO_F32((uint16_t)q32_le16(blk));
         mw[r * nb + b] = kd.min ? QK_F16_TO_F32((uint16_t)q32_le16(blk + kd.min)) : 0.0f;
       }
     }
@@ -615,11 +622,13 @@ static void q32_tile_q4_0(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, 
 static void q32_tile_q5_0(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q5_0); }
 static void q32_tile_q4_1(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q4_1); }
 static void q32_tile_q5_1(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q5_1); }
+static void q32_tile_mxfp4(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_MXFP4); }
 
 /* Whether the block-sum kernels serve the task. */
 static int qk_q32_serves(const tp_qk_task *t) {
   const topos_dtype w = t->wtype;
-  return (w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1) &&
+  return (w == TOPOS_Q8_0 || w == TOPOS_Q4_0 || w == TOPOS_Q5_0 || w == TOPOS_Q4_1 || w == TOPOS_Q5_1 ||
+          w == TOPOS_MXFP4) &&
          t->k % 32 == 0;
 }
 
@@ -634,6 +643,7 @@ static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, 
     case TOPOS_Q5_0: x->kind = Q32_Q5_0, *mv = q32_mv_q5_0, *tile = q32_tile_q5_0; break;
     case TOPOS_Q4_1: x->kind = Q32_Q4_1, *mv = q32_mv_q4_1, *tile = q32_tile_q4_1; break;
     case TOPOS_Q5_1: x->kind = Q32_Q5_1, *mv = q32_mv_q5_1, *tile = q32_tile_q5_1; break;
+    case TOPOS_MXFP4: x->kind = Q32_MXFP4, *mv = q32_mv_mxfp4, *tile = q32_tile_mxfp4; break;
     default: x->kind = Q32_Q8_0, *mv = q32_mv_q8_0, *tile = q32_tile_q8_0; break;
   }
   x->nb = t->k / 32;
