@@ -2,8 +2,9 @@
  * output (tp_vec_dot_ref over Q8_0 activations), the fast path stays within
  * the envelope the other 32-element types meet (qmatmul_test.c) on every
  * ISA level this CPU has, every path gives the same bits at 1..3 threads,
- * and on AVX-512 VNNI (and AMX) the fast path is the block-sum definition
- * (qk_mxfp4_avx512vnni.h) for decoding and prompts alike. */
+ * and on AVX-512 VNNI (and AMX) and on AVX2 the fast path is the block-sum
+ * definition (qk_mxfp4_avx512vnni.h, qk_mxfp4_avx2.h) for decoding and
+ * prompts alike. */
 #include <stdlib.h>
 
 #include "quant/qk_internal.h"
@@ -196,4 +197,97 @@ TEST(qmatmul_mxfp4_avx512_is_the_block_sum_definition) {
     tp_qk_set_isa_cap(TP_QK_ISA_ANY);
     free(w), free(a), free(want), free(got);
   }
+}
+
+/* The AVX2 kernels (qk_block32_avx2.h with qk_mxfp4_avx2.h, the ISA capped
+ * there) compute the same definition: the matrix-vector kernel below m = 4,
+ * the tile of 8-row groups from there (one, several and a part-filled last
+ * group), so decoding rows and prompt rows agree bit for bit; at 1..3
+ * threads; within the Fast envelope around the reference. k: 3 blocks, 33
+ * (none to seven left of a tile's 8-step runs), gpt-oss's 2880 (90); then
+ * every exponent from 0 (rows 0..3 all denormal scales); then every level
+ * at its top (nibble 7: 12, byte 24) against qa = +-127 across a row: the
+ * 16-bit pair sums at their largest (4 steps * 2 * 24 * 127 = 24384). */
+static void mq_avx2_cases(void) { /* with the ISA capped at AVX2 (the reference ignores the cap) */
+  const int64_t ks[] = {96, 1056, 2880, 1024, 1056}, ms[] = {1, 2, 3, 4, 5, 17, MQ_MMAX};
+  for (int kk = 0; kk < 5; ++kk) {
+    const int64_t k = ks[kk], nb = k / 32;
+    uint8_t *w = NULL;
+    float *a = NULL, *want = malloc(MQ_MMAX * MQ_N * 4), *got = malloc(MQ_MMAX * MQ_N * 4),
+          *other = malloc(MQ_MMAX * MQ_N * 4), *ref = malloc(MQ_MMAX * MQ_N * 4), *one = malloc(MQ_N * 4);
+    CHECK(mq_data(k, 500 + (uint64_t)kk, &w, &a) && want && got && other && ref && one);
+    if (kk == 3) /* exponents 0..199; rows 0..3 all denormal scales */
+      for (int64_t i = 0; i < MQ_N * nb; ++i) w[17 * i] = (uint8_t)(i < 4 * nb ? i / nb % 2 : i * 37 % 200);
+    if (kk == 4) {
+      for (int64_t i = 0; i < MQ_N * nb; ++i) memset(w + 17 * i + 1, 0x77, 16);
+      for (int64_t i = 0; i < MQ_MMAX * k; ++i) a[i] = (i / k) % 2 ? 1.0f : -1.0f;
+    }
+    mq_block_sums(w, a, MQ_MMAX, k, want);
+    for (int mi = 0; mi < 7; ++mi) {
+      const int64_t m = ms[mi];
+      CHECK_MSG(mq_threads_agree(a, m, k, w, TOPOS_QMATMUL_FAST, NULL, got, other), "k %lld m %lld: failed or threads differ", (long long)k, (long long)m);
+      int at = 0;
+      while (at < m * MQ_N && tt_f32_bits(got[at]) == tt_f32_bits(want[at])) ++at;
+      CHECK_MSG(at == m * MQ_N, "k %lld m %lld: out[%d] %.9g, definition %.9g", (long long)k, (long long)m, at,
+                at < m * MQ_N ? got[at] : 0.0f, at < m * MQ_N ? want[at] : 0.0f);
+      double worst = 0;
+      CHECK_OK(tp_qmatmul_threads(a, m, k, w, TOPOS_MXFP4, MQ_N, NULL, ref, TOPOS_QMATMUL_REFERENCE, 1));
+      CHECK_MSG(mq_within_envelope(got, ref, w, a, m, k, &worst), "k %lld m %lld: outside the envelope (%.2f of it)",
+                (long long)k, (long long)m, worst);
+      if (m > 4) { /* a prompt's rows are the rows decoded one at a time */
+        for (int64_t c = 0; c < m; c += m - 1) {
+          CHECK_OK(tp_qmatmul_threads(a + c * k, 1, k, w, TOPOS_MXFP4, MQ_N, NULL, one, TOPOS_QMATMUL_FAST, 1));
+          CHECK_MSG(mq_same(one, got + c * MQ_N, MQ_N), "k %lld m %lld: row %lld decoded differs", (long long)k,
+                    (long long)m, (long long)c);
+        }
+      }
+    }
+    free(w), free(a), free(want), free(got), free(other), free(ref), free(one);
+  }
+}
+
+TEST(qmatmul_mxfp4_avx2_is_the_block_sum_definition) {
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_MXFP4);
+  if (isa && strcmp(isa, "avx2") == 0) mq_avx2_cases();
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+  if (!isa || strcmp(isa, "avx2") != 0) SKIP("the AVX2 block-sum kernels need AVX2");
+}
+
+/* qlinear_id's decoding on AVX2: MXFP4 parts (with a Q4_0 one between them)
+ * go through the one matrix-vector dispatch, not declined, and each part
+ * keeps the bits of its product alone. */
+static void mq_avx2_multi(void) { /* with the ISA capped at AVX2 */
+  const int64_t k = 1056, ns[3] = {MQ_N, 9, 20};
+  const topos_dtype types[3] = {TOPOS_MXFP4, TOPOS_Q4_0, TOPOS_MXFP4};
+  uint8_t *w = NULL, *w4 = malloc(qt_row_bytes(TOPOS_Q4_0, k) * 9);
+  float *a = NULL, *out[3], *alone[3];
+  CHECK(mq_data(k, 900, &w, &a) && w4);
+  for (int j = 0; j < 9; ++j) CHECK_OK(topos_quantize_row(TOPOS_Q4_0, a + (j + 1) * k, w4 + j * qt_row_bytes(TOPOS_Q4_0, k), k));
+  const void *ws[3] = {w, w4, w + 5 * qt_row_bytes(TOPOS_MXFP4, k)};
+  for (int th = 1; th <= 3; ++th) {
+    tp_qk_task tasks[3];
+    for (int i = 0; i < 3; ++i) {
+      out[i] = malloc((size_t)ns[i] * 4), alone[i] = malloc((size_t)ns[i] * 4);
+      CHECK(out[i] && alone[i]);
+      memset(out[i], 0xFF, (size_t)ns[i] * 4);
+      CHECK_OK(tp_qmatmul_threads(a, 1, k, ws[i], types[i], ns[i], NULL, alone[i], TOPOS_QMATMUL_FAST, 1));
+      tasks[i] = (tp_qk_task){a, 1, k, ws[i], types[i], ns[i], NULL, out[i], qt_row_bytes(types[i], k), th};
+    }
+    const topos_status st = tp_qk_fast_avx2_multi(tasks, 3);
+    CHECK_MSG(st == TOPOS_OK, "threads %d: the dispatch gave %d", th, (int)st);
+    for (int i = 0; i < 3; ++i) {
+      CHECK_MSG(mq_same(out[i], alone[i], ns[i]), "threads %d: part %d not the bits of its product alone", th, i);
+      free(out[i]), free(alone[i]);
+    }
+  }
+  free(w), free(w4), free(a);
+}
+
+TEST(qmatmul_mxfp4_avx2_multi_dispatch_takes_mxfp4) {
+  tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
+  const char *isa = topos_qmatmul_fast_isa(TOPOS_MXFP4);
+  if (isa && strcmp(isa, "avx2") == 0) mq_avx2_multi();
+  tp_qk_set_isa_cap(TP_QK_ISA_ANY);
+  if (!isa || strcmp(isa, "avx2") != 0) SKIP("the AVX2 block-sum kernels need AVX2");
 }
