@@ -222,7 +222,7 @@ static int qk8_serves(const tp_qk_task *t) { return qk_q32_serves(t) || qk_ks8_s
  * activations of a begun product of t's type over t's rows (qk8_begin). */
 static int qk8_product_begin(const tp_qk_task *t, qk8_product *p, const qk_act *same) {
   if (qk_q32_serves(t)) {
-    p->base = &p->ctx.q32.b, p->mv_max_m = Q32_MV_MAX_M, p->tile_rows = Q32_TR;
+    p->base = &p->ctx.q32.b, p->mv_max_m = q32_mv_max_m(t->wtype), p->tile_rows = Q32_TR;
     return qk_q32_begin(t, &p->ctx.q32, &p->mv, &p->tile, same);
   }
   p->base = &p->ctx.ks8.b, p->mv_max_m = KS8_MV_MAX_M, p->tile_rows = KS8_TR;

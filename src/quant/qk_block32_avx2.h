@@ -13,7 +13,7 @@
  * block is converted and scaled once.
  *
  * Two kernels compute it, bit for bit the same at every m and thread count:
- *  - the tile (m >= Q32_MV_MAX_M): lanes are 8 activation rows. Activations
+ *  - the tile (m >= q32_mv_max_m: Q32_MV_MAX_M, MXFP4 8): lanes are 8 activation rows. Activations
  *    are repacked once per product, 4 bytes of each of 8 rows per vector;
  *    each weight row is decoded once per panel to 32 bytes per block in
  *    element order, and its 4 bytes of a step are broadcast. The nibble
@@ -29,7 +29,7 @@
  *    thread, 256 x 2048 x 2048 58.3 -> 61.7 GMAC/s, 64 x 2048 x 2048 58.6
  *    -> 62.2. Q4_0 / Q5_0 / MXFP4's bias term (-bias * the block's qa sum)
  *    is one integer per activation row and block.
- *  - the matrix-vector kernel (m < Q32_MV_MAX_M, decoding): lanes are 8
+ *  - the matrix-vector kernel (m < q32_mv_max_m, decoding): lanes are 8
  *    weight rows. The nibble types' blocks of two rows meet the activation
  *    block in one vector (q32_pair_sums; Q8_0: a row per vector), the 8
  *    rows' lane sums are reduced to the 8 block sums by an exact
@@ -46,7 +46,7 @@
 #include <string.h>
 
 #define Q32_TR 4          /* weight rows per tile */
-#define Q32_MV_MAX_M 4    /* below this m, the matrix-vector kernel */
+#define Q32_MV_MAX_M 4    /* below this m, the matrix-vector kernel (q32_mv_max_m) */
 #define Q32_INLINE static inline __attribute__((always_inline))
 
 /* QK_KEEP_IN_REGISTER: qk_avx2.c */
@@ -624,6 +624,15 @@ static void q32_tile_q4_1(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, 
 static void q32_tile_q5_1(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_Q5_1); }
 static void q32_tile_mxfp4(void *x, int64_t p0, int64_t p1) { q32_tile_panels(x, p0, p1, Q32_MXFP4); }
 
+/* Below this m the matrix-vector kernel runs, from it the tile (the same
+ * bits either way). MXFP4 from 8: its tile's 16-bit sums widen every 4
+ * steps and an 8-row group of m = 4 is half empty, while its matrix-vector
+ * kernel costs about m times its m = 1 (AVX2 cap on Sapphire Rapids, one
+ * thread, m x 2880 x 2880, matrix-vector against tile: m = 4 786 against
+ * 1440 us, 7 1386 against 1455, 8 1598 against 1461; the engine body
+ * before this kernel 1337 at m = 4). */
+static inline int64_t q32_mv_max_m(topos_dtype w) { return w == TOPOS_MXFP4 ? 8 : Q32_MV_MAX_M; }
+
 /* Whether the block-sum kernels serve the task. */
 static int qk_q32_serves(const tp_qk_task *t) {
   const topos_dtype w = t->wtype;
@@ -648,7 +657,7 @@ static int qk_q32_begin(const tp_qk_task *t, qk_q32_ctx *x, tp_qk_range_fn *mv, 
   }
   x->nb = t->k / 32;
   if (!qk8_begin(t, &x->b, same)) return 0;
-  if (t->m < Q32_MV_MAX_M ? q32_mv_prepare(x) : q32_tile_prepare(x)) return 1;
+  if (t->m < q32_mv_max_m(t->wtype) ? q32_mv_prepare(x) : q32_tile_prepare(x)) return 1;
   qk_act_free(&x->b.act);
   return 0;
 }
