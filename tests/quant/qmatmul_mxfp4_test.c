@@ -200,16 +200,16 @@ TEST(qmatmul_mxfp4_avx512_is_the_block_sum_definition) {
 }
 
 /* The AVX2 kernels (qk_block32_avx2.h with qk_mxfp4_avx2.h, the ISA capped
- * there) compute the same definition: the matrix-vector kernel below m = 4,
- * the tile of 8-row groups from there (one, several and a part-filled last
- * group), so decoding rows and prompt rows agree bit for bit; at 1..3
+ * there) compute the same definition: the matrix-vector kernel below m = 8
+ * (q32_mv_max_m), the tile of 8-row groups from there (one, several and a
+ * part-filled last group), so decoding rows and prompt rows agree bit for bit; at 1..3
  * threads; within the Fast envelope around the reference. k: 3 blocks, 33
  * (none to seven left of a tile's 8-step runs), gpt-oss's 2880 (90); then
  * every exponent from 0 (rows 0..3 all denormal scales); then every level
  * at its top (nibble 7: 12, byte 24) against qa = +-127 across a row: the
  * 16-bit pair sums at their largest (4 steps * 2 * 24 * 127 = 24384). */
 static void mq_avx2_cases(void) { /* with the ISA capped at AVX2 (the reference ignores the cap) */
-  const int64_t ks[] = {96, 1056, 2880, 1024, 1056}, ms[] = {1, 2, 3, 4, 5, 17, MQ_MMAX};
+  const int64_t ks[] = {96, 1056, 2880, 1024, 1056}, ms[] = {1, 2, 3, 4, 5, 7, 8, 17, MQ_MMAX};
   for (int kk = 0; kk < 5; ++kk) {
     const int64_t k = ks[kk], nb = k / 32;
     uint8_t *w = NULL;
@@ -223,7 +223,7 @@ static void mq_avx2_cases(void) { /* with the ISA capped at AVX2 (the reference 
       for (int64_t i = 0; i < MQ_MMAX * k; ++i) a[i] = (i / k) % 2 ? 1.0f : -1.0f;
     }
     mq_block_sums(w, a, MQ_MMAX, k, want);
-    for (int mi = 0; mi < 7; ++mi) {
+    for (int mi = 0; mi < 9; ++mi) {
       const int64_t m = ms[mi];
       CHECK_MSG(mq_threads_agree(a, m, k, w, TOPOS_QMATMUL_FAST, NULL, got, other), "k %lld m %lld: failed or threads differ", (long long)k, (long long)m);
       int at = 0;
