@@ -292,7 +292,12 @@ static topos_status tp_collect_specials(topos_tokenizer *t) {
 static const char *const tp_eot_texts[] = {"<|eot_id|>",     "<|im_end|>", "<|end|>", "<end_of_turn>",
                                            "<|endoftext|>", "<EOT>",      "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"};
 static const char *const tp_eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>",        "<end_of_turn>", "<|endoftext|>",
-                                           "<|eom_id|>", "<EOT>",      "<|end_of_text|>", "[|endofturn|]"};
+                                           "<|eom_id|>", "<EOT>",      "<|end_of_text|>", "[|endofturn|]",
+                                           "<|return|>", "<|call|>"};
+
+static int32_t tp_token_of(const topos_tokenizer *t, const char *text) {
+  return tp_strmap_get(&t->token_map, text, strlen(text));
+}
 
 static void tp_add_eog(topos_tokenizer *t, int32_t id) {
   if (id == TOPOS_TOKEN_NONE) return;
@@ -303,15 +308,25 @@ static void tp_add_eog(topos_tokenizer *t, int32_t id) {
 
 static void tp_find_eog(topos_tokenizer *t) {
   for (size_t i = 0; t->eot == TOPOS_TOKEN_NONE && i < sizeof tp_eot_texts / sizeof tp_eot_texts[0]; i++) {
-    int32_t id = tp_strmap_get(&t->token_map, tp_eot_texts[i], strlen(tp_eot_texts[i]));
+    int32_t id = tp_token_of(t, tp_eot_texts[i]);
     if (id >= 0) t->eot = id;
   }
   tp_add_eog(t, t->eos);
   tp_add_eog(t, t->eot);
   for (size_t i = 0; i < sizeof tp_eog_texts / sizeof tp_eog_texts[0]; i++) {
-    int32_t id = tp_strmap_get(&t->token_map, tp_eog_texts[i], strlen(tp_eog_texts[i]));
+    int32_t id = tp_token_of(t, tp_eog_texts[i]);
     if (id >= 0) tp_add_eog(t, id);
   }
+  /* gpt-oss's Harmony (o200k_harmony) ends a message with <|end|> and the
+   * reply with <|return|> or <|call|>: an analysis message ends in <|end|>
+   * before the final one begins, so there <|end|> does not end generation
+   * (llama.cpp's rule: a vocabulary with <|return|> and <|call|>, or
+   * <|calls|> and <|flush|>, drops it) */
+  const int32_t end = tp_token_of(t, "<|end|>");
+  const int harmony = tp_token_of(t, "<|return|>") >= 0 && tp_token_of(t, "<|call|>") >= 0;
+  const int solar = tp_token_of(t, "<|calls|>") >= 0 && tp_token_of(t, "<|flush|>") >= 0;
+  for (int i = 0; end >= 0 && (harmony || solar) && i < t->n_eog; i++)
+    if (t->eog[i] == end) t->eog[i--] = t->eog[--t->n_eog];
 }
 
 static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) {

@@ -528,6 +528,25 @@ TEST(tokenizer_end_of_generation_markers) {
   CHECK_EQ_INT(topos_tokenizer_is_eog(t, eos), 1);
   for (int b = 0; b < 26; b++) CHECK_EQ_INT(topos_tokenizer_is_eog(t, b), 0);
   topos_tokenizer_free(t);
+  /* gpt-oss's Harmony: <|return|> and <|call|> end generation, <|end|> (the
+   * end of the analysis message before the final one) does not */
+  const int end = tt_vocab_add(&w, "<|end|>", 7, 0, TOPOS_TOKEN_CONTROL);
+  const int ret = tt_vocab_add(&w, "<|return|>", 10, 0, TOPOS_TOKEN_CONTROL);
+  e = tt_desc(&w, "gpt2");
+  e.eos_id = eos;
+  CHECK_OK(topos_tokenizer_new(&e, &t));
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, end), 1); /* no <|call|> yet: not Harmony's vocabulary */
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, ret), 1);
+  topos_tokenizer_free(t);
+  const int call = tt_vocab_add(&w, "<|call|>", 8, 0, TOPOS_TOKEN_CONTROL);
+  e = tt_desc(&w, "gpt2");
+  e.eos_id = ret;
+  CHECK_OK(topos_tokenizer_new(&e, &t));
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, end), 0);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, ret), 1);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, call), 1);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, eos), 0);
+  topos_tokenizer_free(t);
   tt_vocab_free(&w);
   tt_vocab_free(&v);
 }
