@@ -333,6 +333,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     m->config.weight_bytes += info.bytes;
   }
   TP_TRY(tp_llama_rope_factors(m));
+  if (c->learned_positions) { /* one row per token, as the embedding */
+    const uint64_t before = c->weight_bytes;
+    TP_TRY(tp_llama_weight(m, "position_embd.weight", c->dim, c->n_ctx_train, 0, &m->pos_embd));
+    c->weight_bytes = before;
+  }
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
   /* each block has at least 6 tensors (phi3's: attn_norm, attn_qkv,
    * attn_output, ffn_norm, ffn_up, ffn_down): a block_count the file cannot
@@ -370,10 +375,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_OAI) /* gpt-oss names its feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
-    else if (c->pre_norms && !c->parallel_residual)
+    else if (c->pre_norms && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
-    if (c->layer_norm && !c->parallel_residual) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);
+    if (c->layer_norm && L->ffn_norm) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);
     if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
@@ -491,6 +496,7 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->output_norm_b);
   topos_tensor_release(m->output_b);
   topos_tensor_release(m->rope_factors);
+  topos_tensor_release(m->pos_embd);
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);
   free(m->used);

@@ -218,6 +218,10 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"stablelm", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"phi2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    {"gpt2", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_POSITIONS, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
+    {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,
+     0, TP_SWA_ROPE_SAME, 0},
     /* the window's key is required (default -1), as llama.cpp reads these files */
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI, 2, -1, 2, 0,
      TP_SWA_ROPE_SAME, 0},
@@ -390,7 +394,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(st);
   const tp_llama_arch *a = tp_llama_arch_of(arch);
   if (!a) { /* the table's names, in its order */
-    char known[256];
+    char known[512];
     size_t used = 0;
     const size_t n = sizeof tp_llama_archs / sizeof tp_llama_archs[0];
     for (size_t i = 0; i < n && used < sizeof known; ++i)
@@ -410,6 +414,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->ffn_plain = (a->flags & TP_ARCH_FFN_PLAIN) != 0;
   c->parallel_residual = (a->flags & TP_ARCH_PARALLEL) != 0;
   c->attn_sinks = (a->flags & TP_ARCH_OAI) != 0;
+  c->learned_positions = (a->flags & TP_ARCH_POSITIONS) != 0;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
@@ -460,8 +465,13 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
   c->residual_scale = 1.0f;
   c->logit_scale = 1.0f;
-  *nope_all = 0;
+  *nope_all = c->learned_positions;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
+  if (a->flags & TP_ARCH_PARALLEL_KEY) { /* required, as llama.cpp reads gptneox files */
+    topos_status pst = topos_gguf_get_bool(g, TP_K("use_parallel_residual"), &c->parallel_residual);
+    if (pst == TOPOS_ERR_NOT_FOUND) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", kb);
+    if (pst != TOPOS_OK) return tp_fail_context(pst, "llama: key %s", kb);
+  }
   if (a->flags & TP_ARCH_TEMPERATURE) /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
                                        * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.temperature_scale"), 0.0f, &c->attn_temp_scale));

@@ -76,6 +76,9 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   int64_t cap = opt.n_ctx > 0 ? opt.n_ctx : (c->n_ctx_train < 2048 ? c->n_ctx_train : 2048);
   if (cap > ((int64_t)1 << 24))
     return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is too large", (long long)cap);
+  if (c->learned_positions && cap > c->n_ctx_train) /* position_embd.weight has no row past it */
+    return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is past the %lld positions this %s model has learned",
+                   (long long)cap, (long long)c->n_ctx_train, c->arch);
   const int64_t slots = tp_cache_slots(cap);
   int64_t per_layer = c->n_kv_heads * c->head_dim * slots, total;
   if (__builtin_mul_overflow(per_layer, c->n_layers, &total) || total > ((int64_t)1 << 40))
@@ -371,6 +374,22 @@ static void tp_fill_masks(const topos_llama_context *x, int64_t T, int64_t C, in
     }
 }
 
+/* px[t * D ..] += row pos + t of the learned position table [n_ctx_train, D] */
+static topos_status tp_add_position_rows(const topos_tensor *table, int64_t pos, int64_t T, int64_t D, float *px) {
+  const topos_dtype dt = topos_tensor_dtype(table);
+  size_t row_bytes = 0;
+  TP_TRY(topos_dtype_bytes(dt, D, &row_bytes));
+  float *row = malloc((size_t)D * sizeof *row);
+  if (!row) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: a position row");
+  topos_status st = TOPOS_OK;
+  for (int64_t t = 0; st == TOPOS_OK && t < T; ++t) {
+    st = topos_dequantize_row(dt, (const uint8_t *)topos_tensor_data(table) + (size_t)(pos + t) * row_bytes, row, D);
+    for (int64_t i = 0; st == TOPOS_OK && i < D; ++i) px[t * D + i] += row[i];
+  }
+  free(row);
+  return st;
+}
+
 static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
                                   int all_logits, float *logits) {
   const topos_llama *m = x->model;
@@ -419,6 +438,8 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
                               px + t * D, D);
     for (int64_t i = 0; c->embd_scale != 1.0f && i < D; ++i) px[t * D + i] *= c->embd_scale;
   }
+  if (st == TOPOS_OK && m->pos_embd) /* gpt2: plus the learned row of each position */
+    st = tp_add_position_rows(m->pos_embd, x->pos, T, D, px);
   if (st == TOPOS_OK) {
     tp_rope_tables(x, T, 0, pin[COS], pin[SIN]);
     if (own_rope) tp_rope_tables(x, T, 1, pin[COS_W], pin[SIN_W]);

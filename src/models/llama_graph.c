@@ -416,8 +416,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
     if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
     o = tp_scale(r, o, c->residual_scale);
-    if (c->parallel_residual) { /* phi2: x + (attn + ffn), both from the one norm */
-      x = topos_tape_add(t, x, topos_tape_add(t, o, tp_ffn(r, L, h)));
+    if (c->parallel_residual) { /* x + (attn + ffn): from the one norm (phi2) or each its own (gptneox) */
+      topos_sym hf = L->ffn_norm ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : h;
+      x = topos_tape_add(t, x, topos_tape_add(t, o, tp_ffn(r, L, hf)));
       continue;
     }
     x = topos_tape_add(t, x, o);

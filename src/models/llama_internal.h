@@ -36,6 +36,8 @@ enum {
   TP_ARCH_MOE_LAYERS = 1 << 23,   /* leading_dense_block_count, interleave_moe_layer_step (ernie4_5-moe) */
   TP_ARCH_OAI = 1 << 24,          /* gpt-oss: attention sinks, post_attention_norm as the feed-forward's
                                    * norm, the experts' biases, router and activation (experts_oai) */
+  TP_ARCH_POSITIONS = 1 << 25,    /* learned absolute positions (position_embd.weight), no rotation (gpt2) */
+  TP_ARCH_PARALLEL_KEY = 1 << 26, /* use_parallel_residual: x + attn(norm1 x) + ffn(norm2 x) (gptneox) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -83,6 +85,7 @@ struct topos_llama {
   topos_tensor *output;      /* [vocab, dim]; token_embd when tied */
   topos_tensor *output_norm_b, *output_b; /* f32 LayerNorm bias [dim], head bias [vocab] (phi2), or NULL */
   topos_tensor *rope_factors; /* f32 [rope_dim / 2] (rope_freqs.weight) or NULL */
+  topos_tensor *pos_embd;     /* [n_ctx_train, dim], any type (config.learned_positions), or NULL */
   topos_tensor *rope_long, *rope_short; /* LongRoPE's f32 [rope_dim / 2] tables, or NULL */
   tp_llama_layer *layers;
   uint8_t *used;              /* while loading: 1 per file tensor the graph reads */

@@ -9,7 +9,12 @@
  *              the gated SiLU feed-forward
  *   phi2       LayerNorm, no gate, half of each head rotated, the attention
  *              and feed-forward both from one norm (x + (attn + ffn)), a
- *              bias on the head; q, k, v in one attn_qkv or apart */
+ *              bias on the head; q, k, v in one attn_qkv or apart
+ *   gpt2       LayerNorm, no gate, learned absolute positions
+ *              (position_embd.weight) and no rotation, q, k, v in attn_qkv
+ *   gptneox    LayerNorm, no gate, a quarter of each head rotated, the
+ *              branches in parallel each from its own norm, or in sequence
+ *              (use_parallel_residual) */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h"
 
@@ -82,4 +87,62 @@ TEST(llama_layernorm_bad_files_are_refused) {
   t.fused_qkv = 1;
   t.bad_tensor = "blk.0.attn_qkv.bias";
   lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_qkv.bias has ne {544}, the metadata implies {512}");
+}
+
+TEST(llama_gpt2_files) {
+  lt_spec s = ln_f32("gpt2");
+  s.fused_qkv = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->learned_positions == 1 && c->n_nope_layers == s.layers && c->layer_norm == 1 && c->ffn_plain == 1);
+    CHECK(m.model->pos_embd && topos_tensor_shape(m.model->pos_embd)[0] == s.ctx);
+    /* no row past the learned positions: a longer context is refused */
+    topos_llama_context_options o = topos_llama_context_options_default();
+    o.n_ctx = s.ctx + 1;
+    topos_llama_context *ctx = NULL;
+    CHECK(topos_llama_context_new(m.model, &o, &ctx) == TOPOS_ERR_RANGE);
+    CHECK_ERROR_HAS("past the 64 positions this gpt2 model has learned");
+    CHECK(ctx == NULL);
+  }
+  lt_close(&m);
+  ln_check(&s);
+  lt_spec without = s; /* the positions matter */
+  without.plain_without = "positions";
+  lt_check_spec_variant(&s, &without);
+  lt_spec q = lt_default_spec();
+  q.arch = "gpt2";
+  q.biases = 3;
+  lt_compare_plain_caches_of(&q, 3e-2);
+  lt_spec t = s;
+  t.layers = 1;
+  t.skip_tensor = "position_embd.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "position_embd.weight is missing");
+}
+
+TEST(llama_gptneox_files) {
+  for (int par = 1; par >= 0; --par) {
+    lt_spec s = ln_f32("gptneox");
+    s.fused_qkv = 1;
+    s.rope_dim = 16;
+    s.par_res = par;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK(c->parallel_residual == par && c->rope_neox == 1 && c->rope_dim == 16 && c->learned_positions == 0);
+      CHECK(m.model->layers[1].ffn_norm && m.model->layers[1].ffn_norm_b && !m.model->output_b);
+    }
+    lt_close(&m);
+    ln_check(&s);
+    lt_spec other = s; /* the plain forward in the other order is far off */
+    other.par_res = !par;
+    lt_check_spec_variant(&s, &other);
+  }
+  lt_spec q = lt_default_spec();
+  q.arch = "gptneox";
+  q.biases = 3;
+  q.par_res = 1;
+  lt_compare_plain_caches_of(&q, 3e-2);
 }

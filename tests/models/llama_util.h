@@ -62,8 +62,10 @@ typedef struct lt_spec {
   int probs_bias;          /* the mixtures' blocks have exp_probs_b.bias */
   int plain_rms;           /* the plain forward takes RMSNorm where the file has LayerNorm
                             * (a lt_check_variant `without`) */
-  const char *plain_without; /* the plain forward leaves this gpt-oss feature out ("sinks",
-                              * "expert biases", "clamp"; a lt_check_variant `without`) */
+  const char *plain_without; /* the plain forward leaves this feature out (gpt-oss: "sinks",
+                              * "expert biases", "clamp"; gpt2: "positions"; a lt_check_variant
+                              * `without`) */
+  int par_res;             /* gptneox: use_parallel_residual */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -83,11 +85,17 @@ static inline int lt_qk_norm_rows(const lt_spec *s) { return lt_arch_is(s, "olmo
 static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
 /* starcoder2, stablelm, phi2: LayerNorm (weight and bias); starcoder2 and
  * phi2 without a gate (GELU of up); phi2's branches both from one norm */
+static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox"); }
 static inline int lt_layer_norm(const lt_spec *s) {
-  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "stablelm") || lt_arch_is(s, "phi2");
+  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "stablelm") || lt_arch_is(s, "phi2") || lt_arch_is(s, "gpt2") ||
+         lt_gptneox(s);
 }
-static inline int lt_ffn_plain(const lt_spec *s) { return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2"); }
-static inline int lt_parallel(const lt_spec *s) { return lt_arch_is(s, "phi2"); }
+static inline int lt_ffn_plain(const lt_spec *s) {
+  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_arch_is(s, "gpt2") || lt_gptneox(s);
+}
+/* phi2: both branches from the one norm; gptneox (use_parallel_residual): each from its own */
+static inline int lt_parallel(const lt_spec *s) { return lt_arch_is(s, "phi2") || (lt_gptneox(s) && s->par_res); }
+static inline int lt_one_norm(const lt_spec *s) { return lt_arch_is(s, "phi2"); }
 /* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
 static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
 
@@ -144,7 +152,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
 /* layers that do not rotate q and k: smollm3's every fourth, granite's all
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
-  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) ||
+  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_arch_is(s, "gpt2") ||
          (lt_arch_is(s, "exaone4") && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 
@@ -331,6 +339,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (s->rope_attn_factor != 0)
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->rope_attn_factor));
   if (s->experts > 0) LT(lt_write_expert_keys(w, s));
+  if (lt_gptneox(s)) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "use_parallel_residual"), s->par_res));
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
   float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
@@ -373,6 +382,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_tensor_raw(w, name, 0, 1, ne, fr, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr));
   }
   if (s->extra_tensor) LT(lt_add(w, f, s, s->extra_tensor, TOPOS_F32, s->dim, 0, &rng, 0));
+  if (lt_arch_is(s, "gpt2")) LT(lt_add(w, f, s, "position_embd.weight", ty[LT_EMBD], s->dim, s->ctx, &rng, 0));
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LT_W(suffix, type, e0, e1, ones)                          \
@@ -409,14 +419,14 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
-    if (pre_norms && !lt_parallel(s)) {
+    if (pre_norms && !lt_one_norm(s)) {
       if (lt_oai(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
       else LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
     if (lt_oai(s)) {
       LT_W("attn_sinks.weight", TOPOS_F32, s->heads, 0, 0);
     }
-    if (lt_layer_norm(s) && !lt_parallel(s)) {
+    if (lt_layer_norm(s) && !lt_one_norm(s)) {
       LT_W("ffn_norm.bias", TOPOS_F32, s->dim, 0, 0);
     }
     if (lt_moe_layer(s, l)) {
@@ -462,7 +472,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
   if (lt_layer_norm(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
-  if (lt_parallel(s)) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
+  if (lt_one_norm(s)) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
   LT(topos_gguf_writer_write_memory(w, &f->bytes, &f->size));
 #undef LT
   topos_gguf_writer_destroy(w);
@@ -574,7 +584,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *embd = lt_deq(g, "token_embd.weight");
   float *onorm = lt_deq(g, "output_norm.weight");
   float *onorm_b = lt_layer_norm(s) ? lt_deq(g, "output_norm.bias") : NULL;
-  float *out_b = lt_parallel(s) ? lt_deq(g, "output.bias") : NULL;
+  float *out_b = lt_one_norm(s) ? lt_deq(g, "output.bias") : NULL;
+  float *pos = lt_arch_is(s, "gpt2") && !lt_without(s, "positions") ? lt_deq(g, "position_embd.weight") : NULL;
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
   float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
   float *Vc = calloc((size_t)(s->layers * N * kvd), sizeof(float));
@@ -590,7 +601,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
   float *(*LNB)[2] = calloc((size_t)s->layers, sizeof *LNB); /* LayerNorm biases: attn_norm, ffn_norm */
   int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LNB &&
-           (!lt_layer_norm(s) || onorm_b) && (!lt_parallel(s) || out_b);
+           (!lt_layer_norm(s) || onorm_b) && (!lt_one_norm(s) || out_b) && (!lt_arch_is(s, "gpt2") || pos ||
+                                                                             lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
   const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
   const double final_cap = lt_arch_is(s, "gemma2") ? (s->final_softcap > 0 ? s->final_softcap : 30.0)
@@ -604,7 +616,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
       if (i >= 6 && lt_moe_layer(s, l)) continue;
-      if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_parallel(s))) continue;
+      if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
                          : fused && i == 6  ? "ffn_up"
                          : lt_oai(s) && i == 5 ? "post_attention_norm" /* gpt-oss's name for it */
@@ -614,7 +626,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (!LW[l][i]) ok = 0;
     }
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
-    for (int i = 0; lt_layer_norm(s) && i < (lt_parallel(s) ? 1 : 2); ++i) {
+    for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
     }
@@ -640,6 +652,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
     for (int64_t i = 0; lt_gemma(s) && i < D; ++i) x[i] *= sqrtf((float)D);
     for (int64_t i = 0; s->embedding_scale > 0 && i < D; ++i) x[i] *= s->embedding_scale;
+    for (int64_t i = 0; pos && i < D; ++i) x[i] += pos[p * D + i];
     for (int64_t l = 0; ok && l < s->layers; ++l) {
       float *W[9], *B[9];
       for (int i = 0; i < 9; ++i) W[i] = LW[l][i], B[i] = LB[l][i];
@@ -734,7 +747,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
-        if (lt_parallel(s)) { /* phi2: x + (attn + ffn(h)), h the attention's norm */
+        if (lt_parallel(s)) { /* x + (attn + ffn(h)): h the attention's norm (phi2) or the ffn's (gptneox) */
+          if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
           lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + g1[i];
           continue;
@@ -784,7 +798,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (LX) lt_experts_free(&LX[l]);
     if (LNB) free(LNB[l][0]), free(LNB[l][1]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LNB); free(onorm_b); free(out_b);
+  free(LW); free(LB); free(LN); free(LX); free(LNB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;
