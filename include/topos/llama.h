@@ -63,7 +63,7 @@ typedef struct topos_llama_config {
                           * "olmoe", "granitemoe", "ernie4_5-moe", "gpt-oss" (and "llama"
                           * files with experts: Mixtral); "ernie4_5";
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
-                          * "gptneox" */
+                          * "gptneox", "falcon" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -87,7 +87,8 @@ typedef struct topos_llama_config {
   int ffn_plain;         /* 1: no gate: down(GELU(up h + b)) + b (starcoder2, phi2) */
   int parallel_residual; /* 1: the attention and the feed-forward read the block's input and both
                           * add to the residual at once, x + (attn + ffn): through the one norm
-                          * (phi2), or each through its own (gptneox's use_parallel_residual) */
+                          * (phi2, Falcon-7B), or each through its own (gptneox's
+                          * use_parallel_residual; Falcon-40B's attn_norm_2 for the attention) */
   int learned_positions; /* 1: row p of position_embd.weight is added to the embedding at position
                           * p and no layer rotates q and k (gpt2); the context is at most
                           * n_ctx_train tokens */

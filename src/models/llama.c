@@ -360,6 +360,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   } while (0)
     if (c->pre_norms) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
     if (c->layer_norm) TP_W(attn_norm_b, "attn_norm.bias", c->dim, 0);
+    if (flags & TP_ARCH_NORM_2) { /* Falcon-40B's; the 7B has none */
+      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_norm_2.weight", l);
+      TP_TRY(tp_llama_weight(m, name, c->dim, 0, 1, &L->attn_norm_2));
+      if (L->attn_norm_2) TP_W(attn_norm_2_b, "attn_norm_2.bias", c->dim, 0);
+    }
     /* q, k, v rows in one attn_qkv (phi3 always; any file may, as llama.cpp
      * reads them; phi3's loader never read its bias) */
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
@@ -485,7 +490,8 @@ void topos_llama_free(topos_llama *m) {
                              L->b_gate, L->b_up, L->b_down, L->q_norm, L->k_norm, L->post_attn_norm,
                              L->post_ffn_norm, L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
                              L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b,
-                             L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks};
+                             L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks,
+                             L->attn_norm_2, L->attn_norm_2_b};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

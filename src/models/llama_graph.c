@@ -306,31 +306,33 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
 
     topos_sym h = L->attn_norm ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b) : x; /* olmo2: the residual itself */
+    /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
+    const topos_sym ha = L->attn_norm_2 ? tp_norm(r, x, T, L->attn_norm_2, L->attn_norm_2_b) : h;
     topos_sym q, k, v;
     if (T == 1) { /* one row [q | k | v], cut in parts (views) */
       const int64_t qd = H * hd, kvd = KVH * hd;
       topos_sym qkv;
       if (L->attn_in_parts == 3) { /* back to back in the file: one product */
-        qkv = topos_tape_qlinear(t, h, tp_const(r, L->w_attn_in));
+        qkv = topos_tape_qlinear(t, ha, tp_const(r, L->w_attn_in));
       } else { /* products joined (the qlinear_concat step: one dispatch) */
         topos_sym parts[3];
         size_t n = 0;
         if (L->attn_in_parts == 2) {
-          parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->w_attn_in));
+          parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->w_attn_in));
         } else {
-          parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->wq));
-          parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->wk));
+          parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
+          parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
         }
-        parts[n++] = topos_tape_qlinear(t, h, tp_const(r, L->wv));
+        parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
         qkv = topos_tape_concat(t, n, parts, 1);
       }
       q = topos_tape_narrow(t, qkv, 1, 0, qd);
       k = topos_tape_narrow(t, qkv, 1, qd, kvd);
       v = topos_tape_narrow(t, qkv, 1, qd + kvd, kvd);
     } else {
-      q = topos_tape_qlinear(t, h, tp_const(r, L->wq));
-      k = topos_tape_qlinear(t, h, tp_const(r, L->wk));
-      v = topos_tape_qlinear(t, h, tp_const(r, L->wv));
+      q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
+      k = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
+      v = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
     }
     q = tp_bias(r, q, L->bq, T);
     k = tp_bias(r, k, L->bk, T);

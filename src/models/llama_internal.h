@@ -38,6 +38,7 @@ enum {
                                    * norm, the experts' biases, router and activation (experts_oai) */
   TP_ARCH_POSITIONS = 1 << 25,    /* learned absolute positions (position_embd.weight), no rotation (gpt2) */
   TP_ARCH_PARALLEL_KEY = 1 << 26, /* use_parallel_residual: x + attn(norm1 x) + ffn(norm2 x) (gptneox) */
+  TP_ARCH_NORM_2 = 1 << 27,       /* attn_norm_2 where the file has it: the attention's own norm (falcon) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -50,6 +51,7 @@ const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *su
 typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
   topos_tensor *attn_norm_b, *ffn_norm_b;    /* LayerNorm biases, f32 [dim], or NULL */
+  topos_tensor *attn_norm_2, *attn_norm_2_b; /* Falcon-40B: the attention's own LayerNorm, or NULL */
   topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] or NULL (config.qk_norm) */
   topos_tensor *post_attn_norm, *post_ffn_norm; /* f32 [dim] or NULL (config.post_norms) */
   int windowed;                              /* the sliding window applies to this layer */

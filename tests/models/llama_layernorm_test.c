@@ -14,7 +14,10 @@
  *              (position_embd.weight) and no rotation, q, k, v in attn_qkv
  *   gptneox    LayerNorm, no gate, a quarter of each head rotated, the
  *              branches in parallel each from its own norm, or in sequence
- *              (use_parallel_residual) */
+ *              (use_parallel_residual)
+ *   falcon     LayerNorm, no gate, no biases, q, k, v in attn_qkv, the
+ *              branches in parallel from one norm (7B, MQA) or the
+ *              attention from its own (40B: attn_norm_2) */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h"
 
@@ -144,5 +147,39 @@ TEST(llama_gptneox_files) {
   q.arch = "gptneox";
   q.biases = 3;
   q.par_res = 1;
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_falcon_files) {
+  for (int big = 0; big < 2; ++big) { /* Falcon-7B's form (one kv head), Falcon-40B's (attn_norm_2) */
+    lt_spec s = ln_f32("falcon");
+    s.biases = 0;
+    s.fused_qkv = 1;
+    s.kv_heads = big ? 2 : 1;
+    s.attn_norm_2 = big;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK(c->parallel_residual == 1 && c->rope_neox == 1 && c->layer_norm == 1 && c->ffn_plain == 1);
+      const tp_llama_layer *L = &m.model->layers[1];
+      CHECK(!L->ffn_norm && !L->attn_norm_2 == !big && !L->attn_norm_2_b == !big && !L->bq && !L->bo);
+    }
+    lt_close(&m);
+    ln_check(&s);
+    if (big) { /* the attention's own norm matters */
+      lt_spec without = s;
+      without.attn_norm_2 = 0;
+      lt_check_spec_variant(&s, &without);
+      lt_spec t = s;
+      t.layers = 1;
+      t.skip_tensor = "blk.0.attn_norm_2.bias";
+      lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.attn_norm_2.bias is missing");
+    }
+  }
+  lt_spec q = lt_default_spec();
+  q.arch = "falcon";
+  q.fused_qkv = 1;
+  q.attn_norm_2 = 1;
   lt_compare_plain_caches_of(&q, 3e-2);
 }

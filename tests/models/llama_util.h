@@ -66,6 +66,7 @@ typedef struct lt_spec {
                               * "expert biases", "clamp"; gpt2: "positions"; a lt_check_variant
                               * `without`) */
   int par_res;             /* gptneox: use_parallel_residual */
+  int attn_norm_2;         /* falcon: attn_norm_2 (Falcon-40B: the attention's own norm) */
 } lt_spec;
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
@@ -86,16 +87,14 @@ static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite")
 /* starcoder2, stablelm, phi2: LayerNorm (weight and bias); starcoder2 and
  * phi2 without a gate (GELU of up); phi2's branches both from one norm */
 static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox"); }
-static inline int lt_layer_norm(const lt_spec *s) {
-  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "stablelm") || lt_arch_is(s, "phi2") || lt_arch_is(s, "gpt2") ||
-         lt_gptneox(s);
-}
 static inline int lt_ffn_plain(const lt_spec *s) {
-  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_arch_is(s, "gpt2") || lt_gptneox(s);
+  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_arch_is(s, "gpt2") || lt_gptneox(s) ||
+         lt_arch_is(s, "falcon");
 }
-/* phi2: both branches from the one norm; gptneox (use_parallel_residual): each from its own */
-static inline int lt_parallel(const lt_spec *s) { return lt_arch_is(s, "phi2") || (lt_gptneox(s) && s->par_res); }
-static inline int lt_one_norm(const lt_spec *s) { return lt_arch_is(s, "phi2"); }
+static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm"); }
+/* phi2, falcon: both branches from the one norm; gptneox (use_parallel_residual): each from its own */
+static inline int lt_one_norm(const lt_spec *s) { return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon"); }
+static inline int lt_parallel(const lt_spec *s) { return lt_one_norm(s) || (lt_gptneox(s) && s->par_res); }
 /* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
 static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
 
@@ -397,6 +396,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (lt_layer_norm(s)) {
       LT_W("attn_norm.bias", TOPOS_F32, s->dim, 0, 0);
     }
+    if (s->attn_norm_2) {
+      LT_W("attn_norm_2.weight", TOPOS_F32, s->dim, 0, 1);
+      LT_W("attn_norm_2.bias", TOPOS_F32, s->dim, 0, 0);
+    }
     if (lt_phi3(s)) { /* rows q, k, v in one weight; gate, up in one */
       LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
@@ -472,7 +475,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
   if (lt_layer_norm(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
-  if (lt_one_norm(s)) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
+  if (lt_arch_is(s, "phi2")) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
   LT(topos_gguf_writer_write_memory(w, &f->bytes, &f->size));
 #undef LT
   topos_gguf_writer_destroy(w);
@@ -509,35 +512,7 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
   for (int64_t i = 0; i < n; ++i) o[i] = x[i] * r * w[i];
 }
 
-/* RMSNorm, or with a bias b LayerNorm: (x - mean) / sqrt(var + eps) * w + b */
-static inline void lt_norm(float *o, const float *x, const float *w, const float *b, int64_t n, float eps) {
-  if (!b) {
-    lt_rmsnorm(o, x, w, n, eps);
-    return;
-  }
-  double mean = 0, var = 0;
-  for (int64_t i = 0; i < n; ++i) mean += x[i];
-  mean /= (double)n;
-  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-  const double r = 1.0 / sqrt(var / (double)n + eps);
-  for (int64_t i = 0; i < n; ++i) o[i] = (float)((x[i] - mean) * r * w[i] + b[i]);
-}
-
-/* GELU, tanh form */
-static inline double lt_gelu(double a) {
-  return 0.5 * a * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (a + 0.044715 * a * a * a)));
-}
-
-/* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
- * up [F, D], down [D, F], biases NULL for none; mid holds F values. */
-static inline void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
-                                float *mid, float *out, int64_t D, int64_t F) {
-  lt_matvec(up, h, mid, F, D);
-  for (int64_t i = 0; i < F; ++i) mid[i] = (float)lt_gelu((double)mid[i] + (bu ? bu[i] : 0.0));
-  lt_matvec(down, mid, out, D, F);
-  for (int64_t i = 0; bd && i < D; ++i) out[i] += bd[i];
-}
-
+#include "llama_layernorm_util.h"
 #include "llama_experts_util.h"
 
 /* YaRN (rope.scaling.type "yarn"), as its paper and llama.cpp define it:
@@ -584,7 +559,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *embd = lt_deq(g, "token_embd.weight");
   float *onorm = lt_deq(g, "output_norm.weight");
   float *onorm_b = lt_layer_norm(s) ? lt_deq(g, "output_norm.bias") : NULL;
-  float *out_b = lt_one_norm(s) ? lt_deq(g, "output.bias") : NULL;
+  float *out_b = lt_arch_is(s, "phi2") ? lt_deq(g, "output.bias") : NULL;
   float *pos = lt_arch_is(s, "gpt2") && !lt_without(s, "positions") ? lt_deq(g, "position_embd.weight") : NULL;
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
   float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
@@ -599,9 +574,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   /* q, k norms [hd], post-attention, post-feed-forward norms [D] and sinks [H], where the file has them */
   float *(*LN)[5] = calloc((size_t)s->layers, sizeof *LN);
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
-  float *(*LNB)[2] = calloc((size_t)s->layers, sizeof *LNB); /* LayerNorm biases: attn_norm, ffn_norm */
+  /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
+  float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
   int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LNB &&
-           (!lt_layer_norm(s) || onorm_b) && (!lt_one_norm(s) || out_b) && (!lt_arch_is(s, "gpt2") || pos ||
+           (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_arch_is(s, "gpt2") || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
   const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
@@ -628,6 +604,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
+      if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
+    }
+    for (int i = 2; s->attn_norm_2 && i < 4; ++i) {
+      snprintf(n, sizeof n, "blk.%d.attn_norm_2.%s", (int)l, i == 2 ? "weight" : "bias");
       if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
     }
     const char *norms[5] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm", "attn_sinks"};
@@ -663,9 +643,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         if (W[0]) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
-        lt_matvec(W[1], h, q, qd, D);
-        lt_matvec(W[2], h, kp, kvd, D);
-        lt_matvec(W[3], h, vp, kvd, D);
+        const float *hq = h; /* Falcon-40B: the attention reads its own norm of x */
+        if (LNB[l][2]) lt_norm(t2, x, LNB[l][2], LNB[l][3], D, 1e-5f), hq = t2;
+        lt_matvec(W[1], hq, q, qd, D);
+        lt_matvec(W[2], hq, kp, kvd, D);
+        lt_matvec(W[3], hq, vp, kvd, D);
         for (int64_t i = 0; B[1] && i < qd; ++i) q[i] += B[1][i];
         for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
         for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
@@ -796,7 +778,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) free(LB[l][i]);
     for (int i = 0; LN && i < 5; ++i) free(LN[l][i]);
     if (LX) lt_experts_free(&LX[l]);
-    if (LNB) free(LNB[l][0]), free(LNB[l][1]);
+    for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
   }
   free(LW); free(LB); free(LN); free(LX); free(LNB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);

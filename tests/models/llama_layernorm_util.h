@@ -1,0 +1,37 @@
+/* The LayerNorm files' pieces of the plain forward (included by
+ * llama_util.h): LayerNorm with a bias (RMSNorm without), GELU's tanh form
+ * and the gateless feed-forward of starcoder2, phi2, gpt2, gptneox and
+ * falcon. */
+#ifndef TESTS_MODELS_LLAMA_LAYERNORM_UTIL_H
+#define TESTS_MODELS_LLAMA_LAYERNORM_UTIL_H
+
+/* RMSNorm, or with a bias b LayerNorm: (x - mean) / sqrt(var + eps) * w + b */
+static inline void lt_norm(float *o, const float *x, const float *w, const float *b, int64_t n, float eps) {
+  if (!b) {
+    lt_rmsnorm(o, x, w, n, eps);
+    return;
+  }
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= (double)n;
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const double r = 1.0 / sqrt(var / (double)n + eps);
+  for (int64_t i = 0; i < n; ++i) o[i] = (float)((x[i] - mean) * r * w[i] + b[i]);
+}
+
+/* GELU, tanh form */
+static inline double lt_gelu(double a) {
+  return 0.5 * a * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (a + 0.044715 * a * a * a)));
+}
+
+/* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
+ * up [F, D], down [D, F], biases NULL for none; mid holds F values. */
+static inline void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
+                                float *mid, float *out, int64_t D, int64_t F) {
+  lt_matvec(up, h, mid, F, D);
+  for (int64_t i = 0; i < F; ++i) mid[i] = (float)lt_gelu((double)mid[i] + (bu ? bu[i] : 0.0));
+  lt_matvec(down, mid, out, D, F);
+  for (int64_t i = 0; bd && i < D; ++i) out[i] += bd[i];
+}
+
+#endif
