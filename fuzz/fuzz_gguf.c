@@ -20,7 +20,8 @@
  * one attn_qkv with its bias, no gate, no ffn_norm, a head bias);
  * tiny-gpt-oss.bin a gpt-oss file of dim 32 made with gguf-py (3 MXFP4
  * experts of 32, 2 per token, the router's and experts' biases, attention
- * sinks, q, k, v, output biases, a window of 4, YaRN keys). */
+ * sinks, q, k, v, output biases, a window of 4, YaRN keys); tiny-gpt2.bin a
+ * gpt2 file of dim 8 (learned positions, fused q, k, v, biases). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
