@@ -220,6 +220,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     {"gpt2", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_POSITIONS, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    /* StarCoder 1 / SantaCoder (gpt_bigcode): GPT-2's graph with multi-query attention */
+    {"starcoder", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_POSITIONS, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     {"falcon", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL | TP_ARCH_NORM_2,
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,

@@ -11,7 +11,8 @@
  *              and feed-forward both from one norm (x + (attn + ffn)), a
  *              bias on the head; q, k, v in one attn_qkv or apart
  *   gpt2       LayerNorm, no gate, learned absolute positions
- *              (position_embd.weight) and no rotation, q, k, v in attn_qkv
+ *              (position_embd.weight) and no rotation, q, k, v in attn_qkv;
+ *              starcoder the same with one kv head
  *   gptneox    LayerNorm, no gate, a quarter of each head rotated, the
  *              branches in parallel each from its own norm, or in sequence
  *              (use_parallel_residual)
@@ -122,6 +123,11 @@ TEST(llama_gpt2_files) {
   t.layers = 1;
   t.skip_tensor = "position_embd.weight";
   lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "position_embd.weight is missing");
+  /* starcoder (StarCoder 1, gpt_bigcode): the same graph, multi-query */
+  lt_spec sc = s;
+  sc.arch = "starcoder";
+  sc.kv_heads = 1;
+  ln_check(&sc);
 }
 
 TEST(llama_gptneox_files) {

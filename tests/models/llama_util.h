@@ -87,8 +87,10 @@ static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite")
 /* starcoder2, stablelm, phi2: LayerNorm (weight and bias); starcoder2 and
  * phi2 without a gate (GELU of up); phi2's branches both from one norm */
 static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox"); }
+/* gpt2, starcoder: learned positions, no rotation */
+static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") || lt_arch_is(s, "starcoder"); }
 static inline int lt_ffn_plain(const lt_spec *s) {
-  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_arch_is(s, "gpt2") || lt_gptneox(s) ||
+  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
          lt_arch_is(s, "falcon");
 }
 static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm"); }
@@ -151,7 +153,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
 /* layers that do not rotate q and k: smollm3's every fourth, granite's all
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
-  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_arch_is(s, "gpt2") ||
+  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
          (lt_arch_is(s, "exaone4") && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 
@@ -381,7 +383,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_tensor_raw(w, name, 0, 1, ne, fr, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr));
   }
   if (s->extra_tensor) LT(lt_add(w, f, s, s->extra_tensor, TOPOS_F32, s->dim, 0, &rng, 0));
-  if (lt_arch_is(s, "gpt2")) LT(lt_add(w, f, s, "position_embd.weight", ty[LT_EMBD], s->dim, s->ctx, &rng, 0));
+  if (lt_positions(s)) LT(lt_add(w, f, s, "position_embd.weight", ty[LT_EMBD], s->dim, s->ctx, &rng, 0));
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LT_W(suffix, type, e0, e1, ones)                          \
@@ -560,7 +562,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *onorm = lt_deq(g, "output_norm.weight");
   float *onorm_b = lt_layer_norm(s) ? lt_deq(g, "output_norm.bias") : NULL;
   float *out_b = lt_arch_is(s, "phi2") ? lt_deq(g, "output.bias") : NULL;
-  float *pos = lt_arch_is(s, "gpt2") && !lt_without(s, "positions") ? lt_deq(g, "position_embd.weight") : NULL;
+  float *pos = lt_positions(s) && !lt_without(s, "positions") ? lt_deq(g, "position_embd.weight") : NULL;
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
   float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
   float *Vc = calloc((size_t)(s->layers * N * kvd), sizeof(float));
@@ -577,7 +579,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
   int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LNB &&
-           (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_arch_is(s, "gpt2") || pos ||
+           (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
   const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
