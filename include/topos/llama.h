@@ -63,7 +63,7 @@ typedef struct topos_llama_config {
                           * "olmoe", "granitemoe", "ernie4_5-moe", "gpt-oss" (and "llama"
                           * files with experts: Mixtral); "ernie4_5";
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
-                          * "starcoder", "gptneox", "falcon" */
+                          * "starcoder", "gptneox", "falcon", "command-r" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -81,9 +81,10 @@ typedef struct topos_llama_config {
   int post_norms;        /* 1: the attention and feed-forward outputs RMS-normalised before
                           * their residuals (post_attention_norm / post_ffw_norm: gemma2, gemma3) */
   int ffn_gelu;          /* 1: GELU (tanh form) of the gate times up (gemma), else SiLU */
-  int layer_norm;        /* 1: LayerNorm (weight and bias, attention.layer_norm_epsilon in rms_eps)
-                          * instead of RMSNorm for the block and output norms (starcoder2,
-                          * stablelm, phi2) */
+  int layer_norm;        /* 1: LayerNorm (attention.layer_norm_epsilon in rms_eps) instead of
+                          * RMSNorm for the block and output norms (starcoder2, stablelm, phi2,
+                          * gpt2, starcoder, gptneox, falcon, command-r) */
+  int norm_bias;         /* 1: those LayerNorms have biases (all but command-r's) */
   int ffn_plain;         /* 1: no gate: down(GELU(up h + b)) + b (starcoder2, phi2) */
   int parallel_residual; /* 1: the attention and the feed-forward read the block's input and both
                           * add to the residual at once, x + (attn + ffn): through the one norm
@@ -101,7 +102,8 @@ typedef struct topos_llama_config {
   float final_softcap;   /* logits likewise (final_logit_softcapping); 0 none */
   float residual_scale;  /* each block's attention and feed-forward outputs are multiplied by
                           * this before their residuals (granite's residual_scale); 1 none */
-  float logit_scale;     /* logits are multiplied by 1 / this (granite's logit_scale); 1 none */
+  float logit_scale;     /* logits are multiplied by 1 / this (granite's logit_scale; command-r's
+                          * logit_scale is the reciprocal); 1 none */
   float attn_temp_scale; /* mistral3's attention.temperature_scale: q at position p times
                           * 1 + this ln(floor(p / rope_ctx_orig) + 1); 0 none */
   int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;

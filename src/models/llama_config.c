@@ -223,6 +223,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* StarCoder 1 / SantaCoder (gpt_bigcode): GPT-2's graph with multi-query attention */
     {"starcoder", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_POSITIONS, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    {"command-r", TP_ARCH_LAYER_NORM | TP_ARCH_PARALLEL | TP_ARCH_COHERE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"falcon", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL | TP_ARCH_NORM_2,
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,
@@ -472,6 +473,12 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->logit_scale = 1.0f;
   *nope_all = c->learned_positions;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
+  c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE);
+  if (a->flags & TP_ARCH_COHERE) { /* logits times logit_scale (absent or 0: none) */
+    float v;
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("logit_scale"), 0.0f, &v));
+    if (v != 0.0f) c->logit_scale = 1.0f / v;
+  }
   if (a->flags & TP_ARCH_PARALLEL_KEY) { /* required, as llama.cpp reads gptneox files */
     topos_status pst = topos_gguf_get_bool(g, TP_K("use_parallel_residual"), &c->parallel_residual);
     if (pst == TOPOS_ERR_NOT_FOUND) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", kb);

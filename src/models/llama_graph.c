@@ -55,8 +55,15 @@ static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *
   return tp_rmsnorm_n(r, x, rows, r->c->dim, w);
 }
 
+/* y [rows, n] + b (NULL: y) */
+static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) {
+  if (!b) return y;
+  return topos_tape_add(r->t, y, topos_tape_broadcast_along(r->t, tp_const(r, b), 0, rows));
+}
+
 /* A block's or the output's norm: RMSNorm, or for layer_norm files
- * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b, over x [rows, dim]. */
+ * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b (b NULL:
+ * none), over x [rows, dim]. */
 static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, topos_tensor *b) {
   if (!r->c->layer_norm) return tp_rmsnorm(r, x, rows, w);
   topos_tape *t = r->t;
@@ -67,7 +74,7 @@ static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, 
   topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
   topos_sym y = topos_tape_mul(t, xc, topos_tape_broadcast_along(t, inv, 1, dim));
   y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
-  return topos_tape_add(t, y, topos_tape_broadcast_along(t, tp_const(r, b), 0, rows));
+  return tp_bias(r, y, b, rows); /* command-r's have none */
 }
 
 /* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms) */
@@ -122,12 +129,6 @@ static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, t
     return topos_tape_concat(t, 2, parts, 2);
   }
   return tp_rope_pairs(r, x, heads, cos, sin);
-}
-
-/* y [rows, n] + b (NULL: y) */
-static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) {
-  if (!b) return y;
-  return topos_tape_add(r->t, y, topos_tape_broadcast_along(r->t, tp_const(r, b), 0, rows));
 }
 
 /* A set of attention masks (inputs named mask_cache / mask_chunk + suffix)

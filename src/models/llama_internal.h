@@ -39,6 +39,7 @@ enum {
   TP_ARCH_POSITIONS = 1 << 25,    /* learned absolute positions (position_embd.weight), no rotation (gpt2) */
   TP_ARCH_PARALLEL_KEY = 1 << 26, /* use_parallel_residual: x + attn(norm1 x) + ffn(norm2 x) (gptneox) */
   TP_ARCH_NORM_2 = 1 << 27,       /* attn_norm_2 where the file has it: the attention's own norm (falcon) */
+  TP_ARCH_COHERE = 1 << 28,       /* LayerNorm without biases, logits times logit_scale (command-r) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */

@@ -18,7 +18,10 @@
  *              (use_parallel_residual)
  *   falcon     LayerNorm, no gate, no biases, q, k, v in attn_qkv, the
  *              branches in parallel from one norm (7B, MQA) or the
- *              attention from its own (40B: attn_norm_2) */
+ *              attention from its own (40B: attn_norm_2)
+ *   command-r  LayerNorm without biases, the gated SiLU feed-forward, the
+ *              branches in parallel from one norm, adjacent rotation pairs,
+ *              the head tied and times logit_scale */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h"
 
@@ -188,4 +191,31 @@ TEST(llama_falcon_files) {
   q.fused_qkv = 1;
   q.attn_norm_2 = 1;
   lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_command_r_files) {
+  lt_spec s = ln_f32("command-r");
+  s.biases = 0;
+  s.tied = 1;
+  s.logit_scale = 0.0625f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->layer_norm == 1 && c->norm_bias == 0 && c->parallel_residual == 1 && c->rope_neox == 0);
+    CHECK(c->ffn_plain == 0 && c->ffn_gelu == 0 && c->tied_output == 1 && c->logit_scale == 16.0f);
+    CHECK(!m.model->layers[0].attn_norm_b && !m.model->layers[0].ffn_norm && !m.model->output_norm_b);
+  }
+  lt_close(&m);
+  ln_check(&s);
+  lt_spec q = lt_default_spec();
+  q.arch = "command-r";
+  q.tied = 1;
+  q.logit_scale = 0.0625f;
+  lt_compare_plain_caches_of(&q, 3e-2);
+  /* Command R+'s per-head q / k LayerNorms are not built: refused by name */
+  lt_spec t = s;
+  t.layers = 1;
+  t.extra_tensor = "blk.0.attn_q_norm.weight";
+  lt_expect_refused(t, TOPOS_UNSUPPORTED, "tensor blk.0.attn_q_norm.weight is not part of the llama graph");
 }

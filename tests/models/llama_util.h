@@ -93,13 +93,17 @@ static inline int lt_ffn_plain(const lt_spec *s) {
   return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
          lt_arch_is(s, "falcon");
 }
-static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm"); }
-/* phi2, falcon: both branches from the one norm; gptneox (use_parallel_residual): each from its own */
-static inline int lt_one_norm(const lt_spec *s) { return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon"); }
+static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r"); }
+static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm") || lt_cohere(s); }
+/* the LayerNorms' biases: all but command-r's */
+static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s); }
+/* phi2, falcon, command-r: both branches from the one norm; gptneox (use_parallel_residual): each from its own */
+static inline int lt_one_norm(const lt_spec *s) {
+  return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s);
+}
 static inline int lt_parallel(const lt_spec *s) { return lt_one_norm(s) || (lt_gptneox(s) && s->par_res); }
 /* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
 static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
-
 
 /* gpt-oss: attention sinks, post_attention_norm as the feed-forward's norm,
  * the experts' biases, router and activation (llama_experts_util.h) */
@@ -117,7 +121,7 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
 static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_layer_norm(s) || lt_oai(s);
+         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_oai(s);
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -125,7 +129,7 @@ static inline int lt_neox(const lt_spec *s) {
 static inline int lt_own_keys(const lt_spec *s) {
   return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
-         lt_arch_is(s, "exaone4");
+         lt_arch_is(s, "exaone4") || lt_cohere(s);
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -395,7 +399,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (pre_norms) {
       LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
-    if (lt_layer_norm(s)) {
+    if (lt_norm_bias(s)) {
       LT_W("attn_norm.bias", TOPOS_F32, s->dim, 0, 0);
     }
     if (s->attn_norm_2) {
@@ -431,7 +435,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (lt_oai(s)) {
       LT_W("attn_sinks.weight", TOPOS_F32, s->heads, 0, 0);
     }
-    if (lt_layer_norm(s) && !lt_one_norm(s)) {
+    if (lt_norm_bias(s) && !lt_one_norm(s)) {
       LT_W("ffn_norm.bias", TOPOS_F32, s->dim, 0, 0);
     }
     if (lt_moe_layer(s, l)) {
@@ -475,7 +479,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
 #undef LT_W
   }
   LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
-  if (lt_layer_norm(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
+  if (lt_norm_bias(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
   if (lt_arch_is(s, "phi2")) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
   LT(topos_gguf_writer_write_memory(w, &f->bytes, &f->size));
@@ -560,7 +564,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
                             ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
   float *onorm = lt_deq(g, "output_norm.weight");
-  float *onorm_b = lt_layer_norm(s) ? lt_deq(g, "output_norm.bias") : NULL;
+  /* command-r's LayerNorms have no bias: zeros here, so lt_norm takes LayerNorm */
+  float *onorm_b = lt_norm_bias(s) ? lt_deq(g, "output_norm.bias") : lt_layer_norm(s) ? calloc((size_t)D, 4) : NULL;
   float *out_b = lt_arch_is(s, "phi2") ? lt_deq(g, "output.bias") : NULL;
   float *pos = lt_positions(s) && !lt_without(s, "positions") ? lt_deq(g, "position_embd.weight") : NULL;
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
@@ -568,7 +573,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *Vc = calloc((size_t)(s->layers * N * kvd), sizeof(float));
   float *x = malloc((size_t)D * 4), *h = malloc((size_t)D * 4), *q = malloc((size_t)qd * 4);
   float *att = malloc((size_t)N * 4), *o = malloc((size_t)qd * 4), *t2 = malloc((size_t)D * 4);
-  float *g1 = malloc((size_t)F * 4), *u1 = malloc((size_t)F * 4);
+  float *g1 = malloc((size_t)(F > D ? F : D) * 4) /* the parallel branch's output too */, *u1 = malloc((size_t)F * 4);
   /* every layer's weights, dequantized once: [l][i] of names[i]; phi3's
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
@@ -606,7 +611,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
-      if (!(LNB[l][i] = lt_deq(g, n))) ok = 0;
+      if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
     }
     for (int i = 2; s->attn_norm_2 && i < 4; ++i) {
       snprintf(n, sizeof n, "blk.%d.attn_norm_2.%s", (int)l, i == 2 ? "weight" : "bias");
@@ -733,7 +738,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
         if (lt_parallel(s)) { /* x + (attn + ffn(h)): h the attention's norm (phi2) or the ffn's (gptneox) */
           if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
-          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F);
+          if (W[6]) memset(g1, 0, (size_t)D * 4), lt_swiglu_add(W[6], W[7], W[8], h, D, F, 1.0, g1); /* command-r */
+          else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + g1[i];
           continue;
         }
@@ -770,7 +776,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       lt_norm(h, x, onorm, s->plain_rms ? NULL : onorm_b, D, 1e-5f);
       lt_matvec(out, h, logits + p * V, V, D);
       for (int64_t i = 0; out_b && i < V; ++i) logits[p * V + i] += out_b[i];
-      for (int64_t i = 0; s->logit_scale > 0 && i < V; ++i) logits[p * V + i] /= s->logit_scale;
+      for (int64_t i = 0; s->logit_scale > 0 && i < V; ++i) /* granite divides, command-r multiplies */
+        logits[p * V + i] = lt_cohere(s) ? logits[p * V + i] * s->logit_scale : logits[p * V + i] / s->logit_scale;
       for (int64_t i = 0; final_cap > 0 && i < V; ++i)
         logits[p * V + i] = (float)(final_cap * tanh(logits[p * V + i] / final_cap));
     }
