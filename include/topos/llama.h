@@ -63,7 +63,7 @@ typedef struct topos_llama_config {
                           * "olmoe", "granitemoe", "ernie4_5-moe", "gpt-oss" (and "llama"
                           * files with experts: Mixtral); "ernie4_5";
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
-                          * "starcoder", "gptneox", "falcon", "command-r" */
+                          * "starcoder", "gptneox", "falcon", "command-r", "cohere2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five

@@ -224,6 +224,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"starcoder", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_POSITIONS, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
     {"command-r", TP_ARCH_LAYER_NORM | TP_ARCH_PARALLEL | TP_ARCH_COHERE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Command R7B / A: a window (required) on 3 layers of 4, the others unrotated */
+    {"cohere2", TP_ARCH_LAYER_NORM | TP_ARCH_PARALLEL | TP_ARCH_COHERE | TP_ARCH_NOPE_FULL, 2, -1, 4, 0,
+     TP_SWA_ROPE_SAME, 0},
     {"falcon", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL | TP_ARCH_NORM_2,
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,

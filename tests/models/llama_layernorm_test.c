@@ -21,7 +21,8 @@
  *              attention from its own (40B: attn_norm_2)
  *   command-r  LayerNorm without biases, the gated SiLU feed-forward, the
  *              branches in parallel from one norm, adjacent rotation pairs,
- *              the head tied and times logit_scale */
+ *              the head tied and times logit_scale; cohere2 (Command R7B)
+ *              with a window on 3 layers of 4 and the others unrotated */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h"
 
@@ -218,4 +219,26 @@ TEST(llama_command_r_files) {
   t.layers = 1;
   t.extra_tensor = "blk.0.attn_q_norm.weight";
   lt_expect_refused(t, TOPOS_UNSUPPORTED, "tensor blk.0.attn_q_norm.weight is not part of the llama graph");
+}
+
+TEST(llama_cohere2_files) {
+  lt_spec s = ln_f32("cohere2");
+  s.biases = 0;
+  s.tied = 1;
+  s.logit_scale = 0.25f;
+  s.layers = 4;
+  s.swa = 4;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 4 && c->n_swa_layers == 3 && c->n_nope_layers == 1 && c->norm_bias == 0 && c->logit_scale == 4.0f);
+    CHECK(m.model->layers[3].nope == 1 && m.model->layers[3].windowed == 0 && m.model->layers[0].windowed == 1);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  ln_check(&s);
+  lt_spec t = s;
+  t.swa = 0;
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "required key cohere2.attention.sliding_window is missing");
 }

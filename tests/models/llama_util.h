@@ -93,7 +93,7 @@ static inline int lt_ffn_plain(const lt_spec *s) {
   return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
          lt_arch_is(s, "falcon");
 }
-static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r"); }
+static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
 static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm") || lt_cohere(s); }
 /* the LayerNorms' biases: all but command-r's */
 static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s); }
@@ -138,7 +138,8 @@ static inline int lt_own_keys(const lt_spec *s) {
 static inline int64_t lt_window(const lt_spec *s) {
   if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
-  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s)) return s->swa > 0 ? s->swa : 0;
+  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2"))
+    return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
   return 0;
 }
@@ -149,7 +150,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
   const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
                     : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
-                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ? 4
+                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ? 4
                                                                      : 6;
   return p <= 1 || l % p < p - 1;
 }
@@ -158,7 +159,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
   return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
-         (lt_arch_is(s, "exaone4") && lt_window(s) > 0 && !lt_windowed(s, l));
+         ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
@@ -314,7 +315,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
   if ((lt_phi3(s) && s->swa >= 0) ||
-      ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s)) && s->swa > 0))
+      ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2")) &&
+       s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window_pattern"), (uint32_t)s->swa_pattern));
