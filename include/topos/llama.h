@@ -59,9 +59,9 @@ extern "C" {
 typedef struct topos_llama_config {
   const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
                           * "gemma2", "gemma3", "granite", "smollm3", "olmo2", "mistral3",
-                          * "exaone4", or a mixture of experts: "qwen2moe", "qwen3moe",
-                          * "olmoe", "granitemoe", "ernie4_5-moe", "gpt-oss" (and "llama"
-                          * files with experts: Mixtral); "ernie4_5";
+                          * "exaone4", "exaone", "seed_oss", "ernie4_5", or a mixture of
+                          * experts: "qwen2moe", "qwen3moe", "olmoe", "granitemoe",
+                          * "ernie4_5-moe", "gpt-oss" (and "llama" files with experts: Mixtral);
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
                           * "starcoder", "gptneox", "falcon", "command-r", "cohere2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */

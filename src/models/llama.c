@@ -378,7 +378,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
     TP_W(wo, "attn_output.weight", q_dim, c->dim);
-    if (flags & TP_ARCH_OAI) /* gpt-oss names its feed-forward's norm so */
+    if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
     else if (c->pre_norms && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);

@@ -212,6 +212,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"ernie4_5", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"exaone", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"seed_oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"ernie4_5-moe", TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS, 0, 0,
      0, 0, TP_SWA_ROPE_SAME, 0},
     {"starcoder2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -232,7 +234,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,
      0, TP_SWA_ROPE_SAME, 0},
     /* the window's key is required (default -1), as llama.cpp reads these files */
-    {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI, 2, -1, 2, 0,
+    {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME, 2, -1, 2, 0,
      TP_SWA_ROPE_SAME, 0},
 };
 

@@ -40,6 +40,7 @@ enum {
   TP_ARCH_PARALLEL_KEY = 1 << 26, /* use_parallel_residual: x + attn(norm1 x) + ffn(norm2 x) (gptneox) */
   TP_ARCH_NORM_2 = 1 << 27,       /* attn_norm_2 where the file has it: the attention's own norm (falcon) */
   TP_ARCH_COHERE = 1 << 28,       /* LayerNorm without biases, logits times logit_scale (command-r) */
+  TP_ARCH_FFN_POST_NAME = 1 << 29, /* the feed-forward's norm is named post_attention_norm (gpt-oss, seed_oss) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */

@@ -69,98 +69,7 @@ typedef struct lt_spec {
   int attn_norm_2;         /* falcon: attn_norm_2 (Falcon-40B: the attention's own norm) */
 } lt_spec;
 
-static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
-
-/* gemma, gemma2, gemma3: embeddings times sqrt(dim), GELU gate; the last
- * two with post-norms, gemma3 and qwen3 with q and k norms */
-static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch, "gemma", 5) == 0; }
-static inline int lt_post_norms(const lt_spec *s) {
-  return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
-}
-static inline int lt_qk_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe");
-}
-/* olmo2, olmoe: q and k norms over the whole rows, not per head */
-static inline int lt_qk_norm_rows(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe"); }
-static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
-/* starcoder2, stablelm, phi2: LayerNorm (weight and bias); starcoder2 and
- * phi2 without a gate (GELU of up); phi2's branches both from one norm */
-static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox"); }
-/* gpt2, starcoder: learned positions, no rotation */
-static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") || lt_arch_is(s, "starcoder"); }
-static inline int lt_ffn_plain(const lt_spec *s) {
-  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
-         lt_arch_is(s, "falcon");
-}
-static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
-static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm") || lt_cohere(s); }
-/* the LayerNorms' biases: all but command-r's */
-static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s); }
-/* phi2, falcon, command-r: both branches from the one norm; gptneox (use_parallel_residual): each from its own */
-static inline int lt_one_norm(const lt_spec *s) {
-  return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s);
-}
-static inline int lt_parallel(const lt_spec *s) { return lt_one_norm(s) || (lt_gptneox(s) && s->par_res); }
-/* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */
-static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4"); }
-
-/* gpt-oss: attention sinks, post_attention_norm as the feed-forward's norm,
- * the experts' biases, router and activation (llama_experts_util.h) */
-static inline int lt_oai(const lt_spec *s) { return lt_arch_is(s, "gpt-oss"); }
-static inline int lt_without(const lt_spec *s, const char *feature) {
-  return s->plain_without && strcmp(s->plain_without, feature) == 0;
-}
-
-/* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
-static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
-
-/* qwen2 and phi3 files rotate pairs (x[i], x[i + hd/2]); llama files
- * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
- * those, for lt_check_variant) */
-static inline int lt_neox(const lt_spec *s) {
-  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
-         lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_oai(s);
-}
-
-/* keys under ARCH.*: the architectures topos reads (another's files are
- * refused before their keys matter, so they get llama.*) */
-static inline int lt_own_keys(const lt_spec *s) {
-  return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
-         lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
-         lt_arch_is(s, "exaone4") || lt_cohere(s);
-}
-
-/* The window the model uses (phi3: the key; gemma2: 4096 unless the key
- * says; gemma3: the key or none) and whether layer l has it (phi3 all;
- * gemma2 / gemma3: l % period < period - 1, period 2 / 6 or the key's). */
-static inline int64_t lt_window(const lt_spec *s) {
-  if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
-  if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
-  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2"))
-    return s->swa > 0 ? s->swa : 0;
-  if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
-  return 0;
-}
-
-static inline int lt_windowed(const lt_spec *s, int64_t l) {
-  if (lt_window(s) == 0) return 0;
-  if (lt_phi3(s)) return 1;
-  if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
-  const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
-                    : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
-                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ? 4
-                                                                     : 6;
-  return p <= 1 || l % p < p - 1;
-}
-
-/* layers that do not rotate q and k: smollm3's every fourth, granite's all
- * where the file says rope.scaling.finetuned false */
-static inline int lt_nope(const lt_spec *s, int64_t l) {
-  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
-         ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
-}
+#include "llama_archs.h"
 
 static inline int64_t lt_head_dim(const lt_spec *s) { return s->head_dim > 0 ? s->head_dim : s->dim / s->heads; }
 static inline int64_t lt_rope_dim(const lt_spec *s) { return s->rope_dim > 0 ? s->rope_dim : lt_head_dim(s); }
@@ -431,7 +340,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
     if (pre_norms && !lt_one_norm(s)) {
-      if (lt_oai(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      if (lt_ffn_post_name(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
       else LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
     if (lt_oai(s)) {
@@ -604,7 +513,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
                          : fused && i == 6  ? "ffn_up"
-                         : lt_oai(s) && i == 5 ? "post_attention_norm" /* gpt-oss's name for it */
+                         : lt_ffn_post_name(s) && i == 5 ? "post_attention_norm" /* gpt-oss's name for it */
                                             : names[i];
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);

@@ -419,6 +419,39 @@ TEST(llama_attention_and_ffn_biases) {
   lt_close(&m);
 }
 
+/* exaone (EXAONE 3.0 / 3.5): llama's graph with the NEOX rotation and
+ * optional biases; seed_oss (Seed-OSS): the same with the feed-forward's
+ * norm named post_attention_norm (and no attention.scale: llama.cpp's
+ * graph for it reads none). */
+TEST(llama_exaone_and_seed_oss_files) {
+  lt_spec e = lt_f32_spec(), adjacent;
+  e.arch = "exaone";
+  e.biases = 1;
+  adjacent = e;
+  adjacent.arch = "llama"; /* the plain forward rotating adjacent pairs is far off */
+  lt_model m;
+  CHECK_OK(lt_open(&e, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->rope_neox == 1 && m.model->layers[0].bq);
+  lt_close(&m);
+  lt_check_spec_variant(&e, &adjacent);
+  lt_spec so = e;
+  so.arch = "seed_oss";
+  so.attention_scale = 0.1f; /* written, not read */
+  CHECK_OK(lt_open(&so, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_neox == 1 && c->attn_scale == 0.125f && m.model->layers[1].ffn_norm && !m.model->layers[1].post_attn_norm);
+    so.attention_scale = 0.0f; /* the plain forward's scale: 1 / sqrt(head width) */
+    lt_compare_plain_model(&m, &so, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_check_decode(&m, so.vocab);
+  }
+  lt_close(&m);
+  lt_spec t = so;
+  t.layers = 1;
+  t.skip_tensor = "blk.0.post_attention_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.post_attention_norm.weight is missing");
+}
+
 /* A real model through the qwen2 and phi3 paths: SmolLM2 rewritten as such
  * a file, its q and k rows put back in the order its converter found them
  * (the llama converter permutes each head's rows so that rotating adjacent
