@@ -194,11 +194,17 @@ TEST(llama_falcon_files) {
   lt_compare_plain_caches_of(&q, 3e-2);
 }
 
-TEST(llama_command_r_files) {
-  lt_spec s = ln_f32("command-r");
+/* command-r / cohere2 files: no biases, the head tied, logits times logit_scale */
+static lt_spec ln_cohere(const char *arch, float logit_scale) {
+  lt_spec s = ln_f32(arch);
   s.biases = 0;
   s.tied = 1;
-  s.logit_scale = 0.0625f;
+  s.logit_scale = logit_scale;
+  return s;
+}
+
+TEST(llama_command_r_files) {
+  lt_spec s = ln_cohere("command-r", 0.0625f);
   lt_model m;
   CHECK_OK(lt_open(&s, &m));
   if (m.model) {
@@ -212,7 +218,7 @@ TEST(llama_command_r_files) {
   lt_spec q = lt_default_spec();
   q.arch = "command-r";
   q.tied = 1;
-  q.logit_scale = 0.0625f;
+  q.logit_scale = 0.0625f; /* the default spec's quantized types, biases none */
   lt_compare_plain_caches_of(&q, 3e-2);
   /* Command R+'s per-head q / k LayerNorms are not built: refused by name */
   lt_spec t = s;
@@ -222,10 +228,7 @@ TEST(llama_command_r_files) {
 }
 
 TEST(llama_cohere2_files) {
-  lt_spec s = ln_f32("cohere2");
-  s.biases = 0;
-  s.tied = 1;
-  s.logit_scale = 0.25f;
+  lt_spec s = ln_cohere("cohere2", 0.25f);
   s.layers = 4;
   s.swa = 4;
   lt_model m;
