@@ -176,7 +176,8 @@ typedef struct tp_llama_arch {
   const char *name;
   unsigned flags;
   /* sliding window: swa 0 none; 1 every layer (phi3); 2 read from the
-   * file, default_swa when absent, on layers l % period < period - 1
+   * file, default_swa when absent (-1: the key is required), on layers
+   * l % period < period - 1
    * (attention.sliding_window_pattern may give another period or list
    * the layers); window_blocks: only files of this many blocks have one,
    * its default 4096 (exaone4: the 32B), 0 any */
@@ -234,8 +235,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,
      0, TP_SWA_ROPE_SAME, 0},
     /* the window's key is required (default -1), as llama.cpp reads these files */
-    {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME, 2, -1, 2, 0,
-     TP_SWA_ROPE_SAME, 0},
+    {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
+     2, -1, 2, 0, TP_SWA_ROPE_SAME, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
