@@ -89,7 +89,7 @@ static int mq_within_envelope(const float *fast, const float *ref, const uint8_t
       double s = 0;
       for (int64_t b = 0; b < k; b += 32) {
         double mx = 0;
-        for (int i = 0; i < 32; ++i) mx = fmax(mx, fabs(wd[b + i]));
+        for (int i = 0; i < 32; ++i) mx = fabs(wd[b + i]) > mx ? fabs(wd[b + i]) : mx; /* not fmax: aarch64 gcc 12 fails to vectorise it (an internal error) */
         for (int i = 0; i < 32; ++i) s += (fabs(wd[b + i]) + mx) * fabs(aq[b + i]);
       }
       const double tol = ((double)k / 8 + 32) * 0x1p-24 * s, err = fabs((double)fast[r * MQ_N + j] - ref[r * MQ_N + j]);
