@@ -257,6 +257,7 @@ TEST(qmatmul_mxfp4_avx2_is_the_block_sum_definition) {
 /* qlinear_id's decoding on AVX2: MXFP4 parts (with a Q4_0 one between them)
  * go through the one matrix-vector dispatch, not declined, and each part
  * keeps the bits of its product alone. */
+#if defined(__x86_64__) || defined(_M_X64) /* the multi-part dispatch exists on x86 only */
 static void mq_avx2_multi(void) { /* with the ISA capped at AVX2 */
   const int64_t k = 1056, ns[3] = {MQ_N, 9, 20};
   const topos_dtype types[3] = {TOPOS_MXFP4, TOPOS_Q4_0, TOPOS_MXFP4};
@@ -283,11 +284,14 @@ static void mq_avx2_multi(void) { /* with the ISA capped at AVX2 */
   }
   free(w), free(w4), free(a);
 }
+#endif
 
 TEST(qmatmul_mxfp4_avx2_multi_dispatch_takes_mxfp4) {
   tp_qk_set_isa_cap(TP_QK_ISA_AVX2);
   const char *isa = topos_qmatmul_fast_isa(TOPOS_MXFP4);
+#if defined(__x86_64__) || defined(_M_X64)
   if (isa && strcmp(isa, "avx2") == 0) mq_avx2_multi();
+#endif
   tp_qk_set_isa_cap(TP_QK_ISA_ANY);
   if (!isa || strcmp(isa, "avx2") != 0) SKIP("the AVX2 block-sum kernels need AVX2");
 }
