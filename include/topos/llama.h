@@ -63,7 +63,8 @@ typedef struct topos_llama_config {
                           * experts: "qwen2moe", "qwen3moe", "olmoe", "granitemoe",
                           * "ernie4_5-moe", "gpt-oss" (and "llama" files with experts: Mixtral);
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
-                          * "starcoder", "gptneox", "falcon", "command-r", "cohere2" */
+                          * "starcoder", "gptneox", "falcon", "command-r", "cohere2"; latent
+                          * attention: "deepseek2" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -135,6 +136,17 @@ typedef struct topos_llama_config {
                            * min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1) */
   int attn_sinks;         /* 1: each head's softmax has one more logit, attn_sinks[head], that
                            * takes a share of the probability but adds no value (gpt-oss) */
+  int experts_sigmoid;    /* 1: the router's probabilities are sigmoids of its logits, not a
+                           * softmax (expert_gating_func 2: DeepSeek-V3, GLM-4.7-Flash) */
+  /* DeepSeek-V2's multi-head latent attention (deepseek2): each token's keys
+   * and values are one latent row of mla_kv_rank (attn_kv_a_mqa, RMS-normed)
+   * plus rope_dim rotated dimensions shared by every head; the heads read the
+   * latent through their own attn_k_b / attn_v_b. The cache holds the latent
+   * (n_kv_heads 1, head_dim mla_kv_rank + rope_dim), as llama.cpp's MLA path. */
+  int64_t mla_kv_rank;    /* attention.kv_lora_rank; 0: not a latent-attention model */
+  int64_t mla_q_rank;     /* attention.q_lora_rank: q through attn_q_a, a norm and attn_q_b; 0: attn_q */
+  int64_t mla_nope;       /* each head's unrotated q / k width (attention.key_length_mla - rope_dim) */
+  int64_t mla_v_dim;      /* each head's value width (attention.value_length_mla) */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */

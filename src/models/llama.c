@@ -139,9 +139,9 @@ static topos_status tp_llama_rows(topos_tensor *w, int64_t r0, int64_t n, topos_
 
 static topos_status tp_llama_join_layer(tp_llama_layer *L) {
   topos_tensor *qkv[3] = {L->wq, L->wk, L->wv};
-  TP_TRY(tp_llama_join(qkv, 3, &L->w_attn_in));
+  if (L->wk) TP_TRY(tp_llama_join(qkv, 3, &L->w_attn_in)); /* (latent attention: no k, v) */
   L->attn_in_parts = L->w_attn_in ? 3 : 0;
-  if (!L->w_attn_in) {
+  if (!L->w_attn_in && L->wk) {
     TP_TRY(tp_llama_join(qkv, 2, &L->w_attn_in));
     L->attn_in_parts = L->w_attn_in ? 2 : 0;
   }
@@ -296,6 +296,45 @@ static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_l
   return TOPOS_OK;
 }
 
+/* deepseek2's latent attention (config.mla_kv_rank; GGUF extents): attn_q
+ * {dim, heads (nope + rope)} or attn_q_a {dim, q_rank}, attn_q_a_norm,
+ * attn_q_b {q_rank, heads (nope + rope)}; attn_kv_a_mqa {dim, kv_rank +
+ * rope}, attn_kv_a_norm {kv_rank}; attn_k_b {nope, kv_rank, heads}, attn_v_b
+ * {kv_rank, v_dim, heads}; attn_output {heads v_dim, dim}. Every token reads
+ * all of k_b and v_b (one slice per head), so all their bytes count. */
+static topos_status tp_llama_layer_mla(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  topos_llama_config *c = &m->config;
+  const int64_t H = c->n_heads, R = c->mla_kv_rank, P = c->rope_dim, N = c->mla_nope, V = c->mla_v_dim;
+  char name[64];
+#define TP_M(field, suffix, e0, e1, e2)                                      \
+  do {                                                                       \
+    snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);               \
+    TP_TRY(tp_llama_weight3(m, name, e0, e1, e2, 0, &L->field));             \
+  } while (0)
+  if (c->mla_q_rank) {
+    TP_M(wq_a, "attn_q_a.weight", c->dim, c->mla_q_rank, 0);
+    TP_M(q_a_norm, "attn_q_a_norm.weight", c->mla_q_rank, 0, 0);
+    TP_M(wq, "attn_q_b.weight", c->mla_q_rank, H * (N + P), 0);
+  } else {
+    TP_M(wq, "attn_q.weight", c->dim, H * (N + P), 0);
+  }
+  TP_M(wkv_a, "attn_kv_a_mqa.weight", c->dim, R + P, 0);
+  TP_M(kv_a_norm, "attn_kv_a_norm.weight", R, 0, 0);
+  uint64_t before = c->weight_bytes;
+  TP_M(wk_b, "attn_k_b.weight", N, R, H);
+  TP_M(wv_b, "attn_v_b.weight", R, V, H);
+  uint64_t bytes_k = 0, bytes_v = 0; /* tp_llama_weight3 counted them as experts */
+  size_t b;
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(L->wk_b), H * R * N, &b));
+  bytes_k = b;
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(L->wv_b), H * V * R, &b));
+  bytes_v = b;
+  c->weight_bytes = before + bytes_k + bytes_v;
+  TP_M(wo, "attn_output.weight", H * V, c->dim, 0);
+#undef TP_M
+  return TOPOS_OK;
+}
+
 static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nope_all) {
   topos_llama_config *c = &m->config;
   const unsigned flags = tp_llama_arch_flags(c->arch);
@@ -369,7 +408,9 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
      * reads them; phi3's loader never read its bias) */
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
     int fused_bias = 0;
-    if (phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) {
+    if (c->mla_kv_rank) {
+      TP_TRY(tp_llama_layer_mla(m, l, L));
+    } else if (phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) {
       TP_TRY(tp_llama_layer_qkv(m, l, L, q_dim, kv_dim, !phi3, &fused_bias));
     } else {
       topos_clear_error();
@@ -377,7 +418,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wk, "attn_k.weight", c->dim, kv_dim);
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
-    TP_W(wo, "attn_output.weight", q_dim, c->dim);
+    if (!c->mla_kv_rank) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
     else if (c->pre_norms && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
@@ -491,7 +532,8 @@ void topos_llama_free(topos_llama *m) {
                              L->post_ffn_norm, L->gate_inp, L->gate_exps, L->up_exps, L->down_exps,
                              L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b,
                              L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks,
-                             L->attn_norm_2, L->attn_norm_2_b};
+                             L->attn_norm_2, L->attn_norm_2_b, L->wq_a, L->q_a_norm, L->wkv_a,
+                             L->kv_a_norm, L->wk_b, L->wv_b};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

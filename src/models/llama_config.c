@@ -235,6 +235,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,
      0, TP_SWA_ROPE_SAME, 0},
     /* the window's key is required (default -1), as llama.cpp reads these files */
+    {"deepseek2", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
      2, -1, 2, 0, TP_SWA_ROPE_SAME, 0},
 };
@@ -314,6 +316,69 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
   return TOPOS_OK;
 }
 
+
+/* deepseek2's latent attention, as the converter writes it for llama.cpp's
+ * MLA path: key_length_mla (each head's q / k width, its last rope_dim
+ * dimensions rotated) and value_length_mla, the latent's kv_lora_rank, one
+ * kv head, and key_length / value_length (where present) the latent's
+ * widths kv_lora_rank + rope_dim and kv_lora_rank. Files written before the
+ * converter split attn_kv_b have none of the _mla keys. */
+static topos_status tp_llama_mla(topos_gguf *g, topos_llama_config *c) {
+  char kb[96];
+  int present;
+  int64_t key_mla = 0, key_len = 0, value_len = 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.key_length_mla"), 0, &key_mla, &present));
+  if (!present)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s is missing: a deepseek2 file written before its converter "
+                   "split attn_kv_b into attn_k_b and attn_v_b (convert it again)", kb);
+  TP_TRY(tp_llama_u64(g, TP_K("attention.value_length_mla"), 1, 0, &c->mla_v_dim));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.kv_lora_rank"), 1, 0, &c->mla_kv_rank));
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.q_lora_rank"), 0, &c->mla_q_rank, &present)); /* 0: attn_q */
+  TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 1, 0, &c->rope_dim));
+  if (c->mla_kv_rank == 0 || c->mla_v_dim == 0 || c->rope_dim == 0 || key_mla <= c->rope_dim)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: latent attention needs kv_lora_rank, value_length_mla and "
+                   "rope.dimension_count > 0 and key_length_mla (%" PRId64 ") past rope.dimension_count (%" PRId64
+                   ")", key_mla, c->rope_dim);
+  if (c->mla_kv_rank > ((int64_t)1 << 20) || key_mla > ((int64_t)1 << 20) || c->mla_v_dim > ((int64_t)1 << 20) ||
+      c->mla_q_rank > ((int64_t)1 << 20))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: latent attention widths past 2^20");
+  c->mla_nope = key_mla - c->rope_dim;
+  c->head_dim = c->mla_kv_rank + c->rope_dim;
+  TP_TRY(tp_llama_u64(g, TP_K("attention.key_length"), 0, c->head_dim, &key_len));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.value_length"), 0, c->mla_kv_rank, &value_len));
+  if (key_len != c->head_dim || value_len != c->mla_kv_rank)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: attention.key_length %" PRId64 " / value_length %" PRId64
+                   " are not the latent's %" PRId64 " / %" PRId64 " (kv_lora_rank + rope.dimension_count, "
+                   "kv_lora_rank)", key_len, value_len, c->head_dim, c->mla_kv_rank);
+  if (c->n_kv_heads != 1)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: a latent-attention file has one kv head, head_count_kv is %" PRId64,
+                   c->n_kv_heads);
+  return TOPOS_OK;
+}
+
+/* Its scores' scale, as llama.cpp's deepseek2 graph (DeepSeek's YaRN):
+ * mscale^2 / sqrt(key_length_mla) with mscale = a (1 + 0.1 m ln f), m the
+ * file's yarn_log_multiplier / 0.1 (the converter stores mscale_all_dim
+ * times 0.1) and a the rotation's magnitude; with that multiplier YaRN's
+ * cos and sin keep rope.scaling.attn_factor alone (mscale over
+ * mscale_all_dim, equal for these files). Without YaRN, a is attn_factor
+ * (1 + 0.1 ln f) for any other factor f. */
+static topos_status tp_llama_mla_scale(topos_gguf *g, topos_llama_config *c, float attn_factor) {
+  char kb[96];
+  float log_mul = 0.0f;
+  TP_TRY(tp_llama_nonneg_f32(g, TP_K("rope.scaling.yarn_log_multiplier"), 0.0f, &log_mul));
+  const double m = (double)log_mul / 0.1, ln_f = log(1.0 / (double)c->rope_freq_scale);
+  double a;
+  if (c->rope_ext_factor != 0.0f) {
+    if (m != 0.0) c->rope_mscale = attn_factor; /* else tp_llama_yarn's attn_factor (1 + 0.1 ln f) */
+    a = c->rope_mscale;
+  } else {
+    a = (double)attn_factor * (1.0 + 0.1 * ln_f);
+  }
+  const double mscale = a * (1.0 + 0.1 * m * ln_f);
+  c->attn_scale = (float)(mscale * mscale / sqrt((double)(c->mla_nope + c->rope_dim)));
+  return TOPOS_OK;
+}
 /* granite's scales, as llama.cpp reads them: logit_scale (required: logits
  * times 1 / it), residual_scale and embedding_scale (absent or 0: none;
  * attention.scale: tp_llama_config_read); and
@@ -371,10 +436,30 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
   if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate ? c->ff : 0;
+  if (a->flags & TP_ARCH_MLA) { /* deepseek2: expert_shared_count experts' width, as one feed-forward */
+    int64_t shared = 0;
+    TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_count"), 0, &shared, &present));
+    if (shared > 64) return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 64", kb, shared);
+    c->ff_shared = shared * c->ff_expert;
+  }
   if (c->shared_gate && c->ff_shared == 0)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "
                    "absent)", a->name, kb);
   c->experts_norm = (a->flags & TP_ARCH_MOE_NORM) != 0;
+  if (a->flags & TP_ARCH_MLA) { /* expert_weights_norm: absent false */
+    topos_status nst = topos_gguf_get_bool(g, TP_K("expert_weights_norm"), &c->experts_norm);
+    if (nst == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->experts_norm = 0;
+    else if (nst != TOPOS_OK) return tp_fail_context(nst, "llama: key %s", kb);
+  }
+  /* DeepSeek-V3's group-limited routing (the best experts of the best
+   * groups only) is not built: refused rather than routed otherwise */
+  int64_t groups = 0, groups_used = 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("expert_group_count"), 0, &groups, &present));
+  TP_TRY(tp_llama_key_u64(g, TP_K("expert_group_used_count"), 0, &groups_used, &present));
+  if (!present) groups_used = groups;
+  if (groups > 1 && groups_used < groups)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: routing to %" PRId64 " of %" PRId64 " expert groups is not "
+                   "supported", groups_used, groups);
   float scale;
   TP_TRY(tp_llama_nonneg_f32(g, TP_K("expert_weights_scale"), 0.0f, &scale));
   if (scale != 0.0f) c->experts_scale = scale;
@@ -391,9 +476,17 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   if (c->experts_oai) return TOPOS_OK;
   int64_t gating = 1;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
-  if (gating != 1)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s = %" PRId64 " (only the softmax router, 1, is supported)", kb,
-                   gating);
+  if (!present && (a->flags & TP_ARCH_MLA)) { /* llama.cpp's rule for files without the key: GLM-4.7-Flash's
+                                               * (47 or 48 blocks, 154880 tokens) sigmoid, others softmax */
+    int64_t vocab = 0;
+    TP_TRY(tp_llama_u64(g, TP_K("vocab_size"), 0, 0, &vocab));
+    if ((c->n_layers == 47 || c->n_layers == 48) && vocab == 154880) gating = 2;
+  }
+  const int sigmoid_ok = (a->flags & TP_ARCH_MLA) != 0;
+  if (gating != 1 && !(gating == 2 && sigmoid_ok))
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s = %" PRId64 " (the softmax router, 1, is supported%s)", kb,
+                   gating, sigmoid_ok ? ", and the sigmoid one, 2" : "");
+  c->experts_sigmoid = gating == 2;
   return TOPOS_OK;
 }
 
@@ -440,25 +533,30 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (c->n_heads % c->n_kv_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
                    " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
-  /* the head width: attention.key_length where the file says it (heads
-   * need not tile the embedding then, as in Mistral NeMo), else dim / heads */
-  int64_t key_len = 0, value_len = 0;
-  TP_TRY(tp_llama_u64(g, TP_K("attention.key_length"), 0, 0, &key_len));
-  TP_TRY(tp_llama_u64(g, TP_K("attention.value_length"), 0, 0, &value_len));
-  if ((!key_len || !value_len) && c->dim % c->n_heads != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
-                   " is not a multiple of head_count %" PRId64 " and the file gives no head width (attention.%s)",
-                   c->dim, c->n_heads, key_len ? "value_length" : "key_length");
-  c->head_dim = key_len ? key_len : c->dim / c->n_heads;
-  if ((value_len ? value_len : c->dim / c->n_heads) != c->head_dim)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: value heads of %" PRId64 " differ from key heads of %" PRId64
-                   " (not supported)", value_len ? value_len : c->dim / c->n_heads, c->head_dim);
+  if (a->flags & TP_ARCH_MLA) {
+    TP_TRY(tp_llama_mla(g, c));
+  } else {
+    /* the head width: attention.key_length where the file says it (heads
+     * need not tile the embedding then, as in Mistral NeMo), else dim / heads */
+    int64_t key_len = 0, value_len = 0;
+    TP_TRY(tp_llama_u64(g, TP_K("attention.key_length"), 0, 0, &key_len));
+    TP_TRY(tp_llama_u64(g, TP_K("attention.value_length"), 0, 0, &value_len));
+    if ((!key_len || !value_len) && c->dim % c->n_heads != 0)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
+                     " is not a multiple of head_count %" PRId64 " and the file gives no head width (attention.%s)",
+                     c->dim, c->n_heads, key_len ? "value_length" : "key_length");
+    c->head_dim = key_len ? key_len : c->dim / c->n_heads;
+    if ((value_len ? value_len : c->dim / c->n_heads) != c->head_dim)
+      return tp_fail(TOPOS_UNSUPPORTED, "llama: value heads of %" PRId64 " differ from key heads of %" PRId64
+                     " (not supported)", value_len ? value_len : c->dim / c->n_heads, c->head_dim);
+  }
   if (c->head_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head dimension %" PRId64 " is odd", c->head_dim);
   if (c->n_heads > ((int64_t)1 << 31) / c->head_dim)
     return tp_fail(TOPOS_ERR_RANGE, "llama: head_count %" PRId64 " x head dimension %" PRId64
                    " is past 2^31", c->n_heads, c->head_dim);
-  TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 0, c->head_dim, &c->rope_dim));
+  if (!(a->flags & TP_ARCH_MLA)) /* (latent attention: read above) */
+    TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 0, c->head_dim, &c->rope_dim));
   /* partial rotary (Phi-4-mini: 96 of 128): the first rope_dim dimensions
    * of each head rotate, the rest pass through */
   if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
@@ -466,11 +564,12 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
                    " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
   float attn_factor;
   TP_TRY(tp_llama_rope_scaling(g, c, &attn_factor));
+  if (a->flags & TP_ARCH_MLA) TP_TRY(tp_llama_mla_scale(g, c, attn_factor));
   *swa_period = 0;
   if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));
   if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, attn_factor, swa_period));
   c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
-  c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+  if (!(a->flags & TP_ARCH_MLA)) c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
   if (a->qpas_blocks && c->n_layers == a->qpas_blocks)
     c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
   else if (a->flags & TP_ARCH_GEMMA)

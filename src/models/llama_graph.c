@@ -241,7 +241,7 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
     ids = topos_tape_top_k(t, logits, K);
     w = topos_tape_softmax(t, topos_tape_gather(t, logits, ids), 1);
   } else {
-    topos_sym probs = topos_tape_softmax(t, logits, 1);
+    topos_sym probs = c->experts_sigmoid ? topos_tape_sigmoid(t, logits) : topos_tape_softmax(t, logits, 1);
     topos_sym rank = probs; /* exp_probs_b: a bias that moves the choice, not the weights */
     if (L->exp_probs_b)
       rank = topos_tape_add(t, probs, topos_tape_broadcast_along(t, tp_const(r, L->exp_probs_b), 0, T));
@@ -260,6 +260,68 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
                                ids); /* [T, K, D] */
   topos_sym wb = topos_tape_broadcast_along(t, w, 2, D);
   return tp_reshape(r, topos_tape_sum_along(t, topos_tape_mul(t, y, wb), 1), 2, T, D, 0, 0);
+}
+
+/* ids [T, H] with ids[t, h] = h: qlinear_id then takes head h's rows of a
+ * per-head weight [H, n, k] for row (t, h) */
+static topos_sym tp_head_ids(tp_rec *r, int64_t H) {
+  const int64_t shape[2] = {r->T, H};
+  int32_t *v = malloc((size_t)(r->T * H) * sizeof *v);
+  topos_tensor *ids = NULL;
+  if (v) {
+    for (int64_t i = 0; i < r->T * H; ++i) v[i] = (int32_t)(i % H);
+    if (topos_tensor_from_data(TOPOS_I32, 2, shape, v, (size_t)(r->T * H) * sizeof *v, &ids) != TOPOS_OK) ids = NULL;
+  }
+  free(v);
+  if (!ids) return topos_tape_constant(r->t, NULL); /* the tape's error: what failed */
+  topos_sym s = topos_tape_constant(r->t, ids);
+  topos_tensor_release(ids);
+  return s;
+}
+
+/* DeepSeek-V2's latent attention in its absorbed form (llama.cpp's MLA
+ * path): each head's q is [q_nope k_b | rope(q_pe)] (kv_rank + rope_dim)
+ * and every head reads one key row [latent | rope(k_pe)] (one kv head), so
+ * the cache keeps the latent and the shared rotated key only. The value row
+ * is the same row (its last rope_dim columns fall outside what v_b reads).
+ * One row (decoding): q (or q_a) and kv_a in one dispatch. */
+static void tp_mla_qkv(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym cos, topos_sym sin,
+                       topos_sym ids, topos_sym *q, topos_sym *k, topos_sym *v) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, H = c->n_heads, R = c->mla_kv_rank, P = c->rope_dim, N = c->mla_nope;
+  topos_tensor *first = L->wq_a ? L->wq_a : L->wq;
+  const int64_t qn = topos_tensor_shape(first)[0];
+  topos_sym qa, kv;
+  if (T == 1) {
+    topos_sym parts[2] = {topos_tape_qlinear(t, h, tp_const(r, first)), topos_tape_qlinear(t, h, tp_const(r, L->wkv_a))};
+    topos_sym both = topos_tape_concat(t, 2, parts, 1);
+    qa = topos_tape_narrow(t, both, 1, 0, qn);
+    kv = topos_tape_narrow(t, both, 1, qn, R + P);
+  } else {
+    qa = topos_tape_qlinear(t, h, tp_const(r, first));
+    kv = topos_tape_qlinear(t, h, tp_const(r, L->wkv_a));
+  }
+  topos_sym qf = L->wq_a ? topos_tape_qlinear(t, tp_rmsnorm_n(r, qa, T, qn, L->q_a_norm), tp_const(r, L->wq)) : qa;
+  qf = tp_reshape(r, qf, 3, T, H, N + P, 0);
+  topos_sym q_abs = topos_tape_qlinear_id(t, topos_tape_narrow(t, qf, 2, 0, N), tp_const(r, L->wk_b), ids);
+  topos_sym q_pe = tp_rope_pairs(r, topos_tape_narrow(t, qf, 2, N, P), H, cos, sin);
+  topos_sym qparts[2] = {q_abs, q_pe};
+  *q = topos_tape_concat(t, 2, qparts, 2); /* [T, H, R + P] */
+  topos_sym latent = tp_reshape(r, tp_rmsnorm_n(r, topos_tape_narrow(t, kv, 1, 0, R), T, R, L->kv_a_norm), 3, T, 1,
+                                R, 0);
+  topos_sym k_pe = tp_rope_pairs(r, tp_reshape(r, topos_tape_narrow(t, kv, 1, R, P), 3, T, 1, P, 0), 1, cos, sin);
+  topos_sym kparts[2] = {latent, k_pe};
+  *k = topos_tape_concat(t, 2, kparts, 2); /* [T, 1, R + P] */
+  *v = topos_tape_concat(t, 2, kparts, 2);
+}
+
+/* the heads' latent outputs o [T, H * (R + P)] through v_b: [T, H * v_dim] */
+static topos_sym tp_mla_out(tp_rec *r, const tp_llama_layer *L, topos_sym o, topos_sym ids) {
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, H = c->n_heads, R = c->mla_kv_rank;
+  topos_sym lat = topos_tape_narrow(r->t, tp_reshape(r, o, 3, T, H, R + c->rope_dim, 0), 2, 0, R);
+  return tp_reshape(r, topos_tape_qlinear_id(r->t, lat, tp_const(r, L->wv_b), ids), 2, T, H * c->mla_v_dim, 0, 0);
 }
 
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
@@ -286,6 +348,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   window = full;
   if (g->window_masks) tp_mask_inputs(r, g, g->row_mask, "_window", &g->mask_cw, &g->mask_nw, &window);
   topos_sym x = g->x0;
+  const topos_sym head_ids = c->mla_kv_rank ? tp_head_ids(r, H) : TOPOS_SYM_INVALID;
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const tp_llama_layer *L = &m->layers[l];
     const tp_masks *mk = L->windowed ? &window : &full;
@@ -310,7 +373,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
     const topos_sym ha = L->attn_norm_2 ? tp_norm(r, x, T, L->attn_norm_2, L->attn_norm_2_b) : h;
     topos_sym q, k, v;
-    if (T == 1) { /* one row [q | k | v], cut in parts (views) */
+    if (c->mla_kv_rank) {
+      tp_mla_qkv(r, L, ha, cos, sin, head_ids, &q, &k, &v);
+    } else if (T == 1) { /* one row [q | k | v], cut in parts (views) */
       const int64_t qd = H * hd, kvd = KVH * hd;
       topos_sym qkv;
       if (L->attn_in_parts == 3) { /* back to back in the file: one product */
@@ -335,18 +400,22 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       k = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
       v = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
     }
-    q = tp_bias(r, q, L->bq, T);
-    k = tp_bias(r, k, L->bk, T);
-    v = tp_bias(r, v, L->bv, T);
-    if (L->q_norm) q = c->qk_norm == 2 ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm) : tp_head_norm(r, q, H, L->q_norm);
-    if (L->k_norm) k = c->qk_norm == 2 ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm) : tp_head_norm(r, k, KVH, L->k_norm);
-    q = tp_reshape(r, q, 3, T, H, hd, 0);
-    k = tp_reshape(r, k, 3, T, KVH, hd, 0);
-    if (!L->nope) {
-      q = tp_rope(r, q, H, cos, sin);
-      k = tp_rope(r, k, KVH, cos, sin);
+    if (!c->mla_kv_rank) {
+      q = tp_bias(r, q, L->bq, T);
+      k = tp_bias(r, k, L->bk, T);
+      v = tp_bias(r, v, L->bv, T);
+      if (L->q_norm)
+        q = c->qk_norm == 2 ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm) : tp_head_norm(r, q, H, L->q_norm);
+      if (L->k_norm)
+        k = c->qk_norm == 2 ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm) : tp_head_norm(r, k, KVH, L->k_norm);
+      q = tp_reshape(r, q, 3, T, H, hd, 0);
+      k = tp_reshape(r, k, 3, T, KVH, hd, 0);
+      if (!L->nope) {
+        q = tp_rope(r, q, H, cos, sin);
+        k = tp_rope(r, k, KVH, cos, sin);
+      }
+      v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     }
-    v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     g->k_new[l] = k;
     g->v_new[l] = v;
     if (topos_sym_is_valid(g->temp)) /* mistral3's temperature, per position */
@@ -416,6 +485,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
     o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, H * hd, 0,
                    0);
+    if (c->mla_kv_rank) o = tp_mla_out(r, L, o, head_ids);
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
     if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
     o = tp_scale(r, o, c->residual_scale);

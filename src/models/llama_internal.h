@@ -41,6 +41,8 @@ enum {
   TP_ARCH_NORM_2 = 1 << 27,       /* attn_norm_2 where the file has it: the attention's own norm (falcon) */
   TP_ARCH_COHERE = 1 << 28,       /* LayerNorm without biases, logits times logit_scale (command-r) */
   TP_ARCH_FFN_POST_NAME = 1 << 29, /* the feed-forward's norm is named post_attention_norm (gpt-oss, seed_oss) */
+  TP_ARCH_MLA = 1 << 30,          /* multi-head latent attention, expert_shared_count, expert_weights_norm and
+                                   * the gating function from the file (deepseek2) */
 };
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
@@ -69,6 +71,11 @@ typedef struct tp_llama_layer {
   topos_tensor *gate_exps_b, *up_exps_b, *down_exps_b; /* f32 [n_experts, ff_expert] / [n_experts, dim]:
                                               * each expert's biases (experts_oai), or NULL */
   topos_tensor *attn_sinks;                  /* f32 [n_heads] (config.attn_sinks), or NULL */
+  /* latent attention (config.mla_kv_rank): q from wq, or wq_a, q_a_norm, then
+   * wq (attn_q_b); the latent and the shared rotated key from wkv_a
+   * [kv_rank + rope_dim, dim]; per head k_b [heads, kv_rank, nope] (q's
+   * unrotated part into the latent's space) and v_b [heads, v_dim, kv_rank] */
+  topos_tensor *wq_a, *q_a_norm, *wkv_a, *kv_a_norm, *wk_b, *wv_b;
   topos_tensor *bq, *bk, *bv, *bo;           /* f32 biases or NULL (qwen2: q, k, v always) */
   topos_tensor *b_gate, *b_up, *b_down;      /* f32 feed-forward biases or NULL */
   /* Weights the file lays out back to back in one type, joined into one
