@@ -20,26 +20,43 @@
  *    modern-bert, olmo, mpt): the GPT-2 pattern
  *      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  *  - "llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral",
- *    "midm-2.0", "lfm2": the Llama-3 pattern (case-insensitive contractions,
- *      [^\r\n\p{L}\p{N}]?\p{L}+, digits in groups of 1-3, ...); whole
- *      pre-tokens found in the vocabulary skip the merges (ignore_merges);
- *    "dbrx", "smaug-bpe": the same pattern, every merge applied.
+ *    "midm-2.0", "lfm2", "jina-v5-nano": the Llama-3 pattern
+ *      (case-insensitive contractions, [^\r\n\p{L}\p{N}]?\p{L}+, digits in
+ *      groups of 1-3, ...); whole pre-tokens found in the vocabulary skip the
+ *      merges (ignore_merges);
+ *    "dbrx", "smaug-bpe": the same pattern, every merge applied;
+ *    "glm4", "glm5" (GLM-4, GLM-4.5, GLM-4.7): the same pattern, no BOS by
+ *      default, ignore_merges; "chatglm-bpe": the same, every merge applied.
  *  - "qwen2", "deepseek-r1-qwen", "megrez", "kormo", "f2llmv2", "stablelm2":
  *      the Llama-3 pattern with digits one by one.
  *  - "smollm", "starcoder", "refact", "command-r", "codeshell", "exaone",
- *    "minerva": every \p{N} code point is its own piece, then the GPT-2 pattern.
+ *    "minerva", "minerva-7b": every \p{N} code point is its own piece, then
+ *    the GPT-2 pattern.
  *  - "tekken" (Mistral NeMo, Small 3, Ministral): words by case,
  *      [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
  *      and the reverse, digits one by one; BOS by default, ignore_merges.
  *  - "gpt-4o", "llama4" (o200k: Phi-4-mini, Llama 4): tekken's words with
  *      case-insensitive contractions, digits in groups of 1-3.
+ *  - DeepSeek's lists of expressions, each one splitting every piece the
+ *    one before left into its matches and the runs between them:
+ *    "deepseek-llm" (DeepSeek LLM, V2, V2-Lite): [\r\n], \s?[cased letters
+ *      of Latin, Greek, Cyrillic, ...]+, \s?[ASCII and CJK punctuation]+,
+ *      \s+$, [U+0800..U+9FA5 and Hangul]+, \p{N}+;
+ *    "deepseek-coder" (DeepSeek-Coder, -Coder-V2): [\r\n], \s?\p{L}+,
+ *      \s?\p{P}+, the same CJK run, \p{N};
+ *    "deepseek-v3" (DeepSeek-V3, R1; also "hunyuan-dense", "joyai-llm",
+ *      "hy_v4"): \p{N}{1,3}, [CJK ideographs and kana]+, then
+ *      [ASCII punctuation][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+ *       ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+.
  *  The patterns are implemented by hand over the Unicode Character
  *  Database's general categories and White_Space property (version 14.0, a
  *  generated table), as the tokenizer.json expressions state them.
  *  llama.cpp instead approximates tekken's and gpt-4o's cased classes with
  *  [^a-z] / [^A-Z] among letters and leaves marks out of words, so the two
  *  split differently only where words hold non-ASCII capitals after small
- *  letters or combining marks.
+ *  letters or combining marks. In DeepSeek's written-out ranges llama.cpp
+ *  sees non-ASCII whitespace as a vertical tab, so U+3000 and U+2000..U+200A
+ *  count there only as \s (here, as in the regex, also as the range's).
  *  Bytes that are not valid UTF-8 are kept (each is a one-byte "symbol"
  *  character), so encoding never loses input.
  *
@@ -118,8 +135,9 @@ typedef struct topos_tokenizer_desc {
   const size_t *merge_lengths;  /* NULL: strlen of each */
   /* Token ids, TOPOS_TOKEN_NONE for none. */
   int32_t bos_id, eos_id, eot_id, unk_id, pad_id;
-  /* 0/1, or -1 for the model's default: add_bos 1 for "llama" (and
-   * llama-bpe), else 0; add_eos 0; add_space_prefix 1 for "llama", else 0. */
+  /* 0/1, or -1 for the model's default: add_bos 1 for "llama" (and the
+   * llama-bpe, dbrx and tekken names; not glm4), else 0; add_eos 0;
+   * add_space_prefix 1 for "llama", else 0. */
   int add_bos, add_eos, add_space_prefix;
 } topos_tokenizer_desc;
 

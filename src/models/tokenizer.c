@@ -46,46 +46,67 @@ static int tp_parse_byte_token(const char *s, size_t n) {
   return hi * 16 + lo;
 }
 
-/* The names llama.cpp reads in tokenizer.ggml.pre, by the pattern they
- * select (its llama-vocab.cpp); clean_spaces, which only its detokenizer
- * reads, plays no part here. */
-static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ignore_merges) {
+/* The names llama.cpp reads in tokenizer.ggml.pre, by the list of
+ * expressions they select (its llama-vocab.cpp); a name is here only where
+ * that list is the same expression for expression. clean_spaces, which only
+ * its detokenizer reads, plays no part here. *bos is the default of add_bos
+ * (a file's add_bos_token wins). */
+static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ignore_merges, int *bos) {
   static const char *const gpt2[] = {"default",    "gpt2",        "gpt-2",        "phi-2",       "jina-es",
                                      "jina-de",    "gigachat",    "jina-v1-en",   "jina-v2-es",  "jina-v2-de",
                                      "jina-v2-code", "roberta-bpe", "exaone4",     "a.x-4.0",     "mellum",
                                      "modern-bert", "olmo",       "mpt"};
   static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1",
-                                       "pixtral",   "midm-2.0", "lfm2"};
+                                       "pixtral",   "midm-2.0", "lfm2",   "jina-v5-nano"};
   static const char *const llama3_merged[] = {"dbrx", "smaug-bpe"}; /* its pattern, every merge applied */
+  /* GLM-4's list is Llama 3's expression; llama.cpp gives these files no
+   * BOS (special_bos_id null) and skips the merges for whole tokens under
+   * glm4 / glm5 only */
+  static const char *const glm4[] = {"glm4", "glm5"};
+  static const char *const chatglm[] = {"chatglm-bpe"};
   static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez", "kormo", "f2llmv2", "stablelm2"};
-  static const char *const digits[] = {"smollm",    "starcoder", "refact", "command-r",
-                                       "codeshell", "exaone",    "minerva"};
+  static const char *const digits[] = {"smollm",    "starcoder", "refact",  "command-r",
+                                       "codeshell", "exaone",    "minerva", "minerva-7b"};
   static const char *const tekken[] = {"tekken"};
   static const char *const gpt4o[] = {"gpt-4o", "llama4", "kanana2", "talkie"};
+  static const char *const deepseek_llm[] = {"deepseek-llm"};
+  static const char *const deepseek_coder[] = {"deepseek-coder"};
+  /* Hunyuan's dense models, JoyAI and HY v4 name DeepSeek-V3's list under their own names */
+  static const char *const deepseek_v3[] = {"deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"};
+#define TP_NAMES(a) a, sizeof a / sizeof *a
   static const struct {
     const char *const *names;
     size_t n;
     tp_pre_kind kind;
-    int ignore_merges;
-  } kinds[] = {{gpt2, sizeof gpt2 / sizeof *gpt2, TP_PRE_GPT2, 0},
-               {llama3, sizeof llama3 / sizeof *llama3, TP_PRE_LLAMA3, 1},
-               {llama3_merged, sizeof llama3_merged / sizeof *llama3_merged, TP_PRE_LLAMA3, 0},
-               {qwen2, sizeof qwen2 / sizeof *qwen2, TP_PRE_QWEN2, 0},
-               {digits, sizeof digits / sizeof *digits, TP_PRE_DIGITS_GPT2, 0},
-               {tekken, 1, TP_PRE_TEKKEN, 1},
-               {gpt4o, sizeof gpt4o / sizeof *gpt4o, TP_PRE_GPT4O, 0}};
+    int ignore_merges, bos;
+  } kinds[] = {{TP_NAMES(gpt2), TP_PRE_GPT2, 0, 0},
+               {TP_NAMES(llama3), TP_PRE_LLAMA3, 1, 1},
+               {TP_NAMES(llama3_merged), TP_PRE_LLAMA3, 0, 1},
+               {TP_NAMES(glm4), TP_PRE_LLAMA3, 1, 0},
+               {TP_NAMES(chatglm), TP_PRE_LLAMA3, 0, 0},
+               {TP_NAMES(qwen2), TP_PRE_QWEN2, 0, 0},
+               {TP_NAMES(digits), TP_PRE_DIGITS_GPT2, 0, 0},
+               {TP_NAMES(tekken), TP_PRE_TEKKEN, 1, 1},
+               {TP_NAMES(gpt4o), TP_PRE_GPT4O, 0, 0},
+               {TP_NAMES(deepseek_llm), TP_PRE_DEEPSEEK_LLM, 0, 0},
+               {TP_NAMES(deepseek_coder), TP_PRE_DEEPSEEK_CODER, 0, 0},
+               {TP_NAMES(deepseek_v3), TP_PRE_DEEPSEEK_V3, 0, 0}};
+#undef TP_NAMES
   *ignore_merges = 0;
+  *bos = 0;
   if (!name) name = "default";
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
     for (size_t i = 0; i < kinds[k].n; i++)
       if (!strcmp(name, kinds[k].names[i])) {
         *out = kinds[k].kind;
         *ignore_merges = kinds[k].ignore_merges;
+        *bos = kinds[k].bos;
         return TOPOS_OK;
       }
   return tp_fail(TOPOS_UNSUPPORTED,
-                 "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: the gpt2, llama-bpe, qwen2, smollm, "
-                 "tekken and gpt-4o patterns under the names include/topos/tokenizer.h lists, dbrx, smaug-bpe)",
+                 "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: the gpt2, llama-bpe, "
+                 "qwen2, smollm, tekken, gpt-4o, deepseek-llm, deepseek-coder, deepseek-v3 and glm4 "
+                 "patterns under the names include/topos/tokenizer.h lists, dbrx, smaug-bpe)",
                  name);
 }
 
@@ -332,11 +353,12 @@ static void tp_find_eog(topos_tokenizer *t) {
 static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) {
   if (!d->model)
     return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer: no model name (\"llama\" or \"gpt2\")");
+  int pre_bos = 0; /* the pre-tokenizer's default add_bos */
   if (!strcmp(d->model, "llama")) {
     t->kind = TOPOS_TOKENIZER_SPM;
   } else if (!strcmp(d->model, "gpt2")) {
     t->kind = TOPOS_TOKENIZER_BPE;
-    TP_TRY(tp_pre_from_name(d->pre, &t->pre, &t->ignore_merges));
+    TP_TRY(tp_pre_from_name(d->pre, &t->pre, &t->ignore_merges, &pre_bos));
   } else {
     return tp_fail(TOPOS_UNSUPPORTED,
                    "tokenizer: model \"%.64s\" is not supported (only \"llama\" and \"gpt2\")",
@@ -367,7 +389,7 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
   t->unk = d->unk_id, t->pad = d->pad_id;
   tp_find_eog(t);
   int spm = t->kind == TOPOS_TOKENIZER_SPM;
-  t->add_bos = d->add_bos >= 0 ? !!d->add_bos : (spm || t->pre == TP_PRE_LLAMA3 || t->pre == TP_PRE_TEKKEN);
+  t->add_bos = d->add_bos >= 0 ? !!d->add_bos : (spm || pre_bos);
   t->add_eos = d->add_eos >= 0 ? !!d->add_eos : 0;
   t->add_space_prefix = d->add_space_prefix >= 0 ? !!d->add_space_prefix : spm;
   return TOPOS_OK;

@@ -20,8 +20,9 @@ typedef enum tp_char_class {
 } tp_char_class;
 tp_char_class tp_char_class_of(uint32_t cp);
 
-/* The same with letters by case and marks apart, for the patterns that
- * tell them apart (tekken, gpt-4o); the order is unicode_classes.h's. */
+/* The same with letters by case, marks, punctuation and symbols apart, for
+ * the patterns that tell them apart (tekken, gpt-4o: case and marks;
+ * deepseek: \p{M}, \p{P}, \p{S}); the order is unicode_classes.h's. */
 typedef enum tp_char_kind {
   TP_KIND_UPPER,    /* Lu, Lt */
   TP_KIND_LOWER,    /* Ll */
@@ -29,7 +30,9 @@ typedef enum tp_char_kind {
   TP_KIND_MARK,     /* Mn, Mc, Me */
   TP_KIND_NUMBER,   /* Nd, Nl, No */
   TP_KIND_SPACE,    /* White_Space */
-  TP_KIND_OTHER
+  TP_KIND_PUNCT,    /* Pc, Pd, Ps, Pe, Pi, Pf, Po */
+  TP_KIND_SYMBOL,   /* Sm, Sc, Sk, So */
+  TP_KIND_OTHER     /* controls, format characters, unassigned, invalid bytes */
 } tp_char_kind;
 tp_char_kind tp_char_kind_of(uint32_t cp);
 tp_char_class tp_char_class_of_kind(tp_char_kind kind); /* the kind's coarse class */
@@ -41,7 +44,12 @@ typedef enum tp_pre_kind {
   TP_PRE_QWEN2, /* Llama 3's pattern with digits one by one */
   TP_PRE_DIGITS_GPT2, /* each \p{N} alone, then GPT-2 (smollm, starcoder, ...) */
   TP_PRE_TEKKEN, /* Mistral's: words by case ([A-Z]*[a-z]+ in Unicode's terms), digits one by one */
-  TP_PRE_GPT4O   /* o200k: tekken's words with contractions, digits in groups of 1-3 */
+  TP_PRE_GPT4O,  /* o200k: tekken's words with contractions, digits in groups of 1-3 */
+  /* DeepSeek's lists of expressions, each splitting the pieces the one before left */
+  TP_PRE_DEEPSEEK_LLM,   /* newlines; cased letters; ASCII and CJK punctuation; trailing
+                            spaces; CJK; digit runs */
+  TP_PRE_DEEPSEEK_CODER, /* newlines; \p{L}; \p{P}; CJK; digits one by one */
+  TP_PRE_DEEPSEEK_V3     /* digits in groups of 1-3; CJK and kana; words with marks */
 } tp_pre_kind;
 
 /* Calls emit(ctx, start, length) for each pre-token of text[0..n), in order;

@@ -17,12 +17,12 @@ tp_char_kind tp_char_kind_of(uint32_t cp) {
   size_t lo = 0, hi = sizeof tp_class_starts / sizeof tp_class_starts[0];
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
-    if (tp_class_starts[mid] >> 3 <= cp)
+    if (tp_class_starts[mid] >> 4 <= cp)
       lo = mid;
     else
       hi = mid;
   }
-  return (tp_char_kind)(tp_class_starts[lo] & 7);
+  return (tp_char_kind)(tp_class_starts[lo] & 15);
 }
 
 tp_char_class tp_char_class_of_kind(tp_char_kind k) {
@@ -32,7 +32,7 @@ tp_char_class tp_char_class_of_kind(tp_char_kind k) {
     case TP_KIND_CASELESS: return TP_CHAR_LETTER;
     case TP_KIND_NUMBER: return TP_CHAR_NUMBER;
     case TP_KIND_SPACE: return TP_CHAR_SPACE;
-    default: return TP_CHAR_OTHER; /* marks are not \p{L}: [^\s\p{L}\p{N}] takes them */
+    default: return TP_CHAR_OTHER; /* marks, punctuation, symbols: [^\s\p{L}\p{N}] takes them */
   }
 }
 

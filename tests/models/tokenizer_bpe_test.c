@@ -24,6 +24,16 @@ static topos_status collect_text(void *ctx, size_t start, size_t length) {
   return TOPOS_OK;
 }
 
+/* counts[0] pieces of counts[1] bytes in all, each starting where the one
+ * before ended */
+static topos_status count_pieces(void *ctx, size_t start, size_t length) {
+  size_t *counts = ctx;
+  if (start != counts[1]) return TOPOS_ERR_RANGE;
+  counts[0]++;
+  counts[1] += length;
+  return TOPOS_OK;
+}
+
 /* Pieces of text joined with '|' for one comparison string. */
 static void split(tp_pre_kind kind, const char *text, char *out, size_t cap) {
   pieces p;
@@ -200,6 +210,201 @@ TEST(tokenizer_pretokenize_tekken_and_gpt4o_match_the_regex) {
   check_split_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* DeepSeek's lists of expressions (deepseek-llm, deepseek-coder,
+ * deepseek-v3), each cutting the pieces the one before left, against the
+ * splits Python's `regex` module gives for llama.cpp's lists applied the
+ * same way (scripts/pretokenize_reference.py prints these rows): cased
+ * letters inside and outside deepseek-llm's written-out set (Latin-1,
+ * Greek, Cyrillic, Georgian, Cherokee, Deseret, Adlam, full-width; ƻ and ʔ
+ * are not in it), its punctuation range that holds the ASCII letters, CJK,
+ * kana and Hangul, full-width digits and punctuation, U+3000 and U+2003 (in
+ * the written-out ranges as well as \s), combining marks, Devanagari,
+ * Arabic digits, emoji, a zero-width joiner, newlines, tabs, trailing runs. */
+TEST(tokenizer_pretokenize_deepseek_matches_the_regex) {
+  static const split_case cases[] = {
+    {TP_PRE_DEEPSEEK_LLM, "Hello world 12345 it's",
+     "Hello| world| |12345| it|'|s"},
+    {TP_PRE_DEEPSEEK_LLM, "2024-12-06: 3.14159\n\nend",
+     "2024|-|12|-|06|:| |3|.|14159|\n|\n|end"},
+    {TP_PRE_DEEPSEEK_LLM, "  leading and trailing  ",
+     " | leading| and| trailing|  "},
+    {TP_PRE_DEEPSEEK_LLM, "x += 1; // note\r\n\tif (a) {b}",
+     "x| +=| |1|;| //| note|\r|\n|\tif| (|a|)| {|b|}"},
+    {TP_PRE_DEEPSEEK_LLM, "H\xC3\xA9llo \xC3\x89" "COLE \xD0\xBC\xD0\xB8\xD1\x80 \xCE\xA3\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1 caf\xC3\xA9",
+     "H|\xC3\xA9|llo| \xC3\x89|COLE| \xD0\xBC\xD0\xB8\xD1\x80| \xCE\xA3\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1| caf|\xC3\xA9"},
+    {TP_PRE_DEEPSEEK_LLM, "\xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88\xE3\x80\x82\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+     "\xE4\xB8\xAD\xE6\x96\x87|\xEF\xBC\x8C|\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88|\xE3\x80\x82|\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4"},
+    {TP_PRE_DEEPSEEK_LLM, "e\xCC\x81te\xCC\x81 \xCC\x81x \xD0\xBA\xD0\xBD\xD0\xB8\xCC\x81\xD0\xB3\xD0\xB0",
+     "e|\xCC\x81|te|\xCC\x81 \xCC\x81|x| \xD0\xBA\xD0\xBD\xD0\xB8|\xCC\x81|\xD0\xB3\xD0\xB0"},
+    {TP_PRE_DEEPSEEK_LLM, "\xE2\x80\x9Cquoted\xE2\x80\x9D \xE2\x80\x98single\xE2\x80\x99 \xE2\x80\x94 dash\xE2\x80\xA6 ok",
+     "\xE2\x80\x9C|quoted|\xE2\x80\x9D| |\xE2\x80\x98|single|\xE2\x80\x99| |\xE2\x80\x94| dash|\xE2\x80\xA6| ok"},
+    {TP_PRE_DEEPSEEK_LLM, "emoji \xF0\x9F\x98\x80\xF0\x9F\x98\x80 x\xE2\x82\xAC" "5 $HOME ~/.bashrc",
+     "emoji| \xF0\x9F\x98\x80\xF0\x9F\x98\x80| x|\xE2\x82\xAC|5| $|HOME| ~/.|bashrc"},
+    {TP_PRE_DEEPSEEK_LLM, "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A\xEF\xBC\x81\xEF\xBC\x9F\xE3\x80\x80\xE5\x85\xA8\xE8\xA7\x92",
+     "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93|\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A|\xEF\xBC\x81\xEF\xBC\x9F|\xE3\x80\x80|\xE5\x85\xA8\xE8\xA7\x92"},
+    {TP_PRE_DEEPSEEK_LLM, "a\xE2\x80\x8D" "b \xE2\x80\x8D\xE2\x80\x8D" "c",
+     "a|\xE2\x80\x8D|b| |\xE2\x80\x8D\xE2\x80\x8D|c"},
+    {TP_PRE_DEEPSEEK_LLM, "trailing \t ",
+     "trailing| \t "},
+    {TP_PRE_DEEPSEEK_LLM, "\xD9\xA3\xD9\xA4\xD9\xA5 \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A 123456789",
+     "\xD9\xA3\xD9\xA4\xD9\xA5| \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A |123456789"},
+    {TP_PRE_DEEPSEEK_LLM, "\xE0\xA4\x95\xE0\xA4\xBF \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80",
+     "\xE0\xA4\x95\xE0\xA4\xBF| |\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80"},
+    {TP_PRE_DEEPSEEK_LLM, ".hello world.py/path",
+     ".|hello| world|.|py|/|path"},
+    {TP_PRE_DEEPSEEK_LLM, "\xC6\xBBx\xCA\x94y \xE1\x82\xA0\xE1\x8F\xB8\xEF\xBC\xA1\xF0\x90\x90\x80\xF0\x9E\xA4\x80 \xCA\xB0z \xE2\x84\xA6\xE2\x84\xAA",
+     "\xC6\xBB|x|\xCA\x94|y| |\xE1\x82\xA0\xE1\x8F\xB8|\xEF\xBC\xA1|\xF0\x90\x90\x80\xF0\x9E\xA4\x80| \xCA\xB0|z| |\xE2\x84\xA6\xE2\x84\xAA"},
+    {TP_PRE_DEEPSEEK_LLM, "a \n  b\r\n\r\n  c\t\tx  \n",
+     "a| |\n| | b|\r|\n|\r|\n| | c|\t|\tx|  |\n"},
+    {TP_PRE_DEEPSEEK_LLM, " \xCC\x81x \xE3\x80\x80y\xE3\x80\x81z \xE2\x80\x83w",
+     " \xCC\x81|x| |\xE3\x80\x80|y|\xE3\x80\x81|z| |\xE2\x80\x83|w"},
+    {TP_PRE_DEEPSEEK_LLM, "\xCE\xA3\xCF\x83!?+=\r\n+=",
+     "\xCE\xA3\xCF\x83|!?+=|\r|\n|+="},
+    {TP_PRE_DEEPSEEK_LLM, "!?\n12345\xF0\x9F\x98\x80(x)\xCE\xA3\xCF\x83world\xEF\xBC\x8C",
+     "!?|\n|12345|\xF0\x9F\x98\x80|(|x|)|\xCE\xA3\xCF\x83|world|\xEF\xBC\x8C"},
+    {TP_PRE_DEEPSEEK_LLM, "\xE0\xA4\x95\xE0\xA4\xBFHello\xC3\x89" "COLE\r\n",
+     "\xE0\xA4\x95\xE0\xA4\xBF|Hello|\xC3\x89|COLE|\r|\n"},
+    {TP_PRE_DEEPSEEK_LLM, "H\xC3\xA9llo\xE3\x80\x82\xEF\xBC\x8C",
+     "H|\xC3\xA9|llo|\xE3\x80\x82|\xEF\xBC\x8C"},
+    {TP_PRE_DEEPSEEK_LLM, "H\xC3\xA9llo\xE6\x97\xA5\xE6\x9C\xAC+=\xE3\x80\x80",
+     "H|\xC3\xA9|llo|\xE6\x97\xA5\xE6\x9C\xAC|+=|\xE3\x80\x80"},
+    {TP_PRE_DEEPSEEK_LLM, "\xE2\x82\xAC\xD9\xA3\xD9\xA4\xEF\xBC\x8C\xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C$xe\xCC\x81  \xE6\x97\xA5\xE6\x9C\xAC",
+     "\xE2\x82\xAC|\xD9\xA3\xD9\xA4|\xEF\xBC\x8C|\xE4\xB8\xAD\xE6\x96\x87|\xEF\xBC\x8C$|xe|\xCC\x81  |\xE6\x97\xA5\xE6\x9C\xAC"},
+    {TP_PRE_DEEPSEEK_LLM, "\xE0\xA4\x95\xE0\xA4\xBF$xH\xC3\xA9llo\xE3\x80\x82\xE2\x82\xAC.py\n\xE3\x80\x82\xE3\x80\x82",
+     "\xE0\xA4\x95\xE0\xA4\xBF|$|xH|\xC3\xA9|llo|\xE3\x80\x82|\xE2\x82\xAC|.|py|\n|\xE3\x80\x82\xE3\x80\x82"},
+    {TP_PRE_DEEPSEEK_LLM, "!?\xCE\xA3\xCF\x83...!?\xEF\xBC\x91\xEF\xBC\x92\xE6\x97\xA5\xE6\x9C\xACH\xC3\xA9llo",
+     "!?|\xCE\xA3\xCF\x83|...!?|\xEF\xBC\x91\xEF\xBC\x92|\xE6\x97\xA5\xE6\x9C\xAC|H|\xC3\xA9|llo"},
+    {TP_PRE_DEEPSEEK_CODER, "Hello world 12345 it's",
+     "Hello| world| |1|2|3|4|5| it|'|s"},
+    {TP_PRE_DEEPSEEK_CODER, "2024-12-06: 3.14159\n\nend",
+     "2|0|2|4|-|1|2|-|0|6|:| |3|.|1|4|1|5|9|\n|\n|end"},
+    {TP_PRE_DEEPSEEK_CODER, "  leading and trailing  ",
+     " | leading| and| trailing|  "},
+    {TP_PRE_DEEPSEEK_CODER, "x += 1; // note\r\n\tif (a) {b}",
+     "x| += |1|;| //| note|\r|\n|\tif| (|a|)| {|b|}"},
+    {TP_PRE_DEEPSEEK_CODER, "H\xC3\xA9llo \xC3\x89" "COLE \xD0\xBC\xD0\xB8\xD1\x80 \xCE\xA3\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1 caf\xC3\xA9",
+     "H\xC3\xA9llo| \xC3\x89" "COLE| \xD0\xBC\xD0\xB8\xD1\x80| \xCE\xA3\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1| caf\xC3\xA9"},
+    {TP_PRE_DEEPSEEK_CODER, "\xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88\xE3\x80\x82\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+     "\xE4\xB8\xAD\xE6\x96\x87|\xEF\xBC\x8C|\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88|\xE3\x80\x82|\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4"},
+    {TP_PRE_DEEPSEEK_CODER, "e\xCC\x81te\xCC\x81 \xCC\x81x \xD0\xBA\xD0\xBD\xD0\xB8\xCC\x81\xD0\xB3\xD0\xB0",
+     "e|\xCC\x81|te|\xCC\x81 \xCC\x81|x| \xD0\xBA\xD0\xBD\xD0\xB8|\xCC\x81|\xD0\xB3\xD0\xB0"},
+    {TP_PRE_DEEPSEEK_CODER, "\xE2\x80\x9Cquoted\xE2\x80\x9D \xE2\x80\x98single\xE2\x80\x99 \xE2\x80\x94 dash\xE2\x80\xA6 ok",
+     "\xE2\x80\x9C|quoted|\xE2\x80\x9D| |\xE2\x80\x98|single|\xE2\x80\x99| |\xE2\x80\x94| dash|\xE2\x80\xA6| ok"},
+    {TP_PRE_DEEPSEEK_CODER, "emoji \xF0\x9F\x98\x80\xF0\x9F\x98\x80 x\xE2\x82\xAC" "5 $HOME ~/.bashrc",
+     "emoji| \xF0\x9F\x98\x80\xF0\x9F\x98\x80| x|\xE2\x82\xAC|5| $|HOME| ~|/.|bashrc"},
+    {TP_PRE_DEEPSEEK_CODER, "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A\xEF\xBC\x81\xEF\xBC\x9F\xE3\x80\x80\xE5\x85\xA8\xE8\xA7\x92",
+     "\xEF\xBC\x91|\xEF\xBC\x92|\xEF\xBC\x93|\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A|\xEF\xBC\x81\xEF\xBC\x9F|\xE3\x80\x80\xE5\x85\xA8\xE8\xA7\x92"},
+    {TP_PRE_DEEPSEEK_CODER, "a\xE2\x80\x8D" "b \xE2\x80\x8D\xE2\x80\x8D" "c",
+     "a|\xE2\x80\x8D|b| |\xE2\x80\x8D\xE2\x80\x8D|c"},
+    {TP_PRE_DEEPSEEK_CODER, "trailing \t ",
+     "trailing| \t "},
+    {TP_PRE_DEEPSEEK_CODER, "\xD9\xA3\xD9\xA4\xD9\xA5 \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A 123456789",
+     "\xD9\xA3|\xD9\xA4|\xD9\xA5| \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A| |1|2|3|4|5|6|7|8|9"},
+    {TP_PRE_DEEPSEEK_CODER, "\xE0\xA4\x95\xE0\xA4\xBF \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80",
+     "\xE0\xA4\x95|\xE0\xA4\xBF| |\xE0\xA4\xB9|\xE0\xA4\xBF|\xE0\xA4\xA8|\xE0\xA5\x8D|\xE0\xA4\xA6|\xE0\xA5\x80"},
+    {TP_PRE_DEEPSEEK_CODER, ".hello world.py/path",
+     ".|hello| world|.|py|/|path"},
+    {TP_PRE_DEEPSEEK_CODER, "\xC6\xBBx\xCA\x94y \xE1\x82\xA0\xE1\x8F\xB8\xEF\xBC\xA1\xF0\x90\x90\x80\xF0\x9E\xA4\x80 \xCA\xB0z \xE2\x84\xA6\xE2\x84\xAA",
+     "\xC6\xBBx\xCA\x94y| |\xE1\x82\xA0\xE1\x8F\xB8|\xEF\xBC\xA1\xF0\x90\x90\x80\xF0\x9E\xA4\x80| \xCA\xB0z| |\xE2\x84\xA6\xE2\x84\xAA"},
+    {TP_PRE_DEEPSEEK_CODER, "a \n  b\r\n\r\n  c\t\tx  \n",
+     "a| |\n| | b|\r|\n|\r|\n| | c|\t|\tx|  |\n"},
+    {TP_PRE_DEEPSEEK_CODER, " \xCC\x81x \xE3\x80\x80y\xE3\x80\x81z \xE2\x80\x83w",
+     " \xCC\x81|x| |\xE3\x80\x80|y|\xE3\x80\x81|z| |\xE2\x80\x83|w"},
+    {TP_PRE_DEEPSEEK_CODER, "\xCE\xA3\xCF\x83!?+=\r\n+=",
+     "\xCE\xA3\xCF\x83|!?|+=|\r|\n|+="},
+    {TP_PRE_DEEPSEEK_CODER, "!?\n12345\xF0\x9F\x98\x80(x)\xCE\xA3\xCF\x83world\xEF\xBC\x8C",
+     "!?|\n|1|2|3|4|5|\xF0\x9F\x98\x80|(|x|)|\xCE\xA3\xCF\x83world|\xEF\xBC\x8C"},
+    {TP_PRE_DEEPSEEK_CODER, "\xE0\xA4\x95\xE0\xA4\xBFHello\xC3\x89" "COLE\r\n",
+     "\xE0\xA4\x95|\xE0\xA4\xBF|Hello\xC3\x89" "COLE|\r|\n"},
+    {TP_PRE_DEEPSEEK_CODER, "H\xC3\xA9llo\xE3\x80\x82\xEF\xBC\x8C",
+     "H\xC3\xA9llo|\xE3\x80\x82|\xEF\xBC\x8C"},
+    {TP_PRE_DEEPSEEK_CODER, "H\xC3\xA9llo\xE6\x97\xA5\xE6\x9C\xAC+=\xE3\x80\x80",
+     "H\xC3\xA9llo|\xE6\x97\xA5\xE6\x9C\xAC|+=|\xE3\x80\x80"},
+    {TP_PRE_DEEPSEEK_CODER, "\xE2\x82\xAC\xD9\xA3\xD9\xA4\xEF\xBC\x8C\xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C$xe\xCC\x81  \xE6\x97\xA5\xE6\x9C\xAC",
+     "\xE2\x82\xAC|\xD9\xA3|\xD9\xA4|\xEF\xBC\x8C|\xE4\xB8\xAD\xE6\x96\x87|\xEF\xBC\x8C|$|xe|\xCC\x81 | |\xE6\x97\xA5\xE6\x9C\xAC"},
+    {TP_PRE_DEEPSEEK_CODER, "\xE0\xA4\x95\xE0\xA4\xBF$xH\xC3\xA9llo\xE3\x80\x82\xE2\x82\xAC.py\n\xE3\x80\x82\xE3\x80\x82",
+     "\xE0\xA4\x95|\xE0\xA4\xBF|$|xH\xC3\xA9llo|\xE3\x80\x82|\xE2\x82\xAC|.|py|\n|\xE3\x80\x82\xE3\x80\x82"},
+    {TP_PRE_DEEPSEEK_CODER, "!?\xCE\xA3\xCF\x83...!?\xEF\xBC\x91\xEF\xBC\x92\xE6\x97\xA5\xE6\x9C\xACH\xC3\xA9llo",
+     "!?|\xCE\xA3\xCF\x83|...!?|\xEF\xBC\x91|\xEF\xBC\x92|\xE6\x97\xA5\xE6\x9C\xAC|H\xC3\xA9llo"},
+    {TP_PRE_DEEPSEEK_V3, "Hello world 12345 it's",
+     "Hello| world| |123|45| it|'s"},
+    {TP_PRE_DEEPSEEK_V3, "2024-12-06: 3.14159\n\nend",
+     "202|4|-|12|-|06|:| |3|.|141|59|\n\n|end"},
+    {TP_PRE_DEEPSEEK_V3, "  leading and trailing  ",
+     " | leading| and| trailing|  "},
+    {TP_PRE_DEEPSEEK_V3, "x += 1; // note\r\n\tif (a) {b}",
+     "x| +=| |1|;| //| note|\r\n|\tif| (|a|)| {|b|}"},
+    {TP_PRE_DEEPSEEK_V3, "H\xC3\xA9llo \xC3\x89" "COLE \xD0\xBC\xD0\xB8\xD1\x80 \xCE\xA3\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1 caf\xC3\xA9",
+     "H\xC3\xA9llo| \xC3\x89" "COLE| \xD0\xBC\xD0\xB8\xD1\x80| \xCE\xA3\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1| caf\xC3\xA9"},
+    {TP_PRE_DEEPSEEK_V3, "\xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88\xE3\x80\x82\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+     "\xE4\xB8\xAD\xE6\x96\x87|\xEF\xBC\x8C|\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88|\xE3\x80\x82|\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4"},
+    {TP_PRE_DEEPSEEK_V3, "e\xCC\x81te\xCC\x81 \xCC\x81x \xD0\xBA\xD0\xBD\xD0\xB8\xCC\x81\xD0\xB3\xD0\xB0",
+     "e\xCC\x81te\xCC\x81| \xCC\x81x| \xD0\xBA\xD0\xBD\xD0\xB8\xCC\x81\xD0\xB3\xD0\xB0"},
+    {TP_PRE_DEEPSEEK_V3, "\xE2\x80\x9Cquoted\xE2\x80\x9D \xE2\x80\x98single\xE2\x80\x99 \xE2\x80\x94 dash\xE2\x80\xA6 ok",
+     "\xE2\x80\x9C|quoted|\xE2\x80\x9D| \xE2\x80\x98|single|\xE2\x80\x99| \xE2\x80\x94| dash|\xE2\x80\xA6| ok"},
+    {TP_PRE_DEEPSEEK_V3, "emoji \xF0\x9F\x98\x80\xF0\x9F\x98\x80 x\xE2\x82\xAC" "5 $HOME ~/.bashrc",
+     "emoji| \xF0\x9F\x98\x80\xF0\x9F\x98\x80| x|\xE2\x82\xAC|5| $|HOME| ~/.|bashrc"},
+    {TP_PRE_DEEPSEEK_V3, "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A\xEF\xBC\x81\xEF\xBC\x9F\xE3\x80\x80\xE5\x85\xA8\xE8\xA7\x92",
+     "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93|\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A|\xEF\xBC\x81\xEF\xBC\x9F|\xE3\x80\x80|\xE5\x85\xA8\xE8\xA7\x92"},
+    {TP_PRE_DEEPSEEK_V3, "a\xE2\x80\x8D" "b \xE2\x80\x8D\xE2\x80\x8D" "c",
+     "a|\xE2\x80\x8D" "b| |\xE2\x80\x8D|\xE2\x80\x8D" "c"},
+    {TP_PRE_DEEPSEEK_V3, "trailing \t ",
+     "trailing| \t "},
+    {TP_PRE_DEEPSEEK_V3, "\xD9\xA3\xD9\xA4\xD9\xA5 \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A 123456789",
+     "\xD9\xA3\xD9\xA4\xD9\xA5| \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A| |123|456|789"},
+    {TP_PRE_DEEPSEEK_V3, "\xE0\xA4\x95\xE0\xA4\xBF \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80",
+     "\xE0\xA4\x95\xE0\xA4\xBF| \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80"},
+    {TP_PRE_DEEPSEEK_V3, ".hello world.py/path",
+     ".hello| world|.py|/path"},
+    {TP_PRE_DEEPSEEK_V3, "\xC6\xBBx\xCA\x94y \xE1\x82\xA0\xE1\x8F\xB8\xEF\xBC\xA1\xF0\x90\x90\x80\xF0\x9E\xA4\x80 \xCA\xB0z \xE2\x84\xA6\xE2\x84\xAA",
+     "\xC6\xBBx\xCA\x94y| \xE1\x82\xA0\xE1\x8F\xB8\xEF\xBC\xA1\xF0\x90\x90\x80\xF0\x9E\xA4\x80| \xCA\xB0z| \xE2\x84\xA6\xE2\x84\xAA"},
+    {TP_PRE_DEEPSEEK_V3, "a \n  b\r\n\r\n  c\t\tx  \n",
+     "a| \n| | b|\r\n\r\n| | c|\t|\tx|  \n"},
+    {TP_PRE_DEEPSEEK_V3, " \xCC\x81x \xE3\x80\x80y\xE3\x80\x81z \xE2\x80\x83w",
+     " \xCC\x81x| |\xE3\x80\x80y|\xE3\x80\x81|z| |\xE2\x80\x83w"},
+    {TP_PRE_DEEPSEEK_V3, "\xCE\xA3\xCF\x83!?+=\r\n+=",
+     "\xCE\xA3\xCF\x83|!?+=\r\n|+="},
+    {TP_PRE_DEEPSEEK_V3, "!?\n12345\xF0\x9F\x98\x80(x)\xCE\xA3\xCF\x83world\xEF\xBC\x8C",
+     "!?\n|123|45|\xF0\x9F\x98\x80(|x|)|\xCE\xA3\xCF\x83world|\xEF\xBC\x8C"},
+    {TP_PRE_DEEPSEEK_V3, "\xE0\xA4\x95\xE0\xA4\xBFHello\xC3\x89" "COLE\r\n",
+     "\xE0\xA4\x95\xE0\xA4\xBFHello\xC3\x89" "COLE|\r\n"},
+    {TP_PRE_DEEPSEEK_V3, "H\xC3\xA9llo\xE3\x80\x82\xEF\xBC\x8C",
+     "H\xC3\xA9llo|\xE3\x80\x82\xEF\xBC\x8C"},
+    {TP_PRE_DEEPSEEK_V3, "H\xC3\xA9llo\xE6\x97\xA5\xE6\x9C\xAC+=\xE3\x80\x80",
+     "H\xC3\xA9llo|\xE6\x97\xA5\xE6\x9C\xAC|+=|\xE3\x80\x80"},
+    {TP_PRE_DEEPSEEK_V3, "\xE2\x82\xAC\xD9\xA3\xD9\xA4\xEF\xBC\x8C\xE4\xB8\xAD\xE6\x96\x87\xEF\xBC\x8C$xe\xCC\x81  \xE6\x97\xA5\xE6\x9C\xAC",
+     "\xE2\x82\xAC|\xD9\xA3\xD9\xA4|\xEF\xBC\x8C|\xE4\xB8\xAD\xE6\x96\x87|\xEF\xBC\x8C$|xe\xCC\x81|  |\xE6\x97\xA5\xE6\x9C\xAC"},
+    {TP_PRE_DEEPSEEK_V3, "\xE0\xA4\x95\xE0\xA4\xBF$xH\xC3\xA9llo\xE3\x80\x82\xE2\x82\xAC.py\n\xE3\x80\x82\xE3\x80\x82",
+     "\xE0\xA4\x95\xE0\xA4\xBF|$xH|\xC3\xA9llo|\xE3\x80\x82\xE2\x82\xAC.|py|\n|\xE3\x80\x82\xE3\x80\x82"},
+    {TP_PRE_DEEPSEEK_V3, "!?\xCE\xA3\xCF\x83...!?\xEF\xBC\x91\xEF\xBC\x92\xE6\x97\xA5\xE6\x9C\xACH\xC3\xA9llo",
+     "!?|\xCE\xA3\xCF\x83|...!?|\xEF\xBC\x91\xEF\xBC\x92|\xE6\x97\xA5\xE6\x9C\xAC|H\xC3\xA9llo"},
+  };
+  check_split_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* What the table above cannot hold. */
+TEST(tokenizer_pretokenize_deepseek_rules) {
+  /* an undecodable byte is a symbol, as the U+FFFD llama.cpp decodes it to
+   * (the regex module's splits of "a\uFFFD!b" and "\uFFFD\u0301a") */
+  CHECK_SPLIT(TP_PRE_DEEPSEEK_V3, "a\xFF!b", "a|\xFF!|b");
+  CHECK_SPLIT(TP_PRE_DEEPSEEK_V3, "\xFF\xCC\x81" "a", "\xFF|\xCC\x81" "a");
+  CHECK_SPLIT(TP_PRE_DEEPSEEK_LLM, "a\xFF!b", "a|\xFF|!|b");
+  CHECK_SPLIT(TP_PRE_DEEPSEEK_CODER, "a\xFF!b", "a|\xFF|!|b");
+  CHECK_SPLIT(TP_PRE_DEEPSEEK_LLM, "", "");
+  /* \s+$ holds at the end of a piece, not only of the text: "a  " is
+   * deepseek-llm's piece before the newline cuts it */
+  CHECK_SPLIT(TP_PRE_DEEPSEEK_LLM, "\xE6\x97\xA5  \n", "\xE6\x97\xA5|  |\n");
+  /* a long whitespace run between CJK code points that no expression takes
+   * whole (\s+$ is tried once per piece, not from each of its spaces) */
+  static char text[20006];
+  memcpy(text, "\xE6\x97\xA5", 3);
+  memset(text + 3, ' ', 20000);
+  memcpy(text + 20003, "\xE6\x97\xA5", 3);
+  size_t count[2] = {0, 0};
+  CHECK_OK(tp_pretokenize(TP_PRE_DEEPSEEK_LLM, text, sizeof text, count_pieces, count));
+  CHECK(count[0] == 3 && count[1] == sizeof text); /* 日 | the spaces | 日 */
+}
+
 TEST(tokenizer_pretokenize_gpt2) {
   CHECK_SPLIT(TP_PRE_GPT2, "I'm  here 42x\n\n end!?", "I|'m| | here| 42|x|\n\n| end|!?");
   CHECK_SPLIT(TP_PRE_GPT2, "I'M", "I|'|M"); /* contractions are case-sensitive */
@@ -248,6 +453,7 @@ TEST(tokenizer_unicode_classes) {
   CHECK_EQ_INT(tp_char_class_of(0x1F600), TP_CHAR_OTHER); /* 😀 */
   CHECK_EQ_INT(tp_char_class_of(0x0966), TP_CHAR_NUMBER); /* Devanagari zero */
   CHECK_EQ_INT(tp_char_class_of(0x2014), TP_CHAR_OTHER); /* em dash */
+  CHECK_EQ_INT(tp_char_class_of('+'), TP_CHAR_OTHER);
   CHECK_EQ_INT(tp_char_class_of(TP_UTF8_INVALID), TP_CHAR_OTHER);
   /* letters by case and marks apart (the Unicode Character Database's categories) */
   static const struct {
@@ -257,8 +463,13 @@ TEST(tokenizer_unicode_classes) {
                {0x01C5, TP_KIND_UPPER} /* Lt */, {0x03C3, TP_KIND_LOWER} /* σ */, {0x02B0, TP_KIND_CASELESS} /* Lm */,
                {0x65E5, TP_KIND_CASELESS} /* 日 */, {0x0301, TP_KIND_MARK},   {0x093F, TP_KIND_MARK} /* Mc */,
                {0xE0100, TP_KIND_MARK} /* variation selector */, {0x1D7CE, TP_KIND_NUMBER} /* math digit */,
-               {0x2168, TP_KIND_NUMBER} /* Nl */, {0x2028, TP_KIND_SPACE},  {0x1F600, TP_KIND_OTHER},
-               {0x10FFFF, TP_KIND_OTHER}, {0, TP_KIND_OTHER},          {TP_UTF8_INVALID, TP_KIND_OTHER}};
+               {0x2168, TP_KIND_NUMBER} /* Nl */, {0x2028, TP_KIND_SPACE},  {0x1F600, TP_KIND_SYMBOL} /* So */,
+               {'!', TP_KIND_PUNCT},     {'_', TP_KIND_PUNCT} /* Pc */, {'(', TP_KIND_PUNCT} /* Ps */,
+               {'+', TP_KIND_SYMBOL} /* Sm */, {'$', TP_KIND_SYMBOL} /* Sc */, {'^', TP_KIND_SYMBOL} /* Sk */,
+               {0x3002, TP_KIND_PUNCT} /* 。 */, {0xFF0C, TP_KIND_PUNCT} /* ， */, {0x2014, TP_KIND_PUNCT} /* Pd */,
+               {0x00AB, TP_KIND_PUNCT} /* Pi */, {0x20AC, TP_KIND_SYMBOL} /* € */, {0x0085, TP_KIND_SPACE} /* Cc */,
+               {0x200D, TP_KIND_OTHER} /* Cf */, {0x10FFFF, TP_KIND_OTHER}, {0, TP_KIND_OTHER},
+               {TP_UTF8_INVALID, TP_KIND_OTHER}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i)
     CHECK_MSG(tp_char_kind_of(kinds[i].cp) == kinds[i].kind, "U+%04X: kind %d, expected %d", (unsigned)kinds[i].cp,
               (int)tp_char_kind_of(kinds[i].cp), (int)kinds[i].kind);
@@ -415,6 +626,58 @@ TEST(tokenizer_bpe_pre_variants) {
   CHECK_IDS(ids, n, '1', '1', '2', '0');
   n = tt_encode(t, "xyz", 0, ids, 64);
   CHECK_IDS(ids, n, 'x', 'y', 'z');
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+}
+
+/* The DeepSeek and GLM names through a GGUF file's tokenizer.ggml.pre:
+ * each is accepted and picks its list, told apart by "2020" (one digit
+ * run for deepseek-llm: 20|20; one by one for deepseek-coder; groups of
+ * three for deepseek-v3 and GLM's Llama 3 pattern: 202|0), by whether a
+ * whole word that is a token skips the merges (glm4, glm5) and by BOS. */
+TEST(tokenizer_bpe_pre_deepseek_and_glm) {
+  enum { RUN, ONE, THREE };
+  static const struct {
+    const char *name;
+    int digits, bos, whole;
+  } names[] = {{"deepseek-llm", RUN, 0, 0},  {"deepseek-coder", ONE, 0, 0}, {"deepseek-v3", THREE, 0, 0},
+               {"hunyuan-dense", THREE, 0, 0}, {"joyai-llm", THREE, 0, 0},  {"hy_v4", THREE, 0, 0},
+               {"glm4", THREE, 0, 1},        {"glm5", THREE, 0, 1},        {"chatglm-bpe", THREE, 0, 0},
+               {"jina-v5-nano", THREE, 1, 1}, {"minerva-7b", ONE, 0, 0}};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
+    tt_vocab v;
+    topos_tokenizer *t = bpe_make(&v, names[k].name, 1);
+    CHECK_MSG(t != NULL, "pre-tokenizer %s refused", names[k].name);
+    if (!t) continue;
+    int32_t ids[64];
+    CHECK_EQ_INT(topos_tokenizer_add_bos(t), names[k].bos);
+    long n = tt_encode(t, "2020", 0, ids, 64);
+    if (names[k].digits == RUN) CHECK_IDS(ids, n, T_20, T_20);
+    else if (names[k].digits == ONE) CHECK_IDS(ids, n, '2', '0', '2', '0');
+    else CHECK_IDS(ids, n, T_20, '2', '0');
+    n = tt_encode(t, "hello world", 0, ids, 64); /* the space stays with the word in every list */
+    CHECK_IDS(ids, n, T_HELLO, T_GWORLD);
+    n = tt_encode(t, "xyz", 0, ids, 64);
+    if (names[k].whole) CHECK_IDS(ids, n, T_XYZ);
+    else CHECK_IDS(ids, n, 'x', 'y', 'z');
+    topos_tokenizer_free(t);
+    tt_vocab_free(&v);
+  }
+  /* deepseek-llm's letters are its written-out cased ones: "Hello" is
+   * cut by its punctuation range (which holds A-Z and a-z) around é, and
+   * the ASCII around it merged; deepseek-v3 keeps the word whole */
+  tt_vocab v;
+  topos_tokenizer *t = bpe_make(&v, "deepseek-llm", 0);
+  CHECK(t);
+  int32_t ids[64];
+  long n = tt_encode(t, "h\xC3\xA9llo", 0, ids, 64);
+  CHECK_IDS(ids, n, 'h', 0xC3, 0xA9, T_LL, 'o');
+  topos_tokenizer_free(t);
+  tt_vocab_free(&v);
+  t = bpe_make(&v, "deepseek-v3", 0);
+  CHECK(t);
+  n = tt_encode(t, "he\xC3\xA9llo", 0, ids, 64);
+  CHECK_IDS(ids, n, T_HE, 0xC3, 0xA9, T_LL, 'o');
   topos_tokenizer_free(t);
   tt_vocab_free(&v);
 }
