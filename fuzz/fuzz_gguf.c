@@ -21,7 +21,11 @@
  * tiny-gpt-oss.bin a gpt-oss file of dim 32 made with gguf-py (3 MXFP4
  * experts of 32, 2 per token, the router's and experts' biases, attention
  * sinks, q, k, v, output biases, a window of 4, YaRN keys); tiny-gpt2.bin a
- * gpt2 file of dim 8 (learned positions, fused q, k, v, biases). */
+ * gpt2 file of dim 8 (learned positions, fused q, k, v, biases);
+ * tiny-deepseek2.bin a deepseek2 file of dim 32 made with gguf-py (latent
+ * attention through the q_a / q_b pair, f16 attn_k_b, a dense first block,
+ * 3 experts of 16, 2 per token, a sigmoid router with exp_probs_b, a shared
+ * expert, DeepSeek's YaRN keys). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

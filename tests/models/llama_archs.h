@@ -67,7 +67,7 @@ static inline int lt_neox(const lt_spec *s) {
 static inline int lt_own_keys(const lt_spec *s) {
   return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
-         lt_arch_is(s, "exaone4") || lt_cohere(s);
+         lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -9,20 +9,22 @@
 /* an expert's width: the key where written, else qwen2moe / qwen3moe ff /
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
-  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s))
+  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
+      !lt_arch_is(s, "deepseek2"))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
 
-/* the shared expert's width: the key, else qwen2moe's ff; 0 none */
+/* the shared expert's width: the key, else qwen2moe's ff; deepseek2's expert_shared_count experts; 0 none */
 static inline int64_t lt_ff_shared(const lt_spec *s) {
+  if (lt_arch_is(s, "deepseek2")) return s->experts_shared * lt_ff_expert(s);
   if (s->ff_shexp > 0) return s->ff_shexp;
   return lt_arch_is(s, "qwen2moe") ? s->ff : 0;
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
-         lt_arch_is(s, "ernie4_5-moe");
+         lt_arch_is(s, "ernie4_5-moe") || (lt_arch_is(s, "deepseek2") && s->weights_norm);
 }
 
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s) {
@@ -202,8 +204,12 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
     for (int64_t j = 0; j < K; ++j) lt_oai_expert_add(s, x, order[j], h, D, F, exp(z[order[j]] - zmax) / zsum, out);
     return;
   }
-  for (int64_t e = 0; e < E; ++e) sum += (p[e] = exp(p[e] - peak));
-  for (int64_t e = 0; e < E; ++e) p[e] /= sum;
+  if (s->sigmoid_router) { /* deepseek2's expert_gating_func 2: each logit's sigmoid */
+    for (int64_t e = 0; e < E; ++e) p[e] = 1.0 / (1.0 + exp(-p[e]));
+  } else {
+    for (int64_t e = 0; e < E; ++e) sum += (p[e] = exp(p[e] - peak));
+    for (int64_t e = 0; e < E; ++e) p[e] /= sum;
+  }
   double wsum = 0;
   double rank[256]; /* what chooses: the probabilities, plus exp_probs_b where the file has it */
   for (int64_t e = 0; e < E; ++e) rank[e] = (float)p[e] + (x->bias ? x->bias[e] : 0.0f);

@@ -67,6 +67,12 @@ typedef struct lt_spec {
                               * `without`) */
   int par_res;             /* gptneox: use_parallel_residual */
   int attn_norm_2;         /* falcon: attn_norm_2 (Falcon-40B: the attention's own norm) */
+  /* deepseek2 (llama_mla_util.h): kv_lora_rank, q_lora_rank (0: attn_q), each head's unrotated
+   * q / k width and value width; mla_legacy: no key_length_mla (files before attn_kv_b was split) */
+  int64_t mla_kv_rank, mla_q_rank, mla_nope, mla_v;
+  int mla_legacy;
+  int64_t experts_shared;  /* deepseek2: expert_shared_count */
+  int weights_norm, sigmoid_router; /* deepseek2: expert_weights_norm, expert_gating_func 2 */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -189,6 +195,15 @@ static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
   return lt_moe(s) && l >= s->dense_lead && (l + 1) % (s->moe_step > 0 ? s->moe_step : 1) == 0;
 }
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
+static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
+                                   topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2, double scale,
+                                   topos_rng *rng);
+static inline int lt_yarn(const lt_spec *s);
+static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double base, double ctx0);
+static inline float *lt_deq(topos_gguf *g, const char *name);
+static inline void lt_matvec(const float *W, const float *x, float *y, int64_t n, int64_t k);
+static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps);
+#include "llama_mla_util.h"
 static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                             topos_rng *rng);
 
@@ -255,6 +270,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (s->rope_attn_factor != 0)
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->rope_attn_factor));
   if (s->experts > 0) LT(lt_write_expert_keys(w, s));
+  if (lt_mla(s)) LT(lt_write_mla_keys(w, s));
   if (lt_gptneox(s)) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "use_parallel_residual"), s->par_res));
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
@@ -325,7 +341,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
       continue;
     }
-    if (s->fused_qkv) {
+    if (lt_mla(s)) {
+      LT(lt_write_mla(w, f, s, l, &rng));
+    } else if (s->fused_qkv) {
       LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     } else if (s->attn_sorted) {
@@ -492,9 +510,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   /* q, k norms [hd], post-attention, post-feed-forward norms [D] and sinks [H], where the file has them */
   float *(*LN)[5] = calloc((size_t)s->layers, sizeof *LN);
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
+  lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
-  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LNB &&
+  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LM && LNB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -509,6 +528,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) {
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
+      if (i >= 1 && i <= 3 && lt_mla(s)) continue;
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
@@ -520,6 +540,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (!LW[l][i]) ok = 0;
     }
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
+    if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -557,7 +578,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (fused_qkv) W[2] = W[1] + qd * D, W[3] = W[2] + kvd * D;
       if (fused) W[7] = W[6] + F * D;
       if (s->fused_qkv && B[1]) B[2] = B[1] + qd, B[3] = B[2] + kvd;
-      {
+      if (lt_mla(s)) {
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        if (!lt_mla_attention(s, &LM[l], W[4], p, h, t2)) ok = 0;
+      } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         if (W[0]) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
@@ -645,6 +669,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         }
         lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
+      }
+      { /* the attention's output t2 into the residual; the feed-forward */
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
         if (lt_parallel(s)) { /* x + (attn + ffn(h)): h the attention's norm (phi2) or the ffn's (gptneox) */
@@ -698,9 +724,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; i < 9; ++i) free(LB[l][i]);
     for (int i = 0; LN && i < 5; ++i) free(LN[l][i]);
     if (LX) lt_experts_free(&LX[l]);
+    if (LM) lt_mla_free(&LM[l]);
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LNB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LNB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;
