@@ -208,6 +208,30 @@ static qk_kernel qk_kernel_of(const tp_qk_task *task) {
   return QK_KERNEL_ENGINE;
 }
 
+/* Products of QK_C <= m < QK_MV_SPLIT_M rows run as row groups of at most
+ * QK_C - 1 through the matrix-vector kernels: the prompt tiles compute 16
+ * activation lanes whatever m is, so a 4-row product costs what a 16-row
+ * one does (Zen 4, one thread, 4 x 2048 x 1408: Q4_K 700 us, Q8_0 624; 3
+ * rows by the matrix-vector kernels 146 and 188). A mixture's prompt meets
+ * such products in every expert (64 tokens over 64 experts, 6 each: ~6
+ * rows). From 9 rows (3 groups) Q5_0 and MXFP4 products were slower that
+ * way (9 x 2048 x 1408: 864 / 704 us against 743 / 679); m = 4, 6: every
+ * type 1.5-4.2x faster. Each row gets the same bits either way
+ * (qmatmul_small_m_same_bits_as_tiles). */
+#define QK_MV_SPLIT_M 9
+static topos_status qk_row_groups(const tp_qk_task *t, topos_status (*run)(const tp_qk_task *)) {
+  const int64_t per = QK_C - 1, groups = (t->m + per - 1) / per;
+  int64_t r0 = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t rows = (t->m - r0 + (groups - g) - 1) / (groups - g); /* balanced: 7 = 3 + 2 + 2 */
+    tp_qk_task sub = *t;
+    sub.a = t->a + r0 * t->k, sub.m = rows, sub.out = t->out + r0 * t->n;
+    TP_TRY(run(&sub));
+    r0 += rows;
+  }
+  return TOPOS_OK;
+}
+
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
   if (task->m >= QK_AMX_MIN_M && qk_kernel_of(task) == QK_KERNEL_KS && tp_qk_amx_usable())
@@ -218,9 +242,10 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   if (task->m >= TP_QK_AMXF_MIN_M && (task->wtype == TOPOS_F16 || task->wtype == TOPOS_BF16) &&
       tp_qk_amx_bf16_usable())
     return qk_amxf_run(task);
+  const int split = task->m >= QK_C && task->m < QK_MV_SPLIT_M;
   switch (qk_kernel_of(task)) {
-    case QK_KERNEL_B32: return qk_b32_run(task);
-    case QK_KERNEL_KS: return qk_ks_run(task);
+    case QK_KERNEL_B32: return split ? qk_row_groups(task, qk_b32_run) : qk_b32_run(task);
+    case QK_KERNEL_KS: return split ? qk_row_groups(task, qk_ks_run) : qk_ks_run(task);
     default: return QK_FN(run)(task);
   }
 }

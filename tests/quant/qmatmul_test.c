@@ -501,17 +501,17 @@ TEST(qmatmul_rejects_bad_arguments) {
                TOPOS_ERR_OVERFLOW);
 }
 
-/* The fused matrix-vector kernels (m < 4 on AVX-512 VNNI) against the tile
- * route: every row of an m = 7 product (rows 0..3 by a 4-row tile, 4..6 by
- * the 1-row tile) computed alone (m = 1) and in products of m = 2 and 3
- * gives the same bits. n = 37 leaves a short last panel; k = 768 is three
+/* The fused matrix-vector kernels (m < 4 on AVX-512 VNNI, and products of
+ * m < 9 as row groups of at most 3) against the tile route: every row of an
+ * m = 11 product (the tiles) computed alone (m = 1), in products of m = 2
+ * and 3 and in one of m = 7 (three row groups) gives the same bits. n = 37 leaves a short last panel; k = 768 is three
  * K super-blocks, k = 96 (legacy types) is not a multiple of 64 and takes
  * the tile route. The VNNI route only: AMX tiles, where present, take
  * m >= 4 and round all but Q8_0 their own way. */
 TEST(qmatmul_small_m_same_bits_as_tiles) {
   const topos_dtype types[] = {TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS_Q5_1,
                                TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q5_K, TOPOS_MXFP4};
-  const int64_t n = 37, m = 7;
+  const int64_t n = 37, m = 11;
   if (!qm_have_fast()) SKIP("no fast kernels on this CPU");
   tp_qk_set_isa_cap(TP_QK_ISA_AVX512VNNI);
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ++ti)
@@ -519,11 +519,11 @@ TEST(qmatmul_small_m_same_bits_as_tiles) {
       const topos_dtype t = types[ti];
       const int64_t k = kk ? 768 : (qm_block(t) == 256 ? 256 : 96);
       uint8_t *w = qm_weights(t, n, k);
-      float *a = qm_floats(m * k, 1.5f), *full = malloc(m * n * 4), *part = malloc(3 * n * 4);
+      float *a = qm_floats(m * k, 1.5f), *full = malloc(m * n * 4), *part = malloc(7 * n * 4);
       CHECK(w && a && full && part);
       CHECK_OK(tp_qmatmul_threads(a, m, k, w, t, n, NULL, full, TOPOS_QMATMUL_FAST, 1));
-      for (int64_t sub = 1; sub <= 3; ++sub)
-        for (int64_t r0 = 0; r0 + sub <= m; ++r0) {
+      for (int64_t sub = 1; sub <= 7; sub += sub == 3 ? 4 : 1)
+        for (int64_t r0 = 0; r0 + sub <= m; r0 += sub == 7 ? 4 : 1) {
           memset(part, 0xFF, (size_t)(sub * n) * 4);
           CHECK_OK(tp_qmatmul_threads(a + r0 * k, sub, k, w, t, n, NULL, part, TOPOS_QMATMUL_FAST, 2));
           CHECK_MSG(qm_same_bits(part, full + r0 * n, sub * n), "%s k %lld: rows %lld..%lld differ with m = %lld",
