@@ -23,6 +23,10 @@
  * heads, attention sinks, a window of 128 on even blocks, YaRN 32 over 4096,
  * biases everywhere); with --type mxfp4 its experts are MXFP4 and the other
  * weights Q8_0, as llama.cpp's MXFP4_MOE quantization and the published file.
+ * deepseek-v2-lite is DeepSeek-V2-Lite's (a deepseek2 file: latent attention
+ * of rank 512 with 64 rotated and 128 unrotated dimensions per head, 16
+ * heads, values of 128; a dense first block of 10944, then 64 experts of
+ * 1408, 6 per token, and 2 shared; DeepSeek's YaRN, 40 over 4096).
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -47,7 +51,15 @@ typedef struct lm_shape {
   int64_t ff_exp, head_dim;      /* qwen3moe: the experts' width, the head width */
 } lm_shape;
 
+/* deepseek2 (deepseek-v2-lite): latent attention (kv_lora_rank, q_lora_rank
+ * (0: attn_q), rotated, unrotated and value widths per head), shared
+ * experts, dense leading blocks (of ff) */
+static const struct {
+  int64_t kv_lora, q_lora, rope, nope, v_dim, shared, dense_lead;
+} lm_mla_dims = {512, 0, 64, 128, 128, 2, 1};
+
 static int lm_oai(const char *arch) { return strcmp(arch, "gpt-oss") == 0; }
+static int lm_mla(const char *arch) { return strcmp(arch, "deepseek2") == 0; }
 
 static const lm_shape lm_shapes[] = {
     {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0, 0, 0, NULL, 0, 0},
@@ -59,6 +71,7 @@ static const lm_shape lm_shapes[] = {
     {"olmoe-tiny", 512, 256, 2, 4, 4, 256, 256, 10000.0f, 0, 0, 8, 2, "olmoe", 0, 0},
     {"qwen3-30b-a3b", 151936, 2048, 48, 32, 4, 6144, 40960, 1000000.0f, 0, 0, 128, 8, "qwen3moe", 768, 128},
     {"gpt-oss-20b", 201088, 2880, 24, 64, 8, 2880, 131072, 150000.0f, 0, 0, 32, 4, "gpt-oss", 2880, 64},
+    {"deepseek-v2-lite", 102400, 2048, 27, 16, 1, 10944, 163840, 10000.0f, 0, 0, 64, 6, "deepseek2", 1408, 0},
 };
 
 
@@ -226,7 +239,7 @@ static int tp_llama_make(int argc, char **argv) {
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
-            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b)\n", shape_name);
+            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -252,7 +265,8 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "embedding_length"), (uint32_t)s->dim));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "block_count"), (uint32_t)s->layers));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
-  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"), (uint32_t)hd));
+  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"),
+                                  (uint32_t)(lm_mla(arch) ? lm_mla_dims.rope : hd)));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count"), (uint32_t)s->heads));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
@@ -268,7 +282,23 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.scaling.factor"), 32.0f));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.scaling.original_context_length"), 4096));
   }
-  if (s->head_dim) {
+  if (lm_mla(arch)) {
+    const uint32_t kl = (uint32_t)lm_mla_dims.kv_lora, r = (uint32_t)lm_mla_dims.rope;
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.kv_lora_rank"), kl));
+    if (lm_mla_dims.q_lora)
+      LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.q_lora_rank"), (uint32_t)lm_mla_dims.q_lora));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length"), kl + r));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length"), kl));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length_mla"), (uint32_t)lm_mla_dims.nope + r));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length_mla"), (uint32_t)lm_mla_dims.v_dim));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_shared_count"), (uint32_t)lm_mla_dims.shared));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "leading_dense_block_count"), (uint32_t)lm_mla_dims.dense_lead));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "expert_weights_scale"), 1.0f));
+    LM_KV(topos_gguf_writer_add_string(b.w, lm_key(kb, arch, "rope.scaling.type"), "yarn"));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.scaling.factor"), 40.0f));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.scaling.original_context_length"), 4096));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.scaling.yarn_log_multiplier"), 0.0707f));
+  } else if (s->head_dim) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length"), (uint32_t)hd));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length"), (uint32_t)hd));
   }
@@ -288,6 +318,36 @@ static int tp_llama_make(int argc, char **argv) {
   snprintf(n, sizeof n, "blk.%d." suffix, (int)l);        \
   lm_tensor(&b, n, type, e0, e1, norm)
     LM_T("attn_norm.weight", base, s->dim, 0, 1);
+    if (lm_mla(arch)) { /* latent attention; a dense first block, then experts and shared ones */
+      const int64_t H = s->heads, R = lm_mla_dims.kv_lora, P = lm_mla_dims.rope, N = lm_mla_dims.nope;
+      const int64_t V = lm_mla_dims.v_dim, S = lm_mla_dims.shared, fe = s->ff_exp;
+      LM_T("attn_q.weight", base, s->dim, H * (N + P), 0);
+      LM_T("attn_kv_a_mqa.weight", base, s->dim, R + P, 0);
+      LM_T("attn_kv_a_norm.weight", base, R, 0, 1);
+      snprintf(n, sizeof n, "blk.%d.attn_k_b.weight", (int)l);
+      lm_tensor3(&b, n, base, N, R, H, 0);
+      snprintf(n, sizeof n, "blk.%d.attn_v_b.weight", (int)l);
+      lm_tensor3(&b, n, LM_TYPE(LM_ATTN_V), R, V, H, 0);
+      LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), H * V, s->dim, 0);
+      LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+      if (l < lm_mla_dims.dense_lead) {
+        LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
+        LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
+        LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+        continue;
+      }
+      LM_T("ffn_gate_inp.weight", TOPOS_F32, s->dim, s->experts, 0);
+      snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
+      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
+      snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
+      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
+      snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
+      lm_tensor3(&b, n, LM_TYPE(LM_FFN_DOWN), fe, s->dim, s->experts, 0);
+      LM_T("ffn_gate_shexp.weight", base, s->dim, S * fe, 0);
+      LM_T("ffn_up_shexp.weight", base, s->dim, S * fe, 0);
+      LM_T("ffn_down_shexp.weight", LM_TYPE(LM_FFN_DOWN), S * fe, s->dim, 0);
+      continue;
+    }
     LM_T("attn_q.weight", base, s->dim, s->heads * hd, 0);
     LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
     LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
@@ -349,7 +409,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b] [--layers N] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite] [--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
