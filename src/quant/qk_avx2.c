@@ -241,8 +241,23 @@ static topos_status qk8_product_run(const tp_qk_task *t) {
   return qk8_end(p.base);
 }
 
+/* Products of mv_max_m <= m < QK8_MV_SPLIT_M rows as row groups of at most
+ * mv_max_m - 1 (tp_qk_row_groups): the tiles' 8 lanes cost 8 rows whatever
+ * m is (Zen 4 with AVX-512 masked, one thread, 4 x 2048 x 1408: Q4_K 413
+ * us, Q8_0 662, Q4_0 411; 3 rows by the matrix-vector kernels 161, 215,
+ * 177; at 6 rows 413 -> 323, 664 -> 433, 416 -> 355). Not Q5_0 / Q5_1,
+ * whose matrix-vector kernels gain nothing so (6 x 2048 x 1408 Q5_0 462 ->
+ * 635 us). The same bits: each row's are its own on either. */
+#define QK8_MV_SPLIT_M 7
+static topos_status qk8_run(const tp_qk_task *t) {
+  const int64_t mv_max = qk_q32_serves(t) ? q32_mv_max_m(t->wtype) : KS8_MV_MAX_M;
+  const int slow_mv = t->wtype == TOPOS_Q5_0 || t->wtype == TOPOS_Q5_1;
+  if (t->m >= mv_max && t->m < QK8_MV_SPLIT_M && !slow_mv) return tp_qk_row_groups(t, mv_max - 1, qk8_product_run);
+  return qk8_product_run(t);
+}
+
 topos_status tp_qk_fast_avx2(const tp_qk_task *task) {
-  return qk8_serves(task) ? qk8_product_run(task) : QK_FN(run)(task);
+  return qk8_serves(task) ? qk8_run(task) : QK_FN(run)(task);
 }
 
 topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count) {

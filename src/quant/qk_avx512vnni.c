@@ -219,18 +219,6 @@ static qk_kernel qk_kernel_of(const tp_qk_task *task) {
  * type 1.5-4.2x faster. Each row gets the same bits either way
  * (qmatmul_small_m_same_bits_as_tiles). */
 #define QK_MV_SPLIT_M 9
-static topos_status qk_row_groups(const tp_qk_task *t, topos_status (*run)(const tp_qk_task *)) {
-  const int64_t per = QK_C - 1, groups = (t->m + per - 1) / per;
-  int64_t r0 = 0;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t rows = (t->m - r0 + (groups - g) - 1) / (groups - g); /* balanced: 7 = 3 + 2 + 2 */
-    tp_qk_task sub = *t;
-    sub.a = t->a + r0 * t->k, sub.m = rows, sub.out = t->out + r0 * t->n;
-    TP_TRY(run(&sub));
-    r0 += rows;
-  }
-  return TOPOS_OK;
-}
 
 topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
   tp_qk_traits tr;
@@ -244,8 +232,8 @@ topos_status tp_qk_fast_avx512vnni(const tp_qk_task *task) {
     return qk_amxf_run(task);
   const int split = task->m >= QK_C && task->m < QK_MV_SPLIT_M;
   switch (qk_kernel_of(task)) {
-    case QK_KERNEL_B32: return split ? qk_row_groups(task, qk_b32_run) : qk_b32_run(task);
-    case QK_KERNEL_KS: return split ? qk_row_groups(task, qk_ks_run) : qk_ks_run(task);
+    case QK_KERNEL_B32: return split ? tp_qk_row_groups(task, QK_C - 1, qk_b32_run) : qk_b32_run(task);
+    case QK_KERNEL_KS: return split ? tp_qk_row_groups(task, QK_C - 1, qk_ks_run) : qk_ks_run(task);
     default: return QK_FN(run)(task);
   }
 }

@@ -69,6 +69,11 @@ topos_status tp_qk_fast_avx512vnni_multi(const tp_qk_task *tasks, int count);
 topos_status tp_qk_fast_avx2(const tp_qk_task *task);
 topos_status tp_qk_fast_avx2_multi(const tp_qk_task *tasks, int count); /* as the AVX-512 one */
 topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU */
+/* t as consecutive products of at most `per` rows each (sizes balanced,
+ * 7 = 3 + 2 + 2) through run: the ISA files send products a little wider
+ * than their matrix-vector kernels take there, where the prompt tiles cost
+ * their full width of rows whatever m is. */
+topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*run)(const tp_qk_task *));
 topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
 
 /* Prefetch for matrix-vector products. Weight rows are short streams the

@@ -143,6 +143,19 @@ static void qk_ref_range(void *vctx, int64_t j0, int64_t j1) {
   }
 }
 
+topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*run)(const tp_qk_task *)) {
+  const int64_t groups = (t->m + per - 1) / per;
+  int64_t r0 = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t rows = (t->m - r0 + (groups - g) - 1) / (groups - g);
+    tp_qk_task sub = *t;
+    sub.a = t->a + r0 * t->k, sub.m = rows, sub.out = t->out + r0 * t->n;
+    TP_TRY(run(&sub));
+    r0 += rows;
+  }
+  return TOPOS_OK;
+}
+
 static topos_status qk_reference(const tp_qk_task *t) {
   tp_qk_traits tr = {TP_QK_ACT_F32, 0, 0};
   tp_qk_traits_of(t->wtype, &tr);

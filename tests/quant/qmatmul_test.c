@@ -606,7 +606,7 @@ static int64_t qm_rows(topos_dtype t) { return t == TOPOS_Q8_0 ? QM_ROWS : 40; }
 
 static void qm_fast_is(topos_dtype t, const float *a, int64_t k, const uint8_t *w, int64_t n, const float *want,
                        float *got, const char *what) {
-  const int64_t ms[] = {1, 3, 4, 21, 40, QM_ROWS};
+  const int64_t ms[] = {1, 3, 4, 6, 21, 40, QM_ROWS}; /* 4, 6: row groups of 2 and 3 (tp_qk_row_groups) */
   for (size_t mi = 0; mi < sizeof ms / sizeof ms[0] && ms[mi] <= qm_rows(t); ++mi)
     for (int th = 1; th <= 2; ++th) {
       const int64_t m = ms[mi];
