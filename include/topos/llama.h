@@ -147,6 +147,8 @@ typedef struct topos_llama_config {
   int64_t mla_q_rank;     /* attention.q_lora_rank: q through attn_q_a, a norm and attn_q_b; 0: attn_q */
   int64_t mla_nope;       /* each head's unrotated q / k width (attention.key_length_mla - rope_dim) */
   int64_t mla_v_dim;      /* each head's value width (attention.value_length_mla) */
+  int64_t n_nextn_layers; /* nextn_predict_layers: multi-token-prediction blocks after the n_layers
+                           * of the trunk (GLM-4.7-Flash), mapped but read by no graph */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */

@@ -473,11 +473,17 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     }
     TP_TRY(tp_llama_join_layer(L));
   }
-  /* llama.cpp refuses such files too (its tensor count check) */
+  /* llama.cpp refuses such files too (its tensor count check); the
+   * multi-token-prediction blocks' tensors (blk.L.* for L past the trunk)
+   * are the file's and no graph's */
   for (int64_t i = 0; i < tensors; ++i)
     if (!m->used[i]) {
       topos_gguf_tensor_info unused;
       TP_TRY(topos_gguf_tensor_at(m->gguf, i, &unused));
+      long long blk = -1;
+      if (c->n_nextn_layers > 0 && sscanf(unused.name, "blk.%lld.", &blk) == 1 && blk >= c->n_layers &&
+          blk < c->n_layers + c->n_nextn_layers)
+        continue;
       return tp_fail(TOPOS_UNSUPPORTED, "llama: tensor %.96s is not part of the llama graph topos runs "
                      "(a variant it does not support); refusing to run without it", unused.name);
     }

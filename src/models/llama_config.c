@@ -523,6 +523,14 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
+  if (a->flags & TP_ARCH_MLA) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
+    int present;
+    TP_TRY(tp_llama_key_u64(g, TP_K("nextn_predict_layers"), 0, &c->n_nextn_layers, &present));
+    if (c->n_nextn_layers >= c->n_layers)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " leaves no blocks of block_count %" PRId64, kb,
+                     c->n_nextn_layers, c->n_layers);
+    c->n_layers -= c->n_nextn_layers;
+  }
   /* a mixture's experts may have a width of their own and no dense one */
   TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));

@@ -62,6 +62,32 @@ TEST(llama_deepseek2_files) {
   lt_close(&m);
 }
 
+/* GLM-4.7-Flash's files end with a multi-token-prediction block
+ * (nextn_predict_layers 1): a whole block plus nextn.* tensors after the
+ * trunk, which no graph reads; the model is the trunk's blocks */
+TEST(llama_deepseek2_nextn_blocks_are_not_the_trunk) {
+  lt_spec s = lm_f32();
+  s.nextn = 1;
+  s.extra_tensor = "blk.2.nextn.enorm.weight";
+  lt_spec trunk = s;
+  trunk.layers = 2; /* the same file's first two blocks */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_layers == 2 && c->n_nextn_layers == 1);
+    lt_compare_plain_model(&m, &trunk, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_check_decode(&m, s.vocab);
+  }
+  lt_close(&m);
+  lt_spec t = s; /* without the key the block is the model's and its nextn tensor is no graph's */
+  t.nextn = 0;
+  lt_expect_refused(t, TOPOS_UNSUPPORTED, "tensor blk.2.nextn.enorm.weight is not part of the llama graph");
+  t = s;
+  t.nextn = 3;
+  lt_expect_refused(t, TOPOS_ERR_RANGE, "deepseek2.nextn_predict_layers = 3 leaves no blocks of block_count 3");
+}
+
 /* q through attn_q_a, its norm and attn_q_b; the sigmoid router with
  * exp_probs_b choosing and the chosen weights renormalised and scaled */
 TEST(llama_deepseek2_q_lora_and_sigmoid_router) {

@@ -72,6 +72,7 @@ typedef struct lt_spec {
   int64_t mla_kv_rank, mla_q_rank, mla_nope, mla_v;
   int mla_legacy;
   int64_t experts_shared;  /* deepseek2: expert_shared_count */
+  int64_t nextn;           /* deepseek2: if > 0, nextn_predict_layers (the last blocks: not the trunk) */
   int weights_norm, sigmoid_router; /* deepseek2: expert_weights_norm, expert_gating_func 2 */
 } lt_spec;
 
