@@ -154,6 +154,20 @@ static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t n
   lm_tensor3(b, name, type, ne0, ne1, 0, norm);
 }
 
+/* block l's router and experts: gate and up of type gu, down of type dn */
+static void lm_experts(lm_build *b, int64_t l, topos_dtype gu, topos_dtype dn, int64_t dim, int64_t fe,
+                       int64_t experts) {
+  char n[64];
+  snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.weight", (int)l);
+  lm_tensor(b, n, TOPOS_F32, dim, experts, 0);
+  snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
+  lm_tensor3(b, n, gu, dim, fe, experts, 0);
+  snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
+  lm_tensor3(b, n, gu, dim, fe, experts, 0);
+  snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
+  lm_tensor3(b, n, dn, fe, dim, experts, 0);
+}
+
 static const char *lm_key(char *kb, const char *arch, const char *suffix) {
   snprintf(kb, 96, "%s.%s", arch, suffix);
   return kb;
@@ -336,13 +350,7 @@ static int tp_llama_make(int argc, char **argv) {
         LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
         continue;
       }
-      LM_T("ffn_gate_inp.weight", TOPOS_F32, s->dim, s->experts, 0);
-      snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
-      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
-      snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
-      lm_tensor3(&b, n, base, s->dim, fe, s->experts, 0);
-      snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
-      lm_tensor3(&b, n, LM_TYPE(LM_FFN_DOWN), fe, s->dim, s->experts, 0);
+      lm_experts(&b, l, base, LM_TYPE(LM_FFN_DOWN), s->dim, fe, s->experts);
       LM_T("ffn_gate_shexp.weight", base, s->dim, S * fe, 0);
       LM_T("ffn_up_shexp.weight", base, s->dim, S * fe, 0);
       LM_T("ffn_down_shexp.weight", LM_TYPE(LM_FFN_DOWN), S * fe, s->dim, 0);
@@ -370,13 +378,7 @@ static int tp_llama_make(int argc, char **argv) {
         LM_T("attn_q_norm.weight", base, rows ? s->heads * hd : hd, 0, 1);
         LM_T("attn_k_norm.weight", base, rows ? s->kv_heads * hd : hd, 0, 1);
       }
-      LM_T("ffn_gate_inp.weight", TOPOS_F32, s->dim, s->experts, 0);
-      snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
-      lm_tensor3(&b, n, et, s->dim, fe, s->experts, 0);
-      snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
-      lm_tensor3(&b, n, et, s->dim, fe, s->experts, 0);
-      snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", (int)l);
-      lm_tensor3(&b, n, mix == LM_PURE ? et : LM_TYPE(LM_FFN_DOWN), fe, s->dim, s->experts, 0);
+      lm_experts(&b, l, et, mix == LM_PURE ? et : LM_TYPE(LM_FFN_DOWN), s->dim, fe, s->experts);
       if (lm_oai(arch)) {
         LM_T("ffn_gate_inp.bias", TOPOS_F32, s->experts, 0, 0);
         LM_T("ffn_gate_exps.bias", TOPOS_F32, fe, s->experts, 0);
