@@ -9,7 +9,9 @@
  * pre "smollm": the 256 byte code points, six merges, a control and a
  * user-defined token), both written with topos_gguf_writer; bpe-tekken.bin
  * and bpe-gpt-4o.bin are bpe.bin with those pre-tokenizers (the cased
- * patterns), rewritten with gguf-py. */
+ * patterns), rewritten with gguf-py; bpe-deepseek-llm.bin,
+ * bpe-deepseek-coder.bin and bpe-deepseek-v3.bin likewise (lists of
+ * expressions, each splitting the pieces the one before left). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
