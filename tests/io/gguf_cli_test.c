@@ -3,6 +3,7 @@
  * and errors give the right exit codes. Uses the topos binary next to the
  * test binary; SKIPs when it is not there. */
 #include "cli_util.h"
+#include "io/gguf_quantized_util.h"
 
 TEST(gguf_cli_make_inspect_quantize) {
   if (!tt_topos_binary()) SKIP("topos binary not found next to the test binary");
@@ -26,37 +27,12 @@ TEST(gguf_cli_make_inspect_quantize) {
   if (st != TOPOS_OK) topos_gguf_close(a);
   CHECK_OK(st);
   uint32_t ftype = 0, qv = 0, layers = 0;
+  int n_quantized = 0;
   int ok = topos_gguf_get_u32(b, "general.file_type", &ftype) == TOPOS_OK && ftype == 7 &&
            topos_gguf_get_u32(b, "general.quantization_version", &qv) == TOPOS_OK && qv == 2 &&
            topos_gguf_get_u32(b, "llama.block_count", &layers) == TOPOS_OK && layers == 1 &&
            topos_gguf_kv_count(b) == topos_gguf_kv_count(a) + 1 &&
-           topos_gguf_tensor_count(b) == topos_gguf_tensor_count(a);
-  int n_quantized = 0;
-  for (int64_t i = 0; ok && i < topos_gguf_tensor_count(a); ++i) {
-    topos_gguf_tensor_info ta, tb;
-    const void *da, *db;
-    size_t na, nb;
-    ok = topos_gguf_tensor_at(a, i, &ta) == TOPOS_OK && topos_gguf_tensor_at(b, i, &tb) == TOPOS_OK &&
-         topos_gguf_tensor_bytes(a, i, &da, &na) == TOPOS_OK &&
-         topos_gguf_tensor_bytes(b, i, &db, &nb) == TOPOS_OK && strcmp(ta.name, tb.name) == 0 &&
-         ta.n_dims == tb.n_dims && memcmp(ta.ne, tb.ne, sizeof ta.ne) == 0;
-    if (!ok) break;
-    if (ta.n_dims == 1) {
-      ok = tb.ggml_type == 0 && na == nb && memcmp(da, db, na) == 0; /* norms stay f32 */
-    } else {
-      /* Rank 2: q8_0 bytes exactly as topos_quantize_row makes them. */
-      uint8_t *q = malloc(nb);
-      int64_t rows = ta.ne[1];
-      size_t row_q = nb / (size_t)rows;
-      ok = tb.ggml_type == 8 && q != NULL;
-      for (int64_t r = 0; ok && r < rows; ++r)
-        ok = topos_quantize_row(TOPOS_Q8_0, (const float *)da + r * ta.ne[0], q + r * row_q,
-                                ta.ne[0]) == TOPOS_OK;
-      ok = ok && memcmp(q, db, nb) == 0;
-      free(q);
-      ++n_quantized;
-    }
-  }
+           tq_quantized_rows(a, b, TOPOS_Q8_0, 8, &n_quantized);
   topos_gguf_close(a);
   topos_gguf_close(b);
   CHECK(ok);

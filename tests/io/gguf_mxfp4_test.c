@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cli_util.h"
+#include "io/gguf_quantized_util.h"
 
 enum { GM_N = 24, GM_K = 96, GM_M = 5 };
 
@@ -100,26 +101,9 @@ TEST(gguf_cli_quantize_mxfp4) {
   if (st != TOPOS_OK) topos_gguf_close(a);
   CHECK_OK(st);
   uint32_t ftype = 0;
-  int ok = topos_gguf_get_u32(b, "general.file_type", &ftype) == TOPOS_OK && ftype == 38 &&
-           topos_gguf_tensor_count(b) == topos_gguf_tensor_count(a);
   int n_quantized = 0;
-  for (int64_t i = 0; ok && i < topos_gguf_tensor_count(a); ++i) {
-    topos_gguf_tensor_info ta, tb;
-    const void *da, *db;
-    size_t na, nb;
-    ok = topos_gguf_tensor_at(a, i, &ta) == TOPOS_OK && topos_gguf_tensor_at(b, i, &tb) == TOPOS_OK &&
-         topos_gguf_tensor_bytes(a, i, &da, &na) == TOPOS_OK && topos_gguf_tensor_bytes(b, i, &db, &nb) == TOPOS_OK;
-    if (!ok || ta.n_dims == 1) continue; /* norms stay f32 */
-    const int64_t rows = ta.ne[1];
-    const size_t row_q = (size_t)(ta.ne[0] / 32) * 17;
-    uint8_t *q = malloc(row_q);
-    ok = tb.ggml_type == 39 && tb.has_dtype && tb.dtype == TOPOS_MXFP4 && nb == row_q * (size_t)rows && q;
-    for (int64_t r = 0; ok && r < rows; ++r)
-      ok = topos_quantize_row(TOPOS_MXFP4, (const float *)da + r * ta.ne[0], q, ta.ne[0]) == TOPOS_OK &&
-           memcmp(q, (const uint8_t *)db + (size_t)r * row_q, row_q) == 0;
-    free(q);
-    ++n_quantized;
-  }
+  int ok = topos_gguf_get_u32(b, "general.file_type", &ftype) == TOPOS_OK && ftype == 38 &&
+           tq_quantized_rows(a, b, TOPOS_MXFP4, 39, &n_quantized);
   topos_gguf_close(a);
   topos_gguf_close(b);
   CHECK(ok);
