@@ -320,15 +320,13 @@ static topos_status tp_llama_layer_mla(topos_llama *m, int64_t l, tp_llama_layer
   }
   TP_M(wkv_a, "attn_kv_a_mqa.weight", c->dim, R + P, 0);
   TP_M(kv_a_norm, "attn_kv_a_norm.weight", R, 0, 0);
-  uint64_t before = c->weight_bytes;
+  const uint64_t before = c->weight_bytes;
   TP_M(wk_b, "attn_k_b.weight", N, R, H);
   TP_M(wv_b, "attn_v_b.weight", R, V, H);
-  uint64_t bytes_k = 0, bytes_v = 0; /* tp_llama_weight3 counted them as experts */
-  size_t b;
-  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(L->wk_b), H * R * N, &b));
-  bytes_k = b;
-  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(L->wv_b), H * V * R, &b));
-  bytes_v = b;
+  /* whole tensors, not the share of experts tp_llama_weight3 counts for a third extent */
+  size_t bytes_k, bytes_v;
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(L->wk_b), topos_tensor_volume(L->wk_b), &bytes_k));
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(L->wv_b), topos_tensor_volume(L->wv_b), &bytes_v));
   c->weight_bytes = before + bytes_k + bytes_v;
   TP_M(wo, "attn_output.weight", H * V, c->dim, 0);
 #undef TP_M
