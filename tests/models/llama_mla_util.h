@@ -1,4 +1,5 @@
-/* deepseek2 test files and their plain forward (included by llama_util.h):
+/* deepseek2 test files and their plain forward (included by llama_util.h,
+ * which declares lt_mla and the writers it calls before this):
  * the latent-attention keys and tensors the converter writes, and the
  * attention written out in its decompressed form — each head's keys and
  * values rebuilt from the latent through attn_k_b / attn_v_b, as DeepSeek-V2
@@ -6,8 +7,6 @@
  * the cache holding the latent): the two agree only if both are right. */
 #ifndef TESTS_MODELS_LLAMA_MLA_UTIL_H
 #define TESTS_MODELS_LLAMA_MLA_UTIL_H
-
-static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2"); }
 
 static inline topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec *s) {
   char kb[96];

@@ -196,15 +196,10 @@ static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
   return lt_moe(s) && l >= s->dense_lead && (l + 1) % (s->moe_step > 0 ? s->moe_step : 1) == 0;
 }
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
-static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
-                                   topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2, double scale,
-                                   topos_rng *rng);
-static inline int lt_yarn(const lt_spec *s);
-static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double base, double ctx0);
-static inline float *lt_deq(topos_gguf *g, const char *name);
-static inline void lt_matvec(const float *W, const float *x, float *y, int64_t n, int64_t k);
-static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps);
-#include "llama_mla_util.h"
+static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2"); }
+static inline topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec *s);
+static inline topos_status lt_write_mla(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                        topos_rng *rng);
 static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                             topos_rng *rng);
 
@@ -470,6 +465,8 @@ static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double 
   const double y = ((double)i - a) / fmax(0.001, b - a);
   return 1.0 - fmin(1.0, fmax(0.0, y)); /* the weight of the original angle */
 }
+
+#include "llama_mla_util.h"
 
 /* The relative L2 distance of got from ref over n values; *ref2 (when not
  * NULL) gets ref's squared norm. */
