@@ -445,12 +445,11 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 2), 2));
         topos_sym p_c = topos_tape_narrow(t, p, 2, 0, S), p_n = topos_tape_narrow(t, p, 2, S, T);
         o = topos_tape_add(t, topos_tape_matmul(t, p_c, vc), topos_tape_matmul(t, p_n, vT));
-      } else if (with_sink) { /* nothing cached yet: the chunk's own keys and the sink */
+      } else { /* nothing cached yet: the chunk's own keys (and the sink) */
         topos_sym parts[2] = {s_n, sink};
-        topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2, parts, 2), 2));
-        o = topos_tape_matmul(t, topos_tape_narrow(t, p, 2, 0, T), vT);
-      } else { /* nothing cached yet: the chunk's own keys only */
-        o = topos_tape_matmul(t, topos_tape_exp(t, topos_tape_log_softmax(t, s_n, 2)), vT);
+        topos_sym all = with_sink ? topos_tape_concat(t, 2, parts, 2) : s_n;
+        topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, all, 2));
+        o = topos_tape_matmul(t, with_sink ? topos_tape_narrow(t, p, 2, 0, T) : p, vT);
       }
     } else {
       topos_sym heads[TP_LLAMA_MAX_KV_HEADS];
