@@ -64,7 +64,7 @@ typedef struct topos_llama_config {
                           * "ernie4_5-moe", "gpt-oss" (and "llama" files with experts: Mixtral);
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
                           * "starcoder", "gptneox", "falcon", "command-r", "cohere2"; latent
-                          * attention: "deepseek2" */
+                          * attention: "deepseek2"; "glm4moe" (GLM-4.5 / 4.6 / 4.7) */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -137,7 +137,12 @@ typedef struct topos_llama_config {
   int attn_sinks;         /* 1: each head's softmax has one more logit, attn_sinks[head], that
                            * takes a share of the probability but adds no value (gpt-oss) */
   int experts_sigmoid;    /* 1: the router's probabilities are sigmoids of its logits, not a
-                           * softmax (expert_gating_func 2: DeepSeek-V3, GLM-4.7-Flash) */
+                           * softmax (expert_gating_func 2: DeepSeek-V3, GLM-4.5, GLM-4.7-Flash) */
+  int64_t expert_groups;  /* expert_group_count: DeepSeek-V3's group-limited routing ranks each
+                           * of these groups of n_experts / expert_groups by the sum of its two
+                           * best scores and chooses experts only from the expert_groups_used
+                           * best groups; 0 or 1: no groups */
+  int64_t expert_groups_used; /* expert_group_used_count */
   /* DeepSeek-V2's multi-head latent attention (deepseek2): each token's keys
    * and values are one latent row of mla_kv_rank (attn_kv_a_mqa, RMS-normed)
    * plus rope_dim rotated dimensions shared by every head; the heads read the
@@ -148,7 +153,7 @@ typedef struct topos_llama_config {
   int64_t mla_nope;       /* each head's unrotated q / k width (attention.key_length_mla - rope_dim) */
   int64_t mla_v_dim;      /* each head's value width (attention.value_length_mla) */
   int64_t n_nextn_layers; /* nextn_predict_layers: multi-token-prediction blocks after the n_layers
-                           * of the trunk (GLM-4.7-Flash), mapped but read by no graph */
+                           * of the trunk (GLM-4.5, GLM-4.7-Flash), mapped but read by no graph */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */

@@ -434,9 +434,12 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       }
       TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
     }
-    if (c->qk_norm) { /* per head, or (2) over the whole q / k row */
-      TP_W(q_norm, "attn_q_norm.weight", c->qk_norm == 2 ? q_dim : c->head_dim, 0);
-      TP_W(k_norm, "attn_k_norm.weight", c->qk_norm == 2 ? kv_dim : c->head_dim, 0);
+    if (c->qk_norm) { /* per head, or (2) over the whole q / k row; glm4moe's where the file has them */
+      const int optional = tp_llama_arch_qk_norm_optional(c->arch);
+      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_q_norm.weight", l);
+      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? q_dim : c->head_dim, 0, optional, &L->q_norm));
+      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_k_norm.weight", l);
+      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? kv_dim : c->head_dim, 0, optional, &L->k_norm));
     }
     if (c->post_norms) {
       TP_W(post_attn_norm, "post_attention_norm.weight", c->dim, 0);

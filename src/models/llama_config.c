@@ -190,6 +190,30 @@ typedef struct tp_llama_arch {
   int64_t qpas_blocks;
 } tp_llama_arch;
 
+/* What only a few architectures have, by name (tp_llama_archs' rows stay short) */
+typedef struct tp_llama_arch_extra {
+  const char *name;
+  /* DeepSeek-style mixtures: expert_shared_count shared experts,
+   * expert_weights_norm, expert_gating_func 1 or 2 (softmax or sigmoid; 0
+   * or absent: this default), and the nextn_predict_layers blocks after
+   * the trunk (skipped); 0: none of it */
+  int ds_moe_gating;
+  int qk_norm_optional; /* attn_q_norm / attn_k_norm where the file has them (GLM-4.5: yes, Air: no) */
+  /* rope.dimension_sections (GLM-4.5V's M-RoPE): tp_llama_mrope_text */
+  int mrope_text;
+} tp_llama_arch_extra;
+
+static const tp_llama_arch_extra tp_llama_arch_extras[] = {
+    {"deepseek2", 1, 0, 0},
+    {"glm4moe", 2, 1, 1},
+};
+
+static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
+  for (size_t i = 0; i < sizeof tp_llama_arch_extras / sizeof tp_llama_arch_extras[0]; ++i)
+    if (strcmp(tp_llama_arch_extras[i].name, name) == 0) return tp_llama_arch_extras[i];
+  return (tp_llama_arch_extra){name, 0, 0, 0};
+}
+
 static const tp_llama_arch tp_llama_archs[] = {
     {"llama", TP_ARCH_BIASES | TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"qwen2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -237,6 +261,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* the window's key is required (default -1), as llama.cpp reads these files */
     {"deepseek2", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
+    {"glm4moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
+     TP_ARCH_MOE_LAYERS | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
      2, -1, 2, 0, TP_SWA_ROPE_SAME, 0},
 };
@@ -379,6 +406,32 @@ static topos_status tp_llama_mla_scale(topos_gguf *g, topos_llama_config *c, flo
   c->attn_scale = (float)(mscale * mscale / sqrt((double)(c->mla_nope + c->rope_dim)));
   return TOPOS_OK;
 }
+/* glm4moe's rope.dimension_sections (GLM-4.5V's M-RoPE, written into its
+ * text model's files too): a text token's position goes to the first three
+ * sections and 0 to the fourth (llama.cpp's rule), so with the fourth empty
+ * every rotated pair turns by the position, as without sections */
+static topos_status tp_llama_mrope_text(topos_gguf *g, topos_llama_config *c) {
+  char kb[96];
+  int64_t index;
+  topos_gguf_kv kv;
+  if (topos_gguf_find_key(g, TP_K("rope.dimension_sections"), &index) != TOPOS_OK) {
+    topos_clear_error();
+    return TOPOS_OK;
+  }
+  TP_TRY(topos_gguf_kv_at(g, index, &kv));
+  if (kv.type != TOPOS_GGUF_ARRAY || kv.count < 4) return tp_fail(TOPOS_ERR_SHAPE, "llama: %s is not an array "
+                                                                   "of 4 sections", kb);
+  int64_t v[4];
+  for (int i = 0; i < 4; ++i) {
+    topos_status st = topos_gguf_array_int(g, index, (uint64_t)i, &v[i]);
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%d]", kb, i);
+  }
+  if (v[0] > 0 && v[1] > 0 && v[3] != 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}: a "
+                   "fourth section turns text by position 0, not supported", kb, v[0], v[1], v[2], v[3]);
+  return TOPOS_OK;
+}
+
 /* granite's scales, as llama.cpp reads them: logit_scale (required: logits
  * times 1 / it), residual_scale and embedding_scale (absent or 0: none;
  * attention.scale: tp_llama_config_read); and
@@ -409,6 +462,7 @@ static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *
  * none), ernie4_5-moe's dense leading blocks and interleave step, and a
  * softmax router (expert_gating_func 1 where present). */
 static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topos_llama_config *c) {
+  const tp_llama_arch_extra x = tp_llama_extra_of(a->name);
   char kb[96];
   int present;
   c->experts_scale = 1.0f;
@@ -436,7 +490,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
   if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate ? c->ff : 0;
-  if (a->flags & TP_ARCH_MLA) { /* deepseek2: expert_shared_count experts' width, as one feed-forward */
+  if (x.ds_moe_gating) { /* expert_shared_count experts' width, as one feed-forward */
     int64_t shared = 0;
     TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_count"), 0, &shared, &present));
     if (shared > 64) return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 64", kb, shared);
@@ -446,20 +500,27 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "
                    "absent)", a->name, kb);
   c->experts_norm = (a->flags & TP_ARCH_MOE_NORM) != 0;
-  if (a->flags & TP_ARCH_MLA) { /* expert_weights_norm: absent false */
+  if (x.ds_moe_gating) { /* expert_weights_norm: absent false */
     topos_status nst = topos_gguf_get_bool(g, TP_K("expert_weights_norm"), &c->experts_norm);
     if (nst == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->experts_norm = 0;
     else if (nst != TOPOS_OK) return tp_fail_context(nst, "llama: key %s", kb);
   }
   /* DeepSeek-V3's group-limited routing (the best experts of the best
-   * groups only) is not built: refused rather than routed otherwise */
+   * groups only), as llama.cpp reads it for every architecture: groups
+   * must tile the experts, each hold two (a group ranks by its best two),
+   * and those used hold the experts chosen */
   int64_t groups = 0, groups_used = 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_group_count"), 0, &groups, &present));
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_group_used_count"), 0, &groups_used, &present));
-  if (!present) groups_used = groups;
-  if (groups > 1 && groups_used < groups)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: routing to %" PRId64 " of %" PRId64 " expert groups is not "
-                   "supported", groups_used, groups);
+  if (groups > 1) {
+    if (!present) groups_used = groups;
+    if (c->n_experts % groups != 0 || c->n_experts / groups < 2 || groups_used < 1 || groups_used > groups ||
+        groups_used * (c->n_experts / groups) < c->n_experts_used)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: %" PRId64 " experts in %" PRId64 " groups with %" PRId64
+                     " used cannot give %" PRId64 " experts (expert_group_count / expert_group_used_count)",
+                     c->n_experts, groups, groups_used, c->n_experts_used);
+    if (groups_used < groups) c->expert_groups = groups, c->expert_groups_used = groups_used;
+  }
   float scale;
   TP_TRY(tp_llama_nonneg_f32(g, TP_K("expert_weights_scale"), 0.0f, &scale));
   if (scale != 0.0f) c->experts_scale = scale;
@@ -474,15 +535,18 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
    * says (llama.cpp's graph for it fixes both) */
   c->experts_oai = (a->flags & TP_ARCH_OAI) != 0;
   if (c->experts_oai) return TOPOS_OK;
-  int64_t gating = 1;
+  int64_t gating = 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
-  if (!present && (a->flags & TP_ARCH_MLA)) { /* llama.cpp's rule for files without the key: GLM-4.7-Flash's
-                                               * (47 or 48 blocks, 154880 tokens) sigmoid, others softmax */
-    int64_t vocab = 0;
-    TP_TRY(tp_llama_u64(g, TP_K("vocab_size"), 0, 0, &vocab));
-    if ((c->n_layers == 47 || c->n_layers == 48) && vocab == 154880) gating = 2;
+  if (gating == 0) { /* absent or "none": the architecture's default */
+    gating = x.ds_moe_gating ? x.ds_moe_gating : 1;
+    if (a->flags & TP_ARCH_MLA) { /* llama.cpp's rule for deepseek2 files without it: GLM-4.7-Flash's
+                                   * (47 or 48 blocks, 154880 tokens) sigmoid, others softmax */
+      int64_t vocab = 0;
+      TP_TRY(tp_llama_u64(g, TP_K("vocab_size"), 0, 0, &vocab));
+      if ((c->n_layers == 47 || c->n_layers == 48) && vocab == 154880) gating = 2;
+    }
   }
-  const int sigmoid_ok = (a->flags & TP_ARCH_MLA) != 0;
+  const int sigmoid_ok = x.ds_moe_gating != 0;
   if (gating != 1 && !(gating == 2 && sigmoid_ok))
     return tp_fail(TOPOS_UNSUPPORTED, "llama: %s = %" PRId64 " (the softmax router, 1, is supported%s)", kb,
                    gating, sigmoid_ok ? ", and the sigmoid one, 2" : "");
@@ -507,6 +571,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
                                tp_llama_archs[i].name);
     return tp_fail(TOPOS_UNSUPPORTED, "llama: architecture \"%.64s\" is not supported (%s are)", arch, known);
   }
+  const tp_llama_arch_extra x = tp_llama_extra_of(a->name);
   topos_llama_config *c = &m->config;
   char kb[96];
   c->arch = a->name;
@@ -523,7 +588,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
-  if (a->flags & TP_ARCH_MLA) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
+  if (x.ds_moe_gating) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
     int present;
     TP_TRY(tp_llama_key_u64(g, TP_K("nextn_predict_layers"), 0, &c->n_nextn_layers, &present));
     if (c->n_nextn_layers >= c->n_layers)
@@ -570,6 +635,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: rope.dimension_count %" PRId64
                    " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
+  if (x.mrope_text) TP_TRY(tp_llama_mrope_text(g, c));
   float attn_factor;
   TP_TRY(tp_llama_rope_scaling(g, c, &attn_factor));
   if (a->flags & TP_ARCH_MLA) TP_TRY(tp_llama_mla_scale(g, c, attn_factor));
@@ -618,3 +684,5 @@ unsigned tp_llama_arch_flags(const char *arch) {
   const tp_llama_arch *a = arch ? tp_llama_arch_of(arch) : NULL;
   return a ? a->flags : 0;
 }
+
+int tp_llama_arch_qk_norm_optional(const char *arch) { return arch && tp_llama_extra_of(arch).qk_norm_optional; }

@@ -231,6 +231,25 @@ static topos_sym tp_swiglu_oai(tp_rec *r, topos_sym gate, topos_sym up) {
   return topos_tape_mul(t, glu, topos_tape_add(t, u, topos_tape_fill_like(t, u, 1.0)));
 }
 
+/* DeepSeek-V3's group-limited routing over rank [T, E]: the experts in
+ * expert_groups groups of E / G, each group scored by the sum of its two
+ * best ranks; the experts of all but the expert_groups_used best groups
+ * drop to -1e30 (below any score; -inf would make 0 x inf a NaN here), so
+ * top_k chooses within the best groups only, as llama.cpp's -inf fill. */
+static topos_sym tp_expert_groups(tp_rec *r, topos_sym rank) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, E = r->c->n_experts, G = r->c->expert_groups, P = E / G;
+  topos_sym groups = tp_reshape(r, rank, 3, T, G, P, 0);
+  topos_sym best = topos_tape_gather(t, groups, topos_tape_top_k(t, groups, 2)); /* [T, G, 2] */
+  topos_sym score = topos_tape_sum_along(t, best, 2);                             /* [T, G] */
+  topos_sym chosen = topos_tape_top_k(t, score, r->c->expert_groups_used);       /* [T, Gu] */
+  topos_sym ones = topos_tape_fill_like(t, topos_tape_gather(t, score, chosen), 1.0);
+  topos_sym keep = topos_tape_broadcast_along(t, topos_tape_scatter(t, ones, chosen, G), 2, P); /* 1 or 0 */
+  topos_sym drop = topos_tape_mul(t, topos_tape_sub(t, keep, topos_tape_fill_like(t, keep, 1.0)),
+                                  topos_tape_fill_like(t, keep, 1e30));
+  return tp_reshape(r, topos_tape_add(t, topos_tape_mul(t, groups, keep), drop), 2, T, E, 0, 0);
+}
+
 static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
@@ -245,11 +264,15 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
     topos_sym rank = probs; /* exp_probs_b: a bias that moves the choice, not the weights */
     if (L->exp_probs_b)
       rank = topos_tape_add(t, probs, topos_tape_broadcast_along(t, tp_const(r, L->exp_probs_b), 0, T));
+    if (c->expert_groups > 1) rank = tp_expert_groups(r, rank);
     ids = topos_tape_top_k(t, rank, K); /* [T, K] */
     w = topos_tape_gather(t, probs, ids);
   }
-  if (c->experts_norm)
-    w = topos_tape_div(t, w, topos_tape_broadcast_along(t, topos_tape_sum_along(t, w, 1), 1, K));
+  if (c->experts_norm) { /* the sum at least 2^-14, as llama.cpp (a sigmoid router's weights may all be ~0) */
+    topos_sym sum = topos_tape_sum_along(t, w, 1);
+    sum = topos_tape_maximum(t, sum, topos_tape_fill_like(t, sum, 6.103515625e-5));
+    w = topos_tape_div(t, w, topos_tape_broadcast_along(t, sum, 1, K));
+  }
   w = tp_scale(r, w, c->experts_scale);
   topos_sym x3 = tp_reshape(r, h, 3, T, 1, D, 0);
   topos_sym gate = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);

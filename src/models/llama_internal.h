@@ -47,6 +47,8 @@ enum {
 
 /* tp_llama_archs' flags for general.architecture `arch` (0 where unknown) */
 unsigned tp_llama_arch_flags(const char *arch);
+/* 1 where the architecture's attn_q_norm / attn_k_norm may be absent (glm4moe) */
+int tp_llama_arch_qk_norm_optional(const char *arch);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);

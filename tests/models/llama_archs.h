@@ -13,7 +13,7 @@ static inline int lt_post_norms(const lt_spec *s) {
 }
 static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe");
+         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm);
 }
 /* olmo2, olmoe: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) { return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe"); }
@@ -43,8 +43,10 @@ static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo
 /* gpt-oss: attention sinks, post_attention_norm as the feed-forward's norm,
  * the experts' biases, router and activation (llama_experts_util.h) */
 static inline int lt_oai(const lt_spec *s) { return lt_arch_is(s, "gpt-oss"); }
-/* gpt-oss, seed_oss: the feed-forward's norm is named post_attention_norm */
-static inline int lt_ffn_post_name(const lt_spec *s) { return lt_oai(s) || lt_arch_is(s, "seed_oss"); }
+/* gpt-oss, seed_oss, glm4moe: the feed-forward's norm is named post_attention_norm */
+static inline int lt_ffn_post_name(const lt_spec *s) {
+  return lt_oai(s) || lt_arch_is(s, "seed_oss") || lt_arch_is(s, "glm4moe");
+}
 static inline int lt_without(const lt_spec *s, const char *feature) {
   return s->plain_without && strcmp(s->plain_without, feature) == 0;
 }
@@ -67,7 +69,8 @@ static inline int lt_neox(const lt_spec *s) {
 static inline int lt_own_keys(const lt_spec *s) {
   return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
-         lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2");
+         lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
+         lt_arch_is(s, "glm4moe");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -10,21 +10,40 @@
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
-      !lt_arch_is(s, "deepseek2"))
+      !lt_ds_moe(s))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
 
-/* the shared expert's width: the key, else qwen2moe's ff; deepseek2's expert_shared_count experts; 0 none */
+/* the shared expert's width: the key, else qwen2moe's ff; deepseek2's / glm4moe's expert_shared_count
+ * experts; 0 none */
 static inline int64_t lt_ff_shared(const lt_spec *s) {
-  if (lt_arch_is(s, "deepseek2")) return s->experts_shared * lt_ff_expert(s);
+  if (lt_ds_moe(s)) return s->experts_shared * lt_ff_expert(s);
   if (s->ff_shexp > 0) return s->ff_shexp;
   return lt_arch_is(s, "qwen2moe") ? s->ff : 0;
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
-         lt_arch_is(s, "ernie4_5-moe") || (lt_arch_is(s, "deepseek2") && s->weights_norm);
+         lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm);
+}
+
+/* the router's probabilities are sigmoids: the key's 2, or glm4moe without it */
+static inline int lt_sigmoid_router(const lt_spec *s) {
+  return s->sigmoid_router > 0 || (s->sigmoid_router == 0 && lt_arch_is(s, "glm4moe"));
+}
+
+static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s) {
+  char kb[96];
+  topos_status st = TOPOS_OK;
+  if (s->experts > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_shared_count"), (uint32_t)s->experts_shared);
+  if (st == TOPOS_OK && s->weights_norm) st = topos_gguf_writer_add_bool(w, lt_k(kb, s, "expert_weights_norm"), 1);
+  if (st == TOPOS_OK && s->sigmoid_router)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_gating_func"), s->sigmoid_router > 0 ? 2 : 1);
+  if (st == TOPOS_OK && s->nextn > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "nextn_predict_layers"), (uint32_t)s->nextn);
+  return st;
 }
 
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s) {
@@ -41,6 +60,10 @@ static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_s
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "leading_dense_block_count"), (uint32_t)s->dense_lead);
   if (st == TOPOS_OK && s->moe_step > 0)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "interleave_moe_layer_step"), (uint32_t)s->moe_step);
+  if (st == TOPOS_OK && s->expert_groups > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_group_count"), (uint32_t)s->expert_groups);
+  if (st == TOPOS_OK && s->expert_groups_used > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_group_used_count"), (uint32_t)s->expert_groups_used);
   return st;
 }
 
@@ -204,7 +227,7 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
     for (int64_t j = 0; j < K; ++j) lt_oai_expert_add(s, x, order[j], h, D, F, exp(z[order[j]] - zmax) / zsum, out);
     return;
   }
-  if (s->sigmoid_router) { /* deepseek2's expert_gating_func 2: each logit's sigmoid */
+  if (lt_sigmoid_router(s)) { /* expert_gating_func 2 (glm4moe's default): each logit's sigmoid */
     for (int64_t e = 0; e < E; ++e) p[e] = 1.0 / (1.0 + exp(-p[e]));
   } else {
     for (int64_t e = 0; e < E; ++e) sum += (p[e] = exp(p[e] - peak));
@@ -213,6 +236,28 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
   double wsum = 0;
   double rank[256]; /* what chooses: the probabilities, plus exp_probs_b where the file has it */
   for (int64_t e = 0; e < E; ++e) rank[e] = (float)p[e] + (x->bias ? x->bias[e] : 0.0f);
+  const int64_t G = s->expert_groups, Gu = s->expert_groups_used > 0 ? s->expert_groups_used : G;
+  if (G > 1 && Gu < G) { /* DeepSeek-V3: a group scores its two best; experts of the Gu best groups only */
+    const int64_t P = E / G;
+    double score[64];
+    int keep[64] = {0};
+    for (int64_t gi = 0; gi < G; ++gi) {
+      double a = -INFINITY, b = -INFINITY; /* the best two */
+      for (int64_t e = gi * P; e < (gi + 1) * P; ++e) {
+        if (rank[e] > a) b = a, a = rank[e];
+        else if (rank[e] > b) b = rank[e];
+      }
+      score[gi] = (float)((float)a + (float)b);
+    }
+    for (int64_t j = 0; j < Gu; ++j) {
+      int best = -1;
+      for (int64_t gi = 0; gi < G; ++gi)
+        if (!keep[gi] && (best < 0 || score[gi] > score[best])) best = (int)gi;
+      keep[best] = 1;
+    }
+    for (int64_t e = 0; e < E; ++e)
+      if (!keep[e / P]) rank[e] = -INFINITY;
+  }
   for (int64_t j = 0; j < K; ++j) { /* the best left: largest, then the lower index */
     int best = -1;
     for (int64_t e = 0; e < E; ++e)

@@ -154,6 +154,28 @@ TEST(llama_deepseek2_quantized_both_caches) {
   lt_close(&m);
 }
 
+/* DeepSeek-V3's router: sigmoid, exp_probs_b, 8 experts in 4 groups of
+ * which the best 2 (by the sum of each group's two best) hold the choice,
+ * weights renormalised and times 2.5 */
+TEST(llama_deepseek2_expert_groups) {
+  lt_spec s = lm_f32();
+  s.experts = 8;
+  s.expert_groups = 4;
+  s.expert_groups_used = 2;
+  s.sigmoid_router = 1;
+  s.probs_bias = 1;
+  s.weights_norm = 1;
+  s.experts_scale = 2.5f;
+  lt_spec without = s;
+  without.expert_groups = 0;
+  without.expert_groups_used = 0;
+  lt_check_spec_variant(&s, &without);
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) lt_check_decode(&m, s.vocab);
+  lt_close(&m);
+}
+
 TEST(llama_deepseek2_bad_files_are_refused) {
   lt_spec s = lm_f32();
   s.layers = 2;

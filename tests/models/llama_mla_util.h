@@ -20,12 +20,6 @@ static inline topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.key_length_mla"), (uint32_t)(N + P));
   if (st == TOPOS_OK)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.value_length_mla"), (uint32_t)s->mla_v);
-  if (st == TOPOS_OK && s->experts > 0)
-    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_shared_count"), (uint32_t)s->experts_shared);
-  if (st == TOPOS_OK && s->weights_norm) st = topos_gguf_writer_add_bool(w, lt_k(kb, s, "expert_weights_norm"), 1);
-  if (st == TOPOS_OK && s->sigmoid_router) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_gating_func"), 2);
-  if (st == TOPOS_OK && s->nextn > 0)
-    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "nextn_predict_layers"), (uint32_t)s->nextn);
   return st;
 }
 

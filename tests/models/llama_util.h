@@ -71,9 +71,15 @@ typedef struct lt_spec {
    * q / k width and value width; mla_legacy: no key_length_mla (files before attn_kv_b was split) */
   int64_t mla_kv_rank, mla_q_rank, mla_nope, mla_v;
   int mla_legacy;
-  int64_t experts_shared;  /* deepseek2: expert_shared_count */
-  int64_t nextn;           /* deepseek2: if > 0, nextn_predict_layers (the last blocks: not the trunk) */
-  int weights_norm, sigmoid_router; /* deepseek2: expert_weights_norm, expert_gating_func 2 */
+  /* deepseek2, glm4moe (lt_ds_moe): */
+  int64_t experts_shared;  /* expert_shared_count */
+  int64_t nextn;           /* if > 0, nextn_predict_layers (the last blocks: not the trunk) */
+  int weights_norm;        /* expert_weights_norm */
+  int sigmoid_router;      /* expert_gating_func: 1 writes 2 (sigmoid), -1 writes 1 (softmax), 0 none
+                            * (the architecture's default: deepseek2 softmax, glm4moe sigmoid) */
+  int64_t expert_groups, expert_groups_used; /* if > 0, expert_group_count, expert_group_used_count */
+  int glm_qk_norm;         /* glm4moe: attn_q_norm / attn_k_norm (GLM-4.5's; Air has none) */
+  int32_t rope_sections[4]; /* if any is set, rope.dimension_sections (GLM-4.5V's M-RoPE) */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -197,6 +203,9 @@ static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
 }
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2"); }
+/* DeepSeek-style mixtures' keys (llama_experts_util.h) */
+static inline int lt_ds_moe(const lt_spec *s) { return lt_mla(s) || lt_arch_is(s, "glm4moe"); }
+static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline topos_status lt_write_mla(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                         topos_rng *rng);
@@ -248,6 +257,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                    (uint64_t)s->layers));
   }
   if (s->rope_base_swa > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base_swa"), s->rope_base_swa));
+  if (s->rope_sections[0] || s->rope_sections[1] || s->rope_sections[2] || s->rope_sections[3])
+    LT(topos_gguf_writer_add_array(w, lt_k(kb, s, "rope.dimension_sections"), TOPOS_GGUF_I32, s->rope_sections, 4));
   if (s->attn_softcap > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attn_logit_softcapping"), s->attn_softcap));
   if (s->final_softcap > 0)
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "final_logit_softcapping"), s->final_softcap));
@@ -267,6 +278,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->rope_attn_factor));
   if (s->experts > 0) LT(lt_write_expert_keys(w, s));
   if (lt_mla(s)) LT(lt_write_mla_keys(w, s));
+  if (lt_ds_moe(s)) LT(lt_write_ds_moe_keys(w, s));
   if (lt_gptneox(s)) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "use_parallel_residual"), s->par_res));
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
