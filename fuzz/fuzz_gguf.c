@@ -25,7 +25,10 @@
  * tiny-deepseek2.bin a deepseek2 file of dim 32 made with gguf-py (latent
  * attention through the q_a / q_b pair, f16 attn_k_b, a dense first block,
  * 3 experts of 16, 2 per token, a sigmoid router with exp_probs_b, a shared
- * expert, DeepSeek's YaRN keys). */
+ * expert, DeepSeek's YaRN keys); tiny-glm4moe.bin a glm4moe file of dim 32
+ * made with gguf-py (q, k, v biases and norms, half-rotated heads, M-RoPE
+ * sections, a dense first block, 4 experts in 2 groups of which 1 is used,
+ * a shared expert, a nextn block). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
