@@ -64,12 +64,15 @@ typedef struct topos_llama_config {
                           * "ernie4_5-moe", "gpt-oss" (and "llama" files with experts: Mixtral);
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
                           * "starcoder", "gptneox", "falcon", "command-r", "cohere2"; latent
-                          * attention: "deepseek2"; "glm4moe" (GLM-4.5 / 4.6 / 4.7) */
+                          * attention: "deepseek2"; "glm4moe" (GLM-4.5 / 4.6 / 4.7); "llama4"
+                          * (Llama 4 Scout / Maverick) */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
                           * of six); 0 none */
   int64_t n_swa_layers;  /* how many layers the window applies to */
+  int swa_chunked;       /* 1: the windowed layers attend within chunks of n_swa instead (Llama 4's
+                          * chunked attention): a query at p sees keys from floor(p / n_swa) n_swa */
   float rope_base_swa;   /* the windowed layers' rope base, their positions unscaled (gemma3:
                           * rope.freq_base_swa, absent 10000; olmo2: absent the base); 0: as
                           * every other layer */
@@ -106,7 +109,15 @@ typedef struct topos_llama_config {
   float logit_scale;     /* logits are multiplied by 1 / this (granite's logit_scale; command-r's
                           * logit_scale is the reciprocal); 1 none */
   float attn_temp_scale; /* mistral3's attention.temperature_scale: q at position p times
-                          * 1 + this ln(floor(p / rope_ctx_orig) + 1); 0 none */
+                          * 1 + this ln(floor((p + attn_temp_offset) / attn_temp_floor) + 1);
+                          * 0 none (Llama 4: 0.1, on its unrotated layers only) */
+  int64_t attn_temp_floor; /* mistral3: rope_ctx_orig; Llama 4: 8192 */
+  int attn_temp_offset;  /* mistral3: 0; Llama 4: 1 */
+  int attn_temp_nope_only; /* 1: only the layers that do not rotate q and k (Llama 4) */
+  int qk_l2_norm;        /* 1: the rotated layers' q and k RMS-normalised per head, without
+                          * weights, after the rotation (Llama 4 Scout's L2 norm) */
+  int experts_llama4;    /* Llama 4's experts: the router's logits rank the experts, the chosen
+                          * one's sigmoid scales its input (not its output) */
   int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;
                           * granite files with rope.scaling.finetuned false: all; exaone4 with
                           * a window: the full ones) */

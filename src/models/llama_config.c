@@ -201,17 +201,19 @@ typedef struct tp_llama_arch_extra {
   int qk_norm_optional; /* attn_q_norm / attn_k_norm where the file has them (GLM-4.5: yes, Air: no) */
   /* rope.dimension_sections (GLM-4.5V's M-RoPE): tp_llama_mrope_text */
   int mrope_text;
+  int llama4; /* tp_llama_llama4 */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
-    {"deepseek2", 1, 0, 0},
-    {"glm4moe", 2, 1, 1},
+    {"deepseek2", 1, 0, 0, 0},
+    {"glm4moe", 2, 1, 1, 0},
+    {"llama4", 0, 0, 0, 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
   for (size_t i = 0; i < sizeof tp_llama_arch_extras / sizeof tp_llama_arch_extras[0]; ++i)
     if (strcmp(tp_llama_arch_extras[i].name, name) == 0) return tp_llama_arch_extras[i];
-  return (tp_llama_arch_extra){name, 0, 0, 0};
+  return (tp_llama_arch_extra){name, 0, 0, 0, 0};
 }
 
 static const tp_llama_arch tp_llama_archs[] = {
@@ -262,6 +264,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"deepseek2", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
     /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
+    /* Llama 4: chunked attention on three layers of four, the fourth unrotated with temperature tuning */
+    {"llama4", TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_NOPE4 | TP_ARCH_TEMPERATURE |
+     TP_ARCH_BIASES, 2, 8192, 4, 0, TP_SWA_ROPE_SAME, 0},
     {"glm4moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
      TP_ARCH_MOE_LAYERS | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
@@ -432,6 +437,27 @@ static topos_status tp_llama_mrope_text(topos_gguf *g, topos_llama_config *c) {
   return TOPOS_OK;
 }
 
+/* Llama 4, as llama.cpp's graph for it: the windowed layers (three of
+ * four) attend within chunks of attention.sliding_window (absent, as the
+ * converter leaves it: 8192, Scout's and Maverick's attention_chunk_size;
+ * llama.cpp would take 8192 for any other nonzero key too), rotate q and k, and normalise them (L2,
+ * per head, after the rotation) except in the 128-expert Maverick; the
+ * others rotate nothing and scale q by 1 + 0.1 ln(floor((p + 1) / 8192) + 1);
+ * every mixture has a shared expert as wide as the routed ones, its router's
+ * logits rank and the chosen expert's sigmoid scales its input. Files with
+ * sliding_window 0 (MobileLLM's, dense: refused for their zero experts
+ * anyway) are refused. */
+static topos_status tp_llama_llama4(topos_llama_config *c) {
+  if (c->n_swa == 0)
+    return tp_fail(TOPOS_UNSUPPORTED, "llama: llama4 files without chunked attention (attention.sliding_window 0) "
+                   "are not supported");
+  c->swa_chunked = 1;
+  c->attn_temp_scale = 0.1f, c->attn_temp_floor = 8192, c->attn_temp_offset = 1, c->attn_temp_nope_only = 1;
+  c->qk_l2_norm = c->n_experts != 128;
+  c->ff_shared = c->ff_expert;
+  return TOPOS_OK;
+}
+
 /* granite's scales, as llama.cpp reads them: logit_scale (required: logits
  * times 1 / it), residual_scale and embedding_scale (absent or 0: none;
  * attention.scale: tp_llama_config_read); and
@@ -531,10 +557,11 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   }
   if ((c->n_dense_lead > 0 || c->moe_step > 1) && c->ff == 0)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's dense blocks need feed_forward_length", a->name);
-  /* gpt-oss: its own router and activation, whatever expert_gating_func
-   * says (llama.cpp's graph for it fixes both) */
+  /* gpt-oss, llama4: their own routers (and gpt-oss's activation),
+   * whatever expert_gating_func says (llama.cpp's graphs fix them) */
   c->experts_oai = (a->flags & TP_ARCH_OAI) != 0;
-  if (c->experts_oai) return TOPOS_OK;
+  c->experts_llama4 = x.llama4;
+  if (c->experts_oai || c->experts_llama4) return TOPOS_OK;
   int64_t gating = 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
   if (gating == 0) { /* absent or "none": the architecture's default */
@@ -666,6 +693,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (a->flags & TP_ARCH_TEMPERATURE) /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
                                        * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.temperature_scale"), 0.0f, &c->attn_temp_scale));
+  c->attn_temp_floor = c->rope_ctx_orig > 0 ? c->rope_ctx_orig : 1;
   if (a->flags & (TP_ARCH_GRANITE | TP_ARCH_TEMPERATURE)) { /* attention.scale instead of 1 / sqrt(head width) */
     float v;
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &v));
@@ -677,7 +705,9 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   } else if (a->flags & TP_ARCH_FINAL_SOFTCAP) {
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
   }
-  return tp_llama_experts(g, a, c);
+  TP_TRY(tp_llama_experts(g, a, c));
+  if (x.llama4) TP_TRY(tp_llama_llama4(c));
+  return TOPOS_OK;
 }
 
 unsigned tp_llama_arch_flags(const char *arch) {

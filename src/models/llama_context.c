@@ -355,22 +355,27 @@ static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base
 }
 
 /* The chunk's attention masks for a window of swa (0: none; a query at p
- * sees keys from p - swa + 1): the cached slots each row sees, all written
- * ones less those behind the window, one row for all (rows 0) or a row per
- * query row (rows: [G*T, C]); and inside the chunk [G*T, T], causal and
- * within the window. */
+ * sees keys from p - swa + 1, or with chunked attention from floor(p / swa)
+ * swa): the cached slots each row sees, all written ones less those behind
+ * the window, one row for all (rows 0) or a row per query row (rows:
+ * [G*T, C]); and inside the chunk [G*T, T], causal and within the window. */
 static void tp_fill_masks(const topos_llama_context *x, int64_t T, int64_t C, int64_t swa, int rows, float *pmc,
                           float *pmn) {
   const topos_llama_config *c = &x->model->config;
   const int64_t G = c->n_heads / c->n_kv_heads;
   for (int64_t r = 0; pmc && r < (rows ? G * T : 1); ++r) {
-    const int64_t p = x->pos + r % T, first = swa > 0 && p >= swa ? p - swa + 1 : 0;
+    const int64_t p = x->pos + r % T;
+    const int64_t first = swa <= 0 ? 0 : c->swa_chunked ? p / swa * swa : p >= swa ? p - swa + 1 : 0;
     for (int64_t j = 0; j < C; ++j) pmc[r * C + j] = j >= first && j < x->pos ? 0.0f : -INFINITY;
   }
   for (int64_t gi = 0; gi < G; ++gi)
     for (int64_t t = 0; t < T; ++t) {
       float *rn = pmn + (gi * T + t) * T;
-      for (int64_t j = 0; j < T; ++j) rn[j] = j <= t && (swa <= 0 || t - j < swa) ? 0.0f : -INFINITY;
+      for (int64_t j = 0; j < T; ++j) {
+        const int64_t pj = x->pos + j, pt = x->pos + t;
+        const int seen = swa <= 0 || (c->swa_chunked ? pj / swa == pt / swa : t - j < swa);
+        rn[j] = j <= t && seen ? 0.0f : -INFINITY;
+      }
     }
 }
 
@@ -445,8 +450,10 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     if (own_rope) tp_rope_tables(x, T, 1, pin[COS_W], pin[SIN_W]);
     tp_fill_masks(x, T, C, all_windowed ? swa : 0, full_rows, pin[MASK_C], pin[MASK_N]);
     if (window_masks) tp_fill_masks(x, T, C, swa, g->row_mask, pin[MASK_CW], pin[MASK_NW]);
-    for (int64_t t = 0; pin[TEMP] && t < T; ++t) /* floor(p / original context), in integers */
-      pin[TEMP][t] = (float)(log((double)((x->pos + t) / c->rope_ctx_orig) + 1.0) * c->attn_temp_scale + 1.0);
+    for (int64_t t = 0; pin[TEMP] && t < T; ++t) { /* the floor in integers */
+      const int64_t f = (x->pos + t + c->attn_temp_offset) / c->attn_temp_floor;
+      pin[TEMP][t] = (float)(log((double)f + 1.0) * c->attn_temp_scale + 1.0);
+    }
     topos_feed *f = x->feeds;
     size_t nf = 0;
     const topos_sym syms[N_IN] = {g->x0,    g->cos,   g->sin,     g->mask_n, g->mask_c,

@@ -40,7 +40,7 @@ static topos_sym tp_permute(tp_rec *r, topos_sym a, int rank, int o0, int o1, in
   return topos_tape_permute(r->t, a, o);
 }
 
-/* x [rows, dim] * rsqrt(mean(x^2) + eps) * w (w [dim]) */
+/* x [rows, dim] * rsqrt(mean(x^2) + eps) * w (w [dim]; NULL: none) */
 static topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w) {
   topos_tape *t = r->t;
   topos_sym ms = topos_tape_mean_along(t, topos_tape_mul(t, x, x), 1);
@@ -48,6 +48,7 @@ static topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim,
   topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, ms, eps));
   topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
   topos_sym y = topos_tape_mul(t, x, topos_tape_broadcast_along(t, inv, 1, dim));
+  if (!w) return y;
   return topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
 }
 
@@ -77,7 +78,7 @@ static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, 
   return tp_bias(r, y, b, rows); /* command-r's have none */
 }
 
-/* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms) */
+/* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms; NULL: no weight, Llama 4's) */
 static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
   const int64_t T = r->T, hd = r->c->head_dim;
   topos_sym y = tp_rmsnorm_n(r, tp_reshape(r, x, 2, T * heads, hd, 0, 0), T * heads, hd, w);
@@ -259,6 +260,9 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   if (c->experts_oai) { /* the logits rank; a softmax over the chosen ones weighs */
     ids = topos_tape_top_k(t, logits, K);
     w = topos_tape_softmax(t, topos_tape_gather(t, logits, ids), 1);
+  } else if (c->experts_llama4) { /* the logits rank; the chosen ones' sigmoids weigh */
+    ids = topos_tape_top_k(t, logits, K);
+    w = topos_tape_sigmoid(t, topos_tape_gather(t, logits, ids));
   } else {
     topos_sym probs = c->experts_sigmoid ? topos_tape_sigmoid(t, logits) : topos_tape_softmax(t, logits, 1);
     topos_sym rank = probs; /* exp_probs_b: a bias that moves the choice, not the weights */
@@ -275,14 +279,16 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   }
   w = tp_scale(r, w, c->experts_scale);
   topos_sym x3 = tp_reshape(r, h, 3, T, 1, D, 0);
+  if (c->experts_llama4) /* the weight scales each chosen expert's input, not its output */
+    x3 = topos_tape_mul(t, topos_tape_broadcast_along(t, h, 1, K), topos_tape_broadcast_along(t, w, 2, D));
   topos_sym gate = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
   topos_sym up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
   topos_sym act = c->experts_oai ? tp_swiglu_oai(r, gate, up)
                                  : topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
   topos_sym y = tp_expert_bias(r, topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids), L->down_exps_b,
                                ids); /* [T, K, D] */
-  topos_sym wb = topos_tape_broadcast_along(t, w, 2, D);
-  return tp_reshape(r, topos_tape_sum_along(t, topos_tape_mul(t, y, wb), 1), 2, T, D, 0, 0);
+  if (!c->experts_llama4) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, w, 2, D));
+  return tp_reshape(r, topos_tape_sum_along(t, y, 1), 2, T, D, 0, 0);
 }
 
 /* ids [T, H] with ids[t, h] = h: qlinear_id then takes head h's rows of a
@@ -436,12 +442,16 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       if (!L->nope) {
         q = tp_rope(r, q, H, cos, sin);
         k = tp_rope(r, k, KVH, cos, sin);
+        if (c->qk_l2_norm) { /* Llama 4: after the rotation, without weights */
+          q = tp_reshape(r, tp_head_norm(r, tp_reshape(r, q, 2, T, H * hd, 0, 0), H, NULL), 3, T, H, hd, 0);
+          k = tp_reshape(r, tp_head_norm(r, tp_reshape(r, k, 2, T, KVH * hd, 0, 0), KVH, NULL), 3, T, KVH, hd, 0);
+        }
       }
       v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     }
     g->k_new[l] = k;
     g->v_new[l] = v;
-    if (topos_sym_is_valid(g->temp)) /* mistral3's temperature, per position */
+    if (topos_sym_is_valid(g->temp) && (L->nope || !c->attn_temp_nope_only)) /* the temperature, per position */
       q = topos_tape_mul(t, q, topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, g->temp, 1, H), 2, hd));
     q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, c->attn_scale));
     /* q rows grouped by kv head: [KVH, G*T, hd], row g*T + t */

@@ -51,6 +51,11 @@ static inline int lt_without(const lt_spec *s, const char *feature) {
   return s->plain_without && strcmp(s->plain_without, feature) == 0;
 }
 
+/* Llama 4: chunked attention on three layers of four (the fourth unrotated,
+ * with temperature tuning), q and k L2-normed after the rotation (but with
+ * 128 experts), the router's logits ranking and sigmoid-weighted inputs */
+static inline int lt_llama4(const lt_spec *s) { return lt_arch_is(s, "llama4"); }
+
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
 
@@ -70,7 +75,7 @@ static inline int lt_own_keys(const lt_spec *s) {
   return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
-         lt_arch_is(s, "glm4moe");
+         lt_arch_is(s, "glm4moe") || lt_llama4(s);
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -82,6 +87,7 @@ static inline int64_t lt_window(const lt_spec *s) {
   if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2"))
     return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
+  if (lt_llama4(s)) return s->swa > 0 ? s->swa : 8192; /* chunks, not a window */
   return 0;
 }
 
@@ -91,15 +97,16 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
   const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
                     : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
-                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ? 4
+                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ||
+                              lt_llama4(s) ? 4
                                                                      : 6;
   return p <= 1 || l % p < p - 1;
 }
 
-/* layers that do not rotate q and k: smollm3's every fourth, granite's all
+/* layers that do not rotate q and k: smollm3's and llama4's every fourth, granite's all
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
-  return (lt_arch_is(s, "smollm3") && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
+  return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
          ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 

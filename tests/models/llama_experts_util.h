@@ -10,7 +10,7 @@
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
-      !lt_ds_moe(s))
+      !lt_ds_moe(s) && !lt_llama4(s))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
@@ -19,6 +19,7 @@ static inline int64_t lt_ff_expert(const lt_spec *s) {
  * experts; 0 none */
 static inline int64_t lt_ff_shared(const lt_spec *s) {
   if (lt_ds_moe(s)) return s->experts_shared * lt_ff_expert(s);
+  if (lt_llama4(s)) return lt_ff_expert(s); /* one shared expert as wide as the routed ones */
   if (s->ff_shexp > 0) return s->ff_shexp;
   return lt_arch_is(s, "qwen2moe") ? s->ff : 0;
 }
@@ -211,6 +212,23 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
     for (int64_t i = 0; i < D; ++i) z += (double)x->router[e * D + i] * h[i];
     p[e] = z;
     if (z > peak) peak = z;
+  }
+  if (lt_llama4(s)) { /* the logits rank; each chosen expert reads h times its logit's sigmoid */
+    float *hw = malloc((size_t)D * 4);
+    memset(out, 0, (size_t)D * 4);
+    for (int64_t j = 0; hw && j < K; ++j) {
+      int best = -1;
+      for (int64_t e = 0; e < E; ++e)
+        if (!picked[e] && (best < 0 || (float)p[e] > (float)p[best])) best = (int)e;
+      picked[best] = 1;
+      const float w = (float)(1.0 / (1.0 + exp(-(double)(float)p[best])) *
+                              (s->experts_scale > 0 ? s->experts_scale : 1.0));
+      for (int64_t i = 0; i < D; ++i) hw[i] = h[i] * w;
+      lt_swiglu_add(x->gate + best * F * D, x->up + best * F * D, x->down + best * D * F, hw, D, F, 1.0, out);
+    }
+    free(hw);
+    lt_swiglu_add(x->sgate, x->sup, x->sdown, h, D, S, 1.0, out);
+    return;
   }
   if (lt_oai(s)) { /* gpt-oss: biased logits rank, a softmax over the chosen weighs */
     double z[256];

@@ -244,7 +244,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.factor"), s->rope_scale));
   }
   if ((lt_phi3(s) && s->swa >= 0) ||
-      ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2")) &&
+      ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2") ||
+        lt_llama4(s)) &&
        s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
@@ -452,7 +453,7 @@ static inline void lt_rmsnorm(float *o, const float *x, const float *w, int64_t 
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += (double)x[i] * x[i];
   float r = (float)(1.0 / sqrt(ss / (double)n + eps));
-  for (int64_t i = 0; i < n; ++i) o[i] = x[i] * r * w[i];
+  for (int64_t i = 0; i < n; ++i) o[i] = w ? x[i] * r * w[i] : x[i] * r;
 }
 
 #include "llama_layernorm_util.h"
@@ -649,12 +650,21 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           const float f = (float)(log((double)(p / orig) + 1.0) * s->attn_temp_scale + 1.0);
           for (int64_t i = 0; i < qd; ++i) q[i] *= f;
         }
+        if (lt_llama4(s) && lt_nope(s, l)) { /* q times 1 + 0.1 ln(floor((p + 1) / 8192) + 1) */
+          const float f = (float)(log((double)((p + 1) / 8192) + 1.0) * 0.1 + 1.0);
+          for (int64_t i = 0; i < qd; ++i) q[i] *= f;
+        }
+        for (int64_t head = 0; lt_llama4(s) && !lt_nope(s, l) && s->experts != 128 && head < H + KVH; ++head) {
+          float *v = head < H ? q + head * hd : kp + (head - H) * hd; /* L2 norm: RMS, no weight */
+          lt_rmsnorm(v, v, NULL, hd, 1e-5f);
+        }
         for (int64_t head = 0; head < H; ++head) {
           int64_t kh = head / (H / KVH);
           float mx = -INFINITY;
-          /* a sliding window (phi3; gemma2 / gemma3's windowed layers): keys from p - swa + 1 */
+          /* a sliding window (phi3; gemma2 / gemma3's windowed layers): keys from p - swa + 1;
+           * llama4's chunks: from the chunk's start */
           const int64_t wnd = win ? lt_window(s) : 0;
-          const int64_t j0 = wnd > 0 && p >= wnd ? p - wnd + 1 : 0;
+          const int64_t j0 = wnd <= 0 ? 0 : lt_llama4(s) ? p / wnd * wnd : p >= wnd ? p - wnd + 1 : 0;
           for (int64_t j = 0; j < j0; ++j) att[j] = -INFINITY;
           for (int64_t j = j0; j <= p; ++j) {
             double sc = 0;
