@@ -28,7 +28,9 @@
  * expert, DeepSeek's YaRN keys); tiny-glm4moe.bin a glm4moe file of dim 32
  * made with gguf-py (q, k, v biases and norms, half-rotated heads, M-RoPE
  * sections, a dense first block, 4 experts in 2 groups of which 1 is used,
- * a shared expert, a nextn block). */
+ * a shared expert, a nextn block); tiny-llama4.bin a llama4 file of dim 32
+ * made with gguf-py (chunks of 8, rope_freqs, mixtures of 3 experts on every
+ * second block with a shared expert). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
