@@ -193,11 +193,13 @@ typedef struct tp_llama_arch {
 /* What only a few architectures have, by name (tp_llama_archs' rows stay short) */
 typedef struct tp_llama_arch_extra {
   const char *name;
+  /* expert_gating_func chooses the router: 1 softmax, 2 sigmoid; 0 or
+   * absent: this default (1 or 2); 0 here: the softmax only */
+  int router_key;
   /* DeepSeek-style mixtures: expert_shared_count shared experts,
-   * expert_weights_norm, expert_gating_func 1 or 2 (softmax or sigmoid; 0
-   * or absent: this default), and the nextn_predict_layers blocks after
-   * the trunk (skipped); 0: none of it */
-  int ds_moe_gating;
+   * expert_weights_norm, and the nextn_predict_layers blocks after the
+   * trunk (skipped) */
+  int ds_moe;
   int qk_norm_optional; /* attn_q_norm / attn_k_norm where the file has them (GLM-4.5: yes, Air: no) */
   /* rope.dimension_sections (GLM-4.5V's M-RoPE): tp_llama_mrope_text */
   int mrope_text;
@@ -205,15 +207,16 @@ typedef struct tp_llama_arch_extra {
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
-    {"deepseek2", 1, 0, 0, 0},
-    {"glm4moe", 2, 1, 1, 0},
-    {"llama4", 0, 0, 0, 1},
+    {"deepseek2", 1, 1, 0, 0, 0},
+    {"glm4moe", 2, 1, 1, 1, 0},
+    {"llama4", 0, 0, 0, 0, 1},
+    {"minimax-m2", 1, 0, 0, 0, 0},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
   for (size_t i = 0; i < sizeof tp_llama_arch_extras / sizeof tp_llama_arch_extras[0]; ++i)
     if (strcmp(tp_llama_arch_extras[i].name, name) == 0) return tp_llama_arch_extras[i];
-  return (tp_llama_arch_extra){name, 0, 0, 0, 0};
+  return (tp_llama_arch_extra){name, 0, 0, 0, 0, 0};
 }
 
 static const tp_llama_arch tp_llama_archs[] = {
@@ -265,6 +268,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
     /* Llama 4: chunked attention on three layers of four, the fourth unrotated with temperature tuning */
+    /* MiniMax-M2: whole-row q and k norms, half of each head rotated, a sigmoid router from the file */
+    {"minimax-m2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
+     TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"llama4", TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_NOPE4 | TP_ARCH_TEMPERATURE |
      TP_ARCH_BIASES, 2, 8192, 4, 0, TP_SWA_ROPE_SAME, 0},
     {"glm4moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
@@ -516,7 +522,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
   if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate ? c->ff : 0;
-  if (x.ds_moe_gating) { /* expert_shared_count experts' width, as one feed-forward */
+  if (x.ds_moe) { /* expert_shared_count experts' width, as one feed-forward */
     int64_t shared = 0;
     TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_count"), 0, &shared, &present));
     if (shared > 64) return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 64", kb, shared);
@@ -526,7 +532,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "
                    "absent)", a->name, kb);
   c->experts_norm = (a->flags & TP_ARCH_MOE_NORM) != 0;
-  if (x.ds_moe_gating) { /* expert_weights_norm: absent false */
+  if (x.ds_moe) { /* expert_weights_norm: absent false */
     topos_status nst = topos_gguf_get_bool(g, TP_K("expert_weights_norm"), &c->experts_norm);
     if (nst == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->experts_norm = 0;
     else if (nst != TOPOS_OK) return tp_fail_context(nst, "llama: key %s", kb);
@@ -565,7 +571,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   int64_t gating = 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_gating_func"), 0, &gating, &present));
   if (gating == 0) { /* absent or "none": the architecture's default */
-    gating = x.ds_moe_gating ? x.ds_moe_gating : 1;
+    gating = x.router_key ? x.router_key : 1;
     if (a->flags & TP_ARCH_MLA) { /* llama.cpp's rule for deepseek2 files without it: GLM-4.7-Flash's
                                    * (47 or 48 blocks, 154880 tokens) sigmoid, others softmax */
       int64_t vocab = 0;
@@ -573,7 +579,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
       if ((c->n_layers == 47 || c->n_layers == 48) && vocab == 154880) gating = 2;
     }
   }
-  const int sigmoid_ok = x.ds_moe_gating != 0;
+  const int sigmoid_ok = x.router_key != 0;
   if (gating != 1 && !(gating == 2 && sigmoid_ok))
     return tp_fail(TOPOS_UNSUPPORTED, "llama: %s = %" PRId64 " (the softmax router, 1, is supported%s)", kb,
                    gating, sigmoid_ok ? ", and the sigmoid one, 2" : "");
@@ -615,7 +621,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
-  if (x.ds_moe_gating) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
+  if (x.ds_moe) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
     int present;
     TP_TRY(tp_llama_key_u64(g, TP_K("nextn_predict_layers"), 0, &c->n_nextn_layers, &present));
     if (c->n_nextn_layers >= c->n_layers)

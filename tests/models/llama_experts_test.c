@@ -255,3 +255,37 @@ TEST(llama_gpt_oss_bad_files_are_refused) {
   t.skip_tensor = "blk.0.post_attention_norm.weight";
   lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.post_attention_norm.weight is missing");
 }
+
+/* minimax-m2 (MiniMax-M2 / M2.1): q and k norms over the whole rows, half
+ * of each head rotated (NEOX), every block a mixture with the file's
+ * sigmoid router choosing with exp_probs_b and the chosen weights
+ * renormalised */
+TEST(llama_minimax_m2_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "minimax-m2";
+  s.experts = 8;
+  s.experts_used = 2;
+  s.ff_exp = 64;
+  s.rope_dim = 32;
+  s.sigmoid_router = 1;
+  s.probs_bias = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 2 && c->rope_neox == 1 && c->rope_dim == 32 && c->experts_sigmoid == 1);
+    CHECK(c->experts_norm == 1 && c->ff_expert == 64 && c->ff_shared == 0);
+    CHECK(m.model->layers[1].exp_probs_b && !m.model->layers[1].w_gate);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the same file through the softmax router */
+  without.sigmoid_router = -1;
+  lt_check_spec_variant(&s, &without);
+  lt_spec q = lt_default_spec(); /* quantized, every expert used */
+  q.arch = "minimax-m2";
+  q.experts = 3;
+  q.experts_used = 3;
+  q.ff_exp = 128;
+  q.sigmoid_router = 1;
+  lt_compare_plain_caches_of(&q, 3e-2);
+}

@@ -10,7 +10,7 @@
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
-      !lt_ds_moe(s) && !lt_llama4(s))
+      !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2"))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
@@ -26,7 +26,7 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
 
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
-         lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm);
+         lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2");
 }
 
 /* the router's probabilities are sigmoids: the key's 2, or glm4moe without it */
@@ -40,8 +40,6 @@ static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_s
   if (s->experts > 0)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_shared_count"), (uint32_t)s->experts_shared);
   if (st == TOPOS_OK && s->weights_norm) st = topos_gguf_writer_add_bool(w, lt_k(kb, s, "expert_weights_norm"), 1);
-  if (st == TOPOS_OK && s->sigmoid_router)
-    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_gating_func"), s->sigmoid_router > 0 ? 2 : 1);
   if (st == TOPOS_OK && s->nextn > 0)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "nextn_predict_layers"), (uint32_t)s->nextn);
   return st;
@@ -61,6 +59,8 @@ static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_s
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "leading_dense_block_count"), (uint32_t)s->dense_lead);
   if (st == TOPOS_OK && s->moe_step > 0)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "interleave_moe_layer_step"), (uint32_t)s->moe_step);
+  if (st == TOPOS_OK && s->sigmoid_router)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_gating_func"), s->sigmoid_router > 0 ? 2 : 1);
   if (st == TOPOS_OK && s->expert_groups > 0)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_group_count"), (uint32_t)s->expert_groups);
   if (st == TOPOS_OK && s->expert_groups_used > 0)

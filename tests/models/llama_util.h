@@ -71,7 +71,7 @@ typedef struct lt_spec {
    * q / k width and value width; mla_legacy: no key_length_mla (files before attn_kv_b was split) */
   int64_t mla_kv_rank, mla_q_rank, mla_nope, mla_v;
   int mla_legacy;
-  /* deepseek2, glm4moe (lt_ds_moe): */
+  /* deepseek2, glm4moe (lt_ds_moe; sigmoid_router and the groups: any mixture): */
   int64_t experts_shared;  /* expert_shared_count */
   int64_t nextn;           /* if > 0, nextn_predict_layers (the last blocks: not the trunk) */
   int weights_norm;        /* expert_weights_norm */
