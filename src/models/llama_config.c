@@ -211,6 +211,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {"glm4moe", 2, 1, 1, 1, 0},
     {"llama4", 0, 0, 0, 0, 1},
     {"minimax-m2", 1, 0, 0, 0, 0},
+    {"dots1", 1, 1, 0, 0, 0},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -268,6 +269,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
     /* Llama 4: chunked attention on three layers of four, the fourth unrotated with temperature tuning */
+    /* dots.llm1: qwen3's attention, DeepSeek-V3's mixtures */
+    {"dots1", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS,
+     0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* MiniMax-M2: whole-row q and k norms, half of each head rotated, a sigmoid router from the file */
     {"minimax-m2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
      TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},

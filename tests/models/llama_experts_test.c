@@ -289,3 +289,36 @@ TEST(llama_minimax_m2_files) {
   q.sigmoid_router = 1;
   lt_compare_plain_caches_of(&q, 3e-2);
 }
+
+/* dots1 (dots.llm1): qwen3's attention (per-head q and k norms, NEOX), a
+ * dense first block, then DeepSeek-V3's mixtures: a sigmoid router with
+ * exp_probs_b and groups, renormalised and scaled weights, shared experts */
+TEST(llama_dots1_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "dots1";
+  s.layers = 3;
+  s.experts = 8;
+  s.experts_used = 2;
+  s.ff_exp = 64;
+  s.experts_shared = 2;
+  s.dense_lead = 1;
+  s.sigmoid_router = 1;
+  s.probs_bias = 1;
+  s.weights_norm = 1;
+  s.experts_scale = 2.5f;
+  s.expert_groups = 4;
+  s.expert_groups_used = 2;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->rope_neox == 1 && c->experts_sigmoid == 1 && c->experts_norm == 1);
+    CHECK(c->ff_shared == 128 && c->n_dense_lead == 1 && c->expert_groups == 4 && c->expert_groups_used == 2);
+    CHECK(!m.model->layers[0].gate_inp && m.model->layers[1].gate_inp && m.model->layers[1].w_gate);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the same file routed without groups */
+  without.expert_groups = 0;
+  without.expert_groups_used = 0;
+  lt_check_spec_variant(&s, &without);
+}
