@@ -212,6 +212,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {"llama4", 0, 0, 0, 0, 1},
     {"minimax-m2", 1, 0, 0, 0, 0},
     {"dots1", 1, 1, 0, 0, 0},
+    {"bailingmoe2", 1, 1, 0, 0, 0},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -272,6 +273,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* dots.llm1: qwen3's attention, DeepSeek-V3's mixtures */
     {"dots1", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS,
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Ling 2.0 / Ring 2.0: dots1's, with q, k, v in one attn_qkv and half of each head rotated */
+    {"bailingmoe2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
+     TP_ARCH_MOE_LAYERS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* MiniMax-M2: whole-row q and k norms, half of each head rotated, a sigmoid router from the file */
     {"minimax-m2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
      TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -526,11 +530,13 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
   if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate ? c->ff : 0;
-  if (x.ds_moe) { /* expert_shared_count experts' width, as one feed-forward */
+  if (x.ds_moe) { /* expert_shared_count experts, each expert_shared_feed_forward_length (absent: an expert's
+                   * width) wide, as one feed-forward (llama.cpp's rule for bailingmoe2; the others' files
+                   * have no such key) */
     int64_t shared = 0;
     TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_count"), 0, &shared, &present));
     if (shared > 64) return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 64", kb, shared);
-    c->ff_shared = shared * c->ff_expert;
+    c->ff_shared = shared * (c->ff_shared > 0 ? c->ff_shared : c->ff_expert);
   }
   if (c->shared_gate && c->ff_shared == 0)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "

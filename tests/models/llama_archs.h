@@ -14,7 +14,7 @@ static inline int lt_post_norms(const lt_spec *s) {
 static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
-         lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1");
+         lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2");
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -69,7 +69,8 @@ static inline int lt_neox(const lt_spec *s) {
   return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
-         lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1");
+         lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
+         lt_arch_is(s, "bailingmoe2");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -79,7 +80,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") ||
-         lt_arch_is(s, "dots1");
+         lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -322,3 +322,48 @@ TEST(llama_dots1_files) {
   without.expert_groups_used = 0;
   lt_check_spec_variant(&s, &without);
 }
+
+/* bailingmoe2 (Ling / Ring 2.0): dots1's blocks with q, k, v in one
+ * attn_qkv, half of each head rotated, shared experts of
+ * expert_shared_feed_forward_length each, a multi-token-prediction block
+ * after the trunk */
+TEST(llama_bailingmoe2_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "bailingmoe2";
+  s.layers = 3;
+  s.fused_qkv = 1;
+  s.rope_dim = 32;
+  s.experts = 8;
+  s.experts_used = 2;
+  s.ff_exp = 64;
+  s.ff_shexp = 48;
+  s.experts_shared = 2;
+  s.dense_lead = 1;
+  s.sigmoid_router = 1;
+  s.probs_bias = 1;
+  s.weights_norm = 1;
+  s.experts_scale = 2.5f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->rope_neox == 1 && c->rope_dim == 32 && c->ff_shared == 96);
+    CHECK(c->experts_sigmoid == 1 && c->experts_norm == 1 && c->n_dense_lead == 1);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the same file through the softmax router */
+  without.sigmoid_router = -1;
+  lt_check_spec_variant(&s, &without);
+  s.nextn = 1;
+  s.extra_tensor = "blk.2.nextn.eh_proj.weight";
+  lt_spec trunk = s;
+  trunk.layers = 2;
+  trunk.nextn = 0;
+  trunk.extra_tensor = NULL;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    CHECK(topos_llama_config_of(m.model)->n_layers == 2);
+    lt_compare_plain_model(&m, &trunk, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+}

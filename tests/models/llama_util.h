@@ -204,7 +204,9 @@ static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2"); }
 /* DeepSeek-style mixtures' keys (llama_experts_util.h) */
-static inline int lt_ds_moe(const lt_spec *s) { return lt_mla(s) || lt_arch_is(s, "glm4moe") || lt_arch_is(s, "dots1"); }
+static inline int lt_ds_moe(const lt_spec *s) {
+  return lt_mla(s) || lt_arch_is(s, "glm4moe") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2");
+}
 static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline topos_status lt_write_mla(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
