@@ -11,7 +11,8 @@
  * and bpe-gpt-4o.bin are bpe.bin with those pre-tokenizers (the cased
  * patterns), rewritten with gguf-py; bpe-deepseek-llm.bin,
  * bpe-deepseek-coder.bin and bpe-deepseek-v3.bin likewise (lists of
- * expressions, each splitting the pieces the one before left). */
+ * expressions, each splitting the pieces the one before left), and
+ * bpe-kimi-k2.bin (Han runs, then words by case without Han). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

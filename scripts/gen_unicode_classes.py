@@ -13,9 +13,19 @@ Classes (tp_char_kind, src/models/tokenizer_internal.h, in this order):
 White_Space comes first: no White_Space code point is P or S, but the
 control characters among them (tab, newline, U+0085) are Cc. Each entry is
 start << 4 | class: the class holds from start to the next entry's start - 1.
+
+Then the Han script (Script=Han, what \\p{Han} matches in tiktoken's and
+Python regex's patterns: ideographs, radicals, 々 〇 〡..〩 and the like, not
+the kana nor the CJK punctuation, whose Script is Hiragana, Katakana or
+Common), as sorted inclusive ranges for the kimi-k2 pre-tokenizer. Python's
+unicodedata has no scripts, so they come from the `regex` package (pip install
+regex), limited to the code points assigned in unicodedata's version, so the
+two tables describe one version of the database.
 Run: python3 scripts/gen_unicode_classes.py > src/models/unicode_classes.h
 """
 import unicodedata
+
+import regex
 
 UPPER, LOWER, CASELESS, MARK, NUMBER, SPACE, PUNCT, SYMBOL, OTHER = range(9)
 WHITE_SPACE = set(range(0x09, 0x0E)) | {0x20, 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000} \
@@ -49,6 +59,29 @@ print("static const uint32_t tp_class_starts[%d] = {" % len(entries))
 line = "   "
 for cp, c in entries:
     item = " 0x%X," % (cp << 4 | c)
+    if len(line) + len(item) > 100:
+        print(line)
+        line = "   "
+    line += item
+print(line)
+print("};")
+
+han = regex.compile(r"\p{sc=Han}")
+ranges = []
+for cp in range(0x110000):
+    if unicodedata.category(chr(cp)) == "Cn" or not han.match(chr(cp)):
+        continue
+    if ranges and ranges[-1][1] == cp - 1:
+        ranges[-1][1] = cp
+    else:
+        ranges.append([cp, cp])
+print()
+print("/* The Han script (\\p{Han}) within the code points assigned above, as")
+print(" * inclusive ranges, sorted (from the regex package's script data). */")
+print("static const uint32_t tp_han_ranges[%d][2] = {" % len(ranges))
+line = "   "
+for lo, hi in ranges:
+    item = " {0x%X, 0x%X}," % (lo, hi)
     if len(line) + len(item) > 100:
         print(line)
         line = "   "

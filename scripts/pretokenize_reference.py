@@ -124,3 +124,37 @@ for name, exprs in (("TP_PRE_DEEPSEEK_LLM", DEEPSEEK_LLM), ("TP_PRE_DEEPSEEK_COD
         pieces = split_list(c, exprs)
         assert "".join(pieces) == c
         print("    {%s, %s,\n     %s}," % (name, c_literal(c), c_literal("|".join(pieces))))
+
+# Kimi K2's pattern: the pat_str of its tokenization_kimi.py (tiktoken, whose
+# Rust engine reads && in a class as intersection; the regex module does in
+# its version 1, (?V1)). \p{Han} is the Han script in both; (?-f): simple case
+# folding, as in Rust's engine, rather than version 1's full folding. Printed
+# as C rows for tokenizer_pretokenize_kimi_k2_matches_the_regex.
+KIMI_K2 = "(?V1)(?-f)" + "|".join([
+    r"[\p{Han}]+",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"\p{N}{1,3}",
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*",
+    r"\s*[\r\n]+",
+    r"\s+(?!\S)",
+    r"\s+",
+])
+random.seed(17)
+kimi = ["Hello", "HTMLParser", "camelCase", "I'M", "don't", "'s", "'LL", "12345", "7", " ", "  ", "\n", "\r\n",
+        "\t", "!?", "...", "/", "(x)", "é", "ÉCOLE", "Σσ", "e\u0301", "\u0301", "中文", "日本", "々", "〇", "⺀",
+        "ひらがな", "カタカナ", "ー", "한국", "，", "。", "\u3000", "１２", "😀", "€", "٣٤", "कि", "ǅx", "ʰa",
+        "\u200d", "x\u017f"]
+fixed = ["HTMLParser camelCase I'M don't they'LL we've", "Hello world 12345 it's 1234567",
+         "中文English混合text，测试。", "日本語のテキストとカタカナ、ひらがな。", "人々 〇〇七 ⺀⺁ 漢字A",
+         "ÉCOLE élan ΣΟΦΙΑ σοφία ǅungla ʰa", "e\u0301te\u0301 \u0301x кни\u0301га 中\u0301文",
+         "x += 1; // note\r\n\tif (a) {b}\n\n", "  leading and trailing  ", "a \n  b\r\n\r\n  c\t\tx  \n",
+         "emoji 😀😀 x€5 $HOME ~/.bashrc!!\n", "１２３ｘｙｚ！？\u3000全角", "٣٤٥ عربي कि हिन्दी 한국어",
+         "Path/to/file.txt\n// comment /\n", "a\u200db 中'S 文's x'\u017f y'\u017fT", "!中 !a ,中文 ⺀a 〇1"]
+cases4 = list(fixed)
+while len(cases4) < 30:
+    cases4.append("".join(random.choice(kimi) for _ in range(random.randint(3, 9))))
+for c in cases4:
+    pieces = regex.findall(KIMI_K2, c)
+    assert "".join(pieces) == c
+    print("    {TP_PRE_KIMI_K2, %s,\n     %s}," % (c_literal(c), c_literal("|".join(pieces))))

@@ -48,15 +48,25 @@
  *      "hy_v4"): \p{N}{1,3}, [CJK ideographs and kana]+, then
  *      [ASCII punctuation][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
  *       ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+.
+ *  - "kimi-k2" (Kimi K2, K2-Instruct, K2-Thinking; Kimi-Linear's and K3's
+ *    files too): the tiktoken pattern of Kimi's tokenization_kimi.py,
+ *      [\p{Han}]+ first, then gpt-4o's words by case with the Han script
+ *      taken out of their classes ([...&&[^\p{Han}]]), case-insensitive
+ *      contractions, digits in groups of 1-3, no / after symbols.
  *  The patterns are implemented by hand over the Unicode Character
  *  Database's general categories and White_Space property (version 14.0, a
- *  generated table), as the tokenizer.json expressions state them.
+ *  generated table; \p{Han}, a script, from the same version's code points),
+ *  as the tokenizer.json expressions (Kimi's: tiktoken's) state them.
  *  llama.cpp instead approximates tekken's and gpt-4o's cased classes with
  *  [^a-z] / [^A-Z] among letters and leaves marks out of words, so the two
  *  split differently only where words hold non-ASCII capitals after small
  *  letters or combining marks. In DeepSeek's written-out ranges llama.cpp
  *  sees non-ASCII whitespace as a vertical tab, so U+3000 and U+2000..U+200A
  *  count there only as \s (here, as in the regex, also as the range's).
+ *  For kimi-k2 llama.cpp's hand-written splitter takes a run of letters as
+ *  one word whatever their case, leaves marks out of words and counts the
+ *  CJK ideograph blocks as Han (not 々, 〇, the radicals, nor Extension G),
+ *  and its contractions do not take a long s (ſ) for s as (?i) does.
  *  Bytes that are not valid UTF-8 are kept (each is a one-byte "symbol"
  *  character), so encoding never loses input.
  *

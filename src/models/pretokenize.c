@@ -1,5 +1,6 @@
 /* Pre-tokenizers of byte-level BPE vocabularies: the GPT-2, Llama-3,
- * Qwen2, tekken, gpt-4o and DeepSeek regular expressions, matched by hand.
+ * Qwen2, tekken, gpt-4o, DeepSeek and Kimi K2 regular expressions, matched
+ * by hand.
  * Each matcher looks at code point i and returns where the regex's leftmost
  * alternative that matches there ends (0 where none does); alternatives are
  * tried in the pattern's order, so the result is the one a backtracking
@@ -34,13 +35,22 @@ static int tp_is_punct_or_symbol(const tp_cps *c, size_t i) {
   return c->kind[i] == TP_KIND_PUNCT || c->kind[i] == TP_KIND_SYMBOL || c->cp[i] == TP_UTF8_INVALID;
 }
 
-static uint32_t tp_ascii_lower(uint32_t cp) { return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; }
+/* How a pattern's contractions match letters' case: exactly ('s|'t|...);
+ * ASCII's two cases ('[sS]|'[tT]|..., llama.cpp's spelling of (?i:...));
+ * Unicode's simple case folding ((?i:...) in tiktoken's and Python regex's
+ * engines), which adds only U+017F LATIN SMALL LETTER LONG S as an 's'. */
+enum { TP_CASE_EXACT, TP_CASE_ASCII, TP_CASE_FOLD };
 
-/* 's 't 're 've 'm 'll 'd at i; returns the end or 0. */
-static size_t tp_contraction(const tp_cps *c, size_t i, size_t n, int ignore_case) {
+static uint32_t tp_case_fold(uint32_t cp, int mode) {
+  if (mode == TP_CASE_EXACT) return cp;
+  if (cp >= 'A' && cp <= 'Z') return cp + 32;
+  return (mode == TP_CASE_FOLD && cp == 0x17F) ? 's' : cp;
+}
+
+/* 's 't 're 've 'm 'll 'd at i, in case mode `mode`; returns the end or 0. */
+static size_t tp_contraction(const tp_cps *c, size_t i, size_t n, int mode) {
   if (i + 1 >= n || c->cp[i] != '\'') return 0; /* i may be n: after a word that ends the text */
-  uint32_t a = c->cp[i + 1], b = i + 2 < n ? c->cp[i + 2] : 0;
-  if (ignore_case) a = tp_ascii_lower(a), b = tp_ascii_lower(b);
+  uint32_t a = tp_case_fold(c->cp[i + 1], mode), b = i + 2 < n ? tp_case_fold(c->cp[i + 2], mode) : 0;
   if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
   if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
   return 0;
@@ -57,7 +67,7 @@ static size_t tp_space_run(const tp_cps *c, size_t i, size_t n) {
 
 /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static size_t tp_gpt2_match(const tp_cps *c, size_t i, size_t n) {
-  size_t end = tp_contraction(c, i, n, 0);
+  size_t end = tp_contraction(c, i, n, TP_CASE_EXACT);
   if (end) return end;
   size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
   uint8_t cls = c->cls[s];
@@ -103,7 +113,7 @@ static size_t tp_tail_match(const tp_cps *c, size_t i, size_t n, size_t digits, 
  *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * with digits = 3; Qwen2's pattern is the same with \p{N} (digits = 1). */
 static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n, size_t digits) {
-  size_t end = tp_contraction(c, i, n, 1);
+  size_t end = tp_contraction(c, i, n, TP_CASE_ASCII);
   if (end) return end;
   uint8_t cls = c->cls[i];
   size_t j;
@@ -115,6 +125,8 @@ static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n, size_t digits
   }
   return tp_tail_match(c, i, n, digits, 0);
 }
+
+typedef int (*tp_class_fn)(const tp_cps *c, size_t i);
 
 /* tekken's and gpt-4o's classes: "upper" [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
  * "lower" [\p{Ll}\p{Lm}\p{Lo}\p{M}] (caseless letters and marks are both),
@@ -128,51 +140,77 @@ static int tp_is_lower_set(const tp_cps *c, size_t i) {
 static int tp_is_lead(const tp_cps *c, size_t i) {
   return c->cls[i] != TP_CHAR_LETTER && c->cls[i] != TP_CHAR_NUMBER && !tp_is_newline(c, i);
 }
+static int tp_is_han_at(const tp_cps *c, size_t i) { return tp_is_han(c->cp[i]); }
+/* Kimi K2's: the same less the Han script, [...&&[^\p{Han}]] (Han's code
+ * points in the two are caseless letters and two marks; Lu and Ll hold none) */
+static int tp_is_upper_not_han(const tp_cps *c, size_t i) {
+  return tp_is_upper_set(c, i) && (c->kind[i] == TP_KIND_UPPER || !tp_is_han_at(c, i));
+}
+static int tp_is_lower_not_han(const tp_cps *c, size_t i) {
+  return tp_is_lower_set(c, i) && (c->kind[i] == TP_KIND_LOWER || !tp_is_han_at(c, i));
+}
+
+/* A pattern with words by case:
+ *   [^\r\n\p{L}\p{N}]?UPPER*LOWER+C?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*C?|\p{N}{1,digits}|
+ *    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * with its two word classes, its contractions C (0: none, else the case
+ * mode of (?i:'s|'t|'re|'ve|'m|'ll|'d)), its digits, and whether / joins
+ * the newlines after a symbol run. */
+typedef struct tp_cased {
+  tp_class_fn upper, lower;
+  int contractions;
+  size_t digits;
+  int slash;
+} tp_cased;
+
+static const tp_cased tp_tekken_pattern = {tp_is_upper_set, tp_is_lower_set, 0, 1, 1};
+/* gpt-4o's contractions in ASCII's cases, as llama.cpp spells them (its
+ * tokenizer.json's (?i:...) would take 'ſ too) */
+static const tp_cased tp_gpt4o_pattern = {tp_is_upper_set, tp_is_lower_set, TP_CASE_ASCII, 3, 1};
+static const tp_cased tp_kimi_pattern = {tp_is_upper_not_han, tp_is_lower_not_han, TP_CASE_FOLD, 3, 0};
 
 /* upper*lower+ from s, as a backtracking engine matches it: upper* takes
  * its longest run, then gives code points back until lower+ can start;
  * returns the end, or 0 where nothing matches. */
-static size_t tp_word_lower(const tp_cps *c, size_t s, size_t n) {
+static size_t tp_word_lower(const tp_cps *c, size_t s, size_t n, const tp_cased *p) {
   size_t e = s;
-  while (e < n && tp_is_upper_set(c, e)) e++;
-  if (e < n && tp_is_lower_set(c, e)) { /* lower+ from e, at its longest */
-    while (e < n && tp_is_lower_set(c, e)) e++;
+  while (e < n && p->upper(c, e)) e++;
+  if (e < n && p->lower(c, e)) { /* lower+ from e, at its longest */
+    while (e < n && p->lower(c, e)) e++;
     return e;
   }
   /* the last code point the run gave back that lower+ takes: lower+ ends
    * right after it (the code points after it were upper only) */
   for (size_t k = e; k > s; k--)
-    if (tp_is_lower_set(c, k - 1)) return k;
+    if (p->lower(c, k - 1)) return k;
   return 0;
 }
 
 /* upper+lower* from s; 0 where nothing matches */
-static size_t tp_word_upper(const tp_cps *c, size_t s, size_t n) {
+static size_t tp_word_upper(const tp_cps *c, size_t s, size_t n, const tp_cased *p) {
   size_t e = s;
-  while (e < n && tp_is_upper_set(c, e)) e++;
+  while (e < n && p->upper(c, e)) e++;
   if (e == s) return 0;
-  while (e < n && tp_is_lower_set(c, e)) e++;
+  while (e < n && p->lower(c, e)) e++;
   return e;
 }
 
-/* [^\r\n\p{L}\p{N}]?UPPER*LOWER+C?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*C?|\p{N}{1,digits}|
- *  ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
- * tekken: no contractions C, digits 1; gpt-4o: C = (?i:'s|'t|'re|'ve|'m|'ll|'d), digits 3.
- * Each word alternative tries the lead first, then none. */
-static size_t tp_cased_match(const tp_cps *c, size_t i, size_t n, size_t digits, int contractions) {
-  size_t (*const words[2])(const tp_cps *, size_t, size_t) = {tp_word_lower, tp_word_upper};
+/* Pattern p at i. Each word alternative tries the lead first, then none. */
+static size_t tp_cased_match(const tp_cps *c, size_t i, size_t n, const tp_cased *p) {
+  size_t (*const words[2])(const tp_cps *, size_t, size_t, const tp_cased *) = {tp_word_lower,
+                                                                                tp_word_upper};
   for (int w = 0; w < 2; ++w)
     for (int lead = 1; lead >= 0; --lead) {
       if (lead && !(tp_is_lead(c, i) && i + 1 < n)) continue;
-      size_t end = words[w](c, i + (size_t)lead, n);
+      size_t end = words[w](c, i + (size_t)lead, n, p);
       if (!end) continue;
-      if (contractions) {
-        const size_t after = tp_contraction(c, end, n, 1);
+      if (p->contractions) {
+        const size_t after = tp_contraction(c, end, n, p->contractions);
         if (after) end = after;
       }
       return end;
     }
-  return tp_tail_match(c, i, n, digits, 1);
+  return tp_tail_match(c, i, n, p->digits, p->slash);
 }
 
 /* ---- DeepSeek's lists. Their code point sets that are not Unicode
@@ -237,8 +275,6 @@ static int tp_is_ds_letter(const tp_cps *c, size_t i) { return TP_IN(c->cp[i], t
 static int tp_is_ds_punct(const tp_cps *c, size_t i) { return TP_IN(c->cp[i], tp_deepseek_punct); }
 static int tp_is_ds_cjk(const tp_cps *c, size_t i) { return TP_IN(c->cp[i], tp_deepseek_cjk); }
 static int tp_is_v3_cjk(const tp_cps *c, size_t i) { return TP_IN(c->cp[i], tp_deepseek_v3_cjk); }
-
-typedef int (*tp_class_fn)(const tp_cps *c, size_t i);
 
 /* X+ at i: the end of the run, 0 where i is not in X. */
 static size_t tp_run(const tp_cps *c, size_t i, size_t n, tp_class_fn in) {
@@ -332,11 +368,29 @@ static size_t tp_deepseek_v3_match(const tp_cps *c, size_t i, size_t n) {
   return tp_is_space(c, i) ? tp_space_tail(c, i, n) : 0;
 }
 
+/* Kimi K2's pattern (the pat_str of its tokenization_kimi.py, for tiktoken):
+ *   [\p{Han}]+|[^\r\n\p{L}\p{N}]?UPPER*LOWER+C?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*C?|
+ *   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * gpt-4o's after a first alternative for Han runs, with its word classes
+ * less Han (UPPER = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]], LOWER
+ * likewise), C = (?i:'s|'t|'re|'ve|'m|'ll|'d) and no / after symbols. A
+ * Han code point at i is taken by the first alternative, so the lead is
+ * never one; Han code points that are not letters (radicals: So) still
+ * join symbol runs after the first code point. */
+static size_t tp_kimi_match(const tp_cps *c, size_t i, size_t n) {
+  if (tp_is_han_at(c, i)) return tp_run(c, i, n, tp_is_han_at);
+  return tp_cased_match(c, i, n, &tp_kimi_pattern);
+}
+
 /* The single-expression pre-tokenizers with their parameters bound. */
 static size_t tp_llama3_3(const tp_cps *c, size_t i, size_t n) { return tp_llama3_match(c, i, n, 3); }
 static size_t tp_qwen2_1(const tp_cps *c, size_t i, size_t n) { return tp_llama3_match(c, i, n, 1); }
-static size_t tp_tekken(const tp_cps *c, size_t i, size_t n) { return tp_cased_match(c, i, n, 1, 0); }
-static size_t tp_gpt4o(const tp_cps *c, size_t i, size_t n) { return tp_cased_match(c, i, n, 3, 1); }
+static size_t tp_tekken(const tp_cps *c, size_t i, size_t n) {
+  return tp_cased_match(c, i, n, &tp_tekken_pattern);
+}
+static size_t tp_gpt4o(const tp_cps *c, size_t i, size_t n) {
+  return tp_cased_match(c, i, n, &tp_gpt4o_pattern);
+}
 
 typedef size_t (*tp_match_fn)(const tp_cps *c, size_t i, size_t n);
 
@@ -368,6 +422,7 @@ static const tp_expr tp_deepseek_coder_list[] = {{tp_newline_match, NULL}, {tp_l
 /* \p{N}{1,3}, [CJK and kana]+, the words-and-marks expression */
 static const tp_expr tp_deepseek_v3_list[] = {{tp_numbers3_match, NULL}, {tp_v3_cjk_match, NULL},
                                               {tp_deepseek_v3_match, NULL}};
+static const tp_expr tp_kimi_list[] = {{tp_kimi_match, NULL}};
 
 typedef struct tp_splitter {
   const tp_cps *c;
@@ -415,6 +470,7 @@ topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_pie
     case TP_PRE_DEEPSEEK_LLM: TP_LIST(tp_deepseek_llm_list); break;
     case TP_PRE_DEEPSEEK_CODER: TP_LIST(tp_deepseek_coder_list); break;
     case TP_PRE_DEEPSEEK_V3: TP_LIST(tp_deepseek_v3_list); break;
+    case TP_PRE_KIMI_K2: TP_LIST(tp_kimi_list); break;
     default: TP_LIST(tp_gpt2_list); break;
   }
 #undef TP_LIST

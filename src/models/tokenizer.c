@@ -73,6 +73,9 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
   static const char *const deepseek_coder[] = {"deepseek-coder"};
   /* Hunyuan's dense models, JoyAI and HY v4 name DeepSeek-V3's list under their own names */
   static const char *const deepseek_v3[] = {"deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"};
+  /* Kimi K2, K2-Instruct, K2-Thinking (and Kimi-Linear's and K3's files, whose
+   * tiktoken vocabulary is K2's) */
+  static const char *const kimi_k2[] = {"kimi-k2"};
 #define TP_NAMES(a) a, sizeof a / sizeof *a
   static const struct {
     const char *const *names;
@@ -90,7 +93,8 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
                {TP_NAMES(gpt4o), TP_PRE_GPT4O, 0, 0},
                {TP_NAMES(deepseek_llm), TP_PRE_DEEPSEEK_LLM, 0, 0},
                {TP_NAMES(deepseek_coder), TP_PRE_DEEPSEEK_CODER, 0, 0},
-               {TP_NAMES(deepseek_v3), TP_PRE_DEEPSEEK_V3, 0, 0}};
+               {TP_NAMES(deepseek_v3), TP_PRE_DEEPSEEK_V3, 0, 0},
+               {TP_NAMES(kimi_k2), TP_PRE_KIMI_K2, 0, 0}};
 #undef TP_NAMES
   *ignore_merges = 0;
   *bos = 0;
@@ -105,7 +109,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
       }
   return tp_fail(TOPOS_UNSUPPORTED,
                  "tokenizer: pre-tokenizer \"%.64s\" is not supported (known: the gpt2, llama-bpe, "
-                 "qwen2, smollm, tekken, gpt-4o, deepseek-llm, deepseek-coder, deepseek-v3 and glm4 "
+                 "qwen2, smollm, tekken, gpt-4o, deepseek-llm, deepseek-coder, deepseek-v3, glm4 and kimi-k2 "
                  "patterns under the names include/topos/tokenizer.h lists, dbrx, smaug-bpe)",
                  name);
 }
@@ -311,10 +315,11 @@ static topos_status tp_collect_specials(topos_tokenizer *t) {
  * eos <|im_end|>, and <|endoftext|> ends a document). A file that names no
  * eot gets the first marker of tp_eot_texts it has. */
 static const char *const tp_eot_texts[] = {"<|eot_id|>",     "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                           "<|endoftext|>", "<EOT>",      "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"};
+                                           "<|endoftext|>", "<EOT>",      "[EOT]",   "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"};
+/* [EOT] and [EOS]: Kimi K2's (its turns end at <|im_end|>) */
 static const char *const tp_eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>",        "<end_of_turn>", "<|endoftext|>",
                                            "<|eom_id|>", "<EOT>",      "<|end_of_text|>", "[|endofturn|]",
-                                           "<|return|>", "<|call|>"};
+                                           "<|return|>", "<|call|>",   "[EOT]",           "[EOS]"};
 
 static int32_t tp_token_of(const topos_tokenizer *t, const char *text) {
   return tp_strmap_get(&t->token_map, text, strlen(text));

@@ -36,6 +36,10 @@ typedef enum tp_char_kind {
 } tp_char_kind;
 tp_char_kind tp_char_kind_of(uint32_t cp);
 tp_char_class tp_char_class_of_kind(tp_char_kind kind); /* the kind's coarse class */
+/* The Han script (\p{Han}: CJK ideographs, radicals, 々, 〇, ...; not kana),
+ * a script rather than a category, apart from the kinds: its ideographs are
+ * CASELESS, 〇 NUMBER, the radicals SYMBOL. */
+int tp_is_han(uint32_t cp);
 
 /* ---- pre-tokenizers for byte-level BPE */
 typedef enum tp_pre_kind {
@@ -49,7 +53,8 @@ typedef enum tp_pre_kind {
   TP_PRE_DEEPSEEK_LLM,   /* newlines; cased letters; ASCII and CJK punctuation; trailing
                             spaces; CJK; digit runs */
   TP_PRE_DEEPSEEK_CODER, /* newlines; \p{L}; \p{P}; CJK; digits one by one */
-  TP_PRE_DEEPSEEK_V3     /* digits in groups of 1-3; CJK and kana; words with marks */
+  TP_PRE_DEEPSEEK_V3,    /* digits in groups of 1-3; CJK and kana; words with marks */
+  TP_PRE_KIMI_K2 /* Kimi K2 (tiktoken): Han runs, then gpt-4o's words without Han, digits in 1-3 */
 } tp_pre_kind;
 
 /* Calls emit(ctx, start, length) for each pre-token of text[0..n), in order;

@@ -8,8 +8,8 @@
 #include "base/error.h"
 #include "models/tokenizer_internal.h"
 
-/* ---- classes: a binary search of the generated table (the last entry
- * starting at or below cp) */
+/* ---- classes: binary searches of the generated tables (for the kinds, the
+ * last entry starting at or below cp) */
 #include "models/unicode_classes.h"
 
 tp_char_kind tp_char_kind_of(uint32_t cp) {
@@ -37,6 +37,21 @@ tp_char_class tp_char_class_of_kind(tp_char_kind k) {
 }
 
 tp_char_class tp_char_class_of(uint32_t cp) { return tp_char_class_of_kind(tp_char_kind_of(cp)); }
+
+/* the first Han range ending at or after cp, and whether it holds cp */
+int tp_is_han(uint32_t cp) {
+  const size_t n = sizeof tp_han_ranges / sizeof tp_han_ranges[0];
+  if (cp < tp_han_ranges[0][0]) return 0; /* ASCII, Latin, Greek, ... at once */
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (tp_han_ranges[mid][1] < cp)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && tp_han_ranges[lo][0] <= cp;
+}
 
 /* ---- GPT-2 bytes_to_unicode: printable Latin-1 bytes ('!'..'~', '¡'..'¬',
  * '®'..'ÿ') stand for themselves; the other 68 bytes get U+0100 onwards in

@@ -35,9 +35,8 @@ TEST(tokenizer_refuses_bad_models) {
   d = tt_desc(&v, "gpt2");
   d.pre = "qwen9";
   CHECK_REFUSED(d, TOPOS_UNSUPPORTED, "qwen9");
-  /* names near the DeepSeek and GLM ones, and Kimi K2's list (Han apart from
-   * o200k's words), stay refused */
-  static const char *const near[] = {"deepseek-v9", "deepseek", "glm3", "kimi-k2"};
+  /* names near the DeepSeek, GLM and Kimi ones stay refused */
+  static const char *const near[] = {"deepseek-v9", "deepseek", "glm3", "kimi-linear", "kimi-k3"};
   for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
     d.pre = near[i];
     CHECK_REFUSED(d, TOPOS_UNSUPPORTED, near[i]);

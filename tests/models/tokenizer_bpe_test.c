@@ -405,6 +405,110 @@ TEST(tokenizer_pretokenize_deepseek_rules) {
   CHECK(count[0] == 3 && count[1] == sizeof text); /* 日 | the spaces | 日 */
 }
 
+/* Kimi K2's pattern (tiktoken's; its tokenization_kimi.py states it)
+ * against the splits Python's `regex` module gives for it in version 1
+ * (where && in a class is intersection; scripts/pretokenize_reference.py
+ * prints these rows): Han runs (々, 〇 and the radicals are Han; kana, ー
+ * and the CJK punctuation are not) cut out of words, words by case with
+ * contractions in either case (and 'ſ, a long s: (?i) folds it to s),
+ * digits in threes, combining marks after Latin, Cyrillic and Han,
+ * full-width digits and letters, Hangul, Arabic, Devanagari, emoji,
+ * a zero-width joiner, punctuation runs, slashes, newlines, tabs,
+ * trailing spaces. */
+TEST(tokenizer_pretokenize_kimi_k2_matches_the_regex) {
+  static const split_case cases[] = {
+    {TP_PRE_KIMI_K2, "HTMLParser camelCase I'M don't they'LL we've",
+     "HTMLParser| camel|Case| I'M| don't| they'LL| we've"},
+    {TP_PRE_KIMI_K2, "Hello world 12345 it's 1234567",
+     "Hello| world| |123|45| it's| |123|456|7"},
+    {TP_PRE_KIMI_K2, "\xE4\xB8\xAD\xE6\x96\x87" "English\xE6\xB7\xB7\xE5\x90\x88text\xEF\xBC\x8C\xE6\xB5\x8B\xE8\xAF\x95\xE3\x80\x82",
+     "\xE4\xB8\xAD\xE6\x96\x87|English|\xE6\xB7\xB7\xE5\x90\x88|text|\xEF\xBC\x8C|\xE6\xB5\x8B\xE8\xAF\x95|\xE3\x80\x82"},
+    {TP_PRE_KIMI_K2, "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88\xE3\x81\xA8\xE3\x82\xAB\xE3\x82\xBF\xE3\x82\xAB\xE3\x83\x8A\xE3\x80\x81\xE3\x81\xB2\xE3\x82\x89\xE3\x81\x8C\xE3\x81\xAA\xE3\x80\x82",
+     "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E|\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88\xE3\x81\xA8\xE3\x82\xAB\xE3\x82\xBF\xE3\x82\xAB\xE3\x83\x8A|\xE3\x80\x81\xE3\x81\xB2\xE3\x82\x89\xE3\x81\x8C\xE3\x81\xAA|\xE3\x80\x82"},
+    {TP_PRE_KIMI_K2, "\xE4\xBA\xBA\xE3\x80\x85 \xE3\x80\x87\xE3\x80\x87\xE4\xB8\x83 \xE2\xBA\x80\xE2\xBA\x81 \xE6\xBC\xA2\xE5\xAD\x97" "A",
+     "\xE4\xBA\xBA\xE3\x80\x85| |\xE3\x80\x87\xE3\x80\x87\xE4\xB8\x83| \xE2\xBA\x80\xE2\xBA\x81| |\xE6\xBC\xA2\xE5\xAD\x97|A"},
+    {TP_PRE_KIMI_K2, "\xC3\x89" "COLE \xC3\xA9lan \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91 \xCF\x83\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1 \xC7\x85ungla \xCA\xB0" "a",
+     "\xC3\x89" "COLE| \xC3\xA9lan| \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91| \xCF\x83\xCE\xBF\xCF\x86\xCE\xAF\xCE\xB1| \xC7\x85ungla| \xCA\xB0" "a"},
+    {TP_PRE_KIMI_K2, "e\xCC\x81te\xCC\x81 \xCC\x81x \xD0\xBA\xD0\xBD\xD0\xB8\xCC\x81\xD0\xB3\xD0\xB0 \xE4\xB8\xAD\xCC\x81\xE6\x96\x87",
+     "e\xCC\x81te\xCC\x81| \xCC\x81x| \xD0\xBA\xD0\xBD\xD0\xB8\xCC\x81\xD0\xB3\xD0\xB0| |\xE4\xB8\xAD|\xCC\x81|\xE6\x96\x87"},
+    {TP_PRE_KIMI_K2, "x += 1; // note\r\n\tif (a) {b}\n\n",
+     "x| +=| |1|;| //| note|\r\n|\tif| (|a|)| {|b|}\n\n"},
+    {TP_PRE_KIMI_K2, "  leading and trailing  ",
+     " | leading| and| trailing|  "},
+    {TP_PRE_KIMI_K2, "a \n  b\r\n\r\n  c\t\tx  \n",
+     "a| \n| | b|\r\n\r\n| | c|\t|\tx|  \n"},
+    {TP_PRE_KIMI_K2, "emoji \xF0\x9F\x98\x80\xF0\x9F\x98\x80 x\xE2\x82\xAC" "5 $HOME ~/.bashrc!!\n",
+     "emoji| \xF0\x9F\x98\x80\xF0\x9F\x98\x80| x|\xE2\x82\xAC|5| $|HOME| ~/.|bashrc|!!\n"},
+    {TP_PRE_KIMI_K2, "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A\xEF\xBC\x81\xEF\xBC\x9F\xE3\x80\x80\xE5\x85\xA8\xE8\xA7\x92",
+     "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93|\xEF\xBD\x98\xEF\xBD\x99\xEF\xBD\x9A|\xEF\xBC\x81\xEF\xBC\x9F|\xE3\x80\x80|\xE5\x85\xA8\xE8\xA7\x92"},
+    {TP_PRE_KIMI_K2, "\xD9\xA3\xD9\xA4\xD9\xA5 \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A \xE0\xA4\x95\xE0\xA4\xBF \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80 \xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+     "\xD9\xA3\xD9\xA4\xD9\xA5| \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A| \xE0\xA4\x95\xE0\xA4\xBF| \xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80| \xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4"},
+    {TP_PRE_KIMI_K2, "Path/to/file.txt\n// comment /\n",
+     "Path|/to|/file|.txt|\n|//| comment| /\n"},
+    {TP_PRE_KIMI_K2, "a\xE2\x80\x8D" "b \xE4\xB8\xAD'S \xE6\x96\x87's x'\xC5\xBF y'\xC5\xBFT",
+     "a|\xE2\x80\x8D" "b| |\xE4\xB8\xAD|'S| |\xE6\x96\x87|'s| x'\xC5\xBF| y'\xC5\xBF|T"},
+    {TP_PRE_KIMI_K2, "!\xE4\xB8\xAD !a ,\xE4\xB8\xAD\xE6\x96\x87 \xE2\xBA\x80" "a \xE3\x80\x87" "1",
+     "!|\xE4\xB8\xAD| !|a| ,|\xE4\xB8\xAD\xE6\x96\x87| \xE2\xBA\x80|a| |\xE3\x80\x87|1"},
+    {TP_PRE_KIMI_K2, "\xE3\x80\x87\xC3\x89" "COLE\xE4\xB8\xAD\xE6\x96\x87\xC3\xA9\n\xE3\x80\x80\xE2\x80\x8D",
+     "\xE3\x80\x87|\xC3\x89" "COLE|\xE4\xB8\xAD\xE6\x96\x87|\xC3\xA9|\n|\xE3\x80\x80|\xE2\x80\x8D"},
+    {TP_PRE_KIMI_K2, "12345HTMLParser...\xE6\x97\xA5\xE6\x9C\xAC\xE3\x80\x87",
+     "123|45|HTMLParser|...|\xE6\x97\xA5\xE6\x9C\xAC\xE3\x80\x87"},
+    {TP_PRE_KIMI_K2, "\xEF\xBC\x8C\xCE\xA3\xCF\x83\xC7\x85xx\xC5\xBF\xE3\x80\x85",
+     "\xEF\xBC\x8C\xCE\xA3\xCF\x83|\xC7\x85xx\xC5\xBF|\xE3\x80\x85"},
+    {TP_PRE_KIMI_K2, "\xEF\xBC\x91\xEF\xBC\x92I'M7\r\n",
+     "\xEF\xBC\x91\xEF\xBC\x92|I'M|7|\r\n"},
+    {TP_PRE_KIMI_K2, "\xE3\x80\x80\xEF\xBC\x91\xEF\xBC\x92x\xC5\xBF\t",
+     "\xE3\x80\x80|\xEF\xBC\x91\xEF\xBC\x92|x\xC5\xBF|\t"},
+    {TP_PRE_KIMI_K2, "\xE3\x80\x80" "12345\xC7\x85xdon't\xC3\x89" "COLE",
+     "\xE3\x80\x80|123|45|\xC7\x85xdon't|\xC3\x89" "COLE"},
+    {TP_PRE_KIMI_K2, "'s\xEF\xBC\x8C\xE3\x83\xBC\xC7\x85x\xD9\xA3\xD9\xA4 ",
+     "'s|\xEF\xBC\x8C\xE3\x83\xBC\xC7\x85x|\xD9\xA3\xD9\xA4| "},
+    {TP_PRE_KIMI_K2, "\xE3\x80\x87\xEF\xBC\x8C" "e\xCC\x81HTMLParser\xE2\xBA\x80\xE4\xB8\xAD\xE6\x96\x87\xF0\x9F\x98\x80I'M",
+     "\xE3\x80\x87|\xEF\xBC\x8C" "e\xCC\x81|HTMLParser|\xE2\xBA\x80\xE4\xB8\xAD\xE6\x96\x87|\xF0\x9F\x98\x80I'M"},
+    {TP_PRE_KIMI_K2, "\xCC\x81I'M\xE3\x83\xBC\xE4\xB8\xAD\xE6\x96\x87\xE2\x82\xACHello\xE3\x80\x85...12345",
+     "\xCC\x81|I'M|\xE3\x83\xBC|\xE4\xB8\xAD\xE6\x96\x87|\xE2\x82\xACHello|\xE3\x80\x85|...|123|45"},
+    {TP_PRE_KIMI_K2, "\t...\xE3\x80\x82\xE4\xB8\xAD\xE6\x96\x87I'M(x)don't",
+     "\t|...\xE3\x80\x82|\xE4\xB8\xAD\xE6\x96\x87|I'M|(x|)don't"},
+    {TP_PRE_KIMI_K2, "(x)\r\n\xD9\xA3\xD9\xA4\xEF\xBC\x91\xEF\xBC\x92\xE3\x80\x80\xEF\xBC\x91\xEF\xBC\x92" "7/\xE2\x80\x8D",
+     "(x|)\r\n|\xD9\xA3\xD9\xA4\xEF\xBC\x91|\xEF\xBC\x92|\xE3\x80\x80|\xEF\xBC\x91\xEF\xBC\x92" "7|/\xE2\x80\x8D"},
+    {TP_PRE_KIMI_K2, "\xCC\x81\xCE\xA3\xCF\x83  e\xCC\x81'LL",
+     "\xCC\x81\xCE\xA3\xCF\x83| | e\xCC\x81'LL"},
+    {TP_PRE_KIMI_K2, "\xE2\x82\xAC(x)e\xCC\x81HelloI'M\xCC\x81HTMLParser",
+     "\xE2\x82\xAC(|x|)e\xCC\x81|Hello|I'M|\xCC\x81HTMLParser"},
+    {TP_PRE_KIMI_K2, "(x)\xE3\x83\xBC\xC7\x85xI'M\r\n\xC3\x89" "COLE",
+     "(x|)\xE3\x83\xBC\xC7\x85x|I'M|\r\n|\xC3\x89" "COLE"},
+  };
+  check_split_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+TEST(tokenizer_pretokenize_kimi_k2_rules) {
+  /* an undecodable byte is a symbol and a lead, as U+FFFD (the regex
+   * module's splits of "a\uFFFD!b", "\uFFFD\u0301a" and " \uFFFD中") */
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "a\xFF!b", "a|\xFF!|b");
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "\xFF\xCC\x81" "a", "\xFF\xCC\x81" "a");
+  CHECK_SPLIT(TP_PRE_KIMI_K2, " \xFF\xE4\xB8\xAD", " \xFF|\xE4\xB8\xAD");
+  /* Han outside the BMP (U+20000, U+30000) and a Han mark (U+16FF0) leave
+   * the Latin around them; a caseless modifier letter stays in the word */
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "a\xF0\xA0\x80\x80" "b\xF0\xB0\x80\x80", "a|\xF0\xA0\x80\x80|b|\xF0\xB0\x80\x80");
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "x\xF0\x96\xBF\xB0" "a", "x|\xF0\x96\xBF\xB0|a");
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "ab\xCA\xB0\xE3\x80\x85", "ab\xCA\xB0|\xE3\x80\x85");
+  /* contractions: one per word, either case; a lone apostrophe is a symbol */
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "X'S'T aB'LLc a'", "X'S|'T| a|B'LL|c| a|'");
+  CHECK_SPLIT(TP_PRE_KIMI_K2, "", "");
+  /* long runs are taken whole in one pass each (no rescans from inside a run) */
+  static char text[30000];
+  for (size_t i = 0; i < 9999; i++) memcpy(text + 3 * i, "\xE4\xB8\xAD", 3); /* 中 x 9999 */
+  text[29997] = 'a', text[29998] = 'B', text[29999] = 'c';
+  size_t count[2] = {0, 0};
+  CHECK_OK(tp_pretokenize(TP_PRE_KIMI_K2, text, sizeof text, count_pieces, count));
+  CHECK(count[0] == 3 && count[1] == sizeof text); /* the Han run | a | Bc */
+  memset(text, 'A', sizeof text - 1); /* capitals, then one small letter: one word */
+  text[sizeof text - 1] = 'z';
+  count[0] = count[1] = 0;
+  CHECK_OK(tp_pretokenize(TP_PRE_KIMI_K2, text, sizeof text, count_pieces, count));
+  CHECK(count[0] == 1 && count[1] == sizeof text);
+}
+
 TEST(tokenizer_pretokenize_gpt2) {
   CHECK_SPLIT(TP_PRE_GPT2, "I'm  here 42x\n\n end!?", "I|'m| | here| 42|x|\n\n| end|!?");
   CHECK_SPLIT(TP_PRE_GPT2, "I'M", "I|'|M"); /* contractions are case-sensitive */
@@ -475,6 +579,16 @@ TEST(tokenizer_unicode_classes) {
               (int)tp_char_kind_of(kinds[i].cp), (int)kinds[i].kind);
   CHECK_EQ_INT(tp_char_class_of(0x093F), TP_CHAR_OTHER); /* marks are not \p{L} */
   CHECK_EQ_INT(tp_char_class_of(0x1C), TP_CHAR_OTHER);   /* not White_Space, though isspace() says so */
+  /* the Han script: ideographs (BMP, extensions, compatibility), 々 〇 〡,
+   * the radicals; not kana, ー, CJK punctuation, Hangul, U+FFFD */
+  static const uint32_t han[] = {0x4E00, 0x9FFF, 0x3400, 0x3005, 0x3007, 0x3021, 0x2E80, 0x2F00,
+                                 0xF900, 0x16FF0, 0x20000, 0x2FA1D, 0x30000, 0x3134A};
+  static const uint32_t not_han[] = {'A', 0x3042, 0x30A2, 0x30FC, 0x3001, 0x3002, 0x3006, 0x2E9A, 0xAC00,
+                                     0xFFFD, 0xFF21, 0x3134B, 0x10FFFF, TP_UTF8_INVALID};
+  for (size_t i = 0; i < sizeof han / sizeof han[0]; ++i)
+    CHECK_MSG(tp_is_han(han[i]), "U+%04X is Han", (unsigned)han[i]);
+  for (size_t i = 0; i < sizeof not_han / sizeof not_han[0]; ++i)
+    CHECK_MSG(!tp_is_han(not_han[i]), "U+%04X is not Han", (unsigned)not_han[i]);
   /* bytes_to_unicode is a bijection onto its 256 code points */
   int seen[0x144] = {0};
   for (int b = 0; b < 256; b++) {
@@ -630,7 +744,7 @@ TEST(tokenizer_bpe_pre_variants) {
   tt_vocab_free(&v);
 }
 
-/* The DeepSeek and GLM names through a GGUF file's tokenizer.ggml.pre:
+/* The DeepSeek, GLM and Kimi names through a GGUF file's tokenizer.ggml.pre:
  * each is accepted and picks its list, told apart by "2020" (one digit
  * run for deepseek-llm: 20|20; one by one for deepseek-coder; groups of
  * three for deepseek-v3 and GLM's Llama 3 pattern: 202|0), by whether a
@@ -643,7 +757,7 @@ TEST(tokenizer_bpe_pre_deepseek_and_glm) {
   } names[] = {{"deepseek-llm", RUN, 0, 0},  {"deepseek-coder", ONE, 0, 0}, {"deepseek-v3", THREE, 0, 0},
                {"hunyuan-dense", THREE, 0, 0}, {"joyai-llm", THREE, 0, 0},  {"hy_v4", THREE, 0, 0},
                {"glm4", THREE, 0, 1},        {"glm5", THREE, 0, 1},        {"chatglm-bpe", THREE, 0, 0},
-               {"jina-v5-nano", THREE, 1, 1}, {"minerva-7b", ONE, 0, 0}};
+               {"jina-v5-nano", THREE, 1, 1}, {"minerva-7b", ONE, 0, 0},   {"kimi-k2", THREE, 0, 0}};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
     tt_vocab v;
     topos_tokenizer *t = bpe_make(&v, names[k].name, 1);
@@ -810,6 +924,23 @@ TEST(tokenizer_end_of_generation_markers) {
   CHECK_EQ_INT(topos_tokenizer_is_eog(t, call), 1);
   CHECK_EQ_INT(topos_tokenizer_is_eog(t, eos), 0);
   topos_tokenizer_free(t);
+  /* Kimi K2's markers: [EOS], [EOT] end generation; <|im_end|> is the eot */
+  tt_vocab k = {0};
+  tt_add(&k, "a", 0);
+  const int k_eos = tt_vocab_add(&k, "[EOS]", 5, 0, TOPOS_TOKEN_CONTROL);
+  const int k_im_end = tt_vocab_add(&k, "<|im_end|>", 10, 0, TOPOS_TOKEN_CONTROL);
+  const int k_eot = tt_vocab_add(&k, "[EOT]", 5, 0, TOPOS_TOKEN_CONTROL);
+  const int k_bos = tt_vocab_add(&k, "[BOS]", 5, 0, TOPOS_TOKEN_CONTROL);
+  e = tt_desc(&k, "gpt2");
+  e.pre = "kimi-k2";
+  e.eos_id = k_im_end;
+  CHECK_OK(topos_tokenizer_new(&e, &t));
+  CHECK_EQ_INT(topos_tokenizer_eot(t), k_im_end);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, k_eos), 1);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, k_eot), 1);
+  CHECK_EQ_INT(topos_tokenizer_is_eog(t, k_bos), 0);
+  topos_tokenizer_free(t);
+  tt_vocab_free(&k);
   tt_vocab_free(&w);
   tt_vocab_free(&v);
 }
