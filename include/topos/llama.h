@@ -65,7 +65,8 @@ typedef struct topos_llama_config {
                           * LayerNorm files: "starcoder2", "stablelm", "phi2", "gpt2",
                           * "starcoder", "gptneox", "falcon", "command-r", "cohere2"; latent
                           * attention: "deepseek2"; "glm4moe" (GLM-4.5 / 4.6 / 4.7); "llama4"
-                          * (Llama 4 Scout / Maverick) */
+                          * (Llama 4 Scout / Maverick); "minimax-m2", "dots1", "bailingmoe2",
+                          * "hunyuan-dense", "hunyuan-moe" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -80,6 +81,7 @@ typedef struct topos_llama_config {
   int qk_norm;           /* 1: q and k RMS-normalised per head before the rotation
                           * (attn_q_norm / attn_k_norm: qwen3, gemma3); 2: over the whole q
                           * and k rows (olmo2) */
+  int qk_norm_after_rope; /* 1: those norms follow the rotation instead (hunyuan) */
   int pre_norms;         /* 1: each branch reads its input through attn_norm / ffn_norm; 0 (olmo2):
                           * the residual itself */
   int post_norms;        /* 1: the attention and feed-forward outputs RMS-normalised before

@@ -204,21 +204,27 @@ typedef struct tp_llama_arch_extra {
   /* rope.dimension_sections (GLM-4.5V's M-RoPE): tp_llama_mrope_text */
   int mrope_text;
   int llama4; /* tp_llama_llama4 */
+  /* Hunyuan: q and k norms after the rotation, rope.scaling.alpha, an
+   * expert_count of 1 dense, a mixture's shared expert feed_forward_length
+   * wide where expert_shared_feed_forward_length is absent */
+  int hunyuan;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
-    {"deepseek2", 1, 1, 0, 0, 0},
-    {"glm4moe", 2, 1, 1, 1, 0},
-    {"llama4", 0, 0, 0, 0, 1},
-    {"minimax-m2", 1, 0, 0, 0, 0},
-    {"dots1", 1, 1, 0, 0, 0},
-    {"bailingmoe2", 1, 1, 0, 0, 0},
+    {"deepseek2", 1, 1, 0, 0, 0, 0},
+    {"glm4moe", 2, 1, 1, 1, 0, 0},
+    {"llama4", 0, 0, 0, 0, 1, 0},
+    {"minimax-m2", 1, 0, 0, 0, 0, 0},
+    {"dots1", 1, 1, 0, 0, 0, 0},
+    {"bailingmoe2", 1, 1, 0, 0, 0, 0},
+    {"hunyuan-dense", 0, 0, 0, 0, 0, 1},
+    {"hunyuan-moe", 0, 0, 0, 0, 0, 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
   for (size_t i = 0; i < sizeof tp_llama_arch_extras / sizeof tp_llama_arch_extras[0]; ++i)
     if (strcmp(tp_llama_arch_extras[i].name, name) == 0) return tp_llama_arch_extras[i];
-  return (tp_llama_arch_extra){name, 0, 0, 0, 0, 0};
+  return (tp_llama_arch_extra){name, 0, 0, 0, 0, 0, 0};
 }
 
 static const tp_llama_arch tp_llama_archs[] = {
@@ -276,6 +282,10 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* Ling 2.0 / Ring 2.0: dots1's, with q, k, v in one attn_qkv and half of each head rotated */
     {"bailingmoe2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
      TP_ARCH_MOE_LAYERS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Hunyuan 0.5B-7B and Hunyuan-A13B: q and k norms after the rotation */
+    {"hunyuan-dense", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"hunyuan-moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     /* MiniMax-M2: whole-row q and k norms, half of each head rotated, a sigmoid router from the file */
     {"minimax-m2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
      TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -508,6 +518,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   c->experts_scale = 1.0f;
   c->n_experts = 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_count"), 0, &c->n_experts, &present));
+  if (x.hunyuan && !(a->flags & TP_ARCH_MOE) && c->n_experts <= 1) c->n_experts = 0; /* as llama.cpp */
   if (c->n_experts == 0 && (a->flags & TP_ARCH_MOE))
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s files are mixtures of experts; %s is %s", a->name, kb,
                    present ? "0" : "missing");
@@ -529,7 +540,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
                    "feed_forward_length absent or too small)");
   c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
-  if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate ? c->ff : 0;
+  if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate || x.hunyuan ? c->ff : 0;
   if (x.ds_moe) { /* expert_shared_count experts, each expert_shared_feed_forward_length (absent: an expert's
                    * width) wide, as one feed-forward (llama.cpp's rule for bailingmoe2; the others' files
                    * have no such key) */
@@ -646,6 +657,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
                       0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
+  c->qk_norm_after_rope = x.hunyuan;
   if (c->n_heads % c->n_kv_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
                    " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
@@ -673,6 +685,12 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
                    " is past 2^31", c->n_heads, c->head_dim);
   if (!(a->flags & TP_ARCH_MLA)) /* (latent attention: read above) */
     TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count"), 0, c->head_dim, &c->rope_dim));
+  if (x.hunyuan && c->head_dim > 2) { /* NTK-aware alpha: base alpha^(hd / (hd - 2)), in f32 as llama.cpp (the
+                                       * converter folds it into freq_base for the text-only files) */
+    float alpha = 0.0f;
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("rope.scaling.alpha"), 0.0f, &alpha));
+    if (alpha > 0.0f) c->rope_base *= powf(alpha, (float)c->head_dim / (float)(c->head_dim - 2));
+  }
   /* partial rotary (Phi-4-mini: 96 of 128): the first rope_dim dimensions
    * of each head rotate, the rest pass through */
   if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)

@@ -85,6 +85,12 @@ static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tenso
   return tp_reshape(r, y, 2, T, heads * hd, 0, 0);
 }
 
+/* the same over x [T, heads, hd] */
+static topos_sym tp_head_norm3(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
+  const int64_t T = r->T, hd = r->c->head_dim;
+  return tp_reshape(r, tp_head_norm(r, tp_reshape(r, x, 2, T, heads * hd, 0, 0), heads, w), 3, T, heads, hd, 0);
+}
+
 /* s * v (v 1: s) */
 static topos_sym tp_scale(tp_rec *r, topos_sym s, float v) {
   if (v == 1.0f) return s;
@@ -433,20 +439,22 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       q = tp_bias(r, q, L->bq, T);
       k = tp_bias(r, k, L->bk, T);
       v = tp_bias(r, v, L->bv, T);
-      if (L->q_norm)
+      const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
+      if (L->q_norm && !late)
         q = c->qk_norm == 2 ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm) : tp_head_norm(r, q, H, L->q_norm);
-      if (L->k_norm)
+      if (L->k_norm && !late)
         k = c->qk_norm == 2 ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm) : tp_head_norm(r, k, KVH, L->k_norm);
       q = tp_reshape(r, q, 3, T, H, hd, 0);
       k = tp_reshape(r, k, 3, T, KVH, hd, 0);
       if (!L->nope) {
         q = tp_rope(r, q, H, cos, sin);
         k = tp_rope(r, k, KVH, cos, sin);
-        if (c->qk_l2_norm) { /* Llama 4: after the rotation, without weights */
-          q = tp_reshape(r, tp_head_norm(r, tp_reshape(r, q, 2, T, H * hd, 0, 0), H, NULL), 3, T, H, hd, 0);
-          k = tp_reshape(r, tp_head_norm(r, tp_reshape(r, k, 2, T, KVH * hd, 0, 0), KVH, NULL), 3, T, KVH, hd, 0);
-        }
       }
+      /* norms after the rotation, per head: hunyuan's (weights; no whole-row norm
+       * takes this order), Llama 4's L2 norm of the rotated layers (none) */
+      if (late && L->q_norm) q = tp_head_norm3(r, q, H, L->q_norm);
+      if (late && L->k_norm) k = tp_head_norm3(r, k, KVH, L->k_norm);
+      if (c->qk_l2_norm && !L->nope) q = tp_head_norm3(r, q, H, NULL), k = tp_head_norm3(r, k, KVH, NULL);
       v = tp_reshape(r, v, 3, T, KVH, hd, 0);
     }
     g->k_new[l] = k;

@@ -11,10 +11,14 @@ static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch
 static inline int lt_post_norms(const lt_spec *s) {
   return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
 }
+/* hunyuan-dense, hunyuan-moe: q and k norms after the rotation, rope.scaling.alpha */
+static inline int lt_hunyuan(const lt_spec *s) {
+  return lt_arch_is(s, "hunyuan-dense") || lt_arch_is(s, "hunyuan-moe");
+}
 static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
-         lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2");
+         lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -70,7 +74,7 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
-         lt_arch_is(s, "bailingmoe2");
+         lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -80,7 +84,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") ||
-         lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2");
+         lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -21,12 +21,13 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
   if (lt_ds_moe(s)) return s->experts_shared * (s->ff_shexp > 0 ? s->ff_shexp : lt_ff_expert(s));
   if (lt_llama4(s)) return lt_ff_expert(s); /* one shared expert as wide as the routed ones */
   if (s->ff_shexp > 0) return s->ff_shexp;
-  return lt_arch_is(s, "qwen2moe") ? s->ff : 0;
+  return lt_arch_is(s, "qwen2moe") || lt_hunyuan(s) ? s->ff : 0;
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
-         lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2");
+         lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
+         lt_arch_is(s, "hunyuan-moe");
 }
 
 /* the router's probabilities are sigmoids: the key's 2, or glm4moe without it */

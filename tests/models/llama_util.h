@@ -80,6 +80,8 @@ typedef struct lt_spec {
   int64_t expert_groups, expert_groups_used; /* if > 0, expert_group_count, expert_group_used_count */
   int glm_qk_norm;         /* glm4moe: attn_q_norm / attn_k_norm (GLM-4.5's; Air has none) */
   int32_t rope_sections[4]; /* if any is set, rope.dimension_sections (GLM-4.5V's M-RoPE) */
+  float rope_alpha;        /* hunyuan: if > 0, rope.scaling.alpha */
+  int64_t expert_count_only; /* if > 0 (and no experts), expert_count alone (hunyuan's dense files' 1) */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -260,6 +262,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                    (uint64_t)s->layers));
   }
   if (s->rope_base_swa > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base_swa"), s->rope_base_swa));
+  if (s->rope_alpha > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.alpha"), s->rope_alpha));
   if (s->rope_sections[0] || s->rope_sections[1] || s->rope_sections[2] || s->rope_sections[3])
     LT(topos_gguf_writer_add_array(w, lt_k(kb, s, "rope.dimension_sections"), TOPOS_GGUF_I32, s->rope_sections, 4));
   if (s->attn_softcap > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attn_logit_softcapping"), s->attn_softcap));
@@ -280,6 +283,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (s->rope_attn_factor != 0)
     LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.scaling.attn_factor"), s->rope_attn_factor));
   if (s->experts > 0) LT(lt_write_expert_keys(w, s));
+  if (s->experts == 0 && s->expert_count_only > 0)
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_count"), (uint32_t)s->expert_count_only));
   if (lt_mla(s)) LT(lt_write_mla_keys(w, s));
   if (lt_ds_moe(s)) LT(lt_write_ds_moe_keys(w, s));
   if (lt_gptneox(s)) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "use_parallel_residual"), s->par_res));
@@ -501,7 +506,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
                                        int64_t N, int64_t ctx_len, float *logits) {
   int64_t D = s->dim, H = s->heads, KVH = s->kv_heads, hd = lt_head_dim(s), F = s->ff, V = s->vocab;
   int64_t kvd = KVH * hd, qd = H * hd;
-  const double base = s->rope_base > 0 ? s->rope_base : 10000.0;
+  double base = s->rope_base > 0 ? s->rope_base : 10000.0;
+  if (s->rope_alpha > 0) /* hunyuan's NTK alpha, in f32 as the model reads it */
+    base = (float)((float)base * powf(s->rope_alpha, (float)hd / (float)(hd - 2)));
   const double pscale = s->rope_scale > 0 && !(s->rope_type && strcmp(s->rope_type, "none") == 0)
                             ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
@@ -606,8 +613,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[1] && i < qd; ++i) q[i] += B[1][i];
         for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
         for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
-        /* q and k norms, per head */
-        for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && head < H + KVH; ++head) {
+        /* q and k norms, per head (hunyuan: after the rotation, below) */
+        for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && !lt_hunyuan(s) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
@@ -651,6 +658,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           const int64_t orig = s->rope_orig_ctx > 0 ? s->rope_orig_ctx : s->ctx;
           const float f = (float)(log((double)(p / orig) + 1.0) * s->attn_temp_scale + 1.0);
           for (int64_t i = 0; i < qd; ++i) q[i] *= f;
+        }
+        for (int64_t head = 0; LN[l][0] && lt_hunyuan(s) && head < H + KVH; ++head) {
+          float *v = head < H ? q + head * hd : kp + (head - H) * hd;
+          lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
         if (lt_llama4(s) && lt_nope(s, l)) { /* q times 1 + 0.1 ln(floor((p + 1) / 8192) + 1) */
           const float f = (float)(log((double)((p + 1) / 8192) + 1.0) * 0.1 + 1.0);
