@@ -30,7 +30,9 @@
  * sections, a dense first block, 4 experts in 2 groups of which 1 is used,
  * a shared expert, a nextn block); tiny-llama4.bin a llama4 file of dim 32
  * made with gguf-py (chunks of 8, rope_freqs, mixtures of 3 experts on every
- * second block with a shared expert). */
+ * second block with a shared expert); tiny-bailingmoe2.bin the glm4moe seed
+ * as a bailingmoe2 file (q, k, v in one f16 attn_qkv, a sigmoid router,
+ * shared experts of expert_shared_feed_forward_length). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -274,8 +274,6 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* the window's key is required (default -1), as llama.cpp reads these files */
     {"deepseek2", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
-    /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
-    /* Llama 4: chunked attention on three layers of four, the fourth unrotated with temperature tuning */
     /* dots.llm1: qwen3's attention, DeepSeek-V3's mixtures */
     {"dots1", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS,
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -289,8 +287,10 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* MiniMax-M2: whole-row q and k norms, half of each head rotated, a sigmoid router from the file */
     {"minimax-m2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
      TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Llama 4: chunked attention on three layers of four, the fourth unrotated with temperature tuning */
     {"llama4", TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_NOPE4 | TP_ARCH_TEMPERATURE |
      TP_ARCH_BIASES, 2, 8192, 4, 0, TP_SWA_ROPE_SAME, 0},
+    /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
     {"glm4moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
      TP_ARCH_MOE_LAYERS | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
@@ -464,8 +464,9 @@ static topos_status tp_llama_mrope_text(topos_gguf *g, topos_llama_config *c) {
 /* Llama 4, as llama.cpp's graph for it: the windowed layers (three of
  * four) attend within chunks of attention.sliding_window (absent, as the
  * converter leaves it: 8192, Scout's and Maverick's attention_chunk_size;
- * llama.cpp would take 8192 for any other nonzero key too), rotate q and k, and normalise them (L2,
- * per head, after the rotation) except in the 128-expert Maverick; the
+ * llama.cpp would take 8192 for any other nonzero key too), rotate q and
+ * k, and normalise them (L2, per head, after the rotation) except in the
+ * 128-expert Maverick; the
  * others rotate nothing and scale q by 1 + 0.1 ln(floor((p + 1) / 8192) + 1);
  * every mixture has a shared expert as wide as the routed ones, its router's
  * logits rank and the chosen expert's sigmoid scales its input. Files with
@@ -727,7 +728,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (a->flags & TP_ARCH_TEMPERATURE) /* Llama 4's temperature tuning, as llama.cpp's mistral3 graph: q at
                                        * position p times 1 + scale ln(floor(p / original_context_length) + 1) */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.temperature_scale"), 0.0f, &c->attn_temp_scale));
-  c->attn_temp_floor = c->rope_ctx_orig > 0 ? c->rope_ctx_orig : 1;
+  c->attn_temp_floor = c->rope_ctx_orig > 0 ? c->rope_ctx_orig : 1; /* mistral3's (tp_llama_llama4: Llama 4's) */
   if (a->flags & (TP_ARCH_GRANITE | TP_ARCH_TEMPERATURE)) { /* attention.scale instead of 1 / sqrt(head width) */
     float v;
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.scale"), 0.0f, &v));
