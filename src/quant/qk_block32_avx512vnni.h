@@ -131,9 +131,13 @@ static void mx_decode_row(const uint8_t *src, int64_t nb, uint8_t *dst, float *d
 
 /* pf: the next panel's rows (NULL: none), fetched a block per step while
  * this panel's first activation groups run, so its preparation (the
- * scales' pass) finds them in cache */
-static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const float *dw, const float *mw,
-                     const int32_t *corr, int64_t g0, int ng, const uint8_t *const *pf, __m512 f[Q80_TR][2]) {
+ * scales' pass) finds them in cache. NG groups (1 or 2, a constant: a
+ * single group, as a mixture's expert with at most 16 rows has, does half
+ * the products). */
+static inline __attribute__((always_inline)) void q80_tile_ng(const qk_q80_ctx *x, const uint8_t *const *rows,
+                                                              const float *dw, const float *mw, const int32_t *corr,
+                                                              int64_t g0, const uint8_t *const *pf,
+                                                              __m512 f[Q80_TR][2], const int NG) {
   const int64_t nb = x->nb;
   for (int r = 0; r < Q80_TR; ++r) f[r][0] = f[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -143,36 +147,43 @@ static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const floa
 #pragma GCC unroll 6
     for (int r = 0; r < Q80_TR; ++r) acc[r][0] = acc[r][1] = _mm512_set1_epi32(corr[r * nb + b]);
     const uint8_t *a0 = x->au + (size_t)((g0 * nb + b) * 8) * 64;
-    const uint8_t *a1 = ng > 1 ? a0 + (size_t)nb * 8 * 64 : a0;
+    const uint8_t *a1 = NG > 1 ? a0 + (size_t)nb * 8 * 64 : a0;
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) {
-      const __m512i u0 = _mm512_loadu_si512(a0 + 64 * s), u1 = _mm512_loadu_si512(a1 + 64 * s);
+      const __m512i u0 = _mm512_loadu_si512(a0 + 64 * s);
+      const __m512i u1 = NG > 1 ? _mm512_loadu_si512(a1 + 64 * s) : u0;
 #pragma GCC unroll 6
       for (int r = 0; r < Q80_TR; ++r) {
         const uint8_t *w = rows[r] + (size_t)b * Q80_BLOCK + 2 + 4 * s;
         acc[r][0] = q80_dpbusd_bcast(acc[r][0], u0, w);
-        acc[r][1] = q80_dpbusd_bcast(acc[r][1], u1, w);
+        if (NG > 1) acc[r][1] = q80_dpbusd_bcast(acc[r][1], u1, w);
       }
     }
     const __m512 d0 = _mm512_loadu_ps(x->da + (g0 * nb + b) * 16);
-    const __m512 d1 = ng > 1 ? _mm512_loadu_ps(x->da + ((g0 + 1) * nb + b) * 16) : d0;
+    const __m512 d1 = NG > 1 ? _mm512_loadu_ps(x->da + ((g0 + 1) * nb + b) * 16) : d0;
 #pragma GCC unroll 6
     for (int r = 0; r < Q80_TR; ++r) {
       const __m512 sw = _mm512_set1_ps(dw[r * nb + b]);
       f[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][0]), _mm512_mul_ps(sw, d0), f[r][0]);
-      f[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][1]), _mm512_mul_ps(sw, d1), f[r][1]);
+      if (NG > 1) f[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][1]), _mm512_mul_ps(sw, d1), f[r][1]);
     }
     if (mw) { /* Q4_1 / Q5_1: + m * s */
       const __m512 s0 = _mm512_loadu_ps(x->sa + (g0 * nb + b) * 16);
-      const __m512 s1 = ng > 1 ? _mm512_loadu_ps(x->sa + ((g0 + 1) * nb + b) * 16) : s0;
+      const __m512 s1 = NG > 1 ? _mm512_loadu_ps(x->sa + ((g0 + 1) * nb + b) * 16) : s0;
 #pragma GCC unroll 6
       for (int r = 0; r < Q80_TR; ++r) {
         const __m512 mv = _mm512_set1_ps(mw[r * nb + b]);
         f[r][0] = _mm512_fmadd_ps(mv, s0, f[r][0]);
-        f[r][1] = _mm512_fmadd_ps(mv, s1, f[r][1]);
+        if (NG > 1) f[r][1] = _mm512_fmadd_ps(mv, s1, f[r][1]);
       }
     }
   }
+}
+
+static void q80_tile(const qk_q80_ctx *x, const uint8_t *const *rows, const float *dw, const float *mw,
+                     const int32_t *corr, int64_t g0, int ng, const uint8_t *const *pf, __m512 f[Q80_TR][2]) {
+  if (ng > 1) q80_tile_ng(x, rows, dw, mw, corr, g0, pf, f, 2);
+  else q80_tile_ng(x, rows, dw, mw, corr, g0, pf, f, 1);
 }
 
 /* Tile output: weight row n0 + r (r < nr, else dropped) for the activation

@@ -269,12 +269,15 @@ static inline __m512i ks_dpbusd0_bcast(__m512i u, const uint8_t *p) {
   return acc;
 }
 
-/* KS_TR rows x activation groups g0, g0 + 1 (ng of them), sub-blocks of
- * SUB (32: Q4_K / Q5_K; 16: the others), MINP pairs of mins (4: Q4_K /
- * Q5_K, 8: Q2_K, 0: no min term); f[r][g] in memory: touched once per
- * super-block, the registers hold the integers. */
-static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng,
-                                                          float f[KS_TR][2][16], const int SUB, const int MINP) {
+/* KS_TR rows x activation groups g0, g0 + 1 (NG of them: 1 or 2, a
+ * constant, so a single group, as a mixture's expert with at most 16 rows
+ * has, does half the products), sub-blocks of SUB (32: Q4_K / Q5_K; 16:
+ * the others), MINP pairs of mins (4: Q4_K / Q5_K, 8: Q2_K, 0: no min
+ * term); f[r][g] in memory: touched once per super-block, the registers
+ * hold the integers. */
+static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, const ks_row *rw, int64_t g0,
+                                                          float f[KS_TR][2][16], const int NG, const int SUB,
+                                                          const int MINP) {
   const int64_t nsb = x->nsb;
   const int steps = SUB / 4;
   memset(f, 0, sizeof(float) * KS_TR * 2 * 16);
@@ -283,37 +286,38 @@ static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, co
 #pragma GCC unroll 6
     for (int r = 0; r < KS_TR; ++r) isc[r][0] = isc[r][1] = _mm512_set1_epi32(rw[r].corr[sb]);
     const uint8_t *a0 = x->au + (size_t)(g0 * nsb + sb) * 64 * 64;
-    const uint8_t *a1 = ng > 1 ? a0 + (size_t)nsb * 64 * 64 : a0;
+    const uint8_t *a1 = NG > 1 ? a0 + (size_t)nsb * 64 * 64 : a0;
     for (int j = 0; j < 256 / SUB; ++j) {
       __m512i t[KS_TR][2];
       {
-        const __m512i u0 = _mm512_loadu_si512(a0 + 64 * steps * j), u1 = _mm512_loadu_si512(a1 + 64 * steps * j);
+        const __m512i u0 = _mm512_loadu_si512(a0 + 64 * steps * j);
+        const __m512i u1 = NG > 1 ? _mm512_loadu_si512(a1 + 64 * steps * j) : u0;
 #pragma GCC unroll 6
         for (int r = 0; r < KS_TR; ++r) {
           const uint8_t *w = rw[r].q + 256 * sb + SUB * j;
           t[r][0] = ks_dpbusd0_bcast(u0, w);
-          t[r][1] = ks_dpbusd0_bcast(u1, w);
+          if (NG > 1) t[r][1] = ks_dpbusd0_bcast(u1, w);
         }
       }
 #pragma GCC unroll 7
       for (int s = 1; s < steps; ++s) {
         const __m512i u0 = _mm512_loadu_si512(a0 + 64 * (steps * j + s));
-        const __m512i u1 = _mm512_loadu_si512(a1 + 64 * (steps * j + s));
+        const __m512i u1 = NG > 1 ? _mm512_loadu_si512(a1 + 64 * (steps * j + s)) : u0;
 #pragma GCC unroll 6
         for (int r = 0; r < KS_TR; ++r) {
           const uint8_t *w = rw[r].q + 256 * sb + SUB * j + 4 * s;
           t[r][0] = q80_dpbusd_bcast(t[r][0], u0, w);
-          t[r][1] = q80_dpbusd_bcast(t[r][1], u1, w);
+          if (NG > 1) t[r][1] = q80_dpbusd_bcast(t[r][1], u1, w);
         }
       }
 #pragma GCC unroll 6
       for (int r = 0; r < KS_TR; ++r) {
         const __m512i sc = _mm512_set1_epi32(rw[r].sc[16 * sb + j]);
         isc[r][0] = _mm512_add_epi32(isc[r][0], _mm512_mullo_epi32(t[r][0], sc));
-        isc[r][1] = _mm512_add_epi32(isc[r][1], _mm512_mullo_epi32(t[r][1], sc));
+        if (NG > 1) isc[r][1] = _mm512_add_epi32(isc[r][1], _mm512_mullo_epi32(t[r][1], sc));
       }
     }
-    for (int g = 0; g < ng; ++g) {
+    for (int g = 0; g < NG; ++g) {
       const int64_t cell = (g0 + g) * nsb + sb;
       const __m512 da = _mm512_loadu_ps(x->da + cell * 16);
 #pragma GCC unroll 6
@@ -333,14 +337,18 @@ static inline __attribute__((always_inline)) void ks_tile(const qk_ks_ctx *x, co
   }
 }
 
+/* one variant per (kind, group count): the tile's loops unrolled for both */
 static void ks_tile_k45(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
-  ks_tile(x, rw, g0, ng, f, 32, 4);
+  if (ng > 1) ks_tile(x, rw, g0, f, 2, 32, 4);
+  else ks_tile(x, rw, g0, f, 1, 32, 4);
 }
 static void ks_tile_q2(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
-  ks_tile(x, rw, g0, ng, f, 16, 8);
+  if (ng > 1) ks_tile(x, rw, g0, f, 2, 16, 8);
+  else ks_tile(x, rw, g0, f, 1, 16, 8);
 }
 static void ks_tile_bias(const qk_ks_ctx *x, const ks_row *rw, int64_t g0, int ng, float f[KS_TR][2][16]) {
-  ks_tile(x, rw, g0, ng, f, 16, 0); /* Q6_K, Q3_K */
+  if (ng > 1) ks_tile(x, rw, g0, f, 2, 16, 0); /* Q6_K, Q3_K */
+  else ks_tile(x, rw, g0, f, 1, 16, 0);
 }
 
 static void ks_tile_range(void *vctx, int64_t p0, int64_t p1) {
