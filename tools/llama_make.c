@@ -27,6 +27,13 @@
  * of rank 512 with 64 rotated and 128 unrotated dimensions per head, 16
  * heads, values of 128; a dense first block of 10944, then 64 experts of
  * 1408, 6 per token, and 2 shared; DeepSeek's YaRN, 40 over 4096).
+ * ling-mini-2.0 is Ling-mini-2.0's (a bailingmoe2 file: q, k, v in one
+ * attn_qkv, 16 heads of 128 over 2048, 4 KV heads, per-head q and k norms,
+ * half of each head rotated; a dense first block of 5120, then 256 experts
+ * of 512, 8 per token chosen by a sigmoid router in the best 4 of 8 groups,
+ * and one shared expert).
+ * The routers' rows are all distinct (the other weights repeat 16 rows), so
+ * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
  * llama.cpp does (its Q2_K / Q3_K fallback, IQ4_NL, is Q5_0 here).
  *
@@ -60,6 +67,13 @@ static const struct {
 
 static int lm_oai(const char *arch) { return strcmp(arch, "gpt-oss") == 0; }
 static int lm_mla(const char *arch) { return strcmp(arch, "deepseek2") == 0; }
+static int lm_ling(const char *arch) { return strcmp(arch, "bailingmoe2") == 0; }
+
+/* bailingmoe2 (ling-mini-2.0): expert groups and those used, shared
+ * experts, dense leading blocks (of ff) */
+static const struct {
+  int64_t groups, groups_used, shared, dense_lead;
+} lm_ling_dims = {8, 4, 1, 1};
 
 static const lm_shape lm_shapes[] = {
     {"tinyllama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 0, 0, 0, 0, NULL, 0, 0},
@@ -72,6 +86,7 @@ static const lm_shape lm_shapes[] = {
     {"qwen3-30b-a3b", 151936, 2048, 48, 32, 4, 6144, 40960, 1000000.0f, 0, 0, 128, 8, "qwen3moe", 768, 128},
     {"gpt-oss-20b", 201088, 2880, 24, 64, 8, 2880, 131072, 150000.0f, 0, 0, 32, 4, "gpt-oss", 2880, 64},
     {"deepseek-v2-lite", 102400, 2048, 27, 16, 1, 10944, 163840, 10000.0f, 0, 0, 64, 6, "deepseek2", 1408, 0},
+    {"ling-mini-2.0", 157184, 2048, 20, 16, 4, 5120, 32768, 600000.0f, 0, 0, 256, 8, "bailingmoe2", 512, 128},
 };
 
 
@@ -121,12 +136,12 @@ static topos_dtype lm_fit(topos_dtype t, int64_t ne0) {
 }
 
 /* ne {ne0, ne1, ne2}: ne2 experts of [ne1, ne0] where not 0 */
-static void lm_tensor3(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2,
-                       int norm) {
+static void lm_tensor3x(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2,
+                        int norm, int distinct) {
   if (b->st != TOPOS_OK) return;
   if (norm) type = TOPOS_F32;
   type = lm_fit(type, ne0);
-  int64_t rows = (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1), pool = rows < 16 ? rows : 16;
+  int64_t rows = (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1), pool = rows < 16 || distinct ? rows : 16;
   size_t row_bytes;
   if ((b->st = topos_dtype_bytes(type, ne0, &row_bytes)) != TOPOS_OK) return;
   uint8_t *data = lm_keep(b, row_bytes * (size_t)rows);
@@ -150,6 +165,11 @@ static void lm_tensor3(lm_build *b, const char *name, topos_dtype type, int64_t 
                                              ne2 ? 3 : ne1 ? 2 : 1, ne, data, row_bytes * (size_t)rows);
 }
 
+static void lm_tensor3(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2,
+                       int norm) {
+  lm_tensor3x(b, name, type, ne0, ne1, ne2, norm, 0);
+}
+
 static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int norm) {
   lm_tensor3(b, name, type, ne0, ne1, 0, norm);
 }
@@ -159,7 +179,7 @@ static void lm_experts(lm_build *b, int64_t l, topos_dtype gu, topos_dtype dn, i
                        int64_t experts) {
   char n[64];
   snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.weight", (int)l);
-  lm_tensor(b, n, TOPOS_F32, dim, experts, 0);
+  lm_tensor3x(b, n, TOPOS_F32, dim, experts, 0, 0, 1);
   snprintf(n, sizeof n, "blk.%d.ffn_gate_exps.weight", (int)l);
   lm_tensor3(b, n, gu, dim, fe, experts, 0);
   snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", (int)l);
@@ -253,7 +273,7 @@ static int tp_llama_make(int argc, char **argv) {
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
-            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite)\n", shape_name);
+            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -280,7 +300,7 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "block_count"), (uint32_t)s->layers));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"),
-                                  (uint32_t)(lm_mla(arch) ? lm_mla_dims.rope : hd)));
+                                  (uint32_t)(lm_mla(arch) ? lm_mla_dims.rope : lm_ling(arch) ? hd / 2 : hd)));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count"), (uint32_t)s->heads));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
@@ -290,6 +310,17 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_used_count"), (uint32_t)s->experts_used));
   }
   if (s->ff_exp) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_feed_forward_length"), (uint32_t)s->ff_exp));
+  if (lm_ling(arch)) {
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_group_count"), (uint32_t)lm_ling_dims.groups));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_group_used_count"),
+                                    (uint32_t)lm_ling_dims.groups_used));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_shared_count"), (uint32_t)lm_ling_dims.shared));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "leading_dense_block_count"),
+                                    (uint32_t)lm_ling_dims.dense_lead));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_gating_func"), 2));
+    LM_KV(topos_gguf_writer_add_bool(b.w, lm_key(kb, arch, "expert_weights_norm"), 1));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "expert_weights_scale"), 2.5f));
+  }
   if (lm_oai(arch)) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.sliding_window"), 128));
     LM_KV(topos_gguf_writer_add_string(b.w, lm_key(kb, arch, "rope.scaling.type"), "yarn"));
@@ -356,6 +387,26 @@ static int tp_llama_make(int argc, char **argv) {
       LM_T("ffn_down_shexp.weight", LM_TYPE(LM_FFN_DOWN), S * fe, s->dim, 0);
       continue;
     }
+    if (lm_ling(arch)) { /* q, k, v in one; a dense first block, then experts and a shared one */
+      const int64_t S = lm_ling_dims.shared, fe = s->ff_exp;
+      LM_T("attn_qkv.weight", base, s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
+      LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
+      LM_T("attn_q_norm.weight", base, hd, 0, 1);
+      LM_T("attn_k_norm.weight", base, hd, 0, 1);
+      LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+      if (l < lm_ling_dims.dense_lead) {
+        LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
+        LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
+        LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+        continue;
+      }
+      lm_experts(&b, l, base, LM_TYPE(LM_FFN_DOWN), s->dim, fe, s->experts);
+      LM_T("exp_probs_b.bias", TOPOS_F32, s->experts, 0, 0);
+      LM_T("ffn_gate_shexp.weight", base, s->dim, S * fe, 0);
+      LM_T("ffn_up_shexp.weight", base, s->dim, S * fe, 0);
+      LM_T("ffn_down_shexp.weight", LM_TYPE(LM_FFN_DOWN), S * fe, s->dim, 0);
+      continue;
+    }
     LM_T("attn_q.weight", base, s->dim, s->heads * hd, 0);
     LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
     LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
@@ -411,7 +462,8 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite] [--layers N] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0] "
+          "[--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
 }
