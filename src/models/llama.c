@@ -554,6 +554,7 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->pos_embd);
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);
+  free(m->rope_still);
   free(m->used);
   free(m->swa_layers);
   if (m->owns_gguf) topos_gguf_close(m->gguf);

@@ -190,6 +190,10 @@ typedef struct tp_llama_arch {
   int64_t qpas_blocks;
 } tp_llama_arch;
 
+/* M-RoPE: none; where the file has sections (glm4moe, GLM-4.5V's), or
+ * always (qwen2vl); interleaved, always (qwen3vl) */
+enum tp_mrope { TP_MROPE_NONE, TP_MROPE_IF_SECTIONS, TP_MROPE, TP_IMROPE };
+
 /* What only a few architectures have, by name (tp_llama_archs' rows stay short) */
 typedef struct tp_llama_arch_extra {
   const char *name;
@@ -201,8 +205,7 @@ typedef struct tp_llama_arch_extra {
    * trunk (skipped) */
   int ds_moe;
   int qk_norm_optional; /* attn_q_norm / attn_k_norm where the file has them (GLM-4.5: yes, Air: no) */
-  /* rope.dimension_sections (GLM-4.5V's M-RoPE): tp_llama_mrope_text */
-  int mrope_text;
+  int mrope; /* rope.dimension_sections (tp_llama_mrope): one of tp_mrope */
   int llama4; /* tp_llama_llama4 */
   /* Hunyuan: q and k norms after the rotation, rope.scaling.alpha, an
    * expert_count of 1 dense, a mixture's shared expert feed_forward_length
@@ -212,13 +215,16 @@ typedef struct tp_llama_arch_extra {
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {"deepseek2", 1, 1, 0, 0, 0, 0},
-    {"glm4moe", 2, 1, 1, 1, 0, 0},
+    {"glm4moe", 2, 1, 1, TP_MROPE_IF_SECTIONS, 0, 0},
     {"llama4", 0, 0, 0, 0, 1, 0},
     {"minimax-m2", 1, 0, 0, 0, 0, 0},
     {"dots1", 1, 1, 0, 0, 0, 0},
     {"bailingmoe2", 1, 1, 0, 0, 0, 0},
     {"hunyuan-dense", 0, 0, 0, 0, 0, 1},
     {"hunyuan-moe", 0, 0, 0, 0, 0, 1},
+    {"qwen2vl", 0, 0, 0, TP_MROPE, 0, 0},
+    {"qwen3vl", 0, 0, 0, TP_IMROPE, 0, 0},
+    {"qwen3vlmoe", 0, 0, 0, TP_IMROPE, 0, 0},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -280,6 +286,12 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* Ling 2.0 / Ring 2.0: dots1's, with q, k, v in one attn_qkv and half of each head rotated */
     {"bailingmoe2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
      TP_ARCH_MOE_LAYERS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Qwen2.5-VL, Qwen3-VL (and its mixtures): qwen2's, qwen3's and qwen3moe's text models, rotated by
+     * sections (tp_llama_mrope); Qwen3-VL's deepstack inputs are zero for text */
+    {"qwen2vl", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen3vl", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen3vlmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     /* Hunyuan 0.5B-7B and Hunyuan-A13B: q and k norms after the rotation */
     {"hunyuan-dense", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"hunyuan-moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0,
@@ -435,29 +447,53 @@ static topos_status tp_llama_mla_scale(topos_gguf *g, topos_llama_config *c, flo
   c->attn_scale = (float)(mscale * mscale / sqrt((double)(c->mla_nope + c->rope_dim)));
   return TOPOS_OK;
 }
-/* glm4moe's rope.dimension_sections (GLM-4.5V's M-RoPE, written into its
- * text model's files too): a text token's position goes to the first three
- * sections and 0 to the fourth (llama.cpp's rule), so with the fourth empty
- * every rotated pair turns by the position, as without sections */
-static topos_status tp_llama_mrope_text(topos_gguf *g, topos_llama_config *c) {
+/* M-RoPE (the vision-language models' rotation: sections of the pairs
+ * turn by a token's time, height, width or fourth position) for text: a
+ * text token's position goes to the first three sections and 0 to the
+ * fourth (llama.cpp's rule), so the pairs ggml's rope_multi gives the
+ * fourth keep angle 0 (m->rope_still) and the rest turn as without
+ * sections. Pair i's sector is i mod the sections' sum; M-RoPE gives the
+ * fourth the sectors past the first three sections, the interleaved kind
+ * (qwen3vl) every sector but those s % 3 == 0, 1, 2 below three times
+ * sections 0, 1, 2. rope.dimension_sections is 4 integers; glm4moe uses
+ * them only where sections 0 and 1 are both nonzero (as llama.cpp). */
+static topos_status tp_llama_mrope(topos_llama *m, int kind) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
   char kb[96];
   int64_t index;
   topos_gguf_kv kv;
   if (topos_gguf_find_key(g, TP_K("rope.dimension_sections"), &index) != TOPOS_OK) {
     topos_clear_error();
-    return TOPOS_OK;
+    if (kind == TP_MROPE_IF_SECTIONS) return TOPOS_OK;
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing (%s files rotate by sections)", kb,
+                   c->arch);
   }
   TP_TRY(topos_gguf_kv_at(g, index, &kv));
-  if (kv.type != TOPOS_GGUF_ARRAY || kv.count < 4) return tp_fail(TOPOS_ERR_SHAPE, "llama: %s is not an array "
-                                                                   "of 4 sections", kb);
-  int64_t v[4];
+  if (kv.type != TOPOS_GGUF_ARRAY || kv.count < 4)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s is not an array of 4 sections", kb);
+  int64_t v[4], sum = 0;
   for (int i = 0; i < 4; ++i) {
     topos_status st = topos_gguf_array_int(g, index, (uint64_t)i, &v[i]);
     if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%d]", kb, i);
+    if (v[i] < 0 || v[i] > c->rope_dim)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s[%d] = %" PRId64 " is outside 0 .. %" PRId64, kb, i, v[i],
+                     c->rope_dim);
+    sum += v[i];
   }
-  if (v[0] > 0 && v[1] > 0 && v[3] != 0)
-    return tp_fail(TOPOS_UNSUPPORTED, "llama: %s {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}: a "
-                   "fourth section turns text by position 0, not supported", kb, v[0], v[1], v[2], v[3]);
+  if (kind == TP_MROPE_IF_SECTIONS && !(v[0] > 0 && v[1] > 0)) return TOPOS_OK;
+  if (sum == 0 || sum > c->rope_dim) /* (ggml's bound: sectors past the pairs are never reached) */
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s sum to %" PRId64 ", not 1 .. %" PRId64 " (rotated dimensions)", kb,
+                   sum, c->rope_dim);
+  const int64_t half = c->rope_dim / 2;
+  m->rope_still = calloc((size_t)half, 1);
+  if (!m->rope_still) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", kb);
+  for (int64_t i = 0; i < half; ++i) {
+    const int64_t s = i % sum;
+    m->rope_still[i] = kind == TP_IMROPE ? !((s % 3 == 0 && s < 3 * v[0]) || (s % 3 == 1 && s < 3 * v[1]) ||
+                                             (s % 3 == 2 && s < 3 * v[2]))
+                                         : s >= v[0] + v[1] + v[2];
+  }
   return TOPOS_OK;
 }
 
@@ -697,7 +733,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: rope.dimension_count %" PRId64
                    " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
-  if (x.mrope_text) TP_TRY(tp_llama_mrope_text(g, c));
+  if (x.mrope) TP_TRY(tp_llama_mrope(m, x.mrope));
   float attn_factor;
   TP_TRY(tp_llama_rope_scaling(g, c, &attn_factor));
   if (a->flags & TP_ARCH_MLA) TP_TRY(tp_llama_mla_scale(g, c, attn_factor));

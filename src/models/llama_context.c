@@ -339,10 +339,11 @@ static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base
   const double scale = own_base ? 1.0 : c->rope_freq_scale, base = own_base ? c->rope_base_swa : c->rope_base;
   const double mscale = own_base ? c->rope_mscale_swa : c->rope_mscale;
   const double low = c->rope_yarn_low, width = fmax(0.001, (double)c->rope_yarn_high - low);
+  const uint8_t *still = m->rope_still; /* M-RoPE's pairs that see position 0 */
   for (int64_t t = 0; t < T; ++t) {
     const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);
     for (int64_t i = 0; i < half; ++i) {
-      double theta = pos * pow(base, -2.0 * (double)i / (double)c->rope_dim);
+      double theta = (still && still[i] ? 0.0 : pos) * pow(base, -2.0 * (double)i / (double)c->rope_dim);
       if (factor) theta /= (double)factor[i];
       if (yarn) { /* the original angle below the ramp, the scaled one above */
         const double mix = (1.0 - fmin(1.0, fmax(0.0, ((double)i - low) / width))) * c->rope_ext_factor;

@@ -100,6 +100,8 @@ struct topos_llama {
   topos_tensor *rope_factors; /* f32 [rope_dim / 2] (rope_freqs.weight) or NULL */
   topos_tensor *pos_embd;     /* [n_ctx_train, dim], any type (config.learned_positions), or NULL */
   topos_tensor *rope_long, *rope_short; /* LongRoPE's f32 [rope_dim / 2] tables, or NULL */
+  uint8_t *rope_still; /* [rope_dim / 2]: 1 where M-RoPE's sections give a text token position 0
+                        * (the pair keeps its angle 0), or NULL */
   tp_llama_layer *layers;
   uint8_t *used;              /* while loading: 1 per file tensor the graph reads */
   uint8_t *swa_layers;        /* while loading: the windowed layers where the file lists them

@@ -16,7 +16,7 @@ static inline int lt_hunyuan(const lt_spec *s) {
   return lt_arch_is(s, "hunyuan-dense") || lt_arch_is(s, "hunyuan-moe");
 }
 static inline int lt_qk_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
+  return lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
 }
@@ -63,6 +63,20 @@ static inline int lt_without(const lt_spec *s, const char *feature) {
  * 128 experts), the router's logits ranking and sigmoid-weighted inputs */
 static inline int lt_llama4(const lt_spec *s) { return lt_arch_is(s, "llama4"); }
 
+/* M-RoPE for text: pair i of the rotated ones keeps angle 0 where the
+ * sections give it the fourth position (qwen2vl, glm4moe: sectors past the
+ * first three sections; qwen3vl, qwen3vlmoe interleaved: every sector s but
+ * those with s % 3 == k below 3 sections[k]) */
+static inline int lt_rope_still(const lt_spec *s, int64_t i) {
+  const int32_t *v = s->rope_sections;
+  const int64_t sum = (int64_t)v[0] + v[1] + v[2] + v[3];
+  const int imrope = lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe");
+  if (sum == 0 || (lt_arch_is(s, "glm4moe") && !(v[0] > 0 && v[1] > 0))) return 0;
+  const int64_t k = i % sum;
+  if (imrope) return !((k % 3 == 0 && k < 3 * v[0]) || (k % 3 == 1 && k < 3 * v[1]) || (k % 3 == 2 && k < 3 * v[2]));
+  return k >= (int64_t)v[0] + v[1] + v[2];
+}
+
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
 
@@ -70,7 +84,8 @@ static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch,
  * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
  * those, for lt_check_variant) */
 static inline int lt_neox(const lt_spec *s) {
-  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
+  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen2vl") || lt_arch_is(s, "qwen3vl") ||
+         lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
@@ -83,7 +98,8 @@ static inline int lt_own_keys(const lt_spec *s) {
   return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
-         lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") ||
+         lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||
+         lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
 }
 

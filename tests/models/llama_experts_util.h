@@ -9,7 +9,8 @@
 /* an expert's width: the key where written, else qwen2moe / qwen3moe ff /
  * experts used, the others ff */
 static inline int64_t lt_ff_expert(const lt_spec *s) {
-  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
+  if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "qwen3vlmoe") &&
+      !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
       !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2"))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
@@ -25,7 +26,7 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
+  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
          lt_arch_is(s, "hunyuan-moe");
 }

@@ -61,7 +61,15 @@ TEST(llama_glm4moe_files) {
   const int32_t sections[4] = {8, 4, 4, 0};
   memcpy(s.rope_sections, sections, sizeof sections);
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
+  /* a fourth section: its pairs (14 and 15 of 16) see position 0 and keep angle 0 */
+  const int32_t fourth[4] = {8, 4, 2, 2};
+  memcpy(s.rope_sections, fourth, sizeof fourth);
+  s.rope_base = 10.0f; /* the last pairs turn ~0.1 rad per position: keeping them still shows */
+  lt_spec turning = s; /* the plain forward turning every pair */
+  memset(turning.rope_sections, 0, sizeof turning.rope_sections);
+  lt_check_spec_variant(&s, &turning);
   memset(s.rope_sections, 0, sizeof s.rope_sections);
+  s.rope_base = 0;
   /* expert_gating_func 1 in the file: the softmax router */
   s.sigmoid_router = -1;
   CHECK_OK(lt_open(&s, &m));
@@ -158,9 +166,9 @@ TEST(llama_glm4moe_bad_files_are_refused) {
   t.experts_used = 3; /* one group of 2 cannot hold 3 */
   lt_expect_refused(t, TOPOS_ERR_SHAPE, "8 experts in 4 groups with 1 used cannot give 3 experts");
   t = s;
-  const int32_t sections[4] = {8, 4, 2, 2};
+  const int32_t sections[4] = {8, 4, 40, 0}; /* past the 32 rotated dimensions */
   memcpy(t.rope_sections, sections, sizeof sections);
-  lt_expect_refused(t, TOPOS_UNSUPPORTED, "glm4moe.rope.dimension_sections {8, 4, 2, 2}: a fourth section");
+  lt_expect_refused(t, TOPOS_ERR_RANGE, "glm4moe.rope.dimension_sections[2] = 40 is outside 0 .. 32");
   t = s;
   t.experts = 0;
   lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "glm4moe files are mixtures of experts");

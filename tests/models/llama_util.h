@@ -635,7 +635,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t head = 0; !lt_nope(s, l) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           for (int64_t i = 0; i < rd / 2; ++i) {
-            double th = (double)p * lscale * pow(lbase, -2.0 * (double)i / (double)rd);
+            double th = (lt_rope_still(s, i) ? 0.0 : (double)p) * lscale * pow(lbase, -2.0 * (double)i / (double)rd);
             double mag = s->rope_attn_factor > 0 && !(own_base && olmo) ? s->rope_attn_factor : 1.0;
             if (s->rope_freqs) th /= lt_rope_factor(i, rd, base, (double)s->ctx);
             /* LongRoPE: the long table where the context (ctx_len) is longer than the original one */
