@@ -157,18 +157,27 @@ static inline void qk_scale_min_k4(int j, const uint8_t *sc, int *scale, int *mi
   }
 }
 
+/* The 12 packed bytes at p as three words: byte-parallel masks and shifts
+ * give the eight 6-bit scales and mins (the same values as
+ * qk_scale_min_k4), four to a word: bytes of out[0] scales 0..3, out[1]
+ * scales 4..7, out[2] mins 0..3, out[3] mins 4..7. */
+static inline void qk_k4_scale_words(const uint8_t *p, uint32_t out[4]) {
+  uint32_t w[3];
+  memcpy(w, p, 12);
+  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+  out[0] = w[0] & lo6;
+  out[1] = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
+  out[2] = w[1] & lo6;
+  out[3] = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
+}
+
 static inline void qk_k4_scales(const uint8_t *blk, int32_t *sc, float *mf, float *d) {
   *d = qk_f16(blk);
   const float dmin = qk_f16(blk + 2);
 #if defined(__SSE4_1__)
-  /* The 12 packed bytes as three words: byte-parallel masks and shifts give
-   * the eight 6-bit scales and mins (the same values as qk_scale_min_k4). */
-  uint32_t w[3];
-  memcpy(w, blk + 4, 12);
-  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
-  const uint32_t sc_lo = w[0] & lo6, m_lo = w[1] & lo6;
-  const uint32_t sc_hi = (w[2] & lo4) | (((w[0] >> 6) & top2) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & lo4) | (((w[1] >> 6) & top2) << 4);
+  uint32_t sw[4];
+  qk_k4_scale_words(blk + 4, sw);
+  const uint32_t sc_lo = sw[0], sc_hi = sw[1], m_lo = sw[2], m_hi = sw[3];
   const __m128i s8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo), m8 = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
   const __m128i s16 = _mm_unpacklo_epi8(s8, s8), m16 = _mm_unpacklo_epi8(m8, m8); /* each twice: per 16 elements */
   const __m128 vmin = _mm_set1_ps(dmin);

@@ -114,8 +114,47 @@ static inline int32_t ks_sad(__m256i u) { /* the sum of 32 unsigned bytes */
   return (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
 }
 
+/* Q4_K in 512-bit steps: each 64 bytes of qs hold sub-blocks 4h .. 4h + 3
+ * (the low, then high nibbles of bytes 0..31 and 32..63), stored in element
+ * order; the correction's sum_j sc_j * (byte sum of j) as one vpdpbusd per
+ * two sub-blocks against their scales (0..63 as signed bytes), the same
+ * integer as ks_decode_k45's. A mixture's experts decode a row per 16
+ * activation rows, where a dense layer's rows serve hundreds. */
+static void ks_decode_q4k(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
+  const __m512i nib = _mm512_set1_epi8(0x0F), upper = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+  for (int64_t sb = 0; sb < x->nsb; ++sb) {
+    const uint8_t *blk = src + sb * x->bb, *qs = blk + 16;
+    uint8_t *q = out->q + 256 * sb;
+    out->d[sb] = qk_f16(blk);
+    out->dmin[sb] = qk_f16(blk + 2);
+    uint32_t w[4];
+    qk_k4_scale_words(blk + 4, w);
+    const uint8_t *sc = (const uint8_t *)w, *mn = sc + 8;
+    __m512i acc = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+      const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+      const __m512i a = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1); /* sub-blocks 4h, 4h + 1 */
+      const __m512i b = _mm512_permutex2var_epi64(lo, upper, hi);               /* 4h + 2, 4h + 3 */
+      _mm512_storeu_si512(q + 128 * h, a);
+      _mm512_storeu_si512(q + 128 * h + 64, b);
+      const __m512i sa = _mm512_inserti64x4(_mm512_set1_epi8((char)sc[4 * h]), _mm256_set1_epi8((char)sc[4 * h + 1]), 1);
+      const __m512i sbv =
+          _mm512_inserti64x4(_mm512_set1_epi8((char)sc[4 * h + 2]), _mm256_set1_epi8((char)sc[4 * h + 3]), 1);
+      acc = qk_dpbusd(qk_dpbusd(acc, a, sa), b, sbv);
+    }
+    for (int j = 0; j < 8; ++j) out->sc[16 * sb + j] = sc[j];
+    for (int p = 0; p < 4; ++p) out->mnp[8 * sb + p] = mn[2 * p] | mn[2 * p + 1] << 16;
+    out->corr[sb] = -128 * _mm512_reduce_add_epi32(acc);
+  }
+}
+
 static void ks_decode_k45(const qk_ks_ctx *x, const uint8_t *src, ks_row *out) {
   const int five = x->kind == KS_Q5_K;
+  if (!five) {
+    ks_decode_q4k(x, src, out);
+    return;
+  }
   const __m256i nib = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
   for (int64_t sb = 0; sb < x->nsb; ++sb) {
     const uint8_t *blk = src + sb * x->bb, *qs = blk + (five ? 48 : 16);
