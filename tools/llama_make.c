@@ -188,6 +188,26 @@ static void lm_experts(lm_build *b, int64_t l, topos_dtype gu, topos_dtype dn, i
   lm_tensor3(b, n, dn, fe, dim, experts, 0);
 }
 
+/* A DeepSeek-style block's feed-forward: dense (of ff) where `dense`, else
+ * the experts, exp_probs_b where `probs_b`, and shared experts `shared`
+ * wide in all; down (and the experts' down) of type dn */
+static void lm_ds_ffn(lm_build *b, const lm_shape *s, int64_t l, topos_dtype base, topos_dtype dn, int dense,
+                      int64_t shared, int probs_b) {
+  char n[64];
+  const char *names[3] = {dense ? "ffn_gate" : "ffn_gate_shexp", dense ? "ffn_up" : "ffn_up_shexp",
+                          dense ? "ffn_down" : "ffn_down_shexp"};
+  const int64_t width = dense ? s->ff : shared;
+  if (!dense) {
+    lm_experts(b, l, base, dn, s->dim, s->ff_exp, s->experts);
+    snprintf(n, sizeof n, "blk.%d.exp_probs_b.bias", (int)l);
+    if (probs_b) lm_tensor(b, n, TOPOS_F32, s->experts, 0, 0);
+  }
+  for (int i = 0; i < 3; ++i) {
+    snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, names[i]);
+    lm_tensor(b, n, i == 2 ? dn : base, i == 2 ? width : s->dim, i == 2 ? s->dim : width, 0);
+  }
+}
+
 static const char *lm_key(char *kb, const char *arch, const char *suffix) {
   snprintf(kb, 96, "%s.%s", arch, suffix);
   return kb;
@@ -375,16 +395,7 @@ static int tp_llama_make(int argc, char **argv) {
       lm_tensor3(&b, n, LM_TYPE(LM_ATTN_V), R, V, H, 0);
       LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), H * V, s->dim, 0);
       LM_T("ffn_norm.weight", base, s->dim, 0, 1);
-      if (l < lm_mla_dims.dense_lead) {
-        LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
-        LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-        LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
-        continue;
-      }
-      lm_experts(&b, l, base, LM_TYPE(LM_FFN_DOWN), s->dim, fe, s->experts);
-      LM_T("ffn_gate_shexp.weight", base, s->dim, S * fe, 0);
-      LM_T("ffn_up_shexp.weight", base, s->dim, S * fe, 0);
-      LM_T("ffn_down_shexp.weight", LM_TYPE(LM_FFN_DOWN), S * fe, s->dim, 0);
+      lm_ds_ffn(&b, s, l, base, LM_TYPE(LM_FFN_DOWN), l < lm_mla_dims.dense_lead, S * fe, 0);
       continue;
     }
     if (lm_ling(arch)) { /* q, k, v in one; a dense first block, then experts and a shared one */
@@ -394,17 +405,7 @@ static int tp_llama_make(int argc, char **argv) {
       LM_T("attn_q_norm.weight", base, hd, 0, 1);
       LM_T("attn_k_norm.weight", base, hd, 0, 1);
       LM_T("ffn_norm.weight", base, s->dim, 0, 1);
-      if (l < lm_ling_dims.dense_lead) {
-        LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
-        LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-        LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
-        continue;
-      }
-      lm_experts(&b, l, base, LM_TYPE(LM_FFN_DOWN), s->dim, fe, s->experts);
-      LM_T("exp_probs_b.bias", TOPOS_F32, s->experts, 0, 0);
-      LM_T("ffn_gate_shexp.weight", base, s->dim, S * fe, 0);
-      LM_T("ffn_up_shexp.weight", base, s->dim, S * fe, 0);
-      LM_T("ffn_down_shexp.weight", LM_TYPE(LM_FFN_DOWN), S * fe, s->dim, 0);
+      lm_ds_ffn(&b, s, l, base, LM_TYPE(LM_FFN_DOWN), l < lm_ling_dims.dense_lead, S * fe, 1);
       continue;
     }
     LM_T("attn_q.weight", base, s->dim, s->heads * hd, 0);

@@ -294,18 +294,8 @@ TEST(llama_minimax_m2_files) {
  * dense first block, then DeepSeek-V3's mixtures: a sigmoid router with
  * exp_probs_b and groups, renormalised and scaled weights, shared experts */
 TEST(llama_dots1_files) {
-  lt_spec s = lt_f32_spec();
-  s.arch = "dots1";
-  s.layers = 3;
-  s.experts = 8;
-  s.experts_used = 2;
-  s.ff_exp = 64;
+  lt_spec s = lt_v3_spec("dots1");
   s.experts_shared = 2;
-  s.dense_lead = 1;
-  s.sigmoid_router = 1;
-  s.probs_bias = 1;
-  s.weights_norm = 1;
-  s.experts_scale = 2.5f;
   s.expert_groups = 4;
   s.expert_groups_used = 2;
   lt_model m;
@@ -328,21 +318,11 @@ TEST(llama_dots1_files) {
  * expert_shared_feed_forward_length each, a multi-token-prediction block
  * after the trunk */
 TEST(llama_bailingmoe2_files) {
-  lt_spec s = lt_f32_spec();
-  s.arch = "bailingmoe2";
-  s.layers = 3;
+  lt_spec s = lt_v3_spec("bailingmoe2");
   s.fused_qkv = 1;
   s.rope_dim = 32;
-  s.experts = 8;
-  s.experts_used = 2;
-  s.ff_exp = 64;
   s.ff_shexp = 48;
   s.experts_shared = 2;
-  s.dense_lead = 1;
-  s.sigmoid_router = 1;
-  s.probs_bias = 1;
-  s.weights_norm = 1;
-  s.experts_scale = 2.5f;
   lt_model m;
   CHECK_OK(lt_open(&s, &m));
   if (m.model) {

@@ -31,6 +31,26 @@ static inline int lt_experts_norm(const lt_spec *s) {
          lt_arch_is(s, "hunyuan-moe");
 }
 
+/* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):
+ * 3 blocks, a dense first one, then 8 experts of 64, 2 per token, chosen
+ * by a sigmoid router with exp_probs_b, renormalised and times 2.5, and one
+ * shared expert */
+static inline lt_spec lt_v3_spec(const char *arch) {
+  lt_spec s = lt_f32_spec();
+  s.arch = arch;
+  s.layers = 3;
+  s.experts = 8;
+  s.experts_used = 2;
+  s.ff_exp = 64;
+  s.experts_shared = 1;
+  s.dense_lead = 1;
+  s.sigmoid_router = 1;
+  s.probs_bias = 1;
+  s.weights_norm = 1;
+  s.experts_scale = 2.5f;
+  return s;
+}
+
 /* the router's probabilities are sigmoids: the key's 2, or glm4moe without it */
 static inline int lt_sigmoid_router(const lt_spec *s) {
   return s->sigmoid_router > 0 || (s->sigmoid_router == 0 && lt_arch_is(s, "glm4moe"));

@@ -16,19 +16,10 @@
 #include "models/llama_internal.h" /* the layers' tensors */
 
 static lt_spec lg_f32(void) {
-  lt_spec s = lt_f32_spec();
-  s.arch = "glm4moe";
-  s.layers = 3;
-  s.rope_dim = 32; /* half of each 64-wide head, as the converter writes partial_rotary_factor 0.5 */
+  lt_spec s = lt_v3_spec("glm4moe");
+  s.sigmoid_router = 0; /* glm4moe's default without the key: the sigmoid */
+  s.rope_dim = 32;      /* half of each 64-wide head, as the converter writes partial_rotary_factor 0.5 */
   s.biases = 1;
-  s.experts = 8;
-  s.experts_used = 2;
-  s.ff_exp = 64;
-  s.experts_shared = 1;
-  s.dense_lead = 1;
-  s.probs_bias = 1;
-  s.weights_norm = 1;
-  s.experts_scale = 2.5f;
   return s;
 }
 
