@@ -147,6 +147,14 @@ static inline void lt_check_decode(const lt_model *m, int64_t V) {
   free(step);
 }
 
+/* The same for spec s's file, opened and closed here. */
+static inline void lt_check_decode_of(const lt_spec *s) {
+  lt_model m;
+  CHECK_OK(lt_open(s, &m));
+  if (m.model) lt_check_decode(&m, s->vocab);
+  lt_close(&m);
+}
+
 /* Every logit of model m (written from spec s) against the plain forward
  * (f32 weights, so the bound is summation order's), and decoding equal to
  * the full-context forward bit for bit at 1-3 threads. `without` is the

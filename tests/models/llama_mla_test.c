@@ -148,10 +148,7 @@ TEST(llama_deepseek2_quantized_both_caches) {
   s.mla_q_rank = 64;
   s.types[LT_Q] = TOPOS_Q8_0;
   lt_compare_plain_caches_of(&s, 6e-2);
-  lt_model m;
-  CHECK_OK(lt_open(&s, &m));
-  if (m.model) lt_check_decode(&m, s.vocab);
-  lt_close(&m);
+  lt_check_decode_of(&s);
 }
 
 /* DeepSeek-V3's router: sigmoid, exp_probs_b, 8 experts in 4 groups of
@@ -170,10 +167,7 @@ TEST(llama_deepseek2_expert_groups) {
   without.expert_groups = 0;
   without.expert_groups_used = 0;
   lt_check_spec_variant(&s, &without);
-  lt_model m;
-  CHECK_OK(lt_open(&s, &m));
-  if (m.model) lt_check_decode(&m, s.vocab);
-  lt_close(&m);
+  lt_check_decode_of(&s);
 }
 
 TEST(llama_deepseek2_bad_files_are_refused) {
