@@ -64,11 +64,16 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
    * glm4 / glm5 only */
   static const char *const glm4[] = {"glm4", "glm5"};
   static const char *const chatglm[] = {"chatglm-bpe"};
-  static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez", "kormo", "f2llmv2", "stablelm2"};
+  /* Hunyuan-A13B's, Solar Open's and Grok-2's lists are Qwen2's; Ling's (bailingmoe, bailingmoe2,
+   * llada-moe) too: its \s*[\r\n] ends where \s*[\r\n]+ does (after a run's last newline), and
+   * its possessive quantifiers give nothing back that Qwen2's greedy ones would use */
+  static const char *const qwen2[] = {"qwen2",      "deepseek-r1-qwen", "megrez",      "kormo",     "f2llmv2",
+                                      "stablelm2",  "hunyuan",          "solar-open",  "grok-2",    "bailingmoe",
+                                      "bailingmoe2", "llada-moe"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact",  "command-r",
                                        "codeshell", "exaone",    "minerva", "minerva-7b"};
   static const char *const tekken[] = {"tekken"};
-  static const char *const gpt4o[] = {"gpt-4o", "llama4", "kanana2", "talkie"};
+  static const char *const gpt4o[] = {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"};
   static const char *const deepseek_llm[] = {"deepseek-llm"};
   static const char *const deepseek_coder[] = {"deepseek-coder"};
   /* Hunyuan's dense models, JoyAI and HY v4 name DeepSeek-V3's list under their own names */

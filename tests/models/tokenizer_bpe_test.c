@@ -145,7 +145,9 @@ TEST(tokenizer_bpe_pre_variants) {
   tt_vocab_free(&v);
 }
 
-/* The DeepSeek, GLM and Kimi names through a GGUF file's tokenizer.ggml.pre:
+/* The DeepSeek, GLM and Kimi names (and Hunyuan-A13B's, Solar Open's, Grok-2's
+ * and Ling's for Qwen2's list, MiniMax-M2's for gpt-4o's) through a GGUF
+ * file's tokenizer.ggml.pre:
  * each is accepted and picks its list, told apart by "2020" (one digit
  * run for deepseek-llm: 20|20; one by one for deepseek-coder; groups of
  * three for deepseek-v3 and GLM's Llama 3 pattern: 202|0), by whether a
@@ -158,7 +160,10 @@ TEST(tokenizer_bpe_pre_deepseek_and_glm) {
   } names[] = {{"deepseek-llm", RUN, 0, 0},  {"deepseek-coder", ONE, 0, 0}, {"deepseek-v3", THREE, 0, 0},
                {"hunyuan-dense", THREE, 0, 0}, {"joyai-llm", THREE, 0, 0},  {"hy_v4", THREE, 0, 0},
                {"glm4", THREE, 0, 1},        {"glm5", THREE, 0, 1},        {"chatglm-bpe", THREE, 0, 0},
-               {"jina-v5-nano", THREE, 1, 1}, {"minerva-7b", ONE, 0, 0},   {"kimi-k2", THREE, 0, 0}};
+               {"jina-v5-nano", THREE, 1, 1}, {"minerva-7b", ONE, 0, 0},   {"kimi-k2", THREE, 0, 0},
+               {"hunyuan", ONE, 0, 0},       {"solar-open", ONE, 0, 0},    {"grok-2", ONE, 0, 0},
+               {"bailingmoe", ONE, 0, 0},    {"bailingmoe2", ONE, 0, 0},   {"llada-moe", ONE, 0, 0},
+               {"minimax-m2", THREE, 0, 0}};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
     tt_vocab v;
     topos_tokenizer *t = bpe_make(&v, names[k].name, 1);
