@@ -55,15 +55,17 @@ asan: deps
 # The arm64 build (NEON and dotprod kernels) on an x86-64 machine: Debian's
 # cross compiler, the whole suite run by qemu-user (its spawned `topos`
 # commands too, through TOPOS_TEST_EMULATOR). qemu's default CPU has dotprod.
-# SIMD=1 adds the simd backend's NEON gemm kernels.
+# SIMD=1 adds the simd backend's NEON gemm kernels. SHARDS=N splits the suite
+# into N emulated processes side by side (scripts/test-shards.sh).
 ARM64_SYSROOT := /usr/aarch64-linux-gnu
+SHARD_RUN := $(if $(SHARDS),sh scripts/test-shards.sh $(SHARDS))
 test-arm64:
 	@TOPOS_DEPS_EXTRA="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" sh scripts/install-deps.sh
 	@$(CMAKE) -S . -B build-arm64 $(GEN) -DCMAKE_BUILD_TYPE=Release -DCMAKE_SYSTEM_NAME=Linux \
 	   -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc \
 	   -DTOPOS_SIMD=$(call onoff,$(SIMD)) >/dev/null
 	@$(CMAKE) --build build-arm64 -j $(JOBS)
-	@TOPOS_TEST_EMULATOR="qemu-aarch64 -L $(ARM64_SYSROOT)" qemu-aarch64 -L $(ARM64_SYSROOT) build-arm64/bin/topos_tests
+	@TOPOS_TEST_EMULATOR="qemu-aarch64 -L $(ARM64_SYSROOT)" $(SHARD_RUN) qemu-aarch64 -L $(ARM64_SYSROOT) build-arm64/bin/topos_tests
 
 # Bounded libFuzzer run over every target; FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60

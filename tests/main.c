@@ -1,6 +1,9 @@
 /* Test runner: runs every registered test (or those whose name or file
  * contains one of the arguments) in registration order, prints failures and
- * ends with "N passed, M failed, K skipped". Exit status 1 when any failed. */
+ * ends with "N passed, M failed, K skipped". Exit status 1 when any failed.
+ * `--shard I/N` keeps the selected tests whose position is I modulo N,
+ * so N processes can share a slow run (valgrind, qemu) between cores:
+ * scripts/test-shards.sh runs them side by side. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdlib.h>
@@ -103,10 +106,24 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < tt_count; ++i) printf("%s  (%s)\n", tt_cases[i].name, tt_cases[i].file);
     return 0;
   }
+  unsigned shard = 0, shards = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--shard") != 0) continue;
+    char extra;
+    if (i + 1 >= argc || sscanf(argv[i + 1], "%u/%u%c", &shard, &shards, &extra) != 2 ||
+        shards == 0 || shard >= shards) {
+      fprintf(stderr, "--shard wants I/N with 0 <= I < N, e.g. --shard 0/2\n");
+      return 2;
+    }
+    for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2]; /* drop the pair, keep NULL */
+    argc -= 2;
+    --i;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
-  for (size_t i = 0; i < tt_count; ++i) {
+  for (size_t i = 0, n_selected = 0; i < tt_count; ++i) {
     tt_case *c = &tt_cases[i];
     if (!tt_selected(c, argc, argv)) continue;
+    if (n_selected++ % shards != shard) continue;
     tt_current_name = c->name;
     tt_current_failed = 0;
     tt_current_skipped = 0;
