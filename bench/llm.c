@@ -48,63 +48,8 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "bench/stream.h"
 #include "tools/cli.h"
-
-/* ---- STREAM-style read: sum of 64-bit words over a buffer far larger than
- * the caches, split in equal parts over threads; best of 5. */
-typedef struct lb_part {
-  const uint64_t *p;
-  size_t n;
-  uint64_t sum;
-} lb_part;
-
-static void *lb_read(void *arg) {
-  lb_part *part = arg;
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (size_t i = 0; i + 4 <= part->n; i += 4) {
-    s0 += part->p[i];
-    s1 += part->p[i + 1];
-    s2 += part->p[i + 2];
-    s3 += part->p[i + 3];
-  }
-  part->sum = s0 + s1 + s2 + s3;
-  return NULL;
-}
-
-static double lb_stream_read(int threads) {
-  size_t words = (size_t)256 << 17; /* 256 MiB */
-  /* On 2 MiB pages where the system grants them, as the model's mapping
-   * asks for (io/gguf_reader.c): on 4 KiB pages the read ran 15 % slower
-   * (14.9 against 17.5 GB/s, one thread, Sapphire Rapids), and the kernels
-   * decoding from a huge-page mapping exceeded that "bound". */
-  const size_t huge = (size_t)2 << 20;
-  uint64_t *buf = aligned_alloc(huge, words * sizeof *buf);
-  if (!buf) return 0;
-#ifdef MADV_HUGEPAGE
-  madvise(buf, words * sizeof *buf, MADV_HUGEPAGE); /* a hint: where refused, 4 KiB pages */
-#endif
-  for (size_t i = 0; i < words; ++i) buf[i] = i;
-  double best = 1e30;
-  uint64_t sink = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    lb_part parts[16];
-    pthread_t tid[16];
-    if (threads > 16) threads = 16;
-    double t0 = tp_cli_now();
-    for (int t = 0; t < threads; ++t) {
-      parts[t] = (lb_part){buf + words / (size_t)threads * (size_t)t, words / (size_t)threads, 0};
-      if (t) pthread_create(&tid[t], NULL, lb_read, &parts[t]);
-    }
-    lb_read(&parts[0]);
-    for (int t = 1; t < threads; ++t) pthread_join(tid[t], NULL);
-    double dt = tp_cli_now() - t0;
-    for (int t = 0; t < threads; ++t) sink += parts[t].sum;
-    if (dt < best) best = dt;
-  }
-  free(buf);
-  if (sink == 42) fprintf(stderr, " ");
-  return (double)(words * sizeof(uint64_t)) / best;
-}
 
 /* In a child process, so the 256 MiB buffer never counts in our peak RSS. */
 static double lb_stream_read_isolated(int threads) {
@@ -119,7 +64,7 @@ static double lb_stream_read_isolated(int threads) {
   }
   if (pid == 0) {
     close(fd[0]);
-    double bw = lb_stream_read(threads);
+    double bw = tp_bench_stream_read(threads);
     ssize_t w = write(fd[1], &bw, sizeof bw);
     _exit(w == (ssize_t)sizeof bw ? 0 : 1);
   }
