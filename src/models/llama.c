@@ -380,6 +380,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
    * attn_output, ffn_norm, ffn_up, ffn_down): a block_count the file cannot
    * hold is refused before anything is sized by it */
   const int phi3 = (flags & TP_ARCH_FUSED) != 0, per_block = 6;
+  const int gate_up = phi3 || tp_llama_arch_gate_up_fused(c->arch);
   const int64_t tensors = topos_gguf_tensor_count(m->gguf);
   if (c->n_layers > tensors / per_block)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: block_count %" PRId64 " needs %" PRId64
@@ -426,7 +427,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
-      if (phi3) {
+      if (gate_up) {
         TP_TRY(tp_llama_layer_gate_up(m, l, L));
       } else {
         if (!c->ffn_plain) TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);

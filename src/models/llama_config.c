@@ -211,26 +211,35 @@ typedef struct tp_llama_arch_extra {
    * expert_count of 1 dense, a mixture's shared expert feed_forward_length
    * wide where expert_shared_feed_forward_length is absent */
   int hunyuan;
+  /* gate | up rows in one ffn_up (GLM-4; phi3's TP_ARCH_FUSED too) and the
+   * nextn_predict_layers blocks after the trunk skipped, without the rest of
+   * ds_moe */
+  int gate_up, nextn;
+  int relu2;   /* the plain feed-forward's activation is ReLU squared (arcee) */
+  int minicpm; /* granite's scales with MiniCPM's defaults where the keys are absent, rotation always */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
-    {"deepseek2", 1, 1, 0, 0, 0, 0},
-    {"glm4moe", 2, 1, 1, TP_MROPE_IF_SECTIONS, 0, 0},
-    {"llama4", 0, 0, 0, 0, 1, 0},
-    {"minimax-m2", 1, 0, 0, 0, 0, 0},
-    {"dots1", 1, 1, 0, 0, 0, 0},
-    {"bailingmoe2", 1, 1, 0, 0, 0, 0},
-    {"hunyuan-dense", 0, 0, 0, 0, 0, 1},
-    {"hunyuan-moe", 0, 0, 0, 0, 0, 1},
-    {"qwen2vl", 0, 0, 0, TP_MROPE, 0, 0},
-    {"qwen3vl", 0, 0, 0, TP_IMROPE, 0, 0},
-    {"qwen3vlmoe", 0, 0, 0, TP_IMROPE, 0, 0},
+    {.name = "deepseek2", .router_key = 1, .ds_moe = 1},
+    {.name = "glm4moe", .router_key = 2, .ds_moe = 1, .qk_norm_optional = 1, .mrope = TP_MROPE_IF_SECTIONS},
+    {.name = "llama4", .llama4 = 1},
+    {.name = "minimax-m2", .router_key = 1},
+    {.name = "dots1", .router_key = 1, .ds_moe = 1},
+    {.name = "bailingmoe2", .router_key = 1, .ds_moe = 1},
+    {.name = "hunyuan-dense", .hunyuan = 1},
+    {.name = "hunyuan-moe", .hunyuan = 1},
+    {.name = "qwen2vl", .mrope = TP_MROPE},
+    {.name = "qwen3vl", .mrope = TP_IMROPE},
+    {.name = "qwen3vlmoe", .mrope = TP_IMROPE},
+    {.name = "glm4", .mrope = TP_MROPE_IF_SECTIONS, .gate_up = 1, .nextn = 1},
+    {.name = "arcee", .relu2 = 1},
+    {.name = "minicpm", .minicpm = 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
   for (size_t i = 0; i < sizeof tp_llama_arch_extras / sizeof tp_llama_arch_extras[0]; ++i)
     if (strcmp(tp_llama_arch_extras[i].name, name) == 0) return tp_llama_arch_extras[i];
-  return (tp_llama_arch_extra){name, 0, 0, 0, 0, 0, 0};
+  return (tp_llama_arch_extra){.name = name};
 }
 
 static const tp_llama_arch tp_llama_archs[] = {
@@ -243,6 +252,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, 0, 6, 0,
      TP_SWA_ROPE_OWN_10000, 62},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"minicpm", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* granite's graph */
+    {"internlm2", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the converter splits wqkv */
+    {"arcee", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* AFM: relu2 */
     {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"exaone4", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS | TP_ARCH_NOPE_FULL, 2, 0,
@@ -303,6 +315,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"llama4", TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_NOPE4 | TP_ARCH_TEMPERATURE |
      TP_ARCH_BIASES, 2, 8192, 4, 0, TP_SWA_ROPE_SAME, 0},
     /* GLM-4.5 / 4.5-Air / 4.6 / 4.7: the feed-forward's norm named post_attention_norm, half the head rotated */
+    /* GLM-4-0414 / GLM-Z1: gemma2's four norms, ffn_up gate | up, q, k, v
+     * biases, neighbours paired (NEOX under M-RoPE), nextn blocks skipped */
+    {"glm4", TP_ARCH_BIASES | TP_ARCH_POST_NORMS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"glm4moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
      TP_ARCH_MOE_LAYERS | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
@@ -494,6 +509,7 @@ static topos_status tp_llama_mrope(topos_llama *m, int kind) {
                                              (s % 3 == 2 && s < 3 * v[2]))
                                          : s >= v[0] + v[1] + v[2];
   }
+  c->rope_neox = 1; /* ggml's M-RoPE pairs x[i] with x[i + d/2] (glm4's plain rotation pairs neighbours) */
   return TOPOS_OK;
 }
 
@@ -522,11 +538,27 @@ static topos_status tp_llama_llama4(topos_llama_config *c) {
 /* granite's scales, as llama.cpp reads them: logit_scale (required: logits
  * times 1 / it), residual_scale and embedding_scale (absent or 0: none;
  * attention.scale: tp_llama_config_read); and
- * rope.scaling.finetuned false: no layer rotates q and k. */
-static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int *nope) {
+ * rope.scaling.finetuned false: no layer rotates q and k. MiniCPM files run
+ * granite's graph with defaults where the keys are absent (older exports
+ * have none): embedding 12, residual 1.4 / sqrt(block_count), logit 256 /
+ * embedding_length, and always rotate. */
+static topos_status tp_llama_granite(topos_gguf *g, topos_llama_config *c, int minicpm, int *nope) {
   char kb[96];
-  TP_TRY(tp_llama_f32(g, TP_K("logit_scale"), 1, 1.0f, &c->logit_scale));
   float v;
+  if (minicpm) {
+    c->embd_scale = 12.0f;
+    c->residual_scale = 1.4f / sqrtf((float)c->n_layers);
+    c->logit_scale = 256.0f / (float)c->dim;
+    TP_TRY(tp_llama_f32(g, TP_K("logit_scale"), 0, c->logit_scale, &c->logit_scale));
+    TP_TRY(tp_llama_f32(g, TP_K("residual_scale"), 0, c->residual_scale, &c->residual_scale));
+    TP_TRY(tp_llama_f32(g, TP_K("embedding_scale"), 0, c->embd_scale, &c->embd_scale));
+    if (!(c->logit_scale > 0.0f) || !isfinite(c->logit_scale))
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s.logit_scale %g is not a positive number", c->arch,
+                     (double)c->logit_scale);
+    *nope = 0;
+    return TOPOS_OK;
+  }
+  TP_TRY(tp_llama_f32(g, TP_K("logit_scale"), 1, 1.0f, &c->logit_scale));
   TP_TRY(tp_llama_nonneg_f32(g, TP_K("residual_scale"), 0.0f, &v));
   if (v != 0.0f) c->residual_scale = v;
   TP_TRY(tp_llama_nonneg_f32(g, TP_K("embedding_scale"), 0.0f, &v));
@@ -673,13 +705,15 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->ffn_gelu = (a->flags & (TP_ARCH_GEMMA | TP_ARCH_FFN_PLAIN)) != 0;
   c->layer_norm = (a->flags & TP_ARCH_LAYER_NORM) != 0;
   c->ffn_plain = (a->flags & TP_ARCH_FFN_PLAIN) != 0;
+  c->ffn_relu2 = x.relu2;
+  if (x.relu2) c->ffn_gelu = 0;
   c->parallel_residual = (a->flags & TP_ARCH_PARALLEL) != 0;
   c->attn_sinks = (a->flags & TP_ARCH_OAI) != 0;
   c->learned_positions = (a->flags & TP_ARCH_POSITIONS) != 0;
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
-  if (x.ds_moe) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
+  if (x.ds_moe || x.nextn) { /* the last blocks predict further tokens: not the trunk (llama.cpp skips them) */
     int present;
     TP_TRY(tp_llama_key_u64(g, TP_K("nextn_predict_layers"), 0, &c->n_nextn_layers, &present));
     if (c->n_nextn_layers >= c->n_layers)
@@ -749,7 +783,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->residual_scale = 1.0f;
   c->logit_scale = 1.0f;
   *nope_all = c->learned_positions;
-  if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, nope_all));
+  if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));
   c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE);
   if (a->flags & TP_ARCH_COHERE) { /* logits times logit_scale (absent or 0: none) */
     float v;
@@ -787,3 +821,4 @@ unsigned tp_llama_arch_flags(const char *arch) {
 }
 
 int tp_llama_arch_qk_norm_optional(const char *arch) { return arch && tp_llama_extra_of(arch).qk_norm_optional; }
+int tp_llama_arch_gate_up_fused(const char *arch) { return arch && tp_llama_extra_of(arch).gate_up; }

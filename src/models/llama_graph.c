@@ -173,12 +173,18 @@ static void tp_mask_inputs(tp_rec *r, const tp_llama_graph *g, int row_mask, con
 /* The gated feed-forward: act(h . gate + b) * (h . up + b), down, + b.
  * One row (decoding): gate and up in one product where the file has them
  * back to back (or in the file's order joined: gate first). Without a gate
- * (starcoder2, phi2): down(GELU(h . up + b)) + b. */
+ * (starcoder2, phi2): down(GELU(h . up + b)) + b; arcee's: ReLU(.)^2. */
 static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
   const int64_t T = r->T;
   if (!L->w_gate) {
-    topos_sym up = topos_tape_gelu(t, tp_bias(r, topos_tape_qlinear(t, h, tp_const(r, L->w_up)), L->b_up, T));
+    topos_sym up = tp_bias(r, topos_tape_qlinear(t, h, tp_const(r, L->w_up)), L->b_up, T);
+    if (r->c->ffn_relu2) {
+      up = topos_tape_relu(t, up);
+      up = topos_tape_mul(t, up, up);
+    } else {
+      up = topos_tape_gelu(t, up);
+    }
     return tp_bias(r, topos_tape_qlinear(t, up, tp_const(r, L->w_down)), L->b_down, T);
   }
   const int64_t ff = topos_tensor_shape(L->w_gate)[0];

@@ -9,7 +9,8 @@ static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arc
  * two with post-norms, gemma3 and qwen3 with q and k norms */
 static inline int lt_gemma(const lt_spec *s) { return s->arch && strncmp(s->arch, "gemma", 5) == 0; }
 static inline int lt_post_norms(const lt_spec *s) {
-  return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4");
+  return lt_arch_is(s, "gemma2") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
+         lt_arch_is(s, "glm4");
 }
 /* hunyuan-dense, hunyuan-moe: q and k norms after the rotation, rope.scaling.alpha */
 static inline int lt_hunyuan(const lt_spec *s) {
@@ -25,6 +26,20 @@ static inline int lt_qk_norm_rows(const lt_spec *s) {
   return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe") || lt_arch_is(s, "minimax-m2");
 }
 static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
+/* minicpm: granite's graph, its scales defaulting where the file has no keys:
+ * embedding 12, residual 1.4 / sqrt(blocks), logits divided by 256 / dim */
+static inline int lt_minicpm(const lt_spec *s) { return lt_arch_is(s, "minicpm"); }
+static inline double lt_embedding_scale(const lt_spec *s) {
+  return s->embedding_scale > 0 ? s->embedding_scale : lt_minicpm(s) ? 12.0 : 0.0;
+}
+static inline double lt_residual_scale(const lt_spec *s) {
+  return s->residual_scale > 0 ? s->residual_scale : lt_minicpm(s) ? 1.4 / sqrt((double)s->layers) : 0.0;
+}
+static inline double lt_logit_scale(const lt_spec *s) {
+  return s->logit_scale > 0 ? s->logit_scale : lt_minicpm(s) ? 256.0 / (double)s->dim : 0.0;
+}
+/* arcee: the plain feed-forward with ReLU squared, RMS norms */
+static inline int lt_relu2(const lt_spec *s) { return lt_arch_is(s, "arcee"); }
 /* The LayerNorm files: starcoder2, phi2, gpt2, starcoder, gptneox, falcon
  * without a gate (GELU of up), stablelm and command-r / cohere2 with one;
  * command-r's norms without biases; phi2's, falcon's and command-r's
@@ -35,10 +50,12 @@ static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox")
 static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") || lt_arch_is(s, "starcoder"); }
 static inline int lt_ffn_plain(const lt_spec *s) {
   return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
-         lt_arch_is(s, "falcon");
+         lt_arch_is(s, "falcon") || lt_relu2(s);
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
-static inline int lt_layer_norm(const lt_spec *s) { return lt_ffn_plain(s) || lt_arch_is(s, "stablelm") || lt_cohere(s); }
+static inline int lt_layer_norm(const lt_spec *s) {
+  return (lt_ffn_plain(s) && !lt_relu2(s)) || lt_arch_is(s, "stablelm") || lt_cohere(s);
+}
 static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s); }
 static inline int lt_one_norm(const lt_spec *s) {
   return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s);
@@ -63,6 +80,13 @@ static inline int lt_without(const lt_spec *s, const char *feature) {
  * 128 experts), the router's logits ranking and sigmoid-weighted inputs */
 static inline int lt_llama4(const lt_spec *s) { return lt_arch_is(s, "llama4"); }
 
+/* M-RoPE's sections in force (glm4moe, glm4: only where sections 0 and 1 are nonzero) */
+static inline int lt_mrope_on(const lt_spec *s) {
+  const int32_t *v = s->rope_sections;
+  if (lt_arch_is(s, "glm4moe") || lt_arch_is(s, "glm4")) return v[0] > 0 && v[1] > 0;
+  return v[0] || v[1] || v[2] || v[3];
+}
+
 /* M-RoPE for text: pair i of the rotated ones keeps angle 0 where the
  * sections give it the fourth position (qwen2vl, glm4moe: sectors past the
  * first three sections; qwen3vl, qwen3vlmoe interleaved: every sector s but
@@ -71,7 +95,7 @@ static inline int lt_rope_still(const lt_spec *s, int64_t i) {
   const int32_t *v = s->rope_sections;
   const int64_t sum = (int64_t)v[0] + v[1] + v[2] + v[3];
   const int imrope = lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe");
-  if (sum == 0 || (lt_arch_is(s, "glm4moe") && !(v[0] > 0 && v[1] > 0))) return 0;
+  if (sum == 0 || !lt_mrope_on(s)) return 0;
   const int64_t k = i % sum;
   if (imrope) return !((k % 3 == 0 && k < 3 * v[0]) || (k % 3 == 1 && k < 3 * v[1]) || (k % 3 == 2 && k < 3 * v[2]));
   return k >= (int64_t)v[0] + v[1] + v[2];
@@ -79,6 +103,8 @@ static inline int lt_rope_still(const lt_spec *s, int64_t i) {
 
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
+/* gate and up rows in one ffn_up: phi3, glm4 (whose q, k, v may be apart) */
+static inline int lt_gate_up(const lt_spec *s) { return lt_phi3(s) || lt_arch_is(s, "glm4"); }
 
 /* qwen2 and phi3 files rotate pairs (x[i], x[i + hd/2]); llama files
  * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
@@ -89,7 +115,7 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
-         lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
+         lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s));
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -100,7 +126,8 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
-         lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
+         lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
+         lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -27,9 +27,12 @@ static inline double lt_gelu(double a) {
 /* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
  * up [F, D], down [D, F], biases NULL for none; mid holds F values. */
 static inline void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
-                                float *mid, float *out, int64_t D, int64_t F) {
+                                float *mid, float *out, int64_t D, int64_t F, int relu2) {
   lt_matvec(up, h, mid, F, D);
-  for (int64_t i = 0; i < F; ++i) mid[i] = (float)lt_gelu((double)mid[i] + (bu ? bu[i] : 0.0));
+  for (int64_t i = 0; i < F; ++i) {
+    const double u = (double)mid[i] + (bu ? bu[i] : 0.0);
+    mid[i] = relu2 ? (float)(u > 0 ? u * u : 0.0) : (float)lt_gelu(u); /* arcee: ReLU squared */
+  }
   lt_matvec(down, mid, out, D, F);
   for (int64_t i = 0; bd && i < D; ++i) out[i] += bd[i];
 }

@@ -386,14 +386,18 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (lt_moe_layer(s, l)) {
       LT(lt_write_experts(w, f, s, l, &rng));
     } else {
-      if (s->up_first) {
-        LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
-      }
-      if (!lt_ffn_plain(s)) {
-        LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
-      }
-      if (!s->up_first) {
-        LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+      if (lt_gate_up(s)) { /* glm4: gate then up rows in ffn_up */
+        LT_W("ffn_up.weight", ty[LT_UP], s->dim, 2 * s->ff, 0);
+      } else {
+        if (s->up_first) {
+          LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+        }
+        if (!lt_ffn_plain(s)) {
+          LT_W("ffn_gate.weight", ty[LT_GATE], s->dim, s->ff, 0);
+        }
+        if (!s->up_first) {
+          LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+        }
       }
       LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
     }
@@ -540,7 +544,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   const double attn_cap = lt_arch_is(s, "gemma2") ? (s->attn_softcap > 0 ? s->attn_softcap : 50.0) : 0.0;
   const double final_cap = lt_arch_is(s, "gemma2") ? (s->final_softcap > 0 ? s->final_softcap : 30.0)
                            : lt_arch_is(s, "gemma3") ? s->final_softcap : 0.0;
-  const int fused = lt_phi3(s), fused_qkv = fused || s->fused_qkv;
+  const int fused = lt_gate_up(s), fused_qkv = lt_phi3(s) || s->fused_qkv; /* fused: gate | up in ffn_up */
   const char *names[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
                           "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
   for (int64_t l = 0; ok && l < s->layers; ++l) {
@@ -590,7 +594,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   for (int64_t p = 0; ok && p < N; ++p) {
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
     for (int64_t i = 0; lt_gemma(s) && i < D; ++i) x[i] *= sqrtf((float)D);
-    for (int64_t i = 0; s->embedding_scale > 0 && i < D; ++i) x[i] *= s->embedding_scale;
+    for (int64_t i = 0; lt_embedding_scale(s) > 0 && i < D; ++i) x[i] *= (float)lt_embedding_scale(s);
     for (int64_t i = 0; pos && i < D; ++i) x[i] += pos[p * D + i];
     for (int64_t l = 0; ok && l < s->layers; ++l) {
       float *W[9], *B[9];
@@ -705,11 +709,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       }
       { /* the attention's output t2 into the residual; the feed-forward */
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
-        for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
+        for (int64_t i = 0; lt_residual_scale(s) > 0 && i < D; ++i) t2[i] *= (float)lt_residual_scale(s);
         if (lt_parallel(s)) { /* x + (attn + ffn(h)): h the attention's norm (phi2) or the ffn's (gptneox) */
           if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
           if (W[6]) memset(g1, 0, (size_t)D * 4), lt_swiglu_add(W[6], W[7], W[8], h, D, F, 1.0, g1); /* command-r */
-          else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F);
+          else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F, lt_relu2(s) && !lt_without(s, "relu2"));
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + g1[i];
           continue;
         }
@@ -717,13 +721,13 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
         if (lt_ffn_plain(s)) {
-          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F);
+          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F, lt_relu2(s) && !lt_without(s, "relu2"));
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
           continue;
         }
         if (lt_moe_layer(s, l)) {
           lt_experts_apply(s, &LX[l], h, t2);
-          for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
+          for (int64_t i = 0; lt_residual_scale(s) > 0 && i < D; ++i) t2[i] *= (float)lt_residual_scale(s);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
           continue;
         }
@@ -738,7 +742,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_matvec(W[8], g1, t2, D, F);
         for (int64_t i = 0; B[8] && i < D; ++i) t2[i] += B[8][i];
         if (LN[l][3]) lt_rmsnorm(t2, t2, LN[l][3], D, 1e-5f);
-        for (int64_t i = 0; s->residual_scale > 0 && i < D; ++i) t2[i] *= s->residual_scale;
+        for (int64_t i = 0; lt_residual_scale(s) > 0 && i < D; ++i) t2[i] *= (float)lt_residual_scale(s);
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
       }
     }
@@ -746,8 +750,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       lt_norm(h, x, onorm, s->plain_rms ? NULL : onorm_b, D, 1e-5f);
       lt_matvec(out, h, logits + p * V, V, D);
       for (int64_t i = 0; out_b && i < V; ++i) logits[p * V + i] += out_b[i];
-      for (int64_t i = 0; s->logit_scale > 0 && i < V; ++i) /* granite divides, command-r multiplies */
-        logits[p * V + i] = lt_cohere(s) ? logits[p * V + i] * s->logit_scale : logits[p * V + i] / s->logit_scale;
+      for (int64_t i = 0; lt_logit_scale(s) > 0 && i < V; ++i) /* granite divides, command-r multiplies */
+        logits[p * V + i] = lt_cohere(s) ? logits[p * V + i] * s->logit_scale
+                                         : (float)(logits[p * V + i] / lt_logit_scale(s));
       for (int64_t i = 0; final_cap > 0 && i < V; ++i)
         logits[p * V + i] = (float)(final_cap * tanh(logits[p * V + i] / final_cap));
     }

@@ -1,0 +1,108 @@
+/* glm4 (GLM-4-0414, GLM-Z1), minicpm, arcee (AFM-4.5B) and internlm2 files
+ * against the tests' plain forward:
+ *   glm4       gemma2's four norms (attn_norm, post_attention_norm, ffn_norm,
+ *              post_ffw_norm) without its scalings, gate and up rows in one
+ *              ffn_up, q / k / v biases (apart or in attn_qkv), neighbouring
+ *              pairs rotated over rope.dimension_count (half of each head);
+ *              with M-RoPE sections (GLM-4.1V's) the NEOX pairing
+ *   minicpm    granite's graph, its scales defaulting where the keys are
+ *              absent: embedding 12, residual 1.4 / sqrt(blocks), logits
+ *              divided by 256 / dim
+ *   arcee      the plain feed-forward (no gate) with ReLU squared
+ *   internlm2  llama's graph (the converter splits wqkv)
+ * decoding equal to the full-context forward bit for bit at 1-3 threads;
+ * quantized weights through both caches. */
+#include "models/llama_harness.h"
+#include "models/llama_internal.h" /* the layers' tensors */
+
+TEST(llama_glm4_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "glm4";
+  s.rope_dim = 32; /* half of each 64-wide head (partial_rotary_factor 0.5) */
+  s.biases = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_neox == 0 && c->rope_dim == 32 && c->post_norms == 1 && c->n_experts == 0);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->w_gate && L->w_up && L->post_attn_norm && L->post_ffn_norm && L->bq && L->bk && L->bv);
+    CHECK(topos_tensor_shape(L->w_gate)[0] == s.ff && topos_tensor_shape(L->w_up)[0] == s.ff);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 1e-5);
+    lt_check_decode(&m, s.vocab);
+  }
+  lt_close(&m);
+  /* q, k, v in one attn_qkv with its bias */
+  lt_spec fused = s;
+  fused.fused_qkv = 1;
+  lt_compare_plain(&fused, TOPOS_NUMERICS_EXACT, 1e-5);
+  /* GLM-4.1V's sections: NEOX pairs, the fourth section's pairs still */
+  const int32_t sections[4] = {8, 4, 2, 2};
+  memcpy(s.rope_sections, sections, sizeof sections);
+  s.rope_base = 10.0f; /* the last pairs turn ~0.1 rad per position: keeping them still shows */
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->rope_neox == 1 && m.model->rope_still != NULL);
+  lt_close(&m);
+  lt_spec plain = s; /* the plain forward of the file without sections: neighbours paired, every pair turning */
+  memset(plain.rope_sections, 0, sizeof plain.rope_sections);
+  lt_check_spec_variant(&s, &plain);
+  lt_spec q = lt_default_spec();
+  q.arch = "glm4";
+  q.biases = 1;
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_minicpm_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "minicpm";
+  s.dim = 128; /* the default logit scale 256 / dim is then 2 */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->embd_scale == 12.0f && c->logit_scale == 2.0f && c->n_nope_layers == 0);
+    CHECK(fabsf(c->residual_scale - 1.4f / sqrtf(2.0f)) < 1e-7f);
+  }
+  lt_close(&m);
+  /* granite's plain forward without scales (its file would have them): far off */
+  lt_spec without = s;
+  without.arch = "granite";
+  lt_check_spec_variant(&s, &without);
+  /* the keys where the file has them */
+  s.embedding_scale = 8.0f, s.residual_scale = 0.5f, s.logit_scale = 3.0f;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->embd_scale == 8.0f && c->residual_scale == 0.5f && c->logit_scale == 3.0f);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+  s.logit_scale = 1e31f; /* not a usable scale: refused, as granite's */
+  lt_expect_refused(s, TOPOS_ERR_RANGE, "minicpm.logit_scale = 1e+31 must be a positive finite number");
+  lt_spec q = lt_default_spec();
+  q.arch = "minicpm";
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_arcee_internlm2_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "arcee";
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ffn_plain == 1 && c->ffn_relu2 == 1 && c->ffn_gelu == 0 && c->layer_norm == 0 && c->rope_neox == 0);
+    CHECK(!m.model->layers[0].w_gate && m.model->layers[0].w_up);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the plain forward with GELU: far off */
+  without.plain_without = "relu2";
+  lt_check_spec_variant(&s, &without);
+  lt_spec q = lt_default_spec();
+  q.arch = "arcee";
+  lt_compare_plain_caches_of(&q, 3e-2);
+  s.arch = "internlm2";
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_check_decode_of(&s);
+}
