@@ -217,6 +217,7 @@ typedef struct tp_llama_arch_extra {
   int gate_up, nextn;
   int relu2;   /* the plain feed-forward's activation is ReLU squared (arcee) */
   int minicpm; /* granite's scales with MiniCPM's defaults where the keys are absent, rotation always */
+  int ff_half; /* feed_forward_length is twice the feed-forward's width (Qwen 1's intermediate_size) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -233,6 +234,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen3vlmoe", .mrope = TP_IMROPE},
     {.name = "glm4", .mrope = TP_MROPE_IF_SECTIONS, .gate_up = 1, .nextn = 1},
     {.name = "arcee", .relu2 = 1},
+    {.name = "nemotron", .relu2 = 1},
+    {.name = "qwen", .ff_half = 1},
     {.name = "minicpm", .minicpm = 1},
 };
 
@@ -255,6 +258,12 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"minicpm", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* granite's graph */
     {"internlm2", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the converter splits wqkv */
     {"arcee", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* AFM: relu2 */
+    {"xverse", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
+    {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
+    {"nemotron", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     {"smollm3", TP_ARCH_BIASES | TP_ARCH_NOPE4, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"exaone4", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS | TP_ARCH_NOPE_FULL, 2, 0,
@@ -723,6 +732,11 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   /* a mixture's experts may have a width of their own and no dense one */
   TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
+  if (x.ff_half) {
+    if (c->ff < 2 || c->ff % 2)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " is not twice a width (%s files)", kb, c->ff, c->arch);
+    c->ff /= 2;
+  }
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
   TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,

@@ -38,8 +38,8 @@ static inline double lt_residual_scale(const lt_spec *s) {
 static inline double lt_logit_scale(const lt_spec *s) {
   return s->logit_scale > 0 ? s->logit_scale : lt_minicpm(s) ? 256.0 / (double)s->dim : 0.0;
 }
-/* arcee: the plain feed-forward with ReLU squared, RMS norms */
-static inline int lt_relu2(const lt_spec *s) { return lt_arch_is(s, "arcee"); }
+/* arcee (RMS norms), nemotron (LayerNorms): the plain feed-forward with ReLU squared */
+static inline int lt_relu2(const lt_spec *s) { return lt_arch_is(s, "arcee") || lt_arch_is(s, "nemotron"); }
 /* The LayerNorm files: starcoder2, phi2, gpt2, starcoder, gptneox, falcon
  * without a gate (GELU of up), stablelm and command-r / cohere2 with one;
  * command-r's norms without biases; phi2's, falcon's and command-r's
@@ -54,7 +54,8 @@ static inline int lt_ffn_plain(const lt_spec *s) {
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
 static inline int lt_layer_norm(const lt_spec *s) {
-  return (lt_ffn_plain(s) && !lt_relu2(s)) || lt_arch_is(s, "stablelm") || lt_cohere(s);
+  return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
+         lt_cohere(s);
 }
 static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s); }
 static inline int lt_one_norm(const lt_spec *s) {
@@ -115,7 +116,8 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
-         lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s));
+         lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
+         lt_arch_is(s, "qwen");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -127,7 +129,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
-         lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2");
+         lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -9,7 +9,11 @@
  *              absent: embedding 12, residual 1.4 / sqrt(blocks), logits
  *              divided by 256 / dim
  *   arcee      the plain feed-forward (no gate) with ReLU squared
- *   internlm2  llama's graph (the converter splits wqkv)
+ *   nemotron   that with LayerNorms and NEOX pairs (Nemotron-4, Minitron)
+ *   qwen       Qwen 1: q, k, v in attn_qkv with its bias, NEOX pairs, the
+ *              feed-forward half of feed_forward_length
+ *   orion      LayerNorms with biases, a gated feed-forward, NEOX pairs
+ *   internlm2, xverse  llama's graph (internlm2's converter splits wqkv)
  * decoding equal to the full-context forward bit for bit at 1-3 threads;
  * quantized weights through both caches. */
 #include "models/llama_harness.h"
@@ -85,7 +89,7 @@ TEST(llama_minicpm_files) {
   lt_compare_plain_caches_of(&q, 3e-2);
 }
 
-TEST(llama_arcee_internlm2_files) {
+TEST(llama_arcee_nemotron_files) {
   lt_spec s = lt_f32_spec();
   s.arch = "arcee";
   lt_model m;
@@ -102,7 +106,54 @@ TEST(llama_arcee_internlm2_files) {
   lt_spec q = lt_default_spec();
   q.arch = "arcee";
   lt_compare_plain_caches_of(&q, 3e-2);
-  s.arch = "internlm2";
-  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
-  lt_check_decode_of(&s);
+  s.arch = "nemotron";
+  s.rope_dim = 32;
+  s.biases = 3; /* its optional output, up and down biases */
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ffn_relu2 == 1 && c->layer_norm == 1 && c->norm_bias == 1 && c->rope_neox == 1);
+    CHECK(m.model->layers[1].b_up && m.model->layers[1].b_down && m.model->layers[1].ffn_norm_b);
+  }
+  lt_close(&m);
+  without = s;
+  without.plain_without = "relu2";
+  lt_check_spec_variant(&s, &without);
+}
+
+TEST(llama_qwen_orion_internlm2_xverse_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "qwen";
+  s.fused_qkv = 1;
+  s.biases = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ff == s.ff && c->rope_neox == 1 && m.model->layers[0].bq && m.model->layers[0].w_gate);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_check_decode(&m, s.vocab);
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "qwen";
+  q.fused_qkv = 1;
+  q.biases = 1;
+  lt_compare_plain_caches_of(&q, 3e-2);
+  s = lt_f32_spec();
+  s.arch = "orion";
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->layer_norm == 1 && c->norm_bias == 1 && c->ffn_plain == 0 && c->rope_neox == 1);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+  const char *llamas[2] = {"internlm2", "xverse"};
+  for (int i = 0; i < 2; ++i) {
+    s = lt_f32_spec();
+    s.arch = llamas[i];
+    lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_check_decode_of(&s);
+  }
 }

@@ -231,7 +231,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "embedding_length"), (uint32_t)s->dim));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "block_count"),
                                (uint32_t)(s->blocks_key > 0 ? s->blocks_key : s->layers)));
-  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)s->ff));
+  /* Qwen 1's key is twice the width (its intermediate_size) */
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)(lt_arch_is(s, "qwen") ? 2 : 1) * s->ff));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)lt_rope_dim(s)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
