@@ -92,7 +92,10 @@ typedef struct topos_llama_config {
                           * gpt2, starcoder, gptneox, falcon, command-r) */
   int norm_bias;         /* 1: those LayerNorms have biases (all but command-r's) */
   int ffn_plain;         /* 1: no gate: down(GELU(up h + b)) + b (starcoder2, phi2) */
-  int ffn_relu2;         /* 1: that activation is ReLU squared instead of GELU (arcee) */
+  int ffn_relu2;         /* 1: that activation is ReLU squared instead of GELU (arcee, nemotron) */
+  int norm_weightless;   /* 1: the LayerNorms have no weights or biases (OLMo 1) */
+  float clamp_kqv;       /* > 0: q, k and v clamped to [-clamp_kqv, clamp_kqv] after their products
+                          * and biases (attention.clamp_kqv: OLMo 1.7) */
   int parallel_residual; /* 1: the attention and the feed-forward read the block's input and both
                           * add to the residual at once, x + (attn + ffn): through the one norm
                           * (phi2, Falcon-7B), or each through its own (gptneox's

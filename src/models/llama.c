@@ -358,7 +358,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   TP_TRY(tp_llama_weight(m, "token_embd.weight", c->dim, c->n_vocab, 0, &m->token_embd));
   /* the embedding is read one row per token, not per token of the whole table */
   m->config.weight_bytes -= info.bytes;
-  TP_TRY(tp_llama_weight(m, "output_norm.weight", c->dim, 0, 0, &m->output_norm));
+  if (!c->norm_weightless) TP_TRY(tp_llama_weight(m, "output_norm.weight", c->dim, 0, 0, &m->output_norm));
   if (c->norm_bias) {
     TP_TRY(tp_llama_weight(m, "output_norm.bias", c->dim, 0, 0, &m->output_norm_b));
     TP_TRY(tp_llama_weight(m, "output.bias", c->n_vocab, 0, 1, &m->output_b)); /* phi2 */
@@ -396,7 +396,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                 \
     TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field));                    \
   } while (0)
-    if (c->pre_norms) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
+    if (c->pre_norms && !c->norm_weightless) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
     if (c->norm_bias) TP_W(attn_norm_b, "attn_norm.bias", c->dim, 0);
     if (flags & TP_ARCH_NORM_2) { /* Falcon-40B's; the 7B has none */
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_norm_2.weight", l);
@@ -420,7 +420,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (!c->mla_kv_rank) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
-    else if (c->pre_norms && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
+    else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
     if (c->norm_bias && L->ffn_norm) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);

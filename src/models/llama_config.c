@@ -218,6 +218,7 @@ typedef struct tp_llama_arch_extra {
   int relu2;   /* the plain feed-forward's activation is ReLU squared (arcee) */
   int minicpm; /* granite's scales with MiniCPM's defaults where the keys are absent, rotation always */
   int ff_half; /* feed_forward_length is twice the feed-forward's width (Qwen 1's intermediate_size) */
+  int weightless; /* LayerNorms without weights or biases, attention.clamp_kqv (OLMo 1) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -236,6 +237,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "arcee", .relu2 = 1},
     {.name = "nemotron", .relu2 = 1},
     {.name = "qwen", .ff_half = 1},
+    {.name = "olmo", .weightless = 1},
     {.name = "minicpm", .minicpm = 1},
 };
 
@@ -259,6 +261,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"internlm2", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the converter splits wqkv */
     {"arcee", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* AFM: relu2 */
     {"xverse", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"olmo", TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* OLMo 1: norms without weights */
     {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
@@ -798,7 +801,13 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->logit_scale = 1.0f;
   *nope_all = c->learned_positions;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));
-  c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE);
+  c->norm_weightless = x.weightless;
+  c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE) && !x.weightless;
+  if (x.weightless) { /* OLMo 1.7's clip_qkv; absent or 0: none */
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.clamp_kqv"), 0.0f, &c->clamp_kqv));
+    if (!isfinite(c->clamp_kqv))
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g is not a finite bound", kb, (double)c->clamp_kqv);
+  }
   if (a->flags & TP_ARCH_COHERE) { /* logits times logit_scale (absent or 0: none) */
     float v;
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("logit_scale"), 0.0f, &v));

@@ -63,7 +63,7 @@ static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) 
 }
 
 /* A block's or the output's norm: RMSNorm, or for layer_norm files
- * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b (b NULL:
+ * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b (w, b NULL:
  * none), over x [rows, dim]. */
 static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, topos_tensor *b) {
   if (!r->c->layer_norm) return tp_rmsnorm(r, x, rows, w);
@@ -74,7 +74,7 @@ static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, 
   topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, var, topos_tape_fill_like(t, var, r->c->rms_eps)));
   topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
   topos_sym y = topos_tape_mul(t, xc, topos_tape_broadcast_along(t, inv, 1, dim));
-  y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows));
+  if (w) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, w), 0, rows)); /* OLMo 1: none */
   return tp_bias(r, y, b, rows); /* command-r's have none */
 }
 
@@ -231,6 +231,12 @@ static topos_sym tp_expert_bias(tp_rec *r, topos_sym y, topos_tensor *table, top
 static topos_sym tp_min_const(tp_rec *r, topos_sym v, float hi) {
   topos_tape *t = r->t;
   return topos_tape_neg(t, topos_tape_maximum(t, topos_tape_neg(t, v), topos_tape_fill_like(t, v, -hi)));
+}
+
+/* v clamped to [-bound, bound] (bound 0: v) */
+static topos_sym tp_clamp(tp_rec *r, topos_sym v, float bound) {
+  if (bound <= 0.0f) return v;
+  return tp_min_const(r, topos_tape_maximum(r->t, v, topos_tape_fill_like(r->t, v, -bound)), bound);
 }
 
 /* gpt-oss's activation: g' = min(g, 7), u' = clamp(u, -7, 7),
@@ -410,7 +416,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
     }
 
-    topos_sym h = L->attn_norm ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b) : x; /* olmo2: the residual itself */
+    topos_sym h = L->attn_norm || c->norm_weightless ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b)
+                                                    : x; /* olmo2: the residual itself */
     /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
     const topos_sym ha = L->attn_norm_2 ? tp_norm(r, x, T, L->attn_norm_2, L->attn_norm_2_b) : h;
     topos_sym q, k, v;
@@ -442,9 +449,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       v = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
     }
     if (!c->mla_kv_rank) {
-      q = tp_bias(r, q, L->bq, T);
-      k = tp_bias(r, k, L->bk, T);
-      v = tp_bias(r, v, L->bv, T);
+      q = tp_clamp(r, tp_bias(r, q, L->bq, T), c->clamp_kqv);
+      k = tp_clamp(r, tp_bias(r, k, L->bk, T), c->clamp_kqv);
+      v = tp_clamp(r, tp_bias(r, v, L->bv, T), c->clamp_kqv);
       const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
       if (L->q_norm && !late)
         q = c->qk_norm == 2 ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm) : tp_head_norm(r, q, H, L->q_norm);
@@ -542,7 +549,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
     x = topos_tape_add(t, x, o);
 
-    h = L->ffn_norm ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
+    h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
     topos_sym f = L->gate_inp ? tp_experts(r, L, h) : TOPOS_SYM_INVALID;
     if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
       topos_sym d = tp_ffn(r, L, h);

@@ -53,11 +53,13 @@ static inline int lt_ffn_plain(const lt_spec *s) {
          lt_arch_is(s, "falcon") || lt_relu2(s);
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
+/* olmo (OLMo 1): LayerNorms without weights or biases */
+static inline int lt_weightless(const lt_spec *s) { return lt_arch_is(s, "olmo"); }
 static inline int lt_layer_norm(const lt_spec *s) {
   return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
-         lt_cohere(s);
+         lt_cohere(s) || lt_weightless(s);
 }
-static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s); }
+static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s); }
 static inline int lt_one_norm(const lt_spec *s) {
   return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s);
 }
@@ -129,7 +131,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
-         lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse");
+         lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s);
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

@@ -13,6 +13,8 @@
  *   qwen       Qwen 1: q, k, v in attn_qkv with its bias, NEOX pairs, the
  *              feed-forward half of feed_forward_length
  *   orion      LayerNorms with biases, a gated feed-forward, NEOX pairs
+ *   olmo       OLMo 1: LayerNorms without weights or biases, q, k, v clamped
+ *              (attention.clamp_kqv, where the file has it)
  *   internlm2, xverse  llama's graph (internlm2's converter splits wqkv)
  * decoding equal to the full-context forward bit for bit at 1-3 threads;
  * quantized weights through both caches. */
@@ -121,8 +123,8 @@ TEST(llama_arcee_nemotron_files) {
   lt_check_spec_variant(&s, &without);
 }
 
-TEST(llama_qwen_orion_internlm2_xverse_files) {
-  lt_spec s = lt_f32_spec();
+TEST(llama_qwen_orion_olmo_internlm2_xverse_files) {
+  lt_spec s = lt_f32_spec(), q;
   s.arch = "qwen";
   s.fused_qkv = 1;
   s.biases = 1;
@@ -135,7 +137,7 @@ TEST(llama_qwen_orion_internlm2_xverse_files) {
     lt_check_decode(&m, s.vocab);
   }
   lt_close(&m);
-  lt_spec q = lt_default_spec();
+  q = lt_default_spec();
   q.arch = "qwen";
   q.fused_qkv = 1;
   q.biases = 1;
@@ -149,6 +151,24 @@ TEST(llama_qwen_orion_internlm2_xverse_files) {
     lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
   }
   lt_close(&m);
+  s = lt_f32_spec();
+  s.arch = "olmo";
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->layer_norm == 1 && c->norm_weightless == 1 && c->norm_bias == 0 && c->clamp_kqv == 0.0f);
+    CHECK(!m.model->layers[0].attn_norm && !m.model->layers[0].ffn_norm && !m.model->output_norm);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+  }
+  lt_close(&m);
+  s.clamp_kqv = 0.05f; /* most of q, k and v past it */
+  lt_spec unclamped = s;
+  unclamped.clamp_kqv = 0;
+  lt_check_spec_variant(&s, &unclamped);
+  q = lt_default_spec();
+  q.arch = "olmo";
+  q.clamp_kqv = 0.5f;
+  lt_compare_plain_caches_of(&q, 3e-2);
   const char *llamas[2] = {"internlm2", "xverse"};
   for (int i = 0; i < 2; ++i) {
     s = lt_f32_spec();

@@ -16,7 +16,7 @@ static inline void lt_norm(float *o, const float *x, const float *w, const float
   mean /= (double)n;
   for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
   const double r = 1.0 / sqrt(var / (double)n + eps);
-  for (int64_t i = 0; i < n; ++i) o[i] = (float)((x[i] - mean) * r * w[i] + b[i]);
+  for (int64_t i = 0; i < n; ++i) o[i] = (float)((x[i] - mean) * r * (w ? w[i] : 1.0f) + b[i]); /* OLMo 1: no w */
 }
 
 /* GELU, tanh form */

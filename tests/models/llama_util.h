@@ -50,6 +50,7 @@ typedef struct lt_spec {
   float residual_scale, embedding_scale, attention_scale, logit_scale;
   int nope_all;            /* granite: rope.scaling.finetuned false (no layer rotates) */
   float attn_temp_scale;   /* mistral3: if > 0, attention.temperature_scale */
+  float clamp_kqv;         /* olmo: if > 0, attention.clamp_kqv (q, k, v clamped to +-it) */
   float yarn_beta_fast, yarn_beta_slow, yarn_log_mul; /* if > 0, rope.scaling.yarn_* (else 32, 1, 0) */
   const char *swa_list;    /* if set, attention.sliding_window_pattern as an array: layer l is
                             * windowed where swa_list[l % length] is 'L' (EXAONE 4's "LLLG") */
@@ -274,6 +275,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   for (int i = 0; i < 4; ++i)
     if (scales[i] > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, scale_keys[i]), scales[i]));
   if (s->nope_all) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "rope.scaling.finetuned"), 0));
+  if (s->clamp_kqv > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.clamp_kqv"), s->clamp_kqv));
   const float extra[4] = {s->attn_temp_scale, s->yarn_beta_fast, s->yarn_beta_slow, s->yarn_log_mul};
   const char *extra_keys[4] = {"attention.temperature_scale", "rope.scaling.yarn_beta_fast",
                                "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_log_multiplier"};
@@ -339,7 +341,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     snprintf(n, sizeof n, "blk.%d." suffix, (int)l);              \
     LT(lt_add(w, f, s, n, type, e0, e1, &rng, ones));             \
   } while (0)
-    const int pre_norms = !lt_no_pre_norms(s); /* olmo2's, exaone4's branches read the residual itself */
+    /* olmo2's, exaone4's branches read the residual itself; olmo's norms have no weights */
+    const int pre_norms = !lt_no_pre_norms(s) && !lt_weightless(s);
     if (pre_norms) {
       LT_W("attn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
@@ -428,7 +431,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     }
 #undef LT_W
   }
-  LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
+  if (!lt_weightless(s)) LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
   if (lt_norm_bias(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
   if (lt_arch_is(s, "phi2")) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
@@ -517,7 +520,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   const double pscale = s->rope_scale > 0 && !(s->rope_type && strcmp(s->rope_type, "none") == 0)
                             ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
-  float *onorm = lt_deq(g, "output_norm.weight");
+  float *onorm = lt_weightless(s) ? NULL : lt_deq(g, "output_norm.weight");
   /* command-r's LayerNorms have no bias: zeros here, so lt_norm takes LayerNorm */
   float *onorm_b = lt_norm_bias(s) ? lt_deq(g, "output_norm.bias") : lt_layer_norm(s) ? calloc((size_t)D, 4) : NULL;
   float *out_b = lt_arch_is(s, "phi2") ? lt_deq(g, "output.bias") : NULL;
@@ -538,7 +541,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
-  int ok = embd && onorm && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LM && LNB &&
+  int ok = embd && (onorm || lt_weightless(s)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LM && LNB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -552,7 +555,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     char n[64];
     for (int i = 0; i < 9; ++i) {
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
-      if ((i == 0 || i == 5) && lt_no_pre_norms(s)) continue;
+      if ((i == 0 || i == 5) && (lt_no_pre_norms(s) || lt_weightless(s))) continue;
       if (i >= 1 && i <= 3 && lt_mla(s)) continue;
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
@@ -608,7 +611,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         if (!lt_mla_attention(s, &LM[l], W[4], p, h, t2)) ok = 0;
       } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
-        if (W[0]) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
+        if (W[0] || lt_weightless(s)) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
         const float *hq = h; /* Falcon-40B: the attention reads its own norm of x */
         if (LNB[l][2]) lt_norm(t2, x, LNB[l][2], LNB[l][3], D, 1e-5f), hq = t2;
@@ -618,6 +621,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; B[1] && i < qd; ++i) q[i] += B[1][i];
         for (int64_t i = 0; B[2] && i < kvd; ++i) kp[i] += B[2][i];
         for (int64_t i = 0; B[3] && i < kvd; ++i) vp[i] += B[3][i];
+        for (int64_t i = 0; s->clamp_kqv > 0 && i < qd + 2 * kvd; ++i) { /* olmo: after the biases */
+          float *v = i < qd ? q + i : i < qd + kvd ? kp + (i - qd) : vp + (i - qd - kvd);
+          *v = *v < -s->clamp_kqv ? -s->clamp_kqv : *v > s->clamp_kqv ? s->clamp_kqv : *v;
+        }
         /* q and k norms, per head (hunyuan: after the rotation, below) */
         for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && !lt_hunyuan(s) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
@@ -719,7 +726,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           continue;
         }
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
-        if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
+        if (W[5] || lt_weightless(s)) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
         if (lt_ffn_plain(s)) {
           lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F, lt_relu2(s) && !lt_without(s, "relu2"));
