@@ -32,7 +32,13 @@
  * made with gguf-py (chunks of 8, rope_freqs, mixtures of 3 experts on every
  * second block with a shared expert); tiny-bailingmoe2.bin the glm4moe seed
  * as a bailingmoe2 file (q, k, v in one f16 attn_qkv, a sigmoid router,
- * shared experts of expert_shared_feed_forward_length). */
+ * shared experts of expert_shared_feed_forward_length); four files of dim 32
+ * made with gguf-py and a 40-token vocabulary: tiny-glm4.bin (q, k, v in
+ * one attn_qkv with its bias, gate | up in ffn_up, post-norms, M-RoPE
+ * sections, a nextn block), tiny-olmo.bin (LayerNorms without weights,
+ * clamp_kqv), tiny-nemotron.bin (LayerNorms with biases, ReLU squared up
+ * and down with biases, half-rotated heads), tiny-qwen.bin (Qwen 1: attn_qkv
+ * with its bias, feed_forward_length twice the width). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
