@@ -486,22 +486,22 @@ static int q32_tile_prepare(qk_q32_ctx *x) {
 }
 
 /* One block of the tile's integer sums, acc[r][v] += the block's products of
- * weight row r with activation group v (a0, a1: the groups' cells). Q8_0:
- * 16 steps of 2 int16 elements, one vpmaddwd each (|sum| <= 32 * 128 *
- * 127, exact); w[r]: 64 bytes per block. */
+ * weight row r with activation group v < NG (a0, a1: the groups' cells; NG
+ * 1 or 2, a constant). Q8_0: 16 steps of 2 int16 elements, one vpmaddwd
+ * each (|sum| <= 32 * 128 * 127, exact); w[r]: 64 bytes per block. */
 Q32_INLINE void q32_tile_block_q8(__m256i acc[Q32_TR][2], const uint8_t *const w[Q32_TR], int64_t b,
-                                  const int8_t *a0, const int8_t *a1) {
+                                  const int8_t *a0, const int8_t *a1, const int NG) {
 #pragma GCC unroll 16
   for (int s = 0; s < 16; ++s) {
     const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
-    const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
+    const __m256i u1 = NG > 1 ? _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s)) : u0;
 #pragma GCC unroll 4
     for (int r = 0; r < Q32_TR; ++r) {
       int32_t wd;
       memcpy(&wd, w[r] + 64 * b + 4 * s, 4);
       const __m256i wb = _mm256_set1_epi32(wd);
       acc[r][0] = QK_DPWSSD(acc[r][0], wb, u0);
-      acc[r][1] = QK_DPWSSD(acc[r][1], wb, u1);
+      if (NG > 1) acc[r][1] = QK_DPWSSD(acc[r][1], wb, u1);
     }
   }
 }
@@ -509,26 +509,28 @@ Q32_INLINE void q32_tile_block_q8(__m256i acc[Q32_TR][2], const uint8_t *const w
 /* The nibble types: 8 steps of 4 elements (w[r]: 32 bytes per block), the
  * vpmaddubsw pair sums added in 16 bits and widened every `flush` steps. */
 Q32_INLINE void q32_tile_block_nibbles(__m256i acc[Q32_TR][2], const uint8_t *const w[Q32_TR], int64_t b,
-                                       const int8_t *a0, const int8_t *a1, int flush) {
+                                       const int8_t *a0, const int8_t *a1, int flush, const int NG) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i p16[Q32_TR][2];
   for (int r = 0; r < Q32_TR; ++r) p16[r][0] = p16[r][1] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
     const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * s));
-    const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s));
+    const __m256i u1 = NG > 1 ? _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * s)) : u0;
 #pragma GCC unroll 4
     for (int r = 0; r < Q32_TR; ++r) {
       int32_t wd;
       memcpy(&wd, w[r] + 32 * b + 4 * s, 4);
       const __m256i wb = _mm256_set1_epi32(wd);
       p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
-      p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
       QK_KEEP_IN_REGISTER(p16[r][0]);
-      QK_KEEP_IN_REGISTER(p16[r][1]);
+      if (NG > 1) {
+        p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
+        QK_KEEP_IN_REGISTER(p16[r][1]);
+      }
       if ((s + 1) % flush == 0) {
         acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p16[r][0], ones));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p16[r][1], ones));
+        if (NG > 1) acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p16[r][1], ones));
         p16[r][0] = p16[r][1] = _mm256_setzero_si256();
       }
     }
@@ -536,39 +538,47 @@ Q32_INLINE void q32_tile_block_nibbles(__m256i acc[Q32_TR][2], const uint8_t *co
 }
 
 /* f[r][v] for weight rows w[r] (decoded: q32_tile_block_*) and activation
- * groups g0, g0 + 1 (ng = 1: the second repeats the first). */
-Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], const float *dw, const float *mw,
-                         int64_t g0, int ng, const q32_kind kd, __m256 f[Q32_TR][2]) {
+ * groups g0 .. g0 + NG - 1 (NG 1 or 2, a constant: a single group, as a
+ * mixture's expert with at most 8 rows has, does half the products; f[r][1]
+ * is then left as it was). */
+Q32_INLINE void q32_tile_ng(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], const float *dw, const float *mw,
+                            int64_t g0, const q32_kind kd, __m256 f[Q32_TR][2], const int NG) {
   const int64_t nb = x->nb;
   for (int r = 0; r < Q32_TR; ++r) f[r][0] = f[r][1] = _mm256_setzero_ps();
-  const size_t gstride = ng > 1 ? (size_t)nb : 0;
   for (int64_t b = 0; b < nb; ++b) {
-    const size_t cell0 = (size_t)(g0 * nb + b), cell1 = cell0 + gstride;
+    const size_t cell0 = (size_t)(g0 * nb + b), cell1 = NG > 1 ? cell0 + (size_t)nb : cell0;
     __m256i acc[Q32_TR][2];
     for (int r = 0; r < Q32_TR; ++r) { /* the bias correction, where the type has one */
       acc[r][0] = kd.bias ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell0)) : _mm256_setzero_si256();
-      acc[r][1] = kd.bias ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell1)) : _mm256_setzero_si256();
+      acc[r][1] = kd.bias && NG > 1 ? _mm256_loadu_si256((const __m256i *)(const void *)(x->gcorr + 8 * cell1))
+                                    : acc[r][0];
     }
     const int8_t *a0 = x->au + Q32_CELL_BYTES(kd) * cell0, *a1 = x->au + Q32_CELL_BYTES(kd) * cell1;
-    if (Q32_IS_Q8(kd)) q32_tile_block_q8(acc, w, b, a0, a1);
-    else q32_tile_block_nibbles(acc, w, b, a0, a1, Q32_WIDE(kd) ? 4 : 8); /* steps whose pair sums add in 16 bits */
-    const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
+    if (Q32_IS_Q8(kd)) q32_tile_block_q8(acc, w, b, a0, a1, NG);
+    else q32_tile_block_nibbles(acc, w, b, a0, a1, Q32_WIDE(kd) ? 4 : 8, NG); /* steps whose pair sums add in 16 bits */
+    const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = NG > 1 ? _mm256_loadu_ps(x->gda + 8 * cell1) : d0;
 #pragma GCC unroll 4
     for (int r = 0; r < Q32_TR; ++r) {
       const __m256 sw = _mm256_set1_ps(dw[r * nb + b]);
       f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][0]), _mm256_mul_ps(sw, d0), f[r][0]);
-      f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][1]), _mm256_mul_ps(sw, d1), f[r][1]);
+      if (NG > 1) f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][1]), _mm256_mul_ps(sw, d1), f[r][1]);
     }
     if (kd.min) {
-      const __m256 s0 = _mm256_loadu_ps(x->gsa + 8 * cell0), s1 = _mm256_loadu_ps(x->gsa + 8 * cell1);
+      const __m256 s0 = _mm256_loadu_ps(x->gsa + 8 * cell0), s1 = NG > 1 ? _mm256_loadu_ps(x->gsa + 8 * cell1) : s0;
 #pragma GCC unroll 4
       for (int r = 0; r < Q32_TR; ++r) {
         const __m256 mv = _mm256_set1_ps(mw[r * nb + b]);
         f[r][0] = _mm256_fmadd_ps(mv, s0, f[r][0]);
-        f[r][1] = _mm256_fmadd_ps(mv, s1, f[r][1]);
+        if (NG > 1) f[r][1] = _mm256_fmadd_ps(mv, s1, f[r][1]);
       }
     }
   }
+}
+
+Q32_INLINE void q32_tile(const qk_q32_ctx *x, const uint8_t *const w[Q32_TR], const float *dw, const float *mw,
+                         int64_t g0, int ng, const q32_kind kd, __m256 f[Q32_TR][2]) {
+  if (ng > 1) q32_tile_ng(x, w, dw, mw, g0, kd, f, 2);
+  else q32_tile_ng(x, w, dw, mw, g0, kd, f, 1);
 }
 
 Q32_INLINE void q32_tile_panels(qk_q32_ctx *x, int64_t p0, int64_t p1, const q32_kind kd) {

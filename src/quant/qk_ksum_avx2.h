@@ -464,8 +464,11 @@ static void ks8_decode_row(const uint8_t *src, int64_t nsb, int64_t bb, ks8_kind
   }
 }
 
-Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, int ng, const ks8_kind kd,
-                         __m256 f[KS8_TR][2]) {
+/* f[r][v] for weight rows rows[r] and activation groups g0 .. g0 + NG - 1
+ * (NG 1 or 2, a constant: a single group, as a mixture's expert with at most
+ * 8 rows has, does half the products; f[r][1] is then left zero). */
+Q32_INLINE void ks8_tile_ng(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, const ks8_kind kd,
+                            __m256 f[KS8_TR][2], const int NG) {
   const int64_t nsb = x->nsb;
   const int sixteen = ks8_subs(kd) == 16, has_min = ks8_has_min(kd);
   const int per = sixteen ? 4 : 8; /* steps per sub-block */
@@ -473,7 +476,7 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
    * * 31 * 128, Q4_K 8 * 2 * 15 * 128; Q2_K and Q3_K (q <= 7) a sub-block */
   const int flush = kd == KS8_Q6_K ? 2 : kd == KS8_Q5_K ? 4 : kd == KS8_Q4_K ? 8 : 4;
   for (int r = 0; r < KS8_TR; ++r) f[r][0] = f[r][1] = _mm256_setzero_ps();
-  const size_t gstride = ng > 1 ? (size_t)nsb : 0;
+  const size_t gstride = NG > 1 ? (size_t)nsb : 0;
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const size_t cell0 = (size_t)(g0 * nsb + sb), cell1 = cell0 + gstride;
     const int8_t *a0 = x->au + cell0 * 64 * 32, *a1 = x->au + cell1 * 64 * 32;
@@ -486,20 +489,22 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
       for (int s = 0; s < per; ++s) {
         const int64_t e = (int64_t)(j * per + s); /* step: elements 4e .. 4e + 3 */
         const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(a0 + 32 * e));
-        const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * e));
+        const __m256i u1 = NG > 1 ? _mm256_loadu_si256((const __m256i *)(const void *)(a1 + 32 * e)) : u0;
 #pragma GCC unroll 4
         for (int r = 0; r < KS8_TR; ++r) {
           int32_t wd;
           memcpy(&wd, rows[r].q + 256 * sb + 4 * e, 4);
           const __m256i wb = _mm256_set1_epi32(wd);
           p16[r][0] = _mm256_add_epi16(p16[r][0], _mm256_maddubs_epi16(wb, u0));
-          p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
           QK_KEEP_IN_REGISTER(p16[r][0]); /* see qk_avx2.c */
-          QK_KEEP_IN_REGISTER(p16[r][1]);
+          if (NG > 1) {
+            p16[r][1] = _mm256_add_epi16(p16[r][1], _mm256_maddubs_epi16(wb, u1));
+            QK_KEEP_IN_REGISTER(p16[r][1]);
+          }
           if ((s + 1) % flush == 0) {
             const __m256i sv = _mm256_set1_epi32(rows[r].ints[sb * KS8_ROW_INTS + j]);
             isc[r][0] = _mm256_add_epi32(isc[r][0], _mm256_madd_epi16(p16[r][0], sv));
-            isc[r][1] = _mm256_add_epi32(isc[r][1], _mm256_madd_epi16(p16[r][1], sv));
+            if (NG > 1) isc[r][1] = _mm256_add_epi32(isc[r][1], _mm256_madd_epi16(p16[r][1], sv));
             p16[r][0] = p16[r][1] = _mm256_setzero_si256();
           }
         }
@@ -508,28 +513,38 @@ Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, i
     /* Q4_K / Q5_K / Q2_K: imn from the paired mins; Q6_K / Q3_K: isc -= bias *
      * sum_j sc_j * sums_j */
     const int pairs = sixteen ? 8 : 4;
-    const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = _mm256_loadu_ps(x->gda + 8 * cell1);
+    const __m256 d0 = _mm256_loadu_ps(x->gda + 8 * cell0), d1 = NG > 1 ? _mm256_loadu_ps(x->gda + 8 * cell1) : d0;
 #pragma GCC unroll 4
     for (int r = 0; r < KS8_TR; ++r) {
       __m256i t0 = _mm256_setzero_si256(), t1 = _mm256_setzero_si256();
       for (int p = 0; p < pairs; ++p) {
         const __m256i pv = _mm256_set1_epi32(rows[r].ints[sb * KS8_ROW_INTS + 16 + p]);
         t0 = _mm256_add_epi32(t0, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(x->gbp + 64 * cell0 + 8 * p)), pv));
-        t1 = _mm256_add_epi32(t1, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(x->gbp + 64 * cell1 + 8 * p)), pv));
+        if (NG > 1)
+          t1 = _mm256_add_epi32(t1, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(x->gbp + 64 * cell1 + 8 * p)), pv));
       }
       const __m256 sd = _mm256_set1_ps(rows[r].d[sb]);
       if (!has_min) {
         f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][0], t0)), _mm256_mul_ps(sd, d0), f[r][0]);
-        f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][1], t1)), _mm256_mul_ps(sd, d1), f[r][1]);
+        if (NG > 1)
+          f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isc[r][1], t1)), _mm256_mul_ps(sd, d1), f[r][1]);
       } else {
         const __m256 sm = _mm256_set1_ps(rows[r].dmin[sb]), neg = _mm256_set1_ps(-0.0f);
         f[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc[r][0]), _mm256_mul_ps(sd, d0), f[r][0]);
         f[r][0] = _mm256_fmadd_ps(_mm256_xor_ps(_mm256_cvtepi32_ps(t0), neg), _mm256_mul_ps(sm, d0), f[r][0]);
-        f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc[r][1]), _mm256_mul_ps(sd, d1), f[r][1]);
-        f[r][1] = _mm256_fmadd_ps(_mm256_xor_ps(_mm256_cvtepi32_ps(t1), neg), _mm256_mul_ps(sm, d1), f[r][1]);
+        if (NG > 1) {
+          f[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isc[r][1]), _mm256_mul_ps(sd, d1), f[r][1]);
+          f[r][1] = _mm256_fmadd_ps(_mm256_xor_ps(_mm256_cvtepi32_ps(t1), neg), _mm256_mul_ps(sm, d1), f[r][1]);
+        }
       }
     }
   }
+}
+
+Q32_INLINE void ks8_tile(const qk_ks8_ctx *x, const ks8_row *rows, int64_t g0, int ng, const ks8_kind kd,
+                         __m256 f[KS8_TR][2]) {
+  if (ng > 1) ks8_tile_ng(x, rows, g0, kd, f, 2);
+  else ks8_tile_ng(x, rows, g0, kd, f, 1);
 }
 
 Q32_INLINE void ks8_tile_panels(qk_ks8_ctx *x, int64_t p0, int64_t p1, const ks8_kind kd) {
