@@ -94,6 +94,9 @@ typedef struct topos_llama_config {
   int ffn_plain;         /* 1: no gate: down(GELU(up h + b)) + b (starcoder2, phi2) */
   int ffn_relu2;         /* 1: that activation is ReLU squared instead of GELU (arcee, nemotron) */
   int norm_weightless;   /* 1: the LayerNorms have no weights or biases (OLMo 1) */
+  float alibi_max_bias;  /* > 0: ALiBi, head h's scores plus slope_h * (key position - query position),
+                          * slopes from this maximum bias as ggml's (bloom: 8); no rotation */
+  int embd_norm;         /* 1: the embedding rows pass a LayerNorm first (token_embd_norm: bloom) */
   float clamp_kqv;       /* > 0: q, k and v clamped to [-clamp_kqv, clamp_kqv] after their products
                           * and biases (attention.clamp_kqv: OLMo 1.7) */
   int parallel_residual; /* 1: the attention and the feed-forward read the block's input and both

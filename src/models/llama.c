@@ -370,6 +370,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     m->config.weight_bytes += info.bytes;
   }
   TP_TRY(tp_llama_rope_factors(m));
+  if (c->embd_norm) {
+    TP_TRY(tp_llama_weight(m, "token_embd_norm.weight", c->dim, 0, 0, &m->embd_norm));
+    TP_TRY(tp_llama_weight(m, "token_embd_norm.bias", c->dim, 0, 0, &m->embd_norm_b));
+  }
   if (c->learned_positions) { /* one row per token, as the embedding */
     const uint64_t before = c->weight_bytes;
     TP_TRY(tp_llama_weight(m, "position_embd.weight", c->dim, c->n_ctx_train, 0, &m->pos_embd));
@@ -548,6 +552,8 @@ void topos_llama_free(topos_llama *m) {
   }
   topos_tensor_release(m->token_embd);
   topos_tensor_release(m->output_norm);
+  topos_tensor_release(m->embd_norm);
+  topos_tensor_release(m->embd_norm_b);
   topos_tensor_release(m->output);
   topos_tensor_release(m->output_norm_b);
   topos_tensor_release(m->output_b);

@@ -219,6 +219,7 @@ typedef struct tp_llama_arch_extra {
   int minicpm; /* granite's scales with MiniCPM's defaults where the keys are absent, rotation always */
   int ff_half; /* feed_forward_length is twice the feed-forward's width (Qwen 1's intermediate_size) */
   int weightless; /* LayerNorms without weights or biases, attention.clamp_kqv (OLMo 1) */
+  int bloom;      /* ALiBi with a maximum bias of 8, no rotation, the embedding's LayerNorm */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -238,6 +239,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "nemotron", .relu2 = 1},
     {.name = "qwen", .ff_half = 1},
     {.name = "olmo", .weightless = 1},
+    {.name = "bloom", .bloom = 1},
     {.name = "minicpm", .minicpm = 1},
 };
 
@@ -262,6 +264,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"arcee", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* AFM: relu2 */
     {"xverse", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"olmo", TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* OLMo 1: norms without weights */
+    {"bloom", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
     {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
@@ -800,6 +803,10 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->residual_scale = 1.0f;
   c->logit_scale = 1.0f;
   *nope_all = c->learned_positions;
+  if (x.bloom) { /* llama.cpp's fixed maximum bias (no key names it) */
+    c->alibi_max_bias = 8.0f, c->embd_norm = 1;
+    *nope_all = 1;
+  }
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));
   c->norm_weightless = x.weightless;
   c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE) && !x.weightless;

@@ -360,10 +360,41 @@ static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base
  * swa): the cached slots each row sees, all written ones less those behind
  * the window, one row for all (rows 0) or a row per query row (rows:
  * [G*T, C]); and inside the chunk [G*T, T], causal and within the window. */
+/* ALiBi's slope for head h of H, as ggml's soft_max computes it: m0^(h+1)
+ * for the first 2^floor(log2 H) heads, m1^(2(h - that) + 1) after */
+static float tp_alibi_slope(float max_bias, int64_t H, int64_t h) {
+  uint32_t log2 = 1;
+  while ((int64_t)log2 * 2 <= H) log2 *= 2;
+  const float m0 = powf(2.0f, -max_bias / (float)log2), m1 = powf(2.0f, -(max_bias / 2.0f) / (float)log2);
+  return h < (int64_t)log2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - (int64_t)log2) + 1));
+}
+
+/* ALiBi's masks, a copy of the shared rows per head ([KVH, G*T, C] and
+ * [KVH, G*T, T]) plus slope_h * (key position - query position): the same
+ * float for a query and key pair whatever the chunk, so decoding keeps the
+ * full context's bits */
+static void tp_alibi_masks(const topos_llama_context *x, int64_t T, int64_t C, float *pmc, float *pmn) {
+  const topos_llama_config *c = &x->model->config;
+  const int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH;
+  for (int64_t h = 0; h < KVH * G; ++h) {
+    const float slope = tp_alibi_slope(c->alibi_max_bias, c->n_heads, h);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t p = x->pos + t;
+      for (int64_t j = 0; pmc && j < C; ++j)
+        pmc[(h * T + t) * C + j] = j < x->pos ? slope * (float)(j - p) : -INFINITY;
+      for (int64_t j = 0; j < T; ++j) pmn[(h * T + t) * T + j] = j <= t ? slope * (float)(j - t) : -INFINITY;
+    }
+  }
+}
+
 static void tp_fill_masks(const topos_llama_context *x, int64_t T, int64_t C, int64_t swa, int rows, float *pmc,
                           float *pmn) {
   const topos_llama_config *c = &x->model->config;
   const int64_t G = c->n_heads / c->n_kv_heads;
+  if (c->alibi_max_bias > 0.0f) {
+    tp_alibi_masks(x, T, C, pmc, pmn);
+    return;
+  }
   for (int64_t r = 0; pmc && r < (rows ? G * T : 1); ++r) {
     const int64_t p = x->pos + r % T;
     const int64_t first = swa <= 0 ? 0 : c->swa_chunked ? p / swa * swa : p >= swa ? p - swa + 1 : 0;
@@ -421,10 +452,11 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
    * and mask_n, mask_c (window_masks) */
   enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, TEMP, N_IN };
   const int full_rows = g->row_mask && !window_masks;
-  const int ranks[N_IN] = {2, 3, 3, 2, full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1};
+  const int alibi = c->alibi_max_bias > 0.0f; /* masks per head: tp_alibi_masks */
+  const int ranks[N_IN] = {2, 3, 3, alibi ? 3 : 2, alibi ? 3 : full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1};
   const int64_t shapes[N_IN][3] = {{T, D, 0},        {T, half, 1},
-                             {T, half, 1},     {G * T, T, 0},
-                             {full_rows ? G * T : C, full_rows ? C : 0, 0},
+                             {T, half, 1},     {alibi ? KVH : G * T, alibi ? G * T : T, alibi ? T : 0},
+                             {alibi ? KVH : full_rows ? G * T : C, alibi ? G * T : full_rows ? C : 0, alibi ? C : 0},
                              {T, half, 1},     {T, half, 1},
                              {G * T, T, 0},    {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0},
                              {T, 0, 0}};

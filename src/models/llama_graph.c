@@ -157,17 +157,33 @@ static void tp_mask_inputs(tp_rec *r, const tp_llama_graph *g, int row_mask, con
    * a sliding window cuts in (row_mask) does each row get its own */
   topos_tensor_desc mc = {TOPOS_F32, 1, {S}}, mn = {TOPOS_F32, 2, {G * T, T}};
   if (row_mask) mc = (topos_tensor_desc){TOPOS_F32, 2, {G * T, S}};
+  /* ALiBi: each head's own, slope * (key position - query position) added
+   * to the mask ([KVH, G*T, S] and [KVH, G*T, T]: the rows' views per head
+   * are taken where the 16-bit caches need them, tp_mask_head) */
+  const int alibi = c->alibi_max_bias > 0.0f;
+  if (alibi) {
+    mc = (topos_tensor_desc){TOPOS_F32, 3, {KVH, G * T, S}};
+    mn = (topos_tensor_desc){TOPOS_F32, 3, {KVH, G * T, T}};
+  }
   out->c_rows = out->c = TOPOS_SYM_INVALID;
   if (g->has_cache) {
     snprintf(name, sizeof name, "mask_cache%s", suffix);
     *in_c = topos_tape_input_desc(t, &mc, name);
-    out->c_rows = row_mask ? *in_c : topos_tape_broadcast_along(t, *in_c, 0, G * T);
-    out->c = topos_tape_broadcast_along(t, out->c_rows, 0, KVH);
+    out->c_rows = alibi ? TOPOS_SYM_INVALID : row_mask ? *in_c : topos_tape_broadcast_along(t, *in_c, 0, G * T);
+    out->c = alibi ? *in_c : topos_tape_broadcast_along(t, out->c_rows, 0, KVH);
   }
   snprintf(name, sizeof name, "mask_chunk%s", suffix);
   *in_n = topos_tape_input_desc(t, &mn, name);
-  out->n_rows = *in_n;
-  out->n = topos_tape_broadcast_along(t, *in_n, 0, KVH);
+  out->n_rows = alibi ? TOPOS_SYM_INVALID : *in_n;
+  out->n = alibi ? *in_n : topos_tape_broadcast_along(t, *in_n, 0, KVH);
+}
+
+/* kv head kh's rows [G*T, cols] of a mask: the shared rows, or (ALiBi) a
+ * view of the head's own */
+static topos_sym tp_mask_head(tp_rec *r, topos_sym rows, topos_sym all, int64_t kh, int64_t cols) {
+  if (topos_sym_is_valid(rows)) return rows;
+  const int64_t G = r->c->n_heads / r->c->n_kv_heads;
+  return tp_reshape(r, topos_tape_narrow(r->t, all, 0, kh, 1), 2, G * r->T, cols, 0, 0);
 }
 
 /* The gated feed-forward: act(h . gate + b) * (h . up + b), down, + b.
@@ -395,6 +411,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   window = full;
   if (g->window_masks) tp_mask_inputs(r, g, g->row_mask, "_window", &g->mask_cw, &g->mask_nw, &window);
   topos_sym x = g->x0;
+  if (m->embd_norm) x = tp_norm(r, x, T, m->embd_norm, m->embd_norm_b); /* bloom: the embedding's LayerNorm */
   const topos_sym head_ids = c->mla_kv_rank ? tp_head_ids(r, H) : TOPOS_SYM_INVALID;
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const tp_llama_layer *L = &m->layers[l];
@@ -512,7 +529,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
         topos_sym vn = topos_tape_transpose(
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
-        topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kn), cap), mask_n_rows);
+        topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kn), cap),
+                                       tp_mask_head(r, mask_n_rows, mask_n, kh, T));
         topos_sym sink_h = with_sink ? tp_reshape(r, topos_tape_narrow(t, sink, 0, kh, 1), 2, G * T, 1, 0, 0)
                                      : TOPOS_SYM_INVALID;
         if (!cached) {
@@ -526,7 +544,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
         kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
         vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
-        topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kc), cap), mask_c_rows);
+        topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kc), cap),
+                                       tp_mask_head(r, mask_c_rows, mask_c, kh, S));
         topos_sym parts[3] = {s_c, s_n, sink_h};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 1), 1));

@@ -100,6 +100,7 @@ struct topos_llama {
   topos_tensor *output_norm; /* f32 [dim] */
   topos_tensor *output;      /* [vocab, dim]; token_embd when tied */
   topos_tensor *output_norm_b, *output_b; /* f32 LayerNorm bias [dim], head bias [vocab] (phi2), or NULL */
+  topos_tensor *embd_norm, *embd_norm_b;  /* f32 [dim]: the embedding's LayerNorm (bloom), or NULL */
   topos_tensor *rope_factors; /* f32 [rope_dim / 2] (rope_freqs.weight) or NULL */
   topos_tensor *pos_embd;     /* [n_ctx_train, dim], any type (config.learned_positions), or NULL */
   topos_tensor *rope_long, *rope_short; /* LongRoPE's f32 [rope_dim / 2] tables, or NULL */

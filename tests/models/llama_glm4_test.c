@@ -16,6 +16,9 @@
  *   olmo       OLMo 1: LayerNorms without weights or biases, q, k, v clamped
  *              (attention.clamp_kqv, where the file has it)
  *   internlm2, xverse  llama's graph (internlm2's converter splits wqkv)
+ *   bloom      ALiBi (each head's slope times the key's distance added to
+ *              its scores, no rotation), the embedding's LayerNorm, gpt2's
+ *              blocks (q, k, v in attn_qkv, GELU without a gate, biases)
  * decoding equal to the full-context forward bit for bit at 1-3 threads;
  * quantized weights through both caches. */
 #include "models/llama_harness.h"
@@ -176,4 +179,40 @@ TEST(llama_qwen_orion_olmo_internlm2_xverse_files) {
     lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
     lt_check_decode_of(&s);
   }
+}
+
+TEST(llama_bloom_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "bloom";
+  s.fused_qkv = 1;
+  s.biases = 3;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->alibi_max_bias == 8.0f && c->embd_norm == 1 && c->layer_norm == 1 && c->n_nope_layers == c->n_layers);
+    CHECK(m.model->embd_norm && m.model->embd_norm_b);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the plain forward without ALiBi: far off */
+  without.plain_without = "alibi";
+  lt_check_spec_variant(&s, &without);
+  /* 6 heads: the slopes past the first 4 take the second base */
+  s.dim = 192, s.heads = 6, s.kv_heads = 3;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 1e-5);
+    lt_check_decode(&m, s.vocab);
+    /* the 16-bit cache reads its heads' masks as views */
+    lt_kv = TOPOS_F16;
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 1e-2);
+    lt_kv = TOPOS_F32;
+  }
+  lt_close(&m);
+  lt_spec q = lt_default_spec();
+  q.arch = "bloom";
+  q.fused_qkv = 1;
+  q.biases = 3;
+  lt_compare_plain_caches_of(&q, 3e-2);
 }

@@ -333,6 +333,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_tensor_raw(w, name, 0, 1, ne, fr, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr));
   }
   if (s->extra_tensor) LT(lt_add(w, f, s, s->extra_tensor, TOPOS_F32, s->dim, 0, &rng, 0));
+  if (lt_bloom(s)) {
+    LT(lt_add(w, f, s, "token_embd_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
+    LT(lt_add(w, f, s, "token_embd_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
+  }
   if (lt_positions(s)) LT(lt_add(w, f, s, "position_embd.weight", ty[LT_EMBD], s->dim, s->ctx, &rng, 0));
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
@@ -521,6 +525,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
                             ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
   float *onorm = lt_weightless(s) ? NULL : lt_deq(g, "output_norm.weight");
+  float *embd_nw = lt_bloom(s) ? lt_deq(g, "token_embd_norm.weight") : NULL;
+  float *embd_nb = lt_bloom(s) ? lt_deq(g, "token_embd_norm.bias") : NULL;
   /* command-r's LayerNorms have no bias: zeros here, so lt_norm takes LayerNorm */
   float *onorm_b = lt_norm_bias(s) ? lt_deq(g, "output_norm.bias") : lt_layer_norm(s) ? calloc((size_t)D, 4) : NULL;
   float *out_b = lt_arch_is(s, "phi2") ? lt_deq(g, "output.bias") : NULL;
@@ -541,7 +547,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
-  int ok = embd && (onorm || lt_weightless(s)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LM && LNB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LM && LNB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -597,6 +603,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   }
   for (int64_t p = 0; ok && p < N; ++p) {
     memcpy(x, embd + (int64_t)tokens[p] * D, (size_t)D * 4);
+    if (embd_nw) lt_norm(x, x, embd_nw, embd_nb, D, 1e-5f); /* bloom */
     for (int64_t i = 0; lt_gemma(s) && i < D; ++i) x[i] *= sqrtf((float)D);
     for (int64_t i = 0; lt_embedding_scale(s) > 0 && i < D; ++i) x[i] *= (float)lt_embedding_scale(s);
     for (int64_t i = 0; pos && i < D; ++i) x[i] += pos[p * D + i];
@@ -696,6 +703,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             for (int64_t i = 0; i < hd; ++i)
               sc += (double)q[head * hd + i] * K[(l * N + j) * kvd + kh * hd + i];
             sc = s->attention_scale > 0 ? sc * s->attention_scale : sc / sqrt((double)hd);
+            if (lt_bloom(s) && !lt_without(s, "alibi")) sc += lt_alibi_slope(H, head) * (double)(j - p);
             if (attn_cap > 0) sc = attn_cap * tanh(sc / attn_cap);
             att[j] = (float)sc;
             if (att[j] > mx) mx = att[j];
@@ -774,7 +782,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
   }
   free(LW); free(LB); free(LN); free(LX); free(LM); free(LNB); free(onorm_b); free(out_b); free(pos);
-  free(embd); free(onorm); free(out); free(K); free(Vc); free(x); free(h); free(q);
+  free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1);
   return ok;
 }
