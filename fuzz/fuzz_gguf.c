@@ -38,7 +38,9 @@
  * sections, a nextn block), tiny-olmo.bin (LayerNorms without weights,
  * clamp_kqv), tiny-nemotron.bin (LayerNorms with biases, ReLU squared up
  * and down with biases, half-rotated heads), tiny-qwen.bin (Qwen 1: attn_qkv
- * with its bias, feed_forward_length twice the width). */
+ * with its bias, feed_forward_length twice the width); tiny-bloom.bin and
+ * tiny-mpt.bin (ALiBi: the embedding's LayerNorm and biases; LayerNorms
+ * without biases, max_alibi_bias, clamp_kqv). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

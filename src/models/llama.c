@@ -359,8 +359,9 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   /* the embedding is read one row per token, not per token of the whole table */
   m->config.weight_bytes -= info.bytes;
   if (!c->norm_weightless) TP_TRY(tp_llama_weight(m, "output_norm.weight", c->dim, 0, 0, &m->output_norm));
+  const int nb_opt = tp_llama_arch_norm_bias_optional(c->arch); /* mpt: where the file has them */
   if (c->norm_bias) {
-    TP_TRY(tp_llama_weight(m, "output_norm.bias", c->dim, 0, 0, &m->output_norm_b));
+    TP_TRY(tp_llama_weight(m, "output_norm.bias", c->dim, 0, nb_opt, &m->output_norm_b));
     TP_TRY(tp_llama_weight(m, "output.bias", c->n_vocab, 0, 1, &m->output_b)); /* phi2 */
   }
   TP_TRY(tp_llama_weight(m, "output.weight", c->dim, c->n_vocab, 1, &m->output));
@@ -401,7 +402,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field));                    \
   } while (0)
     if (c->pre_norms && !c->norm_weightless) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
-    if (c->norm_bias) TP_W(attn_norm_b, "attn_norm.bias", c->dim, 0);
+    if (c->norm_bias) {
+      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_norm.bias", l);
+      TP_TRY(tp_llama_weight(m, name, c->dim, 0, nb_opt, &L->attn_norm_b));
+    }
     if (flags & TP_ARCH_NORM_2) { /* Falcon-40B's; the 7B has none */
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_norm_2.weight", l);
       TP_TRY(tp_llama_weight(m, name, c->dim, 0, 1, &L->attn_norm_2));
@@ -427,7 +431,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
-    if (c->norm_bias && L->ffn_norm) TP_W(ffn_norm_b, "ffn_norm.bias", c->dim, 0);
+    if (c->norm_bias && L->ffn_norm) {
+      snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_norm.bias", l);
+      TP_TRY(tp_llama_weight(m, name, c->dim, 0, nb_opt, &L->ffn_norm_b));
+    }
     if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {

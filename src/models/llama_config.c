@@ -220,6 +220,9 @@ typedef struct tp_llama_arch_extra {
   int ff_half; /* feed_forward_length is twice the feed-forward's width (Qwen 1's intermediate_size) */
   int weightless; /* LayerNorms without weights or biases, attention.clamp_kqv (OLMo 1) */
   int bloom;      /* ALiBi with a maximum bias of 8, no rotation, the embedding's LayerNorm */
+  /* ALiBi by attention.max_alibi_bias (absent: none), no rotation, LayerNorm
+   * biases where the file has them, attention.clamp_kqv (MPT) */
+  int mpt;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -240,6 +243,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen", .ff_half = 1},
     {.name = "olmo", .weightless = 1},
     {.name = "bloom", .bloom = 1},
+    {.name = "mpt", .mpt = 1},
     {.name = "minicpm", .minicpm = 1},
 };
 
@@ -265,6 +269,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"xverse", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"olmo", TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* OLMo 1: norms without weights */
     {"bloom", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
+    {"mpt", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
     {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
@@ -807,10 +812,16 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->alibi_max_bias = 8.0f, c->embd_norm = 1;
     *nope_all = 1;
   }
+  if (x.mpt) { /* absent or 0: no ALiBi, as llama.cpp reads these files */
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.max_alibi_bias"), 0.0f, &c->alibi_max_bias));
+    if (!isfinite(c->alibi_max_bias))
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g is not a finite bias", kb, (double)c->alibi_max_bias);
+    *nope_all = 1;
+  }
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));
   c->norm_weightless = x.weightless;
   c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE) && !x.weightless;
-  if (x.weightless) { /* OLMo 1.7's clip_qkv; absent or 0: none */
+  if (x.weightless || x.mpt) { /* OLMo 1.7's and MPT's clip_qkv; absent or 0: none */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.clamp_kqv"), 0.0f, &c->clamp_kqv));
     if (!isfinite(c->clamp_kqv))
       return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g is not a finite bound", kb, (double)c->clamp_kqv);
@@ -852,3 +863,4 @@ unsigned tp_llama_arch_flags(const char *arch) {
 
 int tp_llama_arch_qk_norm_optional(const char *arch) { return arch && tp_llama_extra_of(arch).qk_norm_optional; }
 int tp_llama_arch_gate_up_fused(const char *arch) { return arch && tp_llama_extra_of(arch).gate_up; }
+int tp_llama_arch_norm_bias_optional(const char *arch) { return arch && tp_llama_extra_of(arch).mpt; }

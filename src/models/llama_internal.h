@@ -52,6 +52,8 @@ int tp_llama_arch_qk_norm_optional(const char *arch);
 /* 1 where ffn_up holds the gate's rows then the up rows, and attn_qkv may be
  * fused or not (glm4; phi3's TP_ARCH_FUSED fuses both always) */
 int tp_llama_arch_gate_up_fused(const char *arch);
+/* 1 where the LayerNorms' biases may be absent (mpt) */
+int tp_llama_arch_norm_bias_optional(const char *arch);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);

@@ -48,8 +48,11 @@ static inline int lt_relu2(const lt_spec *s) { return lt_arch_is(s, "arcee") || 
 static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox"); }
 /* gpt2, starcoder: learned positions, no rotation */
 static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") || lt_arch_is(s, "starcoder"); }
-/* bloom: ALiBi (no rotation) and the embedding's LayerNorm, gpt2's blocks otherwise */
+/* bloom: ALiBi (no rotation) and the embedding's LayerNorm, gpt2's blocks otherwise;
+ * mpt: ALiBi by its key (8 here), LayerNorms without biases */
 static inline int lt_bloom(const lt_spec *s) { return lt_arch_is(s, "bloom"); }
+static inline int lt_mpt(const lt_spec *s) { return lt_arch_is(s, "mpt"); }
+static inline int lt_alibi(const lt_spec *s) { return lt_bloom(s) || lt_mpt(s); }
 /* ALiBi's slope of head h of H with the maximum bias 8: 2^(-8/n (h+1)) for
  * the first n = 2^floor(log2 H) heads, 2^(-4/n (2(h - n) + 1)) after */
 static inline double lt_alibi_slope(int64_t H, int64_t h) {
@@ -59,7 +62,7 @@ static inline double lt_alibi_slope(int64_t H, int64_t h) {
 }
 static inline int lt_ffn_plain(const lt_spec *s) {
   return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
-         lt_arch_is(s, "falcon") || lt_relu2(s) || lt_bloom(s);
+         lt_arch_is(s, "falcon") || lt_relu2(s) || lt_alibi(s);
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
 /* olmo (OLMo 1): LayerNorms without weights or biases */
@@ -68,7 +71,9 @@ static inline int lt_layer_norm(const lt_spec *s) {
   return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
          lt_cohere(s) || lt_weightless(s);
 }
-static inline int lt_norm_bias(const lt_spec *s) { return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s); }
+static inline int lt_norm_bias(const lt_spec *s) {
+  return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s);
+}
 static inline int lt_one_norm(const lt_spec *s) {
   return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s);
 }
@@ -141,7 +146,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
-         lt_bloom(s);
+         lt_alibi(s);
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -173,7 +178,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
   return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
-         lt_bloom(s) ||
+         lt_alibi(s) ||
          ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 

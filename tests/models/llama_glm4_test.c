@@ -19,6 +19,8 @@
  *   bloom      ALiBi (each head's slope times the key's distance added to
  *              its scores, no rotation), the embedding's LayerNorm, gpt2's
  *              blocks (q, k, v in attn_qkv, GELU without a gate, biases)
+ *   mpt        ALiBi by attention.max_alibi_bias, LayerNorms without biases,
+ *              q, k, v clamped where the file says
  * decoding equal to the full-context forward bit for bit at 1-3 threads;
  * quantized weights through both caches. */
 #include "models/llama_harness.h"
@@ -214,5 +216,29 @@ TEST(llama_bloom_files) {
   q.arch = "bloom";
   q.fused_qkv = 1;
   q.biases = 3;
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_mpt_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "mpt";
+  s.fused_qkv = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->alibi_max_bias == 8.0f && c->embd_norm == 0 && c->layer_norm == 1 && c->n_nope_layers == c->n_layers);
+    CHECK(!m.model->layers[0].attn_norm_b && !m.model->output_norm_b);
+  }
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "alibi";
+  lt_check_spec_variant(&s, &without);
+  s.clamp_kqv = 0.05f;
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_check_decode_of(&s);
+  lt_spec q = lt_default_spec();
+  q.arch = "mpt";
+  q.fused_qkv = 1;
   lt_compare_plain_caches_of(&q, 3e-2);
 }
