@@ -223,6 +223,7 @@ typedef struct tp_llama_arch_extra {
   /* ALiBi by attention.max_alibi_bias (absent: none), no rotation, LayerNorm
    * biases where the file has them, attention.clamp_kqv (MPT) */
   int mpt;
+  int baichuan; /* 40 blocks (the 13B): ALiBi of 8 and no rotation; else llama's rotation */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -244,6 +245,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "olmo", .weightless = 1},
     {.name = "bloom", .bloom = 1},
     {.name = "mpt", .mpt = 1},
+    {.name = "baichuan", .baichuan = 1},
     {.name = "minicpm", .minicpm = 1},
 };
 
@@ -270,6 +272,7 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"olmo", TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* OLMo 1: norms without weights */
     {"bloom", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
     {"mpt", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
+    {"baichuan", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the 13B: ALiBi */
     {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
@@ -810,6 +813,12 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   *nope_all = c->learned_positions;
   if (x.bloom) { /* llama.cpp's fixed maximum bias (no key names it) */
     c->alibi_max_bias = 8.0f, c->embd_norm = 1;
+    *nope_all = 1;
+  }
+  if (x.baichuan && c->n_layers == 40) { /* Baichuan (2) 13B, told by its block count as llama.cpp does (it
+                                          * rotates 32-block files and leaves other sizes unpositioned;
+                                          * topos rotates them) */
+    c->alibi_max_bias = 8.0f;
     *nope_all = 1;
   }
   if (x.mpt) { /* absent or 0: no ALiBi, as llama.cpp reads these files */

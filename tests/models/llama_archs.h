@@ -52,7 +52,10 @@ static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") 
  * mpt: ALiBi by its key (8 here), LayerNorms without biases */
 static inline int lt_bloom(const lt_spec *s) { return lt_arch_is(s, "bloom"); }
 static inline int lt_mpt(const lt_spec *s) { return lt_arch_is(s, "mpt"); }
-static inline int lt_alibi(const lt_spec *s) { return lt_bloom(s) || lt_mpt(s); }
+/* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's */
+static inline int lt_alibi(const lt_spec *s) {
+  return lt_bloom(s) || lt_mpt(s) || (lt_arch_is(s, "baichuan") && s->layers == 40);
+}
 /* ALiBi's slope of head h of H with the maximum bias 8: 2^(-8/n (h+1)) for
  * the first n = 2^floor(log2 H) heads, 2^(-4/n (2(h - n) + 1)) after */
 static inline double lt_alibi_slope(int64_t H, int64_t h) {
@@ -62,7 +65,7 @@ static inline double lt_alibi_slope(int64_t H, int64_t h) {
 }
 static inline int lt_ffn_plain(const lt_spec *s) {
   return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
-         lt_arch_is(s, "falcon") || lt_relu2(s) || lt_alibi(s);
+         lt_arch_is(s, "falcon") || lt_relu2(s) || lt_bloom(s) || lt_mpt(s);
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
 /* olmo (OLMo 1): LayerNorms without weights or biases */
@@ -146,7 +149,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
-         lt_alibi(s);
+         lt_alibi(s) || lt_arch_is(s, "baichuan");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

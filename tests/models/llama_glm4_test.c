@@ -21,6 +21,7 @@
  *              blocks (q, k, v in attn_qkv, GELU without a gate, biases)
  *   mpt        ALiBi by attention.max_alibi_bias, LayerNorms without biases,
  *              q, k, v clamped where the file says
+ *   baichuan   llama's graph, ALiBi instead of the rotation with 40 blocks
  * decoding equal to the full-context forward bit for bit at 1-3 threads;
  * quantized weights through both caches. */
 #include "models/llama_harness.h"
@@ -241,4 +242,22 @@ TEST(llama_mpt_files) {
   q.arch = "mpt";
   q.fused_qkv = 1;
   lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_baichuan_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "baichuan";
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5); /* 2 blocks: rotated */
+  s.layers = 40; /* the 13B's count: ALiBi, unrotated (small blocks: 40 of them) */
+  s.dim = 64, s.heads = 4, s.kv_heads = 4, s.ff = 64;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->alibi_max_bias == 8.0f && c->n_nope_layers == 40);
+  }
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "alibi";
+  lt_check_spec_variant(&s, &without);
 }
