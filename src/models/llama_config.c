@@ -218,12 +218,17 @@ typedef struct tp_llama_arch_extra {
   int relu2;   /* the plain feed-forward's activation is ReLU squared (arcee) */
   int minicpm; /* granite's scales with MiniCPM's defaults where the keys are absent, rotation always */
   int ff_half; /* feed_forward_length is twice the feed-forward's width (Qwen 1's intermediate_size) */
-  int weightless; /* LayerNorms without weights or biases, attention.clamp_kqv (OLMo 1) */
-  int bloom;      /* ALiBi with a maximum bias of 8, no rotation, the embedding's LayerNorm */
-  /* ALiBi by attention.max_alibi_bias (absent: none), no rotation, LayerNorm
-   * biases where the file has them, attention.clamp_kqv (MPT) */
-  int mpt;
-  int baichuan; /* 40 blocks (the 13B): ALiBi of 8 and no rotation; else llama's rotation */
+  int weightless; /* LayerNorms without weights or biases (OLMo 1) */
+  int clamp;      /* attention.clamp_kqv where the file has it (OLMo 1.7, MPT) */
+  /* ALiBi instead of the rotation: alibi a fixed maximum bias (llama.cpp's
+   * 8: no key names it; bloom, refact), alibi_key by attention.max_alibi_bias
+   * (absent: no ALiBi; mpt, jais); baichuan: 8 for 40-block files (the 13B),
+   * else llama's rotation */
+  float alibi;
+  int alibi_key, baichuan;
+  int embd_norm;       /* the embedding's LayerNorm, token_embd_norm (bloom) */
+  int norm_bias_maybe; /* LayerNorm biases where the file has them (mpt) */
+  int attn_scale_hd;   /* scores times 1 / head width, not its square root (jais) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -242,9 +247,11 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "arcee", .relu2 = 1},
     {.name = "nemotron", .relu2 = 1},
     {.name = "qwen", .ff_half = 1},
-    {.name = "olmo", .weightless = 1},
-    {.name = "bloom", .bloom = 1},
-    {.name = "mpt", .mpt = 1},
+    {.name = "olmo", .weightless = 1, .clamp = 1},
+    {.name = "bloom", .alibi = 8.0f, .embd_norm = 1},
+    {.name = "mpt", .alibi_key = 1, .norm_bias_maybe = 1, .clamp = 1},
+    {.name = "refact", .alibi = 8.0f},
+    {.name = "jais", .alibi_key = 1, .attn_scale_hd = 1},
     {.name = "baichuan", .baichuan = 1},
     {.name = "minicpm", .minicpm = 1},
 };
@@ -273,6 +280,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"bloom", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
     {"mpt", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
     {"baichuan", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the 13B: ALiBi */
+    {"refact", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},  /* ALiBi */
+    {"jais", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi, gated */
     {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
@@ -811,26 +820,20 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->residual_scale = 1.0f;
   c->logit_scale = 1.0f;
   *nope_all = c->learned_positions;
-  if (x.bloom) { /* llama.cpp's fixed maximum bias (no key names it) */
-    c->alibi_max_bias = 8.0f, c->embd_norm = 1;
-    *nope_all = 1;
-  }
-  if (x.baichuan && c->n_layers == 40) { /* Baichuan (2) 13B, told by its block count as llama.cpp does (it
-                                          * rotates 32-block files and leaves other sizes unpositioned;
-                                          * topos rotates them) */
-    c->alibi_max_bias = 8.0f;
-    *nope_all = 1;
-  }
-  if (x.mpt) { /* absent or 0: no ALiBi, as llama.cpp reads these files */
+  /* ALiBi (tp_llama_arch_extra.alibi): no layer rotates */
+  c->alibi_max_bias = x.baichuan && c->n_layers == 40 ? 8.0f : x.alibi;
+  if (x.alibi_key) { /* absent or 0: none, as llama.cpp reads these files */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.max_alibi_bias"), 0.0f, &c->alibi_max_bias));
     if (!isfinite(c->alibi_max_bias))
       return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g is not a finite bias", kb, (double)c->alibi_max_bias);
-    *nope_all = 1;
   }
+  if (c->alibi_max_bias > 0.0f) *nope_all = 1;
+  c->embd_norm = x.embd_norm;
+  if (x.attn_scale_hd) c->attn_scale = 1.0f / (float)c->head_dim;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));
   c->norm_weightless = x.weightless;
   c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE) && !x.weightless;
-  if (x.weightless || x.mpt) { /* OLMo 1.7's and MPT's clip_qkv; absent or 0: none */
+  if (x.clamp) { /* OLMo 1.7's and MPT's clip_qkv; absent or 0: none */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.clamp_kqv"), 0.0f, &c->clamp_kqv));
     if (!isfinite(c->clamp_kqv))
       return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g is not a finite bound", kb, (double)c->clamp_kqv);
@@ -872,4 +875,4 @@ unsigned tp_llama_arch_flags(const char *arch) {
 
 int tp_llama_arch_qk_norm_optional(const char *arch) { return arch && tp_llama_extra_of(arch).qk_norm_optional; }
 int tp_llama_arch_gate_up_fused(const char *arch) { return arch && tp_llama_extra_of(arch).gate_up; }
-int tp_llama_arch_norm_bias_optional(const char *arch) { return arch && tp_llama_extra_of(arch).mpt; }
+int tp_llama_arch_norm_bias_optional(const char *arch) { return arch && tp_llama_extra_of(arch).norm_bias_maybe; }

@@ -52,9 +52,12 @@ static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") 
  * mpt: ALiBi by its key (8 here), LayerNorms without biases */
 static inline int lt_bloom(const lt_spec *s) { return lt_arch_is(s, "bloom"); }
 static inline int lt_mpt(const lt_spec *s) { return lt_arch_is(s, "mpt"); }
-/* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's */
+/* jais: ALiBi by its key (8 here), gated LayerNorm blocks, scores times 1 / head width */
+static inline int lt_jais(const lt_spec *s) { return lt_arch_is(s, "jais"); }
+/* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's; refact: always */
 static inline int lt_alibi(const lt_spec *s) {
-  return lt_bloom(s) || lt_mpt(s) || (lt_arch_is(s, "baichuan") && s->layers == 40);
+  return lt_bloom(s) || lt_mpt(s) || lt_jais(s) || lt_arch_is(s, "refact") ||
+         (lt_arch_is(s, "baichuan") && s->layers == 40);
 }
 /* ALiBi's slope of head h of H with the maximum bias 8: 2^(-8/n (h+1)) for
  * the first n = 2^floor(log2 H) heads, 2^(-4/n (2(h - n) + 1)) after */
@@ -72,7 +75,7 @@ static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r"
 static inline int lt_weightless(const lt_spec *s) { return lt_arch_is(s, "olmo"); }
 static inline int lt_layer_norm(const lt_spec *s) {
   return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
-         lt_cohere(s) || lt_weightless(s);
+         lt_cohere(s) || lt_weightless(s) || lt_jais(s);
 }
 static inline int lt_norm_bias(const lt_spec *s) {
   return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s);

@@ -22,6 +22,9 @@
  *   mpt        ALiBi by attention.max_alibi_bias, LayerNorms without biases,
  *              q, k, v clamped where the file says
  *   baichuan   llama's graph, ALiBi instead of the rotation with 40 blocks
+ *   refact     llama's graph with ALiBi
+ *   jais       ALiBi by its key, LayerNorms with biases, a gated feed-forward
+ *              with biases, scores times 1 / head width
  * decoding equal to the full-context forward bit for bit at 1-3 threads;
  * quantized weights through both caches. */
 #include "models/llama_harness.h"
@@ -260,4 +263,33 @@ TEST(llama_baichuan_files) {
   lt_spec without = s;
   without.plain_without = "alibi";
   lt_check_spec_variant(&s, &without);
+}
+
+TEST(llama_refact_jais_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "refact";
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->alibi_max_bias == 8.0f);
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "alibi";
+  lt_check_spec_variant(&s, &without);
+  s.arch = "jais";
+  s.fused_qkv = 1;
+  s.biases = 3;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->alibi_max_bias == 8.0f && c->layer_norm == 1 && c->norm_bias == 1 && c->ffn_plain == 0);
+    CHECK(c->attn_scale == 1.0f / 64.0f && m.model->layers[0].b_gate);
+  }
+  lt_close(&m);
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_check_decode_of(&s);
+  lt_spec q = lt_default_spec();
+  q.arch = "jais";
+  q.fused_qkv = 1;
+  q.biases = 3;
+  lt_compare_plain_caches_of(&q, 3e-2);
 }

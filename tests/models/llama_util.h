@@ -276,7 +276,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (scales[i] > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, scale_keys[i]), scales[i]));
   if (s->nope_all) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "rope.scaling.finetuned"), 0));
   if (s->clamp_kqv > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.clamp_kqv"), s->clamp_kqv));
-  if (lt_mpt(s)) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.max_alibi_bias"), 8.0f));
+  if (lt_mpt(s) || lt_jais(s)) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.max_alibi_bias"), 8.0f));
   const float extra[4] = {s->attn_temp_scale, s->yarn_beta_fast, s->yarn_beta_slow, s->yarn_log_mul};
   const char *extra_keys[4] = {"attention.temperature_scale", "rope.scaling.yarn_beta_fast",
                                "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_log_multiplier"};
@@ -703,7 +703,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             double sc = 0;
             for (int64_t i = 0; i < hd; ++i)
               sc += (double)q[head * hd + i] * K[(l * N + j) * kvd + kh * hd + i];
-            sc = s->attention_scale > 0 ? sc * s->attention_scale : sc / sqrt((double)hd);
+            sc = s->attention_scale > 0 ? sc * s->attention_scale : lt_jais(s) ? sc / (double)hd : sc / sqrt((double)hd);
             if (lt_alibi(s) && !lt_without(s, "alibi")) sc += lt_alibi_slope(H, head) * (double)(j - p);
             if (attn_cap > 0) sc = attn_cap * tanh(sc / attn_cap);
             att[j] = (float)sc;
