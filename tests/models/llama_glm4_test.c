@@ -30,6 +30,17 @@
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' tensors */
 
+/* The architecture's file with the default spec's quantized weights, through
+ * both caches (quantized activations: within 3e-2 of the plain forward). */
+static void lg_quantized(const char *arch, int fused_qkv, int biases, float clamp_kqv) {
+  lt_spec q = lt_default_spec();
+  q.arch = arch;
+  q.fused_qkv = fused_qkv;
+  q.biases = biases;
+  q.clamp_kqv = clamp_kqv;
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
 TEST(llama_glm4_files) {
   lt_spec s = lt_f32_spec();
   s.arch = "glm4";
@@ -62,10 +73,7 @@ TEST(llama_glm4_files) {
   lt_spec plain = s; /* the plain forward of the file without sections: neighbours paired, every pair turning */
   memset(plain.rope_sections, 0, sizeof plain.rope_sections);
   lt_check_spec_variant(&s, &plain);
-  lt_spec q = lt_default_spec();
-  q.arch = "glm4";
-  q.biases = 1;
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("glm4", 0, 1, 0);
 }
 
 TEST(llama_minicpm_files) {
@@ -95,9 +103,7 @@ TEST(llama_minicpm_files) {
   lt_close(&m);
   s.logit_scale = 1e31f; /* not a usable scale: refused, as granite's */
   lt_expect_refused(s, TOPOS_ERR_RANGE, "minicpm.logit_scale = 1e+31 must be a positive finite number");
-  lt_spec q = lt_default_spec();
-  q.arch = "minicpm";
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("minicpm", 0, 0, 0);
 }
 
 TEST(llama_arcee_nemotron_files) {
@@ -114,9 +120,7 @@ TEST(llama_arcee_nemotron_files) {
   lt_spec without = s; /* the plain forward with GELU: far off */
   without.plain_without = "relu2";
   lt_check_spec_variant(&s, &without);
-  lt_spec q = lt_default_spec();
-  q.arch = "arcee";
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("arcee", 0, 0, 0);
   s.arch = "nemotron";
   s.rope_dim = 32;
   s.biases = 3; /* its optional output, up and down biases */
@@ -133,7 +137,7 @@ TEST(llama_arcee_nemotron_files) {
 }
 
 TEST(llama_qwen_orion_olmo_internlm2_xverse_files) {
-  lt_spec s = lt_f32_spec(), q;
+  lt_spec s = lt_f32_spec();
   s.arch = "qwen";
   s.fused_qkv = 1;
   s.biases = 1;
@@ -146,11 +150,7 @@ TEST(llama_qwen_orion_olmo_internlm2_xverse_files) {
     lt_check_decode(&m, s.vocab);
   }
   lt_close(&m);
-  q = lt_default_spec();
-  q.arch = "qwen";
-  q.fused_qkv = 1;
-  q.biases = 1;
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("qwen", 1, 1, 0);
   s = lt_f32_spec();
   s.arch = "orion";
   CHECK_OK(lt_open(&s, &m));
@@ -174,10 +174,7 @@ TEST(llama_qwen_orion_olmo_internlm2_xverse_files) {
   lt_spec unclamped = s;
   unclamped.clamp_kqv = 0;
   lt_check_spec_variant(&s, &unclamped);
-  q = lt_default_spec();
-  q.arch = "olmo";
-  q.clamp_kqv = 0.5f;
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("olmo", 0, 0, 0.5f);
   const char *llamas[2] = {"internlm2", "xverse"};
   for (int i = 0; i < 2; ++i) {
     s = lt_f32_spec();
@@ -216,11 +213,7 @@ TEST(llama_bloom_files) {
     lt_kv = TOPOS_F32;
   }
   lt_close(&m);
-  lt_spec q = lt_default_spec();
-  q.arch = "bloom";
-  q.fused_qkv = 1;
-  q.biases = 3;
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("bloom", 1, 3, 0);
 }
 
 TEST(llama_mpt_files) {
@@ -241,10 +234,7 @@ TEST(llama_mpt_files) {
   s.clamp_kqv = 0.05f;
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_check_decode_of(&s);
-  lt_spec q = lt_default_spec();
-  q.arch = "mpt";
-  q.fused_qkv = 1;
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("mpt", 1, 0, 0);
 }
 
 TEST(llama_baichuan_files) {
@@ -287,9 +277,5 @@ TEST(llama_refact_jais_files) {
   lt_close(&m);
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_check_decode_of(&s);
-  lt_spec q = lt_default_spec();
-  q.arch = "jais";
-  q.fused_qkv = 1;
-  q.biases = 3;
-  lt_compare_plain_caches_of(&q, 3e-2);
+  lg_quantized("jais", 1, 3, 0);
 }
