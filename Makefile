@@ -45,12 +45,12 @@ demo: build
 test: build
 	@$(BUILD)/bin/topos_tests
 
-# ASan + UBSan over the whole suite (clang).
+# ASan + UBSan over the whole suite (clang); SHARDS=N as test-arm64's.
 asan: deps
 	@CC=clang $(CMAKE) -S . -B build-asan $(GEN) -DCMAKE_BUILD_TYPE=Debug -DTOPOS_SANITIZE=ON \
 	   -DTOPOS_SIMD=$(call onoff,$(SIMD)) -DTOPOS_BLAS=$(call onoff,$(BLAS)) >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/topos_tests
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $(SHARD_RUN) build-asan/bin/topos_tests
 
 # The arm64 build (NEON and dotprod kernels) on an x86-64 machine: Debian's
 # cross compiler, the whole suite run by qemu-user (its spawned `topos`
@@ -71,7 +71,7 @@ test-arm64:
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@CC=clang $(CMAKE) -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPOS_FUZZ=ON >/dev/null
-	@$(CMAKE) --build build-fuzz -j $(JOBS)
+	@$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzzers
 	@sh scripts/run-fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
 bench: build
