@@ -355,11 +355,6 @@ static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base
   }
 }
 
-/* The chunk's attention masks for a window of swa (0: none; a query at p
- * sees keys from p - swa + 1, or with chunked attention from floor(p / swa)
- * swa): the cached slots each row sees, all written ones less those behind
- * the window, one row for all (rows 0) or a row per query row (rows:
- * [G*T, C]); and inside the chunk [G*T, T], causal and within the window. */
 /* ALiBi's slope for head h of H, as ggml's soft_max computes it: m0^(h+1)
  * for the first 2^floor(log2 H) heads, m1^(2(h - that) + 1) after */
 static float tp_alibi_slope(float max_bias, int64_t H, int64_t h) {
@@ -387,6 +382,11 @@ static void tp_alibi_masks(const topos_llama_context *x, int64_t T, int64_t C, f
   }
 }
 
+/* The chunk's attention masks for a window of swa (0: none; a query at p
+ * sees keys from p - swa + 1, or with chunked attention from floor(p / swa)
+ * swa): the cached slots each row sees, all written ones less those behind
+ * the window, one row for all (rows 0) or a row per query row (rows:
+ * [G*T, C]); and inside the chunk [G*T, T], causal and within the window. */
 static void tp_fill_masks(const topos_llama_context *x, int64_t T, int64_t C, int64_t swa, int rows, float *pmc,
                           float *pmn) {
   const topos_llama_config *c = &x->model->config;
