@@ -396,16 +396,14 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   for (int64_t l = 0; l < c->n_layers; ++l) {
     tp_llama_layer *L = &m->layers[l];
     char name[64];
-#define TP_W(field, suffix, e0, e1)                                            \
+#define TP_WO(field, suffix, e0, e1, optional)                                 \
   do {                                                                         \
     snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                 \
-    TP_TRY(tp_llama_weight(m, name, e0, e1, 0, &L->field));                    \
+    TP_TRY(tp_llama_weight(m, name, e0, e1, optional, &L->field));             \
   } while (0)
+#define TP_W(field, suffix, e0, e1) TP_WO(field, suffix, e0, e1, 0)
     if (c->pre_norms && !c->norm_weightless) TP_W(attn_norm, "attn_norm.weight", c->dim, 0);
-    if (c->norm_bias) {
-      snprintf(name, sizeof name, "blk.%" PRId64 ".attn_norm.bias", l);
-      TP_TRY(tp_llama_weight(m, name, c->dim, 0, nb_opt, &L->attn_norm_b));
-    }
+    if (c->norm_bias) TP_WO(attn_norm_b, "attn_norm.bias", c->dim, 0, nb_opt);
     if (flags & TP_ARCH_NORM_2) { /* Falcon-40B's; the 7B has none */
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_norm_2.weight", l);
       TP_TRY(tp_llama_weight(m, name, c->dim, 0, 1, &L->attn_norm_2));
@@ -431,10 +429,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
-    if (c->norm_bias && L->ffn_norm) {
-      snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_norm.bias", l);
-      TP_TRY(tp_llama_weight(m, name, c->dim, 0, nb_opt, &L->ffn_norm_b));
-    }
+    if (c->norm_bias && L->ffn_norm) TP_WO(ffn_norm_b, "ffn_norm.bias", c->dim, 0, nb_opt);
     if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
@@ -458,6 +453,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(post_ffn_norm, "post_ffw_norm.weight", c->dim, 0);
     }
 #undef TP_W
+#undef TP_WO
     L->windowed = c->n_swa > 0 && (m->swa_layers ? m->swa_layers[l] != 0
                                                   : swa_period <= 1 || l % swa_period < swa_period - 1);
     c->n_swa_layers += L->windowed;
