@@ -75,6 +75,11 @@ topos_status tp_qk_fast_generic(const tp_qk_task *task); /* portable C, any CPU 
  * their full width of rows whatever m is. */
 topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*run)(const tp_qk_task *));
 topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
+/* The REFERENCE path's bits for float weights (f32, f16, bf16), weight rows
+ * in panels of TP_QK_EXACT_ROWS: panels p0 .. p1 - 1 of t. 0 when its
+ * scratch could not be had (nothing written). qk_exact_avx2.c. */
+#define TP_QK_EXACT_ROWS 16
+int tp_qk_exact_float_avx2(const tp_qk_task *t, int64_t p0, int64_t p1);
 
 /* Prefetch for matrix-vector products. Weight rows are short streams the
  * hardware prefetcher barely ramps up on, and a burst of prefetches at a

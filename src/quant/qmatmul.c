@@ -156,7 +156,37 @@ topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*r
   return TOPOS_OK;
 }
 
+/* Float weights on a vector kernel with the reference's bits (lanes are
+ * outputs, each its own chain in ascending k): panels of rows, each range
+ * done by one call; a panel whose scratch cannot be had runs the scalar
+ * loop. Whether the vector kernel runs never changes a bit (the tests run
+ * both: the ISA cap below AVX2 keeps the scalar loop). */
+static int qk_ref_vector(const tp_qk_task *t) {
+#if defined(__x86_64__)
+  return (t->wtype == TOPOS_F32 || t->wtype == TOPOS_F16 || t->wtype == TOPOS_BF16) &&
+         tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2();
+#else
+  (void)t;
+  return 0;
+#endif
+}
+
+static void qk_ref_panels(void *vctx, int64_t p0, int64_t p1) {
+  qk_ref_ctx *ctx = vctx;
+#if defined(__x86_64__)
+  if (tp_qk_exact_float_avx2(ctx->task, p0, p1)) return;
+#endif
+  const int64_t n = ctx->task->n, j1 = p1 * TP_QK_EXACT_ROWS;
+  qk_ref_range(ctx, p0 * TP_QK_EXACT_ROWS, j1 < n ? j1 : n);
+}
+
 static topos_status qk_reference(const tp_qk_task *t) {
+  if (qk_ref_vector(t)) {
+    qk_ref_ctx ctx = {t, (const uint8_t *)t->a, (size_t)t->k * sizeof(float), 0, TOPOS_OK}; /* f32: a as is */
+    tp_qk_parallel_for(t->threads, (t->n + TP_QK_EXACT_ROWS - 1) / TP_QK_EXACT_ROWS, 1, qk_ref_panels, &ctx);
+    if (ctx.failed) return tp_fail_context(ctx.status, "qmatmul: reference dot of %s", qk_name(t->wtype));
+    return TOPOS_OK;
+  }
   tp_qk_traits tr = {TP_QK_ACT_F32, 0, 0};
   tp_qk_traits_of(t->wtype, &tr);
   const topos_dtype partner = qk_partner(tr.act, t->wtype);
