@@ -244,6 +244,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen3vl", .mrope = TP_IMROPE},
     {.name = "qwen3vlmoe", .mrope = TP_IMROPE},
     {.name = "glm4", .mrope = TP_MROPE_IF_SECTIONS, .gate_up = 1, .nextn = 1},
+    {.name = "chatglm", .gate_up = 1},
     {.name = "arcee", .relu2 = 1},
     {.name = "nemotron", .relu2 = 1},
     {.name = "qwen", .ff_half = 1},
@@ -350,6 +351,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* GLM-4-0414 / GLM-Z1: gemma2's four norms, ffn_up gate | up, q, k, v
      * biases, neighbours paired (NEOX under M-RoPE), nextn blocks skipped */
     {"glm4", TP_ARCH_BIASES | TP_ARCH_POST_NORMS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* ChatGLM3-6B, GLM-4-9B-chat, GLM-Edge: glm4's graph without the post norms */
+    {"chatglm", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"glm4moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
      TP_ARCH_MOE_LAYERS | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,

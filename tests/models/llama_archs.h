@@ -126,8 +126,8 @@ static inline int lt_rope_still(const lt_spec *s, int64_t i) {
 
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
-/* gate and up rows in one ffn_up: phi3, glm4 (whose q, k, v may be apart) */
-static inline int lt_gate_up(const lt_spec *s) { return lt_phi3(s) || lt_arch_is(s, "glm4"); }
+/* gate and up rows in one ffn_up: phi3, glm4 and chatglm (whose q, k, v may be apart) */
+static inline int lt_gate_up(const lt_spec *s) { return lt_phi3(s) || lt_arch_is(s, "glm4") || lt_arch_is(s, "chatglm"); }
 
 /* qwen2 and phi3 files rotate pairs (x[i], x[i + hd/2]); llama files
  * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
@@ -152,7 +152,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
-         lt_alibi(s) || lt_arch_is(s, "baichuan");
+         lt_alibi(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

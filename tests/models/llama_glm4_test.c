@@ -5,6 +5,8 @@
  *              ffn_up, q / k / v biases (apart or in attn_qkv), neighbouring
  *              pairs rotated over rope.dimension_count (half of each head);
  *              with M-RoPE sections (GLM-4.1V's) the NEOX pairing
+ *   chatglm    ChatGLM3, GLM-4-9B-chat, GLM-Edge: glm4's graph with two
+ *              norms (no post norms)
  *   minicpm    granite's graph, its scales defaulting where the keys are
  *              absent: embedding 12, residual 1.4 / sqrt(blocks), logits
  *              divided by 256 / dim
@@ -74,6 +76,34 @@ TEST(llama_glm4_files) {
   memset(plain.rope_sections, 0, sizeof plain.rope_sections);
   lt_check_spec_variant(&s, &plain);
   lg_quantized("glm4", 0, 1, 0);
+}
+
+TEST(llama_chatglm_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "chatglm";
+  s.rope_dim = 32; /* half of each 64-wide head, as GLM-4-9B's 64 of 128 */
+  s.fused_qkv = 1;
+  s.biases = 1; /* attn_qkv's bias */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_neox == 0 && c->rope_dim == 32 && c->post_norms == 0 && c->layer_norm == 0);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->w_gate && L->w_up && !L->post_attn_norm && !L->post_ffn_norm);
+    CHECK(topos_tensor_shape(L->w_gate)[0] == s.ff && topos_tensor_shape(L->w_up)[0] == s.ff);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_EXACT, 1e-5);
+    lt_compare_plain_model(&m, &s, TOPOS_NUMERICS_FAST, 1e-5);
+    lt_check_decode(&m, s.vocab);
+  }
+  lt_close(&m);
+  lt_spec whole = s; /* the plain forward rotating whole heads: far off */
+  whole.rope_dim = 0;
+  lt_check_spec_variant(&s, &whole);
+  lt_spec apart = s; /* q, k, v apart, each with its bias */
+  apart.fused_qkv = 0;
+  lt_compare_plain(&apart, TOPOS_NUMERICS_EXACT, 1e-5);
+  lg_quantized("chatglm", 1, 1, 0);
 }
 
 TEST(llama_minicpm_files) {
@@ -184,6 +214,14 @@ TEST(llama_qwen_orion_olmo_internlm2_xverse_files) {
   }
 }
 
+/* The plain forward without ALiBi's biases is far off the file's logits:
+ * the biases are applied, not merely declared. */
+static void lg_check_alibi_matters(const lt_spec *s) {
+  lt_spec without = *s;
+  without.plain_without = "alibi";
+  lt_check_spec_variant(s, &without);
+}
+
 TEST(llama_bloom_files) {
   lt_spec s = lt_f32_spec();
   s.arch = "bloom";
@@ -197,9 +235,7 @@ TEST(llama_bloom_files) {
     CHECK(m.model->embd_norm && m.model->embd_norm_b);
   }
   lt_close(&m);
-  lt_spec without = s; /* the plain forward without ALiBi: far off */
-  without.plain_without = "alibi";
-  lt_check_spec_variant(&s, &without);
+  lg_check_alibi_matters(&s);
   /* 6 heads: the slopes past the first 4 take the second base */
   s.dim = 192, s.heads = 6, s.kv_heads = 3;
   CHECK_OK(lt_open(&s, &m));
@@ -228,9 +264,7 @@ TEST(llama_mpt_files) {
     CHECK(!m.model->layers[0].attn_norm_b && !m.model->output_norm_b);
   }
   lt_close(&m);
-  lt_spec without = s;
-  without.plain_without = "alibi";
-  lt_check_spec_variant(&s, &without);
+  lg_check_alibi_matters(&s);
   s.clamp_kqv = 0.05f;
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_check_decode_of(&s);
@@ -250,9 +284,7 @@ TEST(llama_baichuan_files) {
     CHECK(c->alibi_max_bias == 8.0f && c->n_nope_layers == 40);
   }
   lt_close(&m);
-  lt_spec without = s;
-  without.plain_without = "alibi";
-  lt_check_spec_variant(&s, &without);
+  lg_check_alibi_matters(&s);
 }
 
 TEST(llama_refact_jais_files) {
@@ -262,9 +294,7 @@ TEST(llama_refact_jais_files) {
   CHECK_OK(lt_open(&s, &m));
   if (m.model) CHECK(topos_llama_config_of(m.model)->alibi_max_bias == 8.0f);
   lt_close(&m);
-  lt_spec without = s;
-  without.plain_without = "alibi";
-  lt_check_spec_variant(&s, &without);
+  lg_check_alibi_matters(&s);
   s.arch = "jais";
   s.fused_qkv = 1;
   s.biases = 3;
