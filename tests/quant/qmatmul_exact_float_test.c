@@ -12,15 +12,12 @@
 
 #include "quant/qk_internal.h"
 #include "quant/qk_shim.h"
+#include "quant_test_util.h"
 #include "test.h"
 
 static uint64_t qe_state = 77;
-static float qe_uniform(void) { /* splitmix64 -> [-1, 1) */
-  uint64_t z = (qe_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+static float qe_uniform(void) { /* [-1, 1) */
+  return (float)((double)(qt_splitmix64_next(&qe_state) >> 11) * 0x1p-52 - 1.0);
 }
 
 static float qe_widen(topos_dtype t, const uint8_t *row, int64_t i) {
