@@ -40,7 +40,8 @@
  * and down with biases, half-rotated heads), tiny-qwen.bin (Qwen 1: attn_qkv
  * with its bias, feed_forward_length twice the width); tiny-bloom.bin and
  * tiny-mpt.bin (ALiBi: the embedding's LayerNorm and biases; LayerNorms
- * without biases, max_alibi_bias, clamp_kqv). */
+ * without biases, max_alibi_bias, clamp_kqv); tiny-chatglm.bin the glm4
+ * seed as a chatglm file (no post-norms, no nextn block, no sections). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
