@@ -38,11 +38,7 @@ static inline float qe_load1(const uint8_t *row, topos_dtype wtype, int64_t kk) 
   }
   uint16_t h;
   memcpy(&h, row + 2 * kk, 2);
-  if (wtype == TOPOS_F16) return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-  const uint32_t u = (uint32_t)h << 16;
-  float v;
-  memcpy(&v, &u, 4);
-  return v;
+  return wtype == TOPOS_F16 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
 }
 
 /* Transposes 8 vectors of 8 floats in place (r[i][e] -> r[e][i]). */

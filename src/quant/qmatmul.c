@@ -48,12 +48,17 @@ int tp_qk_traits_of(topos_dtype wtype, tp_qk_traits *out) {
   return 1;
 }
 
+/* f32, f16, bf16: weights whose products take f32 activations as they are */
+static bool qk_float_weights(topos_dtype wtype) {
+  return wtype == TOPOS_F32 || wtype == TOPOS_F16 || wtype == TOPOS_BF16;
+}
+
 static topos_dtype qk_partner(tp_qk_act_format f, topos_dtype wtype) {
   switch (f) {
     case TP_QK_ACT_Q8_0: return TOPOS_Q8_0;
     case TP_QK_ACT_Q8_1: return TOPOS_Q8_1;
     case TP_QK_ACT_Q8_K: return TOPOS_Q8_K;
-    default: return wtype == TOPOS_F32 || wtype == TOPOS_F16 || wtype == TOPOS_BF16 ? TOPOS_F32 : wtype;
+    default: return qk_float_weights(wtype) ? TOPOS_F32 : wtype;
   }
 }
 
@@ -163,8 +168,7 @@ topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*r
  * both: the ISA cap below AVX2 keeps the scalar loop). */
 static int qk_ref_vector(const tp_qk_task *t) {
 #if defined(__x86_64__)
-  return (t->wtype == TOPOS_F32 || t->wtype == TOPOS_F16 || t->wtype == TOPOS_BF16) &&
-         tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2();
+  return qk_float_weights(t->wtype) && tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2();
 #else
   (void)t;
   return 0;
@@ -181,12 +185,6 @@ static void qk_ref_panels(void *vctx, int64_t p0, int64_t p1) {
 }
 
 static topos_status qk_reference(const tp_qk_task *t) {
-  if (qk_ref_vector(t)) {
-    qk_ref_ctx ctx = {t, (const uint8_t *)t->a, (size_t)t->k * sizeof(float), 0, TOPOS_OK}; /* f32: a as is */
-    tp_qk_parallel_for(t->threads, (t->n + TP_QK_EXACT_ROWS - 1) / TP_QK_EXACT_ROWS, 1, qk_ref_panels, &ctx);
-    if (ctx.failed) return tp_fail_context(ctx.status, "qmatmul: reference dot of %s", qk_name(t->wtype));
-    return TOPOS_OK;
-  }
   tp_qk_traits tr = {TP_QK_ACT_F32, 0, 0};
   tp_qk_traits_of(t->wtype, &tr);
   const topos_dtype partner = qk_partner(tr.act, t->wtype);
@@ -212,7 +210,10 @@ static topos_status qk_reference(const tp_qk_task *t) {
     }
   }
   qk_ref_ctx ctx = {t, act, act_row_bytes, 0, TOPOS_OK};
-  tp_qk_parallel_for(t->threads, t->n, 1, qk_ref_range, &ctx);
+  if (qk_ref_vector(t))
+    tp_qk_parallel_for(t->threads, (t->n + TP_QK_EXACT_ROWS - 1) / TP_QK_EXACT_ROWS, 1, qk_ref_panels, &ctx);
+  else
+    tp_qk_parallel_for(t->threads, t->n, 1, qk_ref_range, &ctx);
   if (partner != TOPOS_F32) free(act);
   if (ctx.failed) return tp_fail_context(ctx.status, "qmatmul: reference dot of %s", qk_name(t->wtype));
   return TOPOS_OK;
@@ -240,8 +241,7 @@ static topos_status qk_task_make(const float *a, int64_t m, int64_t k, const voi
                    (long long)k, g->name, (long long)g->block);
   int64_t mk, mn, wbytes, row_bytes = (k / g->block) * g->bytes;
   if (w_row_bytes != 0) {
-    const bool float_w = wtype == TOPOS_F32 || wtype == TOPOS_F16 || wtype == TOPOS_BF16;
-    if (!float_w)
+    if (!qk_float_weights(wtype))
       return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "qmatmul: %s weights must be packed rows (a row stride "
                      "is for f32, f16 and bf16 weights)", g->name);
     if (w_row_bytes > (size_t)INT64_MAX / 2 || (int64_t)w_row_bytes < row_bytes || w_row_bytes % (size_t)g->bytes)
