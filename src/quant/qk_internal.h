@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "base/temp.h"
+#include "quant/quant_internal.h"
 #include "topos/qmatmul.h"
 
 #define TP_QK_STEP 64 /* k padding granularity: one AVX-512 step */
@@ -80,6 +81,10 @@ topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod
  * scratch could not be had (nothing written). qk_exact_avx2.c. */
 #define TP_QK_EXACT_ROWS 16
 int tp_qk_exact_float_avx2(const tp_qk_task *t, int64_t p0, int64_t p1);
+/* The reference dot products of the block-quantized weights on AVX2, with
+ * dot_ref.c's bits (same arguments); NULL for a type they do not cover.
+ * qk_exact_quant_avx2.c. */
+tp_vec_dot_fn tp_qk_exact_dot_avx2(topos_dtype wtype);
 
 /* Prefetch for matrix-vector products. Weight rows are short streams the
  * hardware prefetcher barely ramps up on, and a burst of prefetches at a

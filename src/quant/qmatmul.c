@@ -102,6 +102,7 @@ typedef struct {
   const tp_qk_task *task;
   const uint8_t *act; /* m rows of act_row_bytes */
   size_t act_row_bytes;
+  tp_vec_dot_fn dot; /* the quantized weights' dot on a vector unit, NULL: tp_vec_dot_ref */
   volatile int failed;
   topos_status status;
 } qk_ref_ctx;
@@ -136,6 +137,8 @@ static void qk_ref_range(void *vctx, int64_t j0, int64_t j1) {
       topos_status st = TOPOS_OK;
       if (t->wtype == TOPOS_F16 || t->wtype == TOPOS_BF16)
         v = qk_ref_float_dot(t->wtype, t->k, wrow, t->a + i * t->k);
+      else if (ctx->dot)
+        v = ctx->dot(t->k / qk_geometries[t->wtype].block, wrow, ctx->act + (size_t)i * ctx->act_row_bytes);
       else
         st = tp_vec_dot_ref(t->wtype, t->k, wrow, ctx->act + (size_t)i * ctx->act_row_bytes, &v);
       if (st != TOPOS_OK) {
@@ -161,19 +164,22 @@ topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*r
   return TOPOS_OK;
 }
 
-/* Float weights on a vector kernel with the reference's bits (lanes are
- * outputs, each its own chain in ascending k): panels of rows, each range
- * done by one call; a panel whose scratch cannot be had runs the scalar
- * loop. Whether the vector kernel runs never changes a bit (the tests run
- * both: the ISA cap below AVX2 keeps the scalar loop). */
-static int qk_ref_vector(const tp_qk_task *t) {
+/* The reference's bits on AVX2 where the CPU has it and the ISA cap allows
+ * it. Whether the vector kernels run never changes a bit (the tests run
+ * both: the ISA cap below AVX2 keeps the scalar loops). */
+static int qk_ref_avx2(void) {
 #if defined(__x86_64__)
-  return qk_float_weights(t->wtype) && tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2();
+  return tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2();
 #else
-  (void)t;
   return 0;
 #endif
 }
+
+/* Float weights on a vector kernel with the reference's bits (lanes are
+ * outputs, each its own chain in ascending k): panels of rows, each range
+ * done by one call; a panel whose scratch cannot be had runs the scalar
+ * loop. */
+static int qk_ref_vector(const tp_qk_task *t) { return qk_float_weights(t->wtype) && qk_ref_avx2(); }
 
 static void qk_ref_panels(void *vctx, int64_t p0, int64_t p1) {
   qk_ref_ctx *ctx = vctx;
@@ -209,7 +215,10 @@ static topos_status qk_reference(const tp_qk_task *t) {
       }
     }
   }
-  qk_ref_ctx ctx = {t, act, act_row_bytes, 0, TOPOS_OK};
+  qk_ref_ctx ctx = {t, act, act_row_bytes, NULL, 0, TOPOS_OK};
+#if defined(__x86_64__)
+  if (!qk_float_weights(t->wtype) && qk_ref_avx2()) ctx.dot = tp_qk_exact_dot_avx2(t->wtype);
+#endif
   if (qk_ref_vector(t))
     tp_qk_parallel_for(t->threads, (t->n + TP_QK_EXACT_ROWS - 1) / TP_QK_EXACT_ROWS, 1, qk_ref_panels, &ctx);
   else

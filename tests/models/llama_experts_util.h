@@ -90,7 +90,7 @@ static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_s
   return st;
 }
 
-/* an f32 or quantized tensor of ne {ne0, ne1, ne2}, entries scale * N(0, 1) */
+/* an f32 or quantized tensor of ne {ne0, ne1, ne2}, entries scale * lt_unit_draw */
 static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
                                    topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2, double scale,
                                    topos_rng *rng) {
@@ -100,7 +100,7 @@ static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_sp
   float *v = lt_keep(f, (size_t)count * sizeof(float));
   size_t bytes;
   if (!v || topos_dtype_bytes(type, count, &bytes) != TOPOS_OK) return TOPOS_ERR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < count; ++i) v[i] = (float)(scale * topos_rng_normal(rng));
+  for (int64_t i = 0; i < count; ++i) v[i] = (float)(scale * lt_unit_draw(rng));
   void *q = lt_keep(f, bytes);
   if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
   topos_status st = topos_quantize_row(type, v, q, count);

@@ -170,6 +170,13 @@ static inline void lt_file_free(lt_file *f) {
   memset(f, 0, sizeof *f);
 }
 
+/* A uniform draw of mean 0 and variance 1, the test files' weights: not a
+ * normal one, whose log, sqrt and cos were a quarter of the model tests'
+ * time (more under valgrind); the tests need spread, not a shape. */
+static inline double lt_unit_draw(topos_rng *rng) {
+  return (topos_rng_unit(rng) - 0.5) * 3.4641016151377544; /* sqrt(12) */
+}
+
 static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spec *s,
                                   const char *name, topos_dtype type, int64_t ne0, int64_t ne1,
                                   topos_rng *rng, int ones) {
@@ -178,11 +185,8 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
   int64_t count = ne0 * (ne1 ? ne1 : 1);
   float *v = lt_keep(f, (size_t)count * sizeof(float));
   if (!v) return TOPOS_ERR_OUT_OF_MEMORY;
-  /* uniform draws of unit variance, not normal ones: a normal draw's log,
-   * sqrt and cos were a quarter of the model tests' time (more under
-   * valgrind), and the tests need spread, not a shape */
   for (int64_t i = 0; i < count; ++i) {
-    const double u = (topos_rng_unit(rng) - 0.5) * 3.4641016151377544; /* sqrt(12) */
+    const double u = lt_unit_draw(rng);
     v[i] = ones ? (float)(1.0 + 0.1 * u) : (float)((ne1 ? 0.08 : 0.5) * u);
   }
   int64_t ne[2] = {ne0, ne1};
