@@ -78,13 +78,19 @@ topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*r
 topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod */
 /* The REFERENCE path's bits for float weights (f32, f16, bf16), weight rows
  * in panels of TP_QK_EXACT_ROWS: panels p0 .. p1 - 1 of t. 0 when its
- * scratch could not be had (nothing written). qk_exact_avx2.c. */
+ * scratch could not be had (nothing written). qk_exact_avx2.c (call only
+ * after tp_qk_cpu_avx2()), qk_exact_neon.c. */
 #define TP_QK_EXACT_ROWS 16
 int tp_qk_exact_float_avx2(const tp_qk_task *t, int64_t p0, int64_t p1);
-/* The reference dot products of the block-quantized weights on AVX2, with
- * dot_ref.c's bits (same arguments); NULL for a type they do not cover.
- * qk_exact_quant_avx2.c. */
+int tp_qk_exact_float_neon(const tp_qk_task *t, int64_t p0, int64_t p1);
+/* The reference dot products of the block-quantized weights on a vector
+ * unit, with dot_ref.c's bits (same arguments); NULL for a type they do not
+ * cover. qk_exact_quant_avx2.c (only after tp_qk_cpu_avx2()),
+ * qk_exact_quant_neon.c; tp_qk_exact_dot picks this CPU's, or NULL
+ * (qmatmul.c). */
 tp_vec_dot_fn tp_qk_exact_dot_avx2(topos_dtype wtype);
+tp_vec_dot_fn tp_qk_exact_dot_neon(topos_dtype wtype);
+tp_vec_dot_fn tp_qk_exact_dot(topos_dtype wtype);
 
 /* Prefetch for matrix-vector products. Weight rows are short streams the
  * hardware prefetcher barely ramps up on, and a burst of prefetches at a

@@ -164,14 +164,28 @@ topos_status tp_qk_row_groups(const tp_qk_task *t, int64_t per, topos_status (*r
   return TOPOS_OK;
 }
 
-/* The reference's bits on AVX2 where the CPU has it and the ISA cap allows
- * it. Whether the vector kernels run never changes a bit (the tests run
- * both: the ISA cap below AVX2 keeps the scalar loops). */
-static int qk_ref_avx2(void) {
+/* The reference's bits on a vector unit: AVX2 where the CPU has it, NEON
+ * on arm64 (baseline there), when the ISA cap allows it. Whether the
+ * vector kernels run never changes a bit (the tests run both: the ISA cap
+ * below AVX2 keeps the scalar loops). */
+static int qk_ref_on_vectors(void) {
 #if defined(__x86_64__)
   return tp_qk_isa_cap() >= TP_QK_ISA_AVX2 && tp_qk_cpu_avx2();
+#elif defined(__aarch64__)
+  return tp_qk_isa_cap() >= TP_QK_ISA_AVX2;
 #else
   return 0;
+#endif
+}
+
+tp_vec_dot_fn tp_qk_exact_dot(topos_dtype wtype) {
+#if defined(__x86_64__)
+  return tp_qk_cpu_avx2() ? tp_qk_exact_dot_avx2(wtype) : NULL;
+#elif defined(__aarch64__)
+  return tp_qk_exact_dot_neon(wtype);
+#else
+  (void)wtype;
+  return NULL;
 #endif
 }
 
@@ -179,12 +193,14 @@ static int qk_ref_avx2(void) {
  * outputs, each its own chain in ascending k): panels of rows, each range
  * done by one call; a panel whose scratch cannot be had runs the scalar
  * loop. */
-static int qk_ref_vector(const tp_qk_task *t) { return qk_float_weights(t->wtype) && qk_ref_avx2(); }
+static int qk_ref_vector(const tp_qk_task *t) { return qk_float_weights(t->wtype) && qk_ref_on_vectors(); }
 
 static void qk_ref_panels(void *vctx, int64_t p0, int64_t p1) {
   qk_ref_ctx *ctx = vctx;
 #if defined(__x86_64__)
   if (tp_qk_exact_float_avx2(ctx->task, p0, p1)) return;
+#elif defined(__aarch64__)
+  if (tp_qk_exact_float_neon(ctx->task, p0, p1)) return;
 #endif
   const int64_t n = ctx->task->n, j1 = p1 * TP_QK_EXACT_ROWS;
   qk_ref_range(ctx, p0 * TP_QK_EXACT_ROWS, j1 < n ? j1 : n);
@@ -216,9 +232,7 @@ static topos_status qk_reference(const tp_qk_task *t) {
     }
   }
   qk_ref_ctx ctx = {t, act, act_row_bytes, NULL, 0, TOPOS_OK};
-#if defined(__x86_64__)
-  if (!qk_float_weights(t->wtype) && qk_ref_avx2()) ctx.dot = tp_qk_exact_dot_avx2(t->wtype);
-#endif
+  if (!qk_float_weights(t->wtype) && qk_ref_on_vectors()) ctx.dot = tp_qk_exact_dot(t->wtype);
   if (qk_ref_vector(t))
     tp_qk_parallel_for(t->threads, (t->n + TP_QK_EXACT_ROWS - 1) / TP_QK_EXACT_ROWS, 1, qk_ref_panels, &ctx);
   else

@@ -1,10 +1,11 @@
 /* The REFERENCE path of block-quantized weights (the Exact posture's
- * products) has dot_ref.c's bits on its AVX2 dot products
- * (qk_exact_quant_avx2.c) as on the scalar ones: every weight type, block
- * counts around the 8-block groups, raw random bytes (every bit pattern of
- * a block decodes: levels, scales and mins at their extremes, activations
- * of -128, infinities and NaNs in a few scales), then whole products with
- * the ISA cap at AVX2 and below it. */
+ * products) has dot_ref.c's bits on its vector dot products
+ * (qk_exact_quant_avx2.c, qk_exact_quant_neon.c) as on the scalar ones:
+ * every weight type, block counts around the 8-block groups, raw random
+ * bytes (every bit pattern of a block decodes: levels, scales and mins at
+ * their extremes, activations of -128, infinities and NaNs in a few
+ * scales), then whole products with the ISA cap at the vector level and
+ * below it. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,8 +15,6 @@
 #include "quant/qk_shim.h"
 #include "quant_test_util.h"
 #include "test.h"
-
-#if defined(__x86_64__)
 
 static uint64_t xq_state = 1234;
 
@@ -80,15 +79,15 @@ static const topos_dtype xq_types[] = {TOPOS_Q4_0, TOPOS_Q4_1, TOPOS_Q5_0, TOPOS
                                        TOPOS_Q2_K, TOPOS_Q3_K, TOPOS_Q4_K, TOPOS_Q5_K, TOPOS_Q6_K};
 enum { XQ_TYPES = sizeof xq_types / sizeof xq_types[0] };
 
-TEST(qmatmul_quant_reference_dots_on_avx2_are_dot_refs) {
-  if (!tp_qk_cpu_avx2()) SKIP("this CPU has no AVX2");
+TEST(qmatmul_quant_reference_vector_dots_are_dot_refs) {
+  if (!tp_qk_exact_dot(TOPOS_Q8_0)) SKIP("no vector unit for the reference dots here (x86 without AVX2)");
   enum { MAX_BLOCKS = 19 };
   static uint8_t w[MAX_BLOCKS * 300], a[MAX_BLOCKS * 300];
   for (int ti = 0; ti < XQ_TYPES; ++ti) {
     const topos_dtype t = xq_types[ti];
     const tp_quant_traits *tr = tp_quant_traits_of(t);
-    const tp_vec_dot_fn fast = tp_qk_exact_dot_avx2(t);
-    CHECK_MSG(fast != NULL, "%s: no AVX2 reference dot", tr->suffix);
+    const tp_vec_dot_fn fast = tp_qk_exact_dot(t);
+    CHECK_MSG(fast != NULL, "%s: no vector reference dot", tr->suffix);
     if (!fast) continue;
     int differ = 0, finite = 0, trials = 0;
     for (int64_t blocks = 1; blocks <= MAX_BLOCKS; ++blocks)
@@ -110,9 +109,10 @@ TEST(qmatmul_quant_reference_dots_on_avx2_are_dot_refs) {
 }
 
 /* Whole products on the REFERENCE path: the ISA cap at AVX2 (the vector
- * dots) and below it (the scalar ones) give the same bits. */
-TEST(qmatmul_quant_reference_is_one_path_with_or_without_avx2) {
-  if (!tp_qk_cpu_avx2()) SKIP("this CPU has no AVX2");
+ * dots; NEON's level on arm64) and below it (the scalar ones) give the
+ * same bits. */
+TEST(qmatmul_quant_reference_is_one_path_with_or_without_vectors) {
+  if (!tp_qk_exact_dot(TOPOS_Q8_0)) SKIP("no vector unit for the reference dots here (x86 without AVX2)");
   const int64_t ms[2] = {1, 3}, ns[2] = {1, 21};
   for (int ti = 0; ti < XQ_TYPES; ++ti) {
     const topos_dtype t = xq_types[ti];
@@ -137,12 +137,10 @@ TEST(qmatmul_quant_reference_is_one_path_with_or_without_avx2) {
             CHECK_OK(tp_qmatmul_threads(x, m, k, wq, t, n, ni ? bias : NULL, o[c], TOPOS_QMATMUL_REFERENCE, 1 + c));
             tp_qk_set_isa_cap(TP_QK_ISA_ANY);
           }
-          CHECK_MSG(memcmp(o[0], o[1], (size_t)(m * n) * 4) == 0, "%s m=%lld n=%lld: the AVX2 reference differs",
+          CHECK_MSG(memcmp(o[0], o[1], (size_t)(m * n) * 4) == 0, "%s m=%lld n=%lld: the vector reference differs from the scalar",
                     tr->suffix, (long long)m, (long long)n);
         }
         free(x), free(wf), free(bias), free(o[0]), free(o[1]), free(wq);
       }
   }
 }
-
-#endif
