@@ -90,18 +90,18 @@ static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_s
   return st;
 }
 
-/* an f32 or quantized tensor of ne {ne0, ne1, ne2}, entries scale * lt_unit_draw */
+/* an f32 or quantized tensor of ne {ne0, ne1, ne2}, entries lt_fill_unit's times scale */
 static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
                                    topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2, double scale,
                                    topos_rng *rng) {
   if (s->skip_tensor && strcmp(name, s->skip_tensor) == 0) return TOPOS_OK;
   if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) ne0 += 32;
   const int64_t count = ne0 * (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1);
-  float *v = lt_keep(f, (size_t)count * sizeof(float));
+  float *v = lt_keep_raw(f, (size_t)count * sizeof(float));
   size_t bytes;
   if (!v || topos_dtype_bytes(type, count, &bytes) != TOPOS_OK) return TOPOS_ERR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < count; ++i) v[i] = (float)(scale * lt_unit_draw(rng));
-  void *q = lt_keep(f, bytes);
+  lt_fill_unit(rng, v, count, scale, 0.0);
+  void *q = lt_keep_raw(f, bytes);
   if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
   topos_status st = topos_quantize_row(type, v, q, count);
   int64_t ne[3] = {ne0, ne1, ne2};

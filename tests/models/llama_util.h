@@ -150,8 +150,10 @@ typedef struct lt_file {
   int n_keep;
 } lt_file;
 
-static inline void *lt_keep(lt_file *f, size_t bytes) {
-  void *p = calloc(1, bytes ? bytes : 1);
+/* A buffer kept until lt_file_free: zeroed, or (lt_keep_raw) not, for
+ * tensors written whole right away (valgrind counts every zeroed byte). */
+static inline void *lt_keep_bytes(lt_file *f, size_t bytes, int zeroed) {
+  void *p = zeroed ? calloc(1, bytes ? bytes : 1) : malloc(bytes ? bytes : 1);
   void **k = realloc(f->keep, (size_t)(f->n_keep + 1) * sizeof *k);
   if (!p || !k) {
     free(p);
@@ -163,6 +165,9 @@ static inline void *lt_keep(lt_file *f, size_t bytes) {
   return p;
 }
 
+static inline void *lt_keep(lt_file *f, size_t bytes) { return lt_keep_bytes(f, bytes, 1); }
+static inline void *lt_keep_raw(lt_file *f, size_t bytes) { return lt_keep_bytes(f, bytes, 0); }
+
 static inline void lt_file_free(lt_file *f) {
   for (int i = 0; i < f->n_keep; ++i) free(f->keep[i]);
   free(f->keep);
@@ -170,11 +175,23 @@ static inline void lt_file_free(lt_file *f) {
   memset(f, 0, sizeof *f);
 }
 
-/* A uniform draw of mean 0 and variance 1, the test files' weights: not a
- * normal one, whose log, sqrt and cos were a quarter of the model tests'
- * time (more under valgrind); the tests need spread, not a shape. */
-static inline double lt_unit_draw(topos_rng *rng) {
-  return (topos_rng_unit(rng) - 0.5) * 3.4641016151377544; /* sqrt(12) */
+/* v[i] = offset + scale * u, u uniform of mean 0 and variance 1: the test
+ * files' weights. Uniform, not normal (a normal draw's log, sqrt and cos
+ * were a quarter of the model tests' time): the tests need spread, not a
+ * shape. One draw of rng seeds a local splitmix64 whose every 64 bits give
+ * two 32-bit uniforms (a library call per value was a fifth of a mixture
+ * test's instructions under valgrind). */
+static inline void lt_fill_unit(topos_rng *rng, float *v, int64_t count, double scale, double offset) {
+  const double step = scale * 3.4641016151377544 * 0x1p-32; /* sqrt(12) / 2^32 */
+  uint64_t state = topos_rng_next(rng);
+  for (int64_t i = 0; i < count; i += 2) {
+    uint64_t z = (state += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 31;
+    v[i] = (float)(offset + step * ((double)(int32_t)(uint32_t)z + 0.5));
+    if (i + 1 < count) v[i + 1] = (float)(offset + step * ((double)(int32_t)(uint32_t)(z >> 32) + 0.5));
+  }
 }
 
 static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spec *s,
@@ -183,17 +200,15 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
   if (s->skip_tensor && strcmp(name, s->skip_tensor) == 0) return TOPOS_OK;
   if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) ne0 += 32;
   int64_t count = ne0 * (ne1 ? ne1 : 1);
-  float *v = lt_keep(f, (size_t)count * sizeof(float));
+  float *v = lt_keep_raw(f, (size_t)count * sizeof(float));
   if (!v) return TOPOS_ERR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < count; ++i) {
-    const double u = lt_unit_draw(rng);
-    v[i] = ones ? (float)(1.0 + 0.1 * u) : (float)((ne1 ? 0.08 : 0.5) * u);
-  }
+  if (ones) lt_fill_unit(rng, v, count, 0.1, 1.0);
+  else lt_fill_unit(rng, v, count, ne1 ? 0.08 : 0.5, 0.0);
   int64_t ne[2] = {ne0, ne1};
   size_t bytes;
   topos_status st = topos_dtype_bytes(type, count, &bytes);
   if (st != TOPOS_OK) return st;
-  void *q = lt_keep(f, bytes);
+  void *q = lt_keep_raw(f, bytes);
   if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
   st = topos_quantize_row(type, v, q, count);
   if (st != TOPOS_OK) return st;
