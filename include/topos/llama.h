@@ -80,7 +80,9 @@ typedef struct topos_llama_config {
   float rope_mscale_swa; /* their cos and sin multiplier (gemma3: attn_factor; olmo2: 1) */
   int qk_norm;           /* 1: q and k RMS-normalised per head before the rotation
                           * (attn_q_norm / attn_k_norm: qwen3, gemma3); 2: over the whole q
-                          * and k rows (olmo2) */
+                          * and k rows (olmo2); 3: per head with a weight per head, by the
+                          * block norms' kind, where the file has them (Command R+ and
+                          * StableLM 2 12B: LayerNorm) */
   int qk_norm_after_rope; /* 1: those norms follow the rotation instead (hunyuan) */
   int pre_norms;         /* 1: each branch reads its input through attn_norm / ffn_norm; 0 (olmo2):
                           * the residual itself */

@@ -441,12 +441,15 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       }
       TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
     }
-    if (c->qk_norm) { /* per head, or (2) over the whole q / k row; glm4moe's where the file has them */
-      const int optional = tp_llama_arch_qk_norm_optional(c->arch);
+    if (c->qk_norm) { /* per head, (2) over the whole q / k row, (3) a weight per head; glm4moe's,
+                       * command-r's and stablelm's where the file has them */
+      const int optional = tp_llama_arch_qk_norm_optional(c->arch), per_head = c->qk_norm == 3;
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_q_norm.weight", l);
-      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? q_dim : c->head_dim, 0, optional, &L->q_norm));
+      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? q_dim : c->head_dim, per_head ? c->n_heads : 0, optional,
+                             &L->q_norm));
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_k_norm.weight", l);
-      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? kv_dim : c->head_dim, 0, optional, &L->k_norm));
+      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? kv_dim : c->head_dim, per_head ? c->n_kv_heads : 0, optional,
+                             &L->k_norm));
     }
     if (c->post_norms) {
       TP_W(post_attn_norm, "post_attention_norm.weight", c->dim, 0);

@@ -229,6 +229,10 @@ typedef struct tp_llama_arch_extra {
   int embd_norm;       /* the embedding's LayerNorm, token_embd_norm (bloom) */
   int norm_bias_maybe; /* LayerNorm biases where the file has them (mpt) */
   int attn_scale_hd;   /* scores times 1 / head width, not its square root (jais) */
+  /* attn_q_norm / attn_k_norm where the file has them, a weight per head
+   * ([head width, heads]) and the block norms' kind: Command R+, StableLM 2 12B */
+  int qk_norm_heads;
+  int parallel_without_ffn_norm; /* no blk.0.ffn_norm: the feed-forward reads the attention's norm (StableLM 2 12B) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -255,6 +259,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "jais", .alibi_key = 1, .attn_scale_hd = 1},
     {.name = "baichuan", .baichuan = 1},
     {.name = "minicpm", .minicpm = 1},
+    {.name = "command-r", .qk_norm_optional = 1, .qk_norm_heads = 1},
+    {.name = "stablelm", .qk_norm_optional = 1, .qk_norm_heads = 1, .parallel_without_ffn_norm = 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -769,6 +775,12 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
                       0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
   c->qk_norm_after_rope = x.hunyuan;
+  if (x.qk_norm_heads) c->qk_norm = 3;
+  if (x.parallel_without_ffn_norm) {
+    int64_t index;
+    c->parallel_residual = topos_gguf_find_tensor(g, "blk.0.ffn_norm.weight", &index) != TOPOS_OK;
+    topos_clear_error();
+  }
   if (c->n_heads % c->n_kv_heads != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
                    " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);

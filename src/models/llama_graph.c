@@ -65,10 +65,9 @@ static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) 
 /* A block's or the output's norm: RMSNorm, or for layer_norm files
  * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b (w, b NULL:
  * none), over x [rows, dim]. */
-static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, topos_tensor *b) {
-  if (!r->c->layer_norm) return tp_rmsnorm(r, x, rows, w);
+static topos_sym tp_norm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w, topos_tensor *b) {
+  if (!r->c->layer_norm) return tp_rmsnorm_n(r, x, rows, dim, w);
   topos_tape *t = r->t;
-  const int64_t dim = r->c->dim;
   topos_sym xc = topos_tape_sub(t, x, topos_tape_broadcast_along(t, topos_tape_mean_along(t, x, 1), 1, dim));
   topos_sym var = topos_tape_mean_along(t, topos_tape_mul(t, xc, xc), 1);
   topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, var, topos_tape_fill_like(t, var, r->c->rms_eps)));
@@ -78,11 +77,24 @@ static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, 
   return tp_bias(r, y, b, rows); /* command-r's have none */
 }
 
+static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, topos_tensor *b) {
+  return tp_norm_n(r, x, rows, r->c->dim, w, b);
+}
+
 /* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms; NULL: no weight, Llama 4's) */
 static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
   const int64_t T = r->T, hd = r->c->head_dim;
   topos_sym y = tp_rmsnorm_n(r, tp_reshape(r, x, 2, T * heads, hd, 0, 0), T * heads, hd, w);
   return tp_reshape(r, y, 2, T, heads * hd, 0, 0);
+}
+
+/* x [T, heads * hd] normalised per head by the block norms' kind, then times
+ * w [heads, hd], a weight per head (Command R+, StableLM 2 12B) */
+static topos_sym tp_head_norm_weights(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
+  const int64_t T = r->T, hd = r->c->head_dim;
+  topos_sym y = tp_norm_n(r, tp_reshape(r, x, 2, T * heads, hd, 0, 0), T * heads, hd, NULL, NULL);
+  topos_sym wf = tp_reshape(r, tp_const(r, w), 1, heads * hd, 0, 0, 0);
+  return topos_tape_mul(r->t, tp_reshape(r, y, 2, T, heads * hd, 0, 0), topos_tape_broadcast_along(r->t, wf, 0, T));
 }
 
 /* the same over x [T, heads, hd] */
@@ -471,9 +483,13 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       v = tp_clamp(r, tp_bias(r, v, L->bv, T), c->clamp_kqv);
       const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
       if (L->q_norm && !late)
-        q = c->qk_norm == 2 ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm) : tp_head_norm(r, q, H, L->q_norm);
+        q = c->qk_norm == 2   ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm)
+            : c->qk_norm == 3 ? tp_head_norm_weights(r, q, H, L->q_norm)
+                              : tp_head_norm(r, q, H, L->q_norm);
       if (L->k_norm && !late)
-        k = c->qk_norm == 2 ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm) : tp_head_norm(r, k, KVH, L->k_norm);
+        k = c->qk_norm == 2   ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm)
+            : c->qk_norm == 3 ? tp_head_norm_weights(r, k, KVH, L->k_norm)
+                              : tp_head_norm(r, k, KVH, L->k_norm);
       q = tp_reshape(r, q, 3, T, H, hd, 0);
       k = tp_reshape(r, k, 3, T, KVH, hd, 0);
       if (!L->nope) {

@@ -19,7 +19,8 @@ static inline int lt_hunyuan(const lt_spec *s) {
 static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
-         lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s);
+         lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
+         s->qk_norm_heads;
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -81,7 +82,7 @@ static inline int lt_norm_bias(const lt_spec *s) {
   return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s);
 }
 static inline int lt_one_norm(const lt_spec *s) {
-  return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s);
+  return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s) || s->no_ffn_norm;
 }
 static inline int lt_parallel(const lt_spec *s) { return lt_one_norm(s) || (lt_gptneox(s) && s->par_res); }
 /* olmo2, exaone4: no attn_norm / ffn_norm, the branches read the residual */

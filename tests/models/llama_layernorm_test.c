@@ -22,7 +22,10 @@
  *   command-r  LayerNorm without biases, the gated SiLU feed-forward, the
  *              branches in parallel from one norm, adjacent rotation pairs,
  *              the head tied and times logit_scale; cohere2 (Command R7B)
- *              with a window on 3 layers of 4 and the others unrotated */
+ *              with a window on 3 layers of 4 and the others unrotated
+ *   Command R+ and StableLM 2 12B: q and k LayerNorm-ed per head with a
+ *              weight per head; StableLM 2 12B without ffn_norm, the
+ *              branches in parallel from the attention's norm */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h"
 
@@ -220,11 +223,42 @@ TEST(llama_command_r_files) {
   q.tied = 1;
   q.logit_scale = 0.0625f; /* the default spec's quantized types, biases none */
   lt_compare_plain_caches_of(&q, 3e-2);
-  /* Command R+'s per-head q / k LayerNorms are not built: refused by name */
-  lt_spec t = s;
+  q.qk_norm_heads = 1; /* and Command R+'s */
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+/* Command R+ (command-r with attn_q_norm / attn_k_norm) and StableLM 2 12B
+ * (stablelm with them and no ffn_norm: the branches in parallel from the
+ * attention's norm): q and k LayerNorm-ed per head, no bias, a weight per
+ * head ([head width, heads]), before the rotation. Against the plain
+ * forward; without the norms it is far off. */
+TEST(llama_per_head_qk_layernorm_files) {
+  const char *archs[2] = {"command-r", "stablelm"};
+  for (int i = 0; i < 2; ++i) {
+    lt_spec s = i ? ln_f32("stablelm") : ln_cohere("command-r", 0.0625f);
+    s.qk_norm_heads = 1;
+    s.no_ffn_norm = i == 1;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK_MSG(c->qk_norm == 3 && c->parallel_residual == 1, "%s", archs[i]);
+      const tp_llama_layer *L = &m.model->layers[1];
+      CHECK(L->q_norm && L->k_norm && !L->ffn_norm);
+      if (L->q_norm && L->k_norm)
+        CHECK(topos_tensor_shape(L->q_norm)[0] == s.heads && topos_tensor_shape(L->k_norm)[0] == s.kv_heads);
+    }
+    lt_close(&m);
+    lt_spec without = s;
+    without.qk_norm_heads = 0; /* the plain forward without the norms */
+    lt_check_spec_variant(&s, &without);
+  }
+  /* a weight per head of the wrong width is refused */
+  lt_spec t = ln_cohere("command-r", 0.0625f);
+  t.qk_norm_heads = 1;
   t.layers = 1;
-  t.extra_tensor = "blk.0.attn_q_norm.weight";
-  lt_expect_refused(t, TOPOS_UNSUPPORTED, "tensor blk.0.attn_q_norm.weight is not part of the llama graph");
+  t.bad_tensor = "blk.0.attn_q_norm.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.attn_q_norm.weight has ne {96, 4}, the metadata implies {64, 4}");
 }
 
 TEST(llama_cohere2_files) {

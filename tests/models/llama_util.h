@@ -83,6 +83,10 @@ typedef struct lt_spec {
   int32_t rope_sections[4]; /* if any is set, rope.dimension_sections (GLM-4.5V's M-RoPE) */
   float rope_alpha;        /* hunyuan: if > 0, rope.scaling.alpha */
   int64_t expert_count_only; /* if > 0 (and no experts), expert_count alone (hunyuan's dense files' 1) */
+  int qk_norm_heads;       /* command-r, stablelm: attn_q_norm / attn_k_norm with a weight per head
+                            * ([hd, heads]), LayerNorm (Command R+, StableLM 2 12B) */
+  int no_ffn_norm;         /* stablelm: no ffn_norm, the feed-forward reads the attention's norm
+                            * (StableLM 2 12B) */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -435,8 +439,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     }
     if (lt_qk_norm(s)) {
       const int rows = lt_qk_norm_rows(s); /* norms over the whole q / k rows */
-      LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, 0, 1);
-      LT_W("attn_k_norm.weight", TOPOS_F32, rows ? s->kv_heads * hd : hd, 0, 1);
+      const int heads = s->qk_norm_heads;  /* a weight per head */
+      LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, heads ? s->heads : 0, 1);
+      LT_W("attn_k_norm.weight", TOPOS_F32, rows ? s->kv_heads * hd : hd, heads ? s->kv_heads : 0, 1);
     }
     if (lt_post_norms(s)) {
       LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
@@ -593,6 +598,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *x = malloc((size_t)D * 4), *h = malloc((size_t)D * 4), *q = malloc((size_t)qd * 4);
   float *att = malloc((size_t)N * 4), *o = malloc((size_t)qd * 4), *t2 = malloc((size_t)D * 4);
   float *g1 = malloc((size_t)(F > D ? F : D) * 4) /* the parallel branch's output too */, *u1 = malloc((size_t)F * 4);
+  float *zeros = calloc((size_t)hd, 4); /* a bias-free LayerNorm's bias */
   /* every layer's weights, dequantized once: [l][i] of names[i]; phi3's
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
@@ -603,7 +609,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && LW && LB && LN && LX && LM && LNB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LNB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -691,7 +697,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         /* q and k norms, per head (hunyuan: after the rotation, below) */
         for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && !lt_hunyuan(s) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
-          lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
+          if (s->qk_norm_heads) /* LayerNorm, no bias, the head's own weight */
+            lt_norm(v, v, head < H ? LN[l][0] + head * hd : LN[l][1] + (head - H) * hd, zeros, hd, 1e-5f);
+          else
+            lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
         if (LN[l][0] && lt_qk_norm_rows(s)) { /* over the whole q and k rows */
           lt_rmsnorm(q, q, LN[l][0], qd, 1e-5f);
@@ -839,7 +848,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   }
   free(LW); free(LB); free(LN); free(LX); free(LM); free(LNB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
-  free(att); free(o); free(t2); free(g1); free(u1);
+  free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;
 }
 
