@@ -25,8 +25,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "quant/qk_exact_quant.h"
 #include "quant/qk_internal.h"
-#include "quant/quant_internal.h"
 
 /* ---- integer pieces ------------------------------------------------------ */
 
@@ -80,21 +80,12 @@ static inline __m256i qx_totals8(const __m256i v[8]) {
 
 /* ---- 32-element formats -------------------------------------------------- */
 
-typedef enum { QX_Q4_0, QX_Q4_1, QX_Q5_0, QX_Q5_1, QX_Q8_0, QX_MXFP4 } qx_legacy_format;
-
 /* One row's dot product for format f (a constant at every call, so each
  * wrapper below is its own specialised loop). */
-static inline __attribute__((always_inline)) float qx_legacy_dot(qx_legacy_format f, int64_t blocks,
+static inline __attribute__((always_inline)) float qx_legacy_dot(tp_qe_legacy f, int64_t blocks,
                                                                  const uint8_t *w, const uint8_t *a) {
-  const int with_min = f == QX_Q4_1 || f == QX_Q5_1;
-  const size_t wbytes = f == QX_Q4_0   ? sizeof(tp_block_q4_0)
-                        : f == QX_Q4_1 ? sizeof(tp_block_q4_1)
-                        : f == QX_Q5_0 ? sizeof(tp_block_q5_0)
-                        : f == QX_Q5_1 ? sizeof(tp_block_q5_1)
-                        : f == QX_Q8_0 ? sizeof(tp_block_q8_0)
-                                       : sizeof(tp_block_mxfp4);
-  const size_t abytes = with_min ? sizeof(tp_block_q8_1) : sizeof(tp_block_q8_0);
-  const size_t aq = with_min ? offsetof(tp_block_q8_1, qs) : offsetof(tp_block_q8_0, qs);
+  const int with_min = tp_qe_with_min(f);
+  const size_t wbytes = tp_qe_weight_bytes(f), abytes = tp_qe_act_bytes(f), aq = tp_qe_act_qs(f);
   const __m256i mx_levels = _mm256_setr_epi8(TP_MXFP4_LEVELS, TP_MXFP4_LEVELS);
   float sumf = 0.0f;
   for (int64_t b0 = 0; b0 < blocks; b0 += 8) {
@@ -113,31 +104,31 @@ static inline __attribute__((always_inline)) float qx_legacy_dot(qx_legacy_forma
       memcpy(&dy[i], ab, 2);
       if (with_min) memcpy(&sy[i], ab + offsetof(tp_block_q8_1, s), 2);
       switch (f) {
-      case QX_Q4_0:
+      case TP_QE_Q4_0:
         memcpy(&dx[i], wb, 2);
         v[i] = qx_block_unsigned(qx_nibbles(wb + offsetof(tp_block_q4_0, qs)), av, 8);
         break;
-      case QX_Q4_1:
+      case TP_QE_Q4_1:
         memcpy(&dx[i], wb, 2), memcpy(&mx[i], wb + offsetof(tp_block_q4_1, m), 2);
         v[i] = qx_block_unsigned(qx_nibbles(wb + offsetof(tp_block_q4_1, qs)), av, 0);
         break;
-      case QX_Q5_0:
+      case TP_QE_Q5_0:
         memcpy(&dx[i], wb, 2);
         v[i] = qx_block_unsigned(_mm256_or_si256(qx_nibbles(wb + offsetof(tp_block_q5_0, qs)),
                                                  qx_fifth_bits(wb + offsetof(tp_block_q5_0, qh))),
                                  av, 16);
         break;
-      case QX_Q5_1:
+      case TP_QE_Q5_1:
         memcpy(&dx[i], wb, 2), memcpy(&mx[i], wb + offsetof(tp_block_q5_1, m), 2);
         v[i] = qx_block_unsigned(_mm256_or_si256(qx_nibbles(wb + offsetof(tp_block_q5_1, qs)),
                                                  qx_fifth_bits(wb + offsetof(tp_block_q5_1, qh))),
                                  av, 0);
         break;
-      case QX_Q8_0:
+      case TP_QE_Q8_0:
         memcpy(&dx[i], wb, 2);
         v[i] = qx_block_signed((const int8_t *)(wb + offsetof(tp_block_q8_0, qs)), qa);
         break;
-      case QX_MXFP4: {
+      case TP_QE_MXFP4: {
         ex[i] = tp_e8m0_half(wb[offsetof(tp_block_mxfp4, e)]);
         const __m256i u = _mm256_add_epi8(_mm256_shuffle_epi8(mx_levels, qx_nibbles(wb + offsetof(tp_block_mxfp4, qs))),
                                           _mm256_set1_epi8(TP_MXFP4_BIAS));
@@ -149,13 +140,13 @@ static inline __attribute__((always_inline)) float qx_legacy_dot(qx_legacy_forma
     /* each block's term as dot_ref.c writes it (operand order kept) */
     const __m256 s = _mm256_cvtepi32_ps(qx_totals8(v));
     const __m256 fdy = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)dy));
-    const __m256 fdx = f == QX_MXFP4 ? _mm256_loadu_ps(ex) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)dx));
+    const __m256 fdx = f == TP_QE_MXFP4 ? _mm256_loadu_ps(ex) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)dx));
     __m256 term;
     switch (f) {
-    case QX_Q8_0: term = _mm256_mul_ps(s, _mm256_mul_ps(fdx, fdy)); break;        /* s * (dx*dy) */
-    case QX_Q4_0: term = _mm256_mul_ps(_mm256_mul_ps(s, fdx), fdy); break;        /* s * dx * dy */
-    case QX_Q5_0: term = _mm256_mul_ps(_mm256_mul_ps(fdx, fdy), s); break;        /* (dx*dy) * s */
-    case QX_MXFP4: term = _mm256_mul_ps(_mm256_mul_ps(fdy, fdx), s); break;       /* (dy*dx) * s */
+    case TP_QE_Q8_0: term = _mm256_mul_ps(s, _mm256_mul_ps(fdx, fdy)); break;        /* s * (dx*dy) */
+    case TP_QE_Q4_0: term = _mm256_mul_ps(_mm256_mul_ps(s, fdx), fdy); break;        /* s * dx * dy */
+    case TP_QE_Q5_0: term = _mm256_mul_ps(_mm256_mul_ps(fdx, fdy), s); break;        /* (dx*dy) * s */
+    case TP_QE_MXFP4: term = _mm256_mul_ps(_mm256_mul_ps(fdy, fdx), s); break;       /* (dy*dx) * s */
     default: {                                                                    /* (dx*dy)*s + mx*sy */
       const __m256 fmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)mx));
       const __m256 fsy = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)sy));
@@ -171,12 +162,12 @@ static inline __attribute__((always_inline)) float qx_legacy_dot(qx_legacy_forma
 
 #define QX_LEGACY(suffix, F) \
   static float qx_dot_##suffix(int64_t blocks, const void *w, const void *a) { return qx_legacy_dot(F, blocks, w, a); }
-QX_LEGACY(q4_0, QX_Q4_0)
-QX_LEGACY(q4_1, QX_Q4_1)
-QX_LEGACY(q5_0, QX_Q5_0)
-QX_LEGACY(q5_1, QX_Q5_1)
-QX_LEGACY(q8_0, QX_Q8_0)
-QX_LEGACY(mxfp4, QX_MXFP4)
+QX_LEGACY(q4_0, TP_QE_Q4_0)
+QX_LEGACY(q4_1, TP_QE_Q4_1)
+QX_LEGACY(q5_0, TP_QE_Q5_0)
+QX_LEGACY(q5_1, TP_QE_Q5_1)
+QX_LEGACY(q8_0, TP_QE_Q8_0)
+QX_LEGACY(mxfp4, TP_QE_MXFP4)
 #undef QX_LEGACY
 
 /* ---- K formats ----------------------------------------------------------- */
@@ -190,24 +181,8 @@ static inline __m256i qx_lane_order(__m256i x) {
                                                  12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
 }
 
-/* Super-block i of a Q8_K row, read in place: its scale, its integers in
- * lane order (8 chunks of 32) or as stored, and its 16-element sums. */
-typedef struct {
-  float d;
-  const int8_t *qs;
-  int16_t bsums[TP_QK_K / 16];
-} qx_q8k;
-
-static inline qx_q8k qx_q8k_at(const uint8_t *a, int64_t i) {
-  const uint8_t *b = a + (size_t)i * sizeof(tp_block_q8_K);
-  qx_q8k q;
-  memcpy(&q.d, b + offsetof(tp_block_q8_K, d), sizeof q.d);
-  memcpy(q.bsums, b + offsetof(tp_block_q8_K, bsums), sizeof q.bsums);
-  q.qs = (const int8_t *)(b + offsetof(tp_block_q8_K, qs));
-  return q;
-}
-
-static inline void qx_q8k_lane_order(const qx_q8k *ab, __m256i a[8]) {
+/* The activations of one super-block in lane order, 8 chunks of 32. */
+static inline void qx_q8k_lane_order(const tp_qe_q8k *ab, __m256i a[8]) {
   for (int c = 0; c < 8; ++c) a[c] = qx_lane_order(_mm256_loadu_si256((const __m256i *)(const void *)(ab->qs + 32 * c)));
 }
 
@@ -224,12 +199,10 @@ static inline __m256 qx_lanes_scale(__m256 lanes_f, float d, __m256i lanes) {
   return _mm256_add_ps(lanes_f, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes)));
 }
 
-/* sumf += lanes[0], ..., lanes[7] (tp_k_lanes_finish). */
 static inline float qx_lanes_finish(float sumf, __m256 lanes_f) {
   float l[8];
   _mm256_storeu_ps(l, lanes_f);
-  for (int i = 0; i < 8; ++i) sumf += l[i];
-  return sumf;
+  return tp_qe_lanes_finish(sumf, l);
 }
 
 static inline __attribute__((always_inline)) float qx_k4_dot(int five, int64_t blocks, const uint8_t *w,
@@ -239,7 +212,7 @@ static inline __attribute__((always_inline)) float qx_k4_dot(int five, int64_t b
   __m256 lanes_f = _mm256_setzero_ps();
   float sumf = 0.0f;
   for (int64_t i = 0; i < blocks; ++i) {
-    const qx_q8k ab = qx_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     const uint8_t *wb = w + (size_t)i * wbytes;
     uint16_t d16, dmin16;
     uint8_t scales[12];
@@ -277,7 +250,7 @@ static float qx_dot_q6_K(int64_t blocks, const void *w, const void *a) {
   for (int64_t i = 0; i < blocks; ++i) {
     tp_block_q6_K wb;
     memcpy(&wb, (const uint8_t *)w + (size_t)i * sizeof wb, sizeof wb);
-    const qx_q8k ab = qx_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     __m256i av[8];
     qx_q8k_lane_order(&ab, av);
     __m256i lanes = _mm256_setzero_si256();
@@ -305,7 +278,7 @@ static float qx_dot_q3_K(int64_t blocks, const void *w, const void *a) {
   for (int64_t i = 0; i < blocks; ++i) {
     tp_block_q3_K wb;
     memcpy(&wb, (const uint8_t *)w + (size_t)i * sizeof wb, sizeof wb);
-    const qx_q8k ab = qx_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     int scales[16];
     tp_q3_k_scales(wb.scales, scales);
     __m256i av[8];
@@ -329,7 +302,7 @@ static float qx_dot_q2_K(int64_t blocks, const void *w, const void *a) {
   for (int64_t i = 0; i < blocks; ++i) {
     tp_block_q2_K wb;
     memcpy(&wb, (const uint8_t *)w + (size_t)i * sizeof wb, sizeof wb);
-    const qx_q8k ab = qx_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     __m256i acc = _mm256_setzero_si256();
     int summs = 0;
     for (int j = 0; j < 16; ++j) summs += ab.bsums[j] * (wb.scales[j] >> 4);
@@ -351,19 +324,4 @@ static float qx_dot_q2_K(int64_t blocks, const void *w, const void *a) {
   return sumf;
 }
 
-tp_vec_dot_fn tp_qk_exact_dot_avx2(topos_dtype wtype) {
-  switch (wtype) {
-  case TOPOS_Q4_0: return qx_dot_q4_0;
-  case TOPOS_Q4_1: return qx_dot_q4_1;
-  case TOPOS_Q5_0: return qx_dot_q5_0;
-  case TOPOS_Q5_1: return qx_dot_q5_1;
-  case TOPOS_Q8_0: return qx_dot_q8_0;
-  case TOPOS_MXFP4: return qx_dot_mxfp4;
-  case TOPOS_Q2_K: return qx_dot_q2_K;
-  case TOPOS_Q3_K: return qx_dot_q3_K;
-  case TOPOS_Q4_K: return qx_dot_q4_K;
-  case TOPOS_Q5_K: return qx_dot_q5_K;
-  case TOPOS_Q6_K: return qx_dot_q6_K;
-  default: return NULL;
-  }
-}
+tp_vec_dot_fn tp_qk_exact_dot_avx2(topos_dtype wtype) { TP_QE_DOT_OF(wtype, qx) }

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "quant/qk_exact_quant.h"
 #include "quant/qk_internal.h"
-#include "quant/quant_internal.h"
 
 /* ---- integer pieces ------------------------------------------------------ */
 
@@ -57,19 +57,9 @@ static inline int8x16_t qn_less(uint8x16_t u, int bias) {
 
 /* ---- 32-element formats -------------------------------------------------- */
 
-typedef enum { QN_Q4_0, QN_Q4_1, QN_Q5_0, QN_Q5_1, QN_Q8_0, QN_MXFP4 } qn_legacy_format;
-
-static inline __attribute__((always_inline)) float qn_legacy_dot(qn_legacy_format f, int64_t blocks,
+static inline __attribute__((always_inline)) float qn_legacy_dot(tp_qe_legacy f, int64_t blocks,
                                                                  const uint8_t *w, const uint8_t *a) {
-  const int with_min = f == QN_Q4_1 || f == QN_Q5_1;
-  const size_t wbytes = f == QN_Q4_0   ? sizeof(tp_block_q4_0)
-                        : f == QN_Q4_1 ? sizeof(tp_block_q4_1)
-                        : f == QN_Q5_0 ? sizeof(tp_block_q5_0)
-                        : f == QN_Q5_1 ? sizeof(tp_block_q5_1)
-                        : f == QN_Q8_0 ? sizeof(tp_block_q8_0)
-                                       : sizeof(tp_block_mxfp4);
-  const size_t abytes = with_min ? sizeof(tp_block_q8_1) : sizeof(tp_block_q8_0);
-  const size_t aq = with_min ? offsetof(tp_block_q8_1, qs) : offsetof(tp_block_q8_0, qs);
+  const size_t wbytes = tp_qe_weight_bytes(f), abytes = tp_qe_act_bytes(f), aq = tp_qe_act_qs(f);
   static const int8_t mx_table[16] = {TP_MXFP4_LEVELS};
   const int8x16_t mx_levels = vld1q_s8(mx_table);
   float sumf = 0.0f;
@@ -77,23 +67,23 @@ static inline __attribute__((always_inline)) float qn_legacy_dot(qn_legacy_forma
     const uint8_t *wb = w + (size_t)i * wbytes, *ab = a + (size_t)i * abytes;
     uint16_t dy16, d16 = 0;
     memcpy(&dy16, ab, 2);
-    if (f != QN_MXFP4) memcpy(&d16, wb, 2);
-    const float dx = f == QN_MXFP4 ? tp_e8m0_half(wb[offsetof(tp_block_mxfp4, e)]) : tp_h2f(d16);
+    if (f != TP_QE_MXFP4) memcpy(&d16, wb, 2);
+    const float dx = f == TP_QE_MXFP4 ? tp_e8m0_half(wb[offsetof(tp_block_mxfp4, e)]) : tp_h2f(d16);
     const float dy = tp_h2f(dy16);
     uint8x16_t lo, hi, h0, h1;
     int8x16_t w0, w1;
     switch (f) {
-    case QN_Q4_0: qn_nibbles(wb + offsetof(tp_block_q4_0, qs), &lo, &hi), w0 = qn_less(lo, 8), w1 = qn_less(hi, 8); break;
-    case QN_Q4_1: qn_nibbles(wb + offsetof(tp_block_q4_1, qs), &lo, &hi), w0 = qn_less(lo, 0), w1 = qn_less(hi, 0); break;
-    case QN_Q5_0:
+    case TP_QE_Q4_0: qn_nibbles(wb + offsetof(tp_block_q4_0, qs), &lo, &hi), w0 = qn_less(lo, 8), w1 = qn_less(hi, 8); break;
+    case TP_QE_Q4_1: qn_nibbles(wb + offsetof(tp_block_q4_1, qs), &lo, &hi), w0 = qn_less(lo, 0), w1 = qn_less(hi, 0); break;
+    case TP_QE_Q5_0:
       qn_nibbles(wb + offsetof(tp_block_q5_0, qs), &lo, &hi), qn_fifth_bits(wb + offsetof(tp_block_q5_0, qh), &h0, &h1);
       w0 = qn_less(vorrq_u8(lo, h0), 16), w1 = qn_less(vorrq_u8(hi, h1), 16);
       break;
-    case QN_Q5_1:
+    case TP_QE_Q5_1:
       qn_nibbles(wb + offsetof(tp_block_q5_1, qs), &lo, &hi), qn_fifth_bits(wb + offsetof(tp_block_q5_1, qh), &h0, &h1);
       w0 = qn_less(vorrq_u8(lo, h0), 0), w1 = qn_less(vorrq_u8(hi, h1), 0);
       break;
-    case QN_Q8_0:
+    case TP_QE_Q8_0:
       w0 = vld1q_s8((const int8_t *)(wb + offsetof(tp_block_q8_0, qs)));
       w1 = vld1q_s8((const int8_t *)(wb + offsetof(tp_block_q8_0, qs) + 16));
       break;
@@ -104,10 +94,10 @@ static inline __attribute__((always_inline)) float qn_legacy_dot(qn_legacy_forma
     }
     const float s = (float)qn_dot32(w0, w1, (const int8_t *)(ab + aq));
     switch (f) { /* dot_ref.c's expressions, operand order kept */
-    case QN_Q8_0: sumf += s * (dx * dy); break;
-    case QN_Q4_0: sumf += s * dx * dy; break;
-    case QN_Q5_0: sumf += (dx * dy) * s; break;
-    case QN_MXFP4: sumf += (dy * dx) * s; break;
+    case TP_QE_Q8_0: sumf += s * (dx * dy); break;
+    case TP_QE_Q4_0: sumf += s * dx * dy; break;
+    case TP_QE_Q5_0: sumf += (dx * dy) * s; break;
+    case TP_QE_MXFP4: sumf += (dy * dx) * s; break;
     default: {
       uint16_t m16, s16;
       memcpy(&m16, wb + offsetof(tp_block_q4_1, m), 2); /* Q5_1's m sits there too */
@@ -123,31 +113,15 @@ _Static_assert(offsetof(tp_block_q4_1, m) == offsetof(tp_block_q5_1, m), "Q4_1 a
 
 #define QN_LEGACY(suffix, F) \
   static float qn_dot_##suffix(int64_t blocks, const void *w, const void *a) { return qn_legacy_dot(F, blocks, w, a); }
-QN_LEGACY(q4_0, QN_Q4_0)
-QN_LEGACY(q4_1, QN_Q4_1)
-QN_LEGACY(q5_0, QN_Q5_0)
-QN_LEGACY(q5_1, QN_Q5_1)
-QN_LEGACY(q8_0, QN_Q8_0)
-QN_LEGACY(mxfp4, QN_MXFP4)
+QN_LEGACY(q4_0, TP_QE_Q4_0)
+QN_LEGACY(q4_1, TP_QE_Q4_1)
+QN_LEGACY(q5_0, TP_QE_Q5_0)
+QN_LEGACY(q5_1, TP_QE_Q5_1)
+QN_LEGACY(q8_0, TP_QE_Q8_0)
+QN_LEGACY(mxfp4, TP_QE_MXFP4)
 #undef QN_LEGACY
 
 /* ---- K formats ----------------------------------------------------------- */
-
-/* Super-block i of a Q8_K row, read in place. */
-typedef struct {
-  float d;
-  const int8_t *qs;
-  int16_t bsums[TP_QK_K / 16];
-} qn_q8k;
-
-static inline qn_q8k qn_q8k_at(const uint8_t *a, int64_t i) {
-  const uint8_t *b = a + (size_t)i * sizeof(tp_block_q8_K);
-  qn_q8k q;
-  memcpy(&q.d, b + offsetof(tp_block_q8_K, d), sizeof q.d);
-  memcpy(q.bsums, b + offsetof(tp_block_q8_K, bsums), sizeof q.bsums);
-  q.qs = (const int8_t *)(b + offsetof(tp_block_q8_K, qs));
-  return q;
-}
 
 /* Eight int32 lanes (lo: 0-3, hi: 4-7) of a super-block's scaled sums. */
 typedef struct {
@@ -173,8 +147,7 @@ static inline float qn_lanes_finish(float sumf, const float32x4_t lanes_f[2]) {
   float l[8];
   vst1q_f32(l, lanes_f[0]);
   vst1q_f32(l + 4, lanes_f[1]);
-  for (int i = 0; i < 8; ++i) sumf += l[i];
-  return sumf;
+  return tp_qe_lanes_finish(sumf, l);
 }
 
 /* Bytes shifted right by a run-time count. */
@@ -187,7 +160,7 @@ static inline __attribute__((always_inline)) float qn_k4_dot(int five, int64_t b
   float32x4_t lanes_f[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
   float sumf = 0.0f;
   for (int64_t i = 0; i < blocks; ++i) {
-    const qn_q8k ab = qn_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     const uint8_t *wb = w + (size_t)i * wbytes;
     uint16_t d16, dmin16;
     uint8_t scales[12];
@@ -224,7 +197,7 @@ static float qn_dot_q6_K(int64_t blocks, const void *w, const void *a) {
   for (int64_t i = 0; i < blocks; ++i) {
     tp_block_q6_K wb;
     memcpy(&wb, (const uint8_t *)w + (size_t)i * sizeof wb, sizeof wb);
-    const qn_q8k ab = qn_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     qn_lanes lanes = {vdupq_n_s32(0), vdupq_n_s32(0)};
     for (int half = 0; half < 2; ++half)
       for (int c = 0; c < 4; ++c) /* elements 128 half + 32 c + l: nibble of ql[32 (c % 2) + l], bits 2c of qh[l] */
@@ -246,7 +219,7 @@ static float qn_dot_q3_K(int64_t blocks, const void *w, const void *a) {
   for (int64_t i = 0; i < blocks; ++i) {
     tp_block_q3_K wb;
     memcpy(&wb, (const uint8_t *)w + (size_t)i * sizeof wb, sizeof wb);
-    const qn_q8k ab = qn_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     int scales[16];
     tp_q3_k_scales(wb.scales, scales);
     qn_lanes lanes = {vdupq_n_s32(0), vdupq_n_s32(0)};
@@ -267,7 +240,7 @@ static float qn_dot_q2_K(int64_t blocks, const void *w, const void *a) {
   for (int64_t i = 0; i < blocks; ++i) {
     tp_block_q2_K wb;
     memcpy(&wb, (const uint8_t *)w + (size_t)i * sizeof wb, sizeof wb);
-    const qn_q8k ab = qn_q8k_at(a, i);
+    const tp_qe_q8k ab = tp_qe_q8k_at(a, i);
     int summs = 0;
     for (int j = 0; j < 16; ++j) summs += ab.bsums[j] * (wb.scales[j] >> 4);
     qn_lanes acc = {vdupq_n_s32(0), vdupq_n_s32(0)};
@@ -284,19 +257,4 @@ static float qn_dot_q2_K(int64_t blocks, const void *w, const void *a) {
   return sumf;
 }
 
-tp_vec_dot_fn tp_qk_exact_dot_neon(topos_dtype wtype) {
-  switch (wtype) {
-  case TOPOS_Q4_0: return qn_dot_q4_0;
-  case TOPOS_Q4_1: return qn_dot_q4_1;
-  case TOPOS_Q5_0: return qn_dot_q5_0;
-  case TOPOS_Q5_1: return qn_dot_q5_1;
-  case TOPOS_Q8_0: return qn_dot_q8_0;
-  case TOPOS_MXFP4: return qn_dot_mxfp4;
-  case TOPOS_Q2_K: return qn_dot_q2_K;
-  case TOPOS_Q3_K: return qn_dot_q3_K;
-  case TOPOS_Q4_K: return qn_dot_q4_K;
-  case TOPOS_Q5_K: return qn_dot_q5_K;
-  case TOPOS_Q6_K: return qn_dot_q6_K;
-  default: return NULL;
-  }
-}
+tp_vec_dot_fn tp_qk_exact_dot_neon(topos_dtype wtype) { TP_QE_DOT_OF(wtype, qn) }
