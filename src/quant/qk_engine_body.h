@@ -466,6 +466,9 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
     }
   }
   const int64_t k = t->k;
+  /* float weights: the tiles and row stride the widened rows take */
+  const QK_FN(ftile_fn) f4 = widen ? QK_FN(ft_f32_c4) : ctx->f4, f1 = widen ? QK_FN(ft_f32_c1) : ctx->f1;
+  const size_t frow = widen ? (size_t)k * sizeof(float) : t->row_bytes;
   for (int64_t g0 = p0; g0 < p1; g0 += gp) {
     const int64_t g1 = g0 + gp < p1 ? g0 + gp : p1;
     if (quantized)
@@ -490,15 +493,11 @@ static void QK_FN(range)(void *vctx, int64_t p0, int64_t p1) {
         if (ctx->kw && C == QK_KW) ctx->kw(&use[p - g0].k, &ctx->act, ctx->kw_au, c, res);
         else if (ctx->kdecode) (C == QK_C ? ctx->k4 : ctx->k1)(&use[p - g0].k, &ctx->act, c, res);
         else if (quantized) (C == QK_C ? ctx->q4 : ctx->q1)(&use[p - g0].q, &ctx->act, c, res);
-        else if (widen) {
+        else { /* float weights: the group's widened rows, or the rows as stored */
+          const uint8_t *base = widen ? (const uint8_t *)(wide + (p - g0) * QK_R * k) : w + (size_t)n0 * t->row_bytes;
           const uint8_t *rows[QK_R];
-          for (int r = 0; r < QK_R; ++r)
-            rows[r] = (const uint8_t *)(wide + ((p - g0) * QK_R + (r < nr ? r : nr - 1)) * k);
-          (C == QK_C ? QK_FN(ft_f32_c4) : QK_FN(ft_f32_c1))(rows, t->a, k, c, res);
-        } else {
-          const uint8_t *rows[QK_R];
-          for (int r = 0; r < QK_R; ++r) rows[r] = w + (size_t)(n0 + (r < nr ? r : nr - 1)) * t->row_bytes;
-          (C == QK_C ? ctx->f4 : ctx->f1)(rows, t->a, t->k, c, res);
+          for (int r = 0; r < QK_R; ++r) rows[r] = base + (size_t)(r < nr ? r : nr - 1) * frow;
+          (C == QK_C ? f4 : f1)(rows, t->a, k, c, res);
         }
         QK_FN(store)(t, n0, nr, c, C, res);
       }

@@ -30,17 +30,6 @@ static inline __m256 qe_load8(const uint8_t *row, topos_dtype wtype, int64_t kk)
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16: the high half */
 }
 
-static inline float qe_load1(const uint8_t *row, topos_dtype wtype, int64_t kk) {
-  if (wtype == TOPOS_F32) {
-    float v;
-    memcpy(&v, row + 4 * kk, 4);
-    return v;
-  }
-  uint16_t h;
-  memcpy(&h, row + 2 * kk, 2);
-  return wtype == TOPOS_F16 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
-}
-
 /* Transposes 8 vectors of 8 floats in place (r[i][e] -> r[e][i]). */
 static inline void qe_transpose8(__m256 r[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -72,7 +61,7 @@ static void qe_panel(const tp_qk_task *t, int64_t j, int rows, float *wt) {
       for (int e = 0; e < 8; ++e) _mm256_storeu_ps(wt + (kk + e) * QE_ROWS + 8 * half, r[e]);
     }
   for (int64_t kk = k8; kk < k; ++kk)
-    for (int r = 0; r < QE_ROWS; ++r) wt[kk * QE_ROWS + r] = qe_load1(src[r], t->wtype, kk);
+    for (int r = 0; r < QE_ROWS; ++r) wt[kk * QE_ROWS + r] = tp_qk_float_at(src[r], t->wtype, kk);
 }
 
 int tp_qk_exact_float_avx2(const tp_qk_task *t, int64_t p0, int64_t p1) {

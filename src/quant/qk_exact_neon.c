@@ -4,36 +4,20 @@
  * side by side, each lane its row's own chain: w * a in f32 from the
  * exactly widened weight, summed in f64 in ascending k from +0, rounded to
  * f32 once, the bias added in f32. A panel of 16 rows is widened (by the
- * reference's own conversions) and transposed once, wt[kk][16]; every
- * activation row then streams it. */
+ * reference's own conversions, tp_qk_float_at) and transposed once,
+ * wt[kk][16]; every activation row then streams it. */
 #include <arm_neon.h>
-#include <string.h>
-
 #include "base/temp.h"
 #include "quant/qk_internal.h"
 
 #define QN_ROWS TP_QK_EXACT_ROWS
-
-static inline float qn_widen(const uint8_t *row, topos_dtype wtype, int64_t kk) {
-  if (wtype == TOPOS_F32) {
-    float v;
-    memcpy(&v, row + 4 * kk, 4);
-    return v;
-  }
-  uint16_t h;
-  memcpy(&h, row + 2 * kk, 2);
-  return wtype == TOPOS_F16 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
-}
 
 /* wt[kk * 16 + r] = widened w[row r][kk]; rows past `rows` repeat the last
  * (their outputs are dropped). */
 static void qn_panel(const tp_qk_task *t, int64_t j, int rows, float *wt) {
   for (int r = 0; r < QN_ROWS; ++r) {
     const uint8_t *src = (const uint8_t *)t->w + (size_t)(j + (r < rows ? r : rows - 1)) * t->row_bytes;
-    if (t->wtype == TOPOS_F32)
-      for (int64_t kk = 0; kk < t->k; ++kk) memcpy(wt + kk * QN_ROWS + r, src + 4 * kk, 4);
-    else
-      for (int64_t kk = 0; kk < t->k; ++kk) wt[kk * QN_ROWS + r] = qn_widen(src, t->wtype, kk);
+    for (int64_t kk = 0; kk < t->k; ++kk) wt[kk * QN_ROWS + r] = tp_qk_float_at(src, t->wtype, kk);
   }
 }
 

@@ -81,6 +81,18 @@ topos_status tp_qk_fast_neon(const tp_qk_task *task);    /* arm64 NEON + dotprod
  * scratch could not be had (nothing written). qk_exact_avx2.c (call only
  * after tp_qk_cpu_avx2()), qk_exact_neon.c. */
 #define TP_QK_EXACT_ROWS 16
+/* Element i of a float weight row (f32, f16 or bf16) widened to f32 exactly,
+ * by the reference's own conversions. */
+static inline float tp_qk_float_at(const uint8_t *row, topos_dtype wtype, int64_t i) {
+  if (wtype == TOPOS_F32) {
+    float v;
+    memcpy(&v, row + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  memcpy(&h, row + 2 * i, 2);
+  return wtype == TOPOS_F16 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
+}
 int tp_qk_exact_float_avx2(const tp_qk_task *t, int64_t p0, int64_t p1);
 int tp_qk_exact_float_neon(const tp_qk_task *t, int64_t p0, int64_t p1);
 /* The reference dot products of the block-quantized weights on a vector

@@ -113,17 +113,7 @@ typedef struct {
  * summed in f64 in ascending k, rounded once, as the quant tier's f32 dot. */
 static float qk_ref_float_dot(topos_dtype wtype, int64_t k, const uint8_t *w, const float *a) {
   double sum = 0.0;
-  for (int64_t i = 0; i < k; ++i) {
-    float wi;
-    if (wtype == TOPOS_F32) {
-      memcpy(&wi, w + 4 * i, 4);
-    } else {
-      uint16_t h;
-      memcpy(&h, w + 2 * i, 2);
-      wi = wtype == TOPOS_F16 ? topos_f16_to_f32(h) : topos_bf16_to_f32(h);
-    }
-    sum += (double)(wi * a[i]);
-  }
+  for (int64_t i = 0; i < k; ++i) sum += (double)(tp_qk_float_at(w, wtype, i) * a[i]);
   return (float)sum;
 }
 
