@@ -368,9 +368,9 @@ static int lb_command(int argc, char **argv) {
     }
   }
   if (!json && !rc) {
-    /* the largest cache a test above asked for: keys and values of every layer */
+    /* the largest cache a test above asked for: keys and values of every attention block */
     size_t cache = 0;
-    topos_dtype_bytes(kv, 2 * c->n_layers * c->n_kv_heads * c->head_dim * most_tokens, &cache);
+    topos_dtype_bytes(kv, 2 * (c->n_layers - c->n_conv_layers) * c->n_kv_heads * c->head_dim * most_tokens, &cache);
     printf("memory target (file + largest KV cache + 10%%): %.0f MB; bound = stream read "
            "bandwidth / %.1f MiB of weights per token (@dD: and the cache read)\n",
            1.1 * (double)(file_bytes + cache) / 1048576.0, (double)c->weight_bytes / 1048576.0);

@@ -66,7 +66,8 @@ typedef struct topos_llama_config {
                           * "starcoder", "gptneox", "falcon", "command-r", "cohere2"; latent
                           * attention: "deepseek2"; "glm4moe" (GLM-4.5 / 4.6 / 4.7); "llama4"
                           * (Llama 4 Scout / Maverick); "minimax-m2", "dots1", "bailingmoe2",
-                          * "hunyuan-dense", "hunyuan-moe" */
+                          * "hunyuan-dense", "hunyuan-moe"; LFM2's short convolutions
+                          * and attention: "lfm2", "lfm2moe" */
   int rope_neox;         /* 1: pairs (x[i], x[i + rot_dim/2]) rotate (all but llama), else adjacent ones */
   int64_t n_swa;         /* attention.sliding_window: a query at p sees keys from p - n_swa + 1
                           * in the windowed layers (phi3: all; gemma2: even ones; gemma3: five
@@ -176,8 +177,17 @@ typedef struct topos_llama_config {
   int64_t mla_v_dim;      /* each head's value width (attention.value_length_mla) */
   int64_t n_nextn_layers; /* nextn_predict_layers: multi-token-prediction blocks after the n_layers
                            * of the trunk (GLM-4.5, GLM-4.7-Flash), mapped but read by no graph */
+  /* LFM2's short convolutions (lfm2, lfm2moe): the blocks whose
+   * attention.head_count_kv entry is 0 mix tokens by a causal depthwise
+   * convolution instead of attention: b, c, x = thirds of
+   * qlinear(h, shortconv.in_proj); y[t] = sum_j w[j] * (b x)[t - conv_len + 1 + j]
+   * per channel (shortconv.conv; earlier positions' (b x) rows kept by the
+   * context, zeros before the first); out = qlinear(c * y, shortconv.out_proj). */
+  int64_t conv_len;      /* shortconv.l_cache: the convolution's taps; 0 none */
+  int64_t n_conv_layers; /* blocks that are short convolutions */
   int64_t n_heads;       /* llama.attention.head_count */
-  int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads) */
+  int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads; LFM2: the attention
+                          * blocks' entry of the per-block array) */
   int64_t head_dim;      /* llama.attention.key_length (absent: dim / n_heads) */
   int64_t rope_dim;      /* llama.rope.dimension_count (absent: head_dim) */
   float rope_base;       /* llama.rope.freq_base (absent: 10000) */

@@ -333,6 +333,35 @@ static topos_status tp_llama_layer_mla(topos_llama *m, int64_t l, tp_llama_layer
   return TOPOS_OK;
 }
 
+/* LFM2's short-convolution block l: shortconv.conv (GGUF extents {taps,
+ * dim}: each channel's taps in time order) kept as L->conv_taps, f32 [taps,
+ * dim] (tap j of every channel one row: the graph's j-th term is a row
+ * times the shifted inputs), and the two products. */
+static topos_status tp_llama_layer_shortconv(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t K = c->conv_len, D = c->dim;
+  char name[64];
+  snprintf(name, sizeof name, "blk.%" PRId64 ".shortconv.in_proj.weight", l);
+  TP_TRY(tp_llama_weight(m, name, D, 3 * D, 0, &L->conv_in));
+  snprintf(name, sizeof name, "blk.%" PRId64 ".shortconv.out_proj.weight", l);
+  TP_TRY(tp_llama_weight(m, name, D, D, 0, &L->conv_out));
+  snprintf(name, sizeof name, "blk.%" PRId64 ".shortconv.conv.weight", l);
+  topos_tensor *w = NULL, *f = NULL;
+  TP_TRY(tp_llama_weight(m, name, K, D, 0, &w));
+  topos_status st = topos_tensor_convert(w, TOPOS_F32, &f); /* [D, K] */
+  const int64_t shape[2] = {K, D};
+  if (st == TOPOS_OK) st = topos_tensor_zeros(TOPOS_F32, 2, shape, &L->conv_taps);
+  if (st == TOPOS_OK) {
+    const float *src = topos_tensor_data(f);
+    float *dst = topos_tensor_data_mut(L->conv_taps);
+    for (int64_t ch = 0; ch < D; ++ch)
+      for (int64_t j = 0; j < K; ++j) dst[j * D + ch] = src[ch * K + j];
+  }
+  topos_tensor_release(w);
+  topos_tensor_release(f);
+  return st == TOPOS_OK ? TOPOS_OK : tp_fail_context(st, "llama: tensor %s", name);
+}
+
 static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nope_all) {
   topos_llama_config *c = &m->config;
   const unsigned flags = tp_llama_arch_flags(c->arch);
@@ -358,7 +387,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   TP_TRY(tp_llama_weight(m, "token_embd.weight", c->dim, c->n_vocab, 0, &m->token_embd));
   /* the embedding is read one row per token, not per token of the whole table */
   m->config.weight_bytes -= info.bytes;
-  if (!c->norm_weightless) TP_TRY(tp_llama_weight(m, "output_norm.weight", c->dim, 0, 0, &m->output_norm));
+  /* LFM2's converter names the final norm token_embd_norm (llama.cpp reads it so) */
+  if (!c->norm_weightless)
+    TP_TRY(tp_llama_weight(m, c->conv_len ? "token_embd_norm.weight" : "output_norm.weight", c->dim, 0, 0,
+                           &m->output_norm));
   const int nb_opt = tp_llama_arch_norm_bias_optional(c->arch); /* mpt: where the file has them */
   if (c->norm_bias) {
     TP_TRY(tp_llama_weight(m, "output_norm.bias", c->dim, 0, nb_opt, &m->output_norm_b));
@@ -413,7 +445,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
      * reads them; phi3's loader never read its bias) */
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
     int fused_bias = 0;
-    if (c->mla_kv_rank) {
+    const int conv = m->conv_blocks && m->conv_blocks[l];
+    if (conv) {
+      TP_TRY(tp_llama_layer_shortconv(m, l, L));
+    } else if (c->mla_kv_rank) {
       TP_TRY(tp_llama_layer_mla(m, l, L));
     } else if (phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) {
       TP_TRY(tp_llama_layer_qkv(m, l, L, q_dim, kv_dim, !phi3, &fused_bias));
@@ -423,7 +458,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wk, "attn_k.weight", c->dim, kv_dim);
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
-    if (!c->mla_kv_rank) TP_W(wo, "attn_output.weight", q_dim, c->dim);
+    if (!c->mla_kv_rank && !conv) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
     else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
@@ -441,7 +476,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       }
       TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
     }
-    if (c->qk_norm) { /* per head, (2) over the whole q / k row, (3) a weight per head; glm4moe's,
+    if (c->qk_norm && !conv) { /* per head, (2) over the whole q / k row, (3) a weight per head; glm4moe's,
                        * command-r's and stablelm's where the file has them */
       const int optional = tp_llama_arch_qk_norm_optional(c->arch), per_head = c->qk_norm == 3;
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_q_norm.weight", l);
@@ -480,6 +515,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                    {"ffn_up.bias", c->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
     for (int b = fused_bias ? 3 : 0; b < (flags & TP_ARCH_BIASES ? (L->gate_inp ? 4 : 7) : 0); ++b) {
+      if (conv && b < 4) continue; /* (no attention) */
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
@@ -517,6 +553,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   m->used = NULL;
   free(m->swa_layers);
   m->swa_layers = NULL;
+  free(m->conv_blocks);
+  m->conv_blocks = NULL;
   if (st != TOPOS_OK) {
     topos_llama_free(m);
     return st;
@@ -551,7 +589,7 @@ void topos_llama_free(topos_llama *m) {
                              L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b,
                              L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks,
                              L->attn_norm_2, L->attn_norm_2_b, L->wq_a, L->q_a_norm, L->wkv_a,
-                             L->kv_a_norm, L->wk_b, L->wv_b};
+                             L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);
@@ -570,6 +608,7 @@ void topos_llama_free(topos_llama *m) {
   free(m->rope_still);
   free(m->used);
   free(m->swa_layers);
+  free(m->conv_blocks);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);
 }

@@ -233,6 +233,9 @@ typedef struct tp_llama_arch_extra {
    * ([head width, heads]) and the block norms' kind: Command R+, StableLM 2 12B */
   int qk_norm_heads;
   int parallel_without_ffn_norm; /* no blk.0.ffn_norm: the feed-forward reads the attention's norm (StableLM 2 12B) */
+  /* LFM2: attention.head_count_kv a per-block array whose zeros are short
+   * convolutions (tp_llama_shortconv), the final norm named token_embd_norm */
+  int shortconv;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -261,6 +264,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "minicpm", .minicpm = 1},
     {.name = "command-r", .qk_norm_optional = 1, .qk_norm_heads = 1},
     {.name = "stablelm", .qk_norm_optional = 1, .qk_norm_heads = 1, .parallel_without_ffn_norm = 1},
+    {.name = "lfm2", .shortconv = 1},
+    {.name = "lfm2moe", .shortconv = 1, .router_key = 2},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -363,6 +368,11 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_ARCH_MOE_LAYERS | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gpt-oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_OAI | TP_ARCH_FFN_POST_NAME,
      2, -1, 2, 0, TP_SWA_ROPE_SAME, 0},
+    /* LFM2 (Liquid): short-convolution blocks between qwen3-like attention ones; a window, where the
+     * file gives one, on every attention block; LFM2-MoE: dense leading blocks, then a sigmoid router */
+    {"lfm2", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 2, 0, 1, 0, TP_SWA_ROPE_SAME, 0},
+    {"lfm2moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY |
+     TP_ARCH_MOE_LAYERS, 2, 0, 1, 0, TP_SWA_ROPE_SAME, 0},
 };
 
 static const tp_llama_arch *tp_llama_arch_of(const char *name) {
@@ -718,6 +728,53 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   return TOPOS_OK;
 }
 
+/* LFM2: attention.head_count_kv lists each block's kv heads, 0 for a
+ * short-convolution block (m->conv_blocks); the attention blocks share one
+ * count (c->n_kv_heads; none at all: n_heads). shortconv.l_cache gives the
+ * convolution's taps. A plain number is every block's count, as llama.cpp
+ * reads it (then no block convolves). */
+static topos_status tp_llama_shortconv(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  int64_t index;
+  topos_gguf_kv kv;
+  TP_TRY(tp_llama_u64(g, TP_K("shortconv.l_cache"), 1, 0, &c->conv_len));
+  if (c->conv_len < 2 || c->conv_len > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->conv_len);
+  if (topos_gguf_find_key(g, TP_K("attention.head_count_kv"), &index) != TOPOS_OK) {
+    topos_clear_error();
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing (its zeros mark the convolution blocks)", kb);
+  }
+  TP_TRY(topos_gguf_kv_at(g, index, &kv));
+  if (kv.type != TOPOS_GGUF_ARRAY) return tp_llama_u64(g, kb, 1, 0, &c->n_kv_heads);
+  if (kv.count != (uint64_t)c->n_layers)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " blocks, block_count is %" PRId64, kb, kv.count,
+                   c->n_layers);
+  m->conv_blocks = calloc((size_t)c->n_layers, 1);
+  if (!m->conv_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", kb);
+  c->n_kv_heads = 0;
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    int64_t v;
+    topos_status st = topos_gguf_array_int(g, index, (uint64_t)l, &v);
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%" PRId64 "]", kb, l);
+    if (v < 0 || v > c->n_heads)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s[%" PRId64 "] = %" PRId64 " is outside 0..head_count %" PRId64, kb, l,
+                     v, c->n_heads);
+    if (v == 0) {
+      m->conv_blocks[l] = 1;
+      ++c->n_conv_layers;
+    } else if (c->n_kv_heads && v != c->n_kv_heads) {
+      return tp_fail(TOPOS_UNSUPPORTED, "llama: %s gives the attention blocks %" PRId64 " and %" PRId64
+                     " kv heads (one count for all is supported)", kb, c->n_kv_heads, v);
+    } else {
+      c->n_kv_heads = v;
+    }
+  }
+  if (c->n_kv_heads == 0) c->n_kv_heads = c->n_heads;
+  return TOPOS_OK;
+}
+
 topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope_all) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
@@ -770,7 +827,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->ff /= 2;
   }
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
-  TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
+  if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
+  else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
   TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
                       0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));

@@ -23,10 +23,19 @@ struct topos_llama_context {
   topos_llama_context_options options;
   int64_t capacity, pos;
   int64_t slots;       /* the cache's row length in positions: capacity, padded (tp_cache_slots) */
-  void *k_mem, *v_mem; /* n_layers x KVH x hd x slots elements of kv_dtype each */
+  void *k_mem, *v_mem; /* attention blocks x KVH x hd x slots elements of kv_dtype each */
   size_t kv_bytes;      /* both, one mapping */
   size_t elem;          /* bytes per cache element */
-  topos_tensor **k_cache, **v_cache;
+  topos_tensor **k_cache, **v_cache; /* per block; NULL for convolution blocks */
+  int64_t *kv_slot;     /* per block: its place in k_mem / v_mem, -1 for a convolution block */
+  /* LFM2's convolution blocks: the (b x) rows of the conv_len - 1 positions
+   * before the next chunk, f32 [conv_len - 1, dim] per block, twice: a run
+   * reads conv[front] and its sinks write conv[!front] (the plan may still
+   * read the state it was fed when a sink arrives); NULL for attention blocks */
+  float *conv_mem;
+  size_t conv_bytes;
+  topos_tensor **conv[2];
+  int front;
   tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
   uint64_t last_used[TP_LLAMA_MAX_PLANS], clock;
   int n_graphs;
@@ -81,7 +90,8 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
                    (long long)cap, (long long)c->n_ctx_train, c->arch);
   const int64_t slots = tp_cache_slots(cap);
   int64_t per_layer = c->n_kv_heads * c->head_dim * slots, total;
-  if (__builtin_mul_overflow(per_layer, c->n_layers, &total) || total > ((int64_t)1 << 40))
+  const int64_t kv_layers = c->n_layers - c->n_conv_layers; /* convolution blocks keep no keys */
+  if (__builtin_mul_overflow(per_layer, kv_layers, &total) || total > ((int64_t)1 << 40))
     return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
   topos_llama_context *x = calloc(1, sizeof *x);
   if (!x) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context");
@@ -102,18 +112,35 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
    * against 92 MB of weights: 3 % faster at 1 and 2 threads, contexts side
    * by side in one process). */
   x->kv_bytes = 2 * (size_t)total * x->elem;
-  x->k_mem = tp_pages_alloc(x->kv_bytes);
-  tp_pages_prefer_huge(x->k_mem, x->kv_bytes);
+  x->k_mem = x->kv_bytes ? tp_pages_alloc(x->kv_bytes) : NULL;
+  if (x->k_mem) tp_pages_prefer_huge(x->k_mem, x->kv_bytes);
   x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
+  x->kv_slot = calloc(L, sizeof *x->kv_slot);
+  x->conv[0] = calloc(L, sizeof *x->conv[0]);
+  x->conv[1] = calloc(L, sizeof *x->conv[1]);
+  const int64_t conv_rows = c->conv_len > 1 ? c->conv_len - 1 : 0;
+  x->conv_bytes = 2 * (size_t)(c->n_conv_layers * conv_rows * c->dim) * sizeof(float);
+  x->conv_mem = x->conv_bytes ? calloc(1, x->conv_bytes) : NULL;
   x->feeds = calloc(2 * L + 10, sizeof *x->feeds);
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
-  if (!x->k_mem || !x->v_mem || !x->k_cache || !x->v_cache || !x->feeds || !x->row)
+  if ((x->kv_bytes && !x->k_mem) || !x->k_cache || !x->v_cache || !x->kv_slot || !x->conv[0] || !x->conv[1] ||
+      (x->conv_bytes && !x->conv_mem) || !x->feeds || !x->row)
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld elements",
                  (long long)(2 * total));
-  for (size_t l = 0; st == TOPOS_OK && l < L; ++l) {
+  for (size_t l = 0, at = 0, conv_at = 0; st == TOPOS_OK && l < L; ++l) {
+    if (x->model->layers[l].conv_taps) { /* the convolution's two states */
+      const int64_t ss[2] = {conv_rows, c->dim};
+      const size_t bytes = (size_t)(conv_rows * c->dim) * sizeof(float);
+      x->kv_slot[l] = -1;
+      for (int b = 0; st == TOPOS_OK && b < 2; ++b, ++conv_at)
+        st = topos_tensor_wrap(TOPOS_F32, 2, ss, (char *)x->conv_mem + conv_at * bytes, bytes, TOPOS_STORAGE_EXTERNAL,
+                               NULL, NULL, &x->conv[b][l]);
+      continue;
+    }
+    x->kv_slot[l] = (int64_t)at++;
     int64_t ks[3] = {c->n_kv_heads, c->head_dim, slots}, vs[3] = {c->n_kv_heads, slots, c->head_dim};
     if (opt.kv_dtype != TOPOS_F32) { /* see tp_llama_graph_build */
       ks[1] = slots;
@@ -121,11 +148,11 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
       vs[1] = c->head_dim;
       vs[2] = slots;
     }
-    size_t bytes = (size_t)per_layer * x->elem;
-    st = topos_tensor_wrap(opt.kv_dtype, 3, ks, (char *)x->k_mem + l * bytes, bytes,
+    size_t bytes = (size_t)per_layer * x->elem, off = (size_t)x->kv_slot[l] * bytes;
+    st = topos_tensor_wrap(opt.kv_dtype, 3, ks, (char *)x->k_mem + off, bytes,
                            TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->k_cache[l]);
     if (st == TOPOS_OK)
-      st = topos_tensor_wrap(opt.kv_dtype, 3, vs, (char *)x->v_mem + l * bytes, bytes,
+      st = topos_tensor_wrap(opt.kv_dtype, 3, vs, (char *)x->v_mem + off, bytes,
                              TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->v_cache[l]);
   }
   if (st != TOPOS_OK) {
@@ -139,14 +166,19 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
 void topos_llama_context_free(topos_llama_context *x) {
   if (!x) return;
   for (int i = 0; i < x->n_graphs; ++i) tp_llama_graph_free(&x->graphs[i]);
-  if (x->k_cache)
-    for (int64_t l = 0; l < x->model->config.n_layers; ++l) {
-      topos_tensor_release(x->k_cache[l]);
-      topos_tensor_release(x->v_cache[l]);
-    }
+  for (int64_t l = 0; l < x->model->config.n_layers; ++l) {
+    if (x->k_cache) topos_tensor_release(x->k_cache[l]);
+    if (x->v_cache) topos_tensor_release(x->v_cache[l]);
+    for (int b = 0; b < 2; ++b)
+      if (x->conv[b]) topos_tensor_release(x->conv[b][l]);
+  }
   free(x->k_cache);
   free(x->v_cache);
-  tp_pages_free(x->k_mem, x->kv_bytes);
+  free(x->kv_slot);
+  free(x->conv[0]);
+  free(x->conv[1]);
+  free(x->conv_mem);
+  if (x->k_mem) tp_pages_free(x->k_mem, x->kv_bytes);
   free(x->feeds);
   free(x->row);
   free(x);
@@ -159,11 +191,14 @@ void topos_llama_reset(topos_llama_context *x) {
   if (!x) return;
   /* stale slots are masked, but zeros keep every masked product exactly 0;
    * keys and values are one mapping of kv_bytes */
-  memset(x->k_mem, 0, x->kv_bytes);
+  if (x->k_mem) memset(x->k_mem, 0, x->kv_bytes);
+  if (x->conv_mem) memset(x->conv_mem, 0, x->conv_bytes); /* zeros before position 0 */
   x->pos = 0;
 }
 
-uint64_t topos_llama_cache_bytes(const topos_llama_context *x) { return x ? (uint64_t)x->kv_bytes : 0; }
+uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
+  return x ? (uint64_t)(x->kv_bytes + x->conv_bytes) : 0;
+}
 
 /* Runs move from plan to plan (chunk shapes, growing spans) and each plan
  * keeps its arena for its next run: the plan left behind gives its memory
@@ -246,7 +281,7 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
  * layout keeps it contiguous and element by element where it is transposed. */
 static void tp_cache_write(topos_llama_context *x, int64_t l, int is_v, const float *rows, int64_t T) {
   const topos_llama_config *c = &x->model->config;
-  int64_t KVH = c->n_kv_heads, hd = c->head_dim, C = x->slots, base = l * KVH * hd * C;
+  int64_t KVH = c->n_kv_heads, hd = c->head_dim, C = x->slots, base = x->kv_slot[l] * KVH * hd * C;
   topos_dtype dt = x->options.kv_dtype;
   /* f32 keys and 16-bit values are the transposed ones */
   const int transposed = (dt == TOPOS_F32) != (is_v != 0);
@@ -279,18 +314,28 @@ static void tp_cache_write(topos_llama_context *x, int64_t l, int is_v, const fl
   }
 }
 
-/* The plan's sink (llama_internal.h): sink k < L is layer k's keys, else
- * layer k - L's values, [T, KVH, hd] f32 as the chunk computed them. Masked
- * attention never reads slots at or past pos, so writing them during the
- * chunk changes no result. */
+typedef struct tp_sink_user {
+  topos_llama_context *x;
+  const tp_llama_graph *g;
+} tp_sink_user;
+
+/* The plan's sink k (llama_internal.h: g->sink_at): a layer's keys or
+ * values, [T, KVH, hd] f32 as the chunk computed them, into the cache
+ * (masked attention never reads slots at or past pos, so writing them
+ * during the chunk changes no result); or a convolution's last rows into
+ * the state the next chunk reads. */
 static topos_status tp_cache_sink(void *user, size_t k, const topos_tensor *value) {
-  topos_llama_context *x = user;
-  const int64_t L = x->model->config.n_layers;
+  const tp_sink_user *u = user;
+  topos_llama_context *x = u->x;
+  const int64_t L = x->model->config.n_layers, at = u->g->sink_at[k], l = at % L, kind = at / L;
   if (!topos_tensor_is_contiguous(value) || topos_tensor_dtype(value) != TOPOS_F32)
     return tp_fail(TOPOS_ERR_INTERNAL, "llama eval: chunk keys/values are not packed f32");
-  const int is_v = (int64_t)k >= L;
-  tp_cache_write(x, is_v ? (int64_t)k - L : (int64_t)k, is_v, topos_tensor_data(value),
-                 topos_tensor_shape(value)[0]);
+  if (kind == TP_SINK_CONV) {
+    topos_tensor *dst = x->conv[!x->front][l];
+    memcpy(topos_tensor_data_mut(dst), topos_tensor_data(value), (size_t)topos_tensor_volume(dst) * sizeof(float));
+    return TOPOS_OK;
+  }
+  tp_cache_write(x, l, kind == TP_SINK_V, topos_tensor_data(value), topos_tensor_shape(value)[0]);
   return TOPOS_OK;
 }
 
@@ -493,12 +538,18 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
                                   g->cos_w, g->sin_w, g->mask_nw, g->mask_cw, g->temp};
     for (int i = 0; i < N_IN; ++i)
       if (in[i]) f[nf++] = (topos_feed){syms[i], in[i]};
-    for (int64_t l = 0; g->has_cache && l < L; ++l) {
-      f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
-      f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
+    for (int64_t l = 0; l < L; ++l) {
+      if (x->conv[0][l]) {
+        f[nf++] = (topos_feed){g->conv_state[l], x->conv[x->front][l]};
+      } else if (g->has_cache) {
+        f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
+        f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
+      }
     }
     topos_run *run = NULL;
-    st = topos_plan_forward_sink(g->plan, NULL, f, nf, tp_cache_sink, x, &run);
+    tp_sink_user user = {x, g};
+    st = topos_plan_forward_sink(g->plan, NULL, f, nf, tp_cache_sink, &user, &run);
+    if (st == TOPOS_OK && c->n_conv_layers) x->front = !x->front; /* the states the sinks wrote */
     if (st == TOPOS_OK && logits) {
       topos_tensor *lg = NULL;
       st = topos_run_read(run, g->logits, &lg);

@@ -399,6 +399,67 @@ static topos_sym tp_mla_out(tp_rec *r, const tp_llama_layer *L, topos_sym o, top
   return tp_reshape(r, topos_tape_qlinear_id(r->t, lat, tp_const(r, L->wv_b), ids), 2, T, H * c->mla_v_dim, 0, 0);
 }
 
+/* A block's end from its token mixer's output o (attention's or the short
+ * convolution's), x the block's input and h its norm: o's norm and scale,
+ * the residual, the feed-forward (dense, experts or both) and its residual. */
+static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym h, topos_sym o) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T;
+  if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
+  o = tp_scale(r, o, c->residual_scale);
+  if (c->parallel_residual) { /* x + (attn + ffn): from the one norm (phi2) or each its own (gptneox) */
+    topos_sym hf = L->ffn_norm ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : h;
+    return topos_tape_add(t, x, topos_tape_add(t, o, tp_ffn(r, L, hf)));
+  }
+  x = topos_tape_add(t, x, o);
+  h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
+  topos_sym f = L->gate_inp ? tp_experts(r, L, h) : TOPOS_SYM_INVALID;
+  if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
+    topos_sym d = tp_ffn(r, L, h);
+    if (L->gate_inp_shexp) { /* times sigmoid(h . w), one gate per token */
+      topos_sym z = topos_tape_qlinear(t, h, tp_const(r, L->gate_inp_shexp));
+      d = topos_tape_mul(t, d, topos_tape_broadcast_along(t, tp_reshape(r, topos_tape_sigmoid(t, z), 1, T, 0, 0, 0),
+                                                          1, c->dim));
+    }
+    f = L->gate_inp ? topos_tape_add(t, f, d) : d;
+  }
+  if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
+  f = tp_scale(r, f, c->residual_scale);
+  return topos_tape_add(t, x, f);
+}
+
+/* LFM2's short convolution of block l over the chunk (config.conv_len K):
+ * b, c, v = the thirds of qlinear(h, in_proj); rows = the K - 1 (b v) rows
+ * before the chunk (input conv_state.l, zeros before position 0) then the
+ * chunk's; y[t] = sum over taps j in order of taps[j] * rows[t + j], per
+ * channel; out = qlinear(c * y, out_proj). The last K - 1 rows (sink
+ * conv_next) are the next chunk's state. Every row's terms are the same
+ * floats in the same order whatever the chunk, so decoding keeps the full
+ * context's bits. */
+static topos_sym tp_shortconv(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, D = r->c->dim, K = r->c->conv_len;
+  const topos_sym bcv = topos_tape_qlinear(t, h, tp_const(r, L->conv_in));
+  const topos_sym b = topos_tape_narrow(t, bcv, 1, 0, D), gate = topos_tape_narrow(t, bcv, 1, D, D);
+  const topos_sym v = topos_tape_narrow(t, bcv, 1, 2 * D, D);
+  char name[48];
+  snprintf(name, sizeof name, "conv_state.%d", (int)l);
+  const topos_tensor_desc sd = {TOPOS_F32, 2, {K - 1, D}};
+  g->conv_state[l] = topos_tape_input_desc(t, &sd, name);
+  const topos_sym parts[2] = {g->conv_state[l], topos_tape_mul(t, b, v)};
+  const topos_sym rows = topos_tape_concat(t, 2, parts, 0); /* [K - 1 + T, D] */
+  g->conv_next[l] = topos_tape_narrow(t, rows, 0, T, K - 1);
+  const topos_sym taps = tp_const(r, L->conv_taps);
+  topos_sym y = TOPOS_SYM_INVALID;
+  for (int64_t j = 0; j < K; ++j) {
+    const topos_sym tap = tp_reshape(r, topos_tape_narrow(t, taps, 0, j, 1), 1, D, 0, 0, 0);
+    const topos_sym term = topos_tape_mul(t, topos_tape_narrow(t, rows, 0, j, T), topos_tape_broadcast_along(t, tap, 0, T));
+    y = j == 0 ? term : topos_tape_add(t, y, term);
+  }
+  return topos_tape_qlinear(t, topos_tape_mul(t, gate, y), tp_const(r, L->conv_out));
+}
+
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
@@ -438,7 +499,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
       vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
     }
-    if (cached) {
+    if (cached && !L->conv_taps) {
       snprintf(name, sizeof name, "k_cache.%d", (int)l);
       g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
       snprintf(name, sizeof name, "v_cache.%d", (int)l);
@@ -447,6 +508,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 
     topos_sym h = L->attn_norm || c->norm_weightless ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b)
                                                     : x; /* olmo2: the residual itself */
+    if (L->conv_taps) { /* LFM2: a short convolution instead of attention */
+      x = tp_block_out(r, L, x, h, tp_shortconv(r, g, L, l, h));
+      continue;
+    }
     /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
     const topos_sym ha = L->attn_norm_2 ? tp_norm(r, x, T, L->attn_norm_2, L->attn_norm_2_b) : h;
     topos_sym q, k, v;
@@ -575,29 +640,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
                    0);
     if (c->mla_kv_rank) o = tp_mla_out(r, L, o, head_ids);
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
-    if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
-    o = tp_scale(r, o, c->residual_scale);
-    if (c->parallel_residual) { /* x + (attn + ffn): from the one norm (phi2) or each its own (gptneox) */
-      topos_sym hf = L->ffn_norm ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : h;
-      x = topos_tape_add(t, x, topos_tape_add(t, o, tp_ffn(r, L, hf)));
-      continue;
-    }
-    x = topos_tape_add(t, x, o);
-
-    h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
-    topos_sym f = L->gate_inp ? tp_experts(r, L, h) : TOPOS_SYM_INVALID;
-    if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
-      topos_sym d = tp_ffn(r, L, h);
-      if (L->gate_inp_shexp) { /* times sigmoid(h . w), one gate per token */
-        topos_sym z = topos_tape_qlinear(t, h, tp_const(r, L->gate_inp_shexp));
-        d = topos_tape_mul(t, d, topos_tape_broadcast_along(t, tp_reshape(r, topos_tape_sigmoid(t, z), 1, T, 0, 0, 0),
-                                                            1, c->dim));
-      }
-      f = L->gate_inp ? topos_tape_add(t, f, d) : d;
-    }
-    if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
-    f = tp_scale(r, f, c->residual_scale);
-    x = topos_tape_add(t, x, f);
+    x = tp_block_out(r, L, x, h, o);
   }
   if (g->logits_rows == TP_LOGITS_NONE) {
     g->logits = TOPOS_SYM_INVALID;
@@ -626,12 +669,20 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
   g->window_masks = window_masks;
   g->span = span;
   size_t L = (size_t)m->config.n_layers;
-  topos_sym *syms = calloc(4 * L, sizeof *syms);
-  if (!syms) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: graph symbols");
+  topos_sym *syms = calloc(9 * L, sizeof *syms);
+  g->sink_at = calloc(3 * L, sizeof *g->sink_at);
+  if (!syms || !g->sink_at) {
+    free(syms);
+    return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: graph symbols");
+  }
+  for (size_t i = 0; i < 9 * L; ++i) syms[i] = TOPOS_SYM_INVALID;
   g->k_cache = syms;
   g->v_cache = syms + L;
   g->k_new = syms + 2 * L;
   g->v_new = syms + 3 * L;
+  g->conv_state = syms + 4 * L;
+  g->conv_next = syms + 5 * L;
+  g->sinks = syms + 6 * L;
   tp_rec r = {NULL, &m->config, T, C, span, kv_dtype};
   topos_status st = topos_tape_new(&r.t);
   if (st == TOPOS_OK) st = tp_record(m, &r, g);
@@ -642,12 +693,20 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
     topos_tape_free(r.t);
   }
   if (st == TOPOS_OK) {
-    /* the chunk's keys and values (k_new, then v_new: 2L consecutive
-     * symbols) are sinks, copied into the cache as each is computed: their
-     * arena ranges are reused for the rest of the chunk */
+    /* the chunk's keys and values and the convolutions' last rows are
+     * sinks, copied into the context as each is computed: their arena
+     * ranges are reused for the rest of the chunk */
+    for (size_t l = 0; l < L; ++l) {
+      const topos_sym kinds[3] = {g->k_new[l], g->v_new[l], g->conv_next[l]};
+      for (int kind = 0; kind < 3; ++kind)
+        if (topos_sym_is_valid(kinds[kind])) {
+          g->sinks[g->n_sinks] = kinds[kind];
+          g->sink_at[g->n_sinks++] = (int64_t)(kind * L + l);
+        }
+    }
     const size_t head = logits_rows == TP_LOGITS_NONE ? 0 : 1;
     topos_request req = {&g->logits, head, NULL, 0, 0, numerics};
-    st = topos_plan_compile_sinks(net, &req, g->k_new, (size_t)(2 * L), &g->plan);
+    st = topos_plan_compile_sinks(net, &req, g->sinks, g->n_sinks, &g->plan);
   }
   topos_network_free(net);
   if (st != TOPOS_OK) {
@@ -661,5 +720,6 @@ void tp_llama_graph_free(tp_llama_graph *g) {
   if (!g) return;
   topos_plan_free(g->plan);
   free(g->k_cache);
+  free(g->sink_at);
   memset(g, 0, sizeof *g);
 }

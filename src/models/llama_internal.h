@@ -92,6 +92,11 @@ typedef struct tp_llama_layer {
    * when the file has it first). Views of the mapping, no copies. */
   topos_tensor *w_attn_in, *w_ffn_in;
   int attn_in_parts, ffn_up_first;
+  /* LFM2's short convolution in place of attention (config.conv_len): taps
+   * f32 [conv_len, dim] (tap j's weight per channel: the file's
+   * shortconv.conv transposed, owned), conv_in [3 dim, dim] (b, c, x rows),
+   * conv_out [dim, dim]; NULL for attention blocks */
+  topos_tensor *conv_taps, *conv_in, *conv_out;
 } tp_llama_layer;
 
 struct topos_llama {
@@ -112,6 +117,7 @@ struct topos_llama {
   uint8_t *used;              /* while loading: 1 per file tensor the graph reads */
   uint8_t *swa_layers;        /* while loading: the windowed layers where the file lists them
                                * (attention.sliding_window_pattern as an array), else NULL */
+  uint8_t *conv_blocks;       /* while loading: 1 per short-convolution block (LFM2), else NULL */
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:
@@ -126,11 +132,15 @@ struct topos_llama {
  *                              and full layers and the window cuts into the chunk
  *                              (window_masks; row_mask then shapes mask_cw), else the
  *                              layers share mask_c and mask_n (phi3: all windowed)
- *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd]
+ *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd] (attention blocks)
+ *   conv_state[l] f32 [conv_len - 1, dim]  a short-convolution block's (b x)
+ *                              rows of the positions before the chunk (LFM2)
  * Root: logits [T or 1, vocab] (none for TP_LOGITS_NONE: a prompt chunk
- * before the last needs no head). Sinks (topos_plan_forward_sink, index k <
- * L: k_new[k], else v_new[k - L]; k_new and v_new are adjacent):
- * k_new[l] f32 [T, KVH, hd] (after rope), v_new[l] f32 [T, KVH, hd]. */
+ * before the last needs no head). Sinks (topos_plan_forward_sink, index k:
+ * sinks[k], of layer sink_at[k] % L, kind sink_at[k] / L: 0 k_new, 1 v_new,
+ * 2 conv_next): k_new[l] f32 [T, KVH, hd] (after rope), v_new[l] f32 [T, KVH,
+ * hd]; conv_next[l] f32 [conv_len - 1, dim], the (b x) rows of the chunk's
+ * last positions (the next chunk's conv_state). */
 typedef enum tp_logits_rows { TP_LOGITS_LAST, TP_LOGITS_ALL, TP_LOGITS_NONE } tp_logits_rows;
 
 typedef struct tp_llama_graph {
@@ -142,8 +152,14 @@ typedef struct tp_llama_graph {
   int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
   topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, temp, logits;
-  topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each */
+  topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each; invalid for convolution blocks */
+  topos_sym *conv_state, *conv_next;            /* n_layers each; invalid for attention blocks */
+  topos_sym *sinks;                             /* n_sinks */
+  int64_t *sink_at;
+  size_t n_sinks;
 } tp_llama_graph;
+
+enum { TP_SINK_K, TP_SINK_V, TP_SINK_CONV };
 
 /* Reads general.architecture and its keys into m->config (llama_config.c);
  * *swa_period (0: none) and *nope_all for the layer loop; may set

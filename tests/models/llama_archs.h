@@ -4,6 +4,8 @@
 #define TESTS_MODELS_LLAMA_ARCHS_H
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
+/* lfm2, lfm2moe: short-convolution blocks (llama_lfm2_util.h), qwen3's attention */
+static inline int lt_lfm2(const lt_spec *s) { return lt_arch_is(s, "lfm2") || lt_arch_is(s, "lfm2moe"); }
 
 /* gemma, gemma2, gemma3: embeddings times sqrt(dim), GELU gate; the last
  * two with post-norms, gemma3 and qwen3 with q and k norms */
@@ -20,7 +22,7 @@ static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
-         s->qk_norm_heads;
+         s->qk_norm_heads || lt_lfm2(s);
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -140,7 +142,7 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
-         lt_arch_is(s, "qwen");
+         lt_arch_is(s, "qwen") || lt_lfm2(s);
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are

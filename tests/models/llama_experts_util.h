@@ -11,7 +11,7 @@
 static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "qwen3vlmoe") &&
       !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
-      !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2"))
+      !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2") && !lt_arch_is(s, "lfm2moe"))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
@@ -28,7 +28,7 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
-         lt_arch_is(s, "hunyuan-moe");
+         lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe");
 }
 
 /* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):
@@ -53,7 +53,7 @@ static inline lt_spec lt_v3_spec(const char *arch) {
 
 /* the router's probabilities are sigmoids: the key's 2, or glm4moe without it */
 static inline int lt_sigmoid_router(const lt_spec *s) {
-  return s->sigmoid_router > 0 || (s->sigmoid_router == 0 && lt_arch_is(s, "glm4moe"));
+  return s->sigmoid_router > 0 || (s->sigmoid_router == 0 && (lt_arch_is(s, "glm4moe") || lt_arch_is(s, "lfm2moe")));
 }
 
 static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s) {

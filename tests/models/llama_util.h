@@ -87,6 +87,8 @@ typedef struct lt_spec {
                             * ([hd, heads]), LayerNorm (Command R+, StableLM 2 12B) */
   int no_ffn_norm;         /* stablelm: no ffn_norm, the feed-forward reads the attention's norm
                             * (StableLM 2 12B) */
+  const char *conv_blocks; /* lfm2: block l is a short convolution where conv_blocks[l % length] is 'C'
+                            * (llama_lfm2_util.h) */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -244,6 +246,11 @@ static inline topos_status lt_write_mla(topos_gguf_writer *w, lt_file *f, const 
 static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                             topos_rng *rng);
 
+static inline topos_status lt_write_lfm2_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s);
+static inline int lt_conv_block(const lt_spec *s, int64_t l);
+static inline topos_status lt_write_shortconv(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                              topos_rng *rng);
+
 static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   memset(f, 0, sizeof *f);
   topos_gguf_writer *w = NULL;
@@ -264,7 +271,11 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)lt_rope_dim(s)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
-  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  if (lt_lfm2(s)) { /* head_count_kv a per-block array */
+    LT(lt_write_lfm2_keys(w, f, s));
+  } else {
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  }
   LT(topos_gguf_writer_add_f32(
       w, lt_k(kb, s, lt_layer_norm(s) ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1e-5f));
   LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base"), s->rope_base > 0 ? s->rope_base : 10000.0f));
@@ -393,7 +404,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
       continue;
     }
-    if (lt_mla(s)) {
+    if (lt_conv_block(s, l)) {
+      LT(lt_write_shortconv(w, f, s, l, &rng));
+    } else if (lt_mla(s)) {
       LT(lt_write_mla(w, f, s, l, &rng));
     } else if (s->fused_qkv) {
       LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
@@ -437,7 +450,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       }
       LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
     }
-    if (lt_qk_norm(s)) {
+    if (lt_qk_norm(s) && !lt_conv_block(s, l)) {
       const int rows = lt_qk_norm_rows(s); /* norms over the whole q / k rows */
       const int heads = s->qk_norm_heads;  /* a weight per head */
       LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, heads ? s->heads : 0, 1);
@@ -464,7 +477,9 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     }
 #undef LT_W
   }
-  if (!lt_weightless(s)) LT(lt_add(w, f, s, "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
+  /* LFM2's converter names the final norm token_embd_norm */
+  if (!lt_weightless(s))
+    LT(lt_add(w, f, s, lt_lfm2(s) ? "token_embd_norm.weight" : "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
   if (lt_norm_bias(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
   if (lt_arch_is(s, "phi2")) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
@@ -560,6 +575,7 @@ static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double 
 }
 
 #include "llama_mla_util.h"
+#include "llama_lfm2_util.h"
 
 /* The relative L2 distance of got from ref over n values; *ref2 (when not
  * NULL) gets ref's squared norm. */
@@ -585,7 +601,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   const double pscale = s->rope_scale > 0 && !(s->rope_type && strcmp(s->rope_type, "none") == 0)
                             ? 1.0 / s->rope_scale : 1.0;
   float *embd = lt_deq(g, "token_embd.weight");
-  float *onorm = lt_weightless(s) ? NULL : lt_deq(g, "output_norm.weight");
+  float *onorm = lt_weightless(s) ? NULL : lt_deq(g, lt_lfm2(s) ? "token_embd_norm.weight" : "output_norm.weight");
   float *embd_nw = lt_bloom(s) ? lt_deq(g, "token_embd_norm.weight") : NULL;
   float *embd_nb = lt_bloom(s) ? lt_deq(g, "token_embd_norm.bias") : NULL;
   /* command-r's LayerNorms have no bias: zeros here, so lt_norm takes LayerNorm */
@@ -607,9 +623,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *(*LN)[5] = calloc((size_t)s->layers, sizeof *LN);
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
   lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
+  lt_conv *LC = calloc((size_t)s->layers, sizeof *LC);    /* lfm2: the short convolutions */
+  float *bcx = malloc((size_t)(3 * D) * 4);
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LNB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && bcx && LNB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -625,6 +643,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && (lt_no_pre_norms(s) || lt_weightless(s))) continue;
       if (i >= 1 && i <= 3 && lt_mla(s)) continue;
+      if (i >= 1 && i <= 4 && lt_conv_block(s, l)) continue;
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
@@ -637,6 +656,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     }
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
+    if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -647,7 +667,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     }
     const char *norms[5] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm", "attn_sinks"};
     for (int i = 0; i < 5; ++i) {
-      if (!(i < 2 ? lt_qk_norm(s) : i < 4 ? lt_post_norms(s) : lt_oai(s))) continue;
+      if (!(i < 2 ? lt_qk_norm(s) && !lt_conv_block(s, l) : i < 4 ? lt_post_norms(s) : lt_oai(s))) continue;
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
       LN[l][i] = lt_deq(g, n);
       if (!LN[l][i]) ok = 0;
@@ -678,6 +698,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (lt_mla(s)) {
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         if (!lt_mla_attention(s, &LM[l], W[4], p, h, t2)) ok = 0;
+      } else if (lt_conv_block(s, l)) {
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        lt_conv_apply(&LC[l], D, p, !lt_without(s, "conv history"), h, bcx, t2);
       } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         if (W[0] || lt_weightless(s)) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
@@ -844,9 +867,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; LN && i < 5; ++i) free(LN[l][i]);
     if (LX) lt_experts_free(&LX[l]);
     if (LM) lt_mla_free(&LM[l]);
+    if (LC) lt_conv_free(&LC[l]);
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LM); free(LNB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(bcx); free(LNB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;
