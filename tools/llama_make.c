@@ -32,6 +32,10 @@
  * half of each head rotated; a dense first block of 5120, then 256 experts
  * of 512, 8 per token chosen by a sigmoid router in the best 4 of 8 groups,
  * and one shared expert).
+ * lfm2-1.2b is LFM2-1.2B's (an lfm2 file: 16 blocks, attention in blocks 2,
+ * 5, 8, 10, 12 and 14 with 32 heads of 64, 8 KV heads and per-head q and k
+ * norms, short convolutions of 3 taps (f32, as llama.cpp's quantizer keeps
+ * them) in the other ten; a head tied to the 65536-row embedding).
  * The routers' rows are all distinct (the other weights repeat 16 rows), so
  * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
@@ -54,7 +58,8 @@ typedef struct lm_shape {
   int llama3; /* tied head, rope_freqs.weight */
   int qwen2;  /* tied head, q, k, v biases, qwen2.* keys */
   int64_t experts, experts_used; /* a mixture where experts > 0: */
-  const char *moe_arch;          /* olmoe (q, k norms over rows) or qwen3moe (per head) */
+  const char *moe_arch;          /* olmoe (q, k norms over rows), qwen3moe (per head), ...; lfm2 (no
+                                  * experts): the architecture where not llama */
   int64_t ff_exp, head_dim;      /* qwen3moe: the experts' width, the head width */
 } lm_shape;
 
@@ -87,7 +92,12 @@ static const lm_shape lm_shapes[] = {
     {"gpt-oss-20b", 201088, 2880, 24, 64, 8, 2880, 131072, 150000.0f, 0, 0, 32, 4, "gpt-oss", 2880, 64},
     {"deepseek-v2-lite", 102400, 2048, 27, 16, 1, 10944, 163840, 10000.0f, 0, 0, 64, 6, "deepseek2", 1408, 0},
     {"ling-mini-2.0", 157184, 2048, 20, 16, 4, 5120, 32768, 600000.0f, 0, 0, 256, 8, "bailingmoe2", 512, 128},
+    {"lfm2-1.2b", 65536, 2048, 16, 32, 8, 8192, 128000, 1000000.0f, 0, 0, 0, 0, "lfm2", 0, 0},
 };
+
+/* lfm2: the attention blocks of LFM2-1.2B (the others convolve) */
+static int lm_lfm2(const char *arch) { return strcmp(arch, "lfm2") == 0; }
+static int lm_lfm2_attention(int64_t l) { return l == 2 || l == 5 || l == 8 || l == 10 || l == 12 || l == 14; }
 
 
 typedef struct lm_build {
@@ -293,7 +303,7 @@ static int tp_llama_make(int argc, char **argv) {
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
-            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0)\n", shape_name);
+            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0, lfm2-1.2b)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -310,7 +320,7 @@ static int tp_llama_make(int argc, char **argv) {
   int64_t hd = s->head_dim ? s->head_dim : s->dim / s->heads;
 #define LM_KV(call) \
   if (b.st == TOPOS_OK) b.st = (call)
-  const char *arch = s->qwen2 ? "qwen2" : s->experts ? s->moe_arch : "llama";
+  const char *arch = s->qwen2 ? "qwen2" : s->moe_arch ? s->moe_arch : "llama";
   char kb[96];
   LM_KV(topos_gguf_writer_add_string(b.w, "general.architecture", arch));
   LM_KV(topos_gguf_writer_add_string(b.w, "general.name", s->name));
@@ -322,7 +332,16 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"),
                                   (uint32_t)(lm_mla(arch) ? lm_mla_dims.rope : lm_ling(arch) ? hd / 2 : hd)));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count"), (uint32_t)s->heads));
-  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  if (lm_lfm2(arch)) { /* one entry per block, 0 for a convolution; its taps */
+    uint32_t *kv = lm_keep(&b, (size_t)s->layers * sizeof *kv);
+    if (!kv) b.st = TOPOS_ERR_OUT_OF_MEMORY;
+    for (int64_t l = 0; kv && l < s->layers; ++l) kv[l] = lm_lfm2_attention(l) ? (uint32_t)s->kv_heads : 0;
+    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "attention.head_count_kv"), TOPOS_GGUF_U32, kv,
+                                      (uint64_t)s->layers));
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "shortconv.l_cache"), 3));
+  } else {
+    LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  }
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base"), s->rope_base));
   if (s->experts) {
@@ -373,7 +392,7 @@ static int tp_llama_make(int argc, char **argv) {
   const topos_dtype experts_type = base;
   if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
-  const int tied = s->llama3 || s->qwen2;
+  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch);
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
   for (int64_t l = 0; l < s->layers; ++l) {
@@ -383,6 +402,25 @@ static int tp_llama_make(int argc, char **argv) {
   snprintf(n, sizeof n, "blk.%d." suffix, (int)l);        \
   lm_tensor(&b, n, type, e0, e1, norm)
     LM_T("attn_norm.weight", base, s->dim, 0, 1);
+    if (lm_lfm2(arch)) { /* attention or a short convolution, then the feed-forward */
+      if (lm_lfm2_attention(l)) {
+        LM_T("attn_q.weight", base, s->dim, s->heads * hd, 0);
+        LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
+        LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
+        LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
+        LM_T("attn_q_norm.weight", base, hd, 0, 1);
+        LM_T("attn_k_norm.weight", base, hd, 0, 1);
+      } else {
+        LM_T("shortconv.conv.weight", TOPOS_F32, 3, s->dim, 0);
+        LM_T("shortconv.in_proj.weight", base, s->dim, 3 * s->dim, 0);
+        LM_T("shortconv.out_proj.weight", base, s->dim, s->dim, 0);
+      }
+      LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+      LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
+      LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
+      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+      continue;
+    }
     if (lm_mla(arch)) { /* latent attention; a dense first block, then experts and shared ones */
       const int64_t H = s->heads, R = lm_mla_dims.kv_lora, P = lm_mla_dims.rope, N = lm_mla_dims.nope;
       const int64_t V = lm_mla_dims.v_dim, S = lm_mla_dims.shared, fe = s->ff_exp;
@@ -450,7 +488,7 @@ static int tp_llama_make(int argc, char **argv) {
 #undef LM_T
 #undef LM_TYPE
   }
-  lm_tensor(&b, "output_norm.weight", base, s->dim, 0, 1);
+  lm_tensor(&b, lm_lfm2(arch) ? "token_embd_norm.weight" : "output_norm.weight", base, s->dim, 0, 1);
   if (!tied) lm_tensor(&b, "output.weight", head, s->dim, s->vocab, 0);
   if (b.st == TOPOS_OK) b.st = topos_gguf_writer_write(b.w, out);
   topos_status st = b.st;
@@ -463,7 +501,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b] "
           "[--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
