@@ -485,6 +485,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_k_norm.weight", l);
       TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? kv_dim : c->head_dim, per_head ? c->n_kv_heads : 0, optional,
                              &L->k_norm));
+      if (c->qk_norm == 2 && c->norm_bias && L->q_norm) { /* mpt's LayerNorms: biases where the file has them */
+        TP_WO(q_norm_b, "attn_q_norm.bias", q_dim, 0, 1);
+        TP_WO(k_norm_b, "attn_k_norm.bias", kv_dim, 0, 1);
+      }
     }
     if (c->post_norms) {
       TP_W(post_attn_norm, "post_attention_norm.weight", c->dim, 0);
@@ -589,7 +593,8 @@ void topos_llama_free(topos_llama *m) {
                              L->gate_inp_shexp, L->attn_norm_b, L->ffn_norm_b, L->exp_probs_b,
                              L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks,
                              L->attn_norm_2, L->attn_norm_2_b, L->wq_a, L->q_a_norm, L->wkv_a,
-                             L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out};
+                             L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out,
+                             L->q_norm_b, L->k_norm_b};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

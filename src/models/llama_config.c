@@ -236,6 +236,9 @@ typedef struct tp_llama_arch_extra {
   /* LFM2: attention.head_count_kv a per-block array whose zeros are short
    * convolutions (tp_llama_shortconv), the final norm named token_embd_norm */
   int shortconv;
+  int no_rope;         /* no layer rotates, whatever else positions them (mpt, jais: ALiBi where
+                        * the file gives a bias, else nothing, as llama.cpp's graphs) */
+  int positions_maybe; /* position_embd.weight where the file has it: learned positions (mpt) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -257,9 +260,10 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen", .ff_half = 1},
     {.name = "olmo", .weightless = 1, .clamp = 1},
     {.name = "bloom", .alibi = 8.0f, .embd_norm = 1},
-    {.name = "mpt", .alibi_key = 1, .norm_bias_maybe = 1, .clamp = 1},
+    {.name = "mpt", .alibi_key = 1, .norm_bias_maybe = 1, .clamp = 1, .qk_norm_optional = 1, .no_rope = 1,
+     .positions_maybe = 1},
     {.name = "refact", .alibi = 8.0f},
-    {.name = "jais", .alibi_key = 1, .attn_scale_hd = 1},
+    {.name = "jais", .alibi_key = 1, .attn_scale_hd = 1, .no_rope = 1},
     {.name = "baichuan", .baichuan = 1},
     {.name = "minicpm", .minicpm = 1},
     {.name = "command-r", .qk_norm_optional = 1, .qk_norm_heads = 1},
@@ -290,7 +294,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"xverse", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"olmo", TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* OLMo 1: norms without weights */
     {"bloom", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
-    {"mpt", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi */
+    /* ALiBi or learned positions; q and k LayerNorms over whole rows where the file has them */
+    {"mpt", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW, 0, 0, 0,
+     0, TP_SWA_ROPE_SAME, 0},
     {"baichuan", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the 13B: ALiBi */
     {"refact", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},  /* ALiBi */
     {"jais", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi, gated */
@@ -808,6 +814,11 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->parallel_residual = (a->flags & TP_ARCH_PARALLEL) != 0;
   c->attn_sinks = (a->flags & TP_ARCH_OAI) != 0;
   c->learned_positions = (a->flags & TP_ARCH_POSITIONS) != 0;
+  if (x.positions_maybe) { /* mpt: where the file has the table */
+    int64_t index;
+    c->learned_positions = topos_gguf_find_tensor(g, "position_embd.weight", &index) == TOPOS_OK;
+    topos_clear_error();
+  }
   TP_TRY(tp_llama_u64(g, TP_K("context_length"), 1, 0, &c->n_ctx_train));
   TP_TRY(tp_llama_u64(g, TP_K("embedding_length"), 1, 0, &c->dim));
   TP_TRY(tp_llama_u64(g, TP_K("block_count"), 1, 0, &c->n_layers));
@@ -900,7 +911,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     if (!isfinite(c->alibi_max_bias))
       return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g is not a finite bias", kb, (double)c->alibi_max_bias);
   }
-  if (c->alibi_max_bias > 0.0f) *nope_all = 1;
+  if (c->alibi_max_bias > 0.0f || x.no_rope) *nope_all = 1;
   c->embd_norm = x.embd_norm;
   if (x.attn_scale_hd) c->attn_scale = 1.0f / (float)c->head_dim;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));

@@ -548,11 +548,11 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       v = tp_clamp(r, tp_bias(r, v, L->bv, T), c->clamp_kqv);
       const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
       if (L->q_norm && !late)
-        q = c->qk_norm == 2   ? tp_rmsnorm_n(r, q, T, H * hd, L->q_norm)
+        q = c->qk_norm == 2   ? tp_norm_n(r, q, T, H * hd, L->q_norm, L->q_norm_b)
             : c->qk_norm == 3 ? tp_head_norm_weights(r, q, H, L->q_norm)
                               : tp_head_norm(r, q, H, L->q_norm);
       if (L->k_norm && !late)
-        k = c->qk_norm == 2   ? tp_rmsnorm_n(r, k, T, KVH * hd, L->k_norm)
+        k = c->qk_norm == 2   ? tp_norm_n(r, k, T, KVH * hd, L->k_norm, L->k_norm_b)
             : c->qk_norm == 3 ? tp_head_norm_weights(r, k, KVH, L->k_norm)
                               : tp_head_norm(r, k, KVH, L->k_norm);
       q = tp_reshape(r, q, 3, T, H, hd, 0);

@@ -64,6 +64,7 @@ typedef struct tp_llama_layer {
   topos_tensor *attn_norm_b, *ffn_norm_b;    /* LayerNorm biases, f32 [dim], or NULL */
   topos_tensor *attn_norm_2, *attn_norm_2_b; /* Falcon-40B: the attention's own LayerNorm, or NULL */
   topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] ([heads, head_dim]: qk_norm 3) or NULL */
+  topos_tensor *q_norm_b, *k_norm_b;         /* whole-row LayerNorms' biases (mpt), or NULL */
   topos_tensor *post_attn_norm, *post_ffn_norm; /* f32 [dim] or NULL (config.post_norms) */
   int windowed;                              /* the sliding window applies to this layer */
   int nope;                                  /* q and k are not rotated (smollm3, some granite files) */

@@ -22,11 +22,11 @@ static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
-         s->qk_norm_heads || lt_lfm2(s);
+         s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm);
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
-  return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe") || lt_arch_is(s, "minimax-m2");
+  return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "mpt");
 }
 static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
 /* minicpm: granite's graph, its scales defaulting where the file has no keys:
@@ -50,7 +50,9 @@ static inline int lt_relu2(const lt_spec *s) { return lt_arch_is(s, "arcee") || 
  * its own. */
 static inline int lt_gptneox(const lt_spec *s) { return lt_arch_is(s, "gptneox"); }
 /* gpt2, starcoder: learned positions, no rotation */
-static inline int lt_positions(const lt_spec *s) { return lt_arch_is(s, "gpt2") || lt_arch_is(s, "starcoder"); }
+static inline int lt_positions(const lt_spec *s) {
+  return lt_arch_is(s, "gpt2") || lt_arch_is(s, "starcoder") || (lt_arch_is(s, "mpt") && s->mpt_form == 'p');
+}
 /* bloom: ALiBi (no rotation) and the embedding's LayerNorm, gpt2's blocks otherwise;
  * mpt: ALiBi by its key (8 here), LayerNorms without biases */
 static inline int lt_bloom(const lt_spec *s) { return lt_arch_is(s, "bloom"); }
@@ -59,7 +61,7 @@ static inline int lt_mpt(const lt_spec *s) { return lt_arch_is(s, "mpt"); }
 static inline int lt_jais(const lt_spec *s) { return lt_arch_is(s, "jais"); }
 /* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's; refact: always */
 static inline int lt_alibi(const lt_spec *s) {
-  return lt_bloom(s) || lt_mpt(s) || lt_jais(s) || lt_arch_is(s, "refact") ||
+  return lt_bloom(s) || (lt_mpt(s) && !s->mpt_form) || lt_jais(s) || lt_arch_is(s, "refact") ||
          (lt_arch_is(s, "baichuan") && s->layers == 40);
 }
 /* ALiBi's slope of head h of H with the maximum bias 8: 2^(-8/n (h+1)) for
@@ -155,7 +157,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
-         lt_alibi(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm");
+         lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -164,7 +166,7 @@ static inline int lt_own_keys(const lt_spec *s) {
 static inline int64_t lt_window(const lt_spec *s) {
   if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
-  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2"))
+  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2") || lt_lfm2(s))
     return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
   if (lt_llama4(s)) return s->swa > 0 ? s->swa : 8192; /* chunks, not a window */
@@ -173,7 +175,7 @@ static inline int64_t lt_window(const lt_spec *s) {
 
 static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (lt_window(s) == 0) return 0;
-  if (lt_phi3(s)) return 1;
+  if (lt_phi3(s) || lt_lfm2(s)) return 1; /* lfm2: every attention block */
   if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
   const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
                     : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
@@ -187,7 +189,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
   return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
-         lt_alibi(s) ||
+         lt_alibi(s) || lt_mpt(s) || lt_jais(s) || /* mpt, jais: never rotated */
          ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 

@@ -21,8 +21,10 @@
  *   bloom      ALiBi (each head's slope times the key's distance added to
  *              its scores, no rotation), the embedding's LayerNorm, gpt2's
  *              blocks (q, k, v in attn_qkv, GELU without a gate, biases)
- *   mpt        ALiBi by attention.max_alibi_bias, LayerNorms without biases,
- *              q, k, v clamped where the file says
+ *   mpt        ALiBi by attention.max_alibi_bias, or learned positions, or
+ *              neither (never rotated); LayerNorms without biases, q, k, v
+ *              clamped where the file says; q and k LayerNorms over whole
+ *              rows with biases where the file has them
  *   baichuan   llama's graph, ALiBi instead of the rotation with 40 blocks
  *   refact     llama's graph with ALiBi
  *   jais       ALiBi by its key, LayerNorms with biases, a gated feed-forward
@@ -265,6 +267,36 @@ TEST(llama_mpt_files) {
   }
   lt_close(&m);
   lg_check_alibi_matters(&s);
+  /* q and k LayerNorms over whole rows with biases (MPT's qk_ln), where the file has them */
+  lt_spec q = s;
+  q.mpt_qk_norm = 1;
+  CHECK_OK(lt_open(&q, &m));
+  if (m.model) {
+    CHECK(topos_llama_config_of(m.model)->qk_norm == 2);
+    CHECK(m.model->layers[1].q_norm && m.model->layers[1].q_norm_b && m.model->layers[1].k_norm_b);
+  }
+  lt_close(&m);
+  lt_spec without = q;
+  without.mpt_qk_norm = 0;
+  lt_check_spec_variant(&q, &without);
+  /* learned positions instead of ALiBi (no max_alibi_bias), never rotated */
+  lt_spec p = s;
+  p.mpt_form = 'p';
+  CHECK_OK(lt_open(&p, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->learned_positions == 1 && c->alibi_max_bias == 0.0f && c->n_nope_layers == c->n_layers && m.model->pos_embd);
+  }
+  lt_close(&m);
+  without = p;
+  without.plain_without = "positions";
+  lt_check_spec_variant(&p, &without);
+  /* neither: no position signal but the causal mask (llama.cpp's mpt graph rotates nothing) */
+  p.mpt_form = 'n';
+  CHECK_OK(lt_open(&p, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->n_nope_layers == p.layers);
+  if (m.model) lt_compare_plain_model(&m, &p, TOPOS_NUMERICS_EXACT, 1e-5);
+  lt_close(&m);
   s.clamp_kqv = 0.05f;
   lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
   lt_check_decode_of(&s);

@@ -65,6 +65,18 @@ TEST(llama_lfm2_files) {
   lt_spec without = s;
   without.plain_without = "conv history";
   lt_check_spec_variant(&s, &without);
+  /* a sliding window on every attention block (attention.sliding_window) */
+  s.swa = 4;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 4 && m.model->layers[2].windowed && m.model->layers[4].windowed);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  without = s;
+  without.swa = 0;
+  lt_check_spec_variant(&s, &without);
   /* quantized products, f32 and f16 caches */
   lt_spec q = lt_default_spec();
   q.arch = "lfm2";

@@ -89,6 +89,9 @@ typedef struct lt_spec {
                             * (StableLM 2 12B) */
   const char *conv_blocks; /* lfm2: block l is a short convolution where conv_blocks[l % length] is 'C'
                             * (llama_lfm2_util.h) */
+  int mpt_form;            /* mpt: 0 ALiBi of 8 (attention.max_alibi_bias); 'p' learned positions
+                            * (position_embd.weight) instead; 'n' neither (no key, no table) */
+  int mpt_qk_norm;         /* mpt: attn_q_norm / attn_k_norm LayerNorms over whole rows, with biases */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -289,7 +292,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   }
   if ((lt_phi3(s) && s->swa >= 0) ||
       ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2") ||
-        lt_llama4(s)) &&
+        lt_llama4(s) || lt_lfm2(s)) &&
        s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
@@ -314,7 +317,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (scales[i] > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, scale_keys[i]), scales[i]));
   if (s->nope_all) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "rope.scaling.finetuned"), 0));
   if (s->clamp_kqv > 0) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.clamp_kqv"), s->clamp_kqv));
-  if (lt_mpt(s) || lt_jais(s)) LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.max_alibi_bias"), 8.0f));
+  if ((lt_mpt(s) && !s->mpt_form) || lt_jais(s))
+    LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "attention.max_alibi_bias"), 8.0f));
   const float extra[4] = {s->attn_temp_scale, s->yarn_beta_fast, s->yarn_beta_slow, s->yarn_log_mul};
   const char *extra_keys[4] = {"attention.temperature_scale", "rope.scaling.yarn_beta_fast",
                                "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_log_multiplier"};
@@ -455,6 +459,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       const int heads = s->qk_norm_heads;  /* a weight per head */
       LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, heads ? s->heads : 0, 1);
       LT_W("attn_k_norm.weight", TOPOS_F32, rows ? s->kv_heads * hd : hd, heads ? s->kv_heads : 0, 1);
+      if (lt_mpt(s)) { /* LayerNorms with biases */
+        LT_W("attn_q_norm.bias", TOPOS_F32, s->heads * hd, 0, 0);
+        LT_W("attn_k_norm.bias", TOPOS_F32, s->kv_heads * hd, 0, 0);
+      }
     }
     if (lt_post_norms(s)) {
       LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
@@ -627,7 +635,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *bcx = malloc((size_t)(3 * D) * 4);
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && bcx && LNB &&
+  float *(*LQB)[2] = calloc((size_t)s->layers, sizeof *LQB); /* mpt: the q and k LayerNorms' biases */
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && bcx && LNB && LQB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -671,6 +680,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
       LN[l][i] = lt_deq(g, n);
       if (!LN[l][i]) ok = 0;
+    }
+    for (int i = 0; lt_mpt(s) && lt_qk_norm(s) && i < 2; ++i) {
+      snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "attn_k_norm" : "attn_q_norm");
+      if (!(LQB[l][i] = lt_deq(g, n))) ok = 0;
     }
     /* biases of names[i]: q, k, v (biases >= 1), output (>= 2), gate, up, down (3) */
     for (int i = 1; i < 9; ++i) {
@@ -725,9 +738,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           else
             lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
-        if (LN[l][0] && lt_qk_norm_rows(s)) { /* over the whole q and k rows */
-          lt_rmsnorm(q, q, LN[l][0], qd, 1e-5f);
-          lt_rmsnorm(kp, kp, LN[l][1], kvd, 1e-5f);
+        if (LN[l][0] && lt_qk_norm_rows(s)) { /* over the whole q and k rows (mpt: LayerNorms) */
+          lt_norm(q, q, LN[l][0], LQB[l][0], qd, 1e-5f);
+          lt_norm(kp, kp, LN[l][1], LQB[l][1], kvd, 1e-5f);
         }
         /* gemma3's windowed layers: a base of their own (absent: 10000) and no
          * position scaling; olmo2's: the file's base unless it says, no scaling,
@@ -869,8 +882,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (LM) lt_mla_free(&LM[l]);
     if (LC) lt_conv_free(&LC[l]);
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
+    for (int i = 0; LQB && i < 2; ++i) free(LQB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(bcx); free(LNB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(bcx); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;
