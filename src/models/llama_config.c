@@ -239,6 +239,7 @@ typedef struct tp_llama_arch_extra {
   int no_rope;         /* no layer rotates, whatever else positions them (mpt, jais: ALiBi where
                         * the file gives a bias, else nothing, as llama.cpp's graphs) */
   int positions_maybe; /* position_embd.weight where the file has it: learned positions (mpt) */
+  int qk_norm_late;    /* the per-head q and k norms follow the rotation (maincoder; hunyuan's too) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -257,6 +258,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "chatglm", .gate_up = 1},
     {.name = "arcee", .relu2 = 1},
     {.name = "nemotron", .relu2 = 1},
+    {.name = "jais2", .relu2 = 1},
+    {.name = "maincoder", .qk_norm_late = 1},
     {.name = "qwen", .ff_half = 1},
     {.name = "olmo", .weightless = 1, .clamp = 1},
     {.name = "bloom", .alibi = 8.0f, .embd_norm = 1},
@@ -302,6 +305,10 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"jais", TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* ALiBi, gated */
     {"qwen", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* Qwen 1: attn_qkv, half ff */
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Maincoder: llama's rotation, then per-head q and k norms (hunyuan's order) */
+    {"maincoder", TP_ARCH_BIASES | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Jais 2: nemotron's blocks (LayerNorms with biases, relu2 without a gate, NEOX) */
+    {"jais2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
     {"nemotron", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
@@ -843,7 +850,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
                       0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
-  c->qk_norm_after_rope = x.hunyuan;
+  c->qk_norm_after_rope = x.hunyuan || x.qk_norm_late;
   if (x.qk_norm_heads) c->qk_norm = 3;
   if (x.parallel_without_ffn_norm) {
     int64_t index;

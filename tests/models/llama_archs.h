@@ -22,7 +22,7 @@ static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
-         s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm);
+         s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm) || lt_arch_is(s, "maincoder");
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -42,7 +42,9 @@ static inline double lt_logit_scale(const lt_spec *s) {
   return s->logit_scale > 0 ? s->logit_scale : lt_minicpm(s) ? 256.0 / (double)s->dim : 0.0;
 }
 /* arcee (RMS norms), nemotron (LayerNorms): the plain feed-forward with ReLU squared */
-static inline int lt_relu2(const lt_spec *s) { return lt_arch_is(s, "arcee") || lt_arch_is(s, "nemotron"); }
+static inline int lt_relu2(const lt_spec *s) {
+  return lt_arch_is(s, "arcee") || lt_arch_is(s, "nemotron") || lt_arch_is(s, "jais2");
+}
 /* The LayerNorm files: starcoder2, phi2, gpt2, starcoder, gptneox, falcon
  * without a gate (GELU of up), stablelm and command-r / cohere2 with one;
  * command-r's norms without biases; phi2's, falcon's and command-r's
@@ -102,6 +104,11 @@ static inline int lt_ffn_post_name(const lt_spec *s) {
 static inline int lt_without(const lt_spec *s, const char *feature) {
   return s->plain_without && strcmp(s->plain_without, feature) == 0;
 }
+/* hunyuan, maincoder: the per-head q and k norms after the rotation (the
+ * plain forward without "late norms": before it) */
+static inline int lt_qk_norm_late(const lt_spec *s) {
+  return (lt_hunyuan(s) || lt_arch_is(s, "maincoder")) && !lt_without(s, "late norms");
+}
 
 /* Llama 4: chunked attention on three layers of four (the fourth unrotated,
  * with temperature tuning), q and k L2-normed after the rotation (but with
@@ -157,7 +164,8 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
-         lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm");
+         lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
+         lt_arch_is(s, "maincoder");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

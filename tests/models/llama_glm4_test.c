@@ -11,7 +11,9 @@
  *              absent: embedding 12, residual 1.4 / sqrt(blocks), logits
  *              divided by 256 / dim
  *   arcee      the plain feed-forward (no gate) with ReLU squared
- *   nemotron   that with LayerNorms and NEOX pairs (Nemotron-4, Minitron)
+ *   nemotron   that with LayerNorms and NEOX pairs (Nemotron-4, Minitron);
+ *   jais2      the same blocks (Jais 2)
+ *   maincoder  llama's rotation, then per-head q and k norms (hunyuan's order)
  *   qwen       Qwen 1: q, k, v in attn_qkv with its bias, NEOX pairs, the
  *              feed-forward half of feed_forward_length
  *   orion      LayerNorms with biases, a gated feed-forward, NEOX pairs
@@ -165,6 +167,32 @@ TEST(llama_arcee_nemotron_files) {
   lt_close(&m);
   without = s;
   without.plain_without = "relu2";
+  lt_check_spec_variant(&s, &without);
+  s.arch = "jais2"; /* nemotron's blocks with every bias */
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ffn_relu2 == 1 && c->layer_norm == 1 && c->norm_bias == 1 && c->rope_neox == 1 && c->ffn_plain == 1);
+  }
+  lt_close(&m);
+  without = s;
+  without.plain_without = "relu2";
+  lt_check_spec_variant(&s, &without);
+}
+
+TEST(llama_maincoder_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "maincoder";
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->qk_norm_after_rope == 1 && c->rope_neox == 0);
+    CHECK(m.model->layers[1].q_norm && m.model->layers[1].k_norm);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the plain forward with the norms before the rotation: far off */
+  without.plain_without = "late norms";
   lt_check_spec_variant(&s, &without);
 }
 

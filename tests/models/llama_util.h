@@ -731,7 +731,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           *v = *v < -s->clamp_kqv ? -s->clamp_kqv : *v > s->clamp_kqv ? s->clamp_kqv : *v;
         }
         /* q and k norms, per head (hunyuan: after the rotation, below) */
-        for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && !lt_hunyuan(s) && head < H + KVH; ++head) {
+        for (int64_t head = 0; LN[l][0] && !lt_qk_norm_rows(s) && !lt_qk_norm_late(s) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           if (s->qk_norm_heads) /* LayerNorm, no bias, the head's own weight */
             lt_norm(v, v, head < H ? LN[l][0] + head * hd : LN[l][1] + (head - H) * hd, zeros, hd, 1e-5f);
@@ -779,7 +779,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           const float f = (float)(log((double)(p / orig) + 1.0) * s->attn_temp_scale + 1.0);
           for (int64_t i = 0; i < qd; ++i) q[i] *= f;
         }
-        for (int64_t head = 0; LN[l][0] && lt_hunyuan(s) && head < H + KVH; ++head) {
+        for (int64_t head = 0; LN[l][0] && lt_qk_norm_late(s) && head < H + KVH; ++head) {
           float *v = head < H ? q + head * hd : kp + (head - H) * hd;
           lt_rmsnorm(v, v, head < H ? LN[l][0] : LN[l][1], hd, 1e-5f);
         }
