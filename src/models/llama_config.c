@@ -797,7 +797,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(st);
   const tp_llama_arch *a = tp_llama_arch_of(arch);
   if (!a) { /* the table's names, in its order */
-    char known[512];
+    char known[1024];
     size_t used = 0;
     const size_t n = sizeof tp_llama_archs / sizeof tp_llama_archs[0];
     for (size_t i = 0; i < n && used < sizeof known; ++i)
