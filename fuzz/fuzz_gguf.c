@@ -41,7 +41,11 @@
  * with its bias, feed_forward_length twice the width); tiny-bloom.bin and
  * tiny-mpt.bin (ALiBi: the embedding's LayerNorm and biases; LayerNorms
  * without biases, max_alibi_bias, clamp_kqv); tiny-chatglm.bin the glm4
- * seed as a chatglm file (no post-norms, no nextn block, no sections). */
+ * seed as a chatglm file (no post-norms, no nextn block, no sections);
+ * tiny-stablelm12b.bin a stablelm file of dim 16 (per-head q and k
+ * LayerNorms, no ffn_norm); tiny-lfm2.bin an lfm2 file of dim 16 (a
+ * short-convolution block of 3 taps, then an attention one: head_count_kv
+ * [0, 1], the final norm token_embd_norm). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +154,7 @@ static void fz_llama(topos_gguf *g) {
   }
   const topos_llama_config *c = topos_llama_config_of(m);
   if (c->n_layers < 1 || c->dim < 1 || c->n_heads < 1 || c->n_kv_heads < 1) __builtin_trap();
+  if (c->n_conv_layers < 0 || c->n_conv_layers > c->n_layers || (c->n_conv_layers && c->conv_len < 2)) __builtin_trap();
   topos_llama_free(m);
 }
 

@@ -96,6 +96,7 @@ typedef struct topos_llama_config {
   int norm_bias;         /* 1: those LayerNorms have biases (all but command-r's) */
   int ffn_plain;         /* 1: no gate: down(GELU(up h + b)) + b (starcoder2, phi2) */
   int ffn_relu2;         /* 1: that activation is ReLU squared instead of GELU (arcee, nemotron) */
+  int ffn_xielu;         /* 1: that activation is xIELU with each block's parameters (apertus) */
   int norm_weightless;   /* 1: the LayerNorms have no weights or biases (OLMo 1) */
   float alibi_max_bias;  /* > 0: ALiBi, head h's scores plus slope_h * (key position - query position),
                           * slopes from this maximum bias as ggml's (bloom: 8); no rotation */

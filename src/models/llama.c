@@ -523,6 +523,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }
+    if (m->xielu) memcpy(L->xielu, m->xielu + l * 4, sizeof L->xielu);
     TP_TRY(tp_llama_join_layer(L));
   }
   /* llama.cpp refuses such files too (its tensor count check); the
@@ -611,6 +612,7 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);
   free(m->rope_still);
+  free(m->xielu);
   free(m->used);
   free(m->swa_layers);
   free(m->conv_blocks);

@@ -240,6 +240,7 @@ typedef struct tp_llama_arch_extra {
                         * the file gives a bias, else nothing, as llama.cpp's graphs) */
   int positions_maybe; /* position_embd.weight where the file has it: learned positions (mpt) */
   int qk_norm_late;    /* the per-head q and k norms follow the rotation (maincoder; hunyuan's too) */
+  int xielu;           /* the plain feed-forward's activation is xIELU, per block (tp_llama_xielu: apertus) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -260,6 +261,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "nemotron", .relu2 = 1},
     {.name = "jais2", .relu2 = 1},
     {.name = "maincoder", .qk_norm_late = 1},
+    {.name = "apertus", .xielu = 1},
     {.name = "qwen", .ff_half = 1},
     {.name = "olmo", .weightless = 1, .clamp = 1},
     {.name = "bloom", .alibi = 8.0f, .embd_norm = 1},
@@ -307,6 +309,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Maincoder: llama's rotation, then per-head q and k norms (hunyuan's order) */
     {"maincoder", TP_ARCH_BIASES | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Apertus: qwen3's attention (its optional output bias), xIELU of up without a gate */
+    {"apertus", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Jais 2: nemotron's blocks (LayerNorms with biases, relu2 without a gate, NEOX) */
     {"jais2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-4 / Minitron: LayerNorms (the converter adds LayerNorm1p's 1), relu2 without a gate */
@@ -788,6 +792,54 @@ static topos_status tp_llama_shortconv(topos_llama *m) {
   return TOPOS_OK;
 }
 
+/* ggml's softplus in f32: x past 20 as is, else ln(1 + e^x) */
+static float tp_softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+/* Apertus's xIELU, per block (xielu.alpha_n, alpha_p, beta, eps: keys without
+ * the architecture's prefix, as its converter writes them and llama.cpp reads
+ * them; one number for all blocks or an array of one each), kept as llama.cpp's op takes
+ * them: [l][0] = beta + softplus(alpha_n), [1] = softplus(alpha_p), [2] =
+ * beta, [3] = eps; xielu(x) = x > 0 ? [1] x^2 + [2] x : (expm1(min(x, [3]))
+ * - x) [0] + [2] x. */
+static topos_status tp_llama_xielu(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  const topos_llama_config *c = &m->config;
+  const char *names[4] = {"xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"};
+  m->xielu = malloc((size_t)c->n_layers * 4 * sizeof *m->xielu);
+  if (!m->xielu) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: xIELU parameters");
+  for (int p = 0; p < 4; ++p) {
+    const char *kb = names[p];
+    int64_t index;
+    topos_gguf_kv kv;
+    if (topos_gguf_find_key(g, kb, &index) != TOPOS_OK) {
+      topos_clear_error();
+      return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", kb);
+    }
+    TP_TRY(topos_gguf_kv_at(g, index, &kv));
+    if (kv.type == TOPOS_GGUF_ARRAY && kv.count != (uint64_t)c->n_layers)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " blocks, block_count is %" PRId64, kb, kv.count,
+                     c->n_layers);
+    for (int64_t l = 0; l < c->n_layers; ++l) {
+      double v = 0.0;
+      float f = 0.0f;
+      topos_status st = kv.type == TOPOS_GGUF_ARRAY ? topos_gguf_array_float(g, index, (uint64_t)l, &v)
+                                                     : topos_gguf_get_f32(g, kb, &f);
+      if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s", kb);
+      if (kv.type == TOPOS_GGUF_ARRAY) f = (float)v;
+      if (!isfinite(f) || fabsf(f) > 1e6f)
+        return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g (block %" PRId64 ") is not a finite parameter", kb, (double)f, l);
+      m->xielu[l * 4 + p] = f;
+    }
+  }
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    float *x = m->xielu + l * 4;
+    const float an = x[0], ap = x[1], beta = x[2];
+    x[0] = beta + tp_softplus(an);
+    x[1] = tp_softplus(ap);
+  }
+  return TOPOS_OK;
+}
+
 topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope_all) {
   topos_gguf *g = m->gguf;
   const char *arch = NULL;
@@ -817,7 +869,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   c->layer_norm = (a->flags & TP_ARCH_LAYER_NORM) != 0;
   c->ffn_plain = (a->flags & TP_ARCH_FFN_PLAIN) != 0;
   c->ffn_relu2 = x.relu2;
-  if (x.relu2) c->ffn_gelu = 0;
+  c->ffn_xielu = x.xielu;
+  if (x.relu2 || x.xielu) c->ffn_gelu = 0;
   c->parallel_residual = (a->flags & TP_ARCH_PARALLEL) != 0;
   c->attn_sinks = (a->flags & TP_ARCH_OAI) != 0;
   c->learned_positions = (a->flags & TP_ARCH_POSITIONS) != 0;
@@ -956,6 +1009,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   TP_TRY(tp_llama_experts(g, a, c));
   if (x.llama4) TP_TRY(tp_llama_llama4(c));
+  if (x.xielu) TP_TRY(tp_llama_xielu(m));
   return TOPOS_OK;
 }
 

@@ -202,12 +202,31 @@ static topos_sym tp_mask_head(tp_rec *r, topos_sym rows, topos_sym all, int64_t 
  * One row (decoding): gate and up in one product where the file has them
  * back to back (or in the file's order joined: gate first). Without a gate
  * (starcoder2, phi2): down(GELU(h . up + b)) + b; arcee's: ReLU(.)^2. */
+/* xIELU of x with p = {beta + softplus(alpha_n), softplus(alpha_p), beta,
+ * eps} (llama_config.c): p1 relu(x)^2 + p2 x, plus (exp(min(x, eps)) - 1 -
+ * x) p0 where x <= 0 (each term where the other branch is taken is an exact
+ * zero) */
+static topos_sym tp_xielu(tp_rec *r, topos_sym x, const float *p) {
+  topos_tape *t = r->t;
+  const topos_sym rx = topos_tape_relu(t, x);
+  const topos_sym pos = topos_tape_mul(t, topos_tape_mul(t, rx, rx), topos_tape_fill_like(t, x, p[1]));
+  const topos_sym lin = topos_tape_mul(t, x, topos_tape_fill_like(t, x, p[2]));
+  const topos_sym nx = topos_tape_neg(t, x);
+  const topos_sym low = topos_tape_neg(t, topos_tape_maximum(t, nx, topos_tape_fill_like(t, x, -p[3])));
+  const topos_sym em1 = topos_tape_sub(t, topos_tape_exp(t, low), topos_tape_fill_like(t, x, 1.0));
+  const topos_sym neg = topos_tape_mul(t, topos_tape_mul(t, topos_tape_sub(t, em1, x), topos_tape_fill_like(t, x, p[0])),
+                                       topos_tape_step(t, nx, topos_tape_fill_like(t, x, 0.0)));
+  return topos_tape_add(t, topos_tape_add(t, pos, lin), neg);
+}
+
 static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
   const int64_t T = r->T;
   if (!L->w_gate) {
     topos_sym up = tp_bias(r, topos_tape_qlinear(t, h, tp_const(r, L->w_up)), L->b_up, T);
-    if (r->c->ffn_relu2) {
+    if (r->c->ffn_xielu) {
+      up = tp_xielu(r, up, L->xielu);
+    } else if (r->c->ffn_relu2) {
       up = topos_tape_relu(t, up);
       up = topos_tape_mul(t, up, up);
     } else {

@@ -98,6 +98,7 @@ typedef struct tp_llama_layer {
    * shortconv.conv transposed, owned), conv_in [3 dim, dim] (b, c, x rows),
    * conv_out [dim, dim]; NULL for attention blocks */
   topos_tensor *conv_taps, *conv_in, *conv_out;
+  float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu; topos_llama.xielu's row) */
 } tp_llama_layer;
 
 struct topos_llama {
@@ -119,6 +120,7 @@ struct topos_llama {
   uint8_t *swa_layers;        /* while loading: the windowed layers where the file lists them
                                * (attention.sliding_window_pattern as an array), else NULL */
   uint8_t *conv_blocks;       /* while loading: 1 per short-convolution block (LFM2), else NULL */
+  float *xielu;               /* [n_layers][4]: each block's xIELU parameters (config.ffn_xielu), else NULL */
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:

@@ -22,7 +22,8 @@ static inline int lt_qk_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") ||
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
-         s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm) || lt_arch_is(s, "maincoder");
+         s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm) || lt_arch_is(s, "maincoder") ||
+         lt_arch_is(s, "apertus");
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -75,13 +76,13 @@ static inline double lt_alibi_slope(int64_t H, int64_t h) {
 }
 static inline int lt_ffn_plain(const lt_spec *s) {
   return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
-         lt_arch_is(s, "falcon") || lt_relu2(s) || lt_bloom(s) || lt_mpt(s);
+         lt_arch_is(s, "falcon") || lt_relu2(s) || lt_bloom(s) || lt_mpt(s) || lt_arch_is(s, "apertus");
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
 /* olmo (OLMo 1): LayerNorms without weights or biases */
 static inline int lt_weightless(const lt_spec *s) { return lt_arch_is(s, "olmo"); }
 static inline int lt_layer_norm(const lt_spec *s) {
-  return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
+  return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee") && !lt_arch_is(s, "apertus")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
          lt_cohere(s) || lt_weightless(s) || lt_jais(s);
 }
 static inline int lt_norm_bias(const lt_spec *s) {
@@ -103,6 +104,13 @@ static inline int lt_ffn_post_name(const lt_spec *s) {
 }
 static inline int lt_without(const lt_spec *s, const char *feature) {
   return s->plain_without && strcmp(s->plain_without, feature) == 0;
+}
+/* the gateless feed-forward's activation in the plain forward: 0 GELU, 1
+ * ReLU squared (arcee, nemotron, jais2), 2 xIELU (apertus; without "xielu":
+ * GELU) */
+static inline int lt_ffn_act(const lt_spec *s) {
+  if (lt_arch_is(s, "apertus")) return lt_without(s, "xielu") ? 0 : 2;
+  return lt_relu2(s) && !lt_without(s, "relu2") ? 1 : 0;
 }
 /* hunyuan, maincoder: the per-head q and k norms after the rotation (the
  * plain forward without "late norms": before it) */
@@ -151,7 +159,7 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
-         lt_arch_is(s, "qwen") || lt_lfm2(s);
+         lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are

@@ -14,6 +14,7 @@
  *   nemotron   that with LayerNorms and NEOX pairs (Nemotron-4, Minitron);
  *   jais2      the same blocks (Jais 2)
  *   maincoder  llama's rotation, then per-head q and k norms (hunyuan's order)
+ *   apertus    qwen3's attention, xIELU of up without a gate (Apertus)
  *   qwen       Qwen 1: q, k, v in attn_qkv with its bias, NEOX pairs, the
  *              feed-forward half of feed_forward_length
  *   orion      LayerNorms with biases, a gated feed-forward, NEOX pairs
@@ -178,6 +179,30 @@ TEST(llama_arcee_nemotron_files) {
   without = s;
   without.plain_without = "relu2";
   lt_check_spec_variant(&s, &without);
+}
+
+/* apertus: qwen3's attention, up through xIELU without a gate, each block
+ * its own parameters (llama.cpp's op: alpha_n' = beta + softplus(alpha_n),
+ * alpha_p' = softplus(alpha_p)) */
+TEST(llama_apertus_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "apertus";
+  s.biases = 2; /* the q, k, v and output biases its files may have */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ffn_xielu == 1 && c->ffn_gelu == 0 && c->ffn_plain == 1 && c->layer_norm == 0 && c->qk_norm == 1);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(!L->w_gate && L->q_norm && L->bo);
+    CHECK(L->xielu[1] == logf(1.0f + expf(0.7f)) && L->xielu[0] == 0.5f + logf(1.0f + expf(0.9f)));
+    CHECK(L->xielu[2] == 0.5f && L->xielu[3] == -1e-6f);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the plain forward with GELU: far off */
+  without.plain_without = "xielu";
+  lt_check_spec_variant(&s, &without);
+  lg_quantized("apertus", 0, 0, 0);
 }
 
 TEST(llama_maincoder_files) {

@@ -26,12 +26,29 @@ static inline double lt_gelu(double a) {
 
 /* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
  * up [F, D], down [D, F], biases NULL for none; mid holds F values. */
+/* Apertus's xIELU of u for block l: the file's raw parameters (lt_xielu_raw)
+ * as llama.cpp takes them, alpha_n' = beta + softplus(alpha_n), alpha_p' =
+ * softplus(alpha_p): u > 0 ? alpha_p' u^2 + beta u : (expm1(min(u, eps)) - u)
+ * alpha_n' + beta u, in double */
+static inline void lt_xielu_raw(int64_t l, double p[4]) {
+  p[0] = 0.8 + 0.1 * (double)l, p[1] = 0.8 - 0.1 * (double)l, p[2] = 0.5, p[3] = -1e-6;
+}
+static inline double lt_xielu(double u, int64_t l) {
+  double p[4];
+  lt_xielu_raw(l, p);
+  const double an = p[2] + log1p(exp((double)(float)p[0])), ap = log1p(exp((double)(float)p[1]));
+  return u > 0 ? ap * u * u + p[2] * u : (expm1(fmin(u, p[3])) - u) * an + p[2] * u;
+}
+
+/* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
+ * up [F, D], down [D, F], biases NULL for none; mid holds F values. ReLU
+ * squared instead of GELU (act 1), Apertus's xIELU of block l (act 2). */
 static inline void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
-                                float *mid, float *out, int64_t D, int64_t F, int relu2) {
+                                float *mid, float *out, int64_t D, int64_t F, int act, int64_t l) {
   lt_matvec(up, h, mid, F, D);
   for (int64_t i = 0; i < F; ++i) {
     const double u = (double)mid[i] + (bu ? bu[i] : 0.0);
-    mid[i] = relu2 ? (float)(u > 0 ? u * u : 0.0) : (float)lt_gelu(u); /* arcee: ReLU squared */
+    mid[i] = act == 2 ? (float)lt_xielu(u, l) : act == 1 ? (float)(u > 0 ? u * u : 0.0) : (float)lt_gelu(u); /* arcee: ReLU squared */
   }
   lt_matvec(down, mid, out, D, F);
   for (int64_t i = 0; bd && i < D; ++i) out[i] += bd[i];

@@ -254,6 +254,8 @@ static inline int lt_conv_block(const lt_spec *s, int64_t l);
 static inline topos_status lt_write_shortconv(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                               topos_rng *rng);
 
+static inline void lt_xielu_raw(int64_t l, double p[4]);
+
 static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   memset(f, 0, sizeof *f);
   topos_gguf_writer *w = NULL;
@@ -334,6 +336,19 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (lt_mla(s)) LT(lt_write_mla_keys(w, s));
   if (lt_ds_moe(s)) LT(lt_write_ds_moe_keys(w, s));
   if (lt_gptneox(s)) LT(topos_gguf_writer_add_bool(w, lt_k(kb, s, "use_parallel_residual"), s->par_res));
+  if (lt_arch_is(s, "apertus")) { /* xIELU's parameters, one per block (lt_xielu_raw), keys without a prefix */
+    const char *names[4] = {"xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"};
+    float *v = lt_keep(f, (size_t)(4 * s->layers) * sizeof *v);
+    if (!v) st = TOPOS_ERR_OUT_OF_MEMORY;
+    for (int p = 0; v && p < 4; ++p) {
+      for (int64_t l = 0; l < s->layers; ++l) {
+        double raw[4];
+        lt_xielu_raw(l, raw);
+        v[p * s->layers + l] = (float)raw[p];
+      }
+      LT(topos_gguf_writer_add_array(w, names[p], TOPOS_GGUF_F32, v + p * s->layers, (uint64_t)s->layers));
+    }
+  }
   /* vocabulary: <unk> <s> </s>, 256 byte tokens, then filler */
   const char **tokens = lt_keep(f, (size_t)s->vocab * sizeof *tokens);
   float *scores = lt_keep(f, (size_t)s->vocab * sizeof *scores);
@@ -830,7 +845,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         if (lt_parallel(s)) { /* x + (attn + ffn(h)): h the attention's norm (phi2) or the ffn's (gptneox) */
           if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
           if (W[6]) memset(g1, 0, (size_t)D * 4), lt_swiglu_add(W[6], W[7], W[8], h, D, F, 1.0, g1); /* command-r */
-          else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F, lt_relu2(s) && !lt_without(s, "relu2"));
+          else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F, lt_ffn_act(s), l);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + g1[i];
           continue;
         }
@@ -838,7 +853,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         if (W[5] || lt_weightless(s)) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
         if (lt_ffn_plain(s)) {
-          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F, lt_relu2(s) && !lt_without(s, "relu2"));
+          lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F, lt_ffn_act(s), l);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
           continue;
         }
