@@ -309,6 +309,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Maincoder: llama's rotation, then per-head q and k norms (hunyuan's order) */
     {"maincoder", TP_ARCH_BIASES | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* openPangu-Embedded: qwen2's graph with its biases optional (its output bias in the files) */
+    {"pangu-embedded", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Apertus: qwen3's attention (its optional output bias), xIELU of up without a gate */
     {"apertus", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QK_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Jais 2: nemotron's blocks (LayerNorms with biases, relu2 without a gate, NEOX) */

@@ -159,7 +159,7 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
-         lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus");
+         lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are

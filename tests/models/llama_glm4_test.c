@@ -15,6 +15,7 @@
  *   jais2      the same blocks (Jais 2)
  *   maincoder  llama's rotation, then per-head q and k norms (hunyuan's order)
  *   apertus    qwen3's attention, xIELU of up without a gate (Apertus)
+ *   pangu-embedded  qwen2's graph, its biases optional (openPangu-Embedded)
  *   qwen       Qwen 1: q, k, v in attn_qkv with its bias, NEOX pairs, the
  *              feed-forward half of feed_forward_length
  *   orion      LayerNorms with biases, a gated feed-forward, NEOX pairs
@@ -203,6 +204,26 @@ TEST(llama_apertus_files) {
   without.plain_without = "xielu";
   lt_check_spec_variant(&s, &without);
   lg_quantized("apertus", 0, 0, 0);
+}
+
+/* pangu-embedded (openPangu-Embedded 1B / 7B): qwen2's graph, q, k, v and
+ * output biases where the file has them */
+TEST(llama_pangu_embedded_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "pangu-embedded";
+  s.biases = 2;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_neox == 1 && c->qk_norm == 0 && m.model->layers[1].bq && m.model->layers[1].bo);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the plain forward pairing neighbours (llama's): far off */
+  without.arch = "llama";
+  lt_check_spec_variant(&s, &without);
+  s.biases = 0; /* none at all */
+  lt_compare_plain(&s, TOPOS_NUMERICS_EXACT, 1e-5);
 }
 
 TEST(llama_maincoder_files) {
