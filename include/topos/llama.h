@@ -129,6 +129,9 @@ typedef struct topos_llama_config {
   int attn_temp_nope_only; /* 1: only the layers that do not rotate q and k (Llama 4) */
   int qk_l2_norm;        /* 1: the rotated layers' q and k RMS-normalised per head, without
                           * weights, after the rotation (Llama 4 Scout's L2 norm) */
+  int experts_relu;      /* the experts' activation is relu(gate) * up, not SiLU's (smallthinker) */
+  int router_input;      /* the router reads the block's input, not the feed-forward's norm of it
+                          * after attention (smallthinker) */
   int experts_llama4;    /* Llama 4's experts: the router's logits rank the experts, the chosen
                           * one's sigmoid scales its input (not its output) */
   int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;

@@ -499,7 +499,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     L->windowed = c->n_swa > 0 && (m->swa_layers ? m->swa_layers[l] != 0
                                                   : swa_period <= 1 || l % swa_period < swa_period - 1);
     c->n_swa_layers += L->windowed;
-    L->nope = nope_all || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0) ||
+    L->nope = nope_all || (m->nope_blocks && m->nope_blocks[l]) || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0) ||
               ((flags & TP_ARCH_NOPE_FULL) && c->n_swa > 0 && !L->windowed);
     c->n_nope_layers += L->nope;
     /* biases: qwen2's q, k, v; the others optional, as llama.cpp's llama
@@ -560,6 +560,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   m->swa_layers = NULL;
   free(m->conv_blocks);
   m->conv_blocks = NULL;
+  free(m->nope_blocks);
+  m->nope_blocks = NULL;
   if (st != TOPOS_OK) {
     topos_llama_free(m);
     return st;
@@ -616,6 +618,7 @@ void topos_llama_free(topos_llama *m) {
   free(m->used);
   free(m->swa_layers);
   free(m->conv_blocks);
+  free(m->nope_blocks);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);
 }

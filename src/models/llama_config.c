@@ -241,6 +241,7 @@ typedef struct tp_llama_arch_extra {
   int positions_maybe; /* position_embd.weight where the file has it: learned positions (mpt) */
   int qk_norm_late;    /* the per-head q and k norms follow the rotation (maincoder; hunyuan's too) */
   int xielu;           /* the plain feed-forward's activation is xIELU, per block (tp_llama_xielu: apertus) */
+  int smallthinker;    /* tp_llama_smallthinker */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -262,6 +263,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "jais2", .relu2 = 1},
     {.name = "maincoder", .qk_norm_late = 1},
     {.name = "apertus", .xielu = 1},
+    {.name = "smallthinker", .smallthinker = 1, .router_key = 1},
     {.name = "qwen", .ff_half = 1},
     {.name = "olmo", .weightless = 1, .clamp = 1},
     {.name = "bloom", .alibi = 8.0f, .embd_norm = 1},
@@ -309,6 +311,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"orion", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Maincoder: llama's rotation, then per-head q and k norms (hunyuan's order) */
     {"maincoder", TP_ARCH_BIASES | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* SmallThinker: every block a mixture (tp_llama_smallthinker) */
+    {"smallthinker", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0, TP_SWA_ROPE_SAME,
+     0},
     /* openPangu-Embedded: qwen2's graph with its biases optional (its output bias in the files) */
     {"pangu-embedded", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Apertus: qwen3's attention (its optional output bias), xIELU of up without a gate */
@@ -794,6 +799,37 @@ static topos_status tp_llama_shortconv(topos_llama *m) {
   return TOPOS_OK;
 }
 
+/* SmallThinker, as llama.cpp's graph: the router reads the block's input
+ * (before the attention and its norm), the experts take relu(gate) * up;
+ * where the file has attention.sliding_window (any nonzero value: the
+ * window is 4096, as llama.cpp fixes it), the blocks of a period (the
+ * pattern's key or list, else 4) are windowed but the first, and blocks 0,
+ * 4, 8, ... do not rotate. */
+static topos_status tp_llama_smallthinker(topos_llama *m, int64_t *swa_period) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  int present, listed;
+  c->experts_relu = 1;
+  c->router_input = 1;
+  *swa_period = 0;
+  int64_t swa = 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window"), 0, &swa, &present));
+  if (!present || swa == 0) return TOPOS_OK;
+  c->n_swa = 4096;
+  TP_TRY(tp_llama_window_list(m, TP_K("attention.sliding_window_pattern"), &listed));
+  m->nope_blocks = calloc((size_t)c->n_layers, 1);
+  if (!m->nope_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: smallthinker blocks");
+  for (int64_t l = 0; l < c->n_layers; ++l) m->nope_blocks[l] = l % 4 == 0;
+  if (listed) return TOPOS_OK;
+  int64_t period = 4;
+  TP_TRY(tp_llama_key_u64(g, TP_K("attention.sliding_window_pattern"), 0, &period, &present));
+  m->swa_layers = malloc((size_t)c->n_layers);
+  if (!m->swa_layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: smallthinker windows");
+  for (int64_t l = 0; l < c->n_layers; ++l) m->swa_layers[l] = period == 0 || l % period != 0; /* dense first */
+  return TOPOS_OK;
+}
+
 /* ggml's softplus in f32: x past 20 as is, else ln(1 + e^x) */
 static float tp_softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
@@ -957,6 +993,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   *swa_period = 0;
   if (a->swa == 1) TP_TRY(tp_llama_phi3_window(g, c));
   if (a->swa == 2) TP_TRY(tp_llama_layer_window(m, a, attn_factor, swa_period));
+  if (x.smallthinker) TP_TRY(tp_llama_smallthinker(m, swa_period));
   c->embd_scale = a->flags & TP_ARCH_GEMMA ? sqrtf((float)c->dim) : 1.0f;
   if (!(a->flags & TP_ARCH_MLA)) c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
   if (a->qpas_blocks && c->n_layers == a->qpas_blocks)

@@ -316,11 +316,12 @@ static topos_sym tp_expert_groups(tp_rec *r, topos_sym rank) {
   return tp_reshape(r, topos_tape_add(t, topos_tape_mul(t, groups, keep), drop), 2, T, E, 0, 0);
 }
 
-static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
+/* A mixture's output for h; the router reads rin (h, or smallthinker's block input). */
+static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym rin) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, K = c->n_experts_used, D = c->dim;
-  topos_sym logits = tp_bias(r, topos_tape_qlinear(t, h, tp_const(r, L->gate_inp)), L->gate_inp_b, T);
+  topos_sym logits = tp_bias(r, topos_tape_qlinear(t, rin, tp_const(r, L->gate_inp)), L->gate_inp_b, T);
   topos_sym ids, w;
   if (c->experts_oai) { /* the logits rank; a softmax over the chosen ones weighs */
     ids = topos_tape_top_k(t, logits, K);
@@ -348,8 +349,9 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
     x3 = topos_tape_mul(t, topos_tape_broadcast_along(t, h, 1, K), topos_tape_broadcast_along(t, w, 2, D));
   topos_sym gate = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
   topos_sym up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
-  topos_sym act = c->experts_oai ? tp_swiglu_oai(r, gate, up)
-                                 : topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
+  topos_sym act = c->experts_oai    ? tp_swiglu_oai(r, gate, up)
+                  : c->experts_relu ? topos_tape_mul(t, topos_tape_relu(t, gate), up)
+                                    : topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
   topos_sym y = tp_expert_bias(r, topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids), L->down_exps_b,
                                ids); /* [T, K, D] */
   if (!c->experts_llama4) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, w, 2, D));
@@ -425,6 +427,7 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T;
+  const topos_sym block_in = x;
   if (L->post_attn_norm) o = tp_rmsnorm(r, o, T, L->post_attn_norm);
   o = tp_scale(r, o, c->residual_scale);
   if (c->parallel_residual) { /* x + (attn + ffn): from the one norm (phi2) or each its own (gptneox) */
@@ -433,7 +436,7 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   }
   x = topos_tape_add(t, x, o);
   h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
-  topos_sym f = L->gate_inp ? tp_experts(r, L, h) : TOPOS_SYM_INVALID;
+  topos_sym f = L->gate_inp ? tp_experts(r, L, h, c->router_input ? block_in : h) : TOPOS_SYM_INVALID;
   if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
     topos_sym d = tp_ffn(r, L, h);
     if (L->gate_inp_shexp) { /* times sigmoid(h . w), one gate per token */

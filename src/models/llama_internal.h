@@ -121,6 +121,7 @@ struct topos_llama {
                                * (attention.sliding_window_pattern as an array), else NULL */
   uint8_t *conv_blocks;       /* while loading: 1 per short-convolution block (LFM2), else NULL */
   float *xielu;               /* [n_layers][4]: each block's xIELU parameters (config.ffn_xielu), else NULL */
+  uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:

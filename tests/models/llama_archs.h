@@ -159,7 +159,8 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
-         lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded");
+         lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded") ||
+         lt_arch_is(s, "smallthinker");
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
@@ -173,7 +174,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
-         lt_arch_is(s, "maincoder");
+         lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
@@ -184,6 +185,7 @@ static inline int64_t lt_window(const lt_spec *s) {
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
   if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2") || lt_lfm2(s))
     return s->swa > 0 ? s->swa : 0;
+  if (lt_arch_is(s, "smallthinker")) return s->swa > 0 ? 4096 : 0; /* any window is 4096, as llama.cpp */
   if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
   if (lt_llama4(s)) return s->swa > 0 ? s->swa : 8192; /* chunks, not a window */
   return 0;
@@ -193,6 +195,10 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
   if (lt_window(s) == 0) return 0;
   if (lt_phi3(s) || lt_lfm2(s)) return 1; /* lfm2: every attention block */
   if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
+  if (lt_arch_is(s, "smallthinker")) { /* the first of each period full */
+    const int64_t p = s->swa_pattern > 0 ? s->swa_pattern : 4;
+    return l % p != 0;
+  }
   const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
                     : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
                     : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ||
@@ -206,6 +212,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
 static inline int lt_nope(const lt_spec *s, int64_t l) {
   return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_jais(s) || /* mpt, jais: never rotated */
+         (lt_arch_is(s, "smallthinker") && s->swa > 0 && l % 4 == 0) || /* with a window, blocks 0, 4, ... */
          ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }
 

@@ -286,7 +286,7 @@ TEST(llama_minimax_m2_files) {
   q.experts = 3;
   q.experts_used = 3;
   q.ff_exp = 128;
-  q.sigmoid_router = 1;
+  q.sigmoid_router = -1;
   lt_compare_plain_caches_of(&q, 3e-2);
 }
 
@@ -346,4 +346,50 @@ TEST(llama_bailingmoe2_files) {
     lt_compare_plain_model(&m, &trunk, TOPOS_NUMERICS_EXACT, 1e-5);
   }
   lt_close(&m);
+}
+
+/* smallthinker (SmallThinker 4B-A0.6B, 21B-A3B): every block a mixture
+ * whose router reads the block's input (not the feed-forward's norm of it
+ * after attention), experts of relu(gate) * up, the chosen weights
+ * renormalised; with a window (4096, whatever the key says, as llama.cpp),
+ * every block but the first of each 4 windowed and blocks 0, 4, ... not
+ * rotated */
+TEST(llama_smallthinker_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "smallthinker";
+  s.layers = 5;
+  s.experts = 8;
+  s.experts_used = 2;
+  s.ff_exp = 64;
+  s.sigmoid_router = -1; /* expert_gating_func 1, the softmax */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->experts_relu == 1 && c->router_input == 1 && c->experts_norm == 1 && c->experts_sigmoid == 0);
+    CHECK(c->n_swa == 0 && c->n_nope_layers == 0 && c->ff_expert == 64 && m.model->layers[0].gate_inp);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* one expert of two: far off */
+  without.experts_used = 1;
+  lt_check_spec_variant(&s, &without);
+  s.swa = 64;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_swa == 4096 && c->n_swa_layers == 3 && c->n_nope_layers == 2);
+    CHECK(m.model->layers[0].nope && !m.model->layers[0].windowed && m.model->layers[1].windowed &&
+          m.model->layers[4].nope && !m.model->layers[4].windowed);
+  }
+  lt_close(&m);
+  without = s; /* every block rotated: far off */
+  without.swa = 0;
+  lt_check_spec_variant(&s, &without);
+  lt_spec q = lt_default_spec(); /* quantized, both caches */
+  q.arch = "smallthinker";
+  q.experts = 4;
+  q.experts_used = 2;
+  q.ff_exp = 128;
+  q.sigmoid_router = -1;
+  lt_compare_plain_caches_of(&q, 3e-2);
 }

@@ -11,7 +11,8 @@
 static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "qwen3vlmoe") &&
       !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
-      !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2") && !lt_arch_is(s, "lfm2moe"))
+      !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2") && !lt_arch_is(s, "lfm2moe") &&
+      !lt_arch_is(s, "smallthinker"))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
@@ -28,7 +29,7 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
-         lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe");
+         lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker");
 }
 
 /* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):
@@ -221,7 +222,28 @@ static inline void lt_oai_expert_add(const lt_spec *s, const lt_experts *x, int6
 }
 
 /* out[D] = the mixture's feed-forward of h */
-static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const float *h, float *out) {
+/* A chosen expert's w * down(act(gate h) * up h) into out: SiLU, or ReLU for smallthinker's. */
+static inline void lt_expert_add(const lt_spec *s, const float *gate, const float *up, const float *down, const float *h,
+                                 int64_t D, int64_t F, double w, float *out) {
+  if (!lt_arch_is(s, "smallthinker")) {
+    lt_swiglu_add(gate, up, down, h, D, F, w, out);
+    return;
+  }
+  float *g = malloc((size_t)F * 4), *u = malloc((size_t)F * 4), *y = malloc((size_t)D * 4);
+  if (g && u && y) {
+    lt_matvec(gate, h, g, F, D);
+    lt_matvec(up, h, u, F, D);
+    for (int64_t i = 0; i < F; ++i) g[i] = (g[i] > 0 ? g[i] : 0.0f) * u[i];
+    lt_matvec(down, g, y, D, F);
+    for (int64_t i = 0; i < D; ++i) out[i] += (float)(w * y[i]);
+  }
+  free(g), free(u), free(y);
+}
+
+/* The mixture's output for h (into out); the router reads rin (h, or
+ * smallthinker's block input). */
+static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const float *h, const float *rin,
+                                    float *out) {
   const int64_t D = s->dim, E = s->experts, K = s->experts_used, F = lt_ff_expert(s), S = lt_ff_shared(s);
   if (E > 256 || K > E) { /* the arrays below: the tests' files have at most 8 experts */
     memset(out, 0, (size_t)D * 4);
@@ -231,7 +253,7 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
   int picked[256] = {0}, order[256];
   for (int64_t e = 0; e < E; ++e) {
     double z = 0;
-    for (int64_t i = 0; i < D; ++i) z += (double)x->router[e * D + i] * h[i];
+    for (int64_t i = 0; i < D; ++i) z += (double)x->router[e * D + i] * rin[i];
     p[e] = z;
     if (z > peak) peak = z;
   }
@@ -308,7 +330,7 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
   for (int64_t j = 0; j < K; ++j) {
     const int64_t e = order[j];
     double w = p[e] / (lt_experts_norm(s) ? wsum : 1.0) * (s->experts_scale > 0 ? s->experts_scale : 1.0);
-    lt_swiglu_add(x->gate + e * F * D, x->up + e * F * D, x->down + e * D * F, h, D, F, w, out);
+    lt_expert_add(s, x->gate + e * F * D, x->up + e * F * D, x->down + e * D * F, h, D, F, w, out);
   }
   if (S > 0) {
     double w = 1.0;

@@ -294,7 +294,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   }
   if ((lt_phi3(s) && s->swa >= 0) ||
       ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2") ||
-        lt_llama4(s) || lt_lfm2(s)) &&
+        lt_llama4(s) || lt_lfm2(s) || lt_arch_is(s, "smallthinker")) &&
        s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
@@ -638,6 +638,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   float *att = malloc((size_t)N * 4), *o = malloc((size_t)qd * 4), *t2 = malloc((size_t)D * 4);
   float *g1 = malloc((size_t)(F > D ? F : D) * 4) /* the parallel branch's output too */, *u1 = malloc((size_t)F * 4);
   float *zeros = calloc((size_t)hd, 4); /* a bias-free LayerNorm's bias */
+  float *xin = malloc((size_t)D * 4);    /* the block's input (smallthinker's router reads it) */
   /* every layer's weights, dequantized once: [l][i] of names[i]; phi3's
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
@@ -651,7 +652,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
   float *(*LQB)[2] = calloc((size_t)s->layers, sizeof *LQB); /* mpt: the q and k LayerNorms' biases */
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && bcx && LNB && LQB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && bcx && xin && LNB && LQB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -718,6 +719,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int64_t i = 0; lt_embedding_scale(s) > 0 && i < D; ++i) x[i] *= (float)lt_embedding_scale(s);
     for (int64_t i = 0; pos && i < D; ++i) x[i] += pos[p * D + i];
     for (int64_t l = 0; ok && l < s->layers; ++l) {
+      memcpy(xin, x, (size_t)D * 4);
       float *W[9], *B[9];
       for (int i = 0; i < 9; ++i) W[i] = LW[l][i], B[i] = LB[l][i];
       if (fused_qkv) W[2] = W[1] + qd * D, W[3] = W[2] + kvd * D;
@@ -858,7 +860,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
           continue;
         }
         if (lt_moe_layer(s, l)) {
-          lt_experts_apply(s, &LX[l], h, t2);
+          lt_experts_apply(s, &LX[l], h, lt_arch_is(s, "smallthinker") ? xin : h, t2);
           for (int64_t i = 0; lt_residual_scale(s) > 0 && i < D; ++i) t2[i] *= (float)lt_residual_scale(s);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
           continue;
@@ -899,7 +901,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
     for (int i = 0; LQB && i < 2; ++i) free(LQB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(bcx); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(bcx); free(xin); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;
