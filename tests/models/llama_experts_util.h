@@ -183,9 +183,10 @@ static inline void lt_experts_free(lt_experts *x) {
   free(x->rbias), free(x->bgate), free(x->bup), free(x->bdown);
 }
 
-/* out[D] += SwiGLU feed-forward of h through [F, D] gate / up and [D, F] down, times w */
-static inline void lt_swiglu_add(const float *gate, const float *up, const float *down, const float *h, int64_t D,
-                                 int64_t F, double w, float *out) {
+/* out[D] += gated feed-forward of h through [F, D] gate / up and [D, F] down,
+ * times w: SiLU of the gate (SwiGLU), or with relu its ReLU */
+static inline void lt_glu_add(const float *gate, const float *up, const float *down, const float *h, int64_t D,
+                              int64_t F, double w, int relu, float *out) {
   float *g = malloc((size_t)F * 4), *u = malloc((size_t)F * 4), *y = malloc((size_t)D * 4);
   if (!g || !u || !y) {
     free(g), free(u), free(y);
@@ -193,10 +194,15 @@ static inline void lt_swiglu_add(const float *gate, const float *up, const float
   }
   lt_matvec(gate, h, g, F, D);
   lt_matvec(up, h, u, F, D);
-  for (int64_t i = 0; i < F; ++i) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+  for (int64_t i = 0; i < F; ++i) g[i] = (relu ? (g[i] > 0 ? g[i] : 0.0f) : g[i] / (1.0f + expf(-g[i]))) * u[i];
   lt_matvec(down, g, y, D, F);
   for (int64_t i = 0; i < D; ++i) out[i] += (float)(w * y[i]);
   free(g), free(u), free(y);
+}
+
+static inline void lt_swiglu_add(const float *gate, const float *up, const float *down, const float *h, int64_t D,
+                                 int64_t F, double w, float *out) {
+  lt_glu_add(gate, up, down, h, D, F, w, 0, out);
 }
 
 /* gpt-oss's expert: g = gate h + bg, u = up h + bu, g' = min(g, 7),
@@ -225,19 +231,7 @@ static inline void lt_oai_expert_add(const lt_spec *s, const lt_experts *x, int6
 /* A chosen expert's w * down(act(gate h) * up h) into out: SiLU, or ReLU for smallthinker's. */
 static inline void lt_expert_add(const lt_spec *s, const float *gate, const float *up, const float *down, const float *h,
                                  int64_t D, int64_t F, double w, float *out) {
-  if (!lt_arch_is(s, "smallthinker")) {
-    lt_swiglu_add(gate, up, down, h, D, F, w, out);
-    return;
-  }
-  float *g = malloc((size_t)F * 4), *u = malloc((size_t)F * 4), *y = malloc((size_t)D * 4);
-  if (g && u && y) {
-    lt_matvec(gate, h, g, F, D);
-    lt_matvec(up, h, u, F, D);
-    for (int64_t i = 0; i < F; ++i) g[i] = (g[i] > 0 ? g[i] : 0.0f) * u[i];
-    lt_matvec(down, g, y, D, F);
-    for (int64_t i = 0; i < D; ++i) out[i] += (float)(w * y[i]);
-  }
-  free(g), free(u), free(y);
+  lt_glu_add(gate, up, down, h, D, F, w, lt_arch_is(s, "smallthinker"), out);
 }
 
 /* The mixture's output for h (into out); the router reads rin (h, or
