@@ -562,6 +562,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   m->conv_blocks = NULL;
   free(m->nope_blocks);
   m->nope_blocks = NULL;
+  free(m->xielu);
+  m->xielu = NULL;
   if (st != TOPOS_OK) {
     topos_llama_free(m);
     return st;

@@ -239,7 +239,7 @@ typedef struct tp_llama_arch_extra {
   int no_rope;         /* no layer rotates, whatever else positions them (mpt, jais: ALiBi where
                         * the file gives a bias, else nothing, as llama.cpp's graphs) */
   int positions_maybe; /* position_embd.weight where the file has it: learned positions (mpt) */
-  int qk_norm_late;    /* the per-head q and k norms follow the rotation (maincoder; hunyuan's too) */
+  int qk_norm_late;    /* the per-head q and k norms follow the rotation (hunyuan, maincoder) */
   int xielu;           /* the plain feed-forward's activation is xIELU, per block (tp_llama_xielu: apertus) */
   int smallthinker;    /* tp_llama_smallthinker */
 } tp_llama_arch_extra;
@@ -251,8 +251,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "minimax-m2", .router_key = 1},
     {.name = "dots1", .router_key = 1, .ds_moe = 1},
     {.name = "bailingmoe2", .router_key = 1, .ds_moe = 1},
-    {.name = "hunyuan-dense", .hunyuan = 1},
-    {.name = "hunyuan-moe", .hunyuan = 1},
+    {.name = "hunyuan-dense", .hunyuan = 1, .qk_norm_late = 1},
+    {.name = "hunyuan-moe", .hunyuan = 1, .qk_norm_late = 1},
     {.name = "qwen2vl", .mrope = TP_MROPE},
     {.name = "qwen3vl", .mrope = TP_IMROPE},
     {.name = "qwen3vlmoe", .mrope = TP_IMROPE},
@@ -752,6 +752,22 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
   return TOPOS_OK;
 }
 
+/* A required key that holds one value for every block or an array of one
+ * per block: its index and entry (*kv); an array of another length than
+ * block_count is refused. `why` follows the missing key's message. */
+static topos_status tp_llama_block_key(const topos_llama *m, const char *key, const char *why, int64_t *index,
+                                       topos_gguf_kv *kv) {
+  if (topos_gguf_find_key(m->gguf, key, index) != TOPOS_OK) {
+    topos_clear_error();
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing%s", key, why);
+  }
+  TP_TRY(topos_gguf_kv_at(m->gguf, *index, kv));
+  if (kv->type == TOPOS_GGUF_ARRAY && kv->count != (uint64_t)m->config.n_layers)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " blocks, block_count is %" PRId64, key, kv->count,
+                   m->config.n_layers);
+  return TOPOS_OK;
+}
+
 /* LFM2: attention.head_count_kv lists each block's kv heads, 0 for a
  * short-convolution block (m->conv_blocks); the attention blocks share one
  * count (c->n_kv_heads; none at all: n_heads). shortconv.l_cache gives the
@@ -766,15 +782,8 @@ static topos_status tp_llama_shortconv(topos_llama *m) {
   TP_TRY(tp_llama_u64(g, TP_K("shortconv.l_cache"), 1, 0, &c->conv_len));
   if (c->conv_len < 2 || c->conv_len > 64)
     return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->conv_len);
-  if (topos_gguf_find_key(g, TP_K("attention.head_count_kv"), &index) != TOPOS_OK) {
-    topos_clear_error();
-    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing (its zeros mark the convolution blocks)", kb);
-  }
-  TP_TRY(topos_gguf_kv_at(g, index, &kv));
+  TP_TRY(tp_llama_block_key(m, TP_K("attention.head_count_kv"), " (its zeros mark the convolution blocks)", &index, &kv));
   if (kv.type != TOPOS_GGUF_ARRAY) return tp_llama_u64(g, kb, 1, 0, &c->n_kv_heads);
-  if (kv.count != (uint64_t)c->n_layers)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " blocks, block_count is %" PRId64, kb, kv.count,
-                   c->n_layers);
   m->conv_blocks = calloc((size_t)c->n_layers, 1);
   if (!m->conv_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", kb);
   c->n_kv_heads = 0;
@@ -849,21 +858,20 @@ static topos_status tp_llama_xielu(topos_llama *m) {
     const char *kb = names[p];
     int64_t index;
     topos_gguf_kv kv;
-    if (topos_gguf_find_key(g, kb, &index) != TOPOS_OK) {
-      topos_clear_error();
-      return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", kb);
-    }
-    TP_TRY(topos_gguf_kv_at(g, index, &kv));
-    if (kv.type == TOPOS_GGUF_ARRAY && kv.count != (uint64_t)c->n_layers)
-      return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " blocks, block_count is %" PRId64, kb, kv.count,
-                     c->n_layers);
-    for (int64_t l = 0; l < c->n_layers; ++l) {
-      double v = 0.0;
-      float f = 0.0f;
-      topos_status st = kv.type == TOPOS_GGUF_ARRAY ? topos_gguf_array_float(g, index, (uint64_t)l, &v)
-                                                     : topos_gguf_get_f32(g, kb, &f);
+    TP_TRY(tp_llama_block_key(m, kb, "", &index, &kv));
+    const int array = kv.type == TOPOS_GGUF_ARRAY;
+    float one = 0.0f; /* a number for every block: read once */
+    if (!array) {
+      const topos_status st = topos_gguf_get_f32(g, kb, &one);
       if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s", kb);
-      if (kv.type == TOPOS_GGUF_ARRAY) f = (float)v;
+    }
+    for (int64_t l = 0; l < c->n_layers; ++l) {
+      double v = one;
+      if (array) {
+        const topos_status st = topos_gguf_array_float(g, index, (uint64_t)l, &v);
+        if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s", kb);
+      }
+      const float f = (float)v;
       if (!isfinite(f) || fabsf(f) > 1e6f)
         return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %g (block %" PRId64 ") is not a finite parameter", kb, (double)f, l);
       m->xielu[l * 4 + p] = f;
@@ -941,7 +949,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
                       0, &c->rms_eps));
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
-  c->qk_norm_after_rope = x.hunyuan || x.qk_norm_late;
+  c->qk_norm_after_rope = x.qk_norm_late;
   if (x.qk_norm_heads) c->qk_norm = 3;
   if (x.parallel_without_ffn_norm) {
     int64_t index;

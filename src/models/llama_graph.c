@@ -198,10 +198,6 @@ static topos_sym tp_mask_head(tp_rec *r, topos_sym rows, topos_sym all, int64_t 
   return tp_reshape(r, topos_tape_narrow(r->t, all, 0, kh, 1), 2, G * r->T, cols, 0, 0);
 }
 
-/* The gated feed-forward: act(h . gate + b) * (h . up + b), down, + b.
- * One row (decoding): gate and up in one product where the file has them
- * back to back (or in the file's order joined: gate first). Without a gate
- * (starcoder2, phi2): down(GELU(h . up + b)) + b; arcee's: ReLU(.)^2. */
 /* xIELU of x with p = {beta + softplus(alpha_n), softplus(alpha_p), beta,
  * eps} (llama_config.c): p1 relu(x)^2 + p2 x, plus (exp(min(x, eps)) - 1 -
  * x) p0 where x <= 0 (each term where the other branch is taken is an exact
@@ -219,6 +215,10 @@ static topos_sym tp_xielu(tp_rec *r, topos_sym x, const float *p) {
   return topos_tape_add(t, topos_tape_add(t, pos, lin), neg);
 }
 
+/* The gated feed-forward: act(h . gate + b) * (h . up + b), down, + b.
+ * One row (decoding): gate and up in one product where the file has them
+ * back to back (or in the file's order joined: gate first). Without a gate
+ * (starcoder2, phi2): down(GELU(h . up + b)) + b; arcee's: ReLU(.)^2; apertus's: xIELU. */
 static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
   const int64_t T = r->T;

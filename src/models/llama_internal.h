@@ -98,7 +98,7 @@ typedef struct tp_llama_layer {
    * shortconv.conv transposed, owned), conv_in [3 dim, dim] (b, c, x rows),
    * conv_out [dim, dim]; NULL for attention blocks */
   topos_tensor *conv_taps, *conv_in, *conv_out;
-  float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu; topos_llama.xielu's row) */
+  float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;
 
 struct topos_llama {
@@ -120,7 +120,8 @@ struct topos_llama {
   uint8_t *swa_layers;        /* while loading: the windowed layers where the file lists them
                                * (attention.sliding_window_pattern as an array), else NULL */
   uint8_t *conv_blocks;       /* while loading: 1 per short-convolution block (LFM2), else NULL */
-  float *xielu;               /* [n_layers][4]: each block's xIELU parameters (config.ffn_xielu), else NULL */
+  float *xielu;               /* while loading: [n_layers][4], each block's xIELU parameters (config.ffn_xielu;
+                               * kept in the layers), else NULL */
   uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */
 };
 
