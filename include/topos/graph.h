@@ -176,6 +176,9 @@ TOPOS_API topos_sym topos_tape_qlinear(topos_tape *tape, topos_sym x, topos_sym 
 TOPOS_API topos_sym topos_tape_top_k(topos_tape *tape, topos_sym a, int64_t k);
 /* x [T, S, k] through the experts ids [T, K] of w [E, n, k] -> [T, K, n]. */
 TOPOS_API topos_sym topos_tape_qlinear_id(topos_tape *tape, topos_sym x, topos_sym w, topos_sym ids);
+/* Mamba's selective scan: state [N, H, P], xa [T, H, P + R], bc [T, 2, G, N]
+ * -> [T + N, H, P], the outputs then the final state (see ops.h). */
+TOPOS_API topos_sym topos_tape_ssm_scan(topos_tape *tape, topos_sym state, topos_sym xa, topos_sym bc);
 
 /* Composites: built only from the calls above (src/graph/composite.c). */
 /* A constant filled with value, shaped like `like` (a broadcast scalar). */

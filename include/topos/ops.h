@@ -84,7 +84,8 @@ extern "C" {
   X(LOG_SUM_EXP, log_sum_exp, 1)   \
   X(QLINEAR, qlinear, 2)           \
   X(TOP_K, top_k, 1)               \
-  X(QLINEAR_ID, qlinear_id, 3)
+  X(QLINEAR_ID, qlinear_id, 3)     \
+  X(SSM_SCAN, ssm_scan, 3)
 
 typedef enum topos_op {
 #define TOPOS_OP_ENUM_ROW(E, lower, arity) TOPOS_OP_##E,
@@ -122,7 +123,19 @@ typedef enum topos_op {
  *                    product, each token through the experts chosen for it.
  *                    w is any qlinear weight type; an id outside [0, E) is
  *                    TOPOS_ERR_RANGE. Every row is qlinear's row on the same
- *                    path (same bits), whatever rows share its expert. */
+ *                    path (same bits), whatever rows share its expert.
+ *   ssm_scan:        state f32 [N, H, P], xa f32 [T, H, P + R], bc f32
+ *                    [T, 2, G, N] -> f32 [T + N, H, P]: the selective scan of
+ *                    Mamba blocks. xa[t, h] holds the P inputs times the time
+ *                    step, then R = 1 decay per head (Mamba-2) or R = N, one
+ *                    per state entry (Mamba-1); bc[t] holds B then C, head h
+ *                    reading group h / (H / G). For t ascending:
+ *                    s[n, h, p] = s[n, h, p] * a + B[n] * xa[t, h, p] and
+ *                    out[t, h, p] = sum over ascending n of C[n] * s[n, h, p];
+ *                    out[T + n] is the final state. A token's arithmetic does
+ *                    not depend on the chunk it is in (a sequence scanned in
+ *                    pieces, each piece's final state the next one's, gives
+ *                    the bits of one scan). No gradient (refused). */
 typedef struct topos_op_attrs {
   int axis;
   int64_t start;
@@ -194,6 +207,8 @@ TOPOS_API topos_status topos_qlinear(topos_tensor *x, topos_tensor *w, topos_ten
 TOPOS_API topos_status topos_top_k(topos_tensor *a, int64_t k, topos_tensor **out);
 TOPOS_API topos_status topos_qlinear_id(topos_tensor *x, topos_tensor *w, topos_tensor *ids,
                                         topos_tensor **out);
+TOPOS_API topos_status topos_ssm_scan(topos_tensor *state, topos_tensor *xa, topos_tensor *bc,
+                                      topos_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -290,6 +290,16 @@ topos_status tp_backward_top_k(tp_algebra *alg, const tp_rule_args *args, tp_han
   return TOPOS_OK;
 }
 
+/* The scan's adjoint needs the state at every step, the [T, N, H, P]
+ * trajectory the op exists not to keep: refused, naming what was asked. */
+topos_status tp_backward_ssm_scan(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
+  (void)alg;
+  (void)args;
+  (void)cot;
+  return tp_fail(TOPOS_UNSUPPORTED, "ssm_scan: no gradient (the selective scan is for inference; its adjoint "
+                 "would need every step's state)");
+}
+
 /* y[t, j] = w[ids[t, j]] . x[t, s(j)]: dx[t, s(j)] += g[t, j] . w[ids[t, j]]
  * (qlinear_id over the experts transposed, summed over j where S = 1);
  * dw[e] = sum over (t, j) with ids[t, j] = e of g[t, j]^T x[t, s(j)] — the

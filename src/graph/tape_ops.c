@@ -145,3 +145,9 @@ topos_sym topos_tape_qlinear_id(topos_tape *tape, topos_sym x, topos_sym w, topo
   (void)topos_tape_record(tape, TOPOS_OP_QLINEAR_ID, in, NULL, &out);
   return out;
 }
+
+topos_sym topos_tape_ssm_scan(topos_tape *tape, topos_sym state, topos_sym xa, topos_sym bc) {
+  topos_sym in[3] = {state, xa, bc}, out;
+  (void)topos_tape_record(tape, TOPOS_OP_SSM_SCAN, in, NULL, &out);
+  return out;
+}

@@ -93,3 +93,8 @@ topos_status topos_qlinear_id(topos_tensor *x, topos_tensor *w, topos_tensor *id
   topos_tensor *inputs[3] = {x, w, ids};
   return topos_op_forward(TOPOS_OP_QLINEAR_ID, inputs, NULL, out);
 }
+
+topos_status topos_ssm_scan(topos_tensor *state, topos_tensor *xa, topos_tensor *bc, topos_tensor **out) {
+  topos_tensor *inputs[3] = {state, xa, bc};
+  return topos_op_forward(TOPOS_OP_SSM_SCAN, inputs, NULL, out);
+}

@@ -1,6 +1,7 @@
 /* Plan == interpreter, bitwise, over every op: one small network per row of
  * TOPOS_OP_LIST (the op between parameters, then a weighted sum), checked for
- * every node's forward value and every engine-route gradient, by
+ * every node's forward value and every engine-route gradient (but ssm_scan's,
+ * which has none), by
  * forward-only and backward plans in Exact and Fast compiled from the same
  * network, each run twice. A coverage check makes a new op row fail here
  * until it has a case. */
@@ -66,6 +67,17 @@ static topos_sym apply(topos_tape *tape, const char *name, const topos_sym *p) {
     return topos_tape_qlinear_id(tape, p[0], p[1],
                                  topos_tape_reshape(tape, tg_i32_constant(tape, 6, ids), 2, s32));
   }
+  if (!strcmp(name, "ssm_scan")) { /* of constants, added to the parameter */
+    static const int64_t ss[] = {2, 3, 4}, xs[] = {1, 3, 5}, bs[] = {1, 2, 1, 2};
+    topos_tensor *s = tg_random(TOPOS_F32, 3, ss, 71, -1, 1), *xa = tg_random(TOPOS_F32, 3, xs, 72, 0.2, 0.9);
+    topos_tensor *bc = tg_random(TOPOS_F32, 4, bs, 73, -1, 1);
+    topos_sym y = topos_tape_ssm_scan(tape, topos_tape_constant(tape, s), topos_tape_constant(tape, xa),
+                                      topos_tape_constant(tape, bc));
+    topos_tensor_release(s);
+    topos_tensor_release(xa);
+    topos_tensor_release(bc);
+    return topos_tape_add(tape, p[0], y);
+  }
   return TOPOS_SYM_INVALID;
 }
 
@@ -105,6 +117,7 @@ static const op_case cases[] = {
     {"qlinear", 2, 2, {{3, 4}, {2, 4}}, {-1, -1}, {1, 1}}, /* x f32 only: f32 runs */
     {"top_k", 1, S234, {-1}, {1}},
     {"qlinear_id", 2, 3, {{3, 1, 4}, {2, 3, 4}}, {-1, -1}, {1, 1}}, /* f32 runs */
+    {"ssm_scan", 1, 3, {{3, 3, 4}}, {-1}, {1}},                      /* f32 runs */
 };
 
 /* Records the case in dtype; marks the ops its network holds in `seen`. */
@@ -136,7 +149,8 @@ static topos_status build_case(const op_case *c, topos_dtype dtype, uint64_t see
 static void run_cases(topos_dtype dtype, uint8_t *seen, int *failed) {
   *failed = 1;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
-    if (dtype != TOPOS_F32 && !strncmp(cases[k].name, "qlinear", 7)) continue; /* x must be f32 */
+    if (dtype != TOPOS_F32 && (!strncmp(cases[k].name, "qlinear", 7) || !strcmp(cases[k].name, "ssm_scan")))
+      continue; /* f32 operands only */
     topos_network *net = NULL;
     topos_params *params = NULL;
     topos_sym loss;
@@ -147,7 +161,9 @@ static void run_cases(topos_dtype dtype, uint8_t *seen, int *failed) {
       topos_network_free(net);
       return;
     }
-    int ok = tp_check_plans(__FILE__, __LINE__, net, params, NULL, 0, loss, 1);
+    /* the scan has no gradient: its plans are checked forward only */
+    const int differentiate = strcmp(cases[k].name, "ssm_scan") != 0;
+    int ok = tp_check_plans(__FILE__, __LINE__, net, params, NULL, 0, loss, differentiate);
     topos_params_free(params);
     topos_network_free(net);
     if (!ok) {

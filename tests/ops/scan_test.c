@@ -1,0 +1,152 @@
+/* ssm_scan, Mamba's selective scan: its bits against the recurrence written
+ * out here token by token, for per-head (Mamba-2) and per-entry (Mamba-1)
+ * decays and grouped B / C; a sequence scanned in pieces equals one scan; the
+ * bits at one and two threads; refused operands and the refused gradient. */
+#include "ops_util.h"
+#include "topos/graph.h"
+
+typedef struct scan_case {
+  int64_t T, N, H, P, R, G;
+} scan_case;
+
+static float wave(int64_t i, double f, double phase) { return (float)sin(f * (double)i + phase); }
+
+/* Operands of the case: state [N, H, P], xa [T, H, P + R] (decays in (0, 1)), bc [T, 2, G, N] */
+static void scan_operands(const scan_case *c, float *s, float *xa, float *bc) {
+  for (int64_t i = 0; i < c->N * c->H * c->P; ++i) s[i] = wave(i, 0.91, 0.3);
+  for (int64_t t = 0; t < c->T; ++t)
+    for (int64_t h = 0; h < c->H; ++h)
+      for (int64_t k = 0; k < c->P + c->R; ++k) {
+        const int64_t i = (t * c->H + h) * (c->P + c->R) + k;
+        xa[i] = k < c->P ? wave(i, 1.37, 0.1) : (float)exp(-0.5 - 0.4 * (1.0 + wave(i, 0.53, 0.7)));
+      }
+  for (int64_t i = 0; i < c->T * 2 * c->G * c->N; ++i) bc[i] = wave(i, 0.77, 1.1);
+}
+
+/* The recurrence token by token, head by head, channel by channel */
+static void scan_plain(const scan_case *c, const float *s0, const float *xa, const float *bc, float *out) {
+  const int64_t T = c->T, N = c->N, H = c->H, P = c->P, R = c->R, G = c->G;
+  float *s = out + T * H * P;
+  memcpy(s, s0, (size_t)(N * H * P) * sizeof *s);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      for (int64_t p = 0; p < P; ++p) {
+        const float u = xa[(t * H + h) * (P + R) + p];
+        float y = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const float a = xa[(t * H + h) * (P + R) + P + (R == 1 ? 0 : n)];
+          float *e = &s[(n * H + h) * P + p];
+          *e = *e * a + bc[((t * 2 + 0) * G + g) * N + n] * u;
+          const float term = bc[((t * 2 + 1) * G + g) * N + n] * *e;
+          y = n == 0 ? term : y + term;
+        }
+        out[(t * H + h) * P + p] = y;
+      }
+    }
+}
+
+static topos_tensor *f32_tensor(int rank, const int64_t *shape, const float *v) {
+  topos_tensor *t = NULL;
+  return topos_tensor_from_f32(TOPOS_F32, rank, shape, v, &t) == TOPOS_OK ? t : NULL;
+}
+
+/* ssm_scan over tokens [t0, t1) of the case's operands from state s (N H P floats) -> out [t1 - t0 + N, H, P] */
+static topos_status scan_range(const scan_case *c, const float *s, const float *xa, const float *bc, int64_t t0,
+                               int64_t t1, float *out) {
+  const int64_t W = c->P + c->R, T = t1 - t0;
+  const int64_t ss[3] = {c->N, c->H, c->P}, xs[3] = {T, c->H, W}, bs[4] = {T, 2, c->G, c->N};
+  topos_tensor *ts = f32_tensor(3, ss, s), *tx = f32_tensor(3, xs, xa + t0 * c->H * W);
+  topos_tensor *tb = f32_tensor(4, bs, bc + t0 * 2 * c->G * c->N), *y = NULL;
+  topos_status st = ts && tx && tb ? topos_ssm_scan(ts, tx, tb, &y) : TOPOS_ERR_OUT_OF_MEMORY;
+  if (st == TOPOS_OK) st = topos_tensor_read_f32(y, out, (T + c->N) * c->H * c->P);
+  topos_tensor *all[] = {ts, tx, tb, y};
+  for (int i = 0; i < 4; ++i) topos_tensor_release(all[i]);
+  return st;
+}
+
+static const scan_case cases[] = {
+    {5, 4, 6, 3, 1, 2},  /* Mamba-2: a decay per head, 2 groups of 3 heads */
+    {4, 3, 4, 1, 3, 1},  /* Mamba-1: a decay per state entry, channels as heads */
+    {1, 8, 4, 16, 1, 4}, /* one token (decoding), a group per head */
+    {7, 2, 1, 5, 1, 1},
+};
+
+TEST(ops_ssm_scan_is_the_recurrence_bit_for_bit) {
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+    const scan_case *c = &cases[k];
+    const int64_t sv = c->N * c->H * c->P, xv = c->T * c->H * (c->P + c->R), bv = c->T * 2 * c->G * c->N;
+    const int64_t ov = (c->T + c->N) * c->H * c->P;
+    float *s = malloc((size_t)sv * 4), *xa = malloc((size_t)xv * 4), *bc = malloc((size_t)bv * 4);
+    float *want = malloc((size_t)ov * 4), *got = malloc((size_t)ov * 4);
+    CHECK(s && xa && bc && want && got);
+    scan_operands(c, s, xa, bc);
+    scan_plain(c, s, xa, bc, want);
+    CHECK_OK(scan_range(c, s, xa, bc, 0, c->T, got));
+    CHECK_MSG(memcmp(want, got, (size_t)ov * 4) == 0, "case %zu differs from the recurrence", k);
+    int finite = 1;
+    for (int64_t i = 0; i < ov; ++i) finite &= isfinite(got[i]) && got[i] != 0.0f;
+    CHECK(finite);
+    free(s), free(xa), free(bc), free(want), free(got);
+  }
+}
+
+/* Tokens in pieces of 1, 2, 3 ..., each piece from the last one's state:
+ * every output row and the final state are the whole scan's bits; and the
+ * whole scan's bits at three threads are its bits at one. */
+TEST(ops_ssm_scan_in_pieces_and_threads_gives_the_same_bits) {
+  const scan_case c = {40, 16, 12, 64, 1, 3}; /* a head is 40 * 16 * 64 terms: 6 ranges at 3 threads */
+  const int before = topos_threads();
+  const int64_t HP = c.H * c.P, sv = c.N * HP, ov = (c.T + c.N) * HP;
+  float *s = malloc((size_t)sv * 4), *xa = malloc((size_t)(c.T * c.H * (c.P + 1)) * 4);
+  float *bc = malloc((size_t)(c.T * 2 * c.G * c.N) * 4), *whole = malloc((size_t)ov * 4);
+  float *piece = malloc((size_t)ov * 4), *joined = malloc((size_t)ov * 4), *state = malloc((size_t)sv * 4);
+  CHECK(s && xa && bc && whole && piece && joined && state);
+  scan_operands(&c, s, xa, bc);
+  CHECK_OK(topos_set_threads(1));
+  CHECK_OK(scan_range(&c, s, xa, bc, 0, c.T, whole));
+  memcpy(state, s, (size_t)sv * 4);
+  for (int64_t t0 = 0, len = 1; t0 < c.T; t0 += len, ++len) {
+    const int64_t t1 = t0 + len < c.T ? t0 + len : c.T;
+    CHECK_OK(scan_range(&c, state, xa, bc, t0, t1, piece));
+    memcpy(joined + t0 * HP, piece, (size_t)((t1 - t0) * HP) * 4);
+    memcpy(state, piece + (t1 - t0) * HP, (size_t)sv * 4);
+  }
+  memcpy(joined + c.T * HP, state, (size_t)sv * 4);
+  CHECK(memcmp(whole, joined, (size_t)ov * 4) == 0);
+  CHECK_OK(topos_set_threads(3));
+  CHECK_OK(scan_range(&c, s, xa, bc, 0, c.T, piece));
+  CHECK(memcmp(whole, piece, (size_t)ov * 4) == 0);
+  CHECK_OK(topos_set_threads(before));
+  free(s), free(xa), free(bc), free(whole), free(piece), free(joined), free(state);
+}
+
+TEST(ops_ssm_scan_refuses_bad_operands_and_gradients) {
+  const float v[64] = {0};
+  const int64_t s[3] = {2, 4, 3}, x[3] = {5, 4, 4}, xbad[3] = {5, 4, 6}, b[4] = {5, 2, 2, 2}, b3[4] = {5, 2, 3, 2};
+  const int64_t bshort[4] = {4, 2, 2, 2};
+  topos_tensor *ts = f32_tensor(3, s, v), *tx = f32_tensor(3, x, v), *txb = f32_tensor(3, xbad, v);
+  topos_tensor *tb = f32_tensor(4, b, v), *tb3 = f32_tensor(4, b3, v), *tbs = f32_tensor(4, bshort, v), *y = NULL;
+  topos_tensor *h16 = NULL;
+  CHECK_OK(topos_tensor_zeros(TOPOS_F16, 3, s, &h16));
+  CHECK_OK(topos_ssm_scan(ts, tx, tb, &y)); /* [5 + 2, 4, 3] */
+  CHECK(topos_tensor_rank(y) == 3 && topos_tensor_shape(y)[0] == 7 && topos_tensor_shape(y)[2] == 3);
+  topos_tensor_release(y);
+  y = NULL;
+  CHECK_STATUS(topos_ssm_scan(ts, txb, tb, &y), TOPOS_ERR_SHAPE); /* R = 3: neither 1 nor N */
+  CHECK_STATUS(topos_ssm_scan(ts, tx, tb3, &y), TOPOS_ERR_SHAPE); /* 4 heads in 3 groups */
+  CHECK(strstr(topos_last_error(), "groups") != NULL);
+  CHECK_STATUS(topos_ssm_scan(ts, tx, tbs, &y), TOPOS_ERR_SHAPE); /* 4 tokens of B / C for 5 */
+  CHECK_STATUS(topos_ssm_scan(h16, tx, tb, &y), TOPOS_ERR_DTYPE);
+  CHECK(y == NULL);
+  /* the gradient through it is refused with a message, not wrong numbers */
+  topos_tape *tape = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  topos_sym p = topos_tape_parameter(tape, tx, NULL), g;
+  topos_sym out = topos_tape_ssm_scan(tape, topos_tape_constant(tape, ts), p, topos_tape_constant(tape, tb));
+  CHECK_STATUS(topos_tape_differentiate(tape, topos_tape_sum(tape, out), 1, &p, &g), TOPOS_UNSUPPORTED);
+  CHECK(strstr(topos_last_error(), "ssm_scan") != NULL);
+  topos_tape_free(tape);
+  topos_tensor *all[] = {ts, tx, txb, tb, tb3, tbs, h16};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
+}
