@@ -189,6 +189,21 @@ typedef struct topos_llama_config {
    * context, zeros before the first); out = qlinear(c * y, shortconv.out_proj). */
   int64_t conv_len;      /* shortconv.l_cache: the convolution's taps; 0 none */
   int64_t n_conv_layers; /* blocks that are short convolutions */
+  /* Mamba-2 blocks (granitehybrid: the blocks whose attention.head_count_kv
+   * entry is 0): z, xBC, dt = parts of qlinear(h, ssm_in); xBC through a
+   * causal depthwise convolution of ssm_conv taps (ssm_conv1d, plus its bias
+   * where the file has one) and SiLU, split into x [ssm_heads, head width],
+   * B and C [ssm_groups, ssm_state]; dt = softplus(dt + ssm_dt.bias); the
+   * selective scan (ops.h: ssm_scan) with decays exp(dt ssm_a) and inputs x
+   * dt; y + x ssm_d, times SiLU(z), RMS-normed per group (ssm_norm), through
+   * ssm_out. The context keeps each block's last ssm_conv - 1 xBC rows and
+   * its [ssm_state, ssm_heads, head width] state, zeros before position 0. */
+  int64_t ssm_conv;      /* ssm.conv_kernel; 0: no Mamba blocks */
+  int64_t ssm_inner;     /* ssm.inner_size: the scan's channels, ssm_heads x head width */
+  int64_t ssm_state;     /* ssm.state_size: state entries per channel */
+  int64_t ssm_heads;     /* ssm.time_step_rank: heads, each with one time step and decay */
+  int64_t ssm_groups;    /* ssm.group_count: groups of heads sharing B and C */
+  int64_t n_ssm_layers;  /* blocks that are Mamba-2 mixers */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads; LFM2: the attention
                           * blocks' entry of the per-block array) */

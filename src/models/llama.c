@@ -75,8 +75,8 @@ static topos_status tp_llama_weight3(topos_llama *m, const char *name, int64_t n
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
-                                    topos_tensor **out) {
+topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
+                             topos_tensor **out) {
   return tp_llama_weight3(m, name, ne0, ne1, 0, optional, out);
 }
 
@@ -333,33 +333,38 @@ static topos_status tp_llama_layer_mla(topos_llama *m, int64_t l, tp_llama_layer
   return TOPOS_OK;
 }
 
-/* LFM2's short-convolution block l: shortconv.conv (GGUF extents {taps,
- * dim}: each channel's taps in time order) kept as L->conv_taps, f32 [taps,
- * dim] (tap j of every channel one row: the graph's j-th term is a row
- * times the shifted inputs), and the two products. */
+/* A depthwise convolution's taps (GGUF extents {taps, width}: each
+ * channel's taps in time order) as f32 [taps, width], owned: tap j of every
+ * channel one row, so the graph's j-th term is a row times the shifted
+ * inputs (LFM2's shortconv.conv, Mamba-2's ssm_conv1d). */
+topos_status tp_llama_conv_taps(topos_llama *m, const char *name, int64_t K, int64_t width, topos_tensor **out) {
+  topos_tensor *w = NULL, *f = NULL;
+  TP_TRY(tp_llama_weight(m, name, K, width, 0, &w));
+  topos_status st = topos_tensor_convert(w, TOPOS_F32, &f); /* [width, K] */
+  const int64_t shape[2] = {K, width};
+  if (st == TOPOS_OK) st = topos_tensor_zeros(TOPOS_F32, 2, shape, out);
+  if (st == TOPOS_OK) {
+    const float *src = topos_tensor_data(f);
+    float *dst = topos_tensor_data_mut(*out);
+    for (int64_t ch = 0; ch < width; ++ch)
+      for (int64_t j = 0; j < K; ++j) dst[j * width + ch] = src[ch * K + j];
+  }
+  topos_tensor_release(w);
+  topos_tensor_release(f);
+  return st == TOPOS_OK ? TOPOS_OK : tp_fail_context(st, "llama: tensor %s", name);
+}
+
+/* LFM2's short-convolution block l: the taps (L->conv_taps) and the two products */
 static topos_status tp_llama_layer_shortconv(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
-  const int64_t K = c->conv_len, D = c->dim;
+  const int64_t D = c->dim;
   char name[64];
   snprintf(name, sizeof name, "blk.%" PRId64 ".shortconv.in_proj.weight", l);
   TP_TRY(tp_llama_weight(m, name, D, 3 * D, 0, &L->conv_in));
   snprintf(name, sizeof name, "blk.%" PRId64 ".shortconv.out_proj.weight", l);
   TP_TRY(tp_llama_weight(m, name, D, D, 0, &L->conv_out));
   snprintf(name, sizeof name, "blk.%" PRId64 ".shortconv.conv.weight", l);
-  topos_tensor *w = NULL, *f = NULL;
-  TP_TRY(tp_llama_weight(m, name, K, D, 0, &w));
-  topos_status st = topos_tensor_convert(w, TOPOS_F32, &f); /* [D, K] */
-  const int64_t shape[2] = {K, D};
-  if (st == TOPOS_OK) st = topos_tensor_zeros(TOPOS_F32, 2, shape, &L->conv_taps);
-  if (st == TOPOS_OK) {
-    const float *src = topos_tensor_data(f);
-    float *dst = topos_tensor_data_mut(L->conv_taps);
-    for (int64_t ch = 0; ch < D; ++ch)
-      for (int64_t j = 0; j < K; ++j) dst[j * D + ch] = src[ch * K + j];
-  }
-  topos_tensor_release(w);
-  topos_tensor_release(f);
-  return st == TOPOS_OK ? TOPOS_OK : tp_fail_context(st, "llama: tensor %s", name);
+  return tp_llama_conv_taps(m, name, c->conv_len, D, &L->conv_taps);
 }
 
 static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nope_all) {
@@ -445,8 +450,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
      * reads them; phi3's loader never read its bias) */
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
     int fused_bias = 0;
-    const int conv = m->conv_blocks && m->conv_blocks[l];
-    if (conv) {
+    const int ssm = m->ssm_blocks && m->ssm_blocks[l];
+    const int conv = ssm || (m->conv_blocks && m->conv_blocks[l]); /* no attention */
+    if (ssm) {
+      TP_TRY(tp_llama_layer_mamba2(m, l, L));
+    } else if (conv) {
       TP_TRY(tp_llama_layer_shortconv(m, l, L));
     } else if (c->mla_kv_rank) {
       TP_TRY(tp_llama_layer_mla(m, l, L));
@@ -560,6 +568,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   m->swa_layers = NULL;
   free(m->conv_blocks);
   m->conv_blocks = NULL;
+  free(m->ssm_blocks);
+  m->ssm_blocks = NULL;
   free(m->nope_blocks);
   m->nope_blocks = NULL;
   free(m->xielu);
@@ -599,7 +609,8 @@ void topos_llama_free(topos_llama *m) {
                              L->gate_inp_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks,
                              L->attn_norm_2, L->attn_norm_2_b, L->wq_a, L->q_a_norm, L->wkv_a,
                              L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out,
-                             L->q_norm_b, L->k_norm_b};
+                             L->q_norm_b, L->k_norm_b, L->ssm_in, L->ssm_taps, L->ssm_conv_b, L->ssm_dt_b,
+                             L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);
@@ -620,6 +631,7 @@ void topos_llama_free(topos_llama *m) {
   free(m->used);
   free(m->swa_layers);
   free(m->conv_blocks);
+  free(m->ssm_blocks);
   free(m->nope_blocks);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);

@@ -34,8 +34,7 @@ static topos_status tp_llama_key_u64(topos_gguf *g, const char *key, int min, in
   return TOPOS_OK;
 }
 
-static topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback,
-                                 int64_t *out) {
+topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out) {
   int present;
   TP_TRY(tp_llama_key_u64(g, key, 1, out, &present));
   if (present) return TOPOS_OK;
@@ -242,6 +241,7 @@ typedef struct tp_llama_arch_extra {
   int qk_norm_late;    /* the per-head q and k norms follow the rotation (hunyuan, maincoder) */
   int xielu;           /* the plain feed-forward's activation is xIELU, per block (tp_llama_xielu: apertus) */
   int smallthinker;    /* tp_llama_smallthinker */
+  int mamba2;          /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_mamba2_config: granitehybrid) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -277,6 +277,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "stablelm", .qk_norm_optional = 1, .qk_norm_heads = 1, .parallel_without_ffn_norm = 1},
     {.name = "lfm2", .shortconv = 1},
     {.name = "lfm2moe", .shortconv = 1, .router_key = 2},
+    {.name = "granitehybrid", .mamba2 = 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -335,6 +336,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Granite 4.0-H: granitemoe's (or granite's) blocks, Mamba-2 mixers where head_count_kv is 0 */
+    {"granitehybrid", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     {"ernie4_5", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"exaone", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"seed_oss", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -768,24 +772,21 @@ static topos_status tp_llama_block_key(const topos_llama *m, const char *key, co
   return TOPOS_OK;
 }
 
-/* LFM2: attention.head_count_kv lists each block's kv heads, 0 for a
- * short-convolution block (m->conv_blocks); the attention blocks share one
- * count (c->n_kv_heads; none at all: n_heads). shortconv.l_cache gives the
- * convolution's taps. A plain number is every block's count, as llama.cpp
- * reads it (then no block convolves). */
-static topos_status tp_llama_shortconv(topos_llama *m) {
+/* attention.head_count_kv as a per-block list whose zeros mark the blocks
+ * that mix tokens some other way (*blocks, *count: LFM2's convolutions,
+ * granitehybrid's Mamba-2 mixers); the attention blocks share one count
+ * (c->n_kv_heads; none at all: n_heads). A plain number is every block's
+ * count, as llama.cpp reads it (then *blocks stays NULL). */
+topos_status tp_llama_kv_zero_blocks(topos_llama *m, const char *why, uint8_t **blocks, int64_t *count) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
   int64_t index;
   topos_gguf_kv kv;
-  TP_TRY(tp_llama_u64(g, TP_K("shortconv.l_cache"), 1, 0, &c->conv_len));
-  if (c->conv_len < 2 || c->conv_len > 64)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->conv_len);
-  TP_TRY(tp_llama_block_key(m, TP_K("attention.head_count_kv"), " (its zeros mark the convolution blocks)", &index, &kv));
+  TP_TRY(tp_llama_block_key(m, TP_K("attention.head_count_kv"), why, &index, &kv));
   if (kv.type != TOPOS_GGUF_ARRAY) return tp_llama_u64(g, kb, 1, 0, &c->n_kv_heads);
-  m->conv_blocks = calloc((size_t)c->n_layers, 1);
-  if (!m->conv_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", kb);
+  *blocks = calloc((size_t)c->n_layers, 1);
+  if (!*blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", kb);
   c->n_kv_heads = 0;
   for (int64_t l = 0; l < c->n_layers; ++l) {
     int64_t v;
@@ -795,8 +796,8 @@ static topos_status tp_llama_shortconv(topos_llama *m) {
       return tp_fail(TOPOS_ERR_RANGE, "llama: %s[%" PRId64 "] = %" PRId64 " is outside 0..head_count %" PRId64, kb, l,
                      v, c->n_heads);
     if (v == 0) {
-      m->conv_blocks[l] = 1;
-      ++c->n_conv_layers;
+      (*blocks)[l] = 1;
+      ++*count;
     } else if (c->n_kv_heads && v != c->n_kv_heads) {
       return tp_fail(TOPOS_UNSUPPORTED, "llama: %s gives the attention blocks %" PRId64 " and %" PRId64
                      " kv heads (one count for all is supported)", kb, c->n_kv_heads, v);
@@ -806,6 +807,17 @@ static topos_status tp_llama_shortconv(topos_llama *m) {
   }
   if (c->n_kv_heads == 0) c->n_kv_heads = c->n_heads;
   return TOPOS_OK;
+}
+
+/* LFM2: head_count_kv's zeros are short-convolution blocks;
+ * shortconv.l_cache gives the convolution's taps. */
+static topos_status tp_llama_shortconv(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_u64(m->gguf, TP_K("shortconv.l_cache"), 1, 0, &c->conv_len));
+  if (c->conv_len < 2 || c->conv_len > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->conv_len);
+  return tp_llama_kv_zero_blocks(m, " (its zeros mark the convolution blocks)", &m->conv_blocks, &c->n_conv_layers);
 }
 
 /* SmallThinker, as llama.cpp's graph: the router reads the block's input
@@ -945,6 +957,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
+  else if (x.mamba2) TP_TRY(tp_llama_mamba2_config(m));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
   TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
                       0, &c->rms_eps));

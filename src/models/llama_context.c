@@ -28,13 +28,15 @@ struct topos_llama_context {
   size_t elem;          /* bytes per cache element */
   topos_tensor **k_cache, **v_cache; /* per block; NULL for convolution blocks */
   int64_t *kv_slot;     /* per block: its place in k_mem / v_mem, -1 for a convolution block */
-  /* LFM2's convolution blocks: the (b x) rows of the conv_len - 1 positions
-   * before the next chunk, f32 [conv_len - 1, dim] per block, twice: a run
-   * reads conv[front] and its sinks write conv[!front] (the plan may still
-   * read the state it was fed when a sink arrives); NULL for attention blocks */
-  float *conv_mem;
-  size_t conv_bytes;
-  topos_tensor **conv[2];
+  /* The recurrent blocks' states, twice: a run reads [front] and its sinks
+   * write [!front] (the plan may still read the state it was fed when a
+   * sink arrives). conv: the convolution's rows of the last taps - 1
+   * positions (LFM2: [conv_len - 1, dim] (b x) rows; Mamba-2: [ssm_conv - 1,
+   * xBC width]); ssm: a Mamba-2 block's scan state [ssm_state, ssm_heads,
+   * head width]. NULL for the blocks without them; all in state_mem. */
+  float *state_mem;
+  size_t state_bytes;
+  topos_tensor **conv[2], **ssm[2];
   int front;
   tp_llama_graph graphs[TP_LLAMA_MAX_PLANS];
   uint64_t last_used[TP_LLAMA_MAX_PLANS], clock;
@@ -90,7 +92,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
                    (long long)cap, (long long)c->n_ctx_train, c->arch);
   const int64_t slots = tp_cache_slots(cap);
   int64_t per_layer = c->n_kv_heads * c->head_dim * slots, total;
-  const int64_t kv_layers = c->n_layers - c->n_conv_layers; /* convolution blocks keep no keys */
+  const int64_t kv_layers = c->n_layers - c->n_conv_layers - c->n_ssm_layers; /* recurrent blocks keep no keys */
   if (__builtin_mul_overflow(per_layer, kv_layers, &total) || total > ((int64_t)1 << 40))
     return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
   topos_llama_context *x = calloc(1, sizeof *x);
@@ -118,26 +120,39 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
   x->kv_slot = calloc(L, sizeof *x->kv_slot);
-  x->conv[0] = calloc(L, sizeof *x->conv[0]);
-  x->conv[1] = calloc(L, sizeof *x->conv[1]);
-  const int64_t conv_rows = c->conv_len > 1 ? c->conv_len - 1 : 0;
-  x->conv_bytes = 2 * (size_t)(c->n_conv_layers * conv_rows * c->dim) * sizeof(float);
-  x->conv_mem = x->conv_bytes ? calloc(1, x->conv_bytes) : NULL;
+  for (int b = 0; b < 2; ++b) {
+    x->conv[b] = calloc(L, sizeof *x->conv[b]);
+    x->ssm[b] = calloc(L, sizeof *x->ssm[b]);
+  }
+  /* the recurrent states' shapes: {conv rows, width} and {N, H, P} */
+  const int64_t ssm_cd = c->ssm_inner + 2 * c->ssm_groups * c->ssm_state;
+  const int64_t conv_shape[2][2] = {{c->conv_len - 1, c->dim}, {c->ssm_conv - 1, ssm_cd}};
+  const int64_t ssm_shape[3] = {c->ssm_state, c->ssm_heads, c->ssm_heads ? c->ssm_inner / c->ssm_heads : 0};
+  const size_t conv_floats[2] = {(size_t)(conv_shape[0][0] * conv_shape[0][1]), (size_t)(conv_shape[1][0] * ssm_cd)};
+  const size_t ssm_floats = (size_t)c->ssm_state * (size_t)c->ssm_inner;
+  x->state_bytes = 2 * sizeof(float) * ((size_t)c->n_conv_layers * conv_floats[0] +
+                                        (size_t)c->n_ssm_layers * (conv_floats[1] + ssm_floats));
+  x->state_mem = x->state_bytes ? calloc(1, x->state_bytes) : NULL;
   x->feeds = calloc(2 * L + 10, sizeof *x->feeds);
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
   if ((x->kv_bytes && !x->k_mem) || !x->k_cache || !x->v_cache || !x->kv_slot || !x->conv[0] || !x->conv[1] ||
-      (x->conv_bytes && !x->conv_mem) || !x->feeds || !x->row)
+      !x->ssm[0] || !x->ssm[1] || (x->state_bytes && !x->state_mem) || !x->feeds || !x->row)
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld elements",
                  (long long)(2 * total));
-  for (size_t l = 0, at = 0, conv_at = 0; st == TOPOS_OK && l < L; ++l) {
-    if (x->model->layers[l].conv_taps) { /* the convolution's two states */
-      const int64_t ss[2] = {conv_rows, c->dim};
-      const size_t bytes = (size_t)(conv_rows * c->dim) * sizeof(float);
+  float *state_at = x->state_mem;
+  for (size_t l = 0, at = 0; st == TOPOS_OK && l < L; ++l) {
+    const tp_llama_layer *ly = &x->model->layers[l];
+    if (ly->conv_taps || ly->ssm_in) { /* the recurrent block's two states of each kind */
+      const int mamba = ly->ssm_in != NULL;
+      const size_t cf = conv_floats[mamba];
       x->kv_slot[l] = -1;
-      for (int b = 0; st == TOPOS_OK && b < 2; ++b, ++conv_at)
-        st = topos_tensor_wrap(TOPOS_F32, 2, ss, (char *)x->conv_mem + conv_at * bytes, bytes, TOPOS_STORAGE_EXTERNAL,
+      for (int b = 0; st == TOPOS_OK && b < 2; ++b, state_at += cf)
+        st = topos_tensor_wrap(TOPOS_F32, 2, conv_shape[mamba], state_at, cf * sizeof(float), TOPOS_STORAGE_EXTERNAL,
                                NULL, NULL, &x->conv[b][l]);
+      for (int b = 0; st == TOPOS_OK && mamba && b < 2; ++b, state_at += ssm_floats)
+        st = topos_tensor_wrap(TOPOS_F32, 3, ssm_shape, state_at, ssm_floats * sizeof(float), TOPOS_STORAGE_EXTERNAL,
+                               NULL, NULL, &x->ssm[b][l]);
       continue;
     }
     x->kv_slot[l] = (int64_t)at++;
@@ -169,15 +184,19 @@ void topos_llama_context_free(topos_llama_context *x) {
   for (int64_t l = 0; l < x->model->config.n_layers; ++l) {
     if (x->k_cache) topos_tensor_release(x->k_cache[l]);
     if (x->v_cache) topos_tensor_release(x->v_cache[l]);
-    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < 2; ++b) {
       if (x->conv[b]) topos_tensor_release(x->conv[b][l]);
+      if (x->ssm[b]) topos_tensor_release(x->ssm[b][l]);
+    }
   }
   free(x->k_cache);
   free(x->v_cache);
   free(x->kv_slot);
-  free(x->conv[0]);
-  free(x->conv[1]);
-  free(x->conv_mem);
+  for (int b = 0; b < 2; ++b) {
+    free(x->conv[b]);
+    free(x->ssm[b]);
+  }
+  free(x->state_mem);
   if (x->k_mem) tp_pages_free(x->k_mem, x->kv_bytes);
   free(x->feeds);
   free(x->row);
@@ -192,12 +211,12 @@ void topos_llama_reset(topos_llama_context *x) {
   /* stale slots are masked, but zeros keep every masked product exactly 0;
    * keys and values are one mapping of kv_bytes */
   if (x->k_mem) memset(x->k_mem, 0, x->kv_bytes);
-  if (x->conv_mem) memset(x->conv_mem, 0, x->conv_bytes); /* zeros before position 0 */
+  if (x->state_mem) memset(x->state_mem, 0, x->state_bytes); /* zeros before position 0 */
   x->pos = 0;
 }
 
 uint64_t topos_llama_cache_bytes(const topos_llama_context *x) {
-  return x ? (uint64_t)(x->kv_bytes + x->conv_bytes) : 0;
+  return x ? (uint64_t)(x->kv_bytes + x->state_bytes) : 0;
 }
 
 /* Runs move from plan to plan (chunk shapes, growing spans) and each plan
@@ -330,8 +349,8 @@ static topos_status tp_cache_sink(void *user, size_t k, const topos_tensor *valu
   const int64_t L = x->model->config.n_layers, at = u->g->sink_at[k], l = at % L, kind = at / L;
   if (!topos_tensor_is_contiguous(value) || topos_tensor_dtype(value) != TOPOS_F32)
     return tp_fail(TOPOS_ERR_INTERNAL, "llama eval: chunk keys/values are not packed f32");
-  if (kind == TP_SINK_CONV) {
-    topos_tensor *dst = x->conv[!x->front][l];
+  if (kind == TP_SINK_CONV || kind == TP_SINK_SSM) {
+    topos_tensor *dst = (kind == TP_SINK_CONV ? x->conv : x->ssm)[!x->front][l];
     memcpy(topos_tensor_data_mut(dst), topos_tensor_data(value), (size_t)topos_tensor_volume(dst) * sizeof(float));
     return TOPOS_OK;
   }
@@ -541,6 +560,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     for (int64_t l = 0; l < L; ++l) {
       if (x->conv[0][l]) {
         f[nf++] = (topos_feed){g->conv_state[l], x->conv[x->front][l]};
+        if (x->ssm[0][l]) f[nf++] = (topos_feed){g->ssm_state[l], x->ssm[x->front][l]};
       } else if (g->has_cache) {
         f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
         f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
@@ -549,7 +569,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     topos_run *run = NULL;
     tp_sink_user user = {x, g};
     st = topos_plan_forward_sink(g->plan, NULL, f, nf, tp_cache_sink, &user, &run);
-    if (st == TOPOS_OK && c->n_conv_layers) x->front = !x->front; /* the states the sinks wrote */
+    if (st == TOPOS_OK && (c->n_conv_layers || c->n_ssm_layers)) x->front = !x->front; /* the states the sinks wrote */
     if (st == TOPOS_OK && logits) {
       topos_tensor *lg = NULL;
       st = topos_run_read(run, g->logits, &lg);

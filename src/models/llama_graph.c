@@ -17,22 +17,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "models/llama_internal.h"
-
-typedef struct tp_rec {
-  topos_tape *t;
-  const topos_llama_config *c;
-  int64_t T, C, S; /* chunk, cache row length (the capacity, padded), cache slots attended (span) */
-  topos_dtype kv_dtype;
-} tp_rec;
-
-static topos_sym tp_const(tp_rec *r, topos_tensor *w) { return topos_tape_constant(r->t, w); }
-
-static topos_sym tp_reshape(tp_rec *r, topos_sym a, int rank, int64_t d0, int64_t d1, int64_t d2,
-                            int64_t d3) {
-  int64_t s[4] = {d0, d1, d2, d3};
-  return topos_tape_reshape(r->t, a, rank, s);
-}
+#include "models/llama_graph_internal.h"
 
 static topos_sym tp_permute(tp_rec *r, topos_sym a, int rank, int o0, int o1, int o2, int o3) {
   int o[4] = {o0, o1, o2, o3};
@@ -41,7 +26,7 @@ static topos_sym tp_permute(tp_rec *r, topos_sym a, int rank, int o0, int o1, in
 }
 
 /* x [rows, dim] * rsqrt(mean(x^2) + eps) * w (w [dim]; NULL: none) */
-static topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w) {
+topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w) {
   topos_tape *t = r->t;
   topos_sym ms = topos_tape_mean_along(t, topos_tape_mul(t, x, x), 1);
   topos_sym eps = topos_tape_fill_like(t, ms, r->c->rms_eps);
@@ -451,37 +436,6 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   return topos_tape_add(t, x, f);
 }
 
-/* LFM2's short convolution of block l over the chunk (config.conv_len K):
- * b, c, v = the thirds of qlinear(h, in_proj); rows = the K - 1 (b v) rows
- * before the chunk (input conv_state.l, zeros before position 0) then the
- * chunk's; y[t] = sum over taps j in order of taps[j] * rows[t + j], per
- * channel; out = qlinear(c * y, out_proj). The last K - 1 rows (sink
- * conv_next) are the next chunk's state. Every row's terms are the same
- * floats in the same order whatever the chunk, so decoding keeps the full
- * context's bits. */
-static topos_sym tp_shortconv(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
-  topos_tape *t = r->t;
-  const int64_t T = r->T, D = r->c->dim, K = r->c->conv_len;
-  const topos_sym bcv = topos_tape_qlinear(t, h, tp_const(r, L->conv_in));
-  const topos_sym b = topos_tape_narrow(t, bcv, 1, 0, D), gate = topos_tape_narrow(t, bcv, 1, D, D);
-  const topos_sym v = topos_tape_narrow(t, bcv, 1, 2 * D, D);
-  char name[48];
-  snprintf(name, sizeof name, "conv_state.%d", (int)l);
-  const topos_tensor_desc sd = {TOPOS_F32, 2, {K - 1, D}};
-  g->conv_state[l] = topos_tape_input_desc(t, &sd, name);
-  const topos_sym parts[2] = {g->conv_state[l], topos_tape_mul(t, b, v)};
-  const topos_sym rows = topos_tape_concat(t, 2, parts, 0); /* [K - 1 + T, D] */
-  g->conv_next[l] = topos_tape_narrow(t, rows, 0, T, K - 1);
-  const topos_sym taps = tp_const(r, L->conv_taps);
-  topos_sym y = TOPOS_SYM_INVALID;
-  for (int64_t j = 0; j < K; ++j) {
-    const topos_sym tap = tp_reshape(r, topos_tape_narrow(t, taps, 0, j, 1), 1, D, 0, 0, 0);
-    const topos_sym term = topos_tape_mul(t, topos_tape_narrow(t, rows, 0, j, T), topos_tape_broadcast_along(t, tap, 0, T));
-    y = j == 0 ? term : topos_tape_add(t, y, term);
-  }
-  return topos_tape_qlinear(t, topos_tape_mul(t, gate, y), tp_const(r, L->conv_out));
-}
-
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
@@ -521,7 +475,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
       vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
     }
-    if (cached && !L->conv_taps) {
+    if (cached && !L->conv_taps && !L->ssm_in) {
       snprintf(name, sizeof name, "k_cache.%d", (int)l);
       g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
       snprintf(name, sizeof name, "v_cache.%d", (int)l);
@@ -530,8 +484,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 
     topos_sym h = L->attn_norm || c->norm_weightless ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b)
                                                     : x; /* olmo2: the residual itself */
-    if (L->conv_taps) { /* LFM2: a short convolution instead of attention */
-      x = tp_block_out(r, L, x, h, tp_shortconv(r, g, L, l, h));
+    if (L->conv_taps || L->ssm_in) { /* LFM2's short convolution or a Mamba-2 mixer instead of attention */
+      x = tp_block_out(r, L, x, h, L->ssm_in ? tp_mamba2(r, g, L, l, h) : tp_shortconv(r, g, L, l, h));
       continue;
     }
     /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
@@ -691,20 +645,22 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
   g->window_masks = window_masks;
   g->span = span;
   size_t L = (size_t)m->config.n_layers;
-  topos_sym *syms = calloc(9 * L, sizeof *syms);
-  g->sink_at = calloc(3 * L, sizeof *g->sink_at);
+  topos_sym *syms = calloc((8 + TP_SINK_KINDS) * L, sizeof *syms);
+  g->sink_at = calloc(TP_SINK_KINDS * L, sizeof *g->sink_at);
   if (!syms || !g->sink_at) {
     free(syms);
     return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: graph symbols");
   }
-  for (size_t i = 0; i < 9 * L; ++i) syms[i] = TOPOS_SYM_INVALID;
+  for (size_t i = 0; i < (8 + TP_SINK_KINDS) * L; ++i) syms[i] = TOPOS_SYM_INVALID;
   g->k_cache = syms;
   g->v_cache = syms + L;
   g->k_new = syms + 2 * L;
   g->v_new = syms + 3 * L;
   g->conv_state = syms + 4 * L;
   g->conv_next = syms + 5 * L;
-  g->sinks = syms + 6 * L;
+  g->ssm_state = syms + 6 * L;
+  g->ssm_next = syms + 7 * L;
+  g->sinks = syms + 8 * L;
   tp_rec r = {NULL, &m->config, T, C, span, kv_dtype};
   topos_status st = topos_tape_new(&r.t);
   if (st == TOPOS_OK) st = tp_record(m, &r, g);
@@ -715,12 +671,12 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
     topos_tape_free(r.t);
   }
   if (st == TOPOS_OK) {
-    /* the chunk's keys and values and the convolutions' last rows are
+    /* the chunk's keys and values and the recurrent blocks' states are
      * sinks, copied into the context as each is computed: their arena
      * ranges are reused for the rest of the chunk */
     for (size_t l = 0; l < L; ++l) {
-      const topos_sym kinds[3] = {g->k_new[l], g->v_new[l], g->conv_next[l]};
-      for (int kind = 0; kind < 3; ++kind)
+      const topos_sym kinds[TP_SINK_KINDS] = {g->k_new[l], g->v_new[l], g->conv_next[l], g->ssm_next[l]};
+      for (int kind = 0; kind < TP_SINK_KINDS; ++kind)
         if (topos_sym_is_valid(kinds[kind])) {
           g->sinks[g->n_sinks] = kinds[kind];
           g->sink_at[g->n_sinks++] = (int64_t)(kind * L + l);

@@ -55,6 +55,25 @@ int tp_llama_arch_gate_up_fused(const char *arch);
 /* 1 where the LayerNorms' biases may be absent (mpt) */
 int tp_llama_arch_norm_bias_optional(const char *arch);
 
+struct topos_llama;
+typedef struct tp_llama_layer tp_llama_layer;
+/* An unsigned key (at most 2^31; absent: fallback, or refused where required) */
+topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out);
+/* attention.head_count_kv's per-block zeros into *blocks (calloc'd, n_layers)
+ * and *count; sets config.n_kv_heads (llama_config.c) */
+topos_status tp_llama_kv_zero_blocks(struct topos_llama *m, const char *why, uint8_t **blocks, int64_t *count);
+/* A weight of GGUF extents {ne0, ne1} (ne1 0: a vector, made f32) mapped from
+ * the file (llama.c) */
+topos_status tp_llama_weight(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
+                             topos_tensor **out);
+/* A depthwise convolution's {taps, width} weight as f32 [taps, width] (llama.c) */
+topos_status tp_llama_conv_taps(struct topos_llama *m, const char *name, int64_t taps, int64_t width,
+                                topos_tensor **out);
+/* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are;
+ * block l's tensors */
+topos_status tp_llama_mamba2_config(struct topos_llama *m);
+topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
+
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
 #define TP_K(suffix) tp_llama_key(kb, sizeof kb, c->arch, suffix)
@@ -98,6 +117,12 @@ typedef struct tp_llama_layer {
    * shortconv.conv transposed, owned), conv_in [3 dim, dim] (b, c, x rows),
    * conv_out [dim, dim]; NULL for attention blocks */
   topos_tensor *conv_taps, *conv_in, *conv_out;
+  /* A Mamba-2 block (config.ssm_conv): ssm_in [2 inner + 2 groups state +
+   * heads, dim] (z, xBC, dt rows), ssm_taps f32 [ssm_conv, xBC width] (the
+   * file's ssm_conv1d transposed, owned), f32 ssm_conv_b [xBC width] (or
+   * NULL), ssm_dt_b, ssm_a, ssm_d [heads], ssm_norm [inner], ssm_out [dim,
+   * inner]; NULL for other blocks */
+  topos_tensor *ssm_in, *ssm_taps, *ssm_conv_b, *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;
 
@@ -120,6 +145,7 @@ struct topos_llama {
   uint8_t *swa_layers;        /* while loading: the windowed layers where the file lists them
                                * (attention.sliding_window_pattern as an array), else NULL */
   uint8_t *conv_blocks;       /* while loading: 1 per short-convolution block (LFM2), else NULL */
+  uint8_t *ssm_blocks;        /* while loading: 1 per Mamba-2 block, else NULL */
   float *xielu;               /* while loading: [n_layers][4], each block's xIELU parameters (config.ffn_xielu;
                                * kept in the layers), else NULL */
   uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */
@@ -139,13 +165,16 @@ struct topos_llama {
  *                              layers share mask_c and mask_n (phi3: all windowed)
  *   k_cache[l] f32 [KVH, hd, C], v_cache[l] f32 [KVH, C, hd] (attention blocks)
  *   conv_state[l] f32 [conv_len - 1, dim]  a short-convolution block's (b x)
- *                              rows of the positions before the chunk (LFM2)
+ *                              rows of the positions before the chunk (LFM2);
+ *                              a Mamba-2 block's xBC rows, [ssm_conv - 1, xBC width]
+ *   ssm_state[l] f32 [ssm_state, ssm_heads, head width]  a Mamba-2 block's scan state
  * Root: logits [T or 1, vocab] (none for TP_LOGITS_NONE: a prompt chunk
  * before the last needs no head). Sinks (topos_plan_forward_sink, index k:
  * sinks[k], of layer sink_at[k] % L, kind sink_at[k] / L: 0 k_new, 1 v_new,
- * 2 conv_next): k_new[l] f32 [T, KVH, hd] (after rope), v_new[l] f32 [T, KVH,
- * hd]; conv_next[l] f32 [conv_len - 1, dim], the (b x) rows of the chunk's
- * last positions (the next chunk's conv_state). */
+ * 2 conv_next, 3 ssm_next): k_new[l] f32 [T, KVH, hd] (after rope), v_new[l]
+ * f32 [T, KVH, hd]; conv_next[l], the convolution rows of the chunk's last
+ * positions (the next chunk's conv_state); ssm_next[l], the scan's state after
+ * the chunk (the next chunk's ssm_state). */
 typedef enum tp_logits_rows { TP_LOGITS_LAST, TP_LOGITS_ALL, TP_LOGITS_NONE } tp_logits_rows;
 
 typedef struct tp_llama_graph {
@@ -159,12 +188,13 @@ typedef struct tp_llama_graph {
   topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, temp, logits;
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each; invalid for convolution blocks */
   topos_sym *conv_state, *conv_next;            /* n_layers each; invalid for attention blocks */
+  topos_sym *ssm_state, *ssm_next;              /* n_layers each; valid for Mamba-2 blocks */
   topos_sym *sinks;                             /* n_sinks */
   int64_t *sink_at;
   size_t n_sinks;
 } tp_llama_graph;
 
-enum { TP_SINK_K, TP_SINK_V, TP_SINK_CONV };
+enum { TP_SINK_K, TP_SINK_V, TP_SINK_CONV, TP_SINK_SSM, TP_SINK_KINDS };
 
 /* Reads general.architecture and its keys into m->config (llama_config.c);
  * *swa_period (0: none) and *nope_all for the layer loop; may set

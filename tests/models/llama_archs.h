@@ -29,7 +29,9 @@ static inline int lt_qk_norm(const lt_spec *s) {
 static inline int lt_qk_norm_rows(const lt_spec *s) {
   return lt_arch_is(s, "olmo2") || lt_arch_is(s, "olmoe") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "mpt");
 }
-static inline int lt_granite(const lt_spec *s) { return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe"); }
+static inline int lt_granite(const lt_spec *s) {
+  return lt_arch_is(s, "granite") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "granitehybrid");
+}
 /* minicpm: granite's graph, its scales defaulting where the file has no keys:
  * embedding 12, residual 1.4 / sqrt(blocks), logits divided by 256 / dim */
 static inline int lt_minicpm(const lt_spec *s) { return lt_arch_is(s, "minicpm"); }

@@ -27,7 +27,8 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
-  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "granitemoe") || lt_arch_is(s, "llama") ||
+  return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "granitemoe") ||
+         lt_arch_is(s, "granitehybrid") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
          lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker");
 }

@@ -88,7 +88,8 @@ typedef struct lt_spec {
   int no_ffn_norm;         /* stablelm: no ffn_norm, the feed-forward reads the attention's norm
                             * (StableLM 2 12B) */
   const char *conv_blocks; /* lfm2: block l is a short convolution where conv_blocks[l % length] is 'C'
-                            * (llama_lfm2_util.h) */
+                            * (llama_lfm2_util.h); granitehybrid: a Mamba-2 mixer where it is 'M'
+                            * (llama_ssm_util.h) */
   int mpt_form;            /* mpt: 0 ALiBi of 8 (attention.max_alibi_bias); 'p' learned positions
                             * (position_embd.weight) instead; 'n' neither (no key, no table) */
   int mpt_qk_norm;         /* mpt: attn_q_norm / attn_k_norm LayerNorms over whole rows, with biases */
@@ -256,6 +257,11 @@ static inline topos_status lt_write_shortconv(topos_gguf_writer *w, lt_file *f, 
 
 static inline void lt_xielu_raw(int64_t l, double p[4]);
 
+static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s);
+static inline int lt_ssm_block(const lt_spec *s, int64_t l);
+static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                           topos_rng *rng);
+
 static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   memset(f, 0, sizeof *f);
   topos_gguf_writer *w = NULL;
@@ -278,6 +284,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
   if (lt_lfm2(s)) { /* head_count_kv a per-block array */
     LT(lt_write_lfm2_keys(w, f, s));
+  } else if (lt_arch_is(s, "granitehybrid")) { /* likewise, and the ssm.* keys */
+    LT(lt_write_ssm_keys(w, f, s));
   } else {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   }
@@ -425,6 +433,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     }
     if (lt_conv_block(s, l)) {
       LT(lt_write_shortconv(w, f, s, l, &rng));
+    } else if (lt_ssm_block(s, l)) {
+      LT(lt_write_mamba2(w, f, s, l, &rng));
     } else if (lt_mla(s)) {
       LT(lt_write_mla(w, f, s, l, &rng));
     } else if (s->fused_qkv) {
@@ -599,6 +609,7 @@ static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double 
 
 #include "llama_mla_util.h"
 #include "llama_lfm2_util.h"
+#include "llama_ssm_util.h"
 
 /* The relative L2 distance of got from ref over n values; *ref2 (when not
  * NULL) gets ref's squared norm. */
@@ -648,11 +659,12 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   lt_experts *LX = calloc((size_t)s->layers, sizeof *LX); /* mixtures: their feed-forwards */
   lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
   lt_conv *LC = calloc((size_t)s->layers, sizeof *LC);    /* lfm2: the short convolutions */
+  lt_ssm *LS = calloc((size_t)s->layers, sizeof *LS);     /* granitehybrid: the Mamba-2 mixers */
   float *bcx = malloc((size_t)(3 * D) * 4);
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
   float *(*LQB)[2] = calloc((size_t)s->layers, sizeof *LQB); /* mpt: the q and k LayerNorms' biases */
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && bcx && xin && LNB && LQB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && LS && bcx && xin && LNB && LQB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -668,7 +680,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && (lt_no_pre_norms(s) || lt_weightless(s))) continue;
       if (i >= 1 && i <= 3 && lt_mla(s)) continue;
-      if (i >= 1 && i <= 4 && lt_conv_block(s, l)) continue;
+      if (i >= 1 && i <= 4 && (lt_conv_block(s, l) || lt_ssm_block(s, l))) continue;
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
@@ -682,6 +694,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
     if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
+    if (lt_ssm_block(s, l) && !lt_ssm_load(g, l, N, &LS[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -731,6 +744,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       } else if (lt_conv_block(s, l)) {
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         lt_conv_apply(&LC[l], D, p, !lt_without(s, "conv history"), h, bcx, t2);
+      } else if (lt_ssm_block(s, l)) {
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        lt_ssm_apply(&LS[l], D, p, !lt_without(s, "ssm history"), h, t2);
       } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         if (W[0] || lt_weightless(s)) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
@@ -898,10 +914,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (LX) lt_experts_free(&LX[l]);
     if (LM) lt_mla_free(&LM[l]);
     if (LC) lt_conv_free(&LC[l]);
+    if (LS) lt_ssm_free(&LS[l]);
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
     for (int i = 0; LQB && i < 2; ++i) free(LQB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(bcx); free(xin); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(LS); free(bcx); free(xin); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;

@@ -1,0 +1,34 @@
+/* Internal: what the llama graph's recorders share (llama_graph.c: the
+ * attention blocks and the whole chunk; llama_recurrent.c: the blocks that
+ * carry a state from chunk to chunk instead of a cache). */
+#ifndef TP_MODELS_LLAMA_GRAPH_INTERNAL_H
+#define TP_MODELS_LLAMA_GRAPH_INTERNAL_H
+
+#include "models/llama_internal.h"
+#include "topos/graph.h"
+
+typedef struct tp_rec {
+  topos_tape *t;
+  const topos_llama_config *c;
+  int64_t T, C, S; /* chunk, cache row length (the capacity, padded), cache slots attended (span) */
+  topos_dtype kv_dtype;
+} tp_rec;
+
+static inline topos_sym tp_const(tp_rec *r, topos_tensor *w) { return topos_tape_constant(r->t, w); }
+
+static inline topos_sym tp_reshape(tp_rec *r, topos_sym a, int rank, int64_t d0, int64_t d1, int64_t d2,
+                                   int64_t d3) {
+  int64_t s[4] = {d0, d1, d2, d3};
+  return topos_tape_reshape(r->t, a, rank, s);
+}
+
+/* x [rows, dim] * rsqrt(mean(x^2) + eps) * w (w [dim]; NULL: none) */
+topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w);
+
+/* Block l's token mixer over its norm h [T, dim] -> [T, dim], recording the
+ * state inputs and sinks it needs in g: LFM2's short convolution, a Mamba-2
+ * mixer (llama_recurrent.c) */
+topos_sym tp_shortconv(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h);
+topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h);
+
+#endif

@@ -1,0 +1,103 @@
+/* The llama graph's recurrent token mixers: blocks that carry a state from
+ * one chunk to the next instead of a key/value cache. Each takes its state
+ * as an input (conv_state.l, ssm_state.l) and gives the state after the
+ * chunk as a sink (conv_next, ssm_next); the context keeps two copies and
+ * alternates them (llama_context.c). Every token's arithmetic is the same
+ * floats in the same order whatever chunk it is in, so decoding keeps the
+ * bits of the whole prompt's forward. */
+#include <stdio.h>
+
+#include "models/llama_graph_internal.h"
+
+/* The K - 1 rows of width w before the chunk (input `name`.l, zeros before
+ * position 0) then the chunk's rows v [T, w]: the next chunk's K - 1 rows
+ * are a sink, *next; returns sum over taps j in order of taps[j] * rows[t +
+ * j], per channel: a causal depthwise convolution [T, w]. */
+static topos_sym tp_causal_conv(tp_rec *r, const char *name, int64_t l, topos_sym v, int64_t K, int64_t w,
+                                topos_tensor *taps_w, topos_sym *state, topos_sym *next) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T;
+  char label[48];
+  snprintf(label, sizeof label, "%s.%d", name, (int)l);
+  const topos_tensor_desc sd = {TOPOS_F32, 2, {K - 1, w}};
+  *state = topos_tape_input_desc(t, &sd, label);
+  const topos_sym parts[2] = {*state, v};
+  const topos_sym rows = topos_tape_concat(t, 2, parts, 0); /* [K - 1 + T, w] */
+  *next = topos_tape_narrow(t, rows, 0, T, K - 1);
+  const topos_sym taps = tp_const(r, taps_w);
+  topos_sym y = TOPOS_SYM_INVALID;
+  for (int64_t j = 0; j < K; ++j) {
+    const topos_sym tap = tp_reshape(r, topos_tape_narrow(t, taps, 0, j, 1), 1, w, 0, 0, 0);
+    const topos_sym term = topos_tape_mul(t, topos_tape_narrow(t, rows, 0, j, T), topos_tape_broadcast_along(t, tap, 0, T));
+    y = j == 0 ? term : topos_tape_add(t, y, term);
+  }
+  return y;
+}
+
+/* LFM2's short convolution of block l over the chunk (config.conv_len K):
+ * b, c, v = the thirds of qlinear(h, in_proj); y = the causal convolution
+ * of the (b v) rows; out = qlinear(c * y, out_proj). */
+topos_sym tp_shortconv(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  topos_tape *t = r->t;
+  const int64_t D = r->c->dim;
+  const topos_sym bcv = topos_tape_qlinear(t, h, tp_const(r, L->conv_in));
+  const topos_sym b = topos_tape_narrow(t, bcv, 1, 0, D), gate = topos_tape_narrow(t, bcv, 1, D, D);
+  const topos_sym v = topos_tape_narrow(t, bcv, 1, 2 * D, D);
+  const topos_sym y = tp_causal_conv(r, "conv_state", l, topos_tape_mul(t, b, v), r->c->conv_len, D, L->conv_taps,
+                                     &g->conv_state[l], &g->conv_next[l]);
+  return topos_tape_qlinear(t, topos_tape_mul(t, gate, y), tp_const(r, L->conv_out));
+}
+
+/* a [rows, n] + v [n] broadcast over the rows */
+static topos_sym tp_add_rows(tp_rec *r, topos_sym a, topos_tensor *v, int64_t rows) {
+  return topos_tape_add(r->t, a, topos_tape_broadcast_along(r->t, tp_const(r, v), 0, rows));
+}
+
+/* softplus(x) = max(x, 0) + ln(1 + e^-|x|): no overflow at any x */
+static topos_sym tp_softplus(tp_rec *r, topos_sym x) {
+  topos_tape *t = r->t;
+  const topos_sym nabs = topos_tape_neg(t, topos_tape_maximum(t, x, topos_tape_neg(t, x)));
+  const topos_sym e = topos_tape_exp(t, nabs);
+  return topos_tape_add(t, topos_tape_relu(t, x), topos_tape_ln(t, topos_tape_add(t, e, topos_tape_fill_like(t, e, 1.0))));
+}
+
+/* A Mamba-2 mixer of block l over the chunk (config.ssm_*; D inner
+ * channels in H heads of P, G groups of N state entries, K taps):
+ *   z, xBC, dt = parts of qlinear(h, ssm_in) (D, D + 2 G N, H wide)
+ *   xBC = SiLU(causal convolution of xBC (+ ssm_conv1d.bias)): x [T, H, P],
+ *         B and C [T, 2, G, N]
+ *   dt = softplus(dt + ssm_dt.bias); the scan (ssm_scan) of x dt with
+ *   decays exp(dt A), B and C from the state before the chunk (input
+ *   ssm_state.l; the state after it the sink ssm_next)
+ *   y = (scan + x D) * SiLU(z), RMS-normed per group of D / G (ssm_norm),
+ *   out = qlinear(y, ssm_out) */
+topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, D = c->ssm_inner, N = c->ssm_state, H = c->ssm_heads, G = c->ssm_groups, P = D / H;
+  const int64_t CD = D + 2 * G * N;
+  const topos_sym zxbcdt = topos_tape_qlinear(t, h, tp_const(r, L->ssm_in));
+  const topos_sym z = topos_tape_narrow(t, zxbcdt, 1, 0, D);
+  topos_sym xbc = tp_causal_conv(r, "conv_state", l, topos_tape_narrow(t, zxbcdt, 1, D, CD), c->ssm_conv, CD,
+                                 L->ssm_taps, &g->conv_state[l], &g->conv_next[l]);
+  if (L->ssm_conv_b) xbc = tp_add_rows(r, xbc, L->ssm_conv_b, T);
+  xbc = topos_tape_silu(t, xbc);
+  const topos_sym x = tp_reshape(r, topos_tape_narrow(t, xbc, 1, 0, D), 3, T, H, P, 0);
+  const topos_sym bc = tp_reshape(r, topos_tape_narrow(t, xbc, 1, D, 2 * G * N), 4, T, 2, G, N);
+  const topos_sym dt = tp_softplus(r, tp_add_rows(r, topos_tape_narrow(t, zxbcdt, 1, D + CD, H), L->ssm_dt_b, T));
+  const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, dt, topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
+  const topos_sym parts[2] = {topos_tape_mul(t, x, topos_tape_broadcast_along(t, dt, 2, P)),
+                              tp_reshape(r, decay, 3, T, H, 1, 0)};
+  char label[48];
+  snprintf(label, sizeof label, "ssm_state.%d", (int)l);
+  const topos_tensor_desc sd = {TOPOS_F32, 3, {N, H, P}};
+  g->ssm_state[l] = topos_tape_input_desc(t, &sd, label);
+  const topos_sym scan = topos_tape_ssm_scan(t, g->ssm_state[l], topos_tape_concat(t, 2, parts, 2), bc);
+  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
+  const topos_sym skip = topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, tp_const(r, L->ssm_d), 0, T), 2, P);
+  topos_sym y = topos_tape_add(t, topos_tape_narrow(t, scan, 0, 0, T), topos_tape_mul(t, x, skip));
+  y = topos_tape_mul(t, tp_reshape(r, y, 2, T, D, 0, 0), topos_tape_silu(t, z));
+  y = tp_reshape(r, tp_rmsnorm_n(r, tp_reshape(r, y, 2, T * G, D / G, 0, 0), T * G, D / G, NULL), 2, T, D, 0, 0);
+  y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, L->ssm_norm), 0, T));
+  return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
+}

@@ -1,0 +1,84 @@
+/* Mamba-2 blocks in llama-family files: their keys and tensors, as
+ * llama.cpp reads granitehybrid files (the graph: llama_recurrent.c).
+ *
+ * Keys: ssm.conv_kernel (taps), ssm.inner_size (channels), ssm.state_size,
+ * ssm.time_step_rank (heads: Mamba-2 gives every head one time step),
+ * ssm.group_count (groups sharing B and C). Tensors of block l (GGUF
+ * extents; CD = inner + 2 groups state, the convolved xBC width):
+ *   ssm_in.weight {dim, 2 inner + 2 groups state + heads}: z, xBC, dt rows
+ *   ssm_conv1d.weight {taps, CD} and .bias {CD} (optional where the
+ *     architecture allows: granitehybrid)
+ *   ssm_dt.bias {heads}; ssm_a {1, heads} (the converter's -exp(A_log));
+ *   ssm_d {1, heads}; ssm_norm.weight {inner / groups, groups};
+ *   ssm_out.weight {inner, dim} */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "models/llama_internal.h"
+
+topos_status tp_llama_mamba2_config(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
+  if (c->ssm_conv < 2 || c->ssm_conv > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, &c->ssm_heads));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.group_count"), 1, 0, &c->ssm_groups));
+  if (c->ssm_inner < 1 || c->ssm_state < 1 || c->ssm_heads < 1 || c->ssm_groups < 1 ||
+      c->ssm_inner % c->ssm_heads != 0 || c->ssm_heads % c->ssm_groups != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s's Mamba-2 sizes do not fit: inner_size %" PRId64 " must be a multiple "
+                   "of time_step_rank (heads) %" PRId64 ", itself a multiple of group_count %" PRId64
+                   ", and state_size %" PRId64 " at least 1", c->arch, c->ssm_inner, c->ssm_heads, c->ssm_groups,
+                   c->ssm_state);
+  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba-2 state of %" PRId64 " x %" PRId64 " floats a block is "
+                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+  return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba-2 blocks)", &m->ssm_blocks, &c->n_ssm_layers);
+}
+
+/* name's {ne0, ne1} tensor as f32 [ne0 * ne1] (ne1 0: a vector) */
+static topos_status tp_ssm_vector(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
+                                  topos_tensor **out) {
+  topos_tensor *w = NULL, *f = NULL;
+  TP_TRY(tp_llama_weight(m, name, ne0, ne1, optional, &w));
+  if (!w || !ne1) {
+    *out = w;
+    return TOPOS_OK;
+  }
+  const int64_t n = ne0 * ne1;
+  topos_status st = topos_tensor_convert(w, TOPOS_F32, &f);
+  if (st == TOPOS_OK) st = topos_tensor_reshape(f, 1, &n, out);
+  topos_tensor_release(w);
+  topos_tensor_release(f);
+  return st == TOPOS_OK ? TOPOS_OK : tp_fail_context(st, "llama: tensor %s", name);
+}
+
+topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t K = c->ssm_conv, DI = c->ssm_inner, H = c->ssm_heads, G = c->ssm_groups;
+  const int64_t CD = DI + 2 * G * c->ssm_state;
+  char name[64];
+#define TP_SSM_NAME(suffix) snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l)
+  TP_SSM_NAME("ssm_in.weight");
+  TP_TRY(tp_llama_weight(m, name, c->dim, DI + CD + H, 0, &L->ssm_in));
+  TP_SSM_NAME("ssm_out.weight");
+  TP_TRY(tp_llama_weight(m, name, DI, c->dim, 0, &L->ssm_out));
+  TP_SSM_NAME("ssm_conv1d.bias");
+  TP_TRY(tp_ssm_vector(m, name, CD, 0, 1, &L->ssm_conv_b));
+  TP_SSM_NAME("ssm_dt.bias");
+  TP_TRY(tp_ssm_vector(m, name, H, 0, 0, &L->ssm_dt_b));
+  TP_SSM_NAME("ssm_a");
+  TP_TRY(tp_ssm_vector(m, name, 1, H, 0, &L->ssm_a));
+  TP_SSM_NAME("ssm_d");
+  TP_TRY(tp_ssm_vector(m, name, 1, H, 0, &L->ssm_d));
+  TP_SSM_NAME("ssm_norm.weight");
+  TP_TRY(tp_ssm_vector(m, name, DI / G, G, 0, &L->ssm_norm));
+  TP_SSM_NAME("ssm_conv1d.weight");
+#undef TP_SSM_NAME
+  return tp_llama_conv_taps(m, name, K, CD, &L->ssm_taps);
+}

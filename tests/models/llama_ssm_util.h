@@ -1,0 +1,162 @@
+/* Mamba-2 test files and their plain forward (included by llama_util.h):
+ * granitehybrid's blocks marked 'M' in lt_spec.conv_blocks have
+ * head_count_kv 0 in the per-block array and ssm_* tensors instead of
+ * attention. The plain forward keeps every position's xBC row, sums the
+ * convolution's taps in double and runs the scan's recurrence in double. */
+#ifndef TESTS_MODELS_LLAMA_SSM_UTIL_H
+#define TESTS_MODELS_LLAMA_SSM_UTIL_H
+
+/* ssm.conv_kernel, inner_size, state_size, time_step_rank (heads), group_count */
+enum { LT_SSM_CONV = 4, LT_SSM_INNER = 128, LT_SSM_STATE = 16, LT_SSM_HEADS = 8, LT_SSM_GROUPS = 2 };
+#define LT_SSM_P (LT_SSM_INNER / LT_SSM_HEADS)
+#define LT_SSM_CD (LT_SSM_INNER + 2 * LT_SSM_GROUPS * LT_SSM_STATE)
+
+/* block l is a Mamba-2 mixer */
+static inline int lt_ssm_block(const lt_spec *s, int64_t l) {
+  return s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'M';
+}
+
+/* ssm.* and head_count_kv as one entry per block (0: a Mamba-2 mixer) */
+static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s) {
+  char kb[96];
+  const char *keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
+                         "ssm.group_count"};
+  const uint32_t values[5] = {LT_SSM_CONV, LT_SSM_INNER, LT_SSM_STATE, LT_SSM_HEADS, LT_SSM_GROUPS};
+  topos_status st = TOPOS_OK;
+  for (int i = 0; i < 5 && st == TOPOS_OK; ++i) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, keys[i]), values[i]);
+  uint32_t *kv = lt_keep(f, (size_t)s->layers * sizeof *kv);
+  if (!kv) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t l = 0; l < s->layers; ++l) kv[l] = lt_ssm_block(s, l) ? 0 : (uint32_t)s->kv_heads;
+  if (st == TOPOS_OK)
+    st = topos_gguf_writer_add_array(w, lt_k(kb, s, "attention.head_count_kv"), TOPOS_GGUF_U32, kv,
+                                     (uint64_t)s->layers);
+  return st;
+}
+
+/* an f32 tensor of GGUF extents {ne0, ne1} holding v(i) */
+static inline topos_status lt_add_f32_values(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
+                                             int64_t ne0, int64_t ne1, double (*v)(int64_t i)) {
+  if (s->skip_tensor && strcmp(name, s->skip_tensor) == 0) return TOPOS_OK;
+  if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) ne0 += 32;
+  const int64_t count = ne0 * (ne1 ? ne1 : 1), ne[2] = {ne0, ne1};
+  float *data = lt_keep_raw(f, (size_t)count * sizeof *data);
+  if (!data) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < count; ++i) data[i] = (float)v(i);
+  return topos_gguf_writer_add_tensor_raw(w, name, 0 /* f32 */, ne1 ? 2 : 1, ne, data, (size_t)count * sizeof *data);
+}
+
+/* A = -exp(A_log) as the converter writes it: slow decays (the state
+ * remembers several tokens); D, the skip's weight per head */
+static inline double lt_ssm_a_value(int64_t h) { return -(0.05 + 0.07 * (double)h); }
+static inline double lt_ssm_d_value(int64_t h) { return 0.5 + 0.125 * (double)h; }
+
+/* block l's mixer: ssm_in {dim, 2 inner + 2 groups state + heads} in q's
+ * type, the convolution {taps, CD} f32 and its bias, dt's bias, A, D, the
+ * group norm {inner / groups, groups}, ssm_out {inner, dim} in o's type */
+static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                           topos_rng *rng) {
+  char n[64];
+  topos_status st = TOPOS_OK;
+#define LT_S(call) \
+  if (st == TOPOS_OK) st = (call)
+#define LT_N(suffix) snprintf(n, sizeof n, "blk.%d." suffix, (int)l)
+  LT_N("ssm_in.weight");
+  LT_S(lt_add(w, f, s, n, s->types[LT_Q], s->dim, LT_SSM_INNER + LT_SSM_CD + LT_SSM_HEADS, rng, 0));
+  LT_N("ssm_conv1d.weight");
+  LT_S(lt_add3(w, f, s, n, TOPOS_F32, LT_SSM_CONV, LT_SSM_CD, 0, 0.5, rng));
+  LT_N("ssm_conv1d.bias");
+  LT_S(lt_add(w, f, s, n, TOPOS_F32, LT_SSM_CD, 0, rng, 0));
+  LT_N("ssm_dt.bias");
+  LT_S(lt_add(w, f, s, n, TOPOS_F32, LT_SSM_HEADS, 0, rng, 0));
+  LT_N("ssm_a");
+  LT_S(lt_add_f32_values(w, f, s, n, 1, LT_SSM_HEADS, lt_ssm_a_value));
+  LT_N("ssm_d");
+  LT_S(lt_add_f32_values(w, f, s, n, 1, LT_SSM_HEADS, lt_ssm_d_value));
+  LT_N("ssm_norm.weight");
+  LT_S(lt_add(w, f, s, n, TOPOS_F32, LT_SSM_INNER / LT_SSM_GROUPS, LT_SSM_GROUPS, rng, 1));
+  LT_N("ssm_out.weight");
+  LT_S(lt_add(w, f, s, n, s->types[LT_O], LT_SSM_INNER, s->dim, rng, 0));
+#undef LT_N
+#undef LT_S
+  return st;
+}
+
+/* A mixer's weights, dequantized; the xBC row of every position so far
+ * (rows [N, CD]) and the scan's state in double [heads][P][state]. */
+typedef struct lt_ssm {
+  float *in, *taps, *conv_b, *dt_b, *a, *d, *norm, *out, *rows;
+  float *scratch; /* the projection, the convolved xBC and y */
+  double *state;
+  int64_t proj_rows; /* ssm_in's (kept here, not folded: gcc's loop analysis of lt_matvec misfires on the constant) */
+} lt_ssm;
+
+static inline int lt_ssm_load(topos_gguf *g, int64_t l, int64_t N, lt_ssm *m) {
+  char n[64];
+  float **dst[8] = {&m->in, &m->taps, &m->conv_b, &m->dt_b, &m->a, &m->d, &m->norm, &m->out};
+  const char *names[8] = {"ssm_in.weight", "ssm_conv1d.weight", "ssm_conv1d.bias", "ssm_dt.bias",
+                          "ssm_a", "ssm_d", "ssm_norm.weight", "ssm_out.weight"};
+  int ok = 1;
+  for (int i = 0; i < 8; ++i) {
+    snprintf(n, sizeof n, "blk.%d.%s", (int)l, names[i]);
+    *dst[i] = lt_deq(g, n);
+    ok &= *dst[i] != NULL;
+  }
+  m->rows = calloc((size_t)(N * LT_SSM_CD), sizeof *m->rows);
+  m->state = calloc((size_t)(LT_SSM_INNER * LT_SSM_STATE), sizeof *m->state);
+  m->proj_rows = LT_SSM_INNER + LT_SSM_CD + LT_SSM_HEADS;
+  m->scratch = malloc((size_t)(2 * LT_SSM_INNER + 2 * LT_SSM_CD + LT_SSM_HEADS) * sizeof *m->scratch);
+  return ok && m->rows && m->state && m->scratch;
+}
+
+static inline void lt_ssm_free(lt_ssm *m) {
+  float *all[10] = {m->in, m->taps, m->conv_b, m->dt_b, m->a, m->d, m->norm, m->out, m->rows, m->scratch};
+  for (int i = 0; i < 10; ++i) free(all[i]);
+  free(m->state);
+}
+
+static inline double lt_silu(double v) { return v / (1.0 + exp(-v)); }
+
+/* out[D] = the mixer at position p for the block's normed input h
+ * (`history` 0: the state and the convolution forget the earlier
+ * positions, a lt_check_variant `without`) */
+static inline void lt_ssm_apply(lt_ssm *m, int64_t D, int64_t p, int history, const float *h, float *out) {
+  enum { DI = LT_SSM_INNER, N = LT_SSM_STATE, H = LT_SSM_HEADS, G = LT_SSM_GROUPS, K = LT_SSM_CONV };
+  enum { P = LT_SSM_P, CD = LT_SSM_CD };
+  float *proj = m->scratch, *xbc = proj + DI + CD + H, *y = xbc + CD;
+  lt_matvec(m->in, h, proj, m->proj_rows, D);
+  memcpy(m->rows + p * CD, proj + DI, CD * sizeof *xbc);
+  if (!history) memset(m->state, 0, (size_t)(DI * N) * sizeof *m->state);
+  for (int64_t ch = 0; ch < CD; ++ch) {
+    double acc = m->conv_b[ch];
+    for (int64_t j = history ? 0 : K - 1; j < K; ++j) {
+      const int64_t at = p - (K - 1) + j;
+      if (at >= 0) acc += (double)m->taps[ch * K + j] * m->rows[at * CD + ch];
+    }
+    xbc[ch] = (float)lt_silu(acc);
+  }
+  const float *x = xbc, *B = xbc + DI, *C = xbc + DI + G * N, *z = proj;
+  for (int64_t hh = 0; hh < H; ++hh) {
+    const double raw = (double)proj[DI + CD + hh] + m->dt_b[hh];
+    const double dt = raw > 20 ? raw : log1p(exp(raw)), a = exp(dt * m->a[hh]);
+    const int64_t g = hh / (H / G);
+    for (int64_t pp = 0; pp < P; ++pp) {
+      const int64_t c = hh * P + pp;
+      double acc = 0, *st = m->state + c * N;
+      for (int64_t n = 0; n < N; ++n) {
+        st[n] = st[n] * a + (double)B[g * N + n] * x[c] * dt;
+        acc += (double)C[g * N + n] * st[n];
+      }
+      y[c] = (float)((acc + (double)x[c] * m->d[hh]) * lt_silu(z[c]));
+    }
+  }
+  for (int64_t g = 0; g < G; ++g) { /* RMS over each group of DI / G */
+    const int64_t W = DI / G;
+    double ss = 0;
+    for (int64_t i = 0; i < W; ++i) ss += (double)y[g * W + i] * y[g * W + i];
+    const double inv = 1.0 / sqrt(ss / (double)W + 1e-5);
+    for (int64_t i = 0; i < W; ++i) y[g * W + i] = (float)(y[g * W + i] * inv * m->norm[g * W + i]);
+  }
+  lt_matvec(m->out, y, out, D, DI);
+}
+
+#endif
