@@ -45,7 +45,9 @@
  * tiny-stablelm12b.bin a stablelm file of dim 16 (per-head q and k
  * LayerNorms, no ffn_norm); tiny-lfm2.bin an lfm2 file of dim 16 (a
  * short-convolution block of 3 taps, then an attention one: head_count_kv
- * [0, 1], the final norm token_embd_norm). */
+ * [0, 1], the final norm token_embd_norm); tiny-granitehybrid.bin a
+ * granitehybrid file of dim 16 (a Mamba-2 block of 4 heads in 2 groups, 4
+ * state entries, 4 taps, then an attention one: head_count_kv [0, 1]). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +157,10 @@ static void fz_llama(topos_gguf *g) {
   const topos_llama_config *c = topos_llama_config_of(m);
   if (c->n_layers < 1 || c->dim < 1 || c->n_heads < 1 || c->n_kv_heads < 1) __builtin_trap();
   if (c->n_conv_layers < 0 || c->n_conv_layers > c->n_layers || (c->n_conv_layers && c->conv_len < 2)) __builtin_trap();
+  if (c->n_ssm_layers < 0 || c->n_conv_layers + c->n_ssm_layers > c->n_layers) __builtin_trap();
+  if (c->n_ssm_layers && (c->ssm_conv < 2 || c->ssm_heads < 1 || c->ssm_groups < 1 || c->ssm_state < 1 ||
+                          c->ssm_inner % c->ssm_heads || c->ssm_heads % c->ssm_groups))
+    __builtin_trap();
   topos_llama_free(m);
 }
 
