@@ -36,6 +36,12 @@
  * 5, 8, 10, 12 and 14 with 32 heads of 64, 8 KV heads and per-head q and k
  * norms, short convolutions of 3 taps (f32, as llama.cpp's quantizer keeps
  * them) in the other ten; a head tied to the 65536-row embedding).
+ * granite-4.0-h-micro is Granite-4.0-H-Micro's (a granitehybrid file: 40
+ * blocks, attention in blocks 5, 15, 25 and 35 with 32 heads of 64 and 8 KV
+ * heads, no rotation; Mamba-2 mixers of 64 heads of 64 with 128 state
+ * entries, one group and 4 taps in the others (f32 taps, biases, A, D and
+ * norms, as llama.cpp's quantizer keeps them); dense SwiGLU feed-forwards of
+ * 8192; granite's scales; a head tied to the 100352-row embedding).
  * The routers' rows are all distinct (the other weights repeat 16 rows), so
  * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
@@ -93,7 +99,16 @@ static const lm_shape lm_shapes[] = {
     {"deepseek-v2-lite", 102400, 2048, 27, 16, 1, 10944, 163840, 10000.0f, 0, 0, 64, 6, "deepseek2", 1408, 0},
     {"ling-mini-2.0", 157184, 2048, 20, 16, 4, 5120, 32768, 600000.0f, 0, 0, 256, 8, "bailingmoe2", 512, 128},
     {"lfm2-1.2b", 65536, 2048, 16, 32, 8, 8192, 128000, 1000000.0f, 0, 0, 0, 0, "lfm2", 0, 0},
+    {"granite-4.0-h-micro", 100352, 2048, 40, 32, 8, 8192, 131072, 10000.0f, 0, 0, 0, 0, "granitehybrid", 0, 0},
 };
+
+/* granitehybrid (granite-4.0-h-micro): attention in blocks 5, 15, 25, 35,
+ * Mamba-2 mixers elsewhere: conv_kernel, inner_size, state_size, heads, groups */
+static int lm_granite_h(const char *arch) { return strcmp(arch, "granitehybrid") == 0; }
+static int lm_granite_h_attention(int64_t l) { return l % 10 == 5; }
+static const struct {
+  int64_t conv, inner, state, heads, groups;
+} lm_ssm_dims = {4, 4096, 128, 64, 1};
 
 /* lfm2: the attention blocks of LFM2-1.2B (the others convolve) */
 static int lm_lfm2(const char *arch) { return strcmp(arch, "lfm2") == 0; }
@@ -163,7 +178,7 @@ static void lm_tensor3x(lm_build *b, const char *name, topos_dtype type, int64_t
   }
   for (int64_t r = 0; r < pool && b->st == TOPOS_OK; ++r) {
     for (int64_t i = 0; i < ne0; ++i)
-      values[i] = norm ? 1.0f : (float)(0.02 * topos_rng_normal(&b->rng));
+      values[i] = norm ? (float)norm : (float)(0.02 * topos_rng_normal(&b->rng)); /* norm -1: Mamba's A */
     b->st = topos_quantize_row(type, values, data + (size_t)r * row_bytes, ne0);
   }
   free(values);
@@ -303,7 +318,8 @@ static int tp_llama_make(int argc, char **argv) {
     if (strcmp(lm_shapes[i].name, shape_name) == 0) s = &lm_shapes[i];
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
-            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0, lfm2-1.2b)\n", shape_name);
+            "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0, lfm2-1.2b, "
+            "granite-4.0-h-micro)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -339,6 +355,22 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "attention.head_count_kv"), TOPOS_GGUF_U32, kv,
                                       (uint64_t)s->layers));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "shortconv.l_cache"), 3));
+  } else if (lm_granite_h(arch)) { /* likewise (0: a Mamba-2 mixer), the mixers' sizes, granite's scales */
+    uint32_t *kv = lm_keep(&b, (size_t)s->layers * sizeof *kv);
+    if (!kv) b.st = TOPOS_ERR_OUT_OF_MEMORY;
+    for (int64_t l = 0; kv && l < s->layers; ++l) kv[l] = lm_granite_h_attention(l) ? (uint32_t)s->kv_heads : 0;
+    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "attention.head_count_kv"), TOPOS_GGUF_U32, kv,
+                                      (uint64_t)s->layers));
+    const char *keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
+                           "ssm.group_count"};
+    const int64_t values[5] = {lm_ssm_dims.conv, lm_ssm_dims.inner, lm_ssm_dims.state, lm_ssm_dims.heads,
+                               lm_ssm_dims.groups};
+    for (int i = 0; i < 5; ++i) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, keys[i]), (uint32_t)values[i]));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "logit_scale"), 8.0f));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "embedding_scale"), 12.0f));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "residual_scale"), 0.22f));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.scale"), 0.015625f));
+    LM_KV(topos_gguf_writer_add_bool(b.w, lm_key(kb, arch, "rope.scaling.finetuned"), 0));
   } else {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   }
@@ -392,7 +424,7 @@ static int tp_llama_make(int argc, char **argv) {
   const topos_dtype experts_type = base;
   if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
-  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch);
+  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch);
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
   for (int64_t l = 0; l < s->layers; ++l) {
@@ -415,6 +447,23 @@ static int tp_llama_make(int argc, char **argv) {
         LM_T("shortconv.in_proj.weight", base, s->dim, 3 * s->dim, 0);
         LM_T("shortconv.out_proj.weight", base, s->dim, s->dim, 0);
       }
+      LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+      LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
+      LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
+      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+      continue;
+    }
+    if (lm_granite_h(arch) && !lm_granite_h_attention(l)) { /* a Mamba-2 mixer, then the feed-forward */
+      const int64_t DI = lm_ssm_dims.inner, CD = DI + 2 * lm_ssm_dims.groups * lm_ssm_dims.state;
+      const int64_t SH = lm_ssm_dims.heads;
+      LM_T("ssm_in.weight", base, s->dim, DI + CD + SH, 0);
+      LM_T("ssm_conv1d.weight", TOPOS_F32, lm_ssm_dims.conv, CD, 0);
+      LM_T("ssm_conv1d.bias", TOPOS_F32, CD, 0, 0);
+      LM_T("ssm_dt.bias", TOPOS_F32, SH, 0, 0);
+      LM_T("ssm_a", TOPOS_F32, 1, SH, -1);
+      LM_T("ssm_d", TOPOS_F32, 1, SH, 1);
+      LM_T("ssm_norm.weight", TOPOS_F32, DI / lm_ssm_dims.groups, lm_ssm_dims.groups, 1);
+      LM_T("ssm_out.weight", LM_TYPE(LM_ATTN_OUTPUT), DI, s->dim, 0);
       LM_T("ffn_norm.weight", base, s->dim, 0, 1);
       LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
       LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
@@ -501,7 +550,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|granite-4.0-h-micro] "
           "[--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;

@@ -24,8 +24,10 @@
  * block's projection lays them out). No gradient: the adjoint needs the
  * trajectory this op exists not to keep (backward.c refuses it). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/cpu.h"
 #include "base/error.h"
 #include "base/threads.h"
 #include "ops/kernel.h"
@@ -65,36 +67,11 @@ topos_status tp_shape_ssm_scan(const topos_tensor_desc *in, const topos_op_attrs
   return TOPOS_OK;
 }
 
-typedef struct tp_scan_job {
-  const float *xa, *bc;
-  float *out; /* [T + N, H, P]: the state rows start at T */
-  int64_t T, N, H, P, R, G;
-} tp_scan_job;
+#include "ops/scan_kernel.h"
 
-/* Heads [h0, h1): each owns its state columns and output columns. */
-static void tp_scan_heads(void *ctx, int64_t h0, int64_t h1) {
-  const tp_scan_job *j = ctx;
-  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, R = j->R, G = j->G, W = P + R;
-  float *state = j->out + T * H * P;
-  for (int64_t h = h0; h < h1; ++h) {
-    const int64_t g = h / (H / G);
-    for (int64_t t = 0; t < T; ++t) {
-      const float *u = j->xa + (t * H + h) * W, *decay = u + P;
-      const float *b = j->bc + (t * 2 * G + g) * N, *c = b + G * N;
-      float *y = j->out + (t * H + h) * P;
-      for (int64_t n = 0; n < N; ++n) {
-        float *sn = state + (n * H + h) * P;
-        const float a = decay[R == 1 ? 0 : n], bn = b[n], cn = c[n];
-        for (int64_t p = 0; p < P; ++p) sn[p] = sn[p] * a + bn * u[p];
-        if (n == 0) {
-          for (int64_t p = 0; p < P; ++p) y[p] = cn * sn[p];
-        } else {
-          for (int64_t p = 0; p < P; ++p) y[p] = y[p] + cn * sn[p];
-        }
-      }
-    }
-  }
-}
+#define TP_SCAN_ITEMS_FN tp_scan_items_base
+#define TP_SCAN_VEC 4 /* SSE2, NEON */
+#include "ops/scan_template.h"
 
 topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *attrs, const topos_tensor_desc *desc,
                                  topos_tensor **out) {
@@ -109,9 +86,13 @@ topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *
                      (float *)tp_tensor_base(result), xa->shape[0], s->shape[0], s->shape[1], s->shape[2],
                      xa->shape[2] - s->shape[2], bc->shape[2]};
     memcpy(j.out + j.T * j.H * j.P, topos_tensor_data(s), (size_t)s->volume * sizeof(float));
-    /* a head's work is T N P multiply-adds twice: split by heads, ~64k each */
-    const int64_t per_head = j.T * j.N * j.P;
-    tp_parallel_for(j.H, per_head > 0 ? (1 << 16) / per_head + 1 : 1, tp_scan_heads, &j);
+    /* an item's work is T N (up to 16) multiply-adds twice: ranges of ~64k */
+    const int64_t blocks = (j.P + TP_SCAN_LANES - 1) / TP_SCAN_LANES, items = j.H * blocks;
+    tp_range_fn items_fn = tp_scan_items_base;
+#if defined(__x86_64__)
+    if (tp_cpu_has_avx2_set()) items_fn = tp_scan_items_avx2;
+#endif
+    tp_parallel_for(items, (1 << 16) / (j.T * j.N * TP_SCAN_LANES) + 1, items_fn, &j);
   }
   topos_tensor_release(s);
   topos_tensor_release(xa);
