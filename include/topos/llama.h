@@ -204,6 +204,8 @@ typedef struct topos_llama_config {
   int64_t ssm_heads;     /* ssm.time_step_rank: heads, each with one time step and decay */
   int64_t ssm_groups;    /* ssm.group_count: groups of heads sharing B and C */
   int64_t n_ssm_layers;  /* blocks that are Mamba-2 mixers */
+  int64_t n_ffn_layers;  /* blocks that are a feed-forward alone, x + ffn(norm(x)) (nemotron_h: its
+                          * Mamba-2 and attention blocks have no feed-forward) */
   int64_t n_heads;       /* llama.attention.head_count */
   int64_t n_kv_heads;    /* llama.attention.head_count_kv (absent: n_heads; LFM2: the attention
                           * blocks' entry of the per-block array) */

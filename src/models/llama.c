@@ -266,15 +266,16 @@ static topos_status tp_llama_layer_expert_biases(topos_llama *m, int64_t l, tp_l
 static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
   const int64_t E = c->n_experts, D = c->dim, F = c->ff_expert, S = c->ff_shared;
+  const int gated = !c->ffn_plain; /* nemotron_h_moe: up and down, ReLU squared (tp_experts, tp_ffn) */
   char name[64];
   const struct {
     const char *suffix;
     int64_t ne0, ne1, ne2;
     int want;
     topos_tensor **out;
-  } parts[] = {{"ffn_gate_inp", D, E, 0, 1, &L->gate_inp},      {"ffn_gate_exps", D, F, E, 1, &L->gate_exps},
+  } parts[] = {{"ffn_gate_inp", D, E, 0, 1, &L->gate_inp},      {"ffn_gate_exps", D, F, E, gated, &L->gate_exps},
                {"ffn_up_exps", D, F, E, 1, &L->up_exps},        {"ffn_down_exps", F, D, E, 1, &L->down_exps},
-               {"ffn_gate_shexp", D, S, 0, S > 0, &L->w_gate},  {"ffn_up_shexp", D, S, 0, S > 0, &L->w_up},
+               {"ffn_gate_shexp", D, S, 0, S > 0 && gated, &L->w_gate},  {"ffn_up_shexp", D, S, 0, S > 0, &L->w_up},
                {"ffn_down_shexp", S, D, 0, S > 0, &L->w_down},
                {"ffn_gate_inp_shexp", D, 0, 0, c->shared_gate, &L->gate_inp_shexp}};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
@@ -450,10 +451,12 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
      * reads them; phi3's loader never read its bias) */
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
     int fused_bias = 0;
-    const int ssm = m->ssm_blocks && m->ssm_blocks[l];
-    const int conv = ssm || (m->conv_blocks && m->conv_blocks[l]); /* no attention */
+    const int ssm = m->ssm_blocks && m->ssm_blocks[l], ffn_only = m->ffn_blocks && m->ffn_blocks[l];
+    const int conv = ssm || ffn_only || (m->conv_blocks && m->conv_blocks[l]); /* no attention */
+    L->ffn_only = ffn_only;
     if (ssm) {
       TP_TRY(tp_llama_layer_mamba2(m, l, L));
+    } else if (ffn_only) { /* (its feed-forward below) */
     } else if (conv) {
       TP_TRY(tp_llama_layer_shortconv(m, l, L));
     } else if (c->mla_kv_rank) {
@@ -469,11 +472,13 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (!c->mla_kv_rank && !conv) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
-    else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)))
+    else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)) &&
+             !m->one_branch)
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
     if (c->norm_bias && L->ffn_norm) TP_WO(ffn_norm_b, "ffn_norm.bias", c->dim, 0, nb_opt);
-    if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
+    if (m->one_branch && !ffn_only) { /* nemotron_h's mixers: no feed-forward */
+    } else if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
       if (gate_up) {
@@ -570,6 +575,8 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   m->conv_blocks = NULL;
   free(m->ssm_blocks);
   m->ssm_blocks = NULL;
+  free(m->ffn_blocks);
+  m->ffn_blocks = NULL;
   free(m->nope_blocks);
   m->nope_blocks = NULL;
   free(m->xielu);
@@ -632,6 +639,7 @@ void topos_llama_free(topos_llama *m) {
   free(m->swa_layers);
   free(m->conv_blocks);
   free(m->ssm_blocks);
+  free(m->ffn_blocks);
   free(m->nope_blocks);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);

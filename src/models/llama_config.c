@@ -241,7 +241,9 @@ typedef struct tp_llama_arch_extra {
   int qk_norm_late;    /* the per-head q and k norms follow the rotation (hunyuan, maincoder) */
   int xielu;           /* the plain feed-forward's activation is xIELU, per block (tp_llama_xielu: apertus) */
   int smallthinker;    /* tp_llama_smallthinker */
-  int mamba2;          /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_mamba2_config: granitehybrid) */
+  int mamba2;          /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_mamba2_config: granitehybrid); 2:
+                        * those whose feed_forward_length entry is 0 too, the others feed-forwards alone
+                        * (tp_llama_nemotron_h_blocks) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -278,6 +280,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "lfm2", .shortconv = 1},
     {.name = "lfm2moe", .shortconv = 1, .router_key = 2},
     {.name = "granitehybrid", .mamba2 = 1},
+    {.name = "nemotron_h", .mamba2 = 2, .relu2 = 1, .no_rope = 1},
+    {.name = "nemotron_h_moe", .mamba2 = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -336,6 +340,13 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Nemotron-H, Nemotron Nano 2: each block one branch, a Mamba-2 mixer, attention (unrotated) or a
+     * ReLU-squared feed-forward */
+    {"nemotron_h", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Nemotron 3 Nano: the feed-forward blocks mixtures of gateless ReLU-squared experts (a sigmoid router
+     * with exp_probs_b) and shared ones */
+    {"nemotron_h_moe", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     /* Granite 4.0-H: granitemoe's (or granite's) blocks, Mamba-2 mixers where head_count_kv is 0 */
     {"granitehybrid", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
@@ -759,16 +770,19 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
 /* A required key that holds one value for every block or an array of one
  * per block: its index and entry (*kv); an array of another length than
  * block_count is refused. `why` follows the missing key's message. */
-static topos_status tp_llama_block_key(const topos_llama *m, const char *key, const char *why, int64_t *index,
-                                       topos_gguf_kv *kv) {
+topos_status tp_llama_block_key(const topos_llama *m, const char *key, const char *why, int64_t *index,
+                                topos_gguf_kv *kv) {
   if (topos_gguf_find_key(m->gguf, key, index) != TOPOS_OK) {
     topos_clear_error();
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing%s", key, why);
   }
   TP_TRY(topos_gguf_kv_at(m->gguf, *index, kv));
-  if (kv->type == TOPOS_GGUF_ARRAY && kv->count != (uint64_t)m->config.n_layers)
+  /* (the multi-token-prediction blocks past the trunk may have entries too: nemotron_h_moe) */
+  const topos_llama_config *c = &m->config;
+  if (kv->type == TOPOS_GGUF_ARRAY && kv->count != (uint64_t)c->n_layers &&
+      (c->n_nextn_layers == 0 || kv->count != (uint64_t)(c->n_layers + c->n_nextn_layers)))
     return tp_fail(TOPOS_ERR_SHAPE, "llama: %s lists %" PRIu64 " blocks, block_count is %" PRId64, key, kv->count,
-                   m->config.n_layers);
+                   c->n_layers + c->n_nextn_layers);
   return TOPOS_OK;
 }
 
@@ -949,7 +963,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->n_layers -= c->n_nextn_layers;
   }
   /* a mixture's experts may have a width of their own and no dense one */
-  TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
+  if (x.mamba2 != 2) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
+    TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
     if (c->ff < 2 || c->ff % 2)
       return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " is not twice a width (%s files)", kb, c->ff, c->arch);
@@ -959,8 +974,14 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
   else if (x.mamba2) TP_TRY(tp_llama_mamba2_config(m));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
-  TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1,
-                      0, &c->rms_eps));
+  if (x.mamba2 == 2) { /* nemotron_h: the RMS key where the file has it, else the LayerNorm one, as llama.cpp */
+    TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 0, 0.0f, &c->rms_eps));
+    if (c->rms_eps == 0.0f) TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_epsilon"), 1, 0, &c->rms_eps));
+    TP_TRY(tp_llama_nemotron_h_blocks(m));
+  } else {
+    TP_TRY(tp_llama_f32(g, TP_K(c->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+                        1, 0, &c->rms_eps));
+  }
   TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base"), 0, 10000.0f, &c->rope_base));
   c->qk_norm_after_rope = x.qk_norm_late;
   if (x.qk_norm_heads) c->qk_norm = 3;

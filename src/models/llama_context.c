@@ -92,7 +92,8 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
                    (long long)cap, (long long)c->n_ctx_train, c->arch);
   const int64_t slots = tp_cache_slots(cap);
   int64_t per_layer = c->n_kv_heads * c->head_dim * slots, total;
-  const int64_t kv_layers = c->n_layers - c->n_conv_layers - c->n_ssm_layers; /* recurrent blocks keep no keys */
+  /* recurrent and feed-forward-only blocks keep no keys */
+  const int64_t kv_layers = c->n_layers - c->n_conv_layers - c->n_ssm_layers - c->n_ffn_layers;
   if (__builtin_mul_overflow(per_layer, kv_layers, &total) || total > ((int64_t)1 << 40))
     return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
   topos_llama_context *x = calloc(1, sizeof *x);
@@ -143,6 +144,10 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   float *state_at = x->state_mem;
   for (size_t l = 0, at = 0; st == TOPOS_OK && l < L; ++l) {
     const tp_llama_layer *ly = &x->model->layers[l];
+    if (ly->ffn_only) { /* nothing kept */
+      x->kv_slot[l] = -1;
+      continue;
+    }
     if (ly->conv_taps || ly->ssm_in) { /* the recurrent block's two states of each kind */
       const int mamba = ly->ssm_in != NULL;
       const size_t cf = conv_floats[mamba];
@@ -561,7 +566,7 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
       if (x->conv[0][l]) {
         f[nf++] = (topos_feed){g->conv_state[l], x->conv[x->front][l]};
         if (x->ssm[0][l]) f[nf++] = (topos_feed){g->ssm_state[l], x->ssm[x->front][l]};
-      } else if (g->has_cache) {
+      } else if (g->has_cache && x->k_cache[l]) {
         f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
         f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
       }

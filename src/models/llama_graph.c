@@ -332,11 +332,18 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, top
   topos_sym x3 = tp_reshape(r, h, 3, T, 1, D, 0);
   if (c->experts_llama4) /* the weight scales each chosen expert's input, not its output */
     x3 = topos_tape_mul(t, topos_tape_broadcast_along(t, h, 1, K), topos_tape_broadcast_along(t, w, 2, D));
-  topos_sym gate = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
   topos_sym up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
-  topos_sym act = c->experts_oai    ? tp_swiglu_oai(r, gate, up)
-                  : c->experts_relu ? topos_tape_mul(t, topos_tape_relu(t, gate), up)
-                                    : topos_tape_mul(t, topos_tape_silu(t, gate), up); /* [T, K, ff_expert] */
+  topos_sym act; /* [T, K, ff_expert] */
+  if (!L->gate_exps) { /* nemotron_h_moe: no gate, ReLU squared */
+    act = topos_tape_relu(t, up);
+    act = topos_tape_mul(t, act, act);
+  } else {
+    topos_sym gate =
+        tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
+    act = c->experts_oai    ? tp_swiglu_oai(r, gate, up)
+          : c->experts_relu ? topos_tape_mul(t, topos_tape_relu(t, gate), up)
+                            : topos_tape_mul(t, topos_tape_silu(t, gate), up);
+  }
   topos_sym y = tp_expert_bias(r, topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids), L->down_exps_b,
                                ids); /* [T, K, D] */
   if (!c->experts_llama4) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, w, 2, D));
@@ -408,6 +415,24 @@ static topos_sym tp_mla_out(tp_rec *r, const tp_llama_layer *L, topos_sym o, top
 /* A block's end from its token mixer's output o (attention's or the short
  * convolution's), x the block's input and h its norm: o's norm and scale,
  * the residual, the feed-forward (dense, experts or both) and its residual. */
+/* Block L's feed-forward of h [T, dim]: its mixture of experts (the router
+ * reading rin) plus its shared expert (qwen2moe's behind a sigmoid gate),
+ * or its dense feed-forward */
+static topos_sym tp_ffn_all(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym rin) {
+  topos_tape *t = r->t;
+  topos_sym f = L->gate_inp ? tp_experts(r, L, h, rin) : TOPOS_SYM_INVALID;
+  if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
+    topos_sym d = tp_ffn(r, L, h);
+    if (L->gate_inp_shexp) { /* times sigmoid(h . w), one gate per token */
+      topos_sym z = topos_tape_qlinear(t, h, tp_const(r, L->gate_inp_shexp));
+      d = topos_tape_mul(t, d, topos_tape_broadcast_along(t, tp_reshape(r, topos_tape_sigmoid(t, z), 1, r->T, 0, 0, 0),
+                                                          1, r->c->dim));
+    }
+    f = L->gate_inp ? topos_tape_add(t, f, d) : d;
+  }
+  return f;
+}
+
 static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym h, topos_sym o) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
@@ -420,17 +445,9 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
     return topos_tape_add(t, x, topos_tape_add(t, o, tp_ffn(r, L, hf)));
   }
   x = topos_tape_add(t, x, o);
+  if (!L->w_down && !L->gate_inp) return x; /* nemotron_h: a mixer alone */
   h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
-  topos_sym f = L->gate_inp ? tp_experts(r, L, h, c->router_input ? block_in : h) : TOPOS_SYM_INVALID;
-  if (L->w_down) { /* the dense feed-forward, or a mixture's shared expert */
-    topos_sym d = tp_ffn(r, L, h);
-    if (L->gate_inp_shexp) { /* times sigmoid(h . w), one gate per token */
-      topos_sym z = topos_tape_qlinear(t, h, tp_const(r, L->gate_inp_shexp));
-      d = topos_tape_mul(t, d, topos_tape_broadcast_along(t, tp_reshape(r, topos_tape_sigmoid(t, z), 1, T, 0, 0, 0),
-                                                          1, c->dim));
-    }
-    f = L->gate_inp ? topos_tape_add(t, f, d) : d;
-  }
+  topos_sym f = tp_ffn_all(r, L, h, c->router_input ? block_in : h);
   if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
   f = tp_scale(r, f, c->residual_scale);
   return topos_tape_add(t, x, f);
@@ -475,7 +492,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
       vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
     }
-    if (cached && !L->conv_taps && !L->ssm_in) {
+    if (cached && tp_llama_layer_attends(L)) {
       snprintf(name, sizeof name, "k_cache.%d", (int)l);
       g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
       snprintf(name, sizeof name, "v_cache.%d", (int)l);
@@ -484,6 +501,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
 
     topos_sym h = L->attn_norm || c->norm_weightless ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b)
                                                     : x; /* olmo2: the residual itself */
+    if (L->ffn_only) { /* nemotron_h: a feed-forward alone, through the block's one norm */
+      x = topos_tape_add(t, x, tp_ffn_all(r, L, h, h));
+      continue;
+    }
     if (L->conv_taps || L->ssm_in) { /* LFM2's short convolution or a Mamba-2 mixer instead of attention */
       x = tp_block_out(r, L, x, h, L->ssm_in ? tp_mamba2(r, g, L, l, h) : tp_shortconv(r, g, L, l, h));
       continue;

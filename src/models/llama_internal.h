@@ -66,12 +66,20 @@ topos_status tp_llama_kv_zero_blocks(struct topos_llama *m, const char *why, uin
  * the file (llama.c) */
 topos_status tp_llama_weight(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
                              topos_tensor **out);
+/* A key of one value for every block or an array of one per block
+ * (another length refused): its index and entry (llama_config.c) */
+topos_status tp_llama_block_key(const struct topos_llama *m, const char *key, const char *why, int64_t *index,
+                                topos_gguf_kv *kv);
 /* A depthwise convolution's {taps, width} weight as f32 [taps, width] (llama.c) */
 topos_status tp_llama_conv_taps(struct topos_llama *m, const char *name, int64_t taps, int64_t width,
                                 topos_tensor **out);
 /* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are;
  * block l's tensors */
 topos_status tp_llama_mamba2_config(struct topos_llama *m);
+/* nemotron_h: feed_forward_length and head_count_kv per block make each
+ * block a Mamba-2 mixer (both 0), attention (kv heads) or a feed-forward
+ * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
+topos_status tp_llama_nemotron_h_blocks(struct topos_llama *m);
 topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
@@ -123,6 +131,7 @@ typedef struct tp_llama_layer {
    * NULL), ssm_dt_b, ssm_a, ssm_d [heads], ssm_norm [inner], ssm_out [dim,
    * inner]; NULL for other blocks */
   topos_tensor *ssm_in, *ssm_taps, *ssm_conv_b, *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
+  int ffn_only; /* nemotron_h: the block is x + ffn(norm(x)), no token mixer */
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;
 
@@ -146,6 +155,9 @@ struct topos_llama {
                                * (attention.sliding_window_pattern as an array), else NULL */
   uint8_t *conv_blocks;       /* while loading: 1 per short-convolution block (LFM2), else NULL */
   uint8_t *ssm_blocks;        /* while loading: 1 per Mamba-2 block, else NULL */
+  uint8_t *ffn_blocks;        /* while loading: 1 per feed-forward-only block (nemotron_h), else NULL */
+  int one_branch;             /* while loading: each block is one residual branch, a mixer or a
+                               * feed-forward (nemotron_h) */
   float *xielu;               /* while loading: [n_layers][4], each block's xIELU parameters (config.ffn_xielu;
                                * kept in the layers), else NULL */
   uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */
@@ -195,6 +207,11 @@ typedef struct tp_llama_graph {
 } tp_llama_graph;
 
 enum { TP_SINK_K, TP_SINK_V, TP_SINK_CONV, TP_SINK_SSM, TP_SINK_KINDS };
+
+/* 1 where block L has attention, and so keys and values in the cache */
+static inline int tp_llama_layer_attends(const tp_llama_layer *L) {
+  return !L->conv_taps && !L->ssm_in && !L->ffn_only;
+}
 
 /* Reads general.architecture and its keys into m->config (llama_config.c);
  * *swa_period (0: none) and *nope_all for the layer loop; may set

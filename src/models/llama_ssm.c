@@ -82,3 +82,44 @@ topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L)
 #undef TP_SSM_NAME
   return tp_llama_conv_taps(m, name, K, CD, &L->ssm_taps);
 }
+
+/* nemotron_h: feed_forward_length per block, as head_count_kv (read by
+ * tp_llama_mamba2_config, whose zeros marked m->ssm_blocks): both 0, a
+ * Mamba-2 mixer; kv heads, attention; a width, a feed-forward (one width
+ * for all: config.ff). Each block is that branch alone, x + branch(norm(x)). */
+topos_status tp_llama_nemotron_h_blocks(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  int64_t index;
+  topos_gguf_kv kv;
+  m->one_branch = 1;
+  TP_TRY(tp_llama_block_key(m, TP_K("feed_forward_length"), "", &index, &kv));
+  if (kv.type != TOPOS_GGUF_ARRAY) { /* one width for every block: no mixer has a zero */
+    TP_TRY(tp_llama_u64(g, kb, 1, 0, &c->ff));
+    return c->n_ssm_layers ? tp_fail(TOPOS_UNSUPPORTED, "llama: %s is one width for every block, but the blocks "
+                                     "whose head_count_kv is 0 are Mamba-2 mixers without one", kb)
+                           : TOPOS_OK;
+  }
+  m->ffn_blocks = calloc((size_t)c->n_layers, 1);
+  if (!m->ffn_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", kb);
+  c->ff = 0;
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    int64_t v;
+    topos_status st = topos_gguf_array_int(g, index, (uint64_t)l, &v);
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%" PRId64 "]", kb, l);
+    if (v < 0 || v > ((int64_t)1 << 31))
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s[%" PRId64 "] = %" PRId64 " is outside 0..2^31", kb, l, v);
+    if (v == 0) continue;
+    if (!m->ssm_blocks || !m->ssm_blocks[l])
+      return tp_fail(TOPOS_UNSUPPORTED, "llama: block %" PRId64 " has attention and a feed-forward of %" PRId64
+                     " (%s files give each block one)", l, v, c->arch);
+    if (c->ff && v != c->ff)
+      return tp_fail(TOPOS_UNSUPPORTED, "llama: %s gives the feed-forward blocks %" PRId64 " and %" PRId64
+                     " (one width for all is supported)", kb, c->ff, v);
+    c->ff = v;
+    m->ssm_blocks[l] = 0, m->ffn_blocks[l] = 1;
+    --c->n_ssm_layers, ++c->n_ffn_layers;
+  }
+  return TOPOS_OK;
+}

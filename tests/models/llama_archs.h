@@ -4,6 +4,15 @@
 #define TESTS_MODELS_LLAMA_ARCHS_H
 
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
+/* nemotron_h: each block one branch through its one norm, a Mamba-2 mixer
+ * ('M' in lt_spec.conv_blocks), attention ('A', unrotated) or a ReLU-squared
+ * feed-forward ('F') */
+static inline int lt_one_branch(const lt_spec *s) {
+  return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe");
+}
+static inline int lt_ffn_block(const lt_spec *s, int64_t l) {
+  return s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'F';
+}
 /* lfm2, lfm2moe: short-convolution blocks (llama_lfm2_util.h), qwen3's attention */
 static inline int lt_lfm2(const lt_spec *s) { return lt_arch_is(s, "lfm2") || lt_arch_is(s, "lfm2moe"); }
 
@@ -46,7 +55,8 @@ static inline double lt_logit_scale(const lt_spec *s) {
 }
 /* arcee (RMS norms), nemotron (LayerNorms): the plain feed-forward with ReLU squared */
 static inline int lt_relu2(const lt_spec *s) {
-  return lt_arch_is(s, "arcee") || lt_arch_is(s, "nemotron") || lt_arch_is(s, "jais2");
+  return lt_arch_is(s, "arcee") || lt_arch_is(s, "nemotron") || lt_arch_is(s, "jais2") || lt_arch_is(s, "nemotron_h") ||
+         lt_arch_is(s, "nemotron_h_moe");
 }
 /* The LayerNorm files: starcoder2, phi2, gpt2, starcoder, gptneox, falcon
  * without a gate (GELU of up), stablelm and command-r / cohere2 with one;
@@ -84,7 +94,8 @@ static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r"
 /* olmo (OLMo 1): LayerNorms without weights or biases */
 static inline int lt_weightless(const lt_spec *s) { return lt_arch_is(s, "olmo"); }
 static inline int lt_layer_norm(const lt_spec *s) {
-  return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee") && !lt_arch_is(s, "apertus")) || lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
+  return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee") && !lt_arch_is(s, "apertus") && !lt_one_branch(s)) ||
+         lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
          lt_cohere(s) || lt_weightless(s) || lt_jais(s);
 }
 static inline int lt_norm_bias(const lt_spec *s) {
@@ -213,7 +224,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
   return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
-         lt_alibi(s) || lt_mpt(s) || lt_jais(s) || /* mpt, jais: never rotated */
+         lt_alibi(s) || lt_mpt(s) || lt_jais(s) || lt_one_branch(s) || /* mpt, jais, nemotron_h: never rotated */
          (lt_arch_is(s, "smallthinker") && s->swa > 0 && l % 4 == 0) || /* with a window, blocks 0, 4, ... */
          ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }

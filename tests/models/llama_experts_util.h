@@ -55,7 +55,8 @@ static inline lt_spec lt_v3_spec(const char *arch) {
 
 /* the router's probabilities are sigmoids: the key's 2, or glm4moe without it */
 static inline int lt_sigmoid_router(const lt_spec *s) {
-  return s->sigmoid_router > 0 || (s->sigmoid_router == 0 && (lt_arch_is(s, "glm4moe") || lt_arch_is(s, "lfm2moe")));
+  return s->sigmoid_router > 0 || (s->sigmoid_router == 0 && (lt_arch_is(s, "glm4moe") || lt_arch_is(s, "lfm2moe") ||
+                                                                lt_arch_is(s, "nemotron_h_moe")));
 }
 
 static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s) {
@@ -129,11 +130,12 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
   LT_E("ffn_gate_inp.weight", TOPOS_F32, D, E, 0, 0.1);
   /* gpt-oss: gate and up values of ~6, so its clamps at 7 act on many of them */
   const double in_scale = lt_oai(s) ? 0.4 : 0.08;
-  LT_E("ffn_gate_exps.weight", ty[LT_GATE], D, F, E, in_scale);
+  const int gated = !lt_one_branch(s); /* nemotron_h_moe: up and down, ReLU squared */
+  if (gated) LT_E("ffn_gate_exps.weight", ty[LT_GATE], D, F, E, in_scale);
   LT_E("ffn_up_exps.weight", ty[LT_UP], D, F, E, in_scale);
   LT_E("ffn_down_exps.weight", ty[LT_DOWN], F, D, E, 0.08);
   if (S > 0) {
-    LT_E("ffn_gate_shexp.weight", ty[LT_GATE], D, S, 0, 0.08);
+    if (gated) LT_E("ffn_gate_shexp.weight", ty[LT_GATE], D, S, 0, 0.08);
     LT_E("ffn_up_shexp.weight", ty[LT_UP], D, S, 0, 0.08);
     LT_E("ffn_down_shexp.weight", ty[LT_DOWN], S, D, 0, 0.08);
   }
@@ -167,6 +169,7 @@ static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt
                        &x->sgi,    &x->bias, &x->rbias, &x->bgate, &x->bup,   &x->bdown};
   for (int i = 0; i < 13; ++i) {
     if (i >= 4 && i < 7 && lt_ff_shared(s) == 0) continue;
+    if ((i == 1 || i == 4) && lt_one_branch(s)) continue; /* no gates */
     if (i == 7 && !lt_arch_is(s, "qwen2moe")) continue;
     if (i == 8 && !s->probs_bias) continue;
     if (i >= 9 && !lt_oai(s)) continue;
@@ -185,7 +188,8 @@ static inline void lt_experts_free(lt_experts *x) {
 }
 
 /* out[D] += gated feed-forward of h through [F, D] gate / up and [D, F] down,
- * times w: SiLU of the gate (SwiGLU), or with relu its ReLU */
+ * times w: SiLU of the gate (SwiGLU), or with relu its ReLU; gate NULL: no
+ * gate, ReLU squared of up (nemotron_h_moe) */
 static inline void lt_glu_add(const float *gate, const float *up, const float *down, const float *h, int64_t D,
                               int64_t F, double w, int relu, float *out) {
   float *g = malloc((size_t)F * 4), *u = malloc((size_t)F * 4), *y = malloc((size_t)D * 4);
@@ -193,9 +197,13 @@ static inline void lt_glu_add(const float *gate, const float *up, const float *d
     free(g), free(u), free(y);
     return;
   }
-  lt_matvec(gate, h, g, F, D);
   lt_matvec(up, h, u, F, D);
-  for (int64_t i = 0; i < F; ++i) g[i] = (relu ? (g[i] > 0 ? g[i] : 0.0f) : g[i] / (1.0f + expf(-g[i]))) * u[i];
+  if (gate) {
+    lt_matvec(gate, h, g, F, D);
+    for (int64_t i = 0; i < F; ++i) g[i] = (relu ? (g[i] > 0 ? g[i] : 0.0f) : g[i] / (1.0f + expf(-g[i]))) * u[i];
+  } else { /* gateless (nemotron_h_moe): ReLU squared of up */
+    for (int64_t i = 0; i < F; ++i) g[i] = u[i] > 0 ? u[i] * u[i] : 0.0f;
+  }
   lt_matvec(down, g, y, D, F);
   for (int64_t i = 0; i < D; ++i) out[i] += (float)(w * y[i]);
   free(g), free(u), free(y);
@@ -325,7 +333,7 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
   for (int64_t j = 0; j < K; ++j) {
     const int64_t e = order[j];
     double w = p[e] / (lt_experts_norm(s) ? wsum : 1.0) * (s->experts_scale > 0 ? s->experts_scale : 1.0);
-    lt_expert_add(s, x->gate + e * F * D, x->up + e * F * D, x->down + e * D * F, h, D, F, w, out);
+    lt_expert_add(s, x->gate ? x->gate + e * F * D : NULL, x->up + e * F * D, x->down + e * D * F, h, D, F, w, out);
   }
   if (S > 0) {
     double w = 1.0;

@@ -11,12 +11,15 @@ enum { LT_SSM_CONV = 4, LT_SSM_INNER = 128, LT_SSM_STATE = 16, LT_SSM_HEADS = 8,
 #define LT_SSM_P (LT_SSM_INNER / LT_SSM_HEADS)
 #define LT_SSM_CD (LT_SSM_INNER + 2 * LT_SSM_GROUPS * LT_SSM_STATE)
 
-/* block l is a Mamba-2 mixer */
+/* block l is a Mamba-2 mixer (lt_ffn_block: llama_archs.h) */
 static inline int lt_ssm_block(const lt_spec *s, int64_t l) {
   return s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'M';
 }
 
-/* ssm.* and head_count_kv as one entry per block (0: a Mamba-2 mixer) */
+
+/* ssm.* and head_count_kv as one entry per block (0: a Mamba-2 mixer;
+ * nemotron_h: or a feed-forward, feed_forward_length one entry per block
+ * too, 0 but for those) */
 static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s) {
   char kb[96];
   const char *keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
@@ -26,10 +29,16 @@ static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, c
   for (int i = 0; i < 5 && st == TOPOS_OK; ++i) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, keys[i]), values[i]);
   uint32_t *kv = lt_keep(f, (size_t)s->layers * sizeof *kv);
   if (!kv) return TOPOS_ERR_OUT_OF_MEMORY;
-  for (int64_t l = 0; l < s->layers; ++l) kv[l] = lt_ssm_block(s, l) ? 0 : (uint32_t)s->kv_heads;
+  for (int64_t l = 0; l < s->layers; ++l) kv[l] = lt_ssm_block(s, l) || lt_ffn_block(s, l) ? 0 : (uint32_t)s->kv_heads;
   if (st == TOPOS_OK)
     st = topos_gguf_writer_add_array(w, lt_k(kb, s, "attention.head_count_kv"), TOPOS_GGUF_U32, kv,
                                      (uint64_t)s->layers);
+  uint32_t *ff = lt_one_branch(s) ? lt_keep(f, (size_t)s->layers * sizeof *ff) : NULL;
+  if (lt_one_branch(s) && !ff) return TOPOS_ERR_OUT_OF_MEMORY;
+  const int64_t width = s->experts > 0 ? (s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used) : s->ff;
+  for (int64_t l = 0; ff && l < s->layers; ++l) ff[l] = lt_ffn_block(s, l) ? (uint32_t)width : 0;
+  if (st == TOPOS_OK && ff)
+    st = topos_gguf_writer_add_array(w, lt_k(kb, s, "feed_forward_length"), TOPOS_GGUF_U32, ff, (uint64_t)s->layers);
   return st;
 }
 

@@ -235,13 +235,15 @@ static inline const char *lt_k(char *kb, const lt_spec *s, const char *suffix) {
 static inline int lt_moe(const lt_spec *s) { return s->experts > 0; }
 /* block l of a mixture is one (ernie4_5-moe: past the dense leading blocks, every moe_step-th) */
 static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
+  if (lt_one_branch(s)) return lt_moe(s) && lt_ffn_block(s, l); /* nemotron_h_moe: its feed-forward blocks */
   return lt_moe(s) && l >= s->dense_lead && (l + 1) % (s->moe_step > 0 ? s->moe_step : 1) == 0;
 }
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2"); }
 /* DeepSeek-style mixtures' keys (llama_experts_util.h) */
 static inline int lt_ds_moe(const lt_spec *s) {
-  return lt_mla(s) || lt_arch_is(s, "glm4moe") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2");
+  return lt_mla(s) || lt_arch_is(s, "glm4moe") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") ||
+         lt_arch_is(s, "nemotron_h_moe");
 }
 static inline topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s);
 static inline topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec *s);
@@ -277,20 +279,23 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "embedding_length"), (uint32_t)s->dim));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "block_count"),
                                (uint32_t)(s->blocks_key > 0 ? s->blocks_key : s->layers)));
-  /* Qwen 1's key is twice the width (its intermediate_size) */
-  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)(lt_arch_is(s, "qwen") ? 2 : 1) * s->ff));
+  /* Qwen 1's key is twice the width (its intermediate_size); nemotron_h's one per block (lt_write_ssm_keys) */
+  if (!lt_one_branch(s))
+    LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)(lt_arch_is(s, "qwen") ? 2 : 1) * s->ff));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)lt_rope_dim(s)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
   if (lt_lfm2(s)) { /* head_count_kv a per-block array */
     LT(lt_write_lfm2_keys(w, f, s));
-  } else if (lt_arch_is(s, "granitehybrid")) { /* likewise, and the ssm.* keys */
+  } else if (lt_arch_is(s, "granitehybrid") || lt_one_branch(s)) { /* likewise, and the ssm.* keys */
     LT(lt_write_ssm_keys(w, f, s));
   } else {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   }
-  LT(topos_gguf_writer_add_f32(
-      w, lt_k(kb, s, lt_layer_norm(s) ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1e-5f));
+  /* nemotron_h's files name the RMS norms' epsilon so (llama.cpp reads either) */
+  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, lt_layer_norm(s) || lt_one_branch(s) ? "attention.layer_norm_epsilon"
+                                                                                  : "attention.layer_norm_rms_epsilon"),
+                               1e-5f));
   LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base"), s->rope_base > 0 ? s->rope_base : 10000.0f));
   if (s->head_dim > 0) {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.key_length"), (uint32_t)s->head_dim));
@@ -423,6 +428,15 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_norm_2.weight", TOPOS_F32, s->dim, 0, 1);
       LT_W("attn_norm_2.bias", TOPOS_F32, s->dim, 0, 0);
     }
+    if (lt_ffn_block(s, l) && lt_moe(s)) { /* nemotron_h_moe: a mixture alone */
+      LT(lt_write_experts(w, f, s, l, &rng));
+      continue;
+    }
+    if (lt_ffn_block(s, l)) { /* nemotron_h: a ReLU-squared feed-forward alone */
+      LT_W("ffn_up.weight", ty[LT_UP], s->dim, s->ff, 0);
+      LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
+      continue;
+    }
     if (lt_phi3(s)) { /* rows q, k, v in one weight; gate, up in one */
       LT_W("attn_qkv.weight", ty[LT_Q], s->dim, (s->heads + 2 * s->kv_heads) * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
@@ -451,6 +465,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
+    if (lt_one_branch(s)) continue; /* nemotron_h: attention or a mixer alone */
     if (pre_norms && !lt_one_norm(s)) {
       if (lt_ffn_post_name(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
       else LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
@@ -680,7 +695,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && (lt_no_pre_norms(s) || lt_weightless(s))) continue;
       if (i >= 1 && i <= 3 && lt_mla(s)) continue;
-      if (i >= 1 && i <= 4 && (lt_conv_block(s, l) || lt_ssm_block(s, l))) continue;
+      if (i >= 1 && i <= 4 && (lt_conv_block(s, l) || lt_ssm_block(s, l) || lt_ffn_block(s, l))) continue;
+      if (i >= 5 && lt_one_branch(s) && (i == 5 || !lt_ffn_block(s, l))) continue; /* nemotron_h */
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
@@ -738,6 +754,13 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (fused_qkv) W[2] = W[1] + qd * D, W[3] = W[2] + kvd * D;
       if (fused) W[7] = W[6] + F * D;
       if (s->fused_qkv && B[1]) B[2] = B[1] + qd, B[3] = B[2] + kvd;
+      if (lt_ffn_block(s, l)) { /* nemotron_h: x + ffn(norm(x)) (nemotron_h_moe: a mixture) */
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        if (lt_moe(s)) lt_experts_apply(s, &LX[l], h, h, t2);
+        else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F, lt_ffn_act(s), l);
+        for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
+        continue;
+      }
       if (lt_mla(s)) {
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         if (!lt_mla_attention(s, &LM[l], W[4], p, h, t2)) ok = 0;
@@ -856,6 +879,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         }
         lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
+      }
+      if (lt_one_branch(s)) { /* nemotron_h: no feed-forward after attention or a mixer */
+        for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
+        continue;
       }
       { /* the attention's output t2 into the residual; the feed-forward */
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
