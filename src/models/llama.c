@@ -452,10 +452,11 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
     int fused_bias = 0;
     const int ssm = m->ssm_blocks && m->ssm_blocks[l], ffn_only = m->ffn_blocks && m->ffn_blocks[l];
-    const int conv = ssm || ffn_only || (m->conv_blocks && m->conv_blocks[l]); /* no attention */
+    /* no attention (falcon-h1's mixers are beside it) */
+    const int conv = (ssm && !m->ssm_parallel) || ffn_only || (m->conv_blocks && m->conv_blocks[l]);
     L->ffn_only = ffn_only;
-    if (ssm) {
-      TP_TRY(tp_llama_layer_mamba2(m, l, L));
+    if (ssm) TP_TRY(tp_llama_layer_mamba2(m, l, L));
+    if (ssm && !m->ssm_parallel) {
     } else if (ffn_only) { /* (its feed-forward below) */
     } else if (conv) {
       TP_TRY(tp_llama_layer_shortconv(m, l, L));
@@ -472,6 +473,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (!c->mla_kv_rank && !conv) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
+    else if (m->ssm_parallel) /* falcon-h1's converter names it without a suffix, as llama.cpp reads it */
+      TP_W(ffn_norm, "ffn_norm", c->dim, 0);
     else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)) &&
              !m->one_branch)
       TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);

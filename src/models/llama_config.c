@@ -243,7 +243,7 @@ typedef struct tp_llama_arch_extra {
   int smallthinker;    /* tp_llama_smallthinker */
   int mamba2;          /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_mamba2_config: granitehybrid); 2:
                         * those whose feed_forward_length entry is 0 too, the others feed-forwards alone
-                        * (tp_llama_nemotron_h_blocks) */
+                        * (tp_llama_nemotron_h_blocks); 3: every block, beside its attention (falcon-h1) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -280,6 +280,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "lfm2", .shortconv = 1},
     {.name = "lfm2moe", .shortconv = 1, .router_key = 2},
     {.name = "granitehybrid", .mamba2 = 1},
+    {.name = "falcon-h1", .mamba2 = 3},
     {.name = "nemotron_h", .mamba2 = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .mamba2 = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -340,6 +341,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_SAME, 0},
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Falcon-H1: attention and a Mamba-2 mixer side by side in every block (the converter folds the
+     * multipliers into the weights) */
+    {"falcon-h1", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-H, Nemotron Nano 2: each block one branch, a Mamba-2 mixer, attention (unrotated) or a
      * ReLU-squared feed-forward */
     {"nemotron_h", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -972,7 +976,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
-  else if (x.mamba2) TP_TRY(tp_llama_mamba2_config(m));
+  else if (x.mamba2) TP_TRY(tp_llama_mamba2_config(m, x.mamba2 == 3));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
   if (x.mamba2 == 2) { /* nemotron_h: the RMS key where the file has it, else the LayerNorm one, as llama.cpp */
     TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 0, 0.0f, &c->rms_eps));

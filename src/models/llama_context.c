@@ -92,8 +92,8 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
                    (long long)cap, (long long)c->n_ctx_train, c->arch);
   const int64_t slots = tp_cache_slots(cap);
   int64_t per_layer = c->n_kv_heads * c->head_dim * slots, total;
-  /* recurrent and feed-forward-only blocks keep no keys */
-  const int64_t kv_layers = c->n_layers - c->n_conv_layers - c->n_ssm_layers - c->n_ffn_layers;
+  int64_t kv_layers = 0; /* the attention blocks (not recurrent mixers alone, nor feed-forwards alone) */
+  for (int64_t l = 0; l < c->n_layers; ++l) kv_layers += tp_llama_layer_attends(&m->layers[l]);
   if (__builtin_mul_overflow(per_layer, kv_layers, &total) || total > ((int64_t)1 << 40))
     return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
   topos_llama_context *x = calloc(1, sizeof *x);
@@ -134,7 +134,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->state_bytes = 2 * sizeof(float) * ((size_t)c->n_conv_layers * conv_floats[0] +
                                         (size_t)c->n_ssm_layers * (conv_floats[1] + ssm_floats));
   x->state_mem = x->state_bytes ? calloc(1, x->state_bytes) : NULL;
-  x->feeds = calloc(2 * L + 10, sizeof *x->feeds);
+  x->feeds = calloc(4 * L + 10, sizeof *x->feeds); /* per block up to keys, values and two states */
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
   if ((x->kv_bytes && !x->k_mem) || !x->k_cache || !x->v_cache || !x->kv_slot || !x->conv[0] || !x->conv[1] ||
@@ -144,22 +144,18 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   float *state_at = x->state_mem;
   for (size_t l = 0, at = 0; st == TOPOS_OK && l < L; ++l) {
     const tp_llama_layer *ly = &x->model->layers[l];
-    if (ly->ffn_only) { /* nothing kept */
-      x->kv_slot[l] = -1;
-      continue;
-    }
+    x->kv_slot[l] = -1;
     if (ly->conv_taps || ly->ssm_in) { /* the recurrent block's two states of each kind */
       const int mamba = ly->ssm_in != NULL;
       const size_t cf = conv_floats[mamba];
-      x->kv_slot[l] = -1;
       for (int b = 0; st == TOPOS_OK && b < 2; ++b, state_at += cf)
         st = topos_tensor_wrap(TOPOS_F32, 2, conv_shape[mamba], state_at, cf * sizeof(float), TOPOS_STORAGE_EXTERNAL,
                                NULL, NULL, &x->conv[b][l]);
       for (int b = 0; st == TOPOS_OK && mamba && b < 2; ++b, state_at += ssm_floats)
         st = topos_tensor_wrap(TOPOS_F32, 3, ssm_shape, state_at, ssm_floats * sizeof(float), TOPOS_STORAGE_EXTERNAL,
                                NULL, NULL, &x->ssm[b][l]);
-      continue;
     }
+    if (!tp_llama_layer_attends(ly)) continue; /* (falcon-h1's blocks have both) */
     x->kv_slot[l] = (int64_t)at++;
     int64_t ks[3] = {c->n_kv_heads, c->head_dim, slots}, vs[3] = {c->n_kv_heads, slots, c->head_dim};
     if (opt.kv_dtype != TOPOS_F32) { /* see tp_llama_graph_build */
@@ -563,10 +559,9 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     for (int i = 0; i < N_IN; ++i)
       if (in[i]) f[nf++] = (topos_feed){syms[i], in[i]};
     for (int64_t l = 0; l < L; ++l) {
-      if (x->conv[0][l]) {
-        f[nf++] = (topos_feed){g->conv_state[l], x->conv[x->front][l]};
-        if (x->ssm[0][l]) f[nf++] = (topos_feed){g->ssm_state[l], x->ssm[x->front][l]};
-      } else if (g->has_cache && x->k_cache[l]) {
+      if (x->conv[0][l]) f[nf++] = (topos_feed){g->conv_state[l], x->conv[x->front][l]};
+      if (x->ssm[0][l]) f[nf++] = (topos_feed){g->ssm_state[l], x->ssm[x->front][l]};
+      if (g->has_cache && x->k_cache[l]) {
         f[nf++] = (topos_feed){g->k_cache[l], x->k_cache[l]};
         f[nf++] = (topos_feed){g->v_cache[l], x->v_cache[l]};
       }

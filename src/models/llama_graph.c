@@ -505,7 +505,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       x = topos_tape_add(t, x, tp_ffn_all(r, L, h, h));
       continue;
     }
-    if (L->conv_taps || L->ssm_in) { /* LFM2's short convolution or a Mamba-2 mixer instead of attention */
+    if (L->conv_taps || (L->ssm_in && !L->wo)) { /* LFM2's short convolution or a Mamba-2 mixer instead of attention */
       x = tp_block_out(r, L, x, h, L->ssm_in ? tp_mamba2(r, g, L, l, h) : tp_shortconv(r, g, L, l, h));
       continue;
     }
@@ -637,6 +637,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
                    0);
     if (c->mla_kv_rank) o = tp_mla_out(r, L, o, head_ids);
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
+    if (L->ssm_in) o = topos_tape_add(t, o, tp_mamba2(r, g, L, l, h)); /* falcon-h1: the mixer beside it */
     x = tp_block_out(r, L, x, h, o);
   }
   if (g->logits_rows == TP_LOGITS_NONE) {

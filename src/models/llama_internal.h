@@ -73,9 +73,10 @@ topos_status tp_llama_block_key(const struct topos_llama *m, const char *key, co
 /* A depthwise convolution's {taps, width} weight as f32 [taps, width] (llama.c) */
 topos_status tp_llama_conv_taps(struct topos_llama *m, const char *name, int64_t taps, int64_t width,
                                 topos_tensor **out);
-/* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are;
- * block l's tensors */
-topos_status tp_llama_mamba2_config(struct topos_llama *m);
+/* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are
+ * (head_count_kv's zeros; parallel: every block, beside its attention:
+ * falcon-h1); block l's tensors */
+topos_status tp_llama_mamba2_config(struct topos_llama *m, int parallel);
 /* nemotron_h: feed_forward_length and head_count_kv per block make each
  * block a Mamba-2 mixer (both 0), attention (kv heads) or a feed-forward
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
@@ -158,6 +159,7 @@ struct topos_llama {
   uint8_t *ffn_blocks;        /* while loading: 1 per feed-forward-only block (nemotron_h), else NULL */
   int one_branch;             /* while loading: each block is one residual branch, a mixer or a
                                * feed-forward (nemotron_h) */
+  int ssm_parallel;           /* while loading: every block's Mamba-2 mixer beside its attention (falcon-h1) */
   float *xielu;               /* while loading: [n_layers][4], each block's xIELU parameters (config.ffn_xielu;
                                * kept in the layers), else NULL */
   uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */
@@ -208,10 +210,10 @@ typedef struct tp_llama_graph {
 
 enum { TP_SINK_K, TP_SINK_V, TP_SINK_CONV, TP_SINK_SSM, TP_SINK_KINDS };
 
-/* 1 where block L has attention, and so keys and values in the cache */
-static inline int tp_llama_layer_attends(const tp_llama_layer *L) {
-  return !L->conv_taps && !L->ssm_in && !L->ffn_only;
-}
+/* 1 where block L has attention, and so keys and values in the cache
+ * (every attention block has an output product; the other mixers' own
+ * products are conv_out and ssm_out) */
+static inline int tp_llama_layer_attends(const tp_llama_layer *L) { return L->wo != NULL; }
 
 /* Reads general.architecture and its keys into m->config (llama_config.c);
  * *swa_period (0: none) and *nope_all for the layer loop; may set

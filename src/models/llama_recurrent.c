@@ -69,7 +69,7 @@ static topos_sym tp_softplus(tp_rec *r, topos_sym x) {
  *   dt = softplus(dt + ssm_dt.bias); the scan (ssm_scan) of x dt with
  *   decays exp(dt A), B and C from the state before the chunk (input
  *   ssm_state.l; the state after it the sink ssm_next)
- *   y = (scan + x D) * SiLU(z), RMS-normed per group of D / G (ssm_norm),
+ *   y = (scan + x D) * SiLU(z), RMS-normed per group of D / G (ssm_norm, where the block has it),
  *   out = qlinear(y, ssm_out) */
 topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
   topos_tape *t = r->t;
@@ -97,7 +97,9 @@ topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64
   const topos_sym skip = topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, tp_const(r, L->ssm_d), 0, T), 2, P);
   topos_sym y = topos_tape_add(t, topos_tape_narrow(t, scan, 0, 0, T), topos_tape_mul(t, x, skip));
   y = topos_tape_mul(t, tp_reshape(r, y, 2, T, D, 0, 0), topos_tape_silu(t, z));
-  y = tp_reshape(r, tp_rmsnorm_n(r, tp_reshape(r, y, 2, T * G, D / G, 0, 0), T * G, D / G, NULL), 2, T, D, 0, 0);
-  y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, L->ssm_norm), 0, T));
+  if (L->ssm_norm) { /* (Falcon-H1-0.5B has none) */
+    y = tp_reshape(r, tp_rmsnorm_n(r, tp_reshape(r, y, 2, T * G, D / G, 0, 0), T * G, D / G, NULL), 2, T, D, 0, 0);
+    y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, L->ssm_norm), 0, T));
+  }
   return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
 }

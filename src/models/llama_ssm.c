@@ -9,16 +9,17 @@
  *   ssm_conv1d.weight {taps, CD} and .bias {CD} (optional where the
  *     architecture allows: granitehybrid)
  *   ssm_dt.bias {heads}; ssm_a {1, heads} (the converter's -exp(A_log));
- *   ssm_d {1, heads}; ssm_norm.weight {inner / groups, groups};
- *   ssm_out.weight {inner, dim} */
+ *   ssm_d {1, heads}; ssm_norm.weight {inner / groups, groups} (optional
+ *   in falcon-h1 files: Falcon-H1-0.5B has none); ssm_out.weight {inner, dim} */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "models/llama_internal.h"
 
-topos_status tp_llama_mamba2_config(topos_llama *m) {
+topos_status tp_llama_mamba2_config(topos_llama *m, int parallel) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
@@ -38,7 +39,15 @@ topos_status tp_llama_mamba2_config(topos_llama *m) {
   if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
     return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba-2 state of %" PRId64 " x %" PRId64 " floats a block is "
                    "too large", c->arch, c->ssm_state, c->ssm_inner);
-  return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba-2 blocks)", &m->ssm_blocks, &c->n_ssm_layers);
+  if (!parallel)
+    return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba-2 blocks)", &m->ssm_blocks, &c->n_ssm_layers);
+  /* falcon-h1: a mixer beside every block's attention */
+  m->ssm_parallel = 1;
+  m->ssm_blocks = malloc((size_t)c->n_layers);
+  if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);
+  memset(m->ssm_blocks, 1, (size_t)c->n_layers);
+  c->n_ssm_layers = c->n_layers;
+  return tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads);
 }
 
 /* name's {ne0, ne1} tensor as f32 [ne0 * ne1] (ne1 0: a vector) */
@@ -77,7 +86,7 @@ topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L)
   TP_SSM_NAME("ssm_d");
   TP_TRY(tp_ssm_vector(m, name, 1, H, 0, &L->ssm_d));
   TP_SSM_NAME("ssm_norm.weight");
-  TP_TRY(tp_ssm_vector(m, name, DI / G, G, 0, &L->ssm_norm));
+  TP_TRY(tp_ssm_vector(m, name, DI / G, G, m->ssm_parallel, &L->ssm_norm));
   TP_SSM_NAME("ssm_conv1d.weight");
 #undef TP_SSM_NAME
   return tp_llama_conv_taps(m, name, K, CD, &L->ssm_taps);

@@ -10,6 +10,8 @@ static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arc
 static inline int lt_one_branch(const lt_spec *s) {
   return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe");
 }
+/* falcon-h1: a Mamba-2 mixer beside every block's attention (llama_ssm_util.h) */
+static inline int lt_ssm_parallel(const lt_spec *s) { return lt_arch_is(s, "falcon-h1"); }
 static inline int lt_ffn_block(const lt_spec *s, int64_t l) {
   return s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'F';
 }
@@ -173,7 +175,7 @@ static inline int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
          lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded") ||
-         lt_arch_is(s, "smallthinker");
+         lt_arch_is(s, "smallthinker") || lt_ssm_parallel(s);
 }
 
 /* keys under ARCH.*: the architectures topos reads (another's files are

@@ -287,7 +287,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
   if (lt_lfm2(s)) { /* head_count_kv a per-block array */
     LT(lt_write_lfm2_keys(w, f, s));
-  } else if (lt_arch_is(s, "granitehybrid") || lt_one_branch(s)) { /* likewise, and the ssm.* keys */
+  } else if (lt_arch_is(s, "granitehybrid") || lt_one_branch(s) || lt_ssm_parallel(s)) { /* and the ssm.* keys */
     LT(lt_write_ssm_keys(w, f, s));
   } else {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
@@ -466,8 +466,10 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
     }
     if (lt_one_branch(s)) continue; /* nemotron_h: attention or a mixer alone */
+    if (lt_ssm_parallel(s)) LT(lt_write_mamba2(w, f, s, l, &rng)); /* falcon-h1: beside the attention */
     if (pre_norms && !lt_one_norm(s)) {
-      if (lt_ffn_post_name(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      if (lt_ssm_parallel(s)) LT_W("ffn_norm", TOPOS_F32, s->dim, 0, 1); /* falcon-h1's name, no suffix */
+      else if (lt_ffn_post_name(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
       else LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
     if (lt_oai(s)) {
@@ -703,14 +705,14 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
                          : fused && i == 6  ? "ffn_up"
                          : lt_ffn_post_name(s) && i == 5 ? "post_attention_norm" /* gpt-oss's name for it */
                                             : names[i];
-      snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, name);
+      snprintf(n, sizeof n, lt_ssm_parallel(s) && i == 5 ? "blk.%d.%s" : "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);
       if (!LW[l][i]) ok = 0;
     }
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
     if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
-    if (lt_ssm_block(s, l) && !lt_ssm_load(g, l, N, &LS[l])) ok = 0;
+    if ((lt_ssm_block(s, l) || lt_ssm_parallel(s)) && !lt_ssm_load(g, l, N, &LS[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -879,6 +881,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         }
         lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
+      }
+      if (lt_ssm_parallel(s)) { /* falcon-h1: the mixer of the same norm beside the attention */
+        lt_ssm_apply(&LS[l], D, p, !lt_without(s, "ssm history"), h, g1);
+        for (int64_t i = 0; i < D; ++i) t2[i] += g1[i];
       }
       if (lt_one_branch(s)) { /* nemotron_h: no feed-forward after attention or a mixer */
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];

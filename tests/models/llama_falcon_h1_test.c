@@ -1,0 +1,65 @@
+/* falcon-h1 (Falcon-H1) files against the tests' plain forward: every
+ * block's attention (rotated as NEOX pairs) and a Mamba-2 mixer read the
+ * same norm and add to the residual together, then the SwiGLU feed-forward
+ * through ffn_norm (named without a suffix, as the converter writes it).
+ * Every block keeps keys and values and a mixer state, both carried chunk
+ * to chunk: decoding equals the full context bit for bit. */
+#include "models/llama_harness.h"
+#include "models/llama_internal.h" /* the layers' tensors */
+
+static lt_spec falcon_h1_spec(void) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "falcon-h1";
+  s.layers = 3;
+  s.head_dim = 64;
+  return s;
+}
+
+TEST(llama_falcon_h1_files) {
+  lt_spec s = falcon_h1_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_ssm_layers == 3 && c->n_kv_heads == 2 && c->rope_neox == 1 && c->n_nope_layers == 0);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->ssm_in && L->ssm_norm && L->wq && L->wo && L->ffn_norm && L->w_gate && L->w_down);
+    /* every block: keys and values, and a mixer's two states */
+    topos_llama_context_options o = topos_llama_context_options_default();
+    o.n_ctx = 32;
+    topos_llama_context *ctx = NULL;
+    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+    const uint64_t kv = 3 * 2 * (uint64_t)(c->n_kv_heads * c->head_dim) * 32 * 4;
+    const uint64_t state = 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4;
+    CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)(kv + state));
+    topos_llama_context_free(ctx);
+    lt_check_window_chunks(&m, &s); /* 3 tokens, then 9 */
+  }
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "ssm history";
+  lt_check_spec_variant(&s, &without);
+  /* quantized products, f32 and f16 caches */
+  lt_spec q = lt_default_spec();
+  q.arch = "falcon-h1";
+  q.head_dim = 64;
+  lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+TEST(llama_falcon_h1_bad_files) {
+  lt_spec s = falcon_h1_spec();
+  s.layers = 2;
+  lt_spec t = s;
+  t.skip_tensor = "blk.1.ffn_norm";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.1.ffn_norm is missing");
+  t = s;
+  t.skip_tensor = "blk.0.ssm_in.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.ssm_in.weight is missing");
+  /* Falcon-H1-0.5B's blocks have no group norm: refused nowhere, read as absent */
+  t = s;
+  t.skip_tensor = "blk.0.ssm_norm.weight";
+  lt_model m;
+  CHECK_OK(lt_open(&t, &m));
+  if (m.model) CHECK(m.model->layers[0].ssm_norm == NULL && m.model->layers[1].ssm_norm != NULL);
+  lt_close(&m);
+}
