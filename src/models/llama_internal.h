@@ -73,10 +73,12 @@ topos_status tp_llama_block_key(const struct topos_llama *m, const char *key, co
 /* A depthwise convolution's {taps, width} weight as f32 [taps, width] (llama.c) */
 topos_status tp_llama_conv_taps(struct topos_llama *m, const char *name, int64_t taps, int64_t width,
                                 topos_tensor **out);
-/* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are
- * (head_count_kv's zeros; parallel: every block, beside its attention:
- * falcon-h1); block l's tensors */
-topos_status tp_llama_mamba2_config(struct topos_llama *m, int parallel);
+/* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are:
+ * head_count_kv's zeros (TP_SSM_HYBRID), every block beside its attention
+ * (TP_SSM_PARALLEL: falcon-h1) or every block alone, no attention anywhere
+ * (TP_SSM_ONLY: mamba2); block l's tensors */
+enum { TP_SSM_HYBRID, TP_SSM_PARALLEL, TP_SSM_ONLY };
+topos_status tp_llama_mamba2_config(struct topos_llama *m, int form);
 /* nemotron_h: feed_forward_length and head_count_kv per block make each
  * block a Mamba-2 mixer (both 0), attention (kv heads) or a feed-forward
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */

@@ -19,7 +19,7 @@
 #include "base/error.h"
 #include "models/llama_internal.h"
 
-topos_status tp_llama_mamba2_config(topos_llama *m, int parallel) {
+topos_status tp_llama_mamba2_config(topos_llama *m, int form) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
@@ -39,14 +39,19 @@ topos_status tp_llama_mamba2_config(topos_llama *m, int parallel) {
   if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
     return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba-2 state of %" PRId64 " x %" PRId64 " floats a block is "
                    "too large", c->arch, c->ssm_state, c->ssm_inner);
-  if (!parallel)
+  if (form == TP_SSM_HYBRID)
     return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba-2 blocks)", &m->ssm_blocks, &c->n_ssm_layers);
-  /* falcon-h1: a mixer beside every block's attention */
-  m->ssm_parallel = 1;
+  /* falcon-h1: a mixer beside every block's attention; mamba2: every block a mixer alone */
   m->ssm_blocks = malloc((size_t)c->n_layers);
   if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);
   memset(m->ssm_blocks, 1, (size_t)c->n_layers);
   c->n_ssm_layers = c->n_layers;
+  if (form == TP_SSM_ONLY) { /* no attention: one (unused) head of the whole width */
+    m->one_branch = 1;
+    c->n_kv_heads = c->n_heads;
+    return TOPOS_OK;
+  }
+  m->ssm_parallel = 1;
   return tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads);
 }
 

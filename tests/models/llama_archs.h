@@ -6,9 +6,10 @@
 static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arch && strcmp(s->arch, name) == 0; }
 /* nemotron_h: each block one branch through its one norm, a Mamba-2 mixer
  * ('M' in lt_spec.conv_blocks), attention ('A', unrotated) or a ReLU-squared
- * feed-forward ('F') */
+ * feed-forward ('F'); mamba2: Mamba-2 mixers alone (head_count and
+ * feed_forward_length 0) */
 static inline int lt_one_branch(const lt_spec *s) {
-  return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe");
+  return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe") || lt_arch_is(s, "mamba2");
 }
 /* falcon-h1: a Mamba-2 mixer beside every block's attention (llama_ssm_util.h) */
 static inline int lt_ssm_parallel(const lt_spec *s) { return lt_arch_is(s, "falcon-h1"); }
@@ -181,7 +182,7 @@ static inline int lt_neox(const lt_spec *s) {
 /* keys under ARCH.*: the architectures topos reads (another's files are
  * refused before their keys matter, so they get llama.*) */
 static inline int lt_own_keys(const lt_spec *s) {
-  return lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
+  return lt_one_branch(s) || lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||

@@ -27,6 +27,8 @@ static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, c
   const uint32_t values[5] = {LT_SSM_CONV, LT_SSM_INNER, LT_SSM_STATE, LT_SSM_HEADS, LT_SSM_GROUPS};
   topos_status st = TOPOS_OK;
   for (int i = 0; i < 5 && st == TOPOS_OK; ++i) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, keys[i]), values[i]);
+  if (lt_arch_is(s, "mamba2")) /* no attention, no feed-forward */
+    return st == TOPOS_OK ? topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), 0) : st;
   if (lt_ssm_parallel(s)) /* falcon-h1: every block has both, one kv count */
     return st == TOPOS_OK ? topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads)
                           : st;

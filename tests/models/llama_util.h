@@ -283,8 +283,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   if (!lt_one_branch(s))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)(lt_arch_is(s, "qwen") ? 2 : 1) * s->ff));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)lt_rope_dim(s)));
-  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"),
-                               (uint32_t)(s->heads_key > 0 ? s->heads_key : s->heads)));
+  LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"), /* mamba2's files: 0 */
+                               (uint32_t)(lt_arch_is(s, "mamba2") ? 0 : s->heads_key > 0 ? s->heads_key : s->heads)));
   if (lt_lfm2(s)) { /* head_count_kv a per-block array */
     LT(lt_write_lfm2_keys(w, f, s));
   } else if (lt_arch_is(s, "granitehybrid") || lt_one_branch(s) || lt_ssm_parallel(s)) { /* and the ssm.* keys */
@@ -293,7 +293,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   }
   /* nemotron_h's files name the RMS norms' epsilon so (llama.cpp reads either) */
-  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, lt_layer_norm(s) || lt_one_branch(s) ? "attention.layer_norm_epsilon"
+  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, lt_layer_norm(s) || (lt_one_branch(s) && !lt_arch_is(s, "mamba2"))
+                                                 ? "attention.layer_norm_epsilon"
                                                                                   : "attention.layer_norm_rms_epsilon"),
                                1e-5f));
   LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, "rope.freq_base"), s->rope_base > 0 ? s->rope_base : 10000.0f));

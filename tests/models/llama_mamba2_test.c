@@ -1,9 +1,11 @@
-/* falcon-h1 (Falcon-H1) files against the tests' plain forward: every
- * block's attention (rotated as NEOX pairs) and a Mamba-2 mixer read the
- * same norm and add to the residual together, then the SwiGLU feed-forward
- * through ffn_norm (named without a suffix, as the converter writes it).
- * Every block keeps keys and values and a mixer state, both carried chunk
- * to chunk: decoding equals the full context bit for bit. */
+/* Mamba-2 files without a hybrid's attention layout, against the tests'
+ * plain forward. falcon-h1 (Falcon-H1): every block's attention (rotated
+ * as NEOX pairs) and a Mamba-2 mixer read the same norm and add to the
+ * residual together, then the SwiGLU feed-forward through ffn_norm (named
+ * without a suffix, as the converter writes it); every block keeps keys and
+ * values and a mixer state. mamba2 (Mamba-2): mixers alone. States and
+ * caches are carried chunk to chunk: decoding equals the full context bit
+ * for bit. */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' tensors */
 
@@ -62,4 +64,32 @@ TEST(llama_falcon_h1_bad_files) {
   CHECK_OK(lt_open(&t, &m));
   if (m.model) CHECK(m.model->layers[0].ssm_norm == NULL && m.model->layers[1].ssm_norm != NULL);
   lt_close(&m);
+}
+
+/* mamba2 (Mamba-2 130M ... 2.7B, Mamba-Codestral): every block a Mamba-2
+ * mixer alone; head_count and feed_forward_length 0; no cache, only states */
+TEST(llama_mamba2_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "mamba2";
+  s.layers = 3;
+  s.conv_blocks = "M";
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_ssm_layers == 3 && c->ff == 0 && c->n_heads == 1);
+    CHECK(m.model->layers[2].ssm_in && !m.model->layers[2].wo && !m.model->layers[2].w_down);
+    topos_llama_context_options o = topos_llama_context_options_default();
+    o.n_ctx = 32;
+    topos_llama_context *ctx = NULL;
+    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+    const uint64_t state = 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4;
+    CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)state);
+    topos_llama_context_free(ctx);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "ssm history";
+  lt_check_spec_variant(&s, &without);
 }
