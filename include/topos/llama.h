@@ -203,7 +203,16 @@ typedef struct topos_llama_config {
   int64_t ssm_state;     /* ssm.state_size: state entries per channel */
   int64_t ssm_heads;     /* ssm.time_step_rank: heads, each with one time step and decay */
   int64_t ssm_groups;    /* ssm.group_count: groups of heads sharing B and C */
-  int64_t n_ssm_layers;  /* blocks that are Mamba-2 mixers */
+  int64_t n_ssm_layers;  /* blocks that are Mamba-2 mixers (or Mamba-1: ssm_dt_rank) */
+  /* Mamba-1 mixers (mamba: Mamba, Falcon-Mamba): x, z = halves of qlinear(h,
+   * ssm_in); x through the causal convolution (ssm_conv taps, bias) and
+   * SiLU; dt, B, C = parts of qlinear(x, ssm_x) (RMS-normed where
+   * ssm_dt_b_c_rms, or by the file's ssm_dt_norm / ssm_b_norm / ssm_c_norm);
+   * dt = softplus(qlinear(dt, ssm_dt) + bias); the scan with every channel
+   * its own head (ssm_heads = ssm_inner, one group) and a decay per state
+   * entry, exp(dt A[channel, n]); y + x D, times SiLU(z), through ssm_out. */
+  int64_t ssm_dt_rank;   /* Mamba-1: ssm.time_step_rank, dt's low rank; 0: Mamba-2 mixers */
+  int ssm_dt_b_c_rms;    /* Mamba-1: ssm.dt_b_c_rms, dt, B and C RMS-normed without weights */
   int64_t n_ffn_layers;  /* blocks that are a feed-forward alone, x + ffn(norm(x)) (nemotron_h: its
                           * Mamba-2 and attention blocks have no feed-forward) */
   int64_t n_heads;       /* llama.attention.head_count */

@@ -620,7 +620,8 @@ void topos_llama_free(topos_llama *m) {
                              L->attn_norm_2, L->attn_norm_2_b, L->wq_a, L->q_a_norm, L->wkv_a,
                              L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out,
                              L->q_norm_b, L->k_norm_b, L->ssm_in, L->ssm_taps, L->ssm_conv_b, L->ssm_dt_b,
-                             L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out};
+                             L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out, L->ssm_x, L->ssm_dt, L->ssm_dt_norm,
+                             L->ssm_b_norm, L->ssm_c_norm};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

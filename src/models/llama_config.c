@@ -244,7 +244,8 @@ typedef struct tp_llama_arch_extra {
   int mamba2;          /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_mamba2_config: granitehybrid); 2:
                         * those whose feed_forward_length entry is 0 too, the others feed-forwards alone
                         * (tp_llama_nemotron_h_blocks); 3: every block, beside its attention (falcon-h1); 4:
-                        * every block, alone, no attention anywhere (mamba2) */
+                        * every block, alone, no attention anywhere (mamba2); 5: likewise, Mamba-1 mixers
+                        * (tp_llama_mamba1_config: mamba) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -283,6 +284,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "granitehybrid", .mamba2 = 1},
     {.name = "falcon-h1", .mamba2 = 3},
     {.name = "mamba2", .mamba2 = 4},
+    {.name = "mamba", .mamba2 = 5},
     {.name = "nemotron_h", .mamba2 = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .mamba2 = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -348,6 +350,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"falcon-h1", TP_ARCH_NEOX | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Mamba-2 (mamba2-130m ... 2.7b, Mamba-Codestral): Mamba-2 mixers alone, no attention, no feed-forward */
     {"mamba2", 0, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Mamba (mamba-130m ... 2.8b), Falcon-Mamba-7B: Mamba-1 mixers alone */
+    {"mamba", 0, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-H, Nemotron Nano 2: each block one branch, a Mamba-2 mixer, attention (unrotated) or a
      * ReLU-squared feed-forward */
     {"nemotron_h", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -971,16 +975,17 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->n_layers -= c->n_nextn_layers;
   }
   /* a mixture's experts may have a width of their own and no dense one */
-  if (x.mamba2 != 2 && x.mamba2 != 4) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks; mamba2: none) */
+  if (x.mamba2 != 2 && x.mamba2 < 4) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks; mamba: none) */
     TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
     if (c->ff < 2 || c->ff % 2)
       return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " is not twice a width (%s files)", kb, c->ff, c->arch);
     c->ff /= 2;
   }
-  if (x.mamba2 == 4) c->n_heads = 1; /* mamba2: no attention (its files say 0) */
+  if (x.mamba2 >= 4) c->n_heads = 1; /* mamba, mamba2: no attention (their files say 0) */
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
+  else if (x.mamba2 == 5) TP_TRY(tp_llama_mamba1_config(m));
   else if (x.mamba2)
     TP_TRY(tp_llama_mamba2_config(m, x.mamba2 == 3 ? TP_SSM_PARALLEL : x.mamba2 == 4 ? TP_SSM_ONLY : TP_SSM_HYBRID));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));

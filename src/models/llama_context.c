@@ -126,7 +126,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
     x->ssm[b] = calloc(L, sizeof *x->ssm[b]);
   }
   /* the recurrent states' shapes: {conv rows, width} and {N, H, P} */
-  const int64_t ssm_cd = c->ssm_inner + 2 * c->ssm_groups * c->ssm_state;
+  const int64_t ssm_cd = tp_llama_ssm_conv_width(c);
   const int64_t conv_shape[2][2] = {{c->conv_len - 1, c->dim}, {c->ssm_conv - 1, ssm_cd}};
   const int64_t ssm_shape[3] = {c->ssm_state, c->ssm_heads, c->ssm_heads ? c->ssm_inner / c->ssm_heads : 0};
   const size_t conv_floats[2] = {(size_t)(conv_shape[0][0] * conv_shape[0][1]), (size_t)(conv_shape[1][0] * ssm_cd)};

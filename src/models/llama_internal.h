@@ -78,12 +78,18 @@ topos_status tp_llama_conv_taps(struct topos_llama *m, const char *name, int64_t
  * (TP_SSM_PARALLEL: falcon-h1) or every block alone, no attention anywhere
  * (TP_SSM_ONLY: mamba2); block l's tensors */
 enum { TP_SSM_HYBRID, TP_SSM_PARALLEL, TP_SSM_ONLY };
+/* the width a mixer's convolution runs over: Mamba-2's x, B and C; Mamba-1's x */
+static inline int64_t tp_llama_ssm_conv_width(const topos_llama_config *c) {
+  return c->ssm_dt_rank ? c->ssm_inner : c->ssm_inner + 2 * c->ssm_groups * c->ssm_state;
+}
 topos_status tp_llama_mamba2_config(struct topos_llama *m, int form);
 /* nemotron_h: feed_forward_length and head_count_kv per block make each
  * block a Mamba-2 mixer (both 0), attention (kv heads) or a feed-forward
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
 topos_status tp_llama_nemotron_h_blocks(struct topos_llama *m);
 topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
+/* Mamba-1 (mamba): the ssm.* keys, every block a mixer (llama_ssm.c) */
+topos_status tp_llama_mamba1_config(struct topos_llama *m);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
@@ -134,6 +140,10 @@ typedef struct tp_llama_layer {
    * NULL), ssm_dt_b, ssm_a, ssm_d [heads], ssm_norm [inner], ssm_out [dim,
    * inner]; NULL for other blocks */
   topos_tensor *ssm_in, *ssm_taps, *ssm_conv_b, *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
+  /* Mamba-1 (config.ssm_dt_rank): ssm_in [2 inner, dim] (x, z rows), ssm_x
+   * [rank + 2 state, inner], ssm_dt [inner, rank], f32 ssm_a [inner,
+   * state]; the RMS norms' weights of dt, B, C where the file has them */
+  topos_tensor *ssm_x, *ssm_dt, *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
   int ffn_only; /* nemotron_h: the block is x + ffn(norm(x)), no token mixer */
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;

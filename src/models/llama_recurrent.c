@@ -61,6 +61,51 @@ static topos_sym tp_softplus(tp_rec *r, topos_sym x) {
   return topos_tape_add(t, topos_tape_relu(t, x), topos_tape_ln(t, topos_tape_add(t, e, topos_tape_fill_like(t, e, 1.0))));
 }
 
+/* A Mamba-1 mixer of block l over the chunk (config.ssm_*, ssm_dt_rank R;
+ * D channels, each its own head, N state entries, K taps):
+ *   x, z = halves of qlinear(h, ssm_in)
+ *   x = SiLU(causal convolution of x + ssm_conv1d.bias)
+ *   dt, B, C = parts of qlinear(x, ssm_x) (R, N, N wide), each RMS-normed
+ *   where the file says (ssm_dt_b_c_rms) or has the norms' weights
+ *   dt = softplus(qlinear(dt, ssm_dt) + bias); the scan of x dt with the
+ *   decays exp(dt[h] A[h, n]), one per state entry (the chunk's [T, D, N])
+ *   y = (scan + x D) * SiLU(z), out = qlinear(y, ssm_out) */
+static topos_sym tp_mamba1(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, D = c->ssm_inner, N = c->ssm_state, R = c->ssm_dt_rank;
+  const topos_sym xz = topos_tape_qlinear(t, h, tp_const(r, L->ssm_in));
+  const topos_sym z = topos_tape_narrow(t, xz, 1, D, D);
+  topos_sym x = tp_causal_conv(r, "conv_state", l, topos_tape_narrow(t, xz, 1, 0, D), c->ssm_conv, D, L->ssm_taps,
+                               &g->conv_state[l], &g->conv_next[l]);
+  x = topos_tape_silu(t, tp_add_rows(r, x, L->ssm_conv_b, T));
+  const topos_sym xdb = topos_tape_qlinear(t, x, tp_const(r, L->ssm_x));
+  topos_sym dt = topos_tape_narrow(t, xdb, 1, 0, R), b = topos_tape_narrow(t, xdb, 1, R, N);
+  topos_sym cc = topos_tape_narrow(t, xdb, 1, R + N, N);
+  if (c->ssm_dt_b_c_rms || (L->ssm_dt_norm && L->ssm_b_norm && L->ssm_c_norm)) {
+    dt = tp_rmsnorm_n(r, dt, T, R, L->ssm_dt_norm);
+    b = tp_rmsnorm_n(r, b, T, N, L->ssm_b_norm);
+    cc = tp_rmsnorm_n(r, cc, T, N, L->ssm_c_norm);
+  }
+  dt = tp_softplus(r, tp_add_rows(r, topos_tape_qlinear(t, dt, tp_const(r, L->ssm_dt)), L->ssm_dt_b, T)); /* [T, D] */
+  const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, topos_tape_broadcast_along(t, dt, 2, N),
+                                                           topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
+  const topos_sym parts[2] = {tp_reshape(r, topos_tape_mul(t, x, dt), 3, T, D, 1, 0), decay};
+  const topos_sym bcs[2] = {b, cc};
+  char label[48];
+  snprintf(label, sizeof label, "ssm_state.%d", (int)l);
+  const topos_tensor_desc sd = {TOPOS_F32, 3, {N, D, 1}};
+  g->ssm_state[l] = topos_tape_input_desc(t, &sd, label);
+  const topos_sym scan = topos_tape_ssm_scan(t, g->ssm_state[l], topos_tape_concat(t, 2, parts, 2),
+                                             tp_reshape(r, topos_tape_concat(t, 2, bcs, 1), 4, T, 2, 1, N));
+  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
+  const topos_sym skip = topos_tape_broadcast_along(t, tp_const(r, L->ssm_d), 0, T);
+  topos_sym y = topos_tape_add(t, tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T, D, 0, 0),
+                               topos_tape_mul(t, x, skip));
+  y = topos_tape_mul(t, y, topos_tape_silu(t, z));
+  return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
+}
+
 /* A Mamba-2 mixer of block l over the chunk (config.ssm_*; D inner
  * channels in H heads of P, G groups of N state entries, K taps):
  *   z, xBC, dt = parts of qlinear(h, ssm_in) (D, D + 2 G N, H wide)
@@ -72,6 +117,7 @@ static topos_sym tp_softplus(tp_rec *r, topos_sym x) {
  *   y = (scan + x D) * SiLU(z), RMS-normed per group of D / G (ssm_norm, where the block has it),
  *   out = qlinear(y, ssm_out) */
 topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  if (r->c->ssm_dt_rank) return tp_mamba1(r, g, L, l, h);
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, D = c->ssm_inner, N = c->ssm_state, H = c->ssm_heads, G = c->ssm_groups, P = D / H;

@@ -72,8 +72,46 @@ static topos_status tp_ssm_vector(topos_llama *m, const char *name, int64_t ne0,
   return st == TOPOS_OK ? TOPOS_OK : tp_fail_context(st, "llama: tensor %s", name);
 }
 
+/* A Mamba-1 block's tensors (GGUF extents; R the time-step rank): ssm_in
+ * {dim, 2 inner} (x, z), ssm_conv1d {taps, inner} and bias, ssm_x {inner,
+ * R + 2 state}, ssm_dt {R, inner} and bias, ssm_a {state, inner}, ssm_d
+ * {inner}, ssm_out {inner, dim}; ssm_dt_norm {R}, ssm_b_norm and
+ * ssm_c_norm {state} where the file has them (Jamba's) */
+static topos_status tp_llama_layer_mamba1(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t DI = c->ssm_inner, N = c->ssm_state, R = c->ssm_dt_rank;
+  char name[64];
+  const struct {
+    const char *suffix;
+    int64_t ne0, ne1;
+    int optional, vector;
+    topos_tensor **out;
+  } parts[] = {{"ssm_in.weight", c->dim, 2 * DI, 0, 0, &L->ssm_in},  {"ssm_x.weight", DI, R + 2 * N, 0, 0, &L->ssm_x},
+               {"ssm_dt.weight", R, DI, 0, 0, &L->ssm_dt},            {"ssm_out.weight", DI, c->dim, 0, 0, &L->ssm_out},
+               {"ssm_conv1d.bias", DI, 0, 0, 1, &L->ssm_conv_b},      {"ssm_dt.bias", DI, 0, 0, 1, &L->ssm_dt_b},
+               {"ssm_a", N, DI, 0, 1, &L->ssm_a},                     {"ssm_d", DI, 0, 0, 1, &L->ssm_d},
+               {"ssm_dt_norm.weight", R, 0, 1, 1, &L->ssm_dt_norm},   {"ssm_b_norm.weight", N, 0, 1, 1, &L->ssm_b_norm},
+               {"ssm_c_norm.weight", N, 0, 1, 1, &L->ssm_c_norm}};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
+    snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, parts[i].suffix);
+    if (parts[i].vector) TP_TRY(tp_ssm_vector(m, name, parts[i].ne0, parts[i].ne1, parts[i].optional, parts[i].out));
+    else TP_TRY(tp_llama_weight(m, name, parts[i].ne0, parts[i].ne1, parts[i].optional, parts[i].out));
+  }
+  if (L->ssm_a) { /* [inner, state]: channel h's decays exp(dt A[h, n]) */
+    const int64_t shape[2] = {DI, N};
+    topos_tensor *a = NULL;
+    topos_status st = topos_tensor_reshape(L->ssm_a, 2, shape, &a);
+    topos_tensor_release(L->ssm_a);
+    L->ssm_a = a;
+    TP_TRY(st);
+  }
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ssm_conv1d.weight", l);
+  return tp_llama_conv_taps(m, name, c->ssm_conv, DI, &L->ssm_taps);
+}
+
 topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
+  if (c->ssm_dt_rank) return tp_llama_layer_mamba1(m, l, L);
   const int64_t K = c->ssm_conv, DI = c->ssm_inner, H = c->ssm_heads, G = c->ssm_groups;
   const int64_t CD = DI + 2 * G * c->ssm_state;
   char name[64];
@@ -135,5 +173,35 @@ topos_status tp_llama_nemotron_h_blocks(topos_llama *m) {
     m->ssm_blocks[l] = 0, m->ffn_blocks[l] = 1;
     --c->n_ssm_layers, ++c->n_ffn_layers;
   }
+  return TOPOS_OK;
+}
+
+/* mamba (Mamba, Falcon-Mamba): ssm.conv_kernel, inner_size, state_size,
+ * time_step_rank (dt's rank) and dt_b_c_rms (absent: false); every block a
+ * Mamba-1 mixer alone, each channel its own head */
+topos_status tp_llama_mamba1_config(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
+  if (c->ssm_conv < 2 || c->ssm_conv > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, &c->ssm_dt_rank));
+  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba state of %" PRId64 " x %" PRId64 " floats a block is too "
+                   "large", c->arch, c->ssm_state, c->ssm_inner);
+  topos_status st = topos_gguf_get_bool(g, TP_K("ssm.dt_b_c_rms"), &c->ssm_dt_b_c_rms);
+  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->ssm_dt_b_c_rms = 0;
+  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
+  c->ssm_heads = c->ssm_inner;
+  c->ssm_groups = 1;
+  m->one_branch = 1;
+  m->ssm_blocks = malloc((size_t)c->n_layers);
+  if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);
+  memset(m->ssm_blocks, 1, (size_t)c->n_layers);
+  c->n_ssm_layers = c->n_layers;
+  c->n_kv_heads = c->n_heads;
   return TOPOS_OK;
 }

@@ -9,8 +9,11 @@ static inline int lt_arch_is(const lt_spec *s, const char *name) { return s->arc
  * feed-forward ('F'); mamba2: Mamba-2 mixers alone (head_count and
  * feed_forward_length 0) */
 static inline int lt_one_branch(const lt_spec *s) {
-  return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe") || lt_arch_is(s, "mamba2");
+  return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe") || lt_arch_is(s, "mamba2") ||
+         lt_arch_is(s, "mamba");
 }
+/* mamba: Mamba-1 mixers alone (llama_ssm_util.h) */
+static inline int lt_mamba1(const lt_spec *s) { return lt_arch_is(s, "mamba"); }
 /* falcon-h1: a Mamba-2 mixer beside every block's attention (llama_ssm_util.h) */
 static inline int lt_ssm_parallel(const lt_spec *s) { return lt_arch_is(s, "falcon-h1"); }
 static inline int lt_ffn_block(const lt_spec *s, int64_t l) {

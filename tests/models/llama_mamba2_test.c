@@ -93,3 +93,37 @@ TEST(llama_mamba2_files) {
   without.plain_without = "ssm history";
   lt_check_spec_variant(&s, &without);
 }
+
+/* mamba (Mamba, Falcon-Mamba): every block a Mamba-1 mixer alone, each
+ * channel its own head with a decay per state entry; dt, B and C RMS-normed
+ * where ssm.dt_b_c_rms says (Falcon-Mamba) */
+TEST(llama_mamba_files) {
+  for (int rms = 0; rms < 2; ++rms) {
+    lt_spec s = lt_f32_spec();
+    s.arch = "mamba";
+    s.layers = 3;
+    s.conv_blocks = "M";
+    s.ssm_rms = rms;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK(c->n_ssm_layers == 3 && c->ssm_dt_rank == LT_SSM1_RANK && c->ssm_heads == LT_SSM_INNER);
+      CHECK(c->ssm_dt_b_c_rms == rms && c->ssm_groups == 1);
+      const tp_llama_layer *L = &m.model->layers[1];
+      CHECK(L->ssm_x && L->ssm_dt && L->ssm_a && topos_tensor_shape(L->ssm_a)[1] == LT_SSM_STATE && !L->ssm_norm);
+      topos_llama_context_options o = topos_llama_context_options_default();
+      o.n_ctx = 32;
+      topos_llama_context *ctx = NULL;
+      CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
+      const uint64_t state = 3 * 2 * (3 * LT_SSM_INNER + LT_SSM_STATE * LT_SSM_INNER) * 4;
+      CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)state);
+      topos_llama_context_free(ctx);
+      lt_check_window_chunks(&m, &s);
+    }
+    lt_close(&m);
+    lt_spec without = s;
+    without.plain_without = "ssm history";
+    lt_check_spec_variant(&s, &without);
+  }
+}

@@ -10,6 +10,7 @@
 enum { LT_SSM_CONV = 4, LT_SSM_INNER = 128, LT_SSM_STATE = 16, LT_SSM_HEADS = 8, LT_SSM_GROUPS = 2 };
 #define LT_SSM_P (LT_SSM_INNER / LT_SSM_HEADS)
 #define LT_SSM_CD (LT_SSM_INNER + 2 * LT_SSM_GROUPS * LT_SSM_STATE)
+#define LT_SSM1_RANK 8 /* mamba: dt's rank */
 
 /* block l is a Mamba-2 mixer (lt_ffn_block: llama_archs.h) */
 static inline int lt_ssm_block(const lt_spec *s, int64_t l) {
@@ -24,10 +25,14 @@ static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, c
   char kb[96];
   const char *keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
                          "ssm.group_count"};
-  const uint32_t values[5] = {LT_SSM_CONV, LT_SSM_INNER, LT_SSM_STATE, LT_SSM_HEADS, LT_SSM_GROUPS};
+  /* mamba: time_step_rank is dt's rank, no groups; dt_b_c_rms where the spec says */
+  const uint32_t values[5] = {LT_SSM_CONV, LT_SSM_INNER, LT_SSM_STATE, lt_mamba1(s) ? LT_SSM1_RANK : LT_SSM_HEADS,
+                              LT_SSM_GROUPS};
   topos_status st = TOPOS_OK;
-  for (int i = 0; i < 5 && st == TOPOS_OK; ++i) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, keys[i]), values[i]);
-  if (lt_arch_is(s, "mamba2")) /* no attention, no feed-forward */
+  for (int i = 0; i < (lt_mamba1(s) ? 4 : 5) && st == TOPOS_OK; ++i)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, keys[i]), values[i]);
+  if (st == TOPOS_OK && s->ssm_rms) st = topos_gguf_writer_add_bool(w, lt_k(kb, s, "ssm.dt_b_c_rms"), 1);
+  if (lt_arch_is(s, "mamba2") || lt_mamba1(s)) /* no attention, no feed-forward */
     return st == TOPOS_OK ? topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), 0) : st;
   if (lt_ssm_parallel(s)) /* falcon-h1: every block has both, one kv count */
     return st == TOPOS_OK ? topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads)
@@ -63,6 +68,8 @@ static inline topos_status lt_add_f32_values(topos_gguf_writer *w, lt_file *f, c
  * remembers several tokens); D, the skip's weight per head */
 static inline double lt_ssm_a_value(int64_t h) { return -(0.05 + 0.07 * (double)h); }
 static inline double lt_ssm_d_value(int64_t h) { return 0.5 + 0.125 * (double)h; }
+/* Mamba-1's A [inner][state] (i = channel * state + n): decays from fast to slow */
+static inline double lt_ssm1_a_value(int64_t i) { return -(0.05 + 0.9 * (double)(i % LT_SSM_STATE) / LT_SSM_STATE); }
 
 /* block l's mixer: ssm_in {dim, 2 inner + 2 groups state + heads} in q's
  * type, the convolution {taps, CD} f32 and its bias, dt's bias, A, D, the
@@ -74,6 +81,28 @@ static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, con
 #define LT_S(call) \
   if (st == TOPOS_OK) st = (call)
 #define LT_N(suffix) snprintf(n, sizeof n, "blk.%d." suffix, (int)l)
+  if (lt_mamba1(s)) { /* Mamba-1: in {dim, 2 inner}, x {inner, rank + 2 state}, dt {rank, inner}, A {state, inner} */
+    const int64_t DI = LT_SSM_INNER, N = LT_SSM_STATE, R = LT_SSM1_RANK;
+    LT_N("ssm_in.weight");
+    LT_S(lt_add(w, f, s, n, s->types[LT_Q], s->dim, 2 * DI, rng, 0));
+    LT_N("ssm_conv1d.weight");
+    LT_S(lt_add3(w, f, s, n, TOPOS_F32, LT_SSM_CONV, DI, 0, 0.5, rng));
+    LT_N("ssm_conv1d.bias");
+    LT_S(lt_add(w, f, s, n, TOPOS_F32, DI, 0, rng, 0));
+    LT_N("ssm_x.weight");
+    LT_S(lt_add3(w, f, s, n, TOPOS_F32, DI, R + 2 * N, 0, 0.15, rng));
+    LT_N("ssm_dt.weight");
+    LT_S(lt_add3(w, f, s, n, TOPOS_F32, R, DI, 0, 0.3, rng));
+    LT_N("ssm_dt.bias");
+    LT_S(lt_add(w, f, s, n, TOPOS_F32, DI, 0, rng, 0));
+    LT_N("ssm_a");
+    LT_S(lt_add_f32_values(w, f, s, n, N, DI, lt_ssm1_a_value));
+    LT_N("ssm_d");
+    LT_S(lt_add(w, f, s, n, TOPOS_F32, DI, 0, rng, 1));
+    LT_N("ssm_out.weight");
+    LT_S(lt_add(w, f, s, n, s->types[LT_O], DI, s->dim, rng, 0));
+    return st;
+  }
   LT_N("ssm_in.weight");
   LT_S(lt_add(w, f, s, n, s->types[LT_Q], s->dim, LT_SSM_INNER + LT_SSM_CD + LT_SSM_HEADS, rng, 0));
   LT_N("ssm_conv1d.weight");
@@ -99,32 +128,41 @@ static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, con
  * (rows [N, CD]) and the scan's state in double [heads][P][state]. */
 typedef struct lt_ssm {
   float *in, *taps, *conv_b, *dt_b, *a, *d, *norm, *out, *rows;
+  float *x, *dt; /* Mamba-1: ssm_x, ssm_dt */
+  int64_t rows_in, rows_x; /* ssm_in's and ssm_x's rows (not constants: gcc 12's loop analysis of lt_matvec
+                            * misfires on them) */
   float *scratch; /* the projection, the convolved xBC and y */
   double *state;
-  int64_t proj_rows; /* ssm_in's (kept here, not folded: gcc's loop analysis of lt_matvec misfires on the constant) */
 } lt_ssm;
 
-static inline int lt_ssm_load(topos_gguf *g, int64_t l, int64_t N, lt_ssm *m) {
+static inline int lt_ssm_load(topos_gguf *g, const lt_spec *s, int64_t l, int64_t N, lt_ssm *m) {
   char n[64];
-  float **dst[8] = {&m->in, &m->taps, &m->conv_b, &m->dt_b, &m->a, &m->d, &m->norm, &m->out};
-  const char *names[8] = {"ssm_in.weight", "ssm_conv1d.weight", "ssm_conv1d.bias", "ssm_dt.bias",
-                          "ssm_a", "ssm_d", "ssm_norm.weight", "ssm_out.weight"};
+  float **dst[9] = {&m->in, &m->taps, &m->conv_b, &m->dt_b, &m->a, &m->d, &m->out, &m->norm, &m->x};
+  const char *names[9] = {"ssm_in.weight", "ssm_conv1d.weight", "ssm_conv1d.bias", "ssm_dt.bias", "ssm_a",
+                          "ssm_d", "ssm_out.weight", "ssm_norm.weight", "ssm_x.weight"};
   int ok = 1;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 9; ++i) {
+    if (i == (lt_mamba1(s) ? 7 : 8)) continue; /* Mamba-1: no group norm; Mamba-2: no ssm_x */
     snprintf(n, sizeof n, "blk.%d.%s", (int)l, names[i]);
     *dst[i] = lt_deq(g, n);
     ok &= *dst[i] != NULL;
   }
+  if (lt_mamba1(s)) {
+    snprintf(n, sizeof n, "blk.%d.ssm_dt.weight", (int)l);
+    m->dt = lt_deq(g, n);
+    ok &= m->dt != NULL;
+  }
+  m->rows_in = lt_mamba1(s) ? 2 * LT_SSM_INNER : LT_SSM_INNER + LT_SSM_CD + LT_SSM_HEADS;
+  m->rows_x = LT_SSM1_RANK + 2 * LT_SSM_STATE;
   m->rows = calloc((size_t)(N * LT_SSM_CD), sizeof *m->rows);
   m->state = calloc((size_t)(LT_SSM_INNER * LT_SSM_STATE), sizeof *m->state);
-  m->proj_rows = LT_SSM_INNER + LT_SSM_CD + LT_SSM_HEADS;
   m->scratch = malloc((size_t)(2 * LT_SSM_INNER + 2 * LT_SSM_CD + LT_SSM_HEADS) * sizeof *m->scratch);
   return ok && m->rows && m->state && m->scratch;
 }
 
 static inline void lt_ssm_free(lt_ssm *m) {
-  float *all[10] = {m->in, m->taps, m->conv_b, m->dt_b, m->a, m->d, m->norm, m->out, m->rows, m->scratch};
-  for (int i = 0; i < 10; ++i) free(all[i]);
+  float *all[12] = {m->in, m->taps, m->conv_b, m->dt_b, m->a, m->d, m->norm, m->out, m->rows, m->scratch, m->x, m->dt};
+  for (int i = 0; i < 12; ++i) free(all[i]);
   free(m->state);
 }
 
@@ -137,7 +175,7 @@ static inline void lt_ssm_apply(lt_ssm *m, int64_t D, int64_t p, int history, co
   enum { DI = LT_SSM_INNER, N = LT_SSM_STATE, H = LT_SSM_HEADS, G = LT_SSM_GROUPS, K = LT_SSM_CONV };
   enum { P = LT_SSM_P, CD = LT_SSM_CD };
   float *proj = m->scratch, *xbc = proj + DI + CD + H, *y = xbc + CD;
-  lt_matvec(m->in, h, proj, m->proj_rows, D);
+  lt_matvec(m->in, h, proj, m->rows_in, D);
   memcpy(m->rows + p * CD, proj + DI, CD * sizeof *xbc);
   if (!history) memset(m->state, 0, (size_t)(DI * N) * sizeof *m->state);
   for (int64_t ch = 0; ch < CD; ++ch) {
@@ -169,6 +207,52 @@ static inline void lt_ssm_apply(lt_ssm *m, int64_t D, int64_t p, int history, co
     for (int64_t i = 0; i < W; ++i) ss += (double)y[g * W + i] * y[g * W + i];
     const double inv = 1.0 / sqrt(ss / (double)W + 1e-5);
     for (int64_t i = 0; i < W; ++i) y[g * W + i] = (float)(y[g * W + i] * inv * m->norm[g * W + i]);
+  }
+  lt_matvec(m->out, y, out, D, DI);
+}
+
+
+/* Mamba-1's mixer at position p (lt_ssm_apply's counterpart): x, z halves
+ * of in h; x convolved (+ bias), SiLU; dt, B, C from ssm_x x (RMS-normed
+ * without weights where `rms`); dt = softplus(ssm_dt dt + bias); per
+ * channel c and entry n: s = s exp(dt[c] A[c][n]) + B[n] x[c] dt[c], y =
+ * sum C[n] s; (y + x D) SiLU(z) through out. */
+static inline void lt_ssm1_apply(lt_ssm *m, int64_t D, int64_t p, int history, int rms, const float *h, float *out) {
+  enum { DI = LT_SSM_INNER, N = LT_SSM_STATE, K = LT_SSM_CONV, R = LT_SSM1_RANK };
+  float *xz = m->scratch, *x = xz + 2 * DI, *xdb = x + DI, *y = xdb + R + 2 * N;
+  double dtv[DI];
+  lt_matvec(m->in, h, xz, m->rows_in, D);
+  memcpy(m->rows + p * DI, xz, DI * sizeof *x);
+  if (!history) memset(m->state, 0, (size_t)(DI * N) * sizeof *m->state);
+  for (int64_t ch = 0; ch < DI; ++ch) {
+    double acc = m->conv_b[ch];
+    for (int64_t j = history ? 0 : K - 1; j < K; ++j) {
+      const int64_t at = p - (K - 1) + j;
+      if (at >= 0) acc += (double)m->taps[ch * K + j] * m->rows[at * DI + ch];
+    }
+    x[ch] = (float)lt_silu(acc);
+  }
+  lt_matvec(m->x, x, xdb, m->rows_x, DI);
+  for (int part = 0; rms && part < 3; ++part) { /* dt, B, C each RMS-normed */
+    float *v = xdb + (part ? R + (part - 1) * N : 0);
+    const int64_t w = part ? N : R;
+    double ss = 0;
+    for (int64_t i = 0; i < w; ++i) ss += (double)v[i] * v[i];
+    for (int64_t i = 0; i < w; ++i) v[i] = (float)(v[i] / sqrt(ss / (double)w + 1e-5));
+  }
+  for (int64_t ch = 0; ch < DI; ++ch) {
+    double raw = m->dt_b[ch];
+    for (int64_t k = 0; k < R; ++k) raw += (double)m->dt[ch * R + k] * xdb[k];
+    dtv[ch] = raw > 20 ? raw : log1p(exp(raw));
+  }
+  const float *B = xdb + R, *C = B + N;
+  for (int64_t ch = 0; ch < DI; ++ch) {
+    double acc = 0, *st = m->state + ch * N;
+    for (int64_t n = 0; n < N; ++n) {
+      st[n] = st[n] * exp(dtv[ch] * m->a[ch * N + n]) + (double)B[n] * x[ch] * dtv[ch];
+      acc += (double)C[n] * st[n];
+    }
+    y[ch] = (float)((acc + (double)x[ch] * m->d[ch]) * lt_silu(xz[DI + ch]));
   }
   lt_matvec(m->out, y, out, D, DI);
 }

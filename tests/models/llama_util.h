@@ -93,6 +93,7 @@ typedef struct lt_spec {
   int mpt_form;            /* mpt: 0 ALiBi of 8 (attention.max_alibi_bias); 'p' learned positions
                             * (position_embd.weight) instead; 'n' neither (no key, no table) */
   int mpt_qk_norm;         /* mpt: attn_q_norm / attn_k_norm LayerNorms over whole rows, with biases */
+  int ssm_rms;             /* mamba: ssm.dt_b_c_rms true (Falcon-Mamba: dt, B, C RMS-normed) */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -284,7 +285,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), (uint32_t)(lt_arch_is(s, "qwen") ? 2 : 1) * s->ff));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "rope.dimension_count"), (uint32_t)lt_rope_dim(s)));
   LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count"), /* mamba2's files: 0 */
-                               (uint32_t)(lt_arch_is(s, "mamba2") ? 0 : s->heads_key > 0 ? s->heads_key : s->heads)));
+                               (uint32_t)(lt_arch_is(s, "mamba2") || lt_mamba1(s) ? 0
+                                          : s->heads_key > 0 ? s->heads_key : s->heads)));
   if (lt_lfm2(s)) { /* head_count_kv a per-block array */
     LT(lt_write_lfm2_keys(w, f, s));
   } else if (lt_arch_is(s, "granitehybrid") || lt_one_branch(s) || lt_ssm_parallel(s)) { /* and the ssm.* keys */
@@ -293,7 +295,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   }
   /* nemotron_h's files name the RMS norms' epsilon so (llama.cpp reads either) */
-  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, lt_layer_norm(s) || (lt_one_branch(s) && !lt_arch_is(s, "mamba2"))
+  LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, lt_layer_norm(s) || (lt_one_branch(s) && !lt_arch_is(s, "mamba2") &&
+                                                                    !lt_mamba1(s))
                                                  ? "attention.layer_norm_epsilon"
                                                                                   : "attention.layer_norm_rms_epsilon"),
                                1e-5f));
@@ -713,7 +716,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
     if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
     if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
-    if ((lt_ssm_block(s, l) || lt_ssm_parallel(s)) && !lt_ssm_load(g, l, N, &LS[l])) ok = 0;
+    if ((lt_ssm_block(s, l) || lt_ssm_parallel(s)) && !lt_ssm_load(g, s, l, N, &LS[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -772,7 +775,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_conv_apply(&LC[l], D, p, !lt_without(s, "conv history"), h, bcx, t2);
       } else if (lt_ssm_block(s, l)) {
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
-        lt_ssm_apply(&LS[l], D, p, !lt_without(s, "ssm history"), h, t2);
+        if (lt_mamba1(s)) lt_ssm1_apply(&LS[l], D, p, !lt_without(s, "ssm history"), s->ssm_rms, h, t2);
+        else lt_ssm_apply(&LS[l], D, p, !lt_without(s, "ssm history"), h, t2);
       } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         if (W[0] || lt_weightless(s)) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
