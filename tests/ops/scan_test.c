@@ -122,7 +122,7 @@ TEST(ops_ssm_scan_in_pieces_and_threads_gives_the_same_bits) {
 }
 
 TEST(ops_ssm_scan_refuses_bad_operands_and_gradients) {
-  const float v[64] = {0};
+  const float v[256] = {0}; /* the largest operand: 5 x 4 x 6 */
   const int64_t s[3] = {2, 4, 3}, x[3] = {5, 4, 4}, xbad[3] = {5, 4, 6}, b[4] = {5, 2, 2, 2}, b3[4] = {5, 2, 3, 2};
   const int64_t bshort[4] = {4, 2, 2, 2};
   topos_tensor *ts = f32_tensor(3, s, v), *tx = f32_tensor(3, x, v), *txb = f32_tensor(3, xbad, v);
