@@ -368,6 +368,16 @@ static topos_status tp_llama_layer_shortconv(topos_llama *m, int64_t l, tp_llama
   return tp_llama_conv_taps(m, name, c->conv_len, D, &L->conv_taps);
 }
 
+/* 1 where the file has blk.l.<suffix> */
+static int tp_llama_has_tensor(topos_llama *m, int64_t l, const char *suffix) {
+  char name[64];
+  int64_t index;
+  snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, suffix);
+  const int found = topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK;
+  topos_clear_error();
+  return found;
+}
+
 static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nope_all) {
   topos_llama_config *c = &m->config;
   const unsigned flags = tp_llama_arch_flags(c->arch);
@@ -481,7 +491,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
     if (c->norm_bias && L->ffn_norm) TP_WO(ffn_norm_b, "ffn_norm.bias", c->dim, 0, nb_opt);
     if (m->one_branch && !ffn_only) { /* nemotron_h's mixers: no feed-forward */
-    } else if (c->n_experts && l >= c->n_dense_lead && (l + 1) % c->moe_step == 0) {
+    } else if (c->n_experts && (m->moe_where_present ? tp_llama_has_tensor(m, l, "ffn_gate_inp.weight")
+                                                      : l >= c->n_dense_lead && (l + 1) % c->moe_step == 0)) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
       if (gate_up) {

@@ -245,7 +245,7 @@ typedef struct tp_llama_arch_extra {
                         * those whose feed_forward_length entry is 0 too, the others feed-forwards alone
                         * (tp_llama_nemotron_h_blocks); 3: every block, beside its attention (falcon-h1); 4:
                         * every block, alone, no attention anywhere (mamba2); 5: likewise, Mamba-1 mixers
-                        * (tp_llama_mamba1_config: mamba) */
+                        * (tp_llama_mamba1_config: mamba); 6: Mamba-1 mixers where head_count_kv is 0 (jamba) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -285,6 +285,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "falcon-h1", .mamba2 = 3},
     {.name = "mamba2", .mamba2 = 4},
     {.name = "mamba", .mamba2 = 5},
+    {.name = "jamba", .mamba2 = 6, .no_rope = 1},
     {.name = "nemotron_h", .mamba2 = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .mamba2 = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -352,6 +353,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"mamba2", 0, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Mamba (mamba-130m ... 2.8b), Falcon-Mamba-7B: Mamba-1 mixers alone */
     {"mamba", 0, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Jamba (Jamba 1.5 Mini / Large, Jamba Reasoning 3B): Mamba-1 mixers and unrotated attention, each
+     * block's feed-forward a mixture where the file has a router (softmax, not renormalised) */
+    {"jamba", TP_ARCH_MOE_OK, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Nemotron-H, Nemotron Nano 2: each block one branch, a Mamba-2 mixer, attention (unrotated) or a
      * ReLU-squared feed-forward */
     {"nemotron_h", TP_ARCH_BIASES | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -975,20 +979,23 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->n_layers -= c->n_nextn_layers;
   }
   /* a mixture's experts may have a width of their own and no dense one */
-  if (x.mamba2 != 2 && x.mamba2 < 4) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks; mamba: none) */
+  const int ssm_only = x.mamba2 == 4 || x.mamba2 == 5; /* mamba2, mamba: no attention, no feed-forward */
+  if (x.mamba2 != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
     TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
     if (c->ff < 2 || c->ff % 2)
       return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " is not twice a width (%s files)", kb, c->ff, c->arch);
     c->ff /= 2;
   }
-  if (x.mamba2 >= 4) c->n_heads = 1; /* mamba, mamba2: no attention (their files say 0) */
+  if (ssm_only) c->n_heads = 1; /* (their files say 0) */
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
-  else if (x.mamba2 == 5) TP_TRY(tp_llama_mamba1_config(m));
+  else if (x.mamba2 == 5) TP_TRY(tp_llama_mamba1_config(m, TP_SSM_ONLY));
+  else if (x.mamba2 == 6) TP_TRY(tp_llama_mamba1_config(m, TP_SSM_HYBRID));
   else if (x.mamba2)
     TP_TRY(tp_llama_mamba2_config(m, x.mamba2 == 3 ? TP_SSM_PARALLEL : x.mamba2 == 4 ? TP_SSM_ONLY : TP_SSM_HYBRID));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
+  m->moe_where_present = x.mamba2 == 6; /* jamba */
   if (x.mamba2 == 2) { /* nemotron_h: the RMS key where the file has it, else the LayerNorm one, as llama.cpp */
     TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 0, 0.0f, &c->rms_eps));
     if (c->rms_eps == 0.0f) TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_epsilon"), 1, 0, &c->rms_eps));

@@ -88,8 +88,9 @@ topos_status tp_llama_mamba2_config(struct topos_llama *m, int form);
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
 topos_status tp_llama_nemotron_h_blocks(struct topos_llama *m);
 topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
-/* Mamba-1 (mamba): the ssm.* keys, every block a mixer (llama_ssm.c) */
-topos_status tp_llama_mamba1_config(struct topos_llama *m);
+/* Mamba-1: the ssm.* keys, every block a mixer (TP_SSM_ONLY: mamba) or
+ * head_count_kv's zeros (TP_SSM_HYBRID: jamba) (llama_ssm.c) */
+topos_status tp_llama_mamba1_config(struct topos_llama *m, int form);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
@@ -172,6 +173,7 @@ struct topos_llama {
   int one_branch;             /* while loading: each block is one residual branch, a mixer or a
                                * feed-forward (nemotron_h) */
   int ssm_parallel;           /* while loading: every block's Mamba-2 mixer beside its attention (falcon-h1) */
+  int moe_where_present;      /* while loading: a block is a mixture where the file has its ffn_gate_inp (jamba) */
   float *xielu;               /* while loading: [n_layers][4], each block's xIELU parameters (config.ffn_xielu;
                                * kept in the layers), else NULL */
   uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */

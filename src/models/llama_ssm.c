@@ -178,8 +178,10 @@ topos_status tp_llama_nemotron_h_blocks(topos_llama *m) {
 
 /* mamba (Mamba, Falcon-Mamba): ssm.conv_kernel, inner_size, state_size,
  * time_step_rank (dt's rank) and dt_b_c_rms (absent: false); every block a
- * Mamba-1 mixer alone, each channel its own head */
-topos_status tp_llama_mamba1_config(topos_llama *m) {
+ * Mamba-1 mixer alone (TP_SSM_ONLY), each channel its own head; jamba
+ * (TP_SSM_HYBRID): the blocks whose head_count_kv entry is 0, each followed
+ * by its feed-forward as the attention blocks are */
+topos_status tp_llama_mamba1_config(topos_llama *m, int form) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
@@ -197,6 +199,8 @@ topos_status tp_llama_mamba1_config(topos_llama *m) {
   else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
   c->ssm_heads = c->ssm_inner;
   c->ssm_groups = 1;
+  if (form == TP_SSM_HYBRID)
+    return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba blocks)", &m->ssm_blocks, &c->n_ssm_layers);
   m->one_branch = 1;
   m->ssm_blocks = malloc((size_t)c->n_layers);
   if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);

@@ -12,8 +12,12 @@ static inline int lt_one_branch(const lt_spec *s) {
   return lt_arch_is(s, "nemotron_h") || lt_arch_is(s, "nemotron_h_moe") || lt_arch_is(s, "mamba2") ||
          lt_arch_is(s, "mamba");
 }
-/* mamba: Mamba-1 mixers alone (llama_ssm_util.h) */
-static inline int lt_mamba1(const lt_spec *s) { return lt_arch_is(s, "mamba"); }
+static inline int lt_jamba(const lt_spec *s) { return lt_arch_is(s, "jamba"); }
+/* mamba: Mamba-1 mixers alone; jamba: between attention blocks (unrotated), every block with its
+ * feed-forward, the mixers with dt, B, C norms (llama_ssm_util.h) */
+static inline int lt_mamba1(const lt_spec *s) { return lt_arch_is(s, "mamba") || lt_arch_is(s, "jamba"); }
+/* mamba, mamba2: no attention, no feed-forward anywhere (head_count and feed_forward_length 0) */
+static inline int lt_ssm_only(const lt_spec *s) { return lt_arch_is(s, "mamba") || lt_arch_is(s, "mamba2"); }
 /* falcon-h1: a Mamba-2 mixer beside every block's attention (llama_ssm_util.h) */
 static inline int lt_ssm_parallel(const lt_spec *s) { return lt_arch_is(s, "falcon-h1"); }
 static inline int lt_ffn_block(const lt_spec *s, int64_t l) {
@@ -185,7 +189,7 @@ static inline int lt_neox(const lt_spec *s) {
 /* keys under ARCH.*: the architectures topos reads (another's files are
  * refused before their keys matter, so they get llama.*) */
 static inline int lt_own_keys(const lt_spec *s) {
-  return lt_one_branch(s) || lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
+  return lt_one_branch(s) || lt_jamba(s) || lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
          lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
          lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
          lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||
@@ -230,7 +234,7 @@ static inline int lt_windowed(const lt_spec *s, int64_t l) {
  * where the file says rope.scaling.finetuned false */
 static inline int lt_nope(const lt_spec *s, int64_t l) {
   return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
-         lt_alibi(s) || lt_mpt(s) || lt_jais(s) || lt_one_branch(s) || /* mpt, jais, nemotron_h: never rotated */
+         lt_alibi(s) || lt_mpt(s) || lt_jais(s) || lt_one_branch(s) || lt_jamba(s) || /* never rotated */
          (lt_arch_is(s, "smallthinker") && s->swa > 0 && l % 4 == 0) || /* with a window, blocks 0, 4, ... */
          ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
 }

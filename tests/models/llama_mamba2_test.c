@@ -127,3 +127,32 @@ TEST(llama_mamba_files) {
     lt_check_spec_variant(&s, &without);
   }
 }
+
+/* jamba (Jamba 1.5, Jamba Reasoning): Mamba-1 mixers (dt, B, C RMS-normed
+ * with weights) where head_count_kv is 0, unrotated attention elsewhere,
+ * every block's feed-forward a softmax-routed mixture where the file has a
+ * router (every second block here), else dense */
+TEST(llama_jamba_files) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "jamba";
+  s.layers = 4;
+  s.conv_blocks = "MAMM";
+  s.experts = 8;
+  s.experts_used = 2;
+  s.moe_step = 2;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_ssm_layers == 3 && c->ssm_dt_rank == LT_SSM1_RANK && c->n_kv_heads == 2 && c->n_nope_layers == 4);
+    CHECK(c->n_experts == 8 && c->experts_norm == 0);
+    const tp_llama_layer *L0 = &m.model->layers[0], *L1 = &m.model->layers[1], *L3 = &m.model->layers[3];
+    CHECK(L0->ssm_x && L0->ssm_dt_norm && L0->ssm_b_norm && L0->ssm_c_norm && L0->w_gate && !L0->gate_inp);
+    CHECK(L1->wq && L1->gate_inp && !L1->w_gate && L3->ssm_in && L3->gate_inp);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "ssm history";
+  lt_check_spec_variant(&s, &without);
+}

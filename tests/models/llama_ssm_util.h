@@ -32,7 +32,7 @@ static inline topos_status lt_write_ssm_keys(topos_gguf_writer *w, lt_file *f, c
   for (int i = 0; i < (lt_mamba1(s) ? 4 : 5) && st == TOPOS_OK; ++i)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, keys[i]), values[i]);
   if (st == TOPOS_OK && s->ssm_rms) st = topos_gguf_writer_add_bool(w, lt_k(kb, s, "ssm.dt_b_c_rms"), 1);
-  if (lt_arch_is(s, "mamba2") || lt_mamba1(s)) /* no attention, no feed-forward */
+  if (lt_ssm_only(s)) /* no attention, no feed-forward */
     return st == TOPOS_OK ? topos_gguf_writer_add_u32(w, lt_k(kb, s, "feed_forward_length"), 0) : st;
   if (lt_ssm_parallel(s)) /* falcon-h1: every block has both, one kv count */
     return st == TOPOS_OK ? topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads)
@@ -101,6 +101,14 @@ static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, con
     LT_S(lt_add(w, f, s, n, TOPOS_F32, DI, 0, rng, 1));
     LT_N("ssm_out.weight");
     LT_S(lt_add(w, f, s, n, s->types[LT_O], DI, s->dim, rng, 0));
+    if (lt_jamba(s)) { /* dt, B and C RMS-normed with weights */
+      LT_N("ssm_dt_norm.weight");
+      LT_S(lt_add(w, f, s, n, TOPOS_F32, R, 0, rng, 1));
+      LT_N("ssm_b_norm.weight");
+      LT_S(lt_add(w, f, s, n, TOPOS_F32, N, 0, rng, 1));
+      LT_N("ssm_c_norm.weight");
+      LT_S(lt_add(w, f, s, n, TOPOS_F32, N, 0, rng, 1));
+    }
     return st;
   }
   LT_N("ssm_in.weight");
@@ -129,6 +137,7 @@ static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, con
 typedef struct lt_ssm {
   float *in, *taps, *conv_b, *dt_b, *a, *d, *norm, *out, *rows;
   float *x, *dt; /* Mamba-1: ssm_x, ssm_dt */
+  float *dbc_norm[3]; /* jamba: the RMS norms' weights of dt, B, C */
   int64_t rows_in, rows_x; /* ssm_in's and ssm_x's rows (not constants: gcc 12's loop analysis of lt_matvec
                             * misfires on them) */
   float *scratch; /* the projection, the convolved xBC and y */
@@ -152,6 +161,13 @@ static inline int lt_ssm_load(topos_gguf *g, const lt_spec *s, int64_t l, int64_
     m->dt = lt_deq(g, n);
     ok &= m->dt != NULL;
   }
+  const char *norms[3] = {"ssm_dt_norm", "ssm_b_norm", "ssm_c_norm"};
+  for (int i = 0; i < 3; ++i) {
+    m->dbc_norm[i] = NULL;
+    if (!lt_jamba(s)) continue;
+    snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
+    ok &= (m->dbc_norm[i] = lt_deq(g, n)) != NULL;
+  }
   m->rows_in = lt_mamba1(s) ? 2 * LT_SSM_INNER : LT_SSM_INNER + LT_SSM_CD + LT_SSM_HEADS;
   m->rows_x = LT_SSM1_RANK + 2 * LT_SSM_STATE;
   m->rows = calloc((size_t)(N * LT_SSM_CD), sizeof *m->rows);
@@ -161,8 +177,9 @@ static inline int lt_ssm_load(topos_gguf *g, const lt_spec *s, int64_t l, int64_
 }
 
 static inline void lt_ssm_free(lt_ssm *m) {
-  float *all[12] = {m->in, m->taps, m->conv_b, m->dt_b, m->a, m->d, m->norm, m->out, m->rows, m->scratch, m->x, m->dt};
-  for (int i = 0; i < 12; ++i) free(all[i]);
+  float *all[15] = {m->in,      m->taps, m->conv_b, m->dt_b,        m->a,           m->d,          m->norm, m->out,
+                    m->rows,    m->scratch, m->x,   m->dt,          m->dbc_norm[0], m->dbc_norm[1], m->dbc_norm[2]};
+  for (int i = 0; i < 15; ++i) free(all[i]);
   free(m->state);
 }
 
@@ -233,12 +250,13 @@ static inline void lt_ssm1_apply(lt_ssm *m, int64_t D, int64_t p, int history, i
     x[ch] = (float)lt_silu(acc);
   }
   lt_matvec(m->x, x, xdb, m->rows_x, DI);
-  for (int part = 0; rms && part < 3; ++part) { /* dt, B, C each RMS-normed */
+  for (int part = 0; (rms || m->dbc_norm[0]) && part < 3; ++part) { /* dt, B, C each RMS-normed */
     float *v = xdb + (part ? R + (part - 1) * N : 0);
     const int64_t w = part ? N : R;
     double ss = 0;
     for (int64_t i = 0; i < w; ++i) ss += (double)v[i] * v[i];
-    for (int64_t i = 0; i < w; ++i) v[i] = (float)(v[i] / sqrt(ss / (double)w + 1e-5));
+    for (int64_t i = 0; i < w; ++i)
+      v[i] = (float)(v[i] / sqrt(ss / (double)w + 1e-5) * (m->dbc_norm[part] ? m->dbc_norm[part][i] : 1.0f));
   }
   for (int64_t ch = 0; ch < DI; ++ch) {
     double raw = m->dt_b[ch];
