@@ -157,7 +157,9 @@ static void fz_llama(topos_gguf *g) {
   const topos_llama_config *c = topos_llama_config_of(m);
   if (c->n_layers < 1 || c->dim < 1 || c->n_heads < 1 || c->n_kv_heads < 1) __builtin_trap();
   if (c->n_conv_layers < 0 || c->n_conv_layers > c->n_layers || (c->n_conv_layers && c->conv_len < 2)) __builtin_trap();
-  if (c->n_ssm_layers < 0 || c->n_conv_layers + c->n_ssm_layers > c->n_layers) __builtin_trap();
+  if (c->n_ssm_layers < 0 || c->n_ffn_layers < 0 || c->n_conv_layers + c->n_ssm_layers + c->n_ffn_layers > c->n_layers)
+    __builtin_trap();
+  if (c->ssm_dt_rank && (c->ssm_heads != c->ssm_inner || c->ssm_groups != 1)) __builtin_trap(); /* Mamba-1 */
   if (c->n_ssm_layers && (c->ssm_conv < 2 || c->ssm_heads < 1 || c->ssm_groups < 1 || c->ssm_state < 1 ||
                           c->ssm_inner % c->ssm_heads || c->ssm_heads % c->ssm_groups))
     __builtin_trap();
