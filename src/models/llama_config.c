@@ -241,11 +241,11 @@ typedef struct tp_llama_arch_extra {
   int qk_norm_late;    /* the per-head q and k norms follow the rotation (hunyuan, maincoder) */
   int xielu;           /* the plain feed-forward's activation is xIELU, per block (tp_llama_xielu: apertus) */
   int smallthinker;    /* tp_llama_smallthinker */
-  int mamba2;          /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_mamba2_config: granitehybrid); 2:
+  int ssm;             /* head_count_kv's zeros are Mamba-2 blocks (tp_llama_ssm_config: granitehybrid); 2:
                         * those whose feed_forward_length entry is 0 too, the others feed-forwards alone
                         * (tp_llama_nemotron_h_blocks); 3: every block, beside its attention (falcon-h1); 4:
                         * every block, alone, no attention anywhere (mamba2); 5: likewise, Mamba-1 mixers
-                        * (tp_llama_mamba1_config: mamba); 6: Mamba-1 mixers where head_count_kv is 0 (jamba) */
+                        * (mamba); 6: Mamba-1 mixers where head_count_kv is 0 (jamba) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -281,13 +281,13 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "stablelm", .qk_norm_optional = 1, .qk_norm_heads = 1, .parallel_without_ffn_norm = 1},
     {.name = "lfm2", .shortconv = 1},
     {.name = "lfm2moe", .shortconv = 1, .router_key = 2},
-    {.name = "granitehybrid", .mamba2 = 1},
-    {.name = "falcon-h1", .mamba2 = 3},
-    {.name = "mamba2", .mamba2 = 4},
-    {.name = "mamba", .mamba2 = 5},
-    {.name = "jamba", .mamba2 = 6, .no_rope = 1},
-    {.name = "nemotron_h", .mamba2 = 2, .relu2 = 1, .no_rope = 1},
-    {.name = "nemotron_h_moe", .mamba2 = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
+    {.name = "granitehybrid", .ssm = 1},
+    {.name = "falcon-h1", .ssm = 3},
+    {.name = "mamba2", .ssm = 4},
+    {.name = "mamba", .ssm = 5},
+    {.name = "jamba", .ssm = 6, .no_rope = 1},
+    {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
+    {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
 
 static tp_llama_arch_extra tp_llama_extra_of(const char *name) {
@@ -979,8 +979,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->n_layers -= c->n_nextn_layers;
   }
   /* a mixture's experts may have a width of their own and no dense one */
-  const int ssm_only = x.mamba2 == 4 || x.mamba2 == 5; /* mamba2, mamba: no attention, no feed-forward */
-  if (x.mamba2 != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
+  const int ssm_only = x.ssm == 4 || x.ssm == 5; /* mamba2, mamba: no attention, no feed-forward */
+  if (x.ssm != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
     TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
     if (c->ff < 2 || c->ff % 2)
@@ -990,13 +990,12 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (ssm_only) c->n_heads = 1; /* (their files say 0) */
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
-  else if (x.mamba2 == 5) TP_TRY(tp_llama_mamba1_config(m, TP_SSM_ONLY));
-  else if (x.mamba2 == 6) TP_TRY(tp_llama_mamba1_config(m, TP_SSM_HYBRID));
-  else if (x.mamba2)
-    TP_TRY(tp_llama_mamba2_config(m, x.mamba2 == 3 ? TP_SSM_PARALLEL : x.mamba2 == 4 ? TP_SSM_ONLY : TP_SSM_HYBRID));
+  else if (x.ssm)
+    TP_TRY(tp_llama_ssm_config(m, x.ssm >= 5 ? 1 : 2,
+                               x.ssm == 3 ? TP_SSM_PARALLEL : ssm_only ? TP_SSM_ONLY : TP_SSM_HYBRID));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
-  m->moe_where_present = x.mamba2 == 6; /* jamba */
-  if (x.mamba2 == 2) { /* nemotron_h: the RMS key where the file has it, else the LayerNorm one, as llama.cpp */
+  m->moe_where_present = x.ssm == 6; /* jamba */
+  if (x.ssm == 2) { /* nemotron_h: the RMS key where the file has it, else the LayerNorm one, as llama.cpp */
     TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 0, 0.0f, &c->rms_eps));
     if (c->rms_eps == 0.0f) TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_epsilon"), 1, 0, &c->rms_eps));
     TP_TRY(tp_llama_nemotron_h_blocks(m));

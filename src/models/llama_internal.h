@@ -73,24 +73,22 @@ topos_status tp_llama_block_key(const struct topos_llama *m, const char *key, co
 /* A depthwise convolution's {taps, width} weight as f32 [taps, width] (llama.c) */
 topos_status tp_llama_conv_taps(struct topos_llama *m, const char *name, int64_t taps, int64_t width,
                                 topos_tensor **out);
-/* Mamba-2 blocks (llama_ssm.c): the ssm.* keys and which blocks they are:
- * head_count_kv's zeros (TP_SSM_HYBRID), every block beside its attention
- * (TP_SSM_PARALLEL: falcon-h1) or every block alone, no attention anywhere
- * (TP_SSM_ONLY: mamba2); block l's tensors */
+/* Mamba blocks (llama_ssm.c): the ssm.* keys of Mamba-1 (version 1) or
+ * Mamba-2 (2) mixers and which blocks they are: head_count_kv's zeros
+ * (TP_SSM_HYBRID: granitehybrid, nemotron_h, jamba), every block beside its
+ * attention (TP_SSM_PARALLEL: falcon-h1) or every block alone, no attention
+ * anywhere (TP_SSM_ONLY: mamba, mamba2); block l's tensors */
 enum { TP_SSM_HYBRID, TP_SSM_PARALLEL, TP_SSM_ONLY };
 /* the width a mixer's convolution runs over: Mamba-2's x, B and C; Mamba-1's x */
 static inline int64_t tp_llama_ssm_conv_width(const topos_llama_config *c) {
   return c->ssm_dt_rank ? c->ssm_inner : c->ssm_inner + 2 * c->ssm_groups * c->ssm_state;
 }
-topos_status tp_llama_mamba2_config(struct topos_llama *m, int form);
+topos_status tp_llama_ssm_config(struct topos_llama *m, int version, int form);
 /* nemotron_h: feed_forward_length and head_count_kv per block make each
  * block a Mamba-2 mixer (both 0), attention (kv heads) or a feed-forward
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
 topos_status tp_llama_nemotron_h_blocks(struct topos_llama *m);
 topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
-/* Mamba-1: the ssm.* keys, every block a mixer (TP_SSM_ONLY: mamba) or
- * head_count_kv's zeros (TP_SSM_HYBRID: jamba) (llama_ssm.c) */
-topos_status tp_llama_mamba1_config(struct topos_llama *m, int form);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);

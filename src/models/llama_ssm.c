@@ -19,7 +19,12 @@
 #include "base/error.h"
 #include "models/llama_internal.h"
 
-topos_status tp_llama_mamba2_config(topos_llama *m, int form) {
+/* The ssm.* keys of Mamba-1 (version 1: time_step_rank is dt's rank, every
+ * channel its own head, dt_b_c_rms where the file says) or Mamba-2 mixers
+ * (2: time_step_rank heads, group_count groups), and which blocks are
+ * mixers (form: TP_SSM_HYBRID head_count_kv's zeros; TP_SSM_PARALLEL every
+ * block, beside its attention; TP_SSM_ONLY every block, no attention). */
+topos_status tp_llama_ssm_config(topos_llama *m, int version, int form) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
@@ -28,20 +33,24 @@ topos_status tp_llama_mamba2_config(topos_llama *m, int form) {
     return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
   TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, &c->ssm_heads));
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.group_count"), 1, 0, &c->ssm_groups));
-  if (c->ssm_inner < 1 || c->ssm_state < 1 || c->ssm_heads < 1 || c->ssm_groups < 1 ||
-      c->ssm_inner % c->ssm_heads != 0 || c->ssm_heads % c->ssm_groups != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s's Mamba-2 sizes do not fit: inner_size %" PRId64 " must be a multiple "
-                   "of time_step_rank (heads) %" PRId64 ", itself a multiple of group_count %" PRId64
-                   ", and state_size %" PRId64 " at least 1", c->arch, c->ssm_inner, c->ssm_heads, c->ssm_groups,
-                   c->ssm_state);
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, version == 1 ? &c->ssm_dt_rank : &c->ssm_heads));
+  if (version == 1) {
+    c->ssm_heads = c->ssm_inner, c->ssm_groups = 1;
+    topos_status st = topos_gguf_get_bool(g, TP_K("ssm.dt_b_c_rms"), &c->ssm_dt_b_c_rms);
+    if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->ssm_dt_b_c_rms = 0;
+    else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
+  } else {
+    TP_TRY(tp_llama_u64(g, TP_K("ssm.group_count"), 1, 0, &c->ssm_groups));
+    if (c->ssm_inner % c->ssm_heads != 0 || c->ssm_heads % c->ssm_groups != 0)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: %s's Mamba-2 sizes do not fit: inner_size %" PRId64 " must be a "
+                     "multiple of time_step_rank (heads) %" PRId64 ", itself a multiple of group_count %" PRId64,
+                     c->arch, c->ssm_inner, c->ssm_heads, c->ssm_groups);
+  }
   if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba-2 state of %" PRId64 " x %" PRId64 " floats a block is "
-                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba state of %" PRId64 " x %" PRId64 " floats a block is too "
+                   "large", c->arch, c->ssm_state, c->ssm_inner);
   if (form == TP_SSM_HYBRID)
-    return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba-2 blocks)", &m->ssm_blocks, &c->n_ssm_layers);
-  /* falcon-h1: a mixer beside every block's attention; mamba2: every block a mixer alone */
+    return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba blocks)", &m->ssm_blocks, &c->n_ssm_layers);
   m->ssm_blocks = malloc((size_t)c->n_layers);
   if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);
   memset(m->ssm_blocks, 1, (size_t)c->n_layers);
@@ -136,7 +145,7 @@ topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L)
 }
 
 /* nemotron_h: feed_forward_length per block, as head_count_kv (read by
- * tp_llama_mamba2_config, whose zeros marked m->ssm_blocks): both 0, a
+ * tp_llama_ssm_config, whose zeros marked m->ssm_blocks): both 0, a
  * Mamba-2 mixer; kv heads, attention; a width, a feed-forward (one width
  * for all: config.ff). Each block is that branch alone, x + branch(norm(x)). */
 topos_status tp_llama_nemotron_h_blocks(topos_llama *m) {
@@ -173,39 +182,5 @@ topos_status tp_llama_nemotron_h_blocks(topos_llama *m) {
     m->ssm_blocks[l] = 0, m->ffn_blocks[l] = 1;
     --c->n_ssm_layers, ++c->n_ffn_layers;
   }
-  return TOPOS_OK;
-}
-
-/* mamba (Mamba, Falcon-Mamba): ssm.conv_kernel, inner_size, state_size,
- * time_step_rank (dt's rank) and dt_b_c_rms (absent: false); every block a
- * Mamba-1 mixer alone (TP_SSM_ONLY), each channel its own head; jamba
- * (TP_SSM_HYBRID): the blocks whose head_count_kv entry is 0, each followed
- * by its feed-forward as the attention blocks are */
-topos_status tp_llama_mamba1_config(topos_llama *m, int form) {
-  topos_gguf *g = m->gguf;
-  topos_llama_config *c = &m->config;
-  char kb[96];
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
-  if (c->ssm_conv < 2 || c->ssm_conv > 64)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, &c->ssm_dt_rank));
-  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba state of %" PRId64 " x %" PRId64 " floats a block is too "
-                   "large", c->arch, c->ssm_state, c->ssm_inner);
-  topos_status st = topos_gguf_get_bool(g, TP_K("ssm.dt_b_c_rms"), &c->ssm_dt_b_c_rms);
-  if (st == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->ssm_dt_b_c_rms = 0;
-  else if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", kb);
-  c->ssm_heads = c->ssm_inner;
-  c->ssm_groups = 1;
-  if (form == TP_SSM_HYBRID)
-    return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba blocks)", &m->ssm_blocks, &c->n_ssm_layers);
-  m->one_branch = 1;
-  m->ssm_blocks = malloc((size_t)c->n_layers);
-  if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);
-  memset(m->ssm_blocks, 1, (size_t)c->n_layers);
-  c->n_ssm_layers = c->n_layers;
-  c->n_kv_heads = c->n_heads;
   return TOPOS_OK;
 }

@@ -38,31 +38,9 @@ TEST(llama_granitehybrid_files) {
     }
     /* the cache holds the two attention blocks' keys and values, and per
      * mixer two copies of 3 convolution rows and the [16, 8, 16] state */
-    topos_llama_context_options o = topos_llama_context_options_default();
-    o.n_ctx = 32;
-    topos_llama_context *ctx = NULL;
-    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
     const uint64_t kv = 2 * 2 * (uint64_t)(c->n_kv_heads * c->head_dim) * 32 * 4;
     const uint64_t state = 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4;
-    CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)(kv + state));
-    const int64_t V = s.vocab;
-    float *a = malloc((size_t)(4 * V) * sizeof *a), *b = malloc((size_t)(4 * V) * sizeof *b);
-    CHECK(a && b);
-    if (ctx && a && b) { /* a reset forgets the mixers' state: the same logits again */
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, a));
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, 1, 0, a + 3 * V));
-      topos_llama_reset(ctx);
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, b));
-      CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, 1, 0, b + 3 * V));
-      int64_t differ = 0;
-      for (int64_t i = 0; i < 4 * V; ++i) differ += tt_f32_bits(a[i]) != tt_f32_bits(b[i]);
-      CHECK_MSG(differ == 0, "%lld logits differ after a reset", (long long)differ);
-    }
-    free(a);
-    free(b);
-    topos_llama_context_free(ctx);
-    /* 3 tokens, then 9: a chunk after the state, against the plain forward */
-    lt_check_window_chunks(&m, &s);
+    lt_check_recurrent(&m, &s, kv + state);
   }
   lt_close(&m);
   /* the plain forward with the state and the convolution forgetting the

@@ -268,6 +268,36 @@ static inline void lt_check_window_chunks(const lt_model *m, const lt_spec *s) {
   free(want);
 }
 
+/* A model whose blocks carry a state from chunk to chunk (short
+ * convolutions, Mamba mixers): the context's bytes are `bytes` (keys and
+ * values of the attention blocks plus two copies of every state), a reset
+ * forgets the state (3 + 1 tokens give the same logits again), and 3
+ * tokens then 9 agree with the plain forward (lt_check_window_chunks). */
+static inline void lt_check_recurrent(const lt_model *m, const lt_spec *s, uint64_t bytes) {
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.n_ctx = 32;
+  topos_llama_context *ctx = NULL;
+  CHECK_OK(topos_llama_context_new(m->model, &o, &ctx));
+  CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)bytes);
+  const int64_t V = s->vocab;
+  float *a = malloc((size_t)(4 * V) * sizeof *a), *b = malloc((size_t)(4 * V) * sizeof *b);
+  CHECK(a && b);
+  if (ctx && a && b) {
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, a));
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, 1, 0, a + 3 * V));
+    topos_llama_reset(ctx);
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens, 3, 1, b));
+    CHECK_OK(topos_llama_eval(ctx, lt_tokens + 3, 1, 0, b + 3 * V));
+    int64_t differ = 0;
+    for (int64_t i = 0; i < 4 * V; ++i) differ += tt_f32_bits(a[i]) != tt_f32_bits(b[i]);
+    CHECK_MSG(differ == 0, "%lld logits differ after a reset", (long long)differ);
+  }
+  free(a);
+  free(b);
+  topos_llama_context_free(ctx);
+  lt_check_window_chunks(m, s);
+}
+
 static inline void lt_expect_refused(lt_spec s, topos_status want, const char *frag) {
   lt_model m;
   CHECK_STATUS(lt_open(&s, &m), want);

@@ -27,15 +27,8 @@ TEST(llama_falcon_h1_files) {
     const tp_llama_layer *L = &m.model->layers[1];
     CHECK(L->ssm_in && L->ssm_norm && L->wq && L->wo && L->ffn_norm && L->w_gate && L->w_down);
     /* every block: keys and values, and a mixer's two states */
-    topos_llama_context_options o = topos_llama_context_options_default();
-    o.n_ctx = 32;
-    topos_llama_context *ctx = NULL;
-    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
     const uint64_t kv = 3 * 2 * (uint64_t)(c->n_kv_heads * c->head_dim) * 32 * 4;
-    const uint64_t state = 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4;
-    CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)(kv + state));
-    topos_llama_context_free(ctx);
-    lt_check_window_chunks(&m, &s); /* 3 tokens, then 9 */
+    lt_check_recurrent(&m, &s, kv + 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4);
   }
   lt_close(&m);
   lt_spec without = s;
@@ -79,14 +72,7 @@ TEST(llama_mamba2_files) {
     const topos_llama_config *c = topos_llama_config_of(m.model);
     CHECK(c->n_ssm_layers == 3 && c->ff == 0 && c->n_heads == 1);
     CHECK(m.model->layers[2].ssm_in && !m.model->layers[2].wo && !m.model->layers[2].w_down);
-    topos_llama_context_options o = topos_llama_context_options_default();
-    o.n_ctx = 32;
-    topos_llama_context *ctx = NULL;
-    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
-    const uint64_t state = 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4;
-    CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)state);
-    topos_llama_context_free(ctx);
-    lt_check_window_chunks(&m, &s);
+    lt_check_recurrent(&m, &s, 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4); /* no cache */
   }
   lt_close(&m);
   lt_spec without = s;
@@ -112,14 +98,7 @@ TEST(llama_mamba_files) {
       CHECK(c->ssm_dt_b_c_rms == rms && c->ssm_groups == 1);
       const tp_llama_layer *L = &m.model->layers[1];
       CHECK(L->ssm_x && L->ssm_dt && L->ssm_a && topos_tensor_shape(L->ssm_a)[1] == LT_SSM_STATE && !L->ssm_norm);
-      topos_llama_context_options o = topos_llama_context_options_default();
-      o.n_ctx = 32;
-      topos_llama_context *ctx = NULL;
-      CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
-      const uint64_t state = 3 * 2 * (3 * LT_SSM_INNER + LT_SSM_STATE * LT_SSM_INNER) * 4;
-      CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)state);
-      topos_llama_context_free(ctx);
-      lt_check_window_chunks(&m, &s);
+      lt_check_recurrent(&m, &s, 3 * 2 * (3 * LT_SSM_INNER + LT_SSM_STATE * LT_SSM_INNER) * 4);
     }
     lt_close(&m);
     lt_spec without = s;
@@ -149,7 +128,8 @@ TEST(llama_jamba_files) {
     const tp_llama_layer *L0 = &m.model->layers[0], *L1 = &m.model->layers[1], *L3 = &m.model->layers[3];
     CHECK(L0->ssm_x && L0->ssm_dt_norm && L0->ssm_b_norm && L0->ssm_c_norm && L0->w_gate && !L0->gate_inp);
     CHECK(L1->wq && L1->gate_inp && !L1->w_gate && L3->ssm_in && L3->gate_inp);
-    lt_check_window_chunks(&m, &s);
+    const uint64_t kv = 2 * (uint64_t)(c->n_kv_heads * c->head_dim) * 32 * 4;
+    lt_check_recurrent(&m, &s, kv + 3 * 2 * (3 * LT_SSM_INNER + LT_SSM_STATE * LT_SSM_INNER) * 4);
   }
   lt_close(&m);
   lt_spec without = s;

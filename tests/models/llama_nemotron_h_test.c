@@ -30,15 +30,8 @@ TEST(llama_nemotron_h_files) {
     CHECK(ffn->ffn_only && ffn->w_up && ffn->w_down && !ffn->w_gate && !ffn->ffn_norm && !ffn->wq && !ffn->ssm_in);
     CHECK(attn->wq && attn->wo && !attn->w_up && !attn->ffn_norm && !attn->ffn_only);
     /* the cache: one attention block's keys and values, three mixers' states */
-    topos_llama_context_options o = topos_llama_context_options_default();
-    o.n_ctx = 32;
-    topos_llama_context *ctx = NULL;
-    CHECK_OK(topos_llama_context_new(m.model, &o, &ctx));
     const uint64_t kv = 2 * (uint64_t)(c->n_kv_heads * c->head_dim) * 32 * 4;
-    const uint64_t state = 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4;
-    CHECK_EQ_INT((long long)topos_llama_cache_bytes(ctx), (long long)(kv + state));
-    topos_llama_context_free(ctx);
-    lt_check_window_chunks(&m, &s); /* 3 tokens, then 9 */
+    lt_check_recurrent(&m, &s, kv + 3 * 2 * (3 * LT_SSM_CD + LT_SSM_STATE * LT_SSM_INNER) * 4);
   }
   lt_close(&m);
   /* the plain forward with GELU for ReLU squared: far off; decoding is the full context */
