@@ -376,9 +376,9 @@ static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at
         in[2] = ot_keep(p, r);
       }
       return 1;
-    case TOPOS_OP_SSM_SCAN: /* state [1,2,3], xa [2,2,4], bc [2,2,1,1] */
+    case TOPOS_OP_SSM_SCAN: /* state [1,2,3], xa [1,2,4], bc [1,2,1,1]: at most v's 12 values */
       {
-        int64_t ss[] = {1, 2, 3}, xs[] = {2, 2, 4}, bs[] = {2, 2, 1, 1};
+        int64_t ss[] = {1, 2, 3}, xs[] = {1, 2, 4}, bs[] = {1, 2, 1, 1};
         in[0] = ot_make(p, TOPOS_F32, 3, ss, v);
         in[1] = ot_make(p, TOPOS_F32, 3, xs, v);
         in[2] = ot_make(p, TOPOS_F32, 4, bs, v);
