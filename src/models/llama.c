@@ -462,14 +462,13 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     snprintf(name, sizeof name, "blk.%" PRId64 ".attn_qkv.weight", l);
     int fused_bias = 0;
     const int ssm = m->ssm_blocks && m->ssm_blocks[l], ffn_only = m->ffn_blocks && m->ffn_blocks[l];
-    /* no attention (falcon-h1's mixers are beside it) */
-    const int conv = (ssm && !m->ssm_parallel) || ffn_only || (m->conv_blocks && m->conv_blocks[l]);
+    const int shortconv = m->conv_blocks && m->conv_blocks[l];
+    /* no attention (falcon-h1's mixers are beside it; a feed-forward block's weights are below) */
+    const int no_attn = (ssm && !m->ssm_parallel) || ffn_only || shortconv;
     L->ffn_only = ffn_only;
     if (ssm) TP_TRY(tp_llama_layer_mamba2(m, l, L));
-    if (ssm && !m->ssm_parallel) {
-    } else if (ffn_only) { /* (its feed-forward below) */
-    } else if (conv) {
-      TP_TRY(tp_llama_layer_shortconv(m, l, L));
+    if (no_attn) {
+      if (shortconv) TP_TRY(tp_llama_layer_shortconv(m, l, L));
     } else if (c->mla_kv_rank) {
       TP_TRY(tp_llama_layer_mla(m, l, L));
     } else if (phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) {
@@ -480,7 +479,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wk, "attn_k.weight", c->dim, kv_dim);
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
-    if (!c->mla_kv_rank && !conv) TP_W(wo, "attn_output.weight", q_dim, c->dim);
+    if (!c->mla_kv_rank && !no_attn) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
       TP_W(ffn_norm, "post_attention_norm.weight", c->dim, 0);
     else if (m->ssm_parallel) /* falcon-h1's converter names it without a suffix, as llama.cpp reads it */
@@ -503,7 +502,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       }
       TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
     }
-    if (c->qk_norm && !conv) { /* per head, (2) over the whole q / k row, (3) a weight per head; glm4moe's,
+    if (c->qk_norm && !no_attn) { /* per head, (2) over the whole q / k row, (3) a weight per head; glm4moe's,
                        * command-r's and stablelm's where the file has them */
       const int optional = tp_llama_arch_qk_norm_optional(c->arch), per_head = c->qk_norm == 3;
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_q_norm.weight", l);
@@ -546,7 +545,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                    {"ffn_up.bias", c->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
     for (int b = fused_bias ? 3 : 0; b < (flags & TP_ARCH_BIASES ? (L->gate_inp ? 4 : 7) : 0); ++b) {
-      if (conv && b < 4) continue; /* (no attention) */
+      if (no_attn && b < 4) continue; /* (no attention) */
       snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, biases[b].suffix);
       TP_TRY(tp_llama_weight(m, name, biases[b].n, 0, biases[b].optional, biases[b].out));
     }

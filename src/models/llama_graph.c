@@ -412,9 +412,6 @@ static topos_sym tp_mla_out(tp_rec *r, const tp_llama_layer *L, topos_sym o, top
   return tp_reshape(r, topos_tape_qlinear_id(r->t, lat, tp_const(r, L->wv_b), ids), 2, T, H * c->mla_v_dim, 0, 0);
 }
 
-/* A block's end from its token mixer's output o (attention's or the short
- * convolution's), x the block's input and h its norm: o's norm and scale,
- * the residual, the feed-forward (dense, experts or both) and its residual. */
 /* Block L's feed-forward of h [T, dim]: its mixture of experts (the router
  * reading rin) plus its shared expert (qwen2moe's behind a sigmoid gate),
  * or its dense feed-forward */
@@ -433,6 +430,10 @@ static topos_sym tp_ffn_all(tp_rec *r, const tp_llama_layer *L, topos_sym h, top
   return f;
 }
 
+/* A block's end from its token mixer's output o (attention's, a recurrent
+ * mixer's or both), x the block's input and h its norm: o's norm and scale,
+ * the residual, the feed-forward (dense, experts or both; none for
+ * nemotron_h's mixers) and its residual. */
 static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym h, topos_sym o) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
