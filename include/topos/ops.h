@@ -85,7 +85,8 @@ extern "C" {
   X(QLINEAR, qlinear, 2)           \
   X(TOP_K, top_k, 1)               \
   X(QLINEAR_ID, qlinear_id, 3)     \
-  X(SSM_SCAN, ssm_scan, 3)
+  X(SSM_SCAN, ssm_scan, 3)         \
+  X(DELTA_SCAN, delta_scan, 3)
 
 typedef enum topos_op {
 #define TOPOS_OP_ENUM_ROW(E, lower, arity) TOPOS_OP_##E,
@@ -135,7 +136,16 @@ typedef enum topos_op {
  *                    out[T + n] is the final state. A token's arithmetic does
  *                    not depend on the chunk it is in (a sequence scanned in
  *                    pieces, each piece's final state the next one's, gives
- *                    the bits of one scan). No gradient (refused). */
+ *                    the bits of one scan). No gradient (refused).
+ *   delta_scan:      state f32 [K, H, V], vab f32 [T, H, V + 2], qk f32
+ *                    [T, 2, G, K] -> f32 [T + K, H, V]: the gated delta rule
+ *                    (gated DeltaNet). vab[t, h] holds V values, the decay a
+ *                    and beta; qk[t] holds q (already scaled) then k of G key
+ *                    heads, head h reading h / (H / G). For t ascending, per
+ *                    head: S = a S; d = beta (v - S^T k); S = S + k d^T;
+ *                    out[t] = S^T q, the sums over i in ascending order;
+ *                    out[T + i] the final state. Chunks give the bits of one
+ *                    scan, as ssm_scan's. No gradient (refused). */
 typedef struct topos_op_attrs {
   int axis;
   int64_t start;
@@ -209,6 +219,8 @@ TOPOS_API topos_status topos_qlinear_id(topos_tensor *x, topos_tensor *w, topos_
                                         topos_tensor **out);
 TOPOS_API topos_status topos_ssm_scan(topos_tensor *state, topos_tensor *xa, topos_tensor *bc,
                                       topos_tensor **out);
+TOPOS_API topos_status topos_delta_scan(topos_tensor *state, topos_tensor *vab, topos_tensor *qk,
+                                        topos_tensor **out);
 
 #ifdef __cplusplus
 }

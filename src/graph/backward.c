@@ -300,6 +300,15 @@ topos_status tp_backward_ssm_scan(tp_algebra *alg, const tp_rule_args *args, tp_
                  "would need every step's state)");
 }
 
+/* likewise the delta rule's */
+topos_status tp_backward_delta_scan(tp_algebra *alg, const tp_rule_args *args, tp_handle *cot) {
+  (void)alg;
+  (void)args;
+  (void)cot;
+  return tp_fail(TOPOS_UNSUPPORTED, "delta_scan: no gradient (the delta rule's scan is for inference; its adjoint "
+                 "would need every step's state)");
+}
+
 /* y[t, j] = w[ids[t, j]] . x[t, s(j)]: dx[t, s(j)] += g[t, j] . w[ids[t, j]]
  * (qlinear_id over the experts transposed, summed over j where S = 1);
  * dw[e] = sum over (t, j) with ids[t, j] = e of g[t, j]^T x[t, s(j)] — the

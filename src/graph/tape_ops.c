@@ -151,3 +151,9 @@ topos_sym topos_tape_ssm_scan(topos_tape *tape, topos_sym state, topos_sym xa, t
   (void)topos_tape_record(tape, TOPOS_OP_SSM_SCAN, in, NULL, &out);
   return out;
 }
+
+topos_sym topos_tape_delta_scan(topos_tape *tape, topos_sym state, topos_sym vab, topos_sym qk) {
+  topos_sym in[3] = {state, vab, qk}, out;
+  (void)topos_tape_record(tape, TOPOS_OP_DELTA_SCAN, in, NULL, &out);
+  return out;
+}

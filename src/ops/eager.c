@@ -98,3 +98,8 @@ topos_status topos_ssm_scan(topos_tensor *state, topos_tensor *xa, topos_tensor 
   topos_tensor *inputs[3] = {state, xa, bc};
   return topos_op_forward(TOPOS_OP_SSM_SCAN, inputs, NULL, out);
 }
+
+topos_status topos_delta_scan(topos_tensor *state, topos_tensor *vab, topos_tensor *qk, topos_tensor **out) {
+  topos_tensor *inputs[3] = {state, vab, qk};
+  return topos_op_forward(TOPOS_OP_DELTA_SCAN, inputs, NULL, out);
+}

@@ -18,7 +18,7 @@ enum {
   tp_view_narrow = 1, tp_view_pad = 0, tp_view_broadcast = 1, tp_view_broadcast_along = 1,
   tp_view_sum = 0, tp_view_sum_along = 0, tp_view_unfold = 1, tp_view_fold = 0,
   tp_view_gather = 0, tp_view_scatter = 0, tp_view_log_softmax = 0, tp_view_log_sum_exp = 0,
-  tp_view_qlinear = 0, tp_view_top_k = 0, tp_view_qlinear_id = 0, tp_view_ssm_scan = 0,
+  tp_view_qlinear = 0, tp_view_top_k = 0, tp_view_qlinear_id = 0, tp_view_ssm_scan = 0, tp_view_delta_scan = 0,
 };
 
 /* topos_op_forward describes operands in a fixed array. */

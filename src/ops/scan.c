@@ -1,5 +1,8 @@
-/* ssm_scan: the selective state-space scan of Mamba blocks (ops.h).
+/* The recurrent scans over a state (ops.h): ssm_scan, the selective
+ * state-space scan of Mamba blocks, and delta_scan, the gated delta rule of
+ * gated-DeltaNet blocks (Qwen3-Next, Qwen3.5, Kimi Linear).
  *
+ * ssm_scan:
  *   s [N, H, P]  the state before the chunk: N state entries for each of H
  *                heads' P channels
  *   xa [T, H, P + R]  per token and head: the P inputs already scaled by
@@ -22,7 +25,16 @@
  * most three operands, so x dt and the decays travel together (as the
  * graph computes them from the same dt), and B and C together (as the
  * block's projection lays them out). No gradient: the adjoint needs the
- * trajectory this op exists not to keep (backward.c refuses it). */
+ * trajectory this op exists not to keep (backward.c refuses it).
+ *
+ * delta_scan: state S [K, H, V] (head h's K x V matrix, entry (i, j) at
+ * [i, h, j]); vab [T, H, V + 2]: per token and head the V values, the decay
+ * a (exp of the gate) and beta; qk [T, 2, G, K]: q (already scaled) then k
+ * of G key heads, head h reading h / (H / G) -> [T + K, H, V]: for t
+ * ascending, S = a S; d = beta (v - S^T k); S = S + k d^T; y = S^T q, each
+ * sum in ascending i; rows T + i the final state. The same reasons and the
+ * same kernel frame (scan_template.h): the state's columns are independent,
+ * so 16 of them are scanned together, packed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +85,10 @@ topos_status tp_shape_ssm_scan(const topos_tensor_desc *in, const topos_op_attrs
 #define TP_SCAN_VEC 4 /* SSE2, NEON */
 #include "ops/scan_template.h"
 
-topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *attrs, const topos_tensor_desc *desc,
-                                 topos_tensor **out) {
-  (void)attrs;
+/* Either op's forward: the operands made contiguous, the state copied into
+ * the output's state rows, the channel blocks of every head in parallel. */
+static topos_status tp_scan_forward(const char *op, int delta, topos_tensor *const *in, const topos_tensor_desc *desc,
+                                    topos_tensor **out) {
   topos_tensor *s = NULL, *xa = NULL, *bc = NULL, *result = NULL;
   topos_status st = topos_tensor_contiguous(in[0], 0, &s);
   if (st == TOPOS_OK) st = topos_tensor_contiguous(in[1], 0, &xa);
@@ -84,7 +97,7 @@ topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *
   if (st == TOPOS_OK) {
     tp_scan_job j = {(const float *)topos_tensor_data(xa), (const float *)topos_tensor_data(bc),
                      (float *)tp_tensor_base(result), xa->shape[0], s->shape[0], s->shape[1], s->shape[2],
-                     xa->shape[2] - s->shape[2], bc->shape[2]};
+                     xa->shape[2] - s->shape[2], bc->shape[2], delta};
     memcpy(j.out + j.T * j.H * j.P, topos_tensor_data(s), (size_t)s->volume * sizeof(float));
     /* an item's work is T N (up to 16) multiply-adds twice: ranges of ~64k */
     const int64_t blocks = (j.P + TP_SCAN_LANES - 1) / TP_SCAN_LANES, items = j.H * blocks;
@@ -99,8 +112,48 @@ topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *
   topos_tensor_release(bc);
   if (st != TOPOS_OK) {
     topos_tensor_release(result);
-    return tp_fail_context(st, "ssm_scan");
+    return tp_fail_context(st, "%s", op);
   }
   *out = result;
   return TOPOS_OK;
+}
+
+topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *attrs, const topos_tensor_desc *desc,
+                                 topos_tensor **out) {
+  (void)attrs;
+  return tp_scan_forward("ssm_scan", 0, in, desc, out);
+}
+
+/* ---- delta_scan: the gated delta rule (ops.h) */
+
+topos_status tp_shape_delta_scan(const topos_tensor_desc *in, const topos_op_attrs *attrs, topos_tensor_desc *out) {
+  (void)attrs;
+  const topos_tensor_desc *s = &in[0], *vab = &in[1], *qk = &in[2];
+  char text[520];
+  for (int i = 0; i < 3; ++i)
+    if (in[i].dtype != TOPOS_F32)
+      return tp_fail(TOPOS_ERR_DTYPE, "delta_scan: operands must be f32, operand %d is %s (%s)", i,
+                     topos_dtype_name(in[i].dtype), tp_scan_shapes(in, text, sizeof text));
+  if (s->rank != 3 || vab->rank != 3 || qk->rank != 4)
+    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: needs state [K, H, V], inputs [T, H, V + 2] and qk [T, 2, G, K]: %s",
+                   tp_scan_shapes(in, text, sizeof text));
+  const int64_t K = s->shape[0], H = s->shape[1], V = s->shape[2], T = vab->shape[0], G = qk->shape[2];
+  if (vab->shape[1] != H || vab->shape[2] != V + 2 || qk->shape[0] != T || qk->shape[1] != 2 || qk->shape[3] != K)
+    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: inputs must be [T, H, V + 2] and qk [T, 2, G, K] for state "
+                   "[K, H, V]: %s", tp_scan_shapes(in, text, sizeof text));
+  if (H % G != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: %lld heads do not split into %lld groups (%s)", (long long)H,
+                   (long long)G, tp_scan_shapes(in, text, sizeof text));
+  out->dtype = TOPOS_F32;
+  out->rank = 3;
+  out->shape[0] = T + K;
+  out->shape[1] = H;
+  out->shape[2] = V;
+  return TOPOS_OK;
+}
+
+topos_status tp_forward_delta_scan(topos_tensor *const *in, const topos_op_attrs *attrs, const topos_tensor_desc *desc,
+                                   topos_tensor **out) {
+  (void)attrs;
+  return tp_scan_forward("delta_scan", 1, in, desc, out);
 }

@@ -10,14 +10,19 @@
 /* channels of one head scanned together (scan_template.h) */
 #define TP_SCAN_LANES 16
 
+/* ssm_scan: xa [T, H, P + R], bc [T, 2, G, N] (B, C); delta_scan (delta):
+ * xa = vab [T, H, P + 2] (v, the decay, beta), bc = qk [T, 2, G, N] (q, k);
+ * out [T + N, H, P], the state rows from T */
 typedef struct tp_scan_job {
   const float *xa, *bc;
-  float *out; /* [T + N, H, P]: the state rows start at T */
+  float *out;
   int64_t T, N, H, P, R, G;
+  int delta;
 } tp_scan_job;
 
-/* tp_range_fn over work items [i0, i1) of a tp_scan_job: item i is head
- * i / blocks, channels [16 (i % blocks), +16) (blocks = ceil(P / 16)) */
+/* tp_range_fn over work items [i0, i1) of a tp_scan_job (either op): item
+ * i is head i / blocks, channels [16 (i % blocks), +16) (blocks = ceil(P /
+ * 16)) */
 void tp_scan_items_base(void *job, int64_t i0, int64_t i1);
 void tp_scan_items_avx2(void *job, int64_t i0, int64_t i1);
 

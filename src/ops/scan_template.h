@@ -1,5 +1,6 @@
-/* The selective scan's kernel, instantiated per ISA: define TP_SCAN_ITEMS_FN
- * (the tp_range_fn's name) and include (scan_kernel.h). */
+/* The selective scan's and the delta rule's kernels, instantiated per ISA:
+ * define TP_SCAN_ITEMS_FN (the tp_range_fn's name) and TP_SCAN_VEC and
+ * include (scan_kernel.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,85 @@ static inline void tp_scan_block(const tp_scan_job *j, int64_t h, int64_t p0, fl
   for (int64_t n = 0; n < N; ++n) memcpy(state + n * H * P, buf + n * TP_SCAN_LANES, TP_SCAN_LANES * sizeof *buf);
 }
 
+/* The gated delta rule's channels [p0, p0 + L) of head h (value channels:
+ * the state's columns) over every token, the block's state packed in buf
+ * [N, L] as the scan's (buf NULL: in place). Per token, with a the decay,
+ * beta, q and k the head's group's rows:
+ *   s[i] = s[i] a; kv = k[0] s[0] + k[1] s[1] + ...      (ascending i)
+ *   d = (v - kv) beta; s[i] = s[i] + k[i] d; y = q[0] s[0] + q[1] s[1] + ...
+ * two passes over the block; each channel's arithmetic is its own. */
+static void tp_delta_lanes(const tp_scan_job *j, int64_t h, int64_t p0, int64_t L, float *buf) {
+  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, G = j->G, g = h / (H / G);
+  float *state = j->out + T * H * P + h * P + p0;
+  const int64_t stride = buf ? L : H * P;
+  if (!buf) buf = state;
+  else
+    for (int64_t n = 0; n < N; ++n) memcpy(buf + n * L, state + n * H * P, (size_t)L * sizeof *buf);
+  for (int64_t t = 0; t < T; ++t) {
+    const float *v = j->xa + (t * H + h) * (P + 2), a = v[P], beta = v[P + 1];
+    const float *q = j->bc + (t * 2 * G + g) * N, *k = q + G * N;
+    float kv[TP_SCAN_LANES], d[TP_SCAN_LANES], y[TP_SCAN_LANES];
+    for (int64_t n = 0; n < N; ++n) {
+      float *restrict sn = buf + n * stride;
+      for (int64_t c = 0; c < L; ++c) {
+        sn[c] = sn[c] * a;
+        kv[c] = n == 0 ? k[n] * sn[c] : kv[c] + k[n] * sn[c];
+      }
+    }
+    for (int64_t c = 0; c < L; ++c) d[c] = (v[p0 + c] - kv[c]) * beta;
+    for (int64_t n = 0; n < N; ++n) {
+      float *restrict sn = buf + n * stride;
+      for (int64_t c = 0; c < L; ++c) {
+        sn[c] = sn[c] + k[n] * d[c];
+        y[c] = n == 0 ? q[n] * sn[c] : y[c] + q[n] * sn[c];
+      }
+    }
+    memcpy(j->out + (t * H + h) * P + p0, y, (size_t)L * sizeof *y);
+  }
+  for (int64_t n = 0; buf != state && n < N; ++n) memcpy(state + n * H * P, buf + n * L, (size_t)L * sizeof *buf);
+}
+
+/* The same for a whole block of 16 channels, in registers as tp_scan_block's */
+static inline void tp_delta_block(const tp_scan_job *j, int64_t h, int64_t p0, float *buf) {
+  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, G = j->G, g = h / (H / G);
+  float *state = j->out + T * H * P + h * P + p0;
+  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * TP_SCAN_LANES, state + n * H * P, TP_SCAN_LANES * sizeof *buf);
+  for (int64_t t = 0; t < T; ++t) {
+    const float *v = j->xa + (t * H + h) * (P + 2), a = v[P], beta = v[P + 1];
+    const float *q = j->bc + (t * 2 * G + g) * N, *k = q + G * N;
+    const tp_scan_v *vv = (const tp_scan_v *)(v + p0);
+    tp_scan_v *s = (tp_scan_v *)buf, kv[TP_SCAN_NV], d[TP_SCAN_NV], y[TP_SCAN_NV];
+    for (int c = 0; c < TP_SCAN_NV; ++c) { /* entry 0 seeds the sums */
+      s[c] = s[c] * a;
+      kv[c] = k[0] * s[c];
+    }
+    for (int64_t n = 1; n < N; ++n) {
+      tp_scan_v *sn = s + n * TP_SCAN_NV;
+      for (int c = 0; c < TP_SCAN_NV; ++c) {
+        const tp_scan_v sv = sn[c] * a;
+        sn[c] = sv;
+        kv[c] = kv[c] + k[n] * sv;
+      }
+    }
+    for (int c = 0; c < TP_SCAN_NV; ++c) {
+      d[c] = (vv[c] - kv[c]) * beta;
+      s[c] = s[c] + k[0] * d[c];
+      y[c] = q[0] * s[c];
+    }
+    for (int64_t n = 1; n < N; ++n) {
+      tp_scan_v *sn = s + n * TP_SCAN_NV;
+      for (int c = 0; c < TP_SCAN_NV; ++c) {
+        const tp_scan_v sv = sn[c] + k[n] * d[c];
+        sn[c] = sv;
+        y[c] = y[c] + q[n] * sv;
+      }
+    }
+    tp_scan_v *out = (tp_scan_v *)(j->out + (t * H + h) * P + p0);
+    for (int c = 0; c < TP_SCAN_NV; ++c) out[c] = y[c];
+  }
+  for (int64_t n = 0; n < N; ++n) memcpy(state + n * H * P, buf + n * TP_SCAN_LANES, TP_SCAN_LANES * sizeof *buf);
+}
+
 /* The packed block lives on the stack up to 512 state entries (32 KB), else
  * on the heap; without memory the block is scanned in place (the same bits). */
 void TP_SCAN_ITEMS_FN(void *ctx, int64_t i0, int64_t i1) {
@@ -95,8 +175,13 @@ void TP_SCAN_ITEMS_FN(void *ctx, int64_t i0, int64_t i1) {
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t h = i / blocks, p0 = i % blocks * TP_SCAN_LANES;
     const int64_t L = p0 + TP_SCAN_LANES <= j->P ? TP_SCAN_LANES : j->P - p0;
-    if (buf && L == TP_SCAN_LANES) tp_scan_block(j, h, p0, buf);
-    else tp_scan_lanes(j, h, p0, L, buf);
+    if (j->delta) {
+      if (buf && L == TP_SCAN_LANES) tp_delta_block(j, h, p0, buf);
+      else tp_delta_lanes(j, h, p0, L, buf);
+    } else {
+      if (buf && L == TP_SCAN_LANES) tp_scan_block(j, h, p0, buf);
+      else tp_scan_lanes(j, h, p0, L, buf);
+    }
   }
   free(heap);
 }

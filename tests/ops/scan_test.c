@@ -1,7 +1,9 @@
-/* ssm_scan, Mamba's selective scan: its bits against the recurrence written
- * out here token by token, for per-head (Mamba-2) and per-entry (Mamba-1)
- * decays and grouped B / C; a sequence scanned in pieces equals one scan; the
- * bits at one and two threads; refused operands and the refused gradient. */
+/* ssm_scan, Mamba's selective scan, and delta_scan, the gated delta rule:
+ * their bits against the recurrences written out here token by token (for
+ * ssm_scan per-head (Mamba-2) and per-entry (Mamba-1) decays and grouped B /
+ * C; for delta_scan key heads shared by value heads, whole blocks of 16
+ * columns and remainders); a sequence scanned in pieces equals one scan;
+ * the bits at one and three threads; refused operands and gradients. */
 #include "ops_util.h"
 #include "topos/graph.h"
 
@@ -148,5 +150,134 @@ TEST(ops_ssm_scan_refuses_bad_operands_and_gradients) {
   CHECK(strstr(topos_last_error(), "ssm_scan") != NULL);
   topos_tape_free(tape);
   topos_tensor *all[] = {ts, tx, txb, tb, tb3, tbs, h16};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
+}
+
+/* ---- delta_scan, the gated delta rule */
+
+typedef struct delta_case {
+  int64_t T, K, H, V, G;
+} delta_case;
+
+/* state [K, H, V], vab [T, H, V + 2] (decays in (0, 1), beta in (0, 1)), qk [T, 2, G, K] */
+static void delta_operands(const delta_case *c, float *s, float *vab, float *qk) {
+  for (int64_t i = 0; i < c->K * c->H * c->V; ++i) s[i] = 0.5f * wave(i, 0.83, 0.2);
+  for (int64_t i = 0; i < c->T * c->H * (c->V + 2); ++i) {
+    const int64_t k = i % (c->V + 2);
+    vab[i] = k < c->V ? wave(i, 1.21, 0.4) : (float)(0.55 + 0.4 * wave(i, 0.37, 0.9 + (double)k));
+  }
+  for (int64_t i = 0; i < c->T * 2 * c->G * c->K; ++i) qk[i] = 0.4f * wave(i, 0.67, 1.3);
+}
+
+/* The rule token by token, head by head, column by column */
+static void delta_plain(const delta_case *c, const float *s0, const float *vab, const float *qk, float *out) {
+  const int64_t T = c->T, K = c->K, H = c->H, V = c->V, G = c->G;
+  float *S = out + T * H * V;
+  memcpy(S, s0, (size_t)(K * H * V) * sizeof *S);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      const float *v = vab + (t * H + h) * (V + 2), *q = qk + (t * 2 * G + g) * K, *k = q + G * K;
+      for (int64_t j = 0; j < V; ++j) {
+        float kv = 0;
+        for (int64_t i = 0; i < K; ++i) {
+          float *e = &S[(i * H + h) * V + j];
+          *e = *e * v[V];
+          kv = i == 0 ? k[i] * *e : kv + k[i] * *e;
+        }
+        const float d = (v[j] - kv) * v[V + 1];
+        float y = 0;
+        for (int64_t i = 0; i < K; ++i) {
+          float *e = &S[(i * H + h) * V + j];
+          *e = *e + k[i] * d;
+          y = i == 0 ? q[i] * *e : y + q[i] * *e;
+        }
+        out[(t * H + h) * V + j] = y;
+      }
+    }
+}
+
+static topos_status delta_range(const delta_case *c, const float *s, const float *vab, const float *qk, int64_t t0,
+                                int64_t t1, float *out) {
+  const int64_t T = t1 - t0;
+  const int64_t ss[3] = {c->K, c->H, c->V}, vs[3] = {T, c->H, c->V + 2}, qs[4] = {T, 2, c->G, c->K};
+  topos_tensor *ts = f32_tensor(3, ss, s), *tv = f32_tensor(3, vs, vab + t0 * c->H * (c->V + 2));
+  topos_tensor *tq = f32_tensor(4, qs, qk + t0 * 2 * c->G * c->K), *y = NULL;
+  topos_status st = ts && tv && tq ? topos_delta_scan(ts, tv, tq, &y) : TOPOS_ERR_OUT_OF_MEMORY;
+  if (st == TOPOS_OK) st = topos_tensor_read_f32(y, out, (T + c->K) * c->H * c->V);
+  topos_tensor *all[] = {ts, tv, tq, y};
+  for (int i = 0; i < 4; ++i) topos_tensor_release(all[i]);
+  return st;
+}
+
+TEST(ops_delta_scan_is_the_rule_bit_for_bit) {
+  /* columns in whole blocks of 16 and a remainder; key heads shared by 2 value heads; one token */
+  const delta_case cases[] = {{5, 8, 4, 20, 2}, {3, 16, 2, 16, 2}, {1, 4, 6, 5, 3}, {6, 32, 2, 48, 1}};
+  for (size_t n = 0; n < sizeof cases / sizeof cases[0]; ++n) {
+    const delta_case *c = &cases[n];
+    const int64_t sv = c->K * c->H * c->V, ov = (c->T + c->K) * c->H * c->V;
+    float *s = malloc((size_t)sv * 4), *vab = malloc((size_t)(c->T * c->H * (c->V + 2)) * 4);
+    float *qk = malloc((size_t)(c->T * 2 * c->G * c->K) * 4), *want = malloc((size_t)ov * 4);
+    float *got = malloc((size_t)ov * 4);
+    CHECK(s && vab && qk && want && got);
+    delta_operands(c, s, vab, qk);
+    delta_plain(c, s, vab, qk, want);
+    CHECK_OK(delta_range(c, s, vab, qk, 0, c->T, got));
+    CHECK_MSG(memcmp(want, got, (size_t)ov * 4) == 0, "case %zu differs from the rule", n);
+    int finite = 1;
+    for (int64_t i = 0; i < ov; ++i) finite &= isfinite(got[i]) && got[i] != 0.0f;
+    CHECK(finite);
+    free(s), free(vab), free(qk), free(want), free(got);
+  }
+}
+
+TEST(ops_delta_scan_in_pieces_and_threads_gives_the_same_bits) {
+  const delta_case c = {24, 64, 8, 64, 4}; /* a head's block: 24 * 64 * 16 terms, 32 items */
+  const int before = topos_threads();
+  const int64_t HV = c.H * c.V, sv = c.K * HV, ov = (c.T + c.K) * HV;
+  float *s = malloc((size_t)sv * 4), *vab = malloc((size_t)(c.T * c.H * (c.V + 2)) * 4);
+  float *qk = malloc((size_t)(c.T * 2 * c.G * c.K) * 4), *whole = malloc((size_t)ov * 4);
+  float *piece = malloc((size_t)ov * 4), *joined = malloc((size_t)ov * 4), *state = malloc((size_t)sv * 4);
+  CHECK(s && vab && qk && whole && piece && joined && state);
+  delta_operands(&c, s, vab, qk);
+  CHECK_OK(topos_set_threads(1));
+  CHECK_OK(delta_range(&c, s, vab, qk, 0, c.T, whole));
+  memcpy(state, s, (size_t)sv * 4);
+  for (int64_t t0 = 0, len = 1; t0 < c.T; t0 += len, ++len) {
+    const int64_t t1 = t0 + len < c.T ? t0 + len : c.T;
+    CHECK_OK(delta_range(&c, state, vab, qk, t0, t1, piece));
+    memcpy(joined + t0 * HV, piece, (size_t)((t1 - t0) * HV) * 4);
+    memcpy(state, piece + (t1 - t0) * HV, (size_t)sv * 4);
+  }
+  memcpy(joined + c.T * HV, state, (size_t)sv * 4);
+  CHECK(memcmp(whole, joined, (size_t)ov * 4) == 0);
+  CHECK_OK(topos_set_threads(3));
+  CHECK_OK(delta_range(&c, s, vab, qk, 0, c.T, piece));
+  CHECK(memcmp(whole, piece, (size_t)ov * 4) == 0);
+  CHECK_OK(topos_set_threads(before));
+  free(s), free(vab), free(qk), free(whole), free(piece), free(joined), free(state);
+}
+
+TEST(ops_delta_scan_refuses_bad_operands_and_gradients) {
+  const float v[256] = {0}; /* the largest operand: 3 x 4 x 7 */
+  const int64_t s[3] = {2, 4, 5}, x[3] = {3, 4, 7}, xbad[3] = {3, 4, 6}, q[4] = {3, 2, 2, 2}, q3[4] = {3, 2, 3, 2};
+  topos_tensor *ts = f32_tensor(3, s, v), *tx = f32_tensor(3, x, v), *txb = f32_tensor(3, xbad, v);
+  topos_tensor *tq = f32_tensor(4, q, v), *tq3 = f32_tensor(4, q3, v), *y = NULL;
+  CHECK_OK(topos_delta_scan(ts, tx, tq, &y)); /* [3 + 2, 4, 5] */
+  CHECK(topos_tensor_rank(y) == 3 && topos_tensor_shape(y)[0] == 5 && topos_tensor_shape(y)[2] == 5);
+  topos_tensor_release(y);
+  y = NULL;
+  CHECK_STATUS(topos_delta_scan(ts, txb, tq, &y), TOPOS_ERR_SHAPE); /* V + 1 */
+  CHECK_STATUS(topos_delta_scan(ts, tx, tq3, &y), TOPOS_ERR_SHAPE); /* 4 heads in 3 groups */
+  CHECK(strstr(topos_last_error(), "groups") != NULL);
+  CHECK(y == NULL);
+  topos_tape *tape = NULL;
+  CHECK_OK(topos_tape_new(&tape));
+  topos_sym p = topos_tape_parameter(tape, tx, NULL), g;
+  topos_sym out = topos_tape_delta_scan(tape, topos_tape_constant(tape, ts), p, topos_tape_constant(tape, tq));
+  CHECK_STATUS(topos_tape_differentiate(tape, topos_tape_sum(tape, out), 1, &p, &g), TOPOS_UNSUPPORTED);
+  CHECK(strstr(topos_last_error(), "delta_scan") != NULL);
+  topos_tape_free(tape);
+  topos_tensor *all[] = {ts, tx, txb, tq, tq3};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
 }

@@ -384,6 +384,14 @@ static int sample(ot_pool *p, topos_op op, topos_tensor **in, topos_op_attrs *at
         in[2] = ot_make(p, TOPOS_F32, 4, bs, v);
       }
       return 1;
+    case TOPOS_OP_DELTA_SCAN: /* state [1,2,3], vab [1,2,5], qk [1,2,1,1]: at most v's 12 values */
+      {
+        int64_t ss[] = {1, 2, 3}, vs[] = {1, 2, 5}, qs[] = {1, 2, 1, 1};
+        in[0] = ot_make(p, TOPOS_F32, 3, ss, v);
+        in[1] = ot_make(p, TOPOS_F32, 3, vs, v);
+        in[2] = ot_make(p, TOPOS_F32, 4, qs, v);
+      }
+      return 1;
     default:
       return 0;
   }
