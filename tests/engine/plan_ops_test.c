@@ -67,26 +67,16 @@ static topos_sym apply(topos_tape *tape, const char *name, const topos_sym *p) {
     return topos_tape_qlinear_id(tape, p[0], p[1],
                                  topos_tape_reshape(tape, tg_i32_constant(tape, 6, ids), 2, s32));
   }
-  if (!strcmp(name, "ssm_scan")) { /* of constants, added to the parameter */
-    static const int64_t ss[] = {2, 3, 4}, xs[] = {1, 3, 5}, bs[] = {1, 2, 1, 2};
+  if (!strcmp(name, "ssm_scan") || !strcmp(name, "delta_scan")) { /* of constants, added to the parameter */
+    const int delta = name[0] == 'd';
+    const int64_t ss[] = {2, 3, 4}, xs[] = {1, 3, delta ? 6 : 5}, bs[] = {1, 2, 1, 2};
     topos_tensor *s = tg_random(TOPOS_F32, 3, ss, 71, -1, 1), *xa = tg_random(TOPOS_F32, 3, xs, 72, 0.2, 0.9);
     topos_tensor *bc = tg_random(TOPOS_F32, 4, bs, 73, -1, 1);
-    topos_sym y = topos_tape_ssm_scan(tape, topos_tape_constant(tape, s), topos_tape_constant(tape, xa),
-                                      topos_tape_constant(tape, bc));
+    const topos_sym c[3] = {topos_tape_constant(tape, s), topos_tape_constant(tape, xa), topos_tape_constant(tape, bc)};
+    topos_sym y = delta ? topos_tape_delta_scan(tape, c[0], c[1], c[2]) : topos_tape_ssm_scan(tape, c[0], c[1], c[2]);
     topos_tensor_release(s);
     topos_tensor_release(xa);
     topos_tensor_release(bc);
-    return topos_tape_add(tape, p[0], y);
-  }
-  if (!strcmp(name, "delta_scan")) { /* of constants, added to the parameter */
-    static const int64_t ss[] = {2, 3, 4}, vs[] = {1, 3, 6}, qs[] = {1, 2, 1, 2};
-    topos_tensor *s = tg_random(TOPOS_F32, 3, ss, 74, -1, 1), *vab = tg_random(TOPOS_F32, 3, vs, 75, 0.2, 0.9);
-    topos_tensor *qk = tg_random(TOPOS_F32, 4, qs, 76, -1, 1);
-    topos_sym y = topos_tape_delta_scan(tape, topos_tape_constant(tape, s), topos_tape_constant(tape, vab),
-                                        topos_tape_constant(tape, qk));
-    topos_tensor_release(s);
-    topos_tensor_release(vab);
-    topos_tensor_release(qk);
     return topos_tape_add(tape, p[0], y);
   }
   return TOPOS_SYM_INVALID;

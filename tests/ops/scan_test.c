@@ -53,18 +53,55 @@ static topos_tensor *f32_tensor(int rank, const int64_t *shape, const float *v) 
   return topos_tensor_from_f32(TOPOS_F32, rank, shape, v, &t) == TOPOS_OK ? t : NULL;
 }
 
-/* ssm_scan over tokens [t0, t1) of the case's operands from state s (N H P floats) -> out [t1 - t0 + N, H, P] */
-static topos_status scan_range(const scan_case *c, const float *s, const float *xa, const float *bc, int64_t t0,
-                               int64_t t1, float *out) {
-  const int64_t W = c->P + c->R, T = t1 - t0;
-  const int64_t ss[3] = {c->N, c->H, c->P}, xs[3] = {T, c->H, W}, bs[4] = {T, 2, c->G, c->N};
-  topos_tensor *ts = f32_tensor(3, ss, s), *tx = f32_tensor(3, xs, xa + t0 * c->H * W);
-  topos_tensor *tb = f32_tensor(4, bs, bc + t0 * 2 * c->G * c->N), *y = NULL;
-  topos_status st = ts && tx && tb ? topos_ssm_scan(ts, tx, tb, &y) : TOPOS_ERR_OUT_OF_MEMORY;
-  if (st == TOPOS_OK) st = topos_tensor_read_f32(y, out, (T + c->N) * c->H * c->P);
-  topos_tensor *all[] = {ts, tx, tb, y};
+typedef topos_status (*scan_op)(topos_tensor *state, topos_tensor *a, topos_tensor *b, topos_tensor **out);
+
+/* Either scan over tokens [t0, t1) from state s [N, H, P]: a [T, H, W] and
+ * b [T, 2, G, N] of the whole sequence -> out [t1 - t0 + N, H, P] */
+static topos_status op_range(scan_op op, const int64_t *ss, int64_t W, int64_t G, const float *s, const float *a,
+                             const float *b, int64_t t0, int64_t t1, float *out) {
+  const int64_t N = ss[0], H = ss[1], P = ss[2], T = t1 - t0;
+  const int64_t as[3] = {T, H, W}, bs[4] = {T, 2, G, N};
+  topos_tensor *ts = f32_tensor(3, ss, s), *ta = f32_tensor(3, as, a + t0 * H * W);
+  topos_tensor *tb = f32_tensor(4, bs, b + t0 * 2 * G * N), *y = NULL;
+  topos_status st = ts && ta && tb ? op(ts, ta, tb, &y) : TOPOS_ERR_OUT_OF_MEMORY;
+  if (st == TOPOS_OK) st = topos_tensor_read_f32(y, out, (T + N) * H * P);
+  topos_tensor *all[] = {ts, ta, tb, y};
   for (int i = 0; i < 4; ++i) topos_tensor_release(all[i]);
   return st;
+}
+
+static topos_status scan_range(const scan_case *c, const float *s, const float *xa, const float *bc, int64_t t0,
+                               int64_t t1, float *out) {
+  const int64_t ss[3] = {c->N, c->H, c->P};
+  return op_range(topos_ssm_scan, ss, c->P + c->R, c->G, s, xa, bc, t0, t1, out);
+}
+
+/* Tokens in pieces of 1, 2, 3 ..., each piece from the last one's state:
+ * every output row and the final state are the whole scan's bits; and the
+ * whole scan's bits at three threads are its bits at one. */
+static void check_pieces(scan_op op, const int64_t *ss, int64_t W, int64_t G, int64_t T, const float *s,
+                         const float *a, const float *b) {
+  const int before = topos_threads();
+  const int64_t HP = ss[1] * ss[2], sv = ss[0] * HP, ov = (T + ss[0]) * HP;
+  float *whole = malloc((size_t)ov * 4), *piece = malloc((size_t)ov * 4), *joined = malloc((size_t)ov * 4);
+  float *state = malloc((size_t)sv * 4);
+  CHECK(whole && piece && joined && state);
+  CHECK_OK(topos_set_threads(1));
+  CHECK_OK(op_range(op, ss, W, G, s, a, b, 0, T, whole));
+  memcpy(state, s, (size_t)sv * 4);
+  for (int64_t t0 = 0, len = 1; t0 < T; t0 += len, ++len) {
+    const int64_t t1 = t0 + len < T ? t0 + len : T;
+    CHECK_OK(op_range(op, ss, W, G, state, a, b, t0, t1, piece));
+    memcpy(joined + t0 * HP, piece, (size_t)((t1 - t0) * HP) * 4);
+    memcpy(state, piece + (t1 - t0) * HP, (size_t)sv * 4);
+  }
+  memcpy(joined + T * HP, state, (size_t)sv * 4);
+  CHECK(memcmp(whole, joined, (size_t)ov * 4) == 0);
+  CHECK_OK(topos_set_threads(3));
+  CHECK_OK(op_range(op, ss, W, G, s, a, b, 0, T, piece));
+  CHECK(memcmp(whole, piece, (size_t)ov * 4) == 0);
+  CHECK_OK(topos_set_threads(before));
+  free(whole), free(piece), free(joined), free(state);
 }
 
 static const scan_case cases[] = {
@@ -93,34 +130,15 @@ TEST(ops_ssm_scan_is_the_recurrence_bit_for_bit) {
   }
 }
 
-/* Tokens in pieces of 1, 2, 3 ..., each piece from the last one's state:
- * every output row and the final state are the whole scan's bits; and the
- * whole scan's bits at three threads are its bits at one. */
 TEST(ops_ssm_scan_in_pieces_and_threads_gives_the_same_bits) {
   const scan_case c = {40, 16, 12, 64, 1, 3}; /* a head is 40 * 16 * 64 terms: 6 ranges at 3 threads */
-  const int before = topos_threads();
-  const int64_t HP = c.H * c.P, sv = c.N * HP, ov = (c.T + c.N) * HP;
-  float *s = malloc((size_t)sv * 4), *xa = malloc((size_t)(c.T * c.H * (c.P + 1)) * 4);
-  float *bc = malloc((size_t)(c.T * 2 * c.G * c.N) * 4), *whole = malloc((size_t)ov * 4);
-  float *piece = malloc((size_t)ov * 4), *joined = malloc((size_t)ov * 4), *state = malloc((size_t)sv * 4);
-  CHECK(s && xa && bc && whole && piece && joined && state);
+  const int64_t ss[3] = {c.N, c.H, c.P};
+  float *s = malloc((size_t)(c.N * c.H * c.P) * 4), *xa = malloc((size_t)(c.T * c.H * (c.P + 1)) * 4);
+  float *bc = malloc((size_t)(c.T * 2 * c.G * c.N) * 4);
+  CHECK(s && xa && bc);
   scan_operands(&c, s, xa, bc);
-  CHECK_OK(topos_set_threads(1));
-  CHECK_OK(scan_range(&c, s, xa, bc, 0, c.T, whole));
-  memcpy(state, s, (size_t)sv * 4);
-  for (int64_t t0 = 0, len = 1; t0 < c.T; t0 += len, ++len) {
-    const int64_t t1 = t0 + len < c.T ? t0 + len : c.T;
-    CHECK_OK(scan_range(&c, state, xa, bc, t0, t1, piece));
-    memcpy(joined + t0 * HP, piece, (size_t)((t1 - t0) * HP) * 4);
-    memcpy(state, piece + (t1 - t0) * HP, (size_t)sv * 4);
-  }
-  memcpy(joined + c.T * HP, state, (size_t)sv * 4);
-  CHECK(memcmp(whole, joined, (size_t)ov * 4) == 0);
-  CHECK_OK(topos_set_threads(3));
-  CHECK_OK(scan_range(&c, s, xa, bc, 0, c.T, piece));
-  CHECK(memcmp(whole, piece, (size_t)ov * 4) == 0);
-  CHECK_OK(topos_set_threads(before));
-  free(s), free(xa), free(bc), free(whole), free(piece), free(joined), free(state);
+  check_pieces(topos_ssm_scan, ss, c.P + 1, c.G, c.T, s, xa, bc);
+  free(s), free(xa), free(bc);
 }
 
 TEST(ops_ssm_scan_refuses_bad_operands_and_gradients) {
@@ -199,15 +217,8 @@ static void delta_plain(const delta_case *c, const float *s0, const float *vab, 
 
 static topos_status delta_range(const delta_case *c, const float *s, const float *vab, const float *qk, int64_t t0,
                                 int64_t t1, float *out) {
-  const int64_t T = t1 - t0;
-  const int64_t ss[3] = {c->K, c->H, c->V}, vs[3] = {T, c->H, c->V + 2}, qs[4] = {T, 2, c->G, c->K};
-  topos_tensor *ts = f32_tensor(3, ss, s), *tv = f32_tensor(3, vs, vab + t0 * c->H * (c->V + 2));
-  topos_tensor *tq = f32_tensor(4, qs, qk + t0 * 2 * c->G * c->K), *y = NULL;
-  topos_status st = ts && tv && tq ? topos_delta_scan(ts, tv, tq, &y) : TOPOS_ERR_OUT_OF_MEMORY;
-  if (st == TOPOS_OK) st = topos_tensor_read_f32(y, out, (T + c->K) * c->H * c->V);
-  topos_tensor *all[] = {ts, tv, tq, y};
-  for (int i = 0; i < 4; ++i) topos_tensor_release(all[i]);
-  return st;
+  const int64_t ss[3] = {c->K, c->H, c->V};
+  return op_range(topos_delta_scan, ss, c->V + 2, c->G, s, vab, qk, t0, t1, out);
 }
 
 TEST(ops_delta_scan_is_the_rule_bit_for_bit) {
@@ -233,29 +244,13 @@ TEST(ops_delta_scan_is_the_rule_bit_for_bit) {
 
 TEST(ops_delta_scan_in_pieces_and_threads_gives_the_same_bits) {
   const delta_case c = {24, 64, 8, 64, 4}; /* a head's block: 24 * 64 * 16 terms, 32 items */
-  const int before = topos_threads();
-  const int64_t HV = c.H * c.V, sv = c.K * HV, ov = (c.T + c.K) * HV;
-  float *s = malloc((size_t)sv * 4), *vab = malloc((size_t)(c.T * c.H * (c.V + 2)) * 4);
-  float *qk = malloc((size_t)(c.T * 2 * c.G * c.K) * 4), *whole = malloc((size_t)ov * 4);
-  float *piece = malloc((size_t)ov * 4), *joined = malloc((size_t)ov * 4), *state = malloc((size_t)sv * 4);
-  CHECK(s && vab && qk && whole && piece && joined && state);
+  const int64_t ss[3] = {c.K, c.H, c.V};
+  float *s = malloc((size_t)(c.K * c.H * c.V) * 4), *vab = malloc((size_t)(c.T * c.H * (c.V + 2)) * 4);
+  float *qk = malloc((size_t)(c.T * 2 * c.G * c.K) * 4);
+  CHECK(s && vab && qk);
   delta_operands(&c, s, vab, qk);
-  CHECK_OK(topos_set_threads(1));
-  CHECK_OK(delta_range(&c, s, vab, qk, 0, c.T, whole));
-  memcpy(state, s, (size_t)sv * 4);
-  for (int64_t t0 = 0, len = 1; t0 < c.T; t0 += len, ++len) {
-    const int64_t t1 = t0 + len < c.T ? t0 + len : c.T;
-    CHECK_OK(delta_range(&c, state, vab, qk, t0, t1, piece));
-    memcpy(joined + t0 * HV, piece, (size_t)((t1 - t0) * HV) * 4);
-    memcpy(state, piece + (t1 - t0) * HV, (size_t)sv * 4);
-  }
-  memcpy(joined + c.T * HV, state, (size_t)sv * 4);
-  CHECK(memcmp(whole, joined, (size_t)ov * 4) == 0);
-  CHECK_OK(topos_set_threads(3));
-  CHECK_OK(delta_range(&c, s, vab, qk, 0, c.T, piece));
-  CHECK(memcmp(whole, piece, (size_t)ov * 4) == 0);
-  CHECK_OK(topos_set_threads(before));
-  free(s), free(vab), free(qk), free(whole), free(piece), free(joined), free(state);
+  check_pieces(topos_delta_scan, ss, c.V + 2, c.G, c.T, s, vab, qk);
+  free(s), free(vab), free(qk);
 }
 
 TEST(ops_delta_scan_refuses_bad_operands_and_gradients) {
