@@ -1,10 +1,12 @@
-/* Mamba-2 blocks in llama-family files: their keys and tensors, as
- * llama.cpp reads granitehybrid files (the graph: llama_recurrent.c).
+/* Mamba blocks in llama-family files: their keys, which blocks they are
+ * and their tensors, as llama.cpp reads the same files (the graph:
+ * llama_recurrent.c; the Mamba-1 tensors: tp_llama_layer_mamba1).
  *
- * Keys: ssm.conv_kernel (taps), ssm.inner_size (channels), ssm.state_size,
- * ssm.time_step_rank (heads: Mamba-2 gives every head one time step),
- * ssm.group_count (groups sharing B and C). Tensors of block l (GGUF
- * extents; CD = inner + 2 groups state, the convolved xBC width):
+ * Mamba-2's keys: ssm.conv_kernel (taps), ssm.inner_size (channels),
+ * ssm.state_size, ssm.time_step_rank (heads: Mamba-2 gives every head one
+ * time step), ssm.group_count (groups sharing B and C). Its tensors of
+ * block l (GGUF extents; CD = inner + 2 groups state, the convolved xBC
+ * width):
  *   ssm_in.weight {dim, 2 inner + 2 groups state + heads}: z, xBC, dt rows
  *   ssm_conv1d.weight {taps, CD} and .bias {CD} (optional where the
  *     architecture allows: granitehybrid)
