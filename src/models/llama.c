@@ -569,6 +569,19 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   return TOPOS_OK;
 }
 
+/* The tables that live only while the model loads (llama_internal.h: "while loading") */
+static void tp_llama_free_loading(topos_llama *m) {
+#define TP_FREE_NULL(p) (free(p), (p) = NULL)
+  TP_FREE_NULL(m->used);
+  TP_FREE_NULL(m->swa_layers);
+  TP_FREE_NULL(m->conv_blocks);
+  TP_FREE_NULL(m->ssm_blocks);
+  TP_FREE_NULL(m->ffn_blocks);
+  TP_FREE_NULL(m->nope_blocks);
+  TP_FREE_NULL(m->xielu);
+#undef TP_FREE_NULL
+}
+
 topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   if (!out) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "llama: NULL out");
   *out = NULL;
@@ -580,20 +593,7 @@ topos_status topos_llama_from_gguf(topos_gguf *gguf, topos_llama **out) {
   int nope_all = 0;
   topos_status st = tp_llama_config_read(m, &swa_period, &nope_all);
   if (st == TOPOS_OK) st = tp_llama_weights(m, swa_period, nope_all);
-  free(m->used);
-  m->used = NULL;
-  free(m->swa_layers);
-  m->swa_layers = NULL;
-  free(m->conv_blocks);
-  m->conv_blocks = NULL;
-  free(m->ssm_blocks);
-  m->ssm_blocks = NULL;
-  free(m->ffn_blocks);
-  m->ffn_blocks = NULL;
-  free(m->nope_blocks);
-  m->nope_blocks = NULL;
-  free(m->xielu);
-  m->xielu = NULL;
+  tp_llama_free_loading(m);
   if (st != TOPOS_OK) {
     topos_llama_free(m);
     return st;
@@ -648,13 +648,7 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);
   free(m->rope_still);
-  free(m->xielu);
-  free(m->used);
-  free(m->swa_layers);
-  free(m->conv_blocks);
-  free(m->ssm_blocks);
-  free(m->ffn_blocks);
-  free(m->nope_blocks);
+  tp_llama_free_loading(m);
   if (m->owns_gguf) topos_gguf_close(m->gguf);
   free(m);
 }

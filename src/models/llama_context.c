@@ -26,14 +26,15 @@ struct topos_llama_context {
   void *k_mem, *v_mem; /* attention blocks x KVH x hd x slots elements of kv_dtype each */
   size_t kv_bytes;      /* both, one mapping */
   size_t elem;          /* bytes per cache element */
-  topos_tensor **k_cache, **v_cache; /* per block; NULL for convolution blocks */
-  int64_t *kv_slot;     /* per block: its place in k_mem / v_mem, -1 for a convolution block */
+  topos_tensor **k_cache, **v_cache; /* per block; NULL for blocks without attention */
+  int64_t *kv_slot;     /* per block: its place in k_mem / v_mem, -1 for a block without attention */
   /* The recurrent blocks' states, twice: a run reads [front] and its sinks
    * write [!front] (the plan may still read the state it was fed when a
    * sink arrives). conv: the convolution's rows of the last taps - 1
    * positions (LFM2: [conv_len - 1, dim] (b x) rows; Mamba-2: [ssm_conv - 1,
-   * xBC width]); ssm: a Mamba-2 block's scan state [ssm_state, ssm_heads,
-   * head width]. NULL for the blocks without them; all in state_mem. */
+   * xBC width]; Mamba-1: [ssm_conv - 1, inner]); ssm: a Mamba block's scan
+   * state [ssm_state, ssm_heads, head width]. NULL for the blocks without
+   * them; all in state_mem. */
   float *state_mem;
   size_t state_bytes;
   topos_tensor **conv[2], **ssm[2];

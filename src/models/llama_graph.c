@@ -42,7 +42,7 @@ static topos_sym tp_rmsnorm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *
 }
 
 /* y [rows, n] + b (NULL: y) */
-static topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) {
+topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) {
   if (!b) return y;
   return topos_tape_add(r->t, y, topos_tape_broadcast_along(r->t, tp_const(r, b), 0, rows));
 }

@@ -24,6 +24,8 @@ static inline topos_sym tp_reshape(tp_rec *r, topos_sym a, int rank, int64_t d0,
 
 /* x [rows, dim] * rsqrt(mean(x^2) + eps) * w (w [dim]; NULL: none) */
 topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w);
+/* y [rows, n] + b (NULL: y) */
+topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows);
 
 /* Block l's token mixer over its norm h [T, dim] -> [T, dim], recording the
  * state inputs and sinks it needs in g: LFM2's short convolution, a Mamba-2

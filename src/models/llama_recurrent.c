@@ -48,11 +48,6 @@ topos_sym tp_shortconv(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, in
   return topos_tape_qlinear(t, topos_tape_mul(t, gate, y), tp_const(r, L->conv_out));
 }
 
-/* a [rows, n] + v [n] broadcast over the rows */
-static topos_sym tp_add_rows(tp_rec *r, topos_sym a, topos_tensor *v, int64_t rows) {
-  return topos_tape_add(r->t, a, topos_tape_broadcast_along(r->t, tp_const(r, v), 0, rows));
-}
-
 /* softplus(x) = max(x, 0) + ln(1 + e^-|x|): no overflow at any x */
 static topos_sym tp_softplus(tp_rec *r, topos_sym x) {
   topos_tape *t = r->t;
@@ -78,7 +73,7 @@ static topos_sym tp_mamba1(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L
   const topos_sym z = topos_tape_narrow(t, xz, 1, D, D);
   topos_sym x = tp_causal_conv(r, "conv_state", l, topos_tape_narrow(t, xz, 1, 0, D), c->ssm_conv, D, L->ssm_taps,
                                &g->conv_state[l], &g->conv_next[l]);
-  x = topos_tape_silu(t, tp_add_rows(r, x, L->ssm_conv_b, T));
+  x = topos_tape_silu(t, tp_bias(r, x, L->ssm_conv_b, T));
   const topos_sym xdb = topos_tape_qlinear(t, x, tp_const(r, L->ssm_x));
   topos_sym dt = topos_tape_narrow(t, xdb, 1, 0, R), b = topos_tape_narrow(t, xdb, 1, R, N);
   topos_sym cc = topos_tape_narrow(t, xdb, 1, R + N, N);
@@ -87,7 +82,7 @@ static topos_sym tp_mamba1(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L
     b = tp_rmsnorm_n(r, b, T, N, L->ssm_b_norm);
     cc = tp_rmsnorm_n(r, cc, T, N, L->ssm_c_norm);
   }
-  dt = tp_softplus(r, tp_add_rows(r, topos_tape_qlinear(t, dt, tp_const(r, L->ssm_dt)), L->ssm_dt_b, T)); /* [T, D] */
+  dt = tp_softplus(r, tp_bias(r, topos_tape_qlinear(t, dt, tp_const(r, L->ssm_dt)), L->ssm_dt_b, T)); /* [T, D] */
   const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, topos_tape_broadcast_along(t, dt, 2, N),
                                                            topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
   const topos_sym parts[2] = {tp_reshape(r, topos_tape_mul(t, x, dt), 3, T, D, 1, 0), decay};
@@ -121,16 +116,16 @@ topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, D = c->ssm_inner, N = c->ssm_state, H = c->ssm_heads, G = c->ssm_groups, P = D / H;
-  const int64_t CD = D + 2 * G * N;
+  const int64_t CD = tp_llama_ssm_conv_width(c);
   const topos_sym zxbcdt = topos_tape_qlinear(t, h, tp_const(r, L->ssm_in));
   const topos_sym z = topos_tape_narrow(t, zxbcdt, 1, 0, D);
   topos_sym xbc = tp_causal_conv(r, "conv_state", l, topos_tape_narrow(t, zxbcdt, 1, D, CD), c->ssm_conv, CD,
                                  L->ssm_taps, &g->conv_state[l], &g->conv_next[l]);
-  if (L->ssm_conv_b) xbc = tp_add_rows(r, xbc, L->ssm_conv_b, T);
+  xbc = tp_bias(r, xbc, L->ssm_conv_b, T); /* (where the file has one) */
   xbc = topos_tape_silu(t, xbc);
   const topos_sym x = tp_reshape(r, topos_tape_narrow(t, xbc, 1, 0, D), 3, T, H, P, 0);
   const topos_sym bc = tp_reshape(r, topos_tape_narrow(t, xbc, 1, D, 2 * G * N), 4, T, 2, G, N);
-  const topos_sym dt = tp_softplus(r, tp_add_rows(r, topos_tape_narrow(t, zxbcdt, 1, D + CD, H), L->ssm_dt_b, T));
+  const topos_sym dt = tp_softplus(r, tp_bias(r, topos_tape_narrow(t, zxbcdt, 1, D + CD, H), L->ssm_dt_b, T));
   const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, dt, topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
   const topos_sym parts[2] = {topos_tape_mul(t, x, topos_tape_broadcast_along(t, dt, 2, P)),
                               tp_reshape(r, decay, 3, T, H, 1, 0)};

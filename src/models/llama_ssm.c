@@ -124,7 +124,7 @@ topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L)
   const topos_llama_config *c = &m->config;
   if (c->ssm_dt_rank) return tp_llama_layer_mamba1(m, l, L);
   const int64_t K = c->ssm_conv, DI = c->ssm_inner, H = c->ssm_heads, G = c->ssm_groups;
-  const int64_t CD = DI + 2 * G * c->ssm_state;
+  const int64_t CD = tp_llama_ssm_conv_width(c);
   char name[64];
 #define TP_SSM_NAME(suffix) snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l)
   TP_SSM_NAME("ssm_in.weight");

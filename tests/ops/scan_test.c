@@ -53,6 +53,15 @@ static topos_tensor *f32_tensor(int rank, const int64_t *shape, const float *v) 
   return topos_tensor_from_f32(TOPOS_F32, rank, shape, v, &t) == TOPOS_OK ? t : NULL;
 }
 
+/* got is want bit for bit, and every value a finite nonzero (the case
+ * exercises every output) */
+static void check_bits(const float *want, const float *got, int64_t n, const char *what, size_t k) {
+  CHECK_MSG(memcmp(want, got, (size_t)n * 4) == 0, "case %zu differs from the %s", k, what);
+  int finite = 1;
+  for (int64_t i = 0; i < n; ++i) finite &= isfinite(got[i]) && got[i] != 0.0f;
+  CHECK(finite);
+}
+
 typedef topos_status (*scan_op)(topos_tensor *state, topos_tensor *a, topos_tensor *b, topos_tensor **out);
 
 /* Either scan over tokens [t0, t1) from state s [N, H, P]: a [T, H, W] and
@@ -122,10 +131,7 @@ TEST(ops_ssm_scan_is_the_recurrence_bit_for_bit) {
     scan_operands(c, s, xa, bc);
     scan_plain(c, s, xa, bc, want);
     CHECK_OK(scan_range(c, s, xa, bc, 0, c->T, got));
-    CHECK_MSG(memcmp(want, got, (size_t)ov * 4) == 0, "case %zu differs from the recurrence", k);
-    int finite = 1;
-    for (int64_t i = 0; i < ov; ++i) finite &= isfinite(got[i]) && got[i] != 0.0f;
-    CHECK(finite);
+    check_bits(want, got, ov, "recurrence", k);
     free(s), free(xa), free(bc), free(want), free(got);
   }
 }
@@ -234,10 +240,7 @@ TEST(ops_delta_scan_is_the_rule_bit_for_bit) {
     delta_operands(c, s, vab, qk);
     delta_plain(c, s, vab, qk, want);
     CHECK_OK(delta_range(c, s, vab, qk, 0, c->T, got));
-    CHECK_MSG(memcmp(want, got, (size_t)ov * 4) == 0, "case %zu differs from the rule", n);
-    int finite = 1;
-    for (int64_t i = 0; i < ov; ++i) finite &= isfinite(got[i]) && got[i] != 0.0f;
-    CHECK(finite);
+    check_bits(want, got, ov, "rule", n);
     free(s), free(vab), free(qk), free(want), free(got);
   }
 }
