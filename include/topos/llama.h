@@ -213,6 +213,22 @@ typedef struct topos_llama_config {
    * entry, exp(dt A[channel, n]); y + x D, times SiLU(z), through ssm_out. */
   int64_t ssm_dt_rank;   /* Mamba-1: ssm.time_step_rank, dt's low rank; 0: Mamba-2 mixers */
   int ssm_dt_b_c_rms;    /* Mamba-1: ssm.dt_b_c_rms, dt, B and C RMS-normed without weights */
+  /* Gated-DeltaNet mixers (qwen3next, qwen35, qwen35moe: the blocks that
+   * are not every full_attention_interval-th, or attention.recurrent_layers'):
+   * q, k, v = parts of qlinear(h, attn_qkv) (ssm_groups key heads of
+   * ssm_state, ssm_heads value heads of ssm_state: ssm_inner = ssm_heads x
+   * ssm_state), z = qlinear(h, attn_gate); q, k, v through the causal
+   * convolution (ssm_conv taps) and SiLU; q and k L2-normed per head, q
+   * times 1 / sqrt(ssm_state); beta = sigmoid(h . ssm_beta), decay =
+   * exp(softplus(h . ssm_alpha + ssm_dt.bias) ssm_a) per value head; the
+   * delta rule (ops.h: delta_scan); each head's output RMS-normed (ssm_norm)
+   * times SiLU(z), through ssm_out. The context keeps the convolution's last
+   * rows and the [ssm_state, ssm_heads, ssm_state] state. */
+  int ssm_delta;         /* 1: the ssm_* blocks are gated-DeltaNet mixers */
+  int ssm_delta_tiled;   /* value head h reads key head h % ssm_groups (qwen35), else
+                          * h / (ssm_heads / ssm_groups) (qwen3next) */
+  int attn_gate;         /* attn_q holds each head's q then as many gate rows: the heads' outputs
+                          * times sigmoid(gate) before attn_output (qwen3next, qwen35) */
   int64_t n_ffn_layers;  /* blocks that are a feed-forward alone, x + ffn(norm(x)) (nemotron_h: its
                           * Mamba-2 and attention blocks have no feed-forward) */
   int64_t n_heads;       /* llama.attention.head_count */

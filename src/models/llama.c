@@ -429,6 +429,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     c->weight_bytes = before;
   }
   int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+  const int64_t q_rows = c->attn_gate ? 2 * q_dim : q_dim; /* attn_q's rows: each head's gate after its q */
   /* each block has at least 6 tensors (phi3's: attn_norm, attn_qkv,
    * attn_output, ffn_norm, ffn_up, ffn_down): a block_count the file cannot
    * hold is refused before anything is sized by it */
@@ -472,10 +473,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     } else if (c->mla_kv_rank) {
       TP_TRY(tp_llama_layer_mla(m, l, L));
     } else if (phi3 || topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) {
-      TP_TRY(tp_llama_layer_qkv(m, l, L, q_dim, kv_dim, !phi3, &fused_bias));
+      TP_TRY(tp_llama_layer_qkv(m, l, L, q_rows, kv_dim, !phi3, &fused_bias));
     } else {
       topos_clear_error();
-      TP_W(wq, "attn_q.weight", c->dim, q_dim);
+      TP_W(wq, "attn_q.weight", c->dim, q_rows);
       TP_W(wk, "attn_k.weight", c->dim, kv_dim);
       TP_W(wv, "attn_v.weight", c->dim, kv_dim);
     }
@@ -631,7 +632,7 @@ void topos_llama_free(topos_llama *m) {
                              L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out,
                              L->q_norm_b, L->k_norm_b, L->ssm_in, L->ssm_taps, L->ssm_conv_b, L->ssm_dt_b,
                              L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out, L->ssm_x, L->ssm_dt, L->ssm_dt_norm,
-                             L->ssm_b_norm, L->ssm_c_norm};
+                             L->ssm_b_norm, L->ssm_c_norm, L->ssm_z, L->ssm_beta, L->ssm_alpha};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -246,6 +246,9 @@ typedef struct tp_llama_arch_extra {
                         * (tp_llama_nemotron_h_blocks); 3: every block, beside its attention (falcon-h1); 4:
                         * every block, alone, no attention anywhere (mamba2); 5: likewise, Mamba-1 mixers
                         * (mamba); 6: Mamba-1 mixers where head_count_kv is 0 (jamba) */
+  /* gated-DeltaNet mixers between attention blocks whose q rows carry a gate (tp_llama_delta_config):
+   * 1 value head h reads key head h / (heads / groups) (qwen3next), 2 h % groups (qwen35) */
+  int delta;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -286,6 +289,9 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "mamba2", .ssm = 4},
     {.name = "mamba", .ssm = 5},
     {.name = "jamba", .ssm = 6, .no_rope = 1},
+    {.name = "qwen3next", .delta = 1, .nextn = 1},
+    {.name = "qwen35", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
+    {.name = "qwen35moe", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -403,6 +409,13 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"qwen3vl", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"qwen3vlmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    /* Qwen3-Next, Qwen3.5 (and its mixtures): gated-DeltaNet mixers between gated attention blocks
+     * (tp_llama_delta_config), the feed-forward's norm named post_attention_norm */
+    {"qwen3next", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_FFN_POST_NAME | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
+     TP_ARCH_MOE_FF_KEY | TP_ARCH_SHARED_GATE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen35", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_FFN_POST_NAME, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    {"qwen35moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_FFN_POST_NAME | TP_ARCH_MOE | TP_ARCH_MOE_NORM |
+     TP_ARCH_MOE_FF_KEY | TP_ARCH_SHARED_GATE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Hunyuan 0.5B-7B and Hunyuan-A13B: q and k norms after the rotation */
     {"hunyuan-dense", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"hunyuan-moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0,
@@ -994,6 +1007,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     TP_TRY(tp_llama_ssm_config(m, x.ssm >= 5 ? 1 : 2,
                                x.ssm == 3 ? TP_SSM_PARALLEL : ssm_only ? TP_SSM_ONLY : TP_SSM_HYBRID));
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count_kv"), 0, c->n_heads, &c->n_kv_heads));
+  if (x.delta) TP_TRY(tp_llama_delta_config(m, x.delta == 2));
+  c->attn_gate = x.delta != 0;
   m->moe_where_present = x.ssm == 6; /* jamba */
   if (x.ssm == 2) { /* nemotron_h: the RMS key where the file has it, else the LayerNorm one, as llama.cpp */
     TP_TRY(tp_llama_f32(g, TP_K("attention.layer_norm_rms_epsilon"), 0, 0.0f, &c->rms_eps));

@@ -506,8 +506,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       x = topos_tape_add(t, x, tp_ffn_all(r, L, h, h));
       continue;
     }
-    if (L->conv_taps || (L->ssm_in && !L->wo)) { /* LFM2's short convolution or a Mamba-2 mixer instead of attention */
-      x = tp_block_out(r, L, x, h, L->ssm_in ? tp_mamba2(r, g, L, l, h) : tp_shortconv(r, g, L, l, h));
+    if (L->conv_taps || (L->ssm_in && !L->wo)) { /* LFM2's short convolution or a recurrent mixer instead of attention */
+      x = tp_block_out(r, L, x, h, L->ssm_in ? tp_ssm_mixer(r, g, L, l, h) : tp_shortconv(r, g, L, l, h));
       continue;
     }
     /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
@@ -516,7 +516,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     if (c->mla_kv_rank) {
       tp_mla_qkv(r, L, ha, cos, sin, head_ids, &q, &k, &v);
     } else if (T == 1) { /* one row [q | k | v], cut in parts (views) */
-      const int64_t qd = H * hd, kvd = KVH * hd;
+      const int64_t qd = (c->attn_gate ? 2 : 1) * H * hd, kvd = KVH * hd;
       topos_sym qkv;
       if (L->attn_in_parts == 3) { /* back to back in the file: one product */
         qkv = topos_tape_qlinear(t, ha, tp_const(r, L->w_attn_in));
@@ -539,6 +539,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
       k = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
       v = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
+    }
+    topos_sym gate = TOPOS_SYM_INVALID;
+    if (c->attn_gate) { /* each head's q rows, then its gate's */
+      const topos_sym qg = tp_reshape(r, q, 3, T, H, 2 * hd, 0);
+      gate = topos_tape_sigmoid(t, tp_reshape(r, topos_tape_narrow(t, qg, 2, hd, hd), 2, T, H * hd, 0, 0));
+      q = tp_reshape(r, topos_tape_narrow(t, qg, 2, 0, hd), 2, T, H * hd, 0, 0);
     }
     if (!c->mla_kv_rank) {
       q = tp_clamp(r, tp_bias(r, q, L->bq, T), c->clamp_kqv);
@@ -637,8 +643,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     o = tp_reshape(r, tp_permute(r, tp_reshape(r, o, 4, KVH, G, T, hd), 4, 2, 0, 1, 3), 2, T, H * hd, 0,
                    0);
     if (c->mla_kv_rank) o = tp_mla_out(r, L, o, head_ids);
+    if (topos_sym_is_valid(gate)) o = topos_tape_mul(t, o, gate); /* qwen3next: the heads' outputs gated */
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
-    if (L->ssm_in) o = topos_tape_add(t, o, tp_mamba2(r, g, L, l, h)); /* falcon-h1: the mixer beside it */
+    if (L->ssm_in) o = topos_tape_add(t, o, tp_ssm_mixer(r, g, L, l, h)); /* falcon-h1: the mixer beside it */
     x = tp_block_out(r, L, x, h, o);
   }
   if (g->logits_rows == TP_LOGITS_NONE) {

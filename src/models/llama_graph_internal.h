@@ -28,9 +28,9 @@ topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_
 topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows);
 
 /* Block l's token mixer over its norm h [T, dim] -> [T, dim], recording the
- * state inputs and sinks it needs in g: LFM2's short convolution, a Mamba-2
- * mixer (llama_recurrent.c) */
+ * state inputs and sinks it needs in g: LFM2's short convolution; a Mamba-1,
+ * Mamba-2 or gated-DeltaNet mixer, as the config says (llama_recurrent.c) */
 topos_sym tp_shortconv(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h);
-topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h);
+topos_sym tp_ssm_mixer(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h);
 
 #endif

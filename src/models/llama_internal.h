@@ -89,6 +89,10 @@ topos_status tp_llama_ssm_config(struct topos_llama *m, int version, int form);
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
 topos_status tp_llama_nemotron_h_blocks(struct topos_llama *m);
 topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
+/* Gated-DeltaNet blocks (llama_ssm.c): the ssm.* keys (config.ssm_delta;
+ * tiled: value head h reads key head h % groups) and which blocks they are
+ * (attention.recurrent_layers, else all but every full_attention_interval-th) */
+topos_status tp_llama_delta_config(struct topos_llama *m, int tiled);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
@@ -143,6 +147,14 @@ typedef struct tp_llama_layer {
    * [rank + 2 state, inner], ssm_dt [inner, rank], f32 ssm_a [inner,
    * state]; the RMS norms' weights of dt, B, C where the file has them */
   topos_tensor *ssm_x, *ssm_dt, *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
+  /* A gated-DeltaNet block (config.ssm_delta): ssm_in [2 keys + values,
+   * dim] (attn_qkv: q, k, v rows; ssm_z NULL: qwen3next's older ssm_in,
+   * each key head's q, k, values and z rows together), ssm_z [values, dim]
+   * (attn_gate), ssm_beta [heads, dim] and ssm_alpha [heads, dim] (ssm_alpha
+   * NULL: ssm_beta is qwen3next's ssm_ba, each key head's betas then
+   * alphas), ssm_taps, ssm_dt_b, ssm_a [heads], ssm_norm [head width],
+   * ssm_out [dim, values] */
+  topos_tensor *ssm_z, *ssm_beta, *ssm_alpha;
   int ffn_only; /* nemotron_h: the block is x + ffn(norm(x)), no token mixer */
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;

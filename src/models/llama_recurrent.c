@@ -5,6 +5,7 @@
  * alternates them (llama_context.c). Every token's arithmetic is the same
  * floats in the same order whatever chunk it is in, so decoding keeps the
  * bits of the whole prompt's forward. */
+#include <math.h>
 #include <stdio.h>
 
 #include "models/llama_graph_internal.h"
@@ -56,6 +57,14 @@ static topos_sym tp_softplus(tp_rec *r, topos_sym x) {
   return topos_tape_add(t, topos_tape_relu(t, x), topos_tape_ln(t, topos_tape_add(t, e, topos_tape_fill_like(t, e, 1.0))));
 }
 
+/* block l's scan state before the chunk, input ssm_state.l [n, heads, p] */
+static topos_sym tp_scan_state(tp_rec *r, tp_llama_graph *g, int64_t l, int64_t n, int64_t heads, int64_t p) {
+  char label[48];
+  snprintf(label, sizeof label, "ssm_state.%d", (int)l);
+  const topos_tensor_desc sd = {TOPOS_F32, 3, {n, heads, p}};
+  return g->ssm_state[l] = topos_tape_input_desc(r->t, &sd, label);
+}
+
 /* A Mamba-1 mixer of block l over the chunk (config.ssm_*, ssm_dt_rank R;
  * D channels, each its own head, N state entries, K taps):
  *   x, z = halves of qlinear(h, ssm_in)
@@ -87,11 +96,7 @@ static topos_sym tp_mamba1(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L
                                                            topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
   const topos_sym parts[2] = {tp_reshape(r, topos_tape_mul(t, x, dt), 3, T, D, 1, 0), decay};
   const topos_sym bcs[2] = {b, cc};
-  char label[48];
-  snprintf(label, sizeof label, "ssm_state.%d", (int)l);
-  const topos_tensor_desc sd = {TOPOS_F32, 3, {N, D, 1}};
-  g->ssm_state[l] = topos_tape_input_desc(t, &sd, label);
-  const topos_sym scan = topos_tape_ssm_scan(t, g->ssm_state[l], topos_tape_concat(t, 2, parts, 2),
+  const topos_sym scan = topos_tape_ssm_scan(t, tp_scan_state(r, g, l, N, D, 1), topos_tape_concat(t, 2, parts, 2),
                                              tp_reshape(r, topos_tape_concat(t, 2, bcs, 1), 4, T, 2, 1, N));
   g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
   const topos_sym skip = topos_tape_broadcast_along(t, tp_const(r, L->ssm_d), 0, T);
@@ -111,8 +116,7 @@ static topos_sym tp_mamba1(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L
  *   ssm_state.l; the state after it the sink ssm_next)
  *   y = (scan + x D) * SiLU(z), RMS-normed per group of D / G (ssm_norm, where the block has it),
  *   out = qlinear(y, ssm_out) */
-topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
-  if (r->c->ssm_dt_rank) return tp_mamba1(r, g, L, l, h);
+static topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, D = c->ssm_inner, N = c->ssm_state, H = c->ssm_heads, G = c->ssm_groups, P = D / H;
@@ -129,11 +133,7 @@ topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64
   const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, dt, topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
   const topos_sym parts[2] = {topos_tape_mul(t, x, topos_tape_broadcast_along(t, dt, 2, P)),
                               tp_reshape(r, decay, 3, T, H, 1, 0)};
-  char label[48];
-  snprintf(label, sizeof label, "ssm_state.%d", (int)l);
-  const topos_tensor_desc sd = {TOPOS_F32, 3, {N, H, P}};
-  g->ssm_state[l] = topos_tape_input_desc(t, &sd, label);
-  const topos_sym scan = topos_tape_ssm_scan(t, g->ssm_state[l], topos_tape_concat(t, 2, parts, 2), bc);
+  const topos_sym scan = topos_tape_ssm_scan(t, tp_scan_state(r, g, l, N, H, P), topos_tape_concat(t, 2, parts, 2), bc);
   g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
   const topos_sym skip = topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, tp_const(r, L->ssm_d), 0, T), 2, P);
   topos_sym y = topos_tape_add(t, topos_tape_narrow(t, scan, 0, 0, T), topos_tape_mul(t, x, skip));
@@ -143,4 +143,82 @@ topos_sym tp_mamba2(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64
     y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_const(r, L->ssm_norm), 0, T));
   }
   return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
+}
+
+/* each row of x [rows, n] times 1 / sqrt(sum of its squares + eps): the
+ * delta rule's L2 norm of q and k (eps inside the root, as llama.cpp's) */
+static topos_sym tp_l2norm(tp_rec *r, topos_sym x, int64_t n) {
+  topos_tape *t = r->t;
+  const topos_sym ss = topos_tape_sum_along(t, topos_tape_mul(t, x, x), 1);
+  const topos_sym den = topos_tape_sqrt(t, topos_tape_add(t, ss, topos_tape_fill_like(t, ss, r->c->rms_eps)));
+  const topos_sym inv = topos_tape_div(t, topos_tape_fill_like(t, den, 1.0), den);
+  return topos_tape_mul(t, x, topos_tape_broadcast_along(t, inv, 1, n));
+}
+
+/* A gated-DeltaNet mixer of block l over the chunk (config.ssm_*: G key
+ * heads and H value heads, each N wide, KD = G N, VD = H N, K taps):
+ *   q, k, v = parts of qlinear(h, attn_qkv) (KD, KD, VD wide), z =
+ *   qlinear(h, attn_gate) (older qwen3next files: one ssm_in, each key
+ *   head's q, k, values and z together)
+ *   q, k, v = SiLU(causal convolution of q k v); q, k L2-normed per head,
+ *   q times 1 / sqrt(N)
+ *   beta = sigmoid(h . ssm_beta), decay = exp(softplus(h . ssm_alpha +
+ *   ssm_dt.bias) ssm_a) per value head (qwen3next's ssm_ba: each key
+ *   head's betas, then its alphas)
+ *   y = the delta rule (delta_scan) from the state before the chunk, value
+ *   head h reading key head h / (H / G) (qwen3next) or h % G (qwen35: the
+ *   key heads broadcast to H)
+ *   out = qlinear(RMS norm of each head of y (ssm_norm) * SiLU(z), ssm_out) */
+static topos_sym tp_gated_delta(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, N = c->ssm_state, H = c->ssm_heads, G = c->ssm_groups, R = H / G;
+  const int64_t KD = G * N, VD = c->ssm_inner;
+  topos_sym qkv, z, b, a;
+  if (L->ssm_z) {
+    qkv = topos_tape_qlinear(t, h, tp_const(r, L->ssm_in));
+    z = topos_tape_qlinear(t, h, tp_const(r, L->ssm_z));
+  } else {
+    const topos_sym m = tp_reshape(r, topos_tape_qlinear(t, h, tp_const(r, L->ssm_in)), 3, T, G, 2 * N + 2 * R * N, 0);
+    const topos_sym parts[3] = {tp_reshape(r, topos_tape_narrow(t, m, 2, 0, N), 2, T, KD, 0, 0),
+                                tp_reshape(r, topos_tape_narrow(t, m, 2, N, N), 2, T, KD, 0, 0),
+                                tp_reshape(r, topos_tape_narrow(t, m, 2, 2 * N, R * N), 2, T, VD, 0, 0)};
+    qkv = topos_tape_concat(t, 3, parts, 1);
+    z = tp_reshape(r, topos_tape_narrow(t, m, 2, 2 * N + R * N, R * N), 2, T, VD, 0, 0);
+  }
+  if (L->ssm_alpha) {
+    b = topos_tape_qlinear(t, h, tp_const(r, L->ssm_beta));
+    a = topos_tape_qlinear(t, h, tp_const(r, L->ssm_alpha));
+  } else {
+    const topos_sym ba = tp_reshape(r, topos_tape_qlinear(t, h, tp_const(r, L->ssm_beta)), 3, T, G, 2 * R, 0);
+    b = tp_reshape(r, topos_tape_narrow(t, ba, 2, 0, R), 2, T, H, 0, 0);
+    a = tp_reshape(r, topos_tape_narrow(t, ba, 2, R, R), 2, T, H, 0, 0);
+  }
+  const topos_sym beta = topos_tape_sigmoid(t, b);
+  const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, tp_softplus(r, tp_bias(r, a, L->ssm_dt_b, T)),
+                                                           topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
+  const topos_sym x = topos_tape_silu(t, tp_causal_conv(r, "conv_state", l, qkv, c->ssm_conv, 2 * KD + VD,
+                                                        L->ssm_taps, &g->conv_state[l], &g->conv_next[l]));
+  topos_sym q = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, 0, KD), 2, T * G, N, 0, 0), N);
+  q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, 1.0 / sqrt((double)N)));
+  const topos_sym k = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, KD, KD), 2, T * G, N, 0, 0), N);
+  const topos_sym qks[2] = {tp_reshape(r, q, 3, T, 1, KD, 0), tp_reshape(r, k, 3, T, 1, KD, 0)};
+  topos_sym qk = topos_tape_concat(t, 2, qks, 1); /* [T, 2, KD] */
+  if (c->ssm_delta_tiled && R > 1) /* the G key heads repeated R times: head h reads h % G */
+    qk = topos_tape_broadcast_along(t, tp_reshape(r, qk, 2, 2 * T, KD, 0, 0), 1, R);
+  qk = tp_reshape(r, qk, 4, T, 2, c->ssm_delta_tiled ? H : G, N);
+  const topos_sym parts[3] = {tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * KD, VD), 3, T, H, N, 0),
+                              tp_reshape(r, decay, 3, T, H, 1, 0), tp_reshape(r, beta, 3, T, H, 1, 0)};
+  const topos_sym scan =
+      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, parts, 2), qk);
+  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
+  topos_sym y = tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T * H, N, 0, 0);
+  y = tp_reshape(r, tp_rmsnorm_n(r, y, T * H, N, L->ssm_norm), 2, T, VD, 0, 0);
+  y = topos_tape_mul(t, y, topos_tape_silu(t, z));
+  return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
+}
+
+topos_sym tp_ssm_mixer(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  if (r->c->ssm_delta) return tp_gated_delta(r, g, L, l, h);
+  return r->c->ssm_dt_rank ? tp_mamba1(r, g, L, l, h) : tp_mamba2(r, g, L, l, h);
 }

@@ -120,8 +120,108 @@ static topos_status tp_llama_layer_mamba1(topos_llama *m, int64_t l, tp_llama_la
   return tp_llama_conv_taps(m, name, c->ssm_conv, DI, &L->ssm_taps);
 }
 
+/* The gated-DeltaNet keys: ssm.conv_kernel (taps), ssm.state_size (the
+ * key and value heads' width), ssm.group_count (key heads),
+ * ssm.time_step_rank (value heads, each with its decay and beta),
+ * ssm.inner_size (the values' width, value heads x state_size); the mixers
+ * are the blocks attention.recurrent_layers marks (one flag per block) or,
+ * without it, all but every full_attention_interval-th (absent: 4), as
+ * llama.cpp reads qwen3next and qwen35 files. */
+topos_status tp_llama_delta_config(topos_llama *m, int tiled) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
+  if (c->ssm_conv < 2 || c->ssm_conv > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, &c->ssm_heads));
+  TP_TRY(tp_llama_u64(g, TP_K("ssm.group_count"), 1, 0, &c->ssm_groups));
+  if (c->ssm_inner != c->ssm_heads * c->ssm_state || c->ssm_heads % c->ssm_groups != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s's gated-DeltaNet sizes do not fit: inner_size %" PRId64 " must be "
+                   "time_step_rank (value heads) %" PRId64 " x state_size (head width) %" PRId64 ", and the value "
+                   "heads a multiple of group_count (key heads) %" PRId64, c->arch, c->ssm_inner, c->ssm_heads,
+                   c->ssm_state, c->ssm_groups);
+  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's delta-rule state of %" PRId64 " x %" PRId64 " floats a block is "
+                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+  c->ssm_delta = 1;
+  c->ssm_delta_tiled = tiled;
+  m->ssm_blocks = calloc((size_t)c->n_layers, 1);
+  if (!m->ssm_blocks) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %" PRId64 " blocks", c->n_layers);
+  int64_t index;
+  if (topos_gguf_find_key(g, TP_K("attention.recurrent_layers"), &index) == TOPOS_OK) {
+    topos_gguf_kv kv;
+    TP_TRY(tp_llama_block_key(m, kb, "", &index, &kv));
+    if (kv.type != TOPOS_GGUF_ARRAY)
+      return tp_fail(TOPOS_ERR_DTYPE, "llama: %s must list a flag per block", kb);
+    for (int64_t l = 0; l < c->n_layers; ++l) {
+      int64_t v;
+      topos_status st = topos_gguf_array_int(g, index, (uint64_t)l, &v);
+      if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%" PRId64 "]", kb, l);
+      m->ssm_blocks[l] = v != 0;
+    }
+  } else {
+    topos_clear_error();
+    int64_t every = 0;
+    TP_TRY(tp_llama_u64(g, TP_K("full_attention_interval"), 0, 4, &every));
+    if (every < 1) return tp_fail(TOPOS_ERR_RANGE, "llama: %s = 0 (every block would be a mixer)", kb);
+    for (int64_t l = 0; l < c->n_layers; ++l) m->ssm_blocks[l] = (l + 1) % every != 0;
+  }
+  c->n_ssm_layers = 0;
+  for (int64_t l = 0; l < c->n_layers; ++l) c->n_ssm_layers += m->ssm_blocks[l];
+  return TOPOS_OK;
+}
+
+/* A gated-DeltaNet block's tensors (GGUF extents; KD = groups x state, the
+ * keys' width, VD = inner, the values'): attn_qkv {dim, 2 KD + VD} and
+ * attn_gate {dim, VD}, or (qwen3next's older files) ssm_in {dim, 2 KD + 2
+ * VD}; ssm_conv1d {taps, 2 KD + VD}; ssm_ba {dim, 2 heads} (qwen3next) or
+ * ssm_beta and ssm_alpha {dim, heads} (qwen35); ssm_dt.bias, ssm_a
+ * {heads}; ssm_norm {state}; ssm_out {VD, dim} */
+static topos_status tp_llama_layer_delta(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t D = c->dim, KD = c->ssm_groups * c->ssm_state, VD = c->ssm_inner, H = c->ssm_heads;
+  char name[64];
+#define TP_DELTA_NAME(suffix) snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l)
+  TP_DELTA_NAME("attn_qkv.weight");
+  int64_t index;
+  const int joined = !c->ssm_delta_tiled && topos_gguf_find_tensor(m->gguf, name, &index) != TOPOS_OK;
+  topos_clear_error();
+  if (joined) { /* qwen3next's first converter: q, k, v, z of each key head together */
+    TP_DELTA_NAME("ssm_in.weight");
+    TP_TRY(tp_llama_weight(m, name, D, 2 * KD + 2 * VD, 0, &L->ssm_in));
+  } else {
+    TP_TRY(tp_llama_weight(m, name, D, 2 * KD + VD, 0, &L->ssm_in));
+    TP_DELTA_NAME("attn_gate.weight");
+    TP_TRY(tp_llama_weight(m, name, D, VD, 0, &L->ssm_z));
+  }
+  if (c->ssm_delta_tiled) {
+    TP_DELTA_NAME("ssm_beta.weight");
+    TP_TRY(tp_llama_weight(m, name, D, H, 0, &L->ssm_beta));
+    TP_DELTA_NAME("ssm_alpha.weight");
+    TP_TRY(tp_llama_weight(m, name, D, H, 0, &L->ssm_alpha));
+  } else {
+    TP_DELTA_NAME("ssm_ba.weight");
+    TP_TRY(tp_llama_weight(m, name, D, 2 * H, 0, &L->ssm_beta));
+  }
+  TP_DELTA_NAME("ssm_dt.bias");
+  TP_TRY(tp_ssm_vector(m, name, H, 0, 0, &L->ssm_dt_b));
+  TP_DELTA_NAME("ssm_a");
+  TP_TRY(tp_ssm_vector(m, name, H, 0, 0, &L->ssm_a));
+  TP_DELTA_NAME("ssm_norm.weight");
+  TP_TRY(tp_ssm_vector(m, name, c->ssm_state, 0, 0, &L->ssm_norm));
+  TP_DELTA_NAME("ssm_out.weight");
+  TP_TRY(tp_llama_weight(m, name, VD, D, 0, &L->ssm_out));
+  TP_DELTA_NAME("ssm_conv1d.weight");
+#undef TP_DELTA_NAME
+  return tp_llama_conv_taps(m, name, c->ssm_conv, 2 * KD + VD, &L->ssm_taps);
+}
+
 topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
+  if (c->ssm_delta) return tp_llama_layer_delta(m, l, L);
   if (c->ssm_dt_rank) return tp_llama_layer_mamba1(m, l, L);
   const int64_t K = c->ssm_conv, DI = c->ssm_inner, H = c->ssm_heads, G = c->ssm_groups;
   const int64_t CD = tp_llama_ssm_conv_width(c);
