@@ -23,6 +23,19 @@ static inline int lt_ssm_parallel(const lt_spec *s) { return lt_arch_is(s, "falc
 static inline int lt_ffn_block(const lt_spec *s, int64_t l) {
   return s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'F';
 }
+/* qwen3next, qwen35, qwen35moe: gated-DeltaNet mixers ('D' in
+ * lt_spec.conv_blocks; llama_delta_util.h) between attention blocks whose q
+ * rows carry a sigmoid gate; qwen35's value heads read the key heads tiled */
+static inline int lt_delta(const lt_spec *s) {
+  return lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35") || lt_arch_is(s, "qwen35moe");
+}
+static inline int lt_delta_block(const lt_spec *s, int64_t l) {
+  return lt_delta(s) && s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'D';
+}
+/* the shared expert behind a sigmoid gate (ffn_gate_inp_shexp) */
+static inline int lt_shared_gate(const lt_spec *s) {
+  return lt_arch_is(s, "qwen2moe") || lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe");
+}
 /* lfm2, lfm2moe: short-convolution blocks (llama_lfm2_util.h), qwen3's attention */
 static inline int lt_lfm2(const lt_spec *s) { return lt_arch_is(s, "lfm2") || lt_arch_is(s, "lfm2moe"); }
 
@@ -42,7 +55,7 @@ static inline int lt_qk_norm(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
          s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm) || lt_arch_is(s, "maincoder") ||
-         lt_arch_is(s, "apertus");
+         lt_arch_is(s, "apertus") || lt_delta(s);
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -123,7 +136,7 @@ static inline int lt_no_pre_norms(const lt_spec *s) { return lt_arch_is(s, "olmo
 static inline int lt_oai(const lt_spec *s) { return lt_arch_is(s, "gpt-oss"); }
 /* gpt-oss, seed_oss, glm4moe: the feed-forward's norm is named post_attention_norm */
 static inline int lt_ffn_post_name(const lt_spec *s) {
-  return lt_oai(s) || lt_arch_is(s, "seed_oss") || lt_arch_is(s, "glm4moe");
+  return lt_oai(s) || lt_arch_is(s, "seed_oss") || lt_arch_is(s, "glm4moe") || lt_delta(s);
 }
 static inline int lt_without(const lt_spec *s, const char *feature) {
   return s->plain_without && strcmp(s->plain_without, feature) == 0;
@@ -160,7 +173,8 @@ static inline int lt_mrope_on(const lt_spec *s) {
 static inline int lt_rope_still(const lt_spec *s, int64_t i) {
   const int32_t *v = s->rope_sections;
   const int64_t sum = (int64_t)v[0] + v[1] + v[2] + v[3];
-  const int imrope = lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe");
+  const int imrope = lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "qwen35") ||
+                     lt_arch_is(s, "qwen35moe");
   if (sum == 0 || !lt_mrope_on(s)) return 0;
   const int64_t k = i % sum;
   if (imrope) return !((k % 3 == 0 && k < 3 * v[0]) || (k % 3 == 1 && k < 3 * v[1]) || (k % 3 == 2 && k < 3 * v[2]));

@@ -12,7 +12,7 @@ static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "qwen3vlmoe") &&
       !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
       !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2") && !lt_arch_is(s, "lfm2moe") &&
-      !lt_arch_is(s, "smallthinker"))
+      !lt_arch_is(s, "smallthinker") && !lt_shared_gate(s))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
@@ -23,14 +23,15 @@ static inline int64_t lt_ff_shared(const lt_spec *s) {
   if (lt_ds_moe(s)) return s->experts_shared * (s->ff_shexp > 0 ? s->ff_shexp : lt_ff_expert(s));
   if (lt_llama4(s)) return lt_ff_expert(s); /* one shared expert as wide as the routed ones */
   if (s->ff_shexp > 0) return s->ff_shexp;
-  return lt_arch_is(s, "qwen2moe") || lt_hunyuan(s) ? s->ff : 0;
+  return lt_shared_gate(s) || lt_hunyuan(s) ? s->ff : 0;
 }
 
 static inline int lt_experts_norm(const lt_spec *s) {
   return lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "granitemoe") ||
          lt_arch_is(s, "granitehybrid") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
-         lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker");
+         lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker") ||
+         lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe");
 }
 
 /* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):
@@ -139,7 +140,7 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
     LT_E("ffn_up_shexp.weight", ty[LT_UP], D, S, 0, 0.08);
     LT_E("ffn_down_shexp.weight", ty[LT_DOWN], S, D, 0, 0.08);
   }
-  if (lt_arch_is(s, "qwen2moe")) LT_E("ffn_gate_inp_shexp.weight", TOPOS_F32, D, 0, 0, 0.1);
+  if (lt_shared_gate(s)) LT_E("ffn_gate_inp_shexp.weight", TOPOS_F32, D, 0, 0, 0.1);
   if (s->probs_bias) LT_E("exp_probs_b.bias", TOPOS_F32, E, 0, 0, 0.3); /* moves the choice by ~1 logit */
   if (lt_oai(s)) { /* the router's bias, each expert's gate, up and down biases */
     LT_E("ffn_gate_inp.bias", TOPOS_F32, E, 0, 0, 0.5);
@@ -170,7 +171,7 @@ static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt
   for (int i = 0; i < 13; ++i) {
     if (i >= 4 && i < 7 && lt_ff_shared(s) == 0) continue;
     if ((i == 1 || i == 4) && lt_one_branch(s)) continue; /* no gates */
-    if (i == 7 && !lt_arch_is(s, "qwen2moe")) continue;
+    if (i == 7 && !lt_shared_gate(s)) continue;
     if (i == 8 && !s->probs_bias) continue;
     if (i >= 9 && !lt_oai(s)) continue;
     char n[64];

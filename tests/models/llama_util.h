@@ -94,6 +94,8 @@ typedef struct lt_spec {
                             * (position_embd.weight) instead; 'n' neither (no key, no table) */
   int mpt_qk_norm;         /* mpt: attn_q_norm / attn_k_norm LayerNorms over whole rows, with biases */
   int ssm_rms;             /* mamba: ssm.dt_b_c_rms true (Falcon-Mamba: dt, B, C RMS-normed) */
+  int delta_array;         /* qwen3next / qwen35: attention.recurrent_layers, not full_attention_interval */
+  int delta_legacy;        /* qwen3next: the mixers' q, k, v and z rows in one ssm_in (older files) */
 } lt_spec;
 
 #include "llama_archs.h"
@@ -265,6 +267,10 @@ static inline int lt_ssm_block(const lt_spec *s, int64_t l);
 static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                            topos_rng *rng);
 
+static inline topos_status lt_write_delta_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s);
+static inline topos_status lt_write_delta(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                          topos_rng *rng);
+
 static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   memset(f, 0, sizeof *f);
   topos_gguf_writer *w = NULL;
@@ -294,6 +300,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
   } else {
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.head_count_kv"), (uint32_t)s->kv_heads));
   }
+  if (lt_delta(s)) LT(lt_write_delta_keys(w, f, s));
   /* nemotron_h's files name the RMS norms' epsilon so (llama.cpp reads either) */
   LT(topos_gguf_writer_add_f32(w, lt_k(kb, s, lt_layer_norm(s) || (lt_one_branch(s) && !lt_arch_is(s, "mamba2") &&
                                                                     !lt_mamba1(s))
@@ -453,6 +460,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT(lt_write_shortconv(w, f, s, l, &rng));
     } else if (lt_ssm_block(s, l)) {
       LT(lt_write_mamba2(w, f, s, l, &rng));
+    } else if (lt_delta_block(s, l)) {
+      LT(lt_write_delta(w, f, s, l, &rng));
     } else if (lt_mla(s)) {
       LT(lt_write_mla(w, f, s, l, &rng));
     } else if (s->fused_qkv) {
@@ -463,8 +472,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
       LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
       LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
-    } else {
-      LT_W("attn_q.weight", ty[LT_Q], s->dim, s->heads * hd, 0);
+    } else { /* qwen3next, qwen35: each head's gate rows after its q */
+      LT_W("attn_q.weight", ty[LT_Q], s->dim, (lt_delta(s) ? 2 : 1) * s->heads * hd, 0);
       LT_W("attn_k.weight", ty[LT_K], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_v.weight", ty[LT_V], s->dim, s->kv_heads * hd, 0);
       LT_W("attn_output.weight", ty[LT_O], s->heads * hd, s->dim, 0);
@@ -500,7 +509,7 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       }
       LT_W("ffn_down.weight", ty[LT_DOWN], s->ff, s->dim, 0);
     }
-    if (lt_qk_norm(s) && !lt_conv_block(s, l)) {
+    if (lt_qk_norm(s) && !lt_conv_block(s, l) && !lt_delta_block(s, l)) {
       const int rows = lt_qk_norm_rows(s); /* norms over the whole q / k rows */
       const int heads = s->qk_norm_heads;  /* a weight per head */
       LT_W("attn_q_norm.weight", TOPOS_F32, rows ? s->heads * hd : hd, heads ? s->heads : 0, 1);
@@ -631,6 +640,7 @@ static inline double lt_yarn_pair(const lt_spec *s, int64_t i, double d, double 
 #include "llama_mla_util.h"
 #include "llama_lfm2_util.h"
 #include "llama_ssm_util.h"
+#include "llama_delta_util.h"
 
 /* The relative L2 distance of got from ref over n values; *ref2 (when not
  * NULL) gets ref's squared norm. */
@@ -681,11 +691,13 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
   lt_mla_w *LM = calloc((size_t)s->layers, sizeof *LM);   /* deepseek2: the latent attention */
   lt_conv *LC = calloc((size_t)s->layers, sizeof *LC);    /* lfm2: the short convolutions */
   lt_ssm *LS = calloc((size_t)s->layers, sizeof *LS);     /* granitehybrid: the Mamba-2 mixers */
+  lt_dnet *LDN = calloc((size_t)s->layers, sizeof *LDN);  /* qwen3next, qwen35: the delta-rule mixers */
+  float *qgate = malloc((size_t)(2 * qd) * 4);            /* qwen3next, qwen35: q rows with their gates */
   float *bcx = malloc((size_t)(3 * D) * 4);
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
   float *(*LQB)[2] = calloc((size_t)s->layers, sizeof *LQB); /* mpt: the q and k LayerNorms' biases */
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && LS && bcx && xin && LNB && LQB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && LS && LDN && qgate && bcx && xin && LNB && LQB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -701,7 +713,9 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((fused_qkv && (i == 2 || i == 3)) || (fused && i == 7)) continue;
       if ((i == 0 || i == 5) && (lt_no_pre_norms(s) || lt_weightless(s))) continue;
       if (i >= 1 && i <= 3 && lt_mla(s)) continue;
-      if (i >= 1 && i <= 4 && (lt_conv_block(s, l) || lt_ssm_block(s, l) || lt_ffn_block(s, l))) continue;
+      if (i >= 1 && i <= 4 && (lt_conv_block(s, l) || lt_ssm_block(s, l) || lt_ffn_block(s, l) ||
+                               lt_delta_block(s, l)))
+        continue;
       if (i >= 5 && lt_one_branch(s) && (i == 5 || !lt_ffn_block(s, l))) continue; /* nemotron_h */
       if (i >= 6 && lt_moe_layer(s, l)) continue;
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
@@ -717,6 +731,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
     if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
     if ((lt_ssm_block(s, l) || lt_ssm_parallel(s)) && !lt_ssm_load(g, s, l, N, &LS[l])) ok = 0;
+    if (lt_delta_block(s, l) && !lt_delta_load(g, s, l, N, &LDN[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -727,7 +742,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     }
     const char *norms[5] = {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm", "attn_sinks"};
     for (int i = 0; i < 5; ++i) {
-      if (!(i < 2 ? lt_qk_norm(s) && !lt_conv_block(s, l) : i < 4 ? lt_post_norms(s) : lt_oai(s))) continue;
+      if (!(i < 2 ? lt_qk_norm(s) && !lt_conv_block(s, l) && !lt_delta_block(s, l) : i < 4 ? lt_post_norms(s) : lt_oai(s))) continue;
       snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
       LN[l][i] = lt_deq(g, n);
       if (!LN[l][i]) ok = 0;
@@ -777,13 +792,21 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         if (lt_mamba1(s)) lt_ssm1_apply(&LS[l], D, p, !lt_without(s, "ssm history"), s->ssm_rms, h, t2);
         else lt_ssm_apply(&LS[l], D, p, !lt_without(s, "ssm history"), h, t2);
+      } else if (lt_delta_block(s, l)) {
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        lt_delta_apply(&LDN[l], s, D, p, !lt_without(s, "ssm history"), h, t2);
       } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
         if (W[0] || lt_weightless(s)) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
         else memcpy(h, x, (size_t)D * 4);
         const float *hq = h; /* Falcon-40B: the attention reads its own norm of x */
         if (LNB[l][2]) lt_norm(t2, x, LNB[l][2], LNB[l][3], D, 1e-5f), hq = t2;
-        lt_matvec(W[1], hq, q, qd, D);
+        if (lt_delta(s)) { /* each head's q, then its gate */
+          lt_matvec(W[1], hq, qgate, 2 * qd, D);
+          for (int64_t i = 0; i < qd; ++i) q[i] = qgate[i / hd * 2 * hd + i % hd];
+        } else {
+          lt_matvec(W[1], hq, q, qd, D);
+        }
         lt_matvec(W[2], hq, kp, kvd, D);
         lt_matvec(W[3], hq, vp, kvd, D);
         for (int64_t i = 0; B[1] && i < qd; ++i) q[i] += B[1][i];
@@ -884,6 +907,8 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
             o[head * hd + i] = (float)acc;
           }
         }
+        for (int64_t i = 0; lt_delta(s) && i < qd; ++i) /* the heads' outputs times sigmoid(gate) */
+          o[i] = (float)(o[i] / (1.0 + exp(-(double)qgate[i / hd * 2 * hd + hd + i % hd])));
         lt_matvec(W[4], o, t2, D, qd);
         for (int64_t i = 0; B[4] && i < D; ++i) t2[i] += B[4][i];
       }
@@ -953,10 +978,11 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
     if (LM) lt_mla_free(&LM[l]);
     if (LC) lt_conv_free(&LC[l]);
     if (LS) lt_ssm_free(&LS[l]);
+    if (LDN) lt_delta_free(&LDN[l]);
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
     for (int i = 0; LQB && i < 2; ++i) free(LQB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(LS); free(bcx); free(xin); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(LS); free(LDN); free(qgate); free(bcx); free(xin); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;
