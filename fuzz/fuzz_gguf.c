@@ -47,7 +47,13 @@
  * short-convolution block of 3 taps, then an attention one: head_count_kv
  * [0, 1], the final norm token_embd_norm); tiny-granitehybrid.bin a
  * granitehybrid file of dim 16 (a Mamba-2 block of 4 heads in 2 groups, 4
- * state entries, 4 taps, then an attention one: head_count_kv [0, 1]). */
+ * state entries, 4 taps, then an attention one: head_count_kv [0, 1]);
+ * tiny-qwen3next.bin and tiny-qwen35.bin files of dim 16 made with gguf-py
+ * (a gated-DeltaNet block of 1 key and 2 value heads of 4, then an attention
+ * block whose q rows carry their gate: qwen3next's older ssm_in and ssm_ba,
+ * full_attention_interval, 3 experts and a gated shared expert; qwen35's
+ * attn_qkv, attn_gate, ssm_beta and ssm_alpha, recurrent_layers, M-RoPE
+ * sections). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +169,9 @@ static void fz_llama(topos_gguf *g) {
   if (c->n_ssm_layers && (c->ssm_conv < 2 || c->ssm_heads < 1 || c->ssm_groups < 1 || c->ssm_state < 1 ||
                           c->ssm_inner % c->ssm_heads || c->ssm_heads % c->ssm_groups))
     __builtin_trap();
+  /* gated DeltaNet: value heads as wide as the key heads; gated q rows only beside those mixers */
+  if (c->ssm_delta && c->n_ssm_layers && c->ssm_inner != c->ssm_heads * c->ssm_state) __builtin_trap();
+  if (c->attn_gate && !c->ssm_delta) __builtin_trap();
   topos_llama_free(m);
 }
 

@@ -158,3 +158,20 @@ for c in cases4:
     pieces = regex.findall(KIMI_K2, c)
     assert "".join(pieces) == c
     print("    {TP_PRE_KIMI_K2, %s,\n     %s}," % (c_literal(c), c_literal("|".join(pieces))))
+
+# Qwen3.5's pattern (its tokenizer.json, as llama.cpp's qwen35 writes it):
+# Qwen2's with marks joining letters ([\p{L}\p{M}]+) and left out of the
+# symbol runs. Printed as C rows for tokenizer_pretokenize_qwen35_matches_the_regex.
+QWEN35 = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+random.seed(19)
+marks = ["Hello", "it's", "'LL", "12345", "7", " ", "  ", "\n", "\r\n", "\t", "!?", "é", "e\u0301", "\u0301",
+         "\u0301\u0301", "कि", "हिन्दी", "日本", "€", "--", "x9y", "!\u0301", " \u0301"]
+fixed = ["Hello world 12345 it's", "e\u0301te\u0301 \u0301x кни\u0301га", "कि हिन्दी 123", "!\u0301? .\u0301\n",
+         "  \u0301\u0301a\r\n\u0301", "a1b22 'Ve\u0301 \t\n x"]
+cases5 = list(fixed)
+while len(cases5) < 16:
+    cases5.append("".join(random.choice(marks) for _ in range(random.randint(3, 9))))
+for c in cases5:
+    pieces = regex.findall(QWEN35, c)
+    assert "".join(pieces) == c
+    print("    {TP_PRE_QWEN35, %s,\n     %s}," % (c_literal(c), c_literal("|".join(pieces))))

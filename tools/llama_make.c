@@ -42,6 +42,13 @@
  * entries, one group and 4 taps in the others (f32 taps, biases, A, D and
  * norms, as llama.cpp's quantizer keeps them); dense SwiGLU feed-forwards of
  * 8192; granite's scales; a head tied to the 100352-row embedding).
+ * qwen3.5-0.8b is shaped as Qwen3.5-0.8B (a qwen35 file: 24 blocks, every
+ * fourth attention with 8 heads of 256 (their q rows followed by as many
+ * gate rows), 2 KV heads, per-head q and k norms, 64 of 256 dimensions
+ * rotated by interleaved sections 11, 11, 10; gated-DeltaNet mixers of 16
+ * key and 16 value heads of 128 and 4 taps in the others (f32 taps, dt
+ * biases, A and norms); dense SwiGLU feed-forwards of 3584; a head tied to
+ * the 248320-row embedding).
  * The routers' rows are all distinct (the other weights repeat 16 rows), so
  * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
@@ -100,7 +107,17 @@ static const lm_shape lm_shapes[] = {
     {"ling-mini-2.0", 157184, 2048, 20, 16, 4, 5120, 32768, 600000.0f, 0, 0, 256, 8, "bailingmoe2", 512, 128},
     {"lfm2-1.2b", 65536, 2048, 16, 32, 8, 8192, 128000, 1000000.0f, 0, 0, 0, 0, "lfm2", 0, 0},
     {"granite-4.0-h-micro", 100352, 2048, 40, 32, 8, 8192, 131072, 10000.0f, 0, 0, 0, 0, "granitehybrid", 0, 0},
+    {"qwen3.5-0.8b", 248320, 1024, 24, 8, 2, 3584, 262144, 10000000.0f, 0, 0, 0, 0, "qwen35", 0, 256},
 };
+
+/* qwen35 (qwen3.5-0.8b): attention every fourth block, gated-DeltaNet mixers
+ * elsewhere: conv_kernel, key heads, value heads, head width; the rotated
+ * dimensions and their sections */
+static int lm_qwen35(const char *arch) { return strcmp(arch, "qwen35") == 0; }
+static const struct {
+  int64_t conv, key_heads, value_heads, width, interval, rope_dim;
+  int32_t sections[4];
+} lm_delta_dims = {4, 16, 16, 128, 4, 64, {11, 11, 10, 0}};
 
 /* granitehybrid (granite-4.0-h-micro): attention in blocks 5, 15, 25, 35,
  * Mamba-2 mixers elsewhere: conv_kernel, inner_size, state_size, heads, groups */
@@ -319,7 +336,7 @@ static int tp_llama_make(int argc, char **argv) {
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
             "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0, lfm2-1.2b, "
-            "granite-4.0-h-micro)\n", shape_name);
+            "granite-4.0-h-micro, qwen3.5-0.8b)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -346,7 +363,10 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "block_count"), (uint32_t)s->layers));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"),
-                                  (uint32_t)(lm_mla(arch) ? lm_mla_dims.rope : lm_ling(arch) ? hd / 2 : hd)));
+                                  (uint32_t)(lm_mla(arch)      ? lm_mla_dims.rope
+                                              : lm_ling(arch)   ? hd / 2
+                                              : lm_qwen35(arch) ? lm_delta_dims.rope_dim
+                                                                : hd)));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count"), (uint32_t)s->heads));
   if (lm_lfm2(arch)) { /* one entry per block, 0 for a convolution; its taps */
     uint32_t *kv = lm_keep(&b, (size_t)s->layers * sizeof *kv);
@@ -373,6 +393,15 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_bool(b.w, lm_key(kb, arch, "rope.scaling.finetuned"), 0));
   } else {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.head_count_kv"), (uint32_t)s->kv_heads));
+  }
+  if (lm_qwen35(arch)) { /* the mixers' sizes, which blocks attend, the rotation's sections */
+    const int64_t W = lm_delta_dims.width, VH = lm_delta_dims.value_heads;
+    const char *keys[6] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
+                           "ssm.group_count", "full_attention_interval"};
+    const int64_t values[6] = {lm_delta_dims.conv, VH * W, W, VH, lm_delta_dims.key_heads, lm_delta_dims.interval};
+    for (int i = 0; i < 6; ++i) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, keys[i]), (uint32_t)values[i]));
+    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "rope.dimension_sections"), TOPOS_GGUF_I32,
+                                      lm_delta_dims.sections, 4));
   }
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base"), s->rope_base));
@@ -424,7 +453,7 @@ static int tp_llama_make(int argc, char **argv) {
   const topos_dtype experts_type = base;
   if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
-  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch);
+  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch) || lm_qwen35(arch);
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
   for (int64_t l = 0; l < s->layers; ++l) {
@@ -465,6 +494,33 @@ static int tp_llama_make(int argc, char **argv) {
       LM_T("ssm_norm.weight", TOPOS_F32, DI / lm_ssm_dims.groups, lm_ssm_dims.groups, 1);
       LM_T("ssm_out.weight", LM_TYPE(LM_ATTN_OUTPUT), DI, s->dim, 0);
       LM_T("ffn_norm.weight", base, s->dim, 0, 1);
+      LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
+      LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
+      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+      continue;
+    }
+    if (lm_qwen35(arch)) { /* a gated-DeltaNet mixer or gated attention, then the feed-forward */
+      if ((l + 1) % lm_delta_dims.interval != 0) {
+        const int64_t W = lm_delta_dims.width, VD = lm_delta_dims.value_heads * W, VH = lm_delta_dims.value_heads;
+        const int64_t CD = 2 * lm_delta_dims.key_heads * W + VD;
+        LM_T("attn_qkv.weight", base, s->dim, CD, 0);
+        LM_T("attn_gate.weight", base, s->dim, VD, 0);
+        LM_T("ssm_conv1d.weight", TOPOS_F32, lm_delta_dims.conv, CD, 0);
+        LM_T("ssm_dt.bias", TOPOS_F32, VH, 0, 0);
+        LM_T("ssm_a", TOPOS_F32, VH, 0, -1);
+        LM_T("ssm_beta.weight", base, s->dim, VH, 0);
+        LM_T("ssm_alpha.weight", base, s->dim, VH, 0);
+        LM_T("ssm_norm.weight", TOPOS_F32, W, 0, 1);
+        LM_T("ssm_out.weight", LM_TYPE(LM_ATTN_OUTPUT), VD, s->dim, 0);
+      } else {
+        LM_T("attn_q.weight", base, s->dim, 2 * s->heads * hd, 0);
+        LM_T("attn_k.weight", base, s->dim, s->kv_heads * hd, 0);
+        LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * hd, 0);
+        LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * hd, s->dim, 0);
+        LM_T("attn_q_norm.weight", base, hd, 0, 1);
+        LM_T("attn_k_norm.weight", base, hd, 0, 1);
+      }
+      LM_T("post_attention_norm.weight", base, s->dim, 0, 1);
       LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
       LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
       LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
@@ -550,7 +606,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|granite-4.0-h-micro] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|granite-4.0-h-micro|qwen3.5-0.8b] "
           "[--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;

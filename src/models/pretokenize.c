@@ -1,5 +1,5 @@
 /* Pre-tokenizers of byte-level BPE vocabularies: the GPT-2, Llama-3,
- * Qwen2, tekken, gpt-4o, DeepSeek and Kimi K2 regular expressions, matched
+ * Qwen2, Qwen3.5, tekken, gpt-4o, DeepSeek and Kimi K2 regular expressions, matched
  * by hand.
  * Each matcher looks at code point i and returns where the regex's leftmost
  * alternative that matches there ends (0 where none does); alternatives are
@@ -127,6 +127,33 @@ static size_t tp_llama3_match(const tp_cps *c, size_t i, size_t n, size_t digits
 }
 
 typedef int (*tp_class_fn)(const tp_cps *c, size_t i);
+static size_t tp_run(const tp_cps *c, size_t i, size_t n, tp_class_fn in);
+
+/* [^\s\p{L}\p{M}\p{N}]: punctuation, symbols, controls, but not marks */
+static int tp_is_other_not_mark(const tp_cps *c, size_t i) {
+  return c->cls[i] == TP_CHAR_OTHER && c->kind[i] != TP_KIND_MARK;
+}
+
+/* Qwen3.5's pattern: Qwen2's with marks joining the letters and left out of
+ * the symbol runs:
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+ *    ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (a mark as the lead ends where the run from it does) */
+static size_t tp_qwen35_match(const tp_cps *c, size_t i, size_t n) {
+  const size_t end = tp_contraction(c, i, n, TP_CASE_ASCII);
+  if (end) return end;
+  if (tp_is_letter_or_mark(c, i)) return tp_run(c, i, n, tp_is_letter_or_mark);
+  if (c->cls[i] != TP_CHAR_NUMBER && !tp_is_newline(c, i) && i + 1 < n && tp_is_letter_or_mark(c, i + 1))
+    return tp_run(c, i + 1, n, tp_is_letter_or_mark);
+  if (c->cls[i] == TP_CHAR_NUMBER) return i + 1;
+  const size_t s = (c->cp[i] == ' ' && i + 1 < n) ? i + 1 : i;
+  if (tp_is_other_not_mark(c, s)) {
+    size_t j = tp_run(c, s, n, tp_is_other_not_mark);
+    while (j < n && tp_is_newline(c, j)) j++;
+    return j;
+  }
+  return tp_is_space(c, i) ? tp_space_tail(c, i, n) : 0;
+}
 
 /* tekken's and gpt-4o's classes: "upper" [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
  * "lower" [\p{Ll}\p{Lm}\p{Lo}\p{M}] (caseless letters and marks are both),
@@ -405,6 +432,7 @@ typedef struct tp_expr {
 static const tp_expr tp_gpt2_list[] = {{tp_gpt2_match, NULL}};
 static const tp_expr tp_llama3_list[] = {{tp_llama3_3, NULL}};
 static const tp_expr tp_qwen2_list[] = {{tp_qwen2_1, NULL}};
+static const tp_expr tp_qwen35_list[] = {{tp_qwen35_match, NULL}};
 static const tp_expr tp_digits_gpt2_list[] = {{tp_number_match, NULL}, {tp_gpt2_match, NULL}};
 static const tp_expr tp_tekken_list[] = {{tp_tekken, NULL}};
 static const tp_expr tp_gpt4o_list[] = {{tp_gpt4o, NULL}};
@@ -464,6 +492,7 @@ topos_status tp_pretokenize(tp_pre_kind kind, const char *text, size_t n, tp_pie
   switch (kind) {
     case TP_PRE_LLAMA3: TP_LIST(tp_llama3_list); break;
     case TP_PRE_QWEN2: TP_LIST(tp_qwen2_list); break;
+    case TP_PRE_QWEN35: TP_LIST(tp_qwen35_list); break;
     case TP_PRE_DIGITS_GPT2: TP_LIST(tp_digits_gpt2_list); break;
     case TP_PRE_TEKKEN: TP_LIST(tp_tekken_list); break;
     case TP_PRE_GPT4O: TP_LIST(tp_gpt4o_list); break;

@@ -70,6 +70,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
   static const char *const qwen2[] = {"qwen2",      "deepseek-r1-qwen", "megrez",      "kormo",     "f2llmv2",
                                       "stablelm2",  "hunyuan",          "solar-open",  "grok-2",    "bailingmoe",
                                       "bailingmoe2", "llada-moe"};
+  static const char *const qwen35[] = {"qwen35"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact",  "command-r",
                                        "codeshell", "exaone",    "minerva", "minerva-7b"};
   static const char *const tekken[] = {"tekken"};
@@ -93,6 +94,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
                {TP_NAMES(glm4), TP_PRE_LLAMA3, 1, 0},
                {TP_NAMES(chatglm), TP_PRE_LLAMA3, 0, 0},
                {TP_NAMES(qwen2), TP_PRE_QWEN2, 0, 0},
+               {TP_NAMES(qwen35), TP_PRE_QWEN35, 0, 0},
                {TP_NAMES(digits), TP_PRE_DIGITS_GPT2, 0, 0},
                {TP_NAMES(tekken), TP_PRE_TEKKEN, 1, 1},
                {TP_NAMES(gpt4o), TP_PRE_GPT4O, 0, 0},

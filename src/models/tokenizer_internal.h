@@ -46,6 +46,7 @@ typedef enum tp_pre_kind {
   TP_PRE_GPT2,
   TP_PRE_LLAMA3,
   TP_PRE_QWEN2, /* Llama 3's pattern with digits one by one */
+  TP_PRE_QWEN35, /* Qwen2's with marks in the letter runs, not the symbol runs */
   TP_PRE_DIGITS_GPT2, /* each \p{N} alone, then GPT-2 (smollm, starcoder, ...) */
   TP_PRE_TEKKEN, /* Mistral's: words by case ([A-Z]*[a-z]+ in Unicode's terms), digits one by one */
   TP_PRE_GPT4O,  /* o200k: tekken's words with contractions, digits in groups of 1-3 */
