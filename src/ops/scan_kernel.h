@@ -14,6 +14,8 @@
  * xa = vab [T, H, P + 2] (v, the decay, beta), bc = qk [T, 2, G, N] (q, k);
  * out [T + N, H, P], the state rows from T */
 typedef struct tp_scan_job {
+  const float *s0; /* the state before the chunk [N, H, P] (read, not copied: each block
+                    * packs its rows from here and leaves its final state in out) */
   const float *xa, *bc;
   float *out;
   int64_t T, N, H, P, R, G;

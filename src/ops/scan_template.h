@@ -20,10 +20,10 @@ static void tp_scan_lanes(const tp_scan_job *j, int64_t h, int64_t p0,
                                                                 int64_t L, float *buf) {
   const int64_t T = j->T, N = j->N, H = j->H, P = j->P, R = j->R, G = j->G, W = P + R, g = h / (H / G);
   float *state = j->out + T * H * P + h * P + p0;
+  const float *init = j->s0 + h * P + p0;
   const int64_t stride = buf ? L : H * P; /* between the block's rows of n */
   if (!buf) buf = state;
-  else
-    for (int64_t n = 0; n < N; ++n) memcpy(buf + n * L, state + n * H * P, (size_t)L * sizeof *buf);
+  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * stride, init + n * H * P, (size_t)L * sizeof *buf);
   for (int64_t t = 0; t < T; ++t) {
     const float *u = j->xa + (t * H + h) * W, *decay = u + P;
     const float *restrict up = u + p0;
@@ -60,7 +60,8 @@ typedef float tp_scan_v __attribute__((vector_size(TP_SCAN_VEC * sizeof(float)),
 static inline void tp_scan_block(const tp_scan_job *j, int64_t h, int64_t p0, float *buf) {
   const int64_t T = j->T, N = j->N, H = j->H, P = j->P, R = j->R, G = j->G, W = P + R, g = h / (H / G);
   float *state = j->out + T * H * P + h * P + p0;
-  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * TP_SCAN_LANES, state + n * H * P, TP_SCAN_LANES * sizeof *buf);
+  const float *init = j->s0 + h * P + p0;
+  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * TP_SCAN_LANES, init + n * H * P, TP_SCAN_LANES * sizeof *buf);
   for (int64_t t = 0; t < T; ++t) {
     const float *u = j->xa + (t * H + h) * W, *decay = u + P;
     const float *b = j->bc + (t * 2 * G + g) * N, *c = b + G * N;
@@ -96,10 +97,10 @@ static inline void tp_scan_block(const tp_scan_job *j, int64_t h, int64_t p0, fl
 static void tp_delta_lanes(const tp_scan_job *j, int64_t h, int64_t p0, int64_t L, float *buf) {
   const int64_t T = j->T, N = j->N, H = j->H, P = j->P, G = j->G, g = h / (H / G);
   float *state = j->out + T * H * P + h * P + p0;
+  const float *init = j->s0 + h * P + p0;
   const int64_t stride = buf ? L : H * P;
   if (!buf) buf = state;
-  else
-    for (int64_t n = 0; n < N; ++n) memcpy(buf + n * L, state + n * H * P, (size_t)L * sizeof *buf);
+  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * stride, init + n * H * P, (size_t)L * sizeof *buf);
   for (int64_t t = 0; t < T; ++t) {
     const float *v = j->xa + (t * H + h) * (P + 2), a = v[P], beta = v[P + 1];
     const float *q = j->bc + (t * 2 * G + g) * N, *k = q + G * N;
@@ -128,7 +129,8 @@ static void tp_delta_lanes(const tp_scan_job *j, int64_t h, int64_t p0, int64_t 
 static inline void tp_delta_block(const tp_scan_job *j, int64_t h, int64_t p0, float *buf) {
   const int64_t T = j->T, N = j->N, H = j->H, P = j->P, G = j->G, g = h / (H / G);
   float *state = j->out + T * H * P + h * P + p0;
-  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * TP_SCAN_LANES, state + n * H * P, TP_SCAN_LANES * sizeof *buf);
+  const float *init = j->s0 + h * P + p0;
+  for (int64_t n = 0; n < N; ++n) memcpy(buf + n * TP_SCAN_LANES, init + n * H * P, TP_SCAN_LANES * sizeof *buf);
   for (int64_t t = 0; t < T; ++t) {
     const float *v = j->xa + (t * H + h) * (P + 2), a = v[P], beta = v[P + 1];
     const float *q = j->bc + (t * 2 * G + g) * N, *k = q + G * N;
