@@ -174,23 +174,40 @@ static topos_sym tp_gated_delta(tp_rec *r, tp_llama_graph *g, const tp_llama_lay
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, N = c->ssm_state, H = c->ssm_heads, G = c->ssm_groups, R = H / G;
   const int64_t KD = G * N, VD = c->ssm_inner;
+  /* the products of h (in, z, beta, alpha; NULL ones absent): one dispatch
+   * when decoding (a concatenation of products: the qlinear_concat step) */
+  topos_tensor *const w[4] = {L->ssm_in, L->ssm_z, L->ssm_beta, L->ssm_alpha};
+  topos_sym prod[4] = {TOPOS_SYM_INVALID, TOPOS_SYM_INVALID, TOPOS_SYM_INVALID, TOPOS_SYM_INVALID}, parts[4];
+  size_t n_parts = 0;
+  for (int i = 0; i < 4; ++i)
+    if (w[i]) parts[n_parts++] = prod[i] = topos_tape_qlinear(t, h, tp_const(r, w[i]));
+  if (T == 1) {
+    const topos_sym all = topos_tape_concat(t, n_parts, parts, 1);
+    int64_t at = 0;
+    for (int i = 0; i < 4; ++i)
+      if (w[i]) {
+        const int64_t rows = topos_tensor_shape(w[i])[0];
+        prod[i] = topos_tape_narrow(t, all, 1, at, rows);
+        at += rows;
+      }
+  }
   topos_sym qkv, z, b, a;
   if (L->ssm_z) {
-    qkv = topos_tape_qlinear(t, h, tp_const(r, L->ssm_in));
-    z = topos_tape_qlinear(t, h, tp_const(r, L->ssm_z));
+    qkv = prod[0];
+    z = prod[1];
   } else {
-    const topos_sym m = tp_reshape(r, topos_tape_qlinear(t, h, tp_const(r, L->ssm_in)), 3, T, G, 2 * N + 2 * R * N, 0);
-    const topos_sym parts[3] = {tp_reshape(r, topos_tape_narrow(t, m, 2, 0, N), 2, T, KD, 0, 0),
-                                tp_reshape(r, topos_tape_narrow(t, m, 2, N, N), 2, T, KD, 0, 0),
-                                tp_reshape(r, topos_tape_narrow(t, m, 2, 2 * N, R * N), 2, T, VD, 0, 0)};
-    qkv = topos_tape_concat(t, 3, parts, 1);
+    const topos_sym m = tp_reshape(r, prod[0], 3, T, G, 2 * N + 2 * R * N, 0);
+    const topos_sym qkvs[3] = {tp_reshape(r, topos_tape_narrow(t, m, 2, 0, N), 2, T, KD, 0, 0),
+                               tp_reshape(r, topos_tape_narrow(t, m, 2, N, N), 2, T, KD, 0, 0),
+                               tp_reshape(r, topos_tape_narrow(t, m, 2, 2 * N, R * N), 2, T, VD, 0, 0)};
+    qkv = topos_tape_concat(t, 3, qkvs, 1);
     z = tp_reshape(r, topos_tape_narrow(t, m, 2, 2 * N + R * N, R * N), 2, T, VD, 0, 0);
   }
   if (L->ssm_alpha) {
-    b = topos_tape_qlinear(t, h, tp_const(r, L->ssm_beta));
-    a = topos_tape_qlinear(t, h, tp_const(r, L->ssm_alpha));
+    b = prod[2];
+    a = prod[3];
   } else {
-    const topos_sym ba = tp_reshape(r, topos_tape_qlinear(t, h, tp_const(r, L->ssm_beta)), 3, T, G, 2 * R, 0);
+    const topos_sym ba = tp_reshape(r, prod[2], 3, T, G, 2 * R, 0);
     b = tp_reshape(r, topos_tape_narrow(t, ba, 2, 0, R), 2, T, H, 0, 0);
     a = tp_reshape(r, topos_tape_narrow(t, ba, 2, R, R), 2, T, H, 0, 0);
   }
@@ -207,10 +224,10 @@ static topos_sym tp_gated_delta(tp_rec *r, tp_llama_graph *g, const tp_llama_lay
   if (c->ssm_delta_tiled && R > 1) /* the G key heads repeated R times: head h reads h % G */
     qk = topos_tape_broadcast_along(t, tp_reshape(r, qk, 2, 2 * T, KD, 0, 0), 1, R);
   qk = tp_reshape(r, qk, 4, T, 2, c->ssm_delta_tiled ? H : G, N);
-  const topos_sym parts[3] = {tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * KD, VD), 3, T, H, N, 0),
+  const topos_sym vab[3] = {tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * KD, VD), 3, T, H, N, 0),
                               tp_reshape(r, decay, 3, T, H, 1, 0), tp_reshape(r, beta, 3, T, H, 1, 0)};
   const topos_sym scan =
-      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, parts, 2), qk);
+      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, vab, 2), qk);
   g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
   topos_sym y = tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T * H, N, 0, 0);
   y = tp_reshape(r, tp_rmsnorm_n(r, y, T * H, N, L->ssm_norm), 2, T, VD, 0, 0);
