@@ -179,7 +179,7 @@ TOPOS_API topos_sym topos_tape_qlinear_id(topos_tape *tape, topos_sym x, topos_s
 /* Mamba's selective scan: state [N, H, P], xa [T, H, P + R], bc [T, 2, G, N]
  * -> [T + N, H, P], the outputs then the final state (see ops.h). */
 TOPOS_API topos_sym topos_tape_ssm_scan(topos_tape *tape, topos_sym state, topos_sym xa, topos_sym bc);
-/* The gated delta rule: state [K, H, V], vab [T, H, V + 2], qk [T, 2, G, K]
+/* The gated delta rule: state [K, H, V], vab [T, H, V + 2 or V + K + 1], qk [T, 2, G, K]
  * -> [T + K, H, V], the outputs then the final state (see ops.h). */
 TOPOS_API topos_sym topos_tape_delta_scan(topos_tape *tape, topos_sym state, topos_sym vab, topos_sym qk);
 

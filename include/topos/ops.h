@@ -137,12 +137,14 @@ typedef enum topos_op {
  *                    not depend on the chunk it is in (a sequence scanned in
  *                    pieces, each piece's final state the next one's, gives
  *                    the bits of one scan). No gradient (refused).
- *   delta_scan:      state f32 [K, H, V], vab f32 [T, H, V + 2], qk f32
+ *   delta_scan:      state f32 [K, H, V], vab f32 [T, H, V + R + 1], qk f32
  *                    [T, 2, G, K] -> f32 [T + K, H, V]: the gated delta rule
- *                    (gated DeltaNet). vab[t, h] holds V values, the decay a
- *                    and beta; qk[t] holds q (already scaled) then k of G key
- *                    heads, head h reading h / (H / G). For t ascending, per
- *                    head: S = a S; d = beta (v - S^T k); S = S + k d^T;
+ *                    (gated DeltaNet, Kimi Delta Attention). vab[t, h] holds
+ *                    V values, R decays a (R = 1: one for the head; R = K:
+ *                    one per key entry) and beta; qk[t] holds q (already
+ *                    scaled) then k of G key heads, head h reading h / (H /
+ *                    G). For t ascending, per head: S[i, :] = a[i] S[i, :];
+ *                    d = beta (v - S^T k); S = S + k d^T;
  *                    out[t] = S^T q, the sums over i in ascending order;
  *                    out[T + i] the final state. Chunks give the bits of one
  *                    scan, as ssm_scan's. No gradient (refused). */

@@ -28,11 +28,13 @@
  * trajectory this op exists not to keep (backward.c refuses it).
  *
  * delta_scan: state S [K, H, V] (head h's K x V matrix, entry (i, j) at
- * [i, h, j]); vab [T, H, V + 2]: per token and head the V values, the decay
- * a (exp of the gate) and beta; qk [T, 2, G, K]: q (already scaled) then k
- * of G key heads, head h reading h / (H / G) -> [T + K, H, V]: for t
- * ascending, S = a S; d = beta (v - S^T k); S = S + k d^T; y = S^T q, each
- * sum in ascending i; rows T + i the final state. The same reasons and the
+ * [i, h, j]); vab [T, H, V + R + 1]: per token and head the V values, R
+ * decays (exp of the gate: R = 1, one for the head, gated DeltaNet's; R =
+ * K, one per key entry, Kimi Delta Attention's) and beta; qk [T, 2, G, K]:
+ * q (already scaled) then k of G key heads, head h reading h / (H / G) ->
+ * [T + K, H, V]: for t ascending, S[i, :] = a[i] S[i, :]; d = beta (v - S^T
+ * k); S = S + k d^T; y = S^T q, each sum in ascending i; rows T + i the
+ * final state. The same reasons and the
  * same kernel frame (scan_template.h): the state's columns are independent,
  * so 16 of them are scanned together, packed. */
 #include <stdio.h>
@@ -99,7 +101,7 @@ static topos_status tp_scan_forward(const char *op, int delta, topos_tensor *con
   if (st == TOPOS_OK) {
     tp_scan_job j = {(const float *)topos_tensor_data(s), (const float *)topos_tensor_data(xa),
                      (const float *)topos_tensor_data(bc), (float *)tp_tensor_base(result), xa->shape[0],
-                     s->shape[0], s->shape[1], s->shape[2], xa->shape[2] - s->shape[2], bc->shape[2], delta};
+                     s->shape[0], s->shape[1], s->shape[2], xa->shape[2] - s->shape[2] - delta, bc->shape[2], delta};
     /* an item's work is T N (up to 16) multiply-adds twice: ranges of ~64k */
     const int64_t blocks = (j.P + TP_SCAN_LANES - 1) / TP_SCAN_LANES, items = j.H * blocks;
     tp_range_fn items_fn = tp_scan_items_base;
@@ -136,12 +138,13 @@ topos_status tp_shape_delta_scan(const topos_tensor_desc *in, const topos_op_att
       return tp_fail(TOPOS_ERR_DTYPE, "delta_scan: operands must be f32, operand %d is %s (%s)", i,
                      topos_dtype_name(in[i].dtype), tp_scan_shapes(in, text, sizeof text));
   if (s->rank != 3 || vab->rank != 3 || qk->rank != 4)
-    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: needs state [K, H, V], inputs [T, H, V + 2] and qk [T, 2, G, K]: %s",
-                   tp_scan_shapes(in, text, sizeof text));
+    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: needs state [K, H, V], inputs [T, H, V + 2 or V + K + 1] and qk "
+                   "[T, 2, G, K]: %s", tp_scan_shapes(in, text, sizeof text));
   const int64_t K = s->shape[0], H = s->shape[1], V = s->shape[2], T = vab->shape[0], G = qk->shape[2];
-  if (vab->shape[1] != H || vab->shape[2] != V + 2 || qk->shape[0] != T || qk->shape[1] != 2 || qk->shape[3] != K)
-    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: inputs must be [T, H, V + 2] and qk [T, 2, G, K] for state "
-                   "[K, H, V]: %s", tp_scan_shapes(in, text, sizeof text));
+  const int64_t R = vab->shape[2] - V - 1; /* decays: one per head or one per key entry */
+  if (vab->shape[1] != H || (R != 1 && R != K) || qk->shape[0] != T || qk->shape[1] != 2 || qk->shape[3] != K)
+    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: inputs must be [T, H, V + 2 or V + K + 1] and qk [T, 2, G, K] for "
+                   "state [K, H, V]: %s", tp_scan_shapes(in, text, sizeof text));
   if (H % G != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: %lld heads do not split into %lld groups (%s)", (long long)H,
                    (long long)G, tp_scan_shapes(in, text, sizeof text));

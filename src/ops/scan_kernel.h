@@ -11,8 +11,8 @@
 #define TP_SCAN_LANES 16
 
 /* ssm_scan: xa [T, H, P + R], bc [T, 2, G, N] (B, C); delta_scan (delta):
- * xa = vab [T, H, P + 2] (v, the decay, beta), bc = qk [T, 2, G, N] (q, k);
- * out [T + N, H, P], the state rows from T */
+ * xa = vab [T, H, P + R + 1] (v, R decays, beta), bc = qk [T, 2, G, N] (q,
+ * k); R = 1 or N decays; out [T + N, H, P], the state rows from T */
 typedef struct tp_scan_job {
   const float *s0; /* the state before the chunk [N, H, P] (read, not copied: each block
                     * packs its rows from here and leaves its final state in out) */

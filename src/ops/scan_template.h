@@ -89,24 +89,26 @@ static inline void tp_scan_block(const tp_scan_job *j, int64_t h, int64_t p0, fl
 
 /* The gated delta rule's channels [p0, p0 + L) of head h (value channels:
  * the state's columns) over every token, the block's state packed in buf
- * [N, L] as the scan's (buf NULL: in place). Per token, with a the decay,
- * beta, q and k the head's group's rows:
- *   s[i] = s[i] a; kv = k[0] s[0] + k[1] s[1] + ...      (ascending i)
+ * [N, L] as the scan's (buf NULL: in place). Per token, with a[i] the decay
+ * (one per head, R = 1, or one per key entry, R = N), beta, q and k the
+ * head's group's rows:
+ *   s[i] = s[i] a[i]; kv = k[0] s[0] + k[1] s[1] + ...   (ascending i)
  *   d = (v - kv) beta; s[i] = s[i] + k[i] d; y = q[0] s[0] + q[1] s[1] + ...
  * two passes over the block; each channel's arithmetic is its own. */
 static void tp_delta_lanes(const tp_scan_job *j, int64_t h, int64_t p0, int64_t L, float *buf) {
-  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, G = j->G, g = h / (H / G);
+  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, R = j->R, G = j->G, g = h / (H / G);
   float *state = j->out + T * H * P + h * P + p0;
   const float *init = j->s0 + h * P + p0;
   const int64_t stride = buf ? L : H * P;
   if (!buf) buf = state;
   for (int64_t n = 0; n < N; ++n) memcpy(buf + n * stride, init + n * H * P, (size_t)L * sizeof *buf);
   for (int64_t t = 0; t < T; ++t) {
-    const float *v = j->xa + (t * H + h) * (P + 2), a = v[P], beta = v[P + 1];
+    const float *v = j->xa + (t * H + h) * (P + R + 1), *decay = v + P, beta = v[P + R];
     const float *q = j->bc + (t * 2 * G + g) * N, *k = q + G * N;
     float kv[TP_SCAN_LANES], d[TP_SCAN_LANES], y[TP_SCAN_LANES];
     for (int64_t n = 0; n < N; ++n) {
       float *restrict sn = buf + n * stride;
+      const float a = decay[R == 1 ? 0 : n];
       for (int64_t c = 0; c < L; ++c) {
         sn[c] = sn[c] * a;
         kv[c] = n == 0 ? k[n] * sn[c] : kv[c] + k[n] * sn[c];
@@ -127,21 +129,22 @@ static void tp_delta_lanes(const tp_scan_job *j, int64_t h, int64_t p0, int64_t 
 
 /* The same for a whole block of 16 channels, in registers as tp_scan_block's */
 static inline void tp_delta_block(const tp_scan_job *j, int64_t h, int64_t p0, float *buf) {
-  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, G = j->G, g = h / (H / G);
+  const int64_t T = j->T, N = j->N, H = j->H, P = j->P, R = j->R, G = j->G, g = h / (H / G);
   float *state = j->out + T * H * P + h * P + p0;
   const float *init = j->s0 + h * P + p0;
   for (int64_t n = 0; n < N; ++n) memcpy(buf + n * TP_SCAN_LANES, init + n * H * P, TP_SCAN_LANES * sizeof *buf);
   for (int64_t t = 0; t < T; ++t) {
-    const float *v = j->xa + (t * H + h) * (P + 2), a = v[P], beta = v[P + 1];
+    const float *v = j->xa + (t * H + h) * (P + R + 1), *decay = v + P, beta = v[P + R];
     const float *q = j->bc + (t * 2 * G + g) * N, *k = q + G * N;
     const tp_scan_v *vv = (const tp_scan_v *)(v + p0);
     tp_scan_v *s = (tp_scan_v *)buf, kv[TP_SCAN_NV], d[TP_SCAN_NV], y[TP_SCAN_NV];
     for (int c = 0; c < TP_SCAN_NV; ++c) { /* entry 0 seeds the sums */
-      s[c] = s[c] * a;
+      s[c] = s[c] * decay[0];
       kv[c] = k[0] * s[c];
     }
     for (int64_t n = 1; n < N; ++n) {
       tp_scan_v *sn = s + n * TP_SCAN_NV;
+      const float a = decay[R == 1 ? 0 : n];
       for (int c = 0; c < TP_SCAN_NV; ++c) {
         const tp_scan_v sv = sn[c] * a;
         sn[c] = sv;

@@ -181,13 +181,18 @@ TEST(ops_ssm_scan_refuses_bad_operands_and_gradients) {
 
 typedef struct delta_case {
   int64_t T, K, H, V, G;
+  int per_entry; /* a decay per key entry (Kimi Delta Attention's), else one per head */
 } delta_case;
 
-/* state [K, H, V], vab [T, H, V + 2] (decays in (0, 1), beta in (0, 1)), qk [T, 2, G, K] */
+/* vab's width: the values, the decays, beta */
+static int64_t delta_width(const delta_case *c) { return c->V + (c->per_entry ? c->K : 1) + 1; }
+
+/* state [K, H, V], vab [T, H, V + R + 1] (decays in (0, 1), beta in (0, 1)), qk [T, 2, G, K] */
 static void delta_operands(const delta_case *c, float *s, float *vab, float *qk) {
+  const int64_t W = delta_width(c);
   for (int64_t i = 0; i < c->K * c->H * c->V; ++i) s[i] = 0.5f * wave(i, 0.83, 0.2);
-  for (int64_t i = 0; i < c->T * c->H * (c->V + 2); ++i) {
-    const int64_t k = i % (c->V + 2);
+  for (int64_t i = 0; i < c->T * c->H * W; ++i) {
+    const int64_t k = i % W;
     vab[i] = k < c->V ? wave(i, 1.21, 0.4) : (float)(0.55 + 0.4 * wave(i, 0.37, 0.9 + (double)k));
   }
   for (int64_t i = 0; i < c->T * 2 * c->G * c->K; ++i) qk[i] = 0.4f * wave(i, 0.67, 1.3);
@@ -195,21 +200,21 @@ static void delta_operands(const delta_case *c, float *s, float *vab, float *qk)
 
 /* The rule token by token, head by head, column by column */
 static void delta_plain(const delta_case *c, const float *s0, const float *vab, const float *qk, float *out) {
-  const int64_t T = c->T, K = c->K, H = c->H, V = c->V, G = c->G;
+  const int64_t T = c->T, K = c->K, H = c->H, V = c->V, G = c->G, W = delta_width(c);
   float *S = out + T * H * V;
   memcpy(S, s0, (size_t)(K * H * V) * sizeof *S);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h) {
       const int64_t g = h / (H / G);
-      const float *v = vab + (t * H + h) * (V + 2), *q = qk + (t * 2 * G + g) * K, *k = q + G * K;
+      const float *v = vab + (t * H + h) * W, *q = qk + (t * 2 * G + g) * K, *k = q + G * K;
       for (int64_t j = 0; j < V; ++j) {
         float kv = 0;
         for (int64_t i = 0; i < K; ++i) {
           float *e = &S[(i * H + h) * V + j];
-          *e = *e * v[V];
+          *e = *e * v[V + (c->per_entry ? i : 0)];
           kv = i == 0 ? k[i] * *e : kv + k[i] * *e;
         }
-        const float d = (v[j] - kv) * v[V + 1];
+        const float d = (v[j] - kv) * v[W - 1];
         float y = 0;
         for (int64_t i = 0; i < K; ++i) {
           float *e = &S[(i * H + h) * V + j];
@@ -224,16 +229,18 @@ static void delta_plain(const delta_case *c, const float *s0, const float *vab, 
 static topos_status delta_range(const delta_case *c, const float *s, const float *vab, const float *qk, int64_t t0,
                                 int64_t t1, float *out) {
   const int64_t ss[3] = {c->K, c->H, c->V};
-  return op_range(topos_delta_scan, ss, c->V + 2, c->G, s, vab, qk, t0, t1, out);
+  return op_range(topos_delta_scan, ss, delta_width(c), c->G, s, vab, qk, t0, t1, out);
 }
 
 TEST(ops_delta_scan_is_the_rule_bit_for_bit) {
-  /* columns in whole blocks of 16 and a remainder; key heads shared by 2 value heads; one token */
-  const delta_case cases[] = {{5, 8, 4, 20, 2}, {3, 16, 2, 16, 2}, {1, 4, 6, 5, 3}, {6, 32, 2, 48, 1}};
+  /* columns in whole blocks of 16 and a remainder; key heads shared by 2 value heads; one token;
+   * a decay per key entry */
+  const delta_case cases[] = {{5, 8, 4, 20, 2, 0},  {3, 16, 2, 16, 2, 0}, {1, 4, 6, 5, 3, 0}, {6, 32, 2, 48, 1, 0},
+                              {5, 8, 4, 20, 4, 1},  {4, 16, 2, 32, 2, 1}, {1, 6, 3, 5, 3, 1}};
   for (size_t n = 0; n < sizeof cases / sizeof cases[0]; ++n) {
     const delta_case *c = &cases[n];
     const int64_t sv = c->K * c->H * c->V, ov = (c->T + c->K) * c->H * c->V;
-    float *s = malloc((size_t)sv * 4), *vab = malloc((size_t)(c->T * c->H * (c->V + 2)) * 4);
+    float *s = malloc((size_t)sv * 4), *vab = malloc((size_t)(c->T * c->H * delta_width(c)) * 4);
     float *qk = malloc((size_t)(c->T * 2 * c->G * c->K) * 4), *want = malloc((size_t)ov * 4);
     float *got = malloc((size_t)ov * 4);
     CHECK(s && vab && qk && want && got);
@@ -246,14 +253,16 @@ TEST(ops_delta_scan_is_the_rule_bit_for_bit) {
 }
 
 TEST(ops_delta_scan_in_pieces_and_threads_gives_the_same_bits) {
-  const delta_case c = {24, 64, 8, 64, 4}; /* a head's block: 24 * 64 * 16 terms, 32 items */
-  const int64_t ss[3] = {c.K, c.H, c.V};
-  float *s = malloc((size_t)(c.K * c.H * c.V) * 4), *vab = malloc((size_t)(c.T * c.H * (c.V + 2)) * 4);
-  float *qk = malloc((size_t)(c.T * 2 * c.G * c.K) * 4);
-  CHECK(s && vab && qk);
-  delta_operands(&c, s, vab, qk);
-  check_pieces(topos_delta_scan, ss, c.V + 2, c.G, c.T, s, vab, qk);
-  free(s), free(vab), free(qk);
+  for (int per_entry = 0; per_entry < 2; ++per_entry) {
+    const delta_case c = {24, 64, 8, 64, 4, per_entry}; /* a head's block: 24 * 64 * 16 terms, 32 items */
+    const int64_t ss[3] = {c.K, c.H, c.V};
+    float *s = malloc((size_t)(c.K * c.H * c.V) * 4), *vab = malloc((size_t)(c.T * c.H * delta_width(&c)) * 4);
+    float *qk = malloc((size_t)(c.T * 2 * c.G * c.K) * 4);
+    CHECK(s && vab && qk);
+    delta_operands(&c, s, vab, qk);
+    check_pieces(topos_delta_scan, ss, delta_width(&c), c.G, c.T, s, vab, qk);
+    free(s), free(vab), free(qk);
+  }
 }
 
 TEST(ops_delta_scan_refuses_bad_operands_and_gradients) {
@@ -266,6 +275,13 @@ TEST(ops_delta_scan_refuses_bad_operands_and_gradients) {
   topos_tensor_release(y);
   y = NULL;
   CHECK_STATUS(topos_delta_scan(ts, txb, tq, &y), TOPOS_ERR_SHAPE); /* V + 1 */
+  const int64_t xk[3] = {3, 4, 8}, xk2[3] = {3, 4, 9};
+  topos_tensor *txk = f32_tensor(3, xk, v), *txk2 = f32_tensor(3, xk2, v);
+  CHECK_OK(topos_delta_scan(ts, txk, tq, &y)); /* V + K + 1: a decay per key entry */
+  topos_tensor_release(y);
+  y = NULL;
+  CHECK_STATUS(topos_delta_scan(ts, txk2, tq, &y), TOPOS_ERR_SHAPE); /* V + K + 2 */
+  topos_tensor_release(txk), topos_tensor_release(txk2);
   CHECK_STATUS(topos_delta_scan(ts, tx, tq3, &y), TOPOS_ERR_SHAPE); /* 4 heads in 3 groups */
   CHECK(strstr(topos_last_error(), "groups") != NULL);
   CHECK(y == NULL);
