@@ -227,6 +227,16 @@ typedef struct topos_llama_config {
   int ssm_delta;         /* 1: the ssm_* blocks are gated-DeltaNet mixers */
   int ssm_delta_tiled;   /* value head h reads key head h % ssm_groups (qwen35), else
                           * h / (ssm_heads / ssm_groups) (qwen3next) */
+  /* Kimi Delta Attention (kimi-linear: the blocks whose head_count_kv
+   * entry is 0): q, k, v = qlinear(h, attn_q / attn_k / attn_v), each
+   * through its causal convolution (ssm_conv1d_q / _k / _v) and SiLU; q and
+   * k L2-normed per head, q times 1 / sqrt(ssm_state); the decay of each key
+   * entry exp(ssm_a softplus(qlinear(qlinear(h, ssm_f_a), ssm_f_b) +
+   * ssm_dt.bias)); beta = sigmoid(h . ssm_beta); the delta rule with a decay
+   * per key entry; each head's output RMS-normed (ssm_norm) times
+   * sigmoid(qlinear(qlinear(h, ssm_g_a), ssm_g_b)), through attn_output.
+   * ssm_heads = ssm_groups = head_count, ssm_state = kda.head_dim. */
+  int ssm_kda;
   int attn_gate;         /* attn_q holds each head's q then as many gate rows: the heads' outputs
                           * times sigmoid(gate) before attn_output (qwen3next, qwen35) */
   int64_t n_ffn_layers;  /* blocks that are a feed-forward alone, x + ffn(norm(x)) (nemotron_h: its

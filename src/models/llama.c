@@ -80,6 +80,46 @@ topos_status tp_llama_weight(topos_llama *m, const char *name, int64_t ne0, int6
   return tp_llama_weight3(m, name, ne0, ne1, 0, optional, out);
 }
 
+topos_status tp_llama_weight_squeezed(topos_llama *m, const char *name, int64_t ne0, int64_t ne1,
+                                      topos_tensor **out) {
+  *out = NULL;
+  int64_t index;
+  if (topos_gguf_find_tensor(m->gguf, name, &index) != TOPOS_OK) {
+    topos_clear_error();
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor %s is missing from the file", name);
+  }
+  topos_gguf_tensor_info info;
+  TP_TRY(topos_gguf_tensor_at(m->gguf, index, &info));
+  const int64_t want[2] = {ne0, ne1};
+  int64_t have[4];
+  int n_have = 0, n_want = 0, ok = 1;
+  for (int d = 0; d < info.n_dims; ++d)
+    if (info.ne[d] != 1 && n_have < 4) have[n_have++] = info.ne[d];
+  for (int d = 0; d < 2; ++d)
+    if (want[d] > 1) ok &= n_want < n_have && have[n_want++] == want[d];
+  if (!ok || n_want != n_have) {
+    char got[96] = "";
+    size_t used = 0;
+    for (int d = 0; d < info.n_dims && used < sizeof got; ++d)
+      used += (size_t)snprintf(got + used, sizeof got - used, "%s%" PRId64, d ? ", " : "", info.ne[d]);
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor %s has ne {%s}, the metadata implies {%" PRId64 ", %" PRId64
+                   "} (extents of 1 aside)", name, got, ne0, ne1 ? ne1 : 1);
+  }
+  if (!info.has_dtype)
+    return tp_fail(TOPOS_ERR_DTYPE, "llama: tensor %s has type %s, which topos cannot compute with", name,
+                   info.type_name);
+  topos_tensor *t = NULL, *flat = NULL;
+  TP_TRY(topos_gguf_tensor_by_index(m->gguf, index, &t));
+  if (m->used) m->used[index] = 1;
+  m->config.weight_bytes += info.bytes;
+  const int64_t count = ne0 * (ne1 ? ne1 : 1);
+  topos_status st = topos_tensor_reshape(t, 1, &count, &flat);
+  topos_tensor_release(t);
+  if (st == TOPOS_OK) st = topos_tensor_convert(flat, TOPOS_F32, out);
+  topos_tensor_release(flat);
+  return st == TOPOS_OK ? TOPOS_OK : tp_fail_context(st, "llama: tensor %s", name);
+}
+
 static void tp_llama_join_release(void *context, void *data, size_t bytes) {
   (void)data, (void)bytes;
   topos_tensor_release(context);
@@ -632,7 +672,8 @@ void topos_llama_free(topos_llama *m) {
                              L->kv_a_norm, L->wk_b, L->wv_b, L->conv_taps, L->conv_in, L->conv_out,
                              L->q_norm_b, L->k_norm_b, L->ssm_in, L->ssm_taps, L->ssm_conv_b, L->ssm_dt_b,
                              L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out, L->ssm_x, L->ssm_dt, L->ssm_dt_norm,
-                             L->ssm_b_norm, L->ssm_c_norm, L->ssm_z, L->ssm_beta, L->ssm_alpha};
+                             L->ssm_b_norm, L->ssm_c_norm, L->ssm_z, L->ssm_beta, L->ssm_alpha, L->ssm_k,
+                             L->ssm_v, L->ssm_f_a, L->ssm_f_b, L->ssm_g_a, L->ssm_g_b};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -249,6 +249,9 @@ typedef struct tp_llama_arch_extra {
   /* gated-DeltaNet mixers between attention blocks whose q rows carry a gate (tp_llama_delta_config):
    * 1 value head h reads key head h / (heads / groups) (qwen3next), 2 h % groups (qwen35) */
   int delta;
+  /* Kimi Delta Attention mixers where head_count_kv is 0 (tp_llama_kda_config), unrotated latent
+   * attention elsewhere, the mixtures' weights always renormalised (kimi-linear) */
+  int kda;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -289,6 +292,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "mamba2", .ssm = 4},
     {.name = "mamba", .ssm = 5},
     {.name = "jamba", .ssm = 6, .no_rope = 1},
+    {.name = "kimi-linear", .kda = 1, .router_key = 1, .ds_moe = 1, .no_rope = 1},
     {.name = "qwen3next", .delta = 1, .nextn = 1},
     {.name = "qwen35", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
     {.name = "qwen35moe", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
@@ -396,6 +400,9 @@ static const tp_llama_arch tp_llama_archs[] = {
      0, TP_SWA_ROPE_SAME, 0},
     /* the window's key is required (default -1), as llama.cpp reads these files */
     {"deepseek2", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
+    /* Kimi Linear: Kimi Delta Attention mixers between deepseek2's latent attention, unrotated */
+    {"kimi-linear", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
     /* dots.llm1: qwen3's attention, DeepSeek-V3's mixtures */
     {"dots1", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS,
@@ -741,7 +748,9 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "
                    "absent)", a->name, kb);
   c->experts_norm = (a->flags & TP_ARCH_MOE_NORM) != 0;
-  if (x.ds_moe) { /* expert_weights_norm: absent false */
+  if (x.kda) { /* always renormalised, as llama.cpp's kimi-linear graph */
+    c->experts_norm = 1;
+  } else if (x.ds_moe) { /* expert_weights_norm: absent false */
     topos_status nst = topos_gguf_get_bool(g, TP_K("expert_weights_norm"), &c->experts_norm);
     if (nst == TOPOS_ERR_NOT_FOUND) topos_clear_error(), c->experts_norm = 0;
     else if (nst != TOPOS_OK) return tp_fail_context(nst, "llama: key %s", kb);
@@ -1003,6 +1012,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (ssm_only) c->n_heads = 1; /* (their files say 0) */
   else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
   if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
+  else if (x.kda) TP_TRY(tp_llama_kda_config(m));
   else if (x.ssm)
     TP_TRY(tp_llama_ssm_config(m, x.ssm >= 5 ? 1 : 2,
                                x.ssm == 3 ? TP_SSM_PARALLEL : ssm_only ? TP_SSM_ONLY : TP_SSM_HYBRID));

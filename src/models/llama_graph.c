@@ -393,12 +393,14 @@ static void tp_mla_qkv(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sy
   topos_sym qf = L->wq_a ? topos_tape_qlinear(t, tp_rmsnorm_n(r, qa, T, qn, L->q_a_norm), tp_const(r, L->wq)) : qa;
   qf = tp_reshape(r, qf, 3, T, H, N + P, 0);
   topos_sym q_abs = topos_tape_qlinear_id(t, topos_tape_narrow(t, qf, 2, 0, N), tp_const(r, L->wk_b), ids);
-  topos_sym q_pe = tp_rope_pairs(r, topos_tape_narrow(t, qf, 2, N, P), H, cos, sin);
+  topos_sym q_pe = topos_tape_narrow(t, qf, 2, N, P);
+  if (!L->nope) q_pe = tp_rope_pairs(r, q_pe, H, cos, sin); /* Kimi Linear's latent attention does not rotate */
   topos_sym qparts[2] = {q_abs, q_pe};
   *q = topos_tape_concat(t, 2, qparts, 2); /* [T, H, R + P] */
   topos_sym latent = tp_reshape(r, tp_rmsnorm_n(r, topos_tape_narrow(t, kv, 1, 0, R), T, R, L->kv_a_norm), 3, T, 1,
                                 R, 0);
-  topos_sym k_pe = tp_rope_pairs(r, tp_reshape(r, topos_tape_narrow(t, kv, 1, R, P), 3, T, 1, P, 0), 1, cos, sin);
+  topos_sym k_pe = tp_reshape(r, topos_tape_narrow(t, kv, 1, R, P), 3, T, 1, P, 0);
+  if (!L->nope) k_pe = tp_rope_pairs(r, k_pe, 1, cos, sin);
   topos_sym kparts[2] = {latent, k_pe};
   *k = topos_tape_concat(t, 2, kparts, 2); /* [T, 1, R + P] */
   *v = topos_tape_concat(t, 2, kparts, 2);

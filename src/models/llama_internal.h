@@ -93,6 +93,13 @@ topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_la
  * tiled: value head h reads key head h % groups) and which blocks they are
  * (attention.recurrent_layers, else all but every full_attention_interval-th) */
 topos_status tp_llama_delta_config(struct topos_llama *m, int tiled);
+/* Kimi Delta Attention blocks (llama_ssm.c): head_count_kv's zeros, ssm.conv_kernel, kda.head_dim */
+topos_status tp_llama_kda_config(struct topos_llama *m);
+/* A tensor whose extents, 1s left out, are {ne0, ne1}'s (ne1 0: {ne0}), as
+ * f32 [ne0 * ne1] (the converters write some small tensors with extents of
+ * 1 around theirs: Kimi's {taps, 1, width, 1} convolutions, {1, heads, 1, 1} A) */
+topos_status tp_llama_weight_squeezed(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1,
+                                      topos_tensor **out);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
@@ -155,6 +162,12 @@ typedef struct tp_llama_layer {
    * alphas), ssm_taps, ssm_dt_b, ssm_a [heads], ssm_norm [head width],
    * ssm_out [dim, values] */
   topos_tensor *ssm_z, *ssm_beta, *ssm_alpha;
+  /* Kimi Delta Attention (config.ssm_kda): q in ssm_in, k and v [H hd, dim],
+   * the decays' low-rank pair ssm_f_a [hd, dim], ssm_f_b [H hd, hd], the
+   * output gate's ssm_g_a, ssm_g_b (the same shapes), ssm_taps the three
+   * convolutions side by side [taps, 3 H hd], ssm_beta [H, dim], ssm_dt_b
+   * [H hd], ssm_a [H], ssm_norm [hd], ssm_out (attn_output) [dim, H hd] */
+  topos_tensor *ssm_k, *ssm_v, *ssm_f_a, *ssm_f_b, *ssm_g_a, *ssm_g_b;
   int ffn_only; /* nemotron_h: the block is x + ffn(norm(x)), no token mixer */
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;

@@ -235,7 +235,53 @@ static topos_sym tp_gated_delta(tp_rec *r, tp_llama_graph *g, const tp_llama_lay
   return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
 }
 
+/* qlinear(qlinear(h, a), b): a low-rank product pair (Kimi's f and g) */
+static topos_sym tp_low_rank(tp_rec *r, topos_sym h, topos_tensor *a, topos_tensor *b) {
+  return topos_tape_qlinear(r->t, topos_tape_qlinear(r->t, h, tp_const(r, a)), tp_const(r, b));
+}
+
+/* A Kimi Delta Attention mixer of block l over the chunk (H heads of hd =
+ * config.ssm_state, D = H hd, K taps):
+ *   q, k, v = qlinear(h, attn_q / attn_k / attn_v), SiLU of each one's causal
+ *   convolution (one over q | k | v, their taps side by side); q, k L2-normed
+ *   per head, q times 1 / sqrt(hd)
+ *   decay = exp(softplus(qlinear(qlinear(h, f_a), f_b) + dt_bias) A[head]):
+ *   one per key entry; beta = sigmoid(h . ssm_beta) per head
+ *   y = the delta rule (delta_scan, a decay per entry) from the state before
+ *   the chunk; out = qlinear(RMS norm of each head of y (ssm_norm) *
+ *   sigmoid(qlinear(qlinear(h, g_a), g_b)), attn_output) */
+static topos_sym tp_kda(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, H = c->ssm_heads, N = c->ssm_state, D = H * N;
+  const topos_sym proj[3] = {topos_tape_qlinear(t, h, tp_const(r, L->ssm_in)),
+                             topos_tape_qlinear(t, h, tp_const(r, L->ssm_k)),
+                             topos_tape_qlinear(t, h, tp_const(r, L->ssm_v))}; /* one dispatch decoding */
+  const topos_sym x = topos_tape_silu(t, tp_causal_conv(r, "conv_state", l, topos_tape_concat(t, 3, proj, 1),
+                                                        c->ssm_conv, 3 * D, L->ssm_taps, &g->conv_state[l],
+                                                        &g->conv_next[l]));
+  topos_sym q = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, 0, D), 2, T * H, N, 0, 0), N);
+  q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, 1.0 / sqrt((double)N)));
+  const topos_sym k = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, D, D), 2, T * H, N, 0, 0), N);
+  const topos_sym qks[2] = {tp_reshape(r, q, 3, T, 1, D, 0), tp_reshape(r, k, 3, T, 1, D, 0)};
+  const topos_sym qk = tp_reshape(r, topos_tape_concat(t, 2, qks, 1), 4, T, 2, H, N);
+  const topos_sym gate = tp_softplus(r, tp_bias(r, tp_low_rank(r, h, L->ssm_f_a, L->ssm_f_b), L->ssm_dt_b, T));
+  const topos_sym A = topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T), 2, N);
+  const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, tp_reshape(r, gate, 3, T, H, N, 0), A));
+  const topos_sym beta = topos_tape_sigmoid(t, topos_tape_qlinear(t, h, tp_const(r, L->ssm_beta)));
+  const topos_sym vab[3] = {tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * D, D), 3, T, H, N, 0), decay,
+                            tp_reshape(r, beta, 3, T, H, 1, 0)};
+  const topos_sym scan =
+      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, vab, 2), qk);
+  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
+  topos_sym y = tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T * H, N, 0, 0);
+  y = tp_reshape(r, tp_rmsnorm_n(r, y, T * H, N, L->ssm_norm), 2, T, D, 0, 0);
+  y = topos_tape_mul(t, y, topos_tape_sigmoid(t, tp_low_rank(r, h, L->ssm_g_a, L->ssm_g_b)));
+  return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
+}
+
 topos_sym tp_ssm_mixer(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym h) {
+  if (r->c->ssm_kda) return tp_kda(r, g, L, l, h);
   if (r->c->ssm_delta) return tp_gated_delta(r, g, L, l, h);
   return r->c->ssm_dt_rank ? tp_mamba1(r, g, L, l, h) : tp_mamba2(r, g, L, l, h);
 }

@@ -219,8 +219,76 @@ static topos_status tp_llama_layer_delta(topos_llama *m, int64_t l, tp_llama_lay
   return tp_llama_conv_taps(m, name, c->ssm_conv, 2 * KD + VD, &L->ssm_taps);
 }
 
+/* Kimi Delta Attention: head_count_kv's zeros are the mixers (the others
+ * latent attention); ssm.conv_kernel taps; kda.head_dim, each head's key
+ * and value width (every attention head a mixer head: H key and value
+ * heads of hd, the convolution over q, k and v, 3 H hd wide). */
+topos_status tp_llama_kda_config(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_kv_zero_blocks(m, " (its zeros mark the Kimi Delta Attention blocks)", &m->ssm_blocks,
+                                 &c->n_ssm_layers));
+  TP_TRY(tp_llama_u64(m->gguf, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
+  if (c->ssm_conv < 2 || c->ssm_conv > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_u64(m->gguf, TP_K("kda.head_dim"), 1, 0, &c->ssm_state));
+  c->ssm_heads = c->ssm_groups = c->n_heads;
+  c->ssm_inner = c->n_heads * c->ssm_state;
+  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's delta-rule state of %" PRId64 " x %" PRId64 " floats a block is "
+                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+  c->ssm_delta = c->ssm_kda = 1;
+  return TOPOS_OK;
+}
+
+/* A Kimi Delta Attention block's tensors (GGUF extents; D = H hd): attn_q,
+ * attn_k, attn_v {dim, D}; ssm_conv1d_q,
+ * _k, _v {taps, 1, D, 1} (or {taps, 1, D}); ssm_f_a and ssm_g_a {dim, hd},
+ * ssm_f_b and ssm_g_b {hd, D}; ssm_beta {dim, H}; ssm_a {1, H, 1, 1} (or {1,
+ * H}); ssm_dt.bias {D}; ssm_norm {hd}; attn_output {D, dim} */
+static topos_status tp_llama_layer_kda(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t dim = c->dim, H = c->ssm_heads, hd = c->ssm_state, D = H * hd, K = c->ssm_conv;
+  char name[64];
+  const struct {
+    const char *suffix;
+    int64_t ne0, ne1;
+    topos_tensor **out;
+  } mats[] = {{"attn_q.weight", dim, D, &L->ssm_in},   {"attn_k.weight", dim, D, &L->ssm_k},
+              {"attn_v.weight", dim, D, &L->ssm_v},    {"ssm_f_a.weight", dim, hd, &L->ssm_f_a},
+              {"ssm_f_b.weight", hd, D, &L->ssm_f_b},  {"ssm_g_a.weight", dim, hd, &L->ssm_g_a},
+              {"ssm_g_b.weight", hd, D, &L->ssm_g_b},  {"ssm_beta.weight", dim, H, &L->ssm_beta},
+              {"attn_output.weight", D, dim, &L->ssm_out}};
+  for (size_t i = 0; i < sizeof mats / sizeof mats[0]; ++i) {
+    snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, mats[i].suffix);
+    TP_TRY(tp_llama_weight(m, name, mats[i].ne0, mats[i].ne1, 0, mats[i].out));
+  }
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ssm_dt.bias", l);
+  TP_TRY(tp_ssm_vector(m, name, D, 0, 0, &L->ssm_dt_b));
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ssm_norm.weight", l);
+  TP_TRY(tp_ssm_vector(m, name, hd, 0, 0, &L->ssm_norm));
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ssm_a", l);
+  TP_TRY(tp_llama_weight_squeezed(m, name, H, 0, &L->ssm_a));
+  /* the three convolutions as one over q | k | v: tap j of channel ch at [j, ch] */
+  const int64_t shape[2] = {K, 3 * D};
+  TP_TRY(topos_tensor_zeros(TOPOS_F32, 2, shape, &L->ssm_taps));
+  float *taps = topos_tensor_data_mut(L->ssm_taps);
+  const char *convs[3] = {"q", "k", "v"};
+  for (int part = 0; part < 3; ++part) {
+    topos_tensor *w = NULL;
+    snprintf(name, sizeof name, "blk.%" PRId64 ".ssm_conv1d_%s.weight", l, convs[part]);
+    TP_TRY(tp_llama_weight_squeezed(m, name, K, D, &w));
+    const float *src = topos_tensor_data(w); /* channel ch's taps at ch K + j */
+    for (int64_t ch = 0; ch < D; ++ch)
+      for (int64_t j = 0; j < K; ++j) taps[j * 3 * D + part * D + ch] = src[ch * K + j];
+    topos_tensor_release(w);
+  }
+  return TOPOS_OK;
+}
+
 topos_status tp_llama_layer_mamba2(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
+  if (c->ssm_kda) return tp_llama_layer_kda(m, l, L);
   if (c->ssm_delta) return tp_llama_layer_delta(m, l, L);
   if (c->ssm_dt_rank) return tp_llama_layer_mamba1(m, l, L);
   const int64_t K = c->ssm_conv, DI = c->ssm_inner, H = c->ssm_heads, G = c->ssm_groups;
