@@ -32,6 +32,12 @@ static inline int lt_delta(const lt_spec *s) {
 static inline int lt_delta_block(const lt_spec *s, int64_t l) {
   return lt_delta(s) && s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'D';
 }
+/* kimi-linear: Kimi Delta Attention mixers ('K' in lt_spec.conv_blocks: head_count_kv 0;
+ * llama_delta_util.h) between deepseek2's latent attention blocks, unrotated */
+static inline int lt_kimi(const lt_spec *s) { return lt_arch_is(s, "kimi-linear"); }
+static inline int lt_kda_block(const lt_spec *s, int64_t l) {
+  return lt_kimi(s) && s->conv_blocks && s->conv_blocks[l % (int64_t)strlen(s->conv_blocks)] == 'K';
+}
 /* the shared expert behind a sigmoid gate (ffn_gate_inp_shexp) */
 static inline int lt_shared_gate(const lt_spec *s) {
   return lt_arch_is(s, "qwen2moe") || lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe");
@@ -211,7 +217,7 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
-         lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker");
+         lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker") || lt_kimi(s);
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

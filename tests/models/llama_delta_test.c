@@ -1,4 +1,5 @@
-/* Gated-DeltaNet files (qwen3next, qwen35, qwen35moe) against the tests'
+/* Gated-DeltaNet files (qwen3next, qwen35, qwen35moe; kimi-linear's Kimi
+ * Delta Attention at the end) against the tests'
  * plain forward: delta-rule mixers ('D' blocks) between attention blocks
  * whose q rows carry a sigmoid gate, partial NEOX rotation (qwen35: by
  * interleaved M-RoPE sections), q and k norms, the feed-forward's norm named
@@ -144,4 +145,81 @@ TEST(llama_delta_bad_files) {
   t.layers = 2;
   t.skip_tensor = "blk.0.ssm_ba.weight";
   lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.0.ssm_ba.weight is missing");
+}
+
+/* kimi-linear (Kimi Linear): Kimi Delta Attention mixers ('K') between
+ * deepseek2's latent attention, unrotated; a dense first block, then
+ * mixtures behind a sigmoid router with exp_probs_b, always renormalised,
+ * scaled, with a shared expert */
+static lt_spec kimi_spec(void) {
+  lt_spec s = lt_f32_spec();
+  s.arch = "kimi-linear";
+  s.layers = 4;
+  s.conv_blocks = "KKA"; /* blocks 2 attend */
+  s.kv_heads = 1;
+  s.rope_dim = 16;
+  s.mla_kv_rank = 64;
+  s.mla_nope = 32;
+  s.mla_v = 48;
+  s.experts = 4;
+  s.experts_used = 2;
+  s.ff_exp = 64;
+  s.experts_shared = 1;
+  s.dense_lead = 1;
+  s.sigmoid_router = 1;
+  s.probs_bias = 1;
+  s.experts_scale = 2.5f;
+  return s;
+}
+
+TEST(llama_kimi_linear_files) {
+  lt_spec s = kimi_spec();
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->ssm_kda == 1 && c->ssm_delta == 1 && c->attn_gate == 0 && c->n_ssm_layers == 3);
+    CHECK(c->ssm_heads == 4 && c->ssm_groups == 4 && c->ssm_state == 32 && c->ssm_inner == 128 && c->ssm_conv == 4);
+    CHECK(c->mla_kv_rank == 64 && c->n_kv_heads == 1 && c->experts_norm == 1 && c->experts_sigmoid == 1);
+    CHECK(c->n_nope_layers == 4); /* nothing rotates */
+    const tp_llama_layer *mix = &m.model->layers[0], *attn = &m.model->layers[2];
+    CHECK(mix->ssm_in && mix->ssm_k && mix->ssm_v && mix->ssm_f_b && mix->ssm_g_a && mix->ssm_out && !mix->wo);
+    if (mix->ssm_taps) { /* q | k | v's taps side by side */
+      const int64_t *sh = topos_tensor_shape(mix->ssm_taps);
+      CHECK(sh[0] == 4 && sh[1] == 3 * 128);
+    }
+    if (mix->ssm_a) CHECK(topos_tensor_rank(mix->ssm_a) == 1 && topos_tensor_shape(mix->ssm_a)[0] == 4);
+    CHECK(attn->wkv_a && attn->wk_b && attn->wo && !attn->ssm_in && attn->gate_inp && !mix->gate_inp);
+    /* the cache: the attention block's latent rows (64 + 16), per mixer two
+     * copies of 3 rows of q | k | v and the [32, 4, 32] state */
+    const uint64_t kv = 2 * (uint64_t)(64 + 16) * 32 * 4, state = 3 * 2 * (3 * 384 + 32 * 128) * 4;
+    lt_check_recurrent(&m, &s, kv + state);
+  }
+  lt_close(&m);
+  lt_spec without = s;
+  without.plain_without = "ssm history";
+  lt_check_spec_variant(&s, &without);
+  lt_spec q = lt_default_spec();
+  q.arch = "kimi-linear";
+  q.layers = 2;
+  q.conv_blocks = "KA";
+  q.kv_heads = 1, q.rope_dim = 16, q.mla_kv_rank = 64, q.mla_nope = 32, q.mla_v = 48;
+  lt_compare_plain_caches_of(&q, 4e-2); /* measured 2.6e-2 */
+}
+
+TEST(llama_kimi_linear_bad_files) {
+  lt_spec s = kimi_spec();
+  s.layers = 3;
+  lt_spec t = s;
+  t.skip_tensor = "blk.1.ssm_conv1d_k.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.1.ssm_conv1d_k.weight is missing");
+  t = s;
+  t.bad_tensor = "blk.0.ssm_conv1d_v.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.ssm_conv1d_v.weight has ne {36, 1, 128, 1}");
+  t = s;
+  t.bad_tensor = "blk.0.ssm_f_b.weight";
+  lt_expect_refused(t, TOPOS_ERR_SHAPE, "blk.0.ssm_f_b.weight has ne {64, 128}, the metadata implies {32, 128}");
+  t = s;
+  t.skip_tensor = "blk.1.ssm_a";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.1.ssm_a is missing");
 }

@@ -91,11 +91,16 @@ static inline topos_status lt_write_delta(topos_gguf_writer *w, lt_file *f, cons
  * double [heads][state][state]. */
 typedef struct lt_dnet {
   float *in, *z, *b, *a, *taps, *dt_b, *A, *norm, *out, *rows, *scratch;
+  float *k, *v, *fa, *fb, *ga, *gb; /* kimi-linear: k and v, the decays' and the gate's low-rank pairs */
   double *state;
   int64_t rows_in, rows_z, rows_b, rows_a; /* (not constants: gcc 12's loop analysis of lt_matvec misfires) */
+  int64_t heads, rows_d, rows_r;           /* kimi-linear: H, D = H hd, hd */
 } lt_dnet;
 
+static inline int lt_kda_load(topos_gguf *g, const lt_spec *s, int64_t l, int64_t N, lt_dnet *m);
+
 static inline int lt_delta_load(topos_gguf *g, const lt_spec *s, int64_t l, int64_t N, lt_dnet *m) {
+  if (lt_kimi(s)) return lt_kda_load(g, s, l, N, m);
   const int next = lt_arch_is(s, "qwen3next");
   const char *names[9] = {s->delta_legacy ? "ssm_in.weight" : "attn_qkv.weight", "attn_gate.weight",
                           next ? "ssm_ba.weight" : "ssm_beta.weight", "ssm_alpha.weight", "ssm_conv1d.weight",
@@ -120,8 +125,9 @@ static inline int lt_delta_load(topos_gguf *g, const lt_spec *s, int64_t l, int6
 }
 
 static inline void lt_delta_free(lt_dnet *m) {
-  float *all[11] = {m->in, m->z, m->b, m->a, m->taps, m->dt_b, m->A, m->norm, m->out, m->rows, m->scratch};
-  for (int i = 0; i < 11; ++i) free(all[i]);
+  float *all[17] = {m->in, m->z, m->b,  m->a, m->taps, m->dt_b, m->A,  m->norm, m->out,
+                    m->rows, m->scratch, m->k, m->v, m->fa,   m->fb,   m->ga, m->gb};
+  for (int i = 0; i < 17; ++i) free(all[i]);
   free(m->state);
 }
 
@@ -194,6 +200,176 @@ static inline void lt_delta_apply(lt_dnet *m, const lt_spec *s, int64_t D, int64
     for (int64_t j = 0; j < N; ++j) y[hh * N + j] = (float)(ys[j] * inv * m->norm[j] * lt_silu(z[hh * N + j]));
   }
   lt_matvec(m->out, y, out, D, VD);
+}
+
+
+/* ---- kimi-linear: Kimi Delta Attention ('K' blocks, head_count_kv 0; the
+ * others deepseek2's latent attention, unrotated) */
+
+enum { LT_KDA_HD = 32 }; /* kda.head_dim; ssm.conv_kernel is LT_DN_K */
+
+static inline topos_status lt_write_kda_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s) {
+  char kb[96];
+  uint32_t *kv = lt_keep(f, (size_t)s->layers * sizeof *kv);
+  if (!kv) return TOPOS_ERR_OUT_OF_MEMORY;
+  for (int64_t l = 0; l < s->layers; ++l) kv[l] = lt_kda_block(s, l) ? 0 : (uint32_t)s->kv_heads;
+  topos_status st = topos_gguf_writer_add_array(w, lt_k(kb, s, "attention.head_count_kv"), TOPOS_GGUF_U32, kv,
+                                                (uint64_t)s->layers);
+  if (st == TOPOS_OK) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "ssm.conv_kernel"), LT_DN_K);
+  if (st == TOPOS_OK) st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "kda.head_dim"), LT_KDA_HD);
+  return st;
+}
+
+/* an f32 tensor of the given extents (Kimi's converter writes {taps, 1,
+ * width, 1} convolutions and a {1, heads, 1, 1} A), lt_fill_unit's values
+ * times scale plus offset */
+static inline topos_status lt_add_f32_dims(topos_gguf_writer *w, lt_file *f, const lt_spec *s, const char *name,
+                                           int n_dims, const int64_t *ne, double scale, double offset,
+                                           topos_rng *rng) {
+  if (s->skip_tensor && strcmp(name, s->skip_tensor) == 0) return TOPOS_OK;
+  int64_t e[4], count = 1;
+  for (int d = 0; d < n_dims; ++d) e[d] = ne[d], count *= ne[d];
+  if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) count = count / e[0] * (e[0] + 32), e[0] += 32;
+  float *v = lt_keep_raw(f, (size_t)count * sizeof *v);
+  if (!v) return TOPOS_ERR_OUT_OF_MEMORY;
+  lt_fill_unit(rng, v, count, scale, offset);
+  return topos_gguf_writer_add_tensor_raw(w, name, 0 /* f32 */, (uint32_t)n_dims, e, v, (size_t)count * sizeof *v);
+}
+
+/* block l's mixer: attn_q, attn_k, attn_v {dim, D} in the q, k, v types;
+ * their convolutions {taps, 1, D, 1}; ssm_f_a, ssm_g_a {dim, hd} and
+ * ssm_f_b, ssm_g_b {hd, D} f32; ssm_beta {dim, H}; A {1, H, 1, 1} (-(0.3
+ * to 0.9)); ssm_dt.bias {D}; ssm_norm {hd}; attn_output {D, dim} in o's type */
+static inline topos_status lt_write_kda(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                        topos_rng *rng) {
+  const int64_t H = s->heads, hd = LT_KDA_HD, D = H * hd;
+  char n[64];
+  topos_status st = TOPOS_OK;
+#define LT_S(call) \
+  if (st == TOPOS_OK) st = (call)
+#define LT_N(suffix) snprintf(n, sizeof n, "blk.%d." suffix, (int)l)
+  const char *parts[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    snprintf(n, sizeof n, "blk.%d.attn_%s.weight", (int)l, parts[i]);
+    LT_S(lt_add3(w, f, s, n, s->types[LT_Q + i], s->dim, D, 0, 0.15, rng));
+    snprintf(n, sizeof n, "blk.%d.ssm_conv1d_%s.weight", (int)l, parts[i]);
+    const int64_t ne[4] = {LT_DN_K, 1, D, 1};
+    LT_S(lt_add_f32_dims(w, f, s, n, 4, ne, 0.5, 0.0, rng));
+  }
+  LT_N("ssm_f_a.weight");
+  LT_S(lt_add3(w, f, s, n, TOPOS_F32, s->dim, hd, 0, 0.15, rng));
+  LT_N("ssm_f_b.weight");
+  LT_S(lt_add3(w, f, s, n, TOPOS_F32, hd, D, 0, 0.3, rng));
+  LT_N("ssm_g_a.weight");
+  LT_S(lt_add3(w, f, s, n, TOPOS_F32, s->dim, hd, 0, 0.15, rng));
+  LT_N("ssm_g_b.weight");
+  LT_S(lt_add3(w, f, s, n, TOPOS_F32, hd, D, 0, 0.3, rng));
+  LT_N("ssm_beta.weight");
+  LT_S(lt_add3(w, f, s, n, s->types[LT_K], s->dim, H, 0, 0.15, rng));
+  LT_N("ssm_a");
+  const int64_t ne_a[4] = {1, H, 1, 1};
+  LT_S(lt_add_f32_dims(w, f, s, n, 4, ne_a, 0.15, -0.6, rng));
+  LT_N("ssm_dt.bias");
+  LT_S(lt_add(w, f, s, n, TOPOS_F32, D, 0, rng, 0));
+  LT_N("ssm_norm.weight");
+  LT_S(lt_add(w, f, s, n, TOPOS_F32, hd, 0, rng, 1));
+  LT_N("attn_output.weight");
+  LT_S(lt_add(w, f, s, n, s->types[LT_O], D, s->dim, rng, 0));
+#undef LT_N
+#undef LT_S
+  return st;
+}
+
+static inline int lt_kda_load(topos_gguf *g, const lt_spec *s, int64_t l, int64_t N, lt_dnet *m) {
+  const char *names[14] = {"attn_q.weight",        "attn_k.weight",        "attn_v.weight",  "ssm_f_a.weight",
+                           "ssm_f_b.weight",       "ssm_g_a.weight",       "ssm_g_b.weight", "ssm_beta.weight",
+                           "ssm_a",                "ssm_dt.bias",          "ssm_norm.weight", "attn_output.weight",
+                           "ssm_conv1d_q.weight",  "ssm_conv1d_k.weight"};
+  float **dst[14] = {&m->in, &m->k, &m->v, &m->fa, &m->fb, &m->ga, &m->gb, &m->b, &m->A, &m->dt_b, &m->norm, &m->out,
+                     NULL, NULL};
+  const int64_t H = s->heads, hd = LT_KDA_HD, D = H * hd;
+  int ok = 1;
+  m->taps = malloc((size_t)(3 * D * LT_DN_K) * sizeof *m->taps); /* [3 D][K]: q | k | v channels */
+  for (int i = 0; i < 15 && m->taps; ++i) {
+    char n[64];
+    snprintf(n, sizeof n, "blk.%d.%s", (int)l, i < 14 ? names[i] : "ssm_conv1d_v.weight");
+    if (i < 12) {
+      ok &= (*dst[i] = lt_deq(g, n)) != NULL;
+    } else { /* channel ch's taps at ch K + j */
+      float *c = lt_deq(g, n);
+      ok &= c != NULL;
+      if (c) memcpy(m->taps + (i - 12) * D * LT_DN_K, c, (size_t)(D * LT_DN_K) * sizeof *c);
+      free(c);
+    }
+  }
+  m->heads = H, m->rows_d = D, m->rows_r = hd, m->rows_b = H;
+  m->rows = calloc((size_t)(N * 3 * D), sizeof *m->rows);
+  m->state = calloc((size_t)(H * hd * hd), sizeof *m->state);
+  m->scratch = malloc((size_t)(3 * D + 3 * D + 2 * D + 2 * hd + D) * sizeof *m->scratch);
+  return ok && m->taps && m->rows && m->state && m->scratch;
+}
+
+/* out[D] = the KDA mixer at position p for the block's normed input h */
+static inline void lt_kda_apply(lt_dnet *m, int64_t dim, int64_t p, int history, const float *h, float *out) {
+  enum { N = LT_KDA_HD, K = LT_DN_K };
+  const int64_t H = m->heads, D = m->rows_d, CD = 3 * D;
+  float *qkv = m->scratch, *x = qkv + CD, *gd = x + CD, *gg = gd + D, *low = gg + D, *y = low + 2 * N;
+  float *bt = y; /* beta's logits, before y is written */
+  double dd[N], ys[N];
+  lt_matvec(m->in, h, qkv, D, dim);
+  lt_matvec(m->k, h, qkv + D, D, dim);
+  lt_matvec(m->v, h, qkv + 2 * D, D, dim);
+  lt_matvec(m->fa, h, low, m->rows_r, dim);
+  lt_matvec(m->fb, low, gd, D, m->rows_r);
+  lt_matvec(m->ga, h, low + N, m->rows_r, dim);
+  lt_matvec(m->gb, low + N, gg, D, m->rows_r);
+  float beta[64];
+  lt_matvec(m->b, h, bt, m->rows_b, dim);
+  for (int64_t hh = 0; hh < H && hh < 64; ++hh) beta[hh] = bt[hh];
+  memcpy(m->rows + p * CD, qkv, (size_t)CD * sizeof *qkv);
+  if (!history) memset(m->state, 0, (size_t)(H * N * N) * sizeof *m->state);
+  for (int64_t ch = 0; ch < CD; ++ch) {
+    double acc = 0;
+    for (int64_t j = history ? 0 : K - 1; j < K; ++j) {
+      const int64_t at = p - (K - 1) + j;
+      if (at >= 0) acc += (double)m->taps[ch * K + j] * m->rows[at * CD + ch];
+    }
+    x[ch] = (float)lt_silu(acc);
+  }
+  for (int64_t v = 0; v < 2 * H; ++v) { /* q and k of each head L2-normed, q times 1 / sqrt(N) */
+    float *u = x + v * N;
+    double ss = 0;
+    for (int64_t i = 0; i < N; ++i) ss += (double)u[i] * u[i];
+    const double f = 1.0 / sqrt(ss + 1e-5) / (v < H ? sqrt((double)N) : 1.0);
+    for (int64_t i = 0; i < N; ++i) u[i] = (float)(u[i] * f);
+  }
+  for (int64_t hh = 0; hh < H && hh < 64; ++hh) {
+    const float *q = x + hh * N, *k = x + D + hh * N, *v = x + 2 * D + hh * N;
+    const double b = 1.0 / (1.0 + exp(-(double)beta[hh]));
+    double *S = m->state + hh * N * N;
+    for (int64_t i = 0; i < N; ++i) { /* row i (key entry i) by its own decay */
+      const double raw = (double)gd[hh * N + i] + m->dt_b[hh * N + i], sp = raw > 20 ? raw : log1p(exp(raw));
+      const double decay = exp(sp * m->A[hh]);
+      for (int64_t j = 0; j < N; ++j) S[i * N + j] *= decay;
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      double sk = 0;
+      for (int64_t i = 0; i < N; ++i) sk += S[i * N + j] * k[i];
+      dd[j] = b * ((double)v[j] - sk);
+    }
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < N; ++j) S[i * N + j] += (double)k[i] * dd[j];
+    double ss = 0;
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t i = 0; i < N; ++i) acc += S[i * N + j] * q[i];
+      ys[j] = acc, ss += acc * acc;
+    }
+    const double inv = 1.0 / sqrt(ss / N + 1e-5);
+    for (int64_t j = 0; j < N; ++j)
+      y[hh * N + j] = (float)(ys[j] * inv * m->norm[j] / (1.0 + exp(-(double)gg[hh * N + j])));
+  }
+  lt_matvec(m->out, y, out, dim, D);
 }
 
 #endif

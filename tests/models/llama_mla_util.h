@@ -125,9 +125,9 @@ static inline int lt_mla_attention(const lt_spec *s, lt_mla_w *m, const float *w
   }
   lt_matvec(m->kv_a, h, kv, R + P, D);
   lt_rmsnorm(kv, kv, m->kv_a_norm, R, 1e-5f);
-  lt_mla_rope(s, kv + R, p);
+  if (!lt_kimi(s)) lt_mla_rope(s, kv + R, p); /* Kimi Linear's does not rotate */
   for (int64_t head = 0; head < H; ++head) {
-    lt_mla_rope(s, q + head * QK + N, p);
+    if (!lt_kimi(s)) lt_mla_rope(s, q + head * QK + N, p);
     float *k = m->kc + (p * H + head) * QK, *v = m->vc + (p * H + head) * V;
     for (int64_t j = 0; j < N; ++j) { /* k_b [H, R, N]: column j of head's R x N */
       double acc = 0;

@@ -242,7 +242,8 @@ static inline int lt_moe_layer(const lt_spec *s, int64_t l) {
   return lt_moe(s) && l >= s->dense_lead && (l + 1) % (s->moe_step > 0 ? s->moe_step : 1) == 0;
 }
 static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_spec *s);
-static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2"); }
+/* latent attention (kimi-linear: its attention blocks) */
+static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2") || lt_kimi(s); }
 /* DeepSeek-style mixtures' keys (llama_experts_util.h) */
 static inline int lt_ds_moe(const lt_spec *s) {
   return lt_mla(s) || lt_arch_is(s, "glm4moe") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") ||
@@ -268,6 +269,9 @@ static inline topos_status lt_write_mamba2(topos_gguf_writer *w, lt_file *f, con
                                            topos_rng *rng);
 
 static inline topos_status lt_write_delta_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s);
+static inline topos_status lt_write_kda_keys(topos_gguf_writer *w, lt_file *f, const lt_spec *s);
+static inline topos_status lt_write_kda(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
+                                        topos_rng *rng);
 static inline topos_status lt_write_delta(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                           topos_rng *rng);
 
@@ -295,6 +299,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
                                           : s->heads_key > 0 ? s->heads_key : s->heads)));
   if (lt_lfm2(s)) { /* head_count_kv a per-block array */
     LT(lt_write_lfm2_keys(w, f, s));
+  } else if (lt_kimi(s)) { /* likewise, 0 for the KDA blocks */
+    LT(lt_write_kda_keys(w, f, s));
   } else if (lt_arch_is(s, "granitehybrid") || lt_one_branch(s) || lt_ssm_parallel(s) || lt_jamba(s)) { /* ssm.* */
     LT(lt_write_ssm_keys(w, f, s));
   } else {
@@ -462,6 +468,8 @@ static inline topos_status lt_write(const lt_spec *s, lt_file *f) {
       LT(lt_write_mamba2(w, f, s, l, &rng));
     } else if (lt_delta_block(s, l)) {
       LT(lt_write_delta(w, f, s, l, &rng));
+    } else if (lt_kda_block(s, l)) {
+      LT(lt_write_kda(w, f, s, l, &rng));
     } else if (lt_mla(s)) {
       LT(lt_write_mla(w, f, s, l, &rng));
     } else if (s->fused_qkv) {
@@ -714,7 +722,7 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if ((i == 0 || i == 5) && (lt_no_pre_norms(s) || lt_weightless(s))) continue;
       if (i >= 1 && i <= 3 && lt_mla(s)) continue;
       if (i >= 1 && i <= 4 && (lt_conv_block(s, l) || lt_ssm_block(s, l) || lt_ffn_block(s, l) ||
-                               lt_delta_block(s, l)))
+                               lt_delta_block(s, l) || lt_kda_block(s, l)))
         continue;
       if (i >= 5 && lt_one_branch(s) && (i == 5 || !lt_ffn_block(s, l))) continue; /* nemotron_h */
       if (i >= 6 && lt_moe_layer(s, l)) continue;
@@ -728,10 +736,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
       if (!LW[l][i]) ok = 0;
     }
     if (lt_moe_layer(s, l) && !lt_experts_load(g, s, l, &LX[l])) ok = 0;
-    if (lt_mla(s) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
+    if (lt_mla(s) && !lt_kda_block(s, l) && !lt_mla_load(g, s, l, N, &LM[l])) ok = 0;
     if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
     if ((lt_ssm_block(s, l) || lt_ssm_parallel(s)) && !lt_ssm_load(g, s, l, N, &LS[l])) ok = 0;
-    if (lt_delta_block(s, l) && !lt_delta_load(g, s, l, N, &LDN[l])) ok = 0;
+    if ((lt_delta_block(s, l) || lt_kda_block(s, l)) && !lt_delta_load(g, s, l, N, &LDN[l])) ok = 0;
     for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
@@ -782,7 +790,10 @@ static inline int lt_reference_forward(topos_gguf *g, const lt_spec *s, const in
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
         continue;
       }
-      if (lt_mla(s)) {
+      if (lt_kda_block(s, l)) {
+        lt_rmsnorm(h, x, W[0], D, 1e-5f);
+        lt_kda_apply(&LDN[l], D, p, !lt_without(s, "ssm history"), h, t2);
+      } else if (lt_mla(s)) {
         lt_rmsnorm(h, x, W[0], D, 1e-5f);
         if (!lt_mla_attention(s, &LM[l], W[4], p, h, t2)) ok = 0;
       } else if (lt_conv_block(s, l)) {
