@@ -53,7 +53,10 @@
  * block whose q rows carry their gate: qwen3next's older ssm_in and ssm_ba,
  * full_attention_interval, 3 experts and a gated shared expert; qwen35's
  * attn_qkv, attn_gate, ssm_beta and ssm_alpha, recurrent_layers, M-RoPE
- * sections). */
+ * sections); tiny-kimi-linear.bin (a Kimi Delta Attention block of 2 heads
+ * of 4: q, k, v with {4, 1, 8, 1} convolutions, the f and g pairs, a {1, 2,
+ * 1, 1} A; then unrotated latent attention with 3 experts, exp_probs_b and
+ * a shared expert). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +175,7 @@ static void fz_llama(topos_gguf *g) {
   /* gated DeltaNet: value heads as wide as the key heads; gated q rows only beside those mixers */
   if (c->ssm_delta && c->n_ssm_layers && c->ssm_inner != c->ssm_heads * c->ssm_state) __builtin_trap();
   if (c->attn_gate && !c->ssm_delta) __builtin_trap();
+  if (c->ssm_kda && (c->ssm_heads != c->n_heads || c->ssm_groups != c->ssm_heads)) __builtin_trap();
   topos_llama_free(m);
 }
 
