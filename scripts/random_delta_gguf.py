@@ -6,15 +6,15 @@ usage: random_delta_gguf.py OUT ARCH [legacy] [array]
   legacy: qwen3next's older ssm_in (q, k, v, z of each key head together)
   array:  attention.recurrent_layers instead of full_attention_interval
 Needs gguf-py (scripts/setup-gguf-py.sh) and SmolLM2's file (scripts/setup-smollm2.sh)."""
-import os, sys
+import sys
 import numpy as np
-from gguf import GGUFReader, GGUFWriter, GGUFValueType
+from gguf import GGUFWriter
+from smollm2_vocab import copy_vocab
 out, arch = sys.argv[1], sys.argv[2]
 opts = sys.argv[3:]
 legacy = 'legacy' in opts
 moe = arch in ('qwen3next', 'qwen35moe')
 tiled = arch != 'qwen3next'
-rd = GGUFReader(os.path.expanduser('~/.cache/topos/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'))
 w = GGUFWriter(out, arch)
 dim, H, KVH, hd, ff, rope_dim = 256, 4, 2, 64, 512, 32
 K, G, HV, N = 4, 2, 4, 32
@@ -43,23 +43,7 @@ if moe:
     w.add_uint32(f'{arch}.expert_count', E); w.add_uint32(f'{arch}.expert_used_count', EU)
     w.add_uint32(f'{arch}.expert_feed_forward_length', FE)
     w.add_uint32(f'{arch}.expert_shared_feed_forward_length', FS)
-for f in rd.fields.values():
-    if not f.name.startswith('tokenizer.'): continue
-    t = f.types[0]
-    if t == GGUFValueType.ARRAY:
-        st = f.types[1]
-        if st == GGUFValueType.STRING:
-            vals = [bytes(f.parts[i]).decode('utf-8', 'surrogateescape') for i in f.data]
-        else:
-            vals = [f.parts[i].tolist()[0] for i in f.data]
-        w.add_array(f.name, vals)
-    elif t == GGUFValueType.STRING:
-        w.add_string(f.name, bytes(f.parts[f.data[0]]).decode())
-    elif t == GGUFValueType.BOOL:
-        w.add_bool(f.name, bool(f.parts[f.data[0]][0]))
-    else:
-        w.add_uint32(f.name, int(f.parts[f.data[0]][0]))
-V = len(rd.fields['tokenizer.ggml.tokens'].data)
+V = copy_vocab(w)
 rng = np.random.default_rng(11)
 def r(*shape, s=0.08): return (rng.standard_normal(shape) * s).astype(np.float32)
 w.add_tensor('token_embd.weight', r(V, dim, s=0.5))

@@ -5,13 +5,13 @@ topos's perplexity with llama.cpp's (docs/LLM.md, "Kimi Linear").
 usage: random_kimi_gguf.py OUT [qlora]
   qlora: the attention's q through attn_q_a / attn_q_b (llama.cpp 0.3.36 does not load these)
 Needs gguf-py (scripts/setup-gguf-py.sh) and SmolLM2's file (scripts/setup-smollm2.sh)."""
-import os, sys
+import sys
 import numpy as np
-from gguf import GGUFReader, GGUFWriter, GGUFValueType
+from gguf import GGUFWriter
+from smollm2_vocab import copy_vocab
 out = sys.argv[1]
 arch = 'kimi-linear'
 qlora = 'qlora' in sys.argv[2:]
-rd = GGUFReader(os.path.expanduser('~/.cache/topos/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'))
 w = GGUFWriter(out, arch)
 dim, H, ff = 256, 4, 512
 hd, K = 32, 4
@@ -34,23 +34,7 @@ w.add_uint32(f'{arch}.expert_count', E); w.add_uint32(f'{arch}.expert_used_count
 w.add_uint32(f'{arch}.expert_feed_forward_length', FE); w.add_uint32(f'{arch}.expert_shared_count', 1)
 w.add_uint32(f'{arch}.leading_dense_block_count', 1); w.add_float32(f'{arch}.expert_weights_scale', 2.5)
 w.add_uint32(f'{arch}.expert_gating_func', 2)
-for f in rd.fields.values():
-    if not f.name.startswith('tokenizer.'): continue
-    t = f.types[0]
-    if t == GGUFValueType.ARRAY:
-        st = f.types[1]
-        if st == GGUFValueType.STRING:
-            vals = [bytes(f.parts[i]).decode('utf-8', 'surrogateescape') for i in f.data]
-        else:
-            vals = [f.parts[i].tolist()[0] for i in f.data]
-        w.add_array(f.name, vals)
-    elif t == GGUFValueType.STRING:
-        w.add_string(f.name, bytes(f.parts[f.data[0]]).decode())
-    elif t == GGUFValueType.BOOL:
-        w.add_bool(f.name, bool(f.parts[f.data[0]][0]))
-    else:
-        w.add_uint32(f.name, int(f.parts[f.data[0]][0]))
-V = len(rd.fields['tokenizer.ggml.tokens'].data)
+V = copy_vocab(w)
 rng = np.random.default_rng(13)
 def r(*shape, s=0.08): return (rng.standard_normal(shape) * s).astype(np.float32)
 w.add_tensor('token_embd.weight', r(V, dim, s=0.5))

@@ -21,6 +21,24 @@
 #include "base/error.h"
 #include "models/llama_internal.h"
 
+/* ssm.conv_kernel: the mixers' convolution taps, 2 to 64 */
+static topos_status tp_llama_ssm_taps(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_u64(m->gguf, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
+  if (c->ssm_conv < 2 || c->ssm_conv > 64)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  return TOPOS_OK;
+}
+
+/* a block's state (state_size x inner floats) at most 2^26 floats */
+static topos_status tp_llama_ssm_state_fits(const topos_llama_config *c) {
+  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's recurrent state of %" PRId64 " x %" PRId64 " floats a block is "
+                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+  return TOPOS_OK;
+}
+
 /* The ssm.* keys of Mamba-1 (version 1: time_step_rank is dt's rank, every
  * channel its own head, dt_b_c_rms where the file says) or Mamba-2 mixers
  * (2: time_step_rank heads, group_count groups), and which blocks are
@@ -30,9 +48,7 @@ topos_status tp_llama_ssm_config(topos_llama *m, int version, int form) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
-  if (c->ssm_conv < 2 || c->ssm_conv > 64)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_ssm_taps(m));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, version == 1 ? &c->ssm_dt_rank : &c->ssm_heads));
@@ -48,9 +64,7 @@ topos_status tp_llama_ssm_config(topos_llama *m, int version, int form) {
                      "multiple of time_step_rank (heads) %" PRId64 ", itself a multiple of group_count %" PRId64,
                      c->arch, c->ssm_inner, c->ssm_heads, c->ssm_groups);
   }
-  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's Mamba state of %" PRId64 " x %" PRId64 " floats a block is too "
-                   "large", c->arch, c->ssm_state, c->ssm_inner);
+  TP_TRY(tp_llama_ssm_state_fits(c));
   if (form == TP_SSM_HYBRID)
     return tp_llama_kv_zero_blocks(m, " (its zeros mark the Mamba blocks)", &m->ssm_blocks, &c->n_ssm_layers);
   m->ssm_blocks = malloc((size_t)c->n_layers);
@@ -131,9 +145,7 @@ topos_status tp_llama_delta_config(topos_llama *m, int tiled) {
   topos_gguf *g = m->gguf;
   topos_llama_config *c = &m->config;
   char kb[96];
-  TP_TRY(tp_llama_u64(g, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
-  if (c->ssm_conv < 2 || c->ssm_conv > 64)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_ssm_taps(m));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.inner_size"), 1, 0, &c->ssm_inner));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.state_size"), 1, 0, &c->ssm_state));
   TP_TRY(tp_llama_u64(g, TP_K("ssm.time_step_rank"), 1, 0, &c->ssm_heads));
@@ -143,9 +155,7 @@ topos_status tp_llama_delta_config(topos_llama *m, int tiled) {
                    "time_step_rank (value heads) %" PRId64 " x state_size (head width) %" PRId64 ", and the value "
                    "heads a multiple of group_count (key heads) %" PRId64, c->arch, c->ssm_inner, c->ssm_heads,
                    c->ssm_state, c->ssm_groups);
-  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's delta-rule state of %" PRId64 " x %" PRId64 " floats a block is "
-                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+  TP_TRY(tp_llama_ssm_state_fits(c));
   c->ssm_delta = 1;
   c->ssm_delta_tiled = tiled;
   m->ssm_blocks = calloc((size_t)c->n_layers, 1);
@@ -228,15 +238,11 @@ topos_status tp_llama_kda_config(topos_llama *m) {
   char kb[96];
   TP_TRY(tp_llama_kv_zero_blocks(m, " (its zeros mark the Kimi Delta Attention blocks)", &m->ssm_blocks,
                                  &c->n_ssm_layers));
-  TP_TRY(tp_llama_u64(m->gguf, TP_K("ssm.conv_kernel"), 1, 0, &c->ssm_conv));
-  if (c->ssm_conv < 2 || c->ssm_conv > 64)
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " (2 to 64 taps are supported)", kb, c->ssm_conv);
+  TP_TRY(tp_llama_ssm_taps(m));
   TP_TRY(tp_llama_u64(m->gguf, TP_K("kda.head_dim"), 1, 0, &c->ssm_state));
   c->ssm_heads = c->ssm_groups = c->n_heads;
   c->ssm_inner = c->n_heads * c->ssm_state;
-  if (c->ssm_state * c->ssm_inner > ((int64_t)1 << 26))
-    return tp_fail(TOPOS_ERR_RANGE, "llama: %s's delta-rule state of %" PRId64 " x %" PRId64 " floats a block is "
-                   "too large", c->arch, c->ssm_state, c->ssm_inner);
+  TP_TRY(tp_llama_ssm_state_fits(c));
   c->ssm_delta = c->ssm_kda = 1;
   return TOPOS_OK;
 }

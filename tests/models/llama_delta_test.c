@@ -152,23 +152,11 @@ TEST(llama_delta_bad_files) {
  * mixtures behind a sigmoid router with exp_probs_b, always renormalised,
  * scaled, with a shared expert */
 static lt_spec kimi_spec(void) {
-  lt_spec s = lt_f32_spec();
-  s.arch = "kimi-linear";
+  lt_spec s = lt_v3_spec("kimi-linear");
+  s.weights_norm = 0; /* no expert_weights_norm key: renormalised all the same */
   s.layers = 4;
-  s.conv_blocks = "KKA"; /* blocks 2 attend */
-  s.kv_heads = 1;
-  s.rope_dim = 16;
-  s.mla_kv_rank = 64;
-  s.mla_nope = 32;
-  s.mla_v = 48;
-  s.experts = 4;
-  s.experts_used = 2;
-  s.ff_exp = 64;
-  s.experts_shared = 1;
-  s.dense_lead = 1;
-  s.sigmoid_router = 1;
-  s.probs_bias = 1;
-  s.experts_scale = 2.5f;
+  s.conv_blocks = "KKA"; /* block 2 attends */
+  s.kv_heads = 1, s.rope_dim = 16, s.mla_kv_rank = 64, s.mla_nope = 32, s.mla_v = 48;
   return s;
 }
 

@@ -131,6 +131,55 @@ static inline void lt_delta_free(lt_dnet *m) {
   free(m->state);
 }
 
+/* The mixers' shared steps, in double. x[ch] = SiLU(sum over taps j of
+ * taps[ch K + j] rows[p - K + 1 + j][ch]) (rows before 0 are zeros;
+ * `history` 0: the current row's tap alone) */
+static inline void lt_dn_conv(const float *rows, const float *taps, int64_t CD, int64_t p, int history, float *x) {
+  enum { K = LT_DN_K };
+  for (int64_t ch = 0; ch < CD; ++ch) {
+    double acc = 0;
+    for (int64_t j = history ? 0 : K - 1; j < K; ++j) {
+      const int64_t at = p - (K - 1) + j;
+      if (at >= 0) acc += (double)taps[ch * K + j] * rows[at * CD + ch];
+    }
+    x[ch] = (float)lt_silu(acc);
+  }
+}
+
+/* the q heads then the k heads of x (n of each, N wide) L2-normed, q times 1 / sqrt(N) */
+static inline void lt_dn_l2norm(float *x, int64_t n, int64_t N) {
+  for (int64_t v = 0; v < 2 * n; ++v) {
+    float *u = x + v * N;
+    double ss = 0;
+    for (int64_t i = 0; i < N; ++i) ss += (double)u[i] * u[i];
+    const double f = 1.0 / sqrt(ss + 1e-5) / (v < n ? sqrt((double)N) : 1.0);
+    for (int64_t i = 0; i < N; ++i) u[i] = (float)(u[i] * f);
+  }
+}
+
+/* One head's rule on S [N][N]: row i times decay[i]; d = b (v - S^T k); S
+ * += k d^T; y = S^T q, RMS-normed (eps 1e-5) times norm: ys[N] */
+static inline void lt_dn_rule(double *S, int64_t N, const double *decay, double b, const float *q, const float *k,
+                              const float *v, const float *norm, double *ys) {
+  double dd[64], ss = 0;
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < N; ++j) S[i * N + j] *= decay[i];
+  for (int64_t j = 0; j < N && j < 64; ++j) {
+    double sk = 0;
+    for (int64_t i = 0; i < N; ++i) sk += S[i * N + j] * k[i];
+    dd[j] = b * ((double)v[j] - sk);
+  }
+  for (int64_t i = 0; i < N && i < 64; ++i)
+    for (int64_t j = 0; j < N && j < 64; ++j) S[i * N + j] += (double)k[i] * dd[j];
+  for (int64_t j = 0; j < N; ++j) {
+    double acc = 0;
+    for (int64_t i = 0; i < N; ++i) acc += S[i * N + j] * q[i];
+    ys[j] = acc, ss += acc * acc;
+  }
+  const double inv = 1.0 / sqrt(ss / (double)N + 1e-5);
+  for (int64_t j = 0; j < N; ++j) ys[j] *= inv * norm[j];
+}
+
 /* out[D] = the mixer at position p for the block's normed input h
  * (`history` 0: the state and the convolution forget the earlier positions) */
 static inline void lt_delta_apply(lt_dnet *m, const lt_spec *s, int64_t D, int64_t p, int history, const float *h,
@@ -138,7 +187,7 @@ static inline void lt_delta_apply(lt_dnet *m, const lt_spec *s, int64_t D, int64
   enum { N = LT_DN_N, G = LT_DN_G, H = LT_DN_H, K = LT_DN_K, R = LT_DN_R, KD = LT_DN_KD, VD = LT_DN_VD };
   enum { CD = LT_DN_CD };
   float *proj = m->scratch, *qkv = proj + 2 * KD + 2 * VD, *z = qkv + CD, *y = z + VD, *ba = y + VD, *x = ba + 2 * H;
-  double beta[H], alpha[H], dd[N];
+  double beta[H], alpha[H];
   lt_matvec(m->in, h, proj, m->rows_in, D);
   if (s->delta_legacy) { /* each key head's q, k, its R heads' values and z */
     for (int64_t g = 0; g < G; ++g) {
@@ -161,43 +210,16 @@ static inline void lt_delta_apply(lt_dnet *m, const lt_spec *s, int64_t D, int64
   }
   memcpy(m->rows + p * CD, qkv, CD * sizeof *qkv);
   if (!history) memset(m->state, 0, (size_t)(H * N * N) * sizeof *m->state);
-  for (int64_t ch = 0; ch < CD; ++ch) {
-    double acc = 0;
-    for (int64_t j = history ? 0 : K - 1; j < K; ++j) {
-      const int64_t at = p - (K - 1) + j;
-      if (at >= 0) acc += (double)m->taps[ch * K + j] * m->rows[at * CD + ch];
-    }
-    x[ch] = (float)lt_silu(acc);
-  }
-  for (int64_t v = 0; v < 2 * G; ++v) { /* q and k of each key head L2-normed, q times 1 / sqrt(N) */
-    float *u = x + v * N;
-    double ss = 0;
-    for (int64_t i = 0; i < N; ++i) ss += (double)u[i] * u[i];
-    const double f = 1.0 / sqrt(ss + 1e-5) / (v < G ? sqrt((double)N) : 1.0);
-    for (int64_t i = 0; i < N; ++i) u[i] = (float)(u[i] * f);
-  }
+  lt_dn_conv(m->rows, m->taps, CD, p, history, x);
+  lt_dn_l2norm(x, G, N); /* (q, then k, of each key head) */
   for (int64_t hh = 0; hh < H; ++hh) {
     const int64_t g = lt_delta_tiled(s) ? hh % G : hh / R;
-    const float *q = x + g * N, *k = x + KD + g * N, *v = x + 2 * KD + hh * N;
     const double raw = alpha[hh] + m->dt_b[hh], sp = raw > 20 ? raw : log1p(exp(raw));
-    const double decay = exp(sp * m->A[hh]), b = 1.0 / (1.0 + exp(-beta[hh]));
-    double *S = m->state + hh * N * N;
-    for (int64_t i = 0; i < N * N; ++i) S[i] *= decay;
-    for (int64_t j = 0; j < N; ++j) {
-      double sk = 0;
-      for (int64_t i = 0; i < N; ++i) sk += S[i * N + j] * k[i];
-      dd[j] = b * ((double)v[j] - sk);
-    }
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < N; ++j) S[i * N + j] += (double)k[i] * dd[j];
-    double ys[N], ss = 0;
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0;
-      for (int64_t i = 0; i < N; ++i) acc += S[i * N + j] * q[i];
-      ys[j] = acc, ss += acc * acc;
-    }
-    const double inv = 1.0 / sqrt(ss / N + 1e-5);
-    for (int64_t j = 0; j < N; ++j) y[hh * N + j] = (float)(ys[j] * inv * m->norm[j] * lt_silu(z[hh * N + j]));
+    double decay[N], ys[N];
+    for (int64_t i = 0; i < N; ++i) decay[i] = exp(sp * m->A[hh]); /* one for the head */
+    lt_dn_rule(m->state + hh * N * N, N, decay, 1.0 / (1.0 + exp(-beta[hh])), x + g * N, x + KD + g * N,
+               x + 2 * KD + hh * N, m->norm, ys);
+    for (int64_t j = 0; j < N; ++j) y[hh * N + j] = (float)(ys[j] * lt_silu(z[hh * N + j]));
   }
   lt_matvec(m->out, y, out, D, VD);
 }
@@ -315,7 +337,6 @@ static inline void lt_kda_apply(lt_dnet *m, int64_t dim, int64_t p, int history,
   const int64_t H = m->heads, D = m->rows_d, CD = 3 * D;
   float *qkv = m->scratch, *x = qkv + CD, *gd = x + CD, *gg = gd + D, *low = gg + D, *y = low + 2 * N;
   float *bt = y; /* beta's logits, before y is written */
-  double dd[N], ys[N];
   lt_matvec(m->in, h, qkv, D, dim);
   lt_matvec(m->k, h, qkv + D, D, dim);
   lt_matvec(m->v, h, qkv + 2 * D, D, dim);
@@ -328,46 +349,17 @@ static inline void lt_kda_apply(lt_dnet *m, int64_t dim, int64_t p, int history,
   for (int64_t hh = 0; hh < H && hh < 64; ++hh) beta[hh] = bt[hh];
   memcpy(m->rows + p * CD, qkv, (size_t)CD * sizeof *qkv);
   if (!history) memset(m->state, 0, (size_t)(H * N * N) * sizeof *m->state);
-  for (int64_t ch = 0; ch < CD; ++ch) {
-    double acc = 0;
-    for (int64_t j = history ? 0 : K - 1; j < K; ++j) {
-      const int64_t at = p - (K - 1) + j;
-      if (at >= 0) acc += (double)m->taps[ch * K + j] * m->rows[at * CD + ch];
-    }
-    x[ch] = (float)lt_silu(acc);
-  }
-  for (int64_t v = 0; v < 2 * H; ++v) { /* q and k of each head L2-normed, q times 1 / sqrt(N) */
-    float *u = x + v * N;
-    double ss = 0;
-    for (int64_t i = 0; i < N; ++i) ss += (double)u[i] * u[i];
-    const double f = 1.0 / sqrt(ss + 1e-5) / (v < H ? sqrt((double)N) : 1.0);
-    for (int64_t i = 0; i < N; ++i) u[i] = (float)(u[i] * f);
-  }
+  lt_dn_conv(m->rows, m->taps, CD, p, history, x);
+  lt_dn_l2norm(x, H, N);
   for (int64_t hh = 0; hh < H && hh < 64; ++hh) {
-    const float *q = x + hh * N, *k = x + D + hh * N, *v = x + 2 * D + hh * N;
-    const double b = 1.0 / (1.0 + exp(-(double)beta[hh]));
-    double *S = m->state + hh * N * N;
-    for (int64_t i = 0; i < N; ++i) { /* row i (key entry i) by its own decay */
+    double decay[N], ys[N];
+    for (int64_t i = 0; i < N; ++i) { /* one per key entry */
       const double raw = (double)gd[hh * N + i] + m->dt_b[hh * N + i], sp = raw > 20 ? raw : log1p(exp(raw));
-      const double decay = exp(sp * m->A[hh]);
-      for (int64_t j = 0; j < N; ++j) S[i * N + j] *= decay;
+      decay[i] = exp(sp * m->A[hh]);
     }
-    for (int64_t j = 0; j < N; ++j) {
-      double sk = 0;
-      for (int64_t i = 0; i < N; ++i) sk += S[i * N + j] * k[i];
-      dd[j] = b * ((double)v[j] - sk);
-    }
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < N; ++j) S[i * N + j] += (double)k[i] * dd[j];
-    double ss = 0;
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0;
-      for (int64_t i = 0; i < N; ++i) acc += S[i * N + j] * q[i];
-      ys[j] = acc, ss += acc * acc;
-    }
-    const double inv = 1.0 / sqrt(ss / N + 1e-5);
-    for (int64_t j = 0; j < N; ++j)
-      y[hh * N + j] = (float)(ys[j] * inv * m->norm[j] / (1.0 + exp(-(double)gg[hh * N + j])));
+    lt_dn_rule(m->state + hh * N * N, N, decay, 1.0 / (1.0 + exp(-(double)beta[hh])), x + hh * N, x + D + hh * N,
+               x + 2 * D + hh * N, m->norm, ys);
+    for (int64_t j = 0; j < N; ++j) y[hh * N + j] = (float)(ys[j] / (1.0 + exp(-(double)gg[hh * N + j])));
   }
   lt_matvec(m->out, y, out, dim, D);
 }
