@@ -149,6 +149,9 @@ typedef struct topos_llama_config {
   int64_t n_experts_used; /* expert_used_count */
   int64_t ff_expert;      /* an expert's width (expert_feed_forward_length, else ff) */
   int64_t ff_shared;      /* the shared expert's width (expert_shared_feed_forward_length), 0 none */
+  int64_t moe_latent;     /* moe_latent_size: the routed experts work in a latent this wide, entered
+                           * through ffn_latent_down and left through ffn_latent_up (the router and
+                           * the shared expert read the full row; Nemotron 3 Super); 0 none */
   int experts_norm;       /* 1: the chosen experts' weights divided by their sum (qwen3moe,
                            * granitemoe, Mixtral), else the softmax's own (qwen2moe, olmoe) */
   float experts_scale;    /* the weights times expert_weights_scale; 1 none */

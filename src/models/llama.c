@@ -306,6 +306,7 @@ static topos_status tp_llama_layer_expert_biases(topos_llama *m, int64_t l, tp_l
 static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
   const int64_t E = c->n_experts, D = c->dim, F = c->ff_expert, S = c->ff_shared;
+  const int64_t X = c->moe_latent ? c->moe_latent : D; /* the routed experts' width */
   const int gated = !c->ffn_plain; /* nemotron_h_moe: up and down, ReLU squared (tp_experts, tp_ffn) */
   char name[64];
   const struct {
@@ -313,8 +314,9 @@ static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_l
     int64_t ne0, ne1, ne2;
     int want;
     topos_tensor **out;
-  } parts[] = {{"ffn_gate_inp", D, E, 0, 1, &L->gate_inp},      {"ffn_gate_exps", D, F, E, gated, &L->gate_exps},
-               {"ffn_up_exps", D, F, E, 1, &L->up_exps},        {"ffn_down_exps", F, D, E, 1, &L->down_exps},
+  } parts[] = {{"ffn_gate_inp", D, E, 0, 1, &L->gate_inp},      {"ffn_gate_exps", X, F, E, gated, &L->gate_exps},
+               {"ffn_up_exps", X, F, E, 1, &L->up_exps},        {"ffn_down_exps", F, X, E, 1, &L->down_exps},
+               {"ffn_latent_down", D, X, 0, X != D, &L->latent_down}, {"ffn_latent_up", X, D, 0, X != D, &L->latent_up},
                {"ffn_gate_shexp", D, S, 0, S > 0 && gated, &L->w_gate},  {"ffn_up_shexp", D, S, 0, S > 0, &L->w_up},
                {"ffn_down_shexp", S, D, 0, S > 0, &L->w_down},
                {"ffn_gate_inp_shexp", D, 0, 0, c->shared_gate, &L->gate_inp_shexp}};
@@ -673,7 +675,8 @@ void topos_llama_free(topos_llama *m) {
                              L->q_norm_b, L->k_norm_b, L->ssm_in, L->ssm_taps, L->ssm_conv_b, L->ssm_dt_b,
                              L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out, L->ssm_x, L->ssm_dt, L->ssm_dt_norm,
                              L->ssm_b_norm, L->ssm_c_norm, L->ssm_z, L->ssm_beta, L->ssm_alpha, L->ssm_k,
-                             L->ssm_v, L->ssm_f_a, L->ssm_f_b, L->ssm_g_a, L->ssm_g_b};
+                             L->ssm_v, L->ssm_f_a, L->ssm_f_b, L->ssm_g_a, L->ssm_g_b, L->latent_down,
+                             L->latent_up};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -734,6 +734,9 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: the experts' width is 0 (expert_feed_forward_length and "
                    "feed_forward_length absent or too small)");
   c->shared_gate = (a->flags & TP_ARCH_SHARED_GATE) != 0;
+  TP_TRY(tp_llama_key_u64(g, TP_K("moe_latent_size"), 0, &c->moe_latent, &present));
+  if (c->moe_latent > ((int64_t)1 << 20))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 2^20", kb, c->moe_latent);
   TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_feed_forward_length"), 0, &c->ff_shared, &present));
   if (!present || c->ff_shared == 0) c->ff_shared = c->shared_gate || x.hunyuan ? c->ff : 0;
   if (x.ds_moe) { /* expert_shared_count experts, each expert_shared_feed_forward_length (absent: an expert's

@@ -329,7 +329,10 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, top
     w = topos_tape_div(t, w, topos_tape_broadcast_along(t, sum, 1, K));
   }
   w = tp_scale(r, w, c->experts_scale);
-  topos_sym x3 = tp_reshape(r, h, 3, T, 1, D, 0);
+  /* Nemotron 3 Super's latent mixtures: the experts read and write X wide */
+  const int64_t X = L->latent_down ? topos_tensor_shape(L->latent_down)[0] : D;
+  const topos_sym hx = L->latent_down ? topos_tape_qlinear(t, h, tp_const(r, L->latent_down)) : h;
+  topos_sym x3 = tp_reshape(r, hx, 3, T, 1, X, 0);
   if (c->experts_llama4) /* the weight scales each chosen expert's input, not its output */
     x3 = topos_tape_mul(t, topos_tape_broadcast_along(t, h, 1, K), topos_tape_broadcast_along(t, w, 2, D));
   topos_sym up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
@@ -346,8 +349,9 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, top
   }
   topos_sym y = tp_expert_bias(r, topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids), L->down_exps_b,
                                ids); /* [T, K, D] */
-  if (!c->experts_llama4) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, w, 2, D));
-  return tp_reshape(r, topos_tape_sum_along(t, y, 1), 2, T, D, 0, 0);
+  if (!c->experts_llama4) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, w, 2, X));
+  const topos_sym out = tp_reshape(r, topos_tape_sum_along(t, y, 1), 2, T, X, 0, 0);
+  return L->latent_up ? topos_tape_qlinear(t, out, tp_const(r, L->latent_up)) : out;
 }
 
 /* ids [T, H] with ids[t, h] = h: qlinear_id then takes head h's rows of a

@@ -119,6 +119,7 @@ typedef struct tp_llama_layer {
   topos_tensor *gate_inp;                    /* the router [n_experts, dim], or NULL (dense) */
   topos_tensor *gate_exps, *up_exps, *down_exps; /* [n_experts, ff_expert, dim], [.., dim, ff_expert] */
   topos_tensor *gate_inp_shexp;              /* f32 [1, dim]: qwen2moe's shared-expert gate */
+  topos_tensor *latent_down, *latent_up;     /* [moe_latent, dim], [dim, moe_latent] (config.moe_latent), or NULL */
   topos_tensor *exp_probs_b;                 /* f32 [n_experts]: added to the probabilities to choose
                                               * the experts, not to weigh them (exp_probs_b.bias), or NULL */
   topos_tensor *gate_inp_b;                  /* f32 [n_experts]: the router's bias (experts_oai), or NULL */

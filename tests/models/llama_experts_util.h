@@ -81,6 +81,8 @@ static inline topos_status lt_write_expert_keys(topos_gguf_writer *w, const lt_s
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "expert_shared_feed_forward_length"), (uint32_t)s->ff_shexp);
   if (st == TOPOS_OK && s->experts_scale > 0)
     st = topos_gguf_writer_add_f32(w, lt_k(kb, s, "expert_weights_scale"), s->experts_scale);
+  if (st == TOPOS_OK && s->moe_latent > 0)
+    st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "moe_latent_size"), (uint32_t)s->moe_latent);
   if (st == TOPOS_OK && s->dense_lead > 0)
     st = topos_gguf_writer_add_u32(w, lt_k(kb, s, "leading_dense_block_count"), (uint32_t)s->dense_lead);
   if (st == TOPOS_OK && s->moe_step > 0)
@@ -119,6 +121,7 @@ static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_sp
 static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s, int64_t l,
                                             topos_rng *rng) {
   const int64_t D = s->dim, E = s->experts, F = lt_ff_expert(s), S = lt_ff_shared(s);
+  const int64_t X = s->moe_latent > 0 ? s->moe_latent : D; /* the routed experts' width */
   const topos_dtype *ty = s->types;
   char n[64];
   topos_status st = TOPOS_OK;
@@ -132,9 +135,13 @@ static inline topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, co
   /* gpt-oss: gate and up values of ~6, so its clamps at 7 act on many of them */
   const double in_scale = lt_oai(s) ? 0.4 : 0.08;
   const int gated = !lt_one_branch(s); /* nemotron_h_moe: up and down, ReLU squared */
-  if (gated) LT_E("ffn_gate_exps.weight", ty[LT_GATE], D, F, E, in_scale);
-  LT_E("ffn_up_exps.weight", ty[LT_UP], D, F, E, in_scale);
-  LT_E("ffn_down_exps.weight", ty[LT_DOWN], F, D, E, 0.08);
+  if (gated) LT_E("ffn_gate_exps.weight", ty[LT_GATE], X, F, E, in_scale);
+  LT_E("ffn_up_exps.weight", ty[LT_UP], X, F, E, in_scale);
+  LT_E("ffn_down_exps.weight", ty[LT_DOWN], F, X, E, 0.08);
+  if (X != D) { /* the latent's way in and out */
+    LT_E("ffn_latent_down.weight", TOPOS_F32, D, X, 0, 0.15);
+    LT_E("ffn_latent_up.weight", TOPOS_F32, X, D, 0, 0.15);
+  }
   if (S > 0) {
     if (gated) LT_E("ffn_gate_shexp.weight", ty[LT_GATE], D, S, 0, 0.08);
     LT_E("ffn_up_shexp.weight", ty[LT_UP], D, S, 0, 0.08);
@@ -158,6 +165,7 @@ typedef struct lt_experts {
   float *sgate, *sup, *sdown, *sgi; /* shared [S, D], [S, D], [D, S]; qwen2moe's gate [D] */
   float *bias;                      /* exp_probs_b [E]: moves the choice */
   float *rbias, *bgate, *bup, *bdown; /* gpt-oss: router [E], experts' [E, F], [E, F], [E, D] */
+  float *ldown, *lup;                 /* moe_latent: [X, D], [D, X] */
 } lt_experts;
 
 static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt_experts *x) {
@@ -179,13 +187,21 @@ static inline int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt
     *slots[i] = lt_deq(g, n);
     if (!*slots[i]) return 0;
   }
+  if (s->moe_latent > 0) {
+    char n[64];
+    snprintf(n, sizeof n, "blk.%d.ffn_latent_down.weight", (int)l);
+    x->ldown = lt_deq(g, n);
+    snprintf(n, sizeof n, "blk.%d.ffn_latent_up.weight", (int)l);
+    x->lup = lt_deq(g, n);
+    if (!x->ldown || !x->lup) return 0;
+  }
   return 1;
 }
 
 static inline void lt_experts_free(lt_experts *x) {
   free(x->router), free(x->gate), free(x->up), free(x->down);
   free(x->sgate), free(x->sup), free(x->sdown), free(x->sgi), free(x->bias);
-  free(x->rbias), free(x->bgate), free(x->bup), free(x->bdown);
+  free(x->rbias), free(x->bgate), free(x->bup), free(x->bdown), free(x->ldown), free(x->lup);
 }
 
 /* out[D] += gated feed-forward of h through [F, D] gate / up and [D, F] down,
@@ -330,12 +346,25 @@ static inline void lt_experts_apply(const lt_spec *s, const lt_experts *x, const
       if (!picked[e] && (best < 0 || rank[e] > rank[best])) best = (int)e;
     picked[best] = 1, order[j] = best, wsum += p[best];
   }
+  /* the routed experts in the latent (X wide, entered through ldown) where the file has one */
+  const int64_t X = s->moe_latent > 0 ? s->moe_latent : D;
+  float *hx = x->ldown ? malloc((size_t)X * 4) : (float *)h, *ro = x->lup ? calloc((size_t)X, 4) : out;
+  if (!hx || !ro) {
+    if (hx != h) free(hx);
+    if (ro != out) free(ro);
+    memset(out, 0, (size_t)D * 4);
+    return;
+  }
+  if (x->ldown) lt_matvec(x->ldown, h, hx, X, D);
   memset(out, 0, (size_t)D * 4);
   for (int64_t j = 0; j < K; ++j) {
     const int64_t e = order[j];
     double w = p[e] / (lt_experts_norm(s) ? wsum : 1.0) * (s->experts_scale > 0 ? s->experts_scale : 1.0);
-    lt_expert_add(s, x->gate ? x->gate + e * F * D : NULL, x->up + e * F * D, x->down + e * D * F, h, D, F, w, out);
+    lt_expert_add(s, x->gate ? x->gate + e * F * X : NULL, x->up + e * F * X, x->down + e * X * F, hx, X, F, w, ro);
   }
+  if (x->lup) lt_matvec(x->lup, ro, out, D, X);
+  if (hx != h) free(hx);
+  if (ro != out) free(ro);
   if (S > 0) {
     double w = 1.0;
     if (x->sgi) {

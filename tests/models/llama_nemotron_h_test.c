@@ -95,3 +95,32 @@ TEST(llama_nemotron_h_moe_files) {
   without.experts_used = 1;
   lt_check_spec_variant(&s, &without);
 }
+
+/* Nemotron 3 Super's latent mixtures: the routed experts read and write a
+ * latent of moe_latent_size (ffn_latent_down before, ffn_latent_up after);
+ * the router and the shared expert read the full row */
+TEST(llama_nemotron_h_moe_latent_files) {
+  lt_spec s = nemotron_h_spec();
+  s.arch = "nemotron_h_moe";
+  s.layers = 3;
+  s.conv_blocks = "MFA";
+  s.experts = 8, s.experts_used = 2, s.ff_exp = 64, s.experts_shared = 1, s.ff_shexp = 96;
+  s.probs_bias = 1, s.weights_norm = 1, s.experts_scale = 2.5f;
+  s.moe_latent = 96;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    const tp_llama_layer *ffn = &m.model->layers[1];
+    CHECK(c->moe_latent == 96 && ffn->latent_down && ffn->latent_up && !m.model->layers[2].latent_down);
+    if (ffn->up_exps) CHECK(topos_tensor_shape(ffn->up_exps)[2] == 96); /* [experts, width, latent] */
+  }
+  lt_close(&m);
+  /* routed to one expert instead of two: far off */
+  lt_spec without = s;
+  without.experts_used = 1;
+  lt_check_spec_variant(&s, &without);
+  lt_spec t = s;
+  t.skip_tensor = "blk.1.ffn_latent_up.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "blk.1.ffn_latent_up.weight is missing");
+}

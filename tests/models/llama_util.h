@@ -94,6 +94,8 @@ typedef struct lt_spec {
                             * (position_embd.weight) instead; 'n' neither (no key, no table) */
   int mpt_qk_norm;         /* mpt: attn_q_norm / attn_k_norm LayerNorms over whole rows, with biases */
   int ssm_rms;             /* mamba: ssm.dt_b_c_rms true (Falcon-Mamba: dt, B, C RMS-normed) */
+  int64_t moe_latent;      /* nemotron_h_moe: if > 0, moe_latent_size (the routed experts this wide,
+                            * through ffn_latent_down and ffn_latent_up) */
   int delta_array;         /* qwen3next / qwen35: attention.recurrent_layers, not full_attention_interval */
   int delta_legacy;        /* qwen3next: the mixers' q, k, v and z rows in one ssm_in (older files) */
 } lt_spec;
