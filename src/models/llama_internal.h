@@ -88,6 +88,8 @@ topos_status tp_llama_ssm_config(struct topos_llama *m, int version, int form);
  * block a Mamba-2 mixer (both 0), attention (kv heads) or a feed-forward
  * (a width): m->ssm_blocks, m->ffn_blocks, config.ff (llama_ssm.c) */
 topos_status tp_llama_nemotron_h_blocks(struct topos_llama *m);
+/* block l's recurrent mixer tensors, of whichever kind the config says
+ * (Mamba-1, Mamba-2, gated DeltaNet, Kimi Delta Attention) */
 topos_status tp_llama_layer_mamba2(struct topos_llama *m, int64_t l, tp_llama_layer *L);
 /* Gated-DeltaNet blocks (llama_ssm.c): the ssm.* keys (config.ssm_delta;
  * tiled: value head h reads key head h % groups) and which blocks they are

@@ -1,6 +1,10 @@
-/* Mamba blocks in llama-family files: their keys, which blocks they are
- * and their tensors, as llama.cpp reads the same files (the graph:
- * llama_recurrent.c; the Mamba-1 tensors: tp_llama_layer_mamba1).
+/* The recurrent mixers of llama-family files: Mamba-1 and Mamba-2 blocks,
+ * gated DeltaNet (qwen3next, qwen35: tp_llama_delta_config,
+ * tp_llama_layer_delta) and Kimi Delta Attention (kimi-linear:
+ * tp_llama_kda_config, tp_llama_layer_kda); their keys, which blocks they
+ * are and their tensors, as llama.cpp reads the same files (the graph:
+ * llama_recurrent.c; the Mamba-1 tensors: tp_llama_layer_mamba1; every
+ * kind's block through tp_llama_layer_mamba2, which dispatches).
  *
  * Mamba-2's keys: ssm.conv_kernel (taps), ssm.inner_size (channels),
  * ssm.state_size, ssm.time_step_rank (heads: Mamba-2 gives every head one
