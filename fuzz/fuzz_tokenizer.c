@@ -12,7 +12,8 @@
  * patterns), rewritten with gguf-py; bpe-deepseek-llm.bin,
  * bpe-deepseek-coder.bin and bpe-deepseek-v3.bin likewise (lists of
  * expressions, each splitting the pieces the one before left), and
- * bpe-kimi-k2.bin (Han runs, then words by case without Han). */
+ * bpe-kimi-k2.bin (Han runs, then words by case without Han); bpe-qwen35.bin
+ * that file under the qwen35 pre-tokenizer (marks inside the letter runs). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
