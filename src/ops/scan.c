@@ -54,24 +54,28 @@ static const char *tp_scan_shapes(const topos_tensor_desc *in, char *buf, size_t
   return buf;
 }
 
-topos_status tp_shape_ssm_scan(const topos_tensor_desc *in, const topos_op_attrs *attrs, topos_tensor_desc *out) {
-  (void)attrs;
+/* The two ops' one shape rule: state [N, H, P], inputs [T, H, P + R +
+ * extra] with R = 1 or N decays (extra: delta_scan's beta), [T, 2, G, N]
+ * (B and C, or q and k) with G dividing H -> [T + N, H, P]. `inputs` and
+ * `state` say the shapes in the op's own letters for its message. */
+static topos_status tp_scan_shape(const char *op, int64_t extra, const char *inputs, const char *state,
+                                  const topos_tensor_desc *in, topos_tensor_desc *out) {
   const topos_tensor_desc *s = &in[0], *xa = &in[1], *bc = &in[2];
   char text[520];
   for (int i = 0; i < 3; ++i)
     if (in[i].dtype != TOPOS_F32)
-      return tp_fail(TOPOS_ERR_DTYPE, "ssm_scan: operands must be f32, operand %d is %s (%s)", i,
+      return tp_fail(TOPOS_ERR_DTYPE, "%s: operands must be f32, operand %d is %s (%s)", op, i,
                      topos_dtype_name(in[i].dtype), tp_scan_shapes(in, text, sizeof text));
   if (s->rank != 3 || xa->rank != 3 || bc->rank != 4)
-    return tp_fail(TOPOS_ERR_SHAPE, "ssm_scan: needs state [N, H, P], inputs [T, H, P + R] and bc [T, 2, G, N]: %s",
+    return tp_fail(TOPOS_ERR_SHAPE, "%s: needs state %s, %s: %s", op, state, inputs,
                    tp_scan_shapes(in, text, sizeof text));
   const int64_t N = s->shape[0], H = s->shape[1], P = s->shape[2], T = xa->shape[0], G = bc->shape[2];
-  const int64_t R = xa->shape[2] - P;
+  const int64_t R = xa->shape[2] - P - extra;
   if (xa->shape[1] != H || (R != 1 && R != N) || bc->shape[0] != T || bc->shape[1] != 2 || bc->shape[3] != N)
-    return tp_fail(TOPOS_ERR_SHAPE, "ssm_scan: inputs must be [T, H, P + 1 or P + N] and bc [T, 2, G, N] for state "
-                   "[N, H, P]: %s", tp_scan_shapes(in, text, sizeof text));
+    return tp_fail(TOPOS_ERR_SHAPE, "%s: expects %s for state %s: %s", op, inputs, state,
+                   tp_scan_shapes(in, text, sizeof text));
   if (H % G != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "ssm_scan: %lld heads do not split into %lld groups (%s)", (long long)H,
+    return tp_fail(TOPOS_ERR_SHAPE, "%s: %lld heads do not split into %lld groups (%s)", op, (long long)H,
                    (long long)G, tp_scan_shapes(in, text, sizeof text));
   out->dtype = TOPOS_F32;
   out->rank = 3;
@@ -79,6 +83,11 @@ topos_status tp_shape_ssm_scan(const topos_tensor_desc *in, const topos_op_attrs
   out->shape[1] = H;
   out->shape[2] = P;
   return TOPOS_OK;
+}
+
+topos_status tp_shape_ssm_scan(const topos_tensor_desc *in, const topos_op_attrs *attrs, topos_tensor_desc *out) {
+  (void)attrs;
+  return tp_scan_shape("ssm_scan", 0, "inputs [T, H, P + 1 or P + N] and bc [T, 2, G, N]", "[N, H, P]", in, out);
 }
 
 #include "ops/scan_kernel.h"
@@ -131,29 +140,7 @@ topos_status tp_forward_ssm_scan(topos_tensor *const *in, const topos_op_attrs *
 
 topos_status tp_shape_delta_scan(const topos_tensor_desc *in, const topos_op_attrs *attrs, topos_tensor_desc *out) {
   (void)attrs;
-  const topos_tensor_desc *s = &in[0], *vab = &in[1], *qk = &in[2];
-  char text[520];
-  for (int i = 0; i < 3; ++i)
-    if (in[i].dtype != TOPOS_F32)
-      return tp_fail(TOPOS_ERR_DTYPE, "delta_scan: operands must be f32, operand %d is %s (%s)", i,
-                     topos_dtype_name(in[i].dtype), tp_scan_shapes(in, text, sizeof text));
-  if (s->rank != 3 || vab->rank != 3 || qk->rank != 4)
-    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: needs state [K, H, V], inputs [T, H, V + 2 or V + K + 1] and qk "
-                   "[T, 2, G, K]: %s", tp_scan_shapes(in, text, sizeof text));
-  const int64_t K = s->shape[0], H = s->shape[1], V = s->shape[2], T = vab->shape[0], G = qk->shape[2];
-  const int64_t R = vab->shape[2] - V - 1; /* decays: one per head or one per key entry */
-  if (vab->shape[1] != H || (R != 1 && R != K) || qk->shape[0] != T || qk->shape[1] != 2 || qk->shape[3] != K)
-    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: inputs must be [T, H, V + 2 or V + K + 1] and qk [T, 2, G, K] for "
-                   "state [K, H, V]: %s", tp_scan_shapes(in, text, sizeof text));
-  if (H % G != 0)
-    return tp_fail(TOPOS_ERR_SHAPE, "delta_scan: %lld heads do not split into %lld groups (%s)", (long long)H,
-                   (long long)G, tp_scan_shapes(in, text, sizeof text));
-  out->dtype = TOPOS_F32;
-  out->rank = 3;
-  out->shape[0] = T + K;
-  out->shape[1] = H;
-  out->shape[2] = V;
-  return TOPOS_OK;
+  return tp_scan_shape("delta_scan", 1, "inputs [T, H, V + 2 or V + K + 1] and qk [T, 2, G, K]", "[K, H, V]", in, out);
 }
 
 topos_status tp_forward_delta_scan(topos_tensor *const *in, const topos_op_attrs *attrs, const topos_tensor_desc *desc,
