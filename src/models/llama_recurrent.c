@@ -155,6 +155,36 @@ static topos_sym tp_l2norm(tp_rec *r, topos_sym x, int64_t n) {
   return topos_tape_mul(t, x, topos_tape_broadcast_along(t, inv, 1, n));
 }
 
+/* The q and k heads of a convolved row x [T, ...] (heads of N from column
+ * 0, then as many from column heads N), each L2-normed, q times 1 /
+ * sqrt(N): [T, 2, heads N], q then k */
+static topos_sym tp_delta_qk(tp_rec *r, topos_sym x, int64_t heads, int64_t N) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, W = heads * N;
+  topos_sym q = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, 0, W), 2, T * heads, N, 0, 0), N);
+  q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, 1.0 / sqrt((double)N)));
+  const topos_sym k = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, W, W), 2, T * heads, N, 0, 0), N);
+  const topos_sym qks[2] = {tp_reshape(r, q, 3, T, 1, W, 0), tp_reshape(r, k, 3, T, 1, W, 0)};
+  return topos_tape_concat(t, 2, qks, 1);
+}
+
+/* Block l's delta rule (delta_scan) over values v [T, H, N], decays [T, H,
+ * 1 or N], beta [T, H] and qk [T, 2, G, N] (config.ssm_heads H of
+ * config.ssm_state N) from the state before the chunk (input ssm_state.l;
+ * the state after it, the sink ssm_next): each head's output RMS-normed by
+ * ssm_norm, [T, H N] */
+static topos_sym tp_delta_rule(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, int64_t l, topos_sym v,
+                               topos_sym decay, topos_sym beta, topos_sym qk) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, H = r->c->ssm_heads, N = r->c->ssm_state;
+  const topos_sym vab[3] = {v, decay, tp_reshape(r, beta, 3, T, H, 1, 0)};
+  const topos_sym scan =
+      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, vab, 2), qk);
+  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
+  const topos_sym y = tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T * H, N, 0, 0);
+  return tp_reshape(r, tp_rmsnorm_n(r, y, T * H, N, L->ssm_norm), 2, T, H * N, 0, 0);
+}
+
 /* A gated-DeltaNet mixer of block l over the chunk (config.ssm_*: G key
  * heads and H value heads, each N wide, KD = G N, VD = H N, K taps):
  *   q, k, v = parts of qlinear(h, attn_qkv) (KD, KD, VD wide), z =
@@ -216,21 +246,12 @@ static topos_sym tp_gated_delta(tp_rec *r, tp_llama_graph *g, const tp_llama_lay
                                                            topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T)));
   const topos_sym x = topos_tape_silu(t, tp_causal_conv(r, "conv_state", l, qkv, c->ssm_conv, 2 * KD + VD,
                                                         L->ssm_taps, &g->conv_state[l], &g->conv_next[l]));
-  topos_sym q = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, 0, KD), 2, T * G, N, 0, 0), N);
-  q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, 1.0 / sqrt((double)N)));
-  const topos_sym k = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, KD, KD), 2, T * G, N, 0, 0), N);
-  const topos_sym qks[2] = {tp_reshape(r, q, 3, T, 1, KD, 0), tp_reshape(r, k, 3, T, 1, KD, 0)};
-  topos_sym qk = topos_tape_concat(t, 2, qks, 1); /* [T, 2, KD] */
+  topos_sym qk = tp_delta_qk(r, x, G, N); /* [T, 2, KD] */
   if (c->ssm_delta_tiled && R > 1) /* the G key heads repeated R times: head h reads h % G */
     qk = topos_tape_broadcast_along(t, tp_reshape(r, qk, 2, 2 * T, KD, 0, 0), 1, R);
   qk = tp_reshape(r, qk, 4, T, 2, c->ssm_delta_tiled ? H : G, N);
-  const topos_sym vab[3] = {tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * KD, VD), 3, T, H, N, 0),
-                              tp_reshape(r, decay, 3, T, H, 1, 0), tp_reshape(r, beta, 3, T, H, 1, 0)};
-  const topos_sym scan =
-      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, vab, 2), qk);
-  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
-  topos_sym y = tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T * H, N, 0, 0);
-  y = tp_reshape(r, tp_rmsnorm_n(r, y, T * H, N, L->ssm_norm), 2, T, VD, 0, 0);
+  const topos_sym v = tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * KD, VD), 3, T, H, N, 0);
+  topos_sym y = tp_delta_rule(r, g, L, l, v, tp_reshape(r, decay, 3, T, H, 1, 0), beta, qk);
   y = topos_tape_mul(t, y, topos_tape_silu(t, z));
   return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
 }
@@ -260,22 +281,13 @@ static topos_sym tp_kda(tp_rec *r, tp_llama_graph *g, const tp_llama_layer *L, i
   const topos_sym x = topos_tape_silu(t, tp_causal_conv(r, "conv_state", l, topos_tape_concat(t, 3, proj, 1),
                                                         c->ssm_conv, 3 * D, L->ssm_taps, &g->conv_state[l],
                                                         &g->conv_next[l]));
-  topos_sym q = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, 0, D), 2, T * H, N, 0, 0), N);
-  q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, 1.0 / sqrt((double)N)));
-  const topos_sym k = tp_l2norm(r, tp_reshape(r, topos_tape_narrow(t, x, 1, D, D), 2, T * H, N, 0, 0), N);
-  const topos_sym qks[2] = {tp_reshape(r, q, 3, T, 1, D, 0), tp_reshape(r, k, 3, T, 1, D, 0)};
-  const topos_sym qk = tp_reshape(r, topos_tape_concat(t, 2, qks, 1), 4, T, 2, H, N);
+  const topos_sym qk = tp_reshape(r, tp_delta_qk(r, x, H, N), 4, T, 2, H, N);
   const topos_sym gate = tp_softplus(r, tp_bias(r, tp_low_rank(r, h, L->ssm_f_a, L->ssm_f_b), L->ssm_dt_b, T));
   const topos_sym A = topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, tp_const(r, L->ssm_a), 0, T), 2, N);
   const topos_sym decay = topos_tape_exp(t, topos_tape_mul(t, tp_reshape(r, gate, 3, T, H, N, 0), A));
   const topos_sym beta = topos_tape_sigmoid(t, topos_tape_qlinear(t, h, tp_const(r, L->ssm_beta)));
-  const topos_sym vab[3] = {tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * D, D), 3, T, H, N, 0), decay,
-                            tp_reshape(r, beta, 3, T, H, 1, 0)};
-  const topos_sym scan =
-      topos_tape_delta_scan(t, tp_scan_state(r, g, l, N, H, N), topos_tape_concat(t, 3, vab, 2), qk);
-  g->ssm_next[l] = topos_tape_narrow(t, scan, 0, T, N);
-  topos_sym y = tp_reshape(r, topos_tape_narrow(t, scan, 0, 0, T), 2, T * H, N, 0, 0);
-  y = tp_reshape(r, tp_rmsnorm_n(r, y, T * H, N, L->ssm_norm), 2, T, D, 0, 0);
+  const topos_sym v = tp_reshape(r, topos_tape_narrow(t, x, 1, 2 * D, D), 3, T, H, N, 0);
+  topos_sym y = tp_delta_rule(r, g, L, l, v, decay, beta, qk);
   y = topos_tape_mul(t, y, topos_tape_sigmoid(t, tp_low_rank(r, h, L->ssm_g_a, L->ssm_g_b)));
   return topos_tape_qlinear(t, y, tp_const(r, L->ssm_out));
 }
