@@ -10,6 +10,15 @@
 #include "base/error.h"
 #include "models/llama_internal.h"
 
+/* info's extents as "ne0, ne1, ..." for a message */
+static const char *tp_llama_ne_string(const topos_gguf_tensor_info *info, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int d = 0; d < info->n_dims && used < cap; ++d)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%" PRId64, d ? ", " : "", info->ne[d]);
+  return buf;
+}
+
 /* A weight of GGUF extents {ne0, ne1, ne2} (ne2 = 0: a matrix; ne1 = 0 too:
  * a vector of ne0). */
 static topos_status tp_llama_weight3(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
@@ -30,11 +39,8 @@ static topos_status tp_llama_weight3(topos_llama *m, const char *name, int64_t n
   /* a vector stored as {n, 1} is still a vector */
   if (!ok && !ne1 && info.n_dims == 2 && info.ne[0] == ne0 && info.ne[1] == 1) ok = 1;
   if (!ok) {
-    char got[96] = "", want[64];
-    size_t used = 0;
-    for (int d = 0; d < info.n_dims && used < sizeof got; ++d)
-      used += (size_t)snprintf(got + used, sizeof got - used, "%s%" PRId64, d ? ", " : "",
-                               info.ne[d]);
+    char got[96], want[64];
+    tp_llama_ne_string(&info, got, sizeof got);
     if (ne2)
       snprintf(want, sizeof want, "%" PRId64 ", %" PRId64 ", %" PRId64, ne0, ne1, ne2);
     else if (ne1)
@@ -98,10 +104,8 @@ topos_status tp_llama_weight_squeezed(topos_llama *m, const char *name, int64_t 
   for (int d = 0; d < 2; ++d)
     if (want[d] > 1) ok &= n_want < n_have && have[n_want++] == want[d];
   if (!ok || n_want != n_have) {
-    char got[96] = "";
-    size_t used = 0;
-    for (int d = 0; d < info.n_dims && used < sizeof got; ++d)
-      used += (size_t)snprintf(got + used, sizeof got - used, "%s%" PRId64, d ? ", " : "", info.ne[d]);
+    char got[96];
+    tp_llama_ne_string(&info, got, sizeof got);
     return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor %s has ne {%s}, the metadata implies {%" PRId64 ", %" PRId64
                    "} (extents of 1 aside)", name, got, ne0, ne1 ? ne1 : 1);
   }
