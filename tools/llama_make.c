@@ -462,6 +462,13 @@ static int tp_llama_make(int argc, char **argv) {
 #define LM_T(suffix, type, e0, e1, norm)                   \
   snprintf(n, sizeof n, "blk.%d." suffix, (int)l);        \
   lm_tensor(&b, n, type, e0, e1, norm)
+/* the dense SwiGLU feed-forward of ff: gate, up, down */
+#define LM_SWIGLU()                                              \
+  do {                                                           \
+    LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);             \
+    LM_T("ffn_up.weight", base, s->dim, s->ff, 0);               \
+    LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0); \
+  } while (0)
     LM_T("attn_norm.weight", base, s->dim, 0, 1);
     if (lm_lfm2(arch)) { /* attention or a short convolution, then the feed-forward */
       if (lm_lfm2_attention(l)) {
@@ -477,9 +484,7 @@ static int tp_llama_make(int argc, char **argv) {
         LM_T("shortconv.out_proj.weight", base, s->dim, s->dim, 0);
       }
       LM_T("ffn_norm.weight", base, s->dim, 0, 1);
-      LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
-      LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+      LM_SWIGLU();
       continue;
     }
     if (lm_granite_h(arch) && !lm_granite_h_attention(l)) { /* a Mamba-2 mixer, then the feed-forward */
@@ -494,9 +499,7 @@ static int tp_llama_make(int argc, char **argv) {
       LM_T("ssm_norm.weight", TOPOS_F32, DI / lm_ssm_dims.groups, lm_ssm_dims.groups, 1);
       LM_T("ssm_out.weight", LM_TYPE(LM_ATTN_OUTPUT), DI, s->dim, 0);
       LM_T("ffn_norm.weight", base, s->dim, 0, 1);
-      LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
-      LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+      LM_SWIGLU();
       continue;
     }
     if (lm_qwen35(arch)) { /* a gated-DeltaNet mixer or gated attention, then the feed-forward */
@@ -521,9 +524,7 @@ static int tp_llama_make(int argc, char **argv) {
         LM_T("attn_k_norm.weight", base, hd, 0, 1);
       }
       LM_T("post_attention_norm.weight", base, s->dim, 0, 1);
-      LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
-      LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+      LM_SWIGLU();
       continue;
     }
     if (lm_mla(arch)) { /* latent attention; a dense first block, then experts and shared ones */
@@ -582,14 +583,13 @@ static int tp_llama_make(int argc, char **argv) {
       }
       continue;
     }
-    LM_T("ffn_gate.weight", base, s->dim, s->ff, 0);
-    LM_T("ffn_up.weight", base, s->dim, s->ff, 0);
-    LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), s->ff, s->dim, 0);
+    LM_SWIGLU();
     if (s->qwen2) {
       LM_T("attn_q.bias", base, s->heads * hd, 0, 1);
       LM_T("attn_k.bias", base, s->kv_heads * hd, 0, 1);
       LM_T("attn_v.bias", base, s->kv_heads * hd, 0, 1);
     }
+#undef LM_SWIGLU
 #undef LM_T
 #undef LM_TYPE
   }
