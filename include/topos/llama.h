@@ -266,6 +266,19 @@ typedef struct topos_llama_config {
   float rms_eps;         /* llama.attention.layer_norm_rms_epsilon (layer_norm: layer_norm_epsilon) */
   int tied_output;       /* 1 when the file has no output.weight */
   uint64_t weight_bytes; /* bytes of every weight the graph reads per token */
+  /* Gemma 4: attention shapes per block and blocks without caches of their own.
+   * The windowed blocks' heads are head_dim_swa wide (attention.key_length_swa;
+   * other files: head_dim) with rope_dim_swa of them rotated; head_count_kv may
+   * be an array (n_kv_heads is then its largest entry); the last
+   * n_kv_shared_layers blocks compute no keys or values but attend to those of
+   * the last earlier block of their kind (attention.shared_kv_layers). */
+  int64_t head_dim_swa, rope_dim_swa, n_kv_shared_layers;
+  int v_norm;            /* 1: values RMS-normalised per head without a weight (Gemma 4) */
+  /* Gemma 4's per-layer embeddings (embedding_length_per_layer_input; 0 none):
+   * each block adds proj(GELU(inp_gate x) * e_l) after its feed-forward, e_l
+   * the token's row of per_layer_token_embd mixed with a projection of its
+   * embedding */
+  int64_t ple_dim;
 } topos_llama_config;
 
 typedef struct topos_llama topos_llama;

@@ -183,7 +183,7 @@ static topos_status tp_llama_rows(topos_tensor *w, int64_t r0, int64_t n, topos_
 
 static topos_status tp_llama_join_layer(tp_llama_layer *L) {
   topos_tensor *qkv[3] = {L->wq, L->wk, L->wv};
-  if (L->wk) TP_TRY(tp_llama_join(qkv, 3, &L->w_attn_in)); /* (latent attention: no k, v) */
+  if (L->wk && L->wv) TP_TRY(tp_llama_join(qkv, 3, &L->w_attn_in)); /* (latent attention: no k, v) */
   L->attn_in_parts = L->w_attn_in ? 3 : 0;
   if (!L->w_attn_in && L->wk) {
     TP_TRY(tp_llama_join(qkv, 2, &L->w_attn_in));
@@ -474,8 +474,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     TP_TRY(tp_llama_weight(m, "position_embd.weight", c->dim, c->n_ctx_train, 0, &m->pos_embd));
     c->weight_bytes = before;
   }
-  int64_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-  const int64_t q_rows = c->attn_gate ? 2 * q_dim : q_dim; /* attn_q's rows: each head's gate after its q */
+  TP_TRY(tp_llama_gemma4_weights(m)); /* (per-layer embeddings, where the file has them) */
+  const int gemma4 = strcmp(c->arch, "gemma4") == 0;
   /* each block has at least 6 tensors (phi3's: attn_norm, attn_qkv,
    * attn_output, ffn_norm, ffn_up, ffn_down): a block_count the file cannot
    * hold is refused before anything is sized by it */
@@ -491,6 +491,19 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   for (int64_t l = 0; l < c->n_layers; ++l) {
     tp_llama_layer *L = &m->layers[l];
     char name[64];
+    L->windowed = c->n_swa > 0 && (m->swa_layers ? m->swa_layers[l] != 0
+                                                  : swa_period <= 1 || l % swa_period < swa_period - 1);
+    c->n_swa_layers += L->windowed;
+    /* the block's attention shape: the file's, or (Gemma 4) its kind's and its own kv heads */
+    L->heads = c->n_heads;
+    L->kv_heads = m->kv_heads_list ? m->kv_heads_list[l] : c->n_kv_heads;
+    L->hd = L->windowed ? c->head_dim_swa : c->head_dim;
+    L->rd = L->windowed ? c->rope_dim_swa : c->rope_dim;
+    L->ff = m->ff_list ? m->ff_list[l] : c->ff;
+    L->kv_src = l;
+    if (gemma4) tp_llama_gemma4_shape(m, l, L);
+    const int64_t q_dim = L->heads * L->hd, kv_dim = L->kv_heads * L->hd;
+    const int64_t q_rows = c->attn_gate ? 2 * q_dim : q_dim; /* attn_q's rows: each head's gate after its q */
 #define TP_WO(field, suffix, e0, e1, optional)                                 \
   do {                                                                         \
     snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                 \
@@ -523,8 +536,9 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     } else {
       topos_clear_error();
       TP_W(wq, "attn_q.weight", c->dim, q_rows);
-      TP_W(wk, "attn_k.weight", c->dim, kv_dim);
-      TP_W(wv, "attn_v.weight", c->dim, kv_dim);
+      if (!L->kv_shared) TP_W(wk, "attn_k.weight", c->dim, kv_dim);
+      if (!L->kv_shared) TP_WO(wv, "attn_v.weight", c->dim, kv_dim, gemma4); /* Gemma 4: absent, v is k */
+      L->v_is_k = !L->kv_shared && !L->wv;
     }
     if (!c->mla_kv_rank && !no_attn) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */
@@ -544,20 +558,21 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       if (gate_up) {
         TP_TRY(tp_llama_layer_gate_up(m, l, L));
       } else {
-        if (!c->ffn_plain) TP_W(w_gate, "ffn_gate.weight", c->dim, c->ff);
-        TP_W(w_up, "ffn_up.weight", c->dim, c->ff);
+        if (!c->ffn_plain) TP_W(w_gate, "ffn_gate.weight", c->dim, L->ff);
+        TP_W(w_up, "ffn_up.weight", c->dim, L->ff);
       }
-      TP_W(w_down, "ffn_down.weight", c->ff, c->dim);
+      TP_W(w_down, "ffn_down.weight", L->ff, c->dim);
     }
     if (c->qk_norm && !no_attn) { /* per head, (2) over the whole q / k row, (3) a weight per head; glm4moe's,
                        * command-r's and stablelm's where the file has them */
       const int optional = tp_llama_arch_qk_norm_optional(c->arch), per_head = c->qk_norm == 3;
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_q_norm.weight", l);
-      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? q_dim : c->head_dim, per_head ? c->n_heads : 0, optional,
+      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? q_dim : L->hd, per_head ? L->heads : 0, optional,
                              &L->q_norm));
       snprintf(name, sizeof name, "blk.%" PRId64 ".attn_k_norm.weight", l);
-      TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? kv_dim : c->head_dim, per_head ? c->n_kv_heads : 0, optional,
-                             &L->k_norm));
+      if (!L->kv_shared)
+        TP_TRY(tp_llama_weight(m, name, c->qk_norm == 2 ? kv_dim : L->hd, per_head ? L->kv_heads : 0, optional,
+                               &L->k_norm));
       if (c->qk_norm == 2 && c->norm_bias && L->q_norm) { /* mpt's LayerNorms: biases where the file has them */
         TP_WO(q_norm_b, "attn_q_norm.bias", q_dim, 0, 1);
         TP_WO(k_norm_b, "attn_k_norm.bias", kv_dim, 0, 1);
@@ -569,9 +584,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     }
 #undef TP_W
 #undef TP_WO
-    L->windowed = c->n_swa > 0 && (m->swa_layers ? m->swa_layers[l] != 0
-                                                  : swa_period <= 1 || l % swa_period < swa_period - 1);
-    c->n_swa_layers += L->windowed;
+    if (gemma4) TP_TRY(tp_llama_layer_gemma4(m, l, L));
     L->nope = nope_all || (m->nope_blocks && m->nope_blocks[l]) || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0) ||
               ((flags & TP_ARCH_NOPE_FULL) && c->n_swa > 0 && !L->windowed);
     c->n_nope_layers += L->nope;
@@ -588,8 +601,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                    {"attn_k.bias", kv_dim, !need, &L->bk},
                    {"attn_v.bias", kv_dim, !need, &L->bv},
                    {"attn_output.bias", c->dim, 1, &L->bo},
-                   {"ffn_gate.bias", c->ff, 1, &L->b_gate},
-                   {"ffn_up.bias", c->ff, 1, &L->b_up},
+                   {"ffn_gate.bias", L->ff, 1, &L->b_gate},
+                   {"ffn_up.bias", L->ff, 1, &L->b_up},
                    {"ffn_down.bias", c->dim, 1, &L->b_down}};
     for (int b = fused_bias ? 3 : 0; b < (flags & TP_ARCH_BIASES ? (L->gate_inp ? 4 : 7) : 0); ++b) {
       if (no_attn && b < 4) continue; /* (no attention) */
@@ -626,6 +639,8 @@ static void tp_llama_free_loading(topos_llama *m) {
   TP_FREE_NULL(m->ffn_blocks);
   TP_FREE_NULL(m->nope_blocks);
   TP_FREE_NULL(m->xielu);
+  TP_FREE_NULL(m->kv_heads_list);
+  TP_FREE_NULL(m->ff_list);
 #undef TP_FREE_NULL
 }
 
@@ -680,7 +695,7 @@ void topos_llama_free(topos_llama *m) {
                              L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out, L->ssm_x, L->ssm_dt, L->ssm_dt_norm,
                              L->ssm_b_norm, L->ssm_c_norm, L->ssm_z, L->ssm_beta, L->ssm_alpha, L->ssm_k,
                              L->ssm_v, L->ssm_f_a, L->ssm_f_b, L->ssm_g_a, L->ssm_g_b, L->latent_down,
-                             L->latent_up};
+                             L->latent_up, L->ple_gate, L->ple_proj, L->ple_norm};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);
@@ -696,6 +711,9 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->pos_embd);
   topos_tensor_release(m->rope_long);
   topos_tensor_release(m->rope_short);
+  topos_tensor_release(m->ple_embd);
+  topos_tensor_release(m->ple_model_proj);
+  topos_tensor_release(m->ple_proj_norm);
   free(m->rope_still);
   tp_llama_free_loading(m);
   if (m->owns_gguf) topos_gguf_close(m->gguf);

@@ -252,6 +252,7 @@ typedef struct tp_llama_arch_extra {
   /* Kimi Delta Attention mixers where head_count_kv is 0 (tp_llama_kda_config), unrotated latent
    * attention elsewhere, the mixtures' weights always renormalised (kimi-linear) */
   int kda;
+  int gemma4; /* llama_gemma4.c */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -296,6 +297,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen3next", .delta = 1, .nextn = 1},
     {.name = "qwen35", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
     {.name = "qwen35moe", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
+    {.name = "gemma4", .gemma4 = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -315,6 +317,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2, 0, TP_SWA_ROPE_SAME, 46},
     {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, 0, 6, 0,
      TP_SWA_ROPE_OWN_10000, 62},
+    {"gemma4", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, -1, 0,
+     0, TP_SWA_ROPE_OWN_10000, 0},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"minicpm", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* granite's graph */
     {"internlm2", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the converter splits wqkv */
@@ -1005,7 +1009,9 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   /* a mixture's experts may have a width of their own and no dense one */
   const int ssm_only = x.ssm == 4 || x.ssm == 5; /* mamba2, mamba: no attention, no feed-forward */
-  if (x.ssm != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
+  if (x.gemma4) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  if (x.gemma4) TP_TRY(tp_llama_gemma4_lists(m)); /* numbers or lists per block */
+  else if (x.ssm != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
     TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
     if (c->ff < 2 || c->ff % 2)
@@ -1013,8 +1019,9 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->ff /= 2;
   }
   if (ssm_only) c->n_heads = 1; /* (their files say 0) */
-  else TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
-  if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
+  else if (!x.gemma4) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  if (x.gemma4) { /* (read above) */
+  } else if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
   else if (x.kda) TP_TRY(tp_llama_kda_config(m));
   else if (x.ssm)
     TP_TRY(tp_llama_ssm_config(m, x.ssm >= 5 ? 1 : 2,
@@ -1077,6 +1084,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (c->rope_dim > c->head_dim || c->rope_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: rope.dimension_count %" PRId64
                    " must be even and at most the head dimension %" PRId64, c->rope_dim, c->head_dim);
+  c->head_dim_swa = c->head_dim, c->rope_dim_swa = c->rope_dim; /* (Gemma 4's differ: below) */
   if (x.mrope) TP_TRY(tp_llama_mrope(m, x.mrope));
   float attn_factor;
   TP_TRY(tp_llama_rope_scaling(g, c, &attn_factor));
@@ -1137,6 +1145,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   } else if (a->flags & TP_ARCH_FINAL_SOFTCAP) {
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
   }
+  if (x.gemma4) TP_TRY(tp_llama_gemma4_config(m));
   TP_TRY(tp_llama_experts(g, a, c));
   if (x.llama4) TP_TRY(tp_llama_llama4(c));
   if (x.xielu) TP_TRY(tp_llama_xielu(m));

@@ -27,7 +27,7 @@ struct topos_llama_context {
   size_t kv_bytes;      /* both, one mapping */
   size_t elem;          /* bytes per cache element */
   topos_tensor **k_cache, **v_cache; /* per block; NULL for blocks without attention */
-  int64_t *kv_slot;     /* per block: its place in k_mem / v_mem, -1 for a block without attention */
+  int64_t *kv_at;       /* per block: its first element in k_mem / v_mem, -1 for a block without a cache */
   /* The recurrent blocks' states, twice: a run reads [front] and its sinks
    * write [!front] (the plan may still read the state it was fed when a
    * sink arrives). conv: the convolution's rows of the last taps - 1
@@ -92,11 +92,18 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
     return tp_fail(TOPOS_ERR_RANGE, "llama context: n_ctx %lld is past the %lld positions this %s model has learned",
                    (long long)cap, (long long)c->n_ctx_train, c->arch);
   const int64_t slots = tp_cache_slots(cap);
-  int64_t per_layer = c->n_kv_heads * c->head_dim * slots, total;
-  int64_t kv_layers = 0; /* the attention blocks (not recurrent mixers alone, nor feed-forwards alone) */
-  for (int64_t l = 0; l < c->n_layers; ++l) kv_layers += tp_llama_layer_attends(&m->layers[l]);
-  if (__builtin_mul_overflow(per_layer, kv_layers, &total) || total > ((int64_t)1 << 40))
-    return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
+  /* the attention blocks' caches (not recurrent mixers alone, nor
+   * feed-forwards alone, nor Gemma 4's shared blocks), each its kv heads x
+   * head width x slots */
+  int64_t total = 0;
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    const tp_llama_layer *ly = &m->layers[l];
+    int64_t per_layer;
+    if (!tp_llama_layer_caches(ly)) continue;
+    if (__builtin_mul_overflow(ly->kv_heads * ly->hd, slots, &per_layer) ||
+        __builtin_add_overflow(total, per_layer, &total) || total > ((int64_t)1 << 40))
+      return tp_fail(TOPOS_ERR_OVERFLOW, "llama context: cache of %lld tokens", (long long)cap);
+  }
   topos_llama_context *x = calloc(1, sizeof *x);
   if (!x) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context");
   x->model = m;
@@ -121,7 +128,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->v_mem = x->k_mem ? (char *)x->k_mem + x->kv_bytes / 2 : NULL;
   x->k_cache = calloc(L, sizeof *x->k_cache);
   x->v_cache = calloc(L, sizeof *x->v_cache);
-  x->kv_slot = calloc(L, sizeof *x->kv_slot);
+  x->kv_at = calloc(L, sizeof *x->kv_at);
   for (int b = 0; b < 2; ++b) {
     x->conv[b] = calloc(L, sizeof *x->conv[b]);
     x->ssm[b] = calloc(L, sizeof *x->ssm[b]);
@@ -138,14 +145,14 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->feeds = calloc(4 * L + 10, sizeof *x->feeds); /* per block up to keys, values and two states */
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
-  if ((x->kv_bytes && !x->k_mem) || !x->k_cache || !x->v_cache || !x->kv_slot || !x->conv[0] || !x->conv[1] ||
+  if ((x->kv_bytes && !x->k_mem) || !x->k_cache || !x->v_cache || !x->kv_at || !x->conv[0] || !x->conv[1] ||
       !x->ssm[0] || !x->ssm[1] || (x->state_bytes && !x->state_mem) || !x->feeds || !x->row)
     st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama context: cache of %lld elements",
                  (long long)(2 * total));
   float *state_at = x->state_mem;
   for (size_t l = 0, at = 0; st == TOPOS_OK && l < L; ++l) {
     const tp_llama_layer *ly = &x->model->layers[l];
-    x->kv_slot[l] = -1;
+    x->kv_at[l] = -1;
     if (ly->conv_taps || ly->ssm_in) { /* the recurrent block's two states of each kind */
       const int mamba = ly->ssm_in != NULL;
       const size_t cf = conv_floats[mamba];
@@ -156,16 +163,18 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
         st = topos_tensor_wrap(TOPOS_F32, 3, ssm_shape, state_at, ssm_floats * sizeof(float), TOPOS_STORAGE_EXTERNAL,
                                NULL, NULL, &x->ssm[b][l]);
     }
-    if (!tp_llama_layer_attends(ly)) continue; /* (falcon-h1's blocks have both) */
-    x->kv_slot[l] = (int64_t)at++;
-    int64_t ks[3] = {c->n_kv_heads, c->head_dim, slots}, vs[3] = {c->n_kv_heads, slots, c->head_dim};
+    if (!tp_llama_layer_caches(ly)) continue; /* (falcon-h1's blocks have both) */
+    const int64_t per_layer = ly->kv_heads * ly->hd * slots;
+    x->kv_at[l] = (int64_t)at;
+    at += (size_t)per_layer;
+    int64_t ks[3] = {ly->kv_heads, ly->hd, slots}, vs[3] = {ly->kv_heads, slots, ly->hd};
     if (opt.kv_dtype != TOPOS_F32) { /* see tp_llama_graph_build */
       ks[1] = slots;
-      ks[2] = c->head_dim;
-      vs[1] = c->head_dim;
+      ks[2] = ly->hd;
+      vs[1] = ly->hd;
       vs[2] = slots;
     }
-    size_t bytes = (size_t)per_layer * x->elem, off = (size_t)x->kv_slot[l] * bytes;
+    size_t bytes = (size_t)per_layer * x->elem, off = (size_t)x->kv_at[l] * x->elem;
     st = topos_tensor_wrap(opt.kv_dtype, 3, ks, (char *)x->k_mem + off, bytes,
                            TOPOS_STORAGE_EXTERNAL, NULL, NULL, &x->k_cache[l]);
     if (st == TOPOS_OK)
@@ -193,7 +202,7 @@ void topos_llama_context_free(topos_llama_context *x) {
   }
   free(x->k_cache);
   free(x->v_cache);
-  free(x->kv_slot);
+  free(x->kv_at);
   for (int b = 0; b < 2; ++b) {
     free(x->conv[b]);
     free(x->ssm[b]);
@@ -301,8 +310,8 @@ static topos_status tp_graph_for(topos_llama_context *x, int64_t T, tp_logits_ro
  * 16-bit: K [KVH, C, hd], V [KVH, hd, C]. A row goes in whole where the
  * layout keeps it contiguous and element by element where it is transposed. */
 static void tp_cache_write(topos_llama_context *x, int64_t l, int is_v, const float *rows, int64_t T) {
-  const topos_llama_config *c = &x->model->config;
-  int64_t KVH = c->n_kv_heads, hd = c->head_dim, C = x->slots, base = x->kv_slot[l] * KVH * hd * C;
+  const tp_llama_layer *ly = &x->model->layers[l];
+  int64_t KVH = ly->kv_heads, hd = ly->hd, C = x->slots, base = x->kv_at[l];
   topos_dtype dt = x->options.kv_dtype;
   /* f32 keys and 16-bit values are the transposed ones */
   const int transposed = (dt == TOPOS_F32) != (is_v != 0);
@@ -396,7 +405,7 @@ static topos_status tp_new_inputs(int n, const int *want, const int *rank, const
 static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base, float *pc, float *ps) {
   const topos_llama *m = x->model;
   const topos_llama_config *c = &m->config;
-  const int64_t half = c->rope_dim / 2;
+  const int64_t dims = own_base ? c->rope_dim_swa : c->rope_dim, half = dims / 2;
   const topos_tensor *table = m->rope_factors ? m->rope_factors
                               : m->rope_long ? (x->capacity > c->rope_ctx_orig ? m->rope_long : m->rope_short)
                                              : NULL;
@@ -409,7 +418,7 @@ static void tp_rope_tables(const topos_llama_context *x, int64_t T, int own_base
   for (int64_t t = 0; t < T; ++t) {
     const double pos = (double)(x->pos + t) * (yarn ? 1.0 : scale);
     for (int64_t i = 0; i < half; ++i) {
-      double theta = (still && still[i] ? 0.0 : pos) * pow(base, -2.0 * (double)i / (double)c->rope_dim);
+      double theta = (still && still[i] ? 0.0 : pos) * pow(base, -2.0 * (double)i / (double)dims);
       if (factor) theta /= (double)factor[i];
       if (yarn) { /* the original angle below the ramp, the scaled one above */
         const double mix = (1.0 - fmin(1.0, fmax(0.0, ((double)i - low) / width))) * c->rope_ext_factor;
@@ -510,24 +519,25 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   const int all_windowed = c->n_swa_layers == c->n_layers;
   const int window_masks = cuts && !all_windowed;
   TP_TRY(tp_graph_for(x, n, rows, cuts && n > 1, window_masks, &g));
-  int64_t T = n, C = g->span, D = c->dim, half = c->rope_dim / 2;
+  int64_t T = n, C = g->span, D = c->dim, half = c->rope_dim / 2, half_w = c->rope_dim_swa / 2;
+  const int64_t LP = c->n_layers * c->ple_dim;
   int64_t KVH = c->n_kv_heads, G = c->n_heads / KVH, L = c->n_layers;
   const int own_rope = topos_sym_is_valid(g->cos_w);
   /* inputs: x0 [T, D]; cos, sin [T, hd/2, 1]; mask_n [G*T, T]; mask_c [C]
    * (row_mask: [G*T, C]); then the windowed layers' cos, sin (own_rope)
    * and mask_n, mask_c (window_masks) */
-  enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, TEMP, N_IN };
+  enum { X0, COS, SIN, MASK_N, MASK_C, COS_W, SIN_W, MASK_NW, MASK_CW, TEMP, PLE, N_IN };
   const int full_rows = g->row_mask && !window_masks;
   const int alibi = c->alibi_max_bias > 0.0f; /* masks per head: tp_alibi_masks */
-  const int ranks[N_IN] = {2, 3, 3, alibi ? 3 : 2, alibi ? 3 : full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1};
+  const int ranks[N_IN] = {2, 3, 3, alibi ? 3 : 2, alibi ? 3 : full_rows ? 2 : 1, 3, 3, 2, g->row_mask ? 2 : 1, 1, 2};
   const int64_t shapes[N_IN][3] = {{T, D, 0},        {T, half, 1},
                              {T, half, 1},     {alibi ? KVH : G * T, alibi ? G * T : T, alibi ? T : 0},
                              {alibi ? KVH : full_rows ? G * T : C, alibi ? G * T : full_rows ? C : 0, alibi ? C : 0},
-                             {T, half, 1},     {T, half, 1},
+                             {T, half_w, 1},   {T, half_w, 1},
                              {G * T, T, 0},    {g->row_mask ? G * T : C, g->row_mask ? C : 0, 0},
-                             {T, 0, 0}};
+                             {T, 0, 0},        {T, LP, 0}};
   const int want[N_IN] = {1,        1,        1,        1, g->has_cache, own_rope, own_rope, window_masks,
-                          window_masks && g->has_cache, topos_sym_is_valid(g->temp)};
+                          window_masks && g->has_cache, topos_sym_is_valid(g->temp), topos_sym_is_valid(g->ple_rows)};
   topos_tensor *in[N_IN];
   float *pin[N_IN];
   topos_status st = tp_new_inputs(N_IN, want, ranks, shapes, in, pin);
@@ -544,6 +554,18 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   }
   if (st == TOPOS_OK && m->pos_embd) /* gpt2: plus the learned row of each position */
     st = tp_add_position_rows(m->pos_embd, x->pos, T, D, px);
+  if (st == TOPOS_OK && pin[PLE]) { /* Gemma 4: each token's per-layer rows times sqrt(ple_dim) */
+    const topos_dtype pdt = topos_tensor_dtype(m->ple_embd);
+    const float scale = sqrtf((float)c->ple_dim);
+    size_t ple_bytes = 0;
+    st = topos_dtype_bytes(pdt, LP, &ple_bytes);
+    for (int64_t t = 0; st == TOPOS_OK && t < T; ++t) {
+      float *row = pin[PLE] + t * LP;
+      st = topos_dequantize_row(pdt, (const uint8_t *)topos_tensor_data(m->ple_embd) + (size_t)tokens[t] * ple_bytes,
+                                row, LP);
+      for (int64_t i = 0; i < LP; ++i) row[i] *= scale;
+    }
+  }
   if (st == TOPOS_OK) {
     tp_rope_tables(x, T, 0, pin[COS], pin[SIN]);
     if (own_rope) tp_rope_tables(x, T, 1, pin[COS_W], pin[SIN_W]);
@@ -555,8 +577,8 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
     }
     topos_feed *f = x->feeds;
     size_t nf = 0;
-    const topos_sym syms[N_IN] = {g->x0,    g->cos,   g->sin,     g->mask_n, g->mask_c,
-                                  g->cos_w, g->sin_w, g->mask_nw, g->mask_cw, g->temp};
+    const topos_sym syms[N_IN] = {g->x0,    g->cos,   g->sin,     g->mask_n,  g->mask_c,  g->cos_w,
+                                  g->sin_w, g->mask_nw, g->mask_cw, g->temp, g->ple_rows};
     for (int i = 0; i < N_IN; ++i)
       if (in[i]) f[nf++] = (topos_feed){syms[i], in[i]};
     for (int64_t l = 0; l < L; ++l) {

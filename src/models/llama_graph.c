@@ -68,7 +68,7 @@ static topos_sym tp_norm(tp_rec *r, topos_sym x, int64_t rows, topos_tensor *w, 
 
 /* x [T, heads * hd] normalised per head by w [hd] (qwen3, gemma3's q and k norms; NULL: no weight, Llama 4's) */
 static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
-  const int64_t T = r->T, hd = r->c->head_dim;
+  const int64_t T = r->T, hd = r->hd;
   topos_sym y = tp_rmsnorm_n(r, tp_reshape(r, x, 2, T * heads, hd, 0, 0), T * heads, hd, w);
   return tp_reshape(r, y, 2, T, heads * hd, 0, 0);
 }
@@ -76,7 +76,7 @@ static topos_sym tp_head_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tenso
 /* x [T, heads * hd] normalised per head by the block norms' kind, then times
  * w [heads, hd], a weight per head (Command R+, StableLM 2 12B) */
 static topos_sym tp_head_norm_weights(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
-  const int64_t T = r->T, hd = r->c->head_dim;
+  const int64_t T = r->T, hd = r->hd;
   topos_sym y = tp_norm_n(r, tp_reshape(r, x, 2, T * heads, hd, 0, 0), T * heads, hd, NULL, NULL);
   topos_sym wf = tp_reshape(r, tp_const(r, w), 1, heads * hd, 0, 0, 0);
   return topos_tape_mul(r->t, tp_reshape(r, y, 2, T, heads * hd, 0, 0), topos_tape_broadcast_along(r->t, wf, 0, T));
@@ -84,7 +84,7 @@ static topos_sym tp_head_norm_weights(tp_rec *r, topos_sym x, int64_t heads, top
 
 /* the same over x [T, heads, hd] */
 static topos_sym tp_head_norm3(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w) {
-  const int64_t T = r->T, hd = r->c->head_dim;
+  const int64_t T = r->T, hd = r->hd;
   return tp_reshape(r, tp_head_norm(r, tp_reshape(r, x, 2, T, heads * hd, 0, 0), heads, w), 3, T, heads, hd, 0);
 }
 
@@ -106,7 +106,7 @@ static topos_sym tp_softcap(tp_rec *r, topos_sym s, float cap) {
 static topos_sym tp_rope_pairs(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
   topos_tape *t = r->t;
   const int neox = r->c->rope_neox, axis = neox ? 2 : 3;
-  int64_t T = r->T, half = r->c->rope_dim / 2;
+  int64_t T = r->T, half = r->rd / 2;
   topos_sym p = neox ? tp_reshape(r, x, 4, T, heads, 2, half) : tp_reshape(r, x, 4, T, heads, half, 2);
   if (neox) cos = tp_reshape(r, cos, 3, T, 1, half, 0), sin = tp_reshape(r, sin, 3, T, 1, half, 0);
   topos_sym x0 = topos_tape_narrow(t, p, axis, 0, 1), x1 = topos_tape_narrow(t, p, axis, 1, 1);
@@ -125,7 +125,7 @@ static topos_sym tp_rope_pairs(tp_rec *r, topos_sym x, int64_t heads, topos_sym 
  * hd) its first rope_dim dimensions, the rest passed through. */
 static topos_sym tp_rope(tp_rec *r, topos_sym x, int64_t heads, topos_sym cos, topos_sym sin) {
   topos_tape *t = r->t;
-  const int64_t hd = r->c->head_dim, rd = r->c->rope_dim;
+  const int64_t hd = r->hd, rd = r->rd;
   if (rd < hd) {
     topos_sym rot = topos_tape_narrow(t, x, 2, 0, rd), pass = topos_tape_narrow(t, x, 2, rd, hd - rd);
     rot = tp_rope_pairs(r, rot, heads, cos, sin);
@@ -177,10 +177,36 @@ static void tp_mask_inputs(tp_rec *r, const tp_llama_graph *g, int row_mask, con
 
 /* kv head kh's rows [G*T, cols] of a mask: the shared rows, or (ALiBi) a
  * view of the head's own */
-static topos_sym tp_mask_head(tp_rec *r, topos_sym rows, topos_sym all, int64_t kh, int64_t cols) {
+static topos_sym tp_mask_head(tp_rec *r, topos_sym rows, topos_sym all, int64_t kh, int64_t G, int64_t cols) {
   if (topos_sym_is_valid(rows)) return rows;
-  const int64_t G = r->c->n_heads / r->c->n_kv_heads;
   return tp_reshape(r, topos_tape_narrow(r->t, all, 0, kh, 1), 2, G * r->T, cols, 0, 0);
+}
+
+/* The masks of a block of G query heads per kv head and KVH kv heads
+ * (Gemma 4's differ from block to block) from the inputs in_c, in_n made
+ * for the model's G0 = heads / n_kv_heads: every group's rows are the same,
+ * so the first group's T rows are broadcast to G (no ALiBi: its rows are
+ * per head). */
+static tp_masks tp_masks_regroup(tp_rec *r, const tp_llama_graph *g, const tp_masks *base, topos_sym in_c,
+                                 topos_sym in_n, int row_mask, int64_t G, int64_t KVH) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, G0 = r->c->n_heads / r->c->n_kv_heads;
+  if (G == G0 && KVH == r->c->n_kv_heads) return *base;
+  tp_masks m;
+  m.n_rows = G == G0 ? base->n_rows
+                     : tp_reshape(r, topos_tape_broadcast_along(t, topos_tape_narrow(t, in_n, 0, 0, T), 0, G), 2,
+                                  G * T, T, 0, 0);
+  m.n = topos_tape_broadcast_along(t, m.n_rows, 0, KVH);
+  m.c_rows = m.c = TOPOS_SYM_INVALID;
+  if (g->has_cache) {
+    const int64_t S = r->S;
+    m.c_rows = G == G0  ? base->c_rows
+               : row_mask ? tp_reshape(r, topos_tape_broadcast_along(t, topos_tape_narrow(t, in_c, 0, 0, T), 0, G), 2,
+                                       G * T, S, 0, 0)
+                          : topos_tape_broadcast_along(t, in_c, 0, G * T);
+    m.c = topos_tape_broadcast_along(t, m.c_rows, 0, KVH);
+  }
+  return m;
 }
 
 /* xIELU of x with p = {beta + softplus(alpha_n), softplus(alpha_p), beta,
@@ -460,20 +486,50 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   return topos_tape_add(t, x, f);
 }
 
+/* Gemma 4's per-layer embeddings of the chunk, [T, n_layers, ple_dim]: the
+ * input rows (per_layer_token_embd's rows times sqrt(ple_dim), the context
+ * fills them) plus the RMS-normalised projection of the scaled embeddings
+ * x0 times 1 / sqrt(dim), all times 1 / sqrt(2), as llama.cpp's
+ * project_per_layer_inputs */
+static topos_sym tp_ple_inputs(tp_rec *r, const topos_llama *m, tp_llama_graph *g) {
+  topos_tape *t = r->t;
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, NL = c->n_layers, P = c->ple_dim;
+  topos_tensor_desc d = {TOPOS_F32, 2, {T, NL * P}};
+  g->ple_rows = topos_tape_input_desc(t, &d, "ple_rows");
+  topos_sym proj = topos_tape_qlinear(t, g->x0, tp_const(r, m->ple_model_proj));
+  proj = tp_scale(r, proj, 1.0f / sqrtf((float)c->dim));
+  proj = tp_rmsnorm_n(r, tp_reshape(r, proj, 2, T * NL, P, 0, 0), T * NL, P, m->ple_proj_norm);
+  topos_sym sum = topos_tape_add(t, proj, tp_reshape(r, g->ple_rows, 2, T * NL, P, 0, 0));
+  return tp_reshape(r, tp_scale(r, sum, 1.0f / sqrtf(2.0f)), 3, T, NL, P, 0);
+}
+
+/* x + norm(proj(GELU(inp_gate x) * e_l)): block l's per-layer embedding */
+static topos_sym tp_ple_block(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l) {
+  topos_tape *t = r->t;
+  const int64_t T = r->T, P = r->c->ple_dim;
+  topos_sym e = tp_reshape(r, topos_tape_narrow(t, ple, 1, l, 1), 2, T, P, 0, 0);
+  topos_sym gate = topos_tape_gelu(t, topos_tape_qlinear(t, x, tp_const(r, L->ple_gate)));
+  topos_sym y = topos_tape_qlinear(t, topos_tape_mul(t, gate, e), tp_const(r, L->ple_proj));
+  return topos_tape_add(t, x, tp_rmsnorm(r, y, T, L->ple_norm));
+}
+
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
-  int64_t T = r->T, C = r->C, S = r->S, D = c->dim, H = c->n_heads, KVH = c->n_kv_heads;
-  int64_t hd = c->head_dim, G = H / KVH;
+  int64_t T = r->T, C = r->C, S = r->S, D = c->dim;
   const float cap = c->attn_softcap;
   topos_tensor_desc d = {TOPOS_F32, 2, {T, D}};
   g->x0 = topos_tape_input_desc(t, &d, "x0");
-  topos_tensor_desc rd = {TOPOS_F32, 3, {T, c->rope_dim / 2, 1}};
+  topos_tensor_desc rd = {TOPOS_F32, 3, {T, c->rope_dim / 2, 1}}, rdw = {TOPOS_F32, 3, {T, c->rope_dim_swa / 2, 1}};
   g->cos = topos_tape_input_desc(t, &rd, "rope_cos");
   g->sin = topos_tape_input_desc(t, &rd, "rope_sin");
   const int own_rope = c->rope_base_swa != 0.0f && c->n_swa_layers > 0;
-  g->cos_w = own_rope ? topos_tape_input_desc(t, &rd, "rope_cos_window") : TOPOS_SYM_INVALID;
-  g->sin_w = own_rope ? topos_tape_input_desc(t, &rd, "rope_sin_window") : TOPOS_SYM_INVALID;
+  if (!own_rope && c->n_swa_layers > 0 && c->rope_dim_swa != c->rope_dim)
+    return tp_fail(TOPOS_ERR_INTERNAL, "llama: windowed blocks rotating %lld dimensions without tables of their own",
+                   (long long)c->rope_dim_swa);
+  g->cos_w = own_rope ? topos_tape_input_desc(t, &rdw, "rope_cos_window") : TOPOS_SYM_INVALID;
+  g->sin_w = own_rope ? topos_tape_input_desc(t, &rdw, "rope_sin_window") : TOPOS_SYM_INVALID;
   if (c->attn_temp_scale != 0.0f) {
     topos_tensor_desc td = {TOPOS_F32, 1, {T}};
     g->temp = topos_tape_input_desc(t, &td, "attn_temp");
@@ -485,10 +541,33 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   if (g->window_masks) tp_mask_inputs(r, g, g->row_mask, "_window", &g->mask_cw, &g->mask_nw, &window);
   topos_sym x = g->x0;
   if (m->embd_norm) x = tp_norm(r, x, T, m->embd_norm, m->embd_norm_b); /* bloom: the embedding's LayerNorm */
-  const topos_sym head_ids = c->mla_kv_rank ? tp_head_ids(r, H) : TOPOS_SYM_INVALID;
+  const topos_sym ple = m->ple_embd ? tp_ple_inputs(r, m, g) : TOPOS_SYM_INVALID; /* Gemma 4 */
+  const topos_sym head_ids = c->mla_kv_rank ? tp_head_ids(r, c->n_heads) : TOPOS_SYM_INVALID;
+  struct {
+    int64_t G, KVH;
+    int windowed;
+    tp_masks m;
+  } regrouped[8]; /* the masks of blocks whose head groups differ from the model's (Gemma 4), made once */
+  int n_regrouped = 0;
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const tp_llama_layer *L = &m->layers[l];
+    const int64_t H = L->heads, KVH = L->kv_heads, hd = L->hd, G = KVH ? H / KVH : 1;
+    r->hd = L->hd, r->rd = L->rd;
     const tp_masks *mk = L->windowed ? &window : &full;
+    int found = 0;
+    for (int i = 0; i < n_regrouped && !found; ++i)
+      if (regrouped[i].G == G && regrouped[i].KVH == KVH && regrouped[i].windowed == L->windowed)
+        mk = &regrouped[i].m, found = 1;
+    if (!found && tp_llama_layer_attends(L) && (G != c->n_heads / c->n_kv_heads || KVH != c->n_kv_heads)) {
+      if (n_regrouped == 8)
+        return tp_fail(TOPOS_UNSUPPORTED, "llama: more than 8 shapes of attention blocks in one model");
+      const int own = L->windowed && g->window_masks;
+      regrouped[n_regrouped].G = G, regrouped[n_regrouped].KVH = KVH, regrouped[n_regrouped].windowed = L->windowed;
+      regrouped[n_regrouped].m =
+          tp_masks_regroup(r, g, mk, own ? g->mask_cw : g->mask_c, own ? g->mask_nw : g->mask_n,
+                           own || !g->window_masks ? g->row_mask : 0, G, KVH);
+      mk = &regrouped[n_regrouped++].m;
+    }
     const topos_sym mask_c_rows = mk->c_rows, mask_c = mk->c, mask_n_rows = mk->n_rows, mask_n = mk->n;
     const topos_sym cos = L->windowed && own_rope ? g->cos_w : g->cos;
     const topos_sym sin = L->windowed && own_rope ? g->sin_w : g->sin;
@@ -499,12 +578,14 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       kd = (topos_tensor_desc){kvt, 3, {KVH, C, hd}};
       vd = (topos_tensor_desc){kvt, 3, {KVH, hd, C}};
     }
-    if (cached && tp_llama_layer_attends(L)) {
+    if (cached && tp_llama_layer_caches(L)) {
       snprintf(name, sizeof name, "k_cache.%d", (int)l);
       g->k_cache[l] = topos_tape_input_desc(t, &kd, name);
       snprintf(name, sizeof name, "v_cache.%d", (int)l);
       g->v_cache[l] = topos_tape_input_desc(t, &vd, name);
     }
+    /* (Gemma 4's shared blocks: the cache and the chunk's keys of block kv_src) */
+    const topos_sym k_cache = g->k_cache[L->kv_src], v_cache = g->v_cache[L->kv_src];
 
     topos_sym h = L->attn_norm || c->norm_weightless ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b)
                                                     : x; /* olmo2: the residual itself */
@@ -521,6 +602,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     topos_sym q, k, v;
     if (c->mla_kv_rank) {
       tp_mla_qkv(r, L, ha, cos, sin, head_ids, &q, &k, &v);
+    } else if (L->kv_shared) { /* q alone: the keys and values are block kv_src's */
+      q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
+      k = v = TOPOS_SYM_INVALID;
     } else if (T == 1) { /* one row [q | k | v], cut in parts (views) */
       const int64_t qd = (c->attn_gate ? 2 : 1) * H * hd, kvd = KVH * hd;
       topos_sym qkv;
@@ -535,16 +619,16 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
           parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
           parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
         }
-        parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
-        qkv = topos_tape_concat(t, n, parts, 1);
+        if (L->wv) parts[n++] = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
+        qkv = n > 1 ? topos_tape_concat(t, n, parts, 1) : parts[0];
       }
       q = topos_tape_narrow(t, qkv, 1, 0, qd);
       k = topos_tape_narrow(t, qkv, 1, qd, kvd);
-      v = topos_tape_narrow(t, qkv, 1, qd + kvd, kvd);
+      v = L->wv ? topos_tape_narrow(t, qkv, 1, qd + kvd, kvd) : k; /* (Gemma 4 without attn_v: v is k) */
     } else {
       q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
       k = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
-      v = topos_tape_qlinear(t, ha, tp_const(r, L->wv));
+      v = L->wv ? topos_tape_qlinear(t, ha, tp_const(r, L->wv)) : k;
     }
     topos_sym gate = TOPOS_SYM_INVALID;
     if (c->attn_gate) { /* each head's q rows, then its gate's */
@@ -553,9 +637,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       q = tp_reshape(r, topos_tape_narrow(t, qg, 2, 0, hd), 2, T, H * hd, 0, 0);
     }
     if (!c->mla_kv_rank) {
+      const int own_kv = !L->kv_shared;
       q = tp_clamp(r, tp_bias(r, q, L->bq, T), c->clamp_kqv);
-      k = tp_clamp(r, tp_bias(r, k, L->bk, T), c->clamp_kqv);
-      v = tp_clamp(r, tp_bias(r, v, L->bv, T), c->clamp_kqv);
+      if (own_kv) k = tp_clamp(r, tp_bias(r, k, L->bk, T), c->clamp_kqv);
+      if (own_kv) v = tp_clamp(r, tp_bias(r, v, L->bv, T), c->clamp_kqv);
       const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
       if (L->q_norm && !late)
         q = c->qk_norm == 2   ? tp_norm_n(r, q, T, H * hd, L->q_norm, L->q_norm_b)
@@ -566,20 +651,25 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
             : c->qk_norm == 3 ? tp_head_norm_weights(r, k, KVH, L->k_norm)
                               : tp_head_norm(r, k, KVH, L->k_norm);
       q = tp_reshape(r, q, 3, T, H, hd, 0);
-      k = tp_reshape(r, k, 3, T, KVH, hd, 0);
+      if (own_kv) k = tp_reshape(r, k, 3, T, KVH, hd, 0);
       if (!L->nope) {
         q = tp_rope(r, q, H, cos, sin);
-        k = tp_rope(r, k, KVH, cos, sin);
+        if (own_kv) k = tp_rope(r, k, KVH, cos, sin);
       }
       /* norms after the rotation, per head: hunyuan's (weights; no whole-row norm
        * takes this order), Llama 4's L2 norm of the rotated layers (none) */
       if (late && L->q_norm) q = tp_head_norm3(r, q, H, L->q_norm);
       if (late && L->k_norm) k = tp_head_norm3(r, k, KVH, L->k_norm);
       if (c->qk_l2_norm && !L->nope) q = tp_head_norm3(r, q, H, NULL), k = tp_head_norm3(r, k, KVH, NULL);
-      v = tp_reshape(r, v, 3, T, KVH, hd, 0);
+      if (own_kv) v = tp_reshape(r, v, 3, T, KVH, hd, 0);
+      if (own_kv && c->v_norm) v = tp_head_norm3(r, v, KVH, NULL); /* Gemma 4: per head, no weight */
     }
-    g->k_new[l] = k;
-    g->v_new[l] = v;
+    if (L->kv_shared) {
+      k = g->k_new[L->kv_src], v = g->v_new[L->kv_src];
+    } else {
+      g->k_new[l] = k;
+      g->v_new[l] = v;
+    }
     if (topos_sym_is_valid(g->temp) && (L->nope || !c->attn_temp_nope_only)) /* the temperature, per position */
       q = topos_tape_mul(t, q, topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, g->temp, 1, H), 2, hd));
     q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, c->attn_scale));
@@ -599,8 +689,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_matmul(t, q, kT), cap), mask_n);
       topos_sym vT = tp_permute(r, v, 3, 1, 0, 2, 0); /* [KVH, T, hd] */
       if (cached) { /* the first S slots of the cache, as views */
-        topos_sym kc = topos_tape_narrow(t, g->k_cache[l], 2, 0, S);
-        topos_sym vc = topos_tape_narrow(t, g->v_cache[l], 1, 0, S);
+        topos_sym kc = topos_tape_narrow(t, k_cache, 2, 0, S);
+        topos_sym vc = topos_tape_narrow(t, v_cache, 1, 0, S);
         topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_matmul(t, q, kc), cap), mask_c);
         topos_sym parts[3] = {s_c, s_n, sink};
         topos_sym p =
@@ -621,7 +711,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym vn = topos_tape_transpose(
             t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
         topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kn), cap),
-                                       tp_mask_head(r, mask_n_rows, mask_n, kh, T));
+                                       tp_mask_head(r, mask_n_rows, mask_n, kh, G, T));
         topos_sym sink_h = with_sink ? tp_reshape(r, topos_tape_narrow(t, sink, 0, kh, 1), 2, G * T, 1, 0, 0)
                                      : TOPOS_SYM_INVALID;
         if (!cached) {
@@ -631,12 +721,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
           heads[kh] = topos_tape_qlinear(t, with_sink ? topos_tape_narrow(t, p, 1, 0, T) : p, vn);
           continue;
         }
-        topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, g->k_cache[l], 0, kh, 1), 1, 0, S);
-        topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, g->v_cache[l], 0, kh, 1), 2, 0, S);
+        topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, k_cache, 0, kh, 1), 1, 0, S);
+        topos_sym vc = topos_tape_narrow(t, topos_tape_narrow(t, v_cache, 0, kh, 1), 2, 0, S);
         kc = tp_reshape(r, kc, 2, S, hd, 0, 0);
         vc = tp_reshape(r, vc, 2, hd, S, 0, 0);
         topos_sym s_c = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kc), cap),
-                                       tp_mask_head(r, mask_c_rows, mask_c, kh, S));
+                                       tp_mask_head(r, mask_c_rows, mask_c, kh, G, S));
         topos_sym parts[3] = {s_c, s_n, sink_h};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 1), 1));
@@ -653,6 +743,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
     if (L->ssm_in) o = topos_tape_add(t, o, tp_ssm_mixer(r, g, L, l, h)); /* falcon-h1: the mixer beside it */
     x = tp_block_out(r, L, x, h, o);
+    if (L->ple_gate) x = tp_ple_block(r, L, x, ple, l); /* Gemma 4 */
+    if (L->out_scaled) x = topos_tape_mul(t, x, topos_tape_fill_like(t, x, L->out_scale));
   }
   if (g->logits_rows == TP_LOGITS_NONE) {
     g->logits = TOPOS_SYM_INVALID;
@@ -697,7 +789,7 @@ topos_status tp_llama_graph_build(const topos_llama *m, int64_t T, int64_t C, in
   g->ssm_state = syms + 6 * L;
   g->ssm_next = syms + 7 * L;
   g->sinks = syms + 8 * L;
-  tp_rec r = {NULL, &m->config, T, C, span, kv_dtype};
+  tp_rec r = {NULL, &m->config, T, C, span, kv_dtype, m->config.head_dim, m->config.rope_dim};
   topos_status st = topos_tape_new(&r.t);
   if (st == TOPOS_OK) st = tp_record(m, &r, g);
   topos_network *net = NULL;

@@ -12,6 +12,7 @@ typedef struct tp_rec {
   const topos_llama_config *c;
   int64_t T, C, S; /* chunk, cache row length (the capacity, padded), cache slots attended (span) */
   topos_dtype kv_dtype;
+  int64_t hd, rd; /* the block being recorded: its head width and rotated dimensions */
 } tp_rec;
 
 static inline topos_sym tp_const(tp_rec *r, topos_tensor *w) { return topos_tape_constant(r->t, w); }

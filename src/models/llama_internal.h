@@ -103,6 +103,18 @@ topos_status tp_llama_kda_config(struct topos_llama *m);
 topos_status tp_llama_weight_squeezed(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1,
                                       topos_tensor **out);
 
+/* Gemma 4 (llama_gemma4.c): feed_forward_length and head_count_kv as
+ * numbers or per-block lists (m->ff_list, m->kv_heads_list); the windowed
+ * heads' widths, the shared blocks and the per-layer embeddings' width
+ * (after the window's keys); block l's shared-cache source (L->windowed
+ * set); its per-layer embedding products and output scale; the model's
+ * per-layer embedding tables */
+topos_status tp_llama_gemma4_lists(struct topos_llama *m);
+topos_status tp_llama_gemma4_config(struct topos_llama *m);
+void tp_llama_gemma4_shape(const struct topos_llama *m, int64_t l, tp_llama_layer *L);
+topos_status tp_llama_layer_gemma4(struct topos_llama *m, int64_t l, tp_llama_layer *L);
+topos_status tp_llama_gemma4_weights(struct topos_llama *m);
+
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
 #define TP_K(suffix) tp_llama_key(kb, sizeof kb, c->arch, suffix)
@@ -172,6 +184,18 @@ typedef struct tp_llama_layer {
    * [H hd], ssm_a [H], ssm_norm [hd], ssm_out (attn_output) [dim, H hd] */
   topos_tensor *ssm_k, *ssm_v, *ssm_f_a, *ssm_f_b, *ssm_g_a, *ssm_g_b;
   int ffn_only; /* nemotron_h: the block is x + ffn(norm(x)), no token mixer */
+  /* the block's attention: heads, kv heads, head width, rotated dimensions
+   * (the config's, or Gemma 4's per block), the feed-forward's width */
+  int64_t heads, kv_heads, hd, rd, ff;
+  /* Gemma 4: kv_shared, the block computes no keys or values and attends
+   * to block kv_src's (its cache and its chunk's); v_is_k, no attn_v: the
+   * values are the keys' product; out_scale, the block's output times it
+   * (0: none); ple_gate [ple_dim, dim], ple_proj [dim, ple_dim], ple_norm
+   * [dim]: the per-layer embedding's products and norm, or NULL */
+  int kv_shared, v_is_k, out_scaled;
+  int64_t kv_src;
+  float out_scale;
+  topos_tensor *ple_gate, *ple_proj, *ple_norm;
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;
 
@@ -203,6 +227,13 @@ struct topos_llama {
   float *xielu;               /* while loading: [n_layers][4], each block's xIELU parameters (config.ffn_xielu;
                                * kept in the layers), else NULL */
   uint8_t *nope_blocks;       /* while loading: 1 per block that does not rotate (smallthinker), else NULL */
+  int64_t *kv_heads_list;     /* while loading: attention.head_count_kv per block where the file lists
+                               * nonzero counts (Gemma 4), else NULL */
+  int64_t *ff_list;           /* while loading: feed_forward_length per block where the file lists it, else NULL */
+  /* Gemma 4's per-layer embeddings (config.ple_dim): ple_embd [vocab, n_layers
+   * ple_dim] read one row per token, ple_model_proj [n_layers ple_dim, dim],
+   * ple_proj_norm f32 [ple_dim] */
+  topos_tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:
@@ -240,6 +271,7 @@ typedef struct tp_llama_graph {
   int64_t span; /* cache slots attended: keys beyond them are all masked */
   topos_plan *plan;
   topos_sym x0, cos, sin, cos_w, sin_w, mask_c, mask_n, mask_cw, mask_nw, temp, logits;
+  topos_sym ple_rows; /* Gemma 4: f32 [T, n_layers ple_dim], the per-layer embedding rows times sqrt(ple_dim) */
   topos_sym *k_cache, *v_cache, *k_new, *v_new; /* n_layers each; invalid for convolution blocks */
   topos_sym *conv_state, *conv_next;            /* n_layers each; invalid for attention blocks */
   topos_sym *ssm_state, *ssm_next;              /* n_layers each; valid for Mamba-2 blocks */
@@ -254,6 +286,9 @@ enum { TP_SINK_K, TP_SINK_V, TP_SINK_CONV, TP_SINK_SSM, TP_SINK_KINDS };
  * (every attention block has an output product; the other mixers' own
  * products are conv_out and ssm_out) */
 static inline int tp_llama_layer_attends(const tp_llama_layer *L) { return L->wo != NULL; }
+/* 1 where block L keeps keys and values of its own in the cache (Gemma 4's
+ * shared blocks read another's) */
+static inline int tp_llama_layer_caches(const tp_llama_layer *L) { return L->wo != NULL && !L->kv_shared; }
 
 /* Reads general.architecture and its keys into m->config (llama_config.c);
  * *swa_period (0: none) and *nope_all for the layer loop; may set

@@ -1,0 +1,189 @@
+/* Gemma 4, as llama.cpp's gemma4 graph reads these files: gemma3's blocks
+ * (post-norms, q and k norms, GELU feed-forwards, windowed blocks with a
+ * rope base of their own) with
+ *   - heads of another width in the windowed blocks (attention.key_length_swa,
+ *     rope.dimension_count_swa) and head_count_kv per block;
+ *   - the full blocks' "proportional" rotation from rope_freqs.weight (pairs
+ *     past the rotated fraction divided by 1e30: they stay in place);
+ *   - values RMS-normalised per head without a weight, q times 1 (no
+ *     1 / sqrt(width): the q norm stands for it), and blocks without attn_v
+ *     whose values are the keys' product;
+ *   - the last attention.shared_kv_layers blocks without keys or values of
+ *     their own: each attends to the last earlier block of its kind;
+ *   - per-layer embeddings (embedding_length_per_layer_input) and a scale of
+ *     each block's output (layer_output_scale).
+ * Gemma 4's mixtures of experts (the 26B-A4B) are not read yet: their
+ * router's tensors are refused as unknown. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "models/llama_internal.h"
+
+/* A key of one number for every block or an array of one per block into
+ * list[n_layers] (calloc'd; NULL where the key is a number: *value then);
+ * *value is the largest entry. */
+static topos_status tp_gemma4_block_numbers(topos_llama *m, const char *key, int64_t lo, int64_t hi,
+                                            int64_t **list, int64_t *value) {
+  int64_t index;
+  topos_gguf_kv kv;
+  TP_TRY(tp_llama_block_key(m, key, "", &index, &kv));
+  if (kv.type != TOPOS_GGUF_ARRAY) {
+    TP_TRY(tp_llama_u64(m->gguf, key, 1, 0, value));
+    if (*value < lo || *value > hi)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is outside %" PRId64 "..%" PRId64, key, *value, lo,
+                     hi);
+    return TOPOS_OK;
+  }
+  const int64_t n = m->config.n_layers;
+  *list = calloc((size_t)n, sizeof **list);
+  if (!*list) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s", key);
+  *value = 0;
+  for (int64_t l = 0; l < n; ++l) {
+    int64_t v;
+    topos_status st = topos_gguf_array_int(m->gguf, index, (uint64_t)l, &v);
+    if (st != TOPOS_OK) return tp_fail_context(st, "llama: %s[%" PRId64 "]", key, l);
+    if (v < lo || v > hi)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s[%" PRId64 "] = %" PRId64 " is outside %" PRId64 "..%" PRId64, key,
+                     l, v, lo, hi);
+    (*list)[l] = v;
+    if (v > *value) *value = v;
+  }
+  return TOPOS_OK;
+}
+
+/* A count that may be 0 (absent: fallback, or refused where required) */
+static topos_status tp_gemma4_count(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out) {
+  uint64_t v;
+  topos_status st = topos_gguf_get_u64(g, key, &v);
+  if (st == TOPOS_ERR_NOT_FOUND) {
+    topos_clear_error();
+    if (required) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
+    *out = fallback;
+    return TOPOS_OK;
+  }
+  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
+  if (v > ((uint64_t)1 << 31)) return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", key, v);
+  *out = (int64_t)v;
+  return TOPOS_OK;
+}
+
+topos_status tp_llama_gemma4_lists(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_gemma4_block_numbers(m, TP_K("feed_forward_length"), 1, (int64_t)1 << 30, &m->ff_list, &c->ff));
+  TP_TRY(tp_gemma4_block_numbers(m, TP_K("attention.head_count_kv"), 1, c->n_heads, &m->kv_heads_list,
+                                 &c->n_kv_heads));
+  for (int64_t l = 0; m->kv_heads_list && l < c->n_layers; ++l)
+    if (c->n_heads % m->kv_heads_list[l] != 0)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: %s[%" PRId64 "] = %" PRId64 " does not divide head_count %" PRId64, kb,
+                     l, m->kv_heads_list[l], c->n_heads);
+  return TOPOS_OK;
+}
+
+topos_status tp_llama_gemma4_config(topos_llama *m) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  int64_t value_swa = 0;
+  if (!m->swa_layers)
+    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s needs attention.sliding_window_pattern as a list of blocks",
+                   c->arch);
+  TP_TRY(tp_llama_u64(g, TP_K("attention.key_length_swa"), 1, 0, &c->head_dim_swa));
+  TP_TRY(tp_llama_u64(g, TP_K("attention.value_length_swa"), 1, 0, &value_swa));
+  if (value_swa != c->head_dim_swa || c->head_dim_swa % 2 != 0 || c->head_dim_swa > ((int64_t)1 << 16))
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: the windowed blocks' key and value widths (%" PRId64 ", %" PRId64
+                   ") must be one even width", c->head_dim_swa, value_swa);
+  TP_TRY(tp_llama_u64(g, TP_K("rope.dimension_count_swa"), 0, c->rope_dim, &c->rope_dim_swa));
+  if (c->rope_dim_swa > c->head_dim_swa || c->rope_dim_swa % 2 != 0)
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " must be even and at most the windowed heads' %" PRId64,
+                   kb, c->rope_dim_swa, c->head_dim_swa);
+  TP_TRY(tp_gemma4_count(g, TP_K("attention.shared_kv_layers"), 0, 0, &c->n_kv_shared_layers));
+  TP_TRY(tp_gemma4_count(g, TP_K("embedding_length_per_layer_input"), 1, 0, &c->ple_dim));
+  if (c->n_kv_shared_layers >= c->n_layers)
+    return tp_fail(TOPOS_ERR_RANGE, "llama: attention.shared_kv_layers %" PRId64 " of %" PRId64 " blocks",
+                   c->n_kv_shared_layers, c->n_layers);
+  if (c->ple_dim > ((int64_t)1 << 16) || c->ple_dim * c->n_layers > ((int64_t)1 << 30))
+    return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is too wide", kb, c->ple_dim);
+  /* llama.cpp's rule: shared block l reads the last block before them
+   * (the first n_layers - shared) of its kind, which it takes to be
+   * n_layers - shared - 2 for windowed blocks and - 1 for full ones */
+  const int64_t own = c->n_layers - c->n_kv_shared_layers;
+  if (c->n_kv_shared_layers > 0) {
+    if (own < 2)
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " leaves fewer than 2 of %" PRId64
+                     " blocks with keys and values of their own", kb, c->n_kv_shared_layers, c->n_layers);
+    for (int64_t l = own; l < c->n_layers; ++l) {
+      const int64_t src = own - (m->swa_layers[l] ? 2 : 1);
+      if (m->swa_layers[src] != m->swa_layers[l])
+        return tp_fail(TOPOS_UNSUPPORTED, "llama: shared block %" PRId64 " (%s) would attend to block %" PRId64
+                       " (%s): the last blocks with caches of their own must be a windowed one, then a full one",
+                       l, m->swa_layers[l] ? "windowed" : "full", src, m->swa_layers[src] ? "windowed" : "full");
+    }
+  }
+  c->v_norm = 1;
+  c->attn_scale = 1.0f;
+  return TOPOS_OK;
+}
+
+void tp_llama_gemma4_shape(const topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t own = c->n_layers - c->n_kv_shared_layers;
+  L->kv_shared = c->n_kv_shared_layers > 0 && l >= own;
+  L->kv_src = L->kv_shared ? own - (L->windowed ? 2 : 1) : l;
+}
+
+/* The blocks' keys' tensors in a shared block: llama.cpp's loader takes
+ * them where the file has them and its graph never reads them, so they are
+ * marked read (and not counted as bytes read per token). */
+static topos_status tp_gemma4_unread(topos_llama *m, int64_t l) {
+  static const char *const suffixes[] = {"attn_k.weight", "attn_v.weight", "attn_k_norm.weight"};
+  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; ++i) {
+    char name[64];
+    int64_t index;
+    snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, suffixes[i]);
+    if (topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK) m->used[index] = 1;
+    topos_clear_error();
+  }
+  return TOPOS_OK;
+}
+
+topos_status tp_llama_layer_gemma4(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t D = c->dim, P = c->ple_dim;
+  char name[64];
+  if (L->kv_shared) TP_TRY(tp_gemma4_unread(m, l));
+  topos_tensor *scale = NULL;
+  snprintf(name, sizeof name, "blk.%" PRId64 ".layer_output_scale.weight", l);
+  TP_TRY(tp_llama_weight(m, name, 1, 0, 1, &scale));
+  if (scale) {
+    L->out_scale = ((const float *)topos_tensor_data(scale))[0];
+    L->out_scaled = 1;
+    topos_tensor_release(scale);
+    if (!(L->out_scale == L->out_scale)) /* (a NaN scale would poison every later block) */
+      return tp_fail(TOPOS_ERR_RANGE, "llama: %s is not a number", name);
+  }
+  if (P == 0) return TOPOS_OK;
+  snprintf(name, sizeof name, "blk.%" PRId64 ".inp_gate.weight", l);
+  TP_TRY(tp_llama_weight(m, name, D, P, 0, &L->ple_gate));
+  snprintf(name, sizeof name, "blk.%" PRId64 ".proj.weight", l);
+  TP_TRY(tp_llama_weight(m, name, P, D, 0, &L->ple_proj));
+  snprintf(name, sizeof name, "blk.%" PRId64 ".post_norm.weight", l);
+  return tp_llama_weight(m, name, D, 0, 0, &L->ple_norm);
+}
+
+topos_status tp_llama_gemma4_weights(topos_llama *m) {
+  topos_llama_config *c = &m->config;
+  const int64_t P = c->ple_dim, LP = c->ple_dim * c->n_layers;
+  if (P == 0) return TOPOS_OK;
+  const uint64_t before = c->weight_bytes;
+  TP_TRY(tp_llama_weight(m, "per_layer_token_embd.weight", LP, c->n_vocab, 0, &m->ple_embd));
+  /* read one row per token, as the embedding: a row's bytes, not the table's */
+  size_t row = 0;
+  TP_TRY(topos_dtype_bytes(topos_tensor_dtype(m->ple_embd), LP, &row));
+  c->weight_bytes = before + row;
+  TP_TRY(tp_llama_weight(m, "per_layer_model_proj.weight", c->dim, LP, 0, &m->ple_model_proj));
+  return tp_llama_weight(m, "per_layer_proj_norm.weight", P, 0, 0, &m->ple_proj_norm);
+}
