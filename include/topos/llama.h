@@ -279,6 +279,12 @@ typedef struct topos_llama_config {
    * the token's row of per_layer_token_embd mixed with a projection of its
    * embedding */
   int64_t ple_dim;
+  /* Gemma 4's mixtures (26B-A4B): where a block has ffn_gate_inp, its dense
+   * feed-forward and its experts (GELU of the gate times up; each expert's
+   * output times ffn_down_exps.scale) each read and write through norms of
+   * their own, the router reading the block's residual RMS-normed, times
+   * 1 / sqrt(dim) and ffn_gate_inp.scale */
+  int experts_gelu;
 } topos_llama_config;
 
 typedef struct topos_llama topos_llama;

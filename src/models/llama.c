@@ -21,8 +21,8 @@ static const char *tp_llama_ne_string(const topos_gguf_tensor_info *info, char *
 
 /* A weight of GGUF extents {ne0, ne1, ne2} (ne2 = 0: a matrix; ne1 = 0 too:
  * a vector of ne0). */
-static topos_status tp_llama_weight3(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
-                                     int optional, topos_tensor **out) {
+topos_status tp_llama_weight3(topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
+                              int optional, topos_tensor **out) {
   *out = NULL;
   int64_t index;
   topos_status st = topos_gguf_find_tensor(m->gguf, name, &index);
@@ -551,7 +551,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
     if (c->norm_bias && L->ffn_norm) TP_WO(ffn_norm_b, "ffn_norm.bias", c->dim, 0, nb_opt);
     if (m->one_branch && !ffn_only) { /* nemotron_h's mixers: no feed-forward */
-    } else if (c->n_experts && (m->moe_where_present ? tp_llama_has_tensor(m, l, "ffn_gate_inp.weight")
+    } else if (c->n_experts && !gemma4 && (m->moe_where_present ? tp_llama_has_tensor(m, l, "ffn_gate_inp.weight")
                                                       : l >= c->n_dense_lead && (l + 1) % c->moe_step == 0)) {
       TP_TRY(tp_llama_layer_experts(m, l, L));
     } else {
@@ -695,7 +695,9 @@ void topos_llama_free(topos_llama *m) {
                              L->ssm_a, L->ssm_d, L->ssm_norm, L->ssm_out, L->ssm_x, L->ssm_dt, L->ssm_dt_norm,
                              L->ssm_b_norm, L->ssm_c_norm, L->ssm_z, L->ssm_beta, L->ssm_alpha, L->ssm_k,
                              L->ssm_v, L->ssm_f_a, L->ssm_f_b, L->ssm_g_a, L->ssm_g_b, L->latent_down,
-                             L->latent_up, L->ple_gate, L->ple_proj, L->ple_norm};
+                             L->latent_up, L->ple_gate, L->ple_proj, L->ple_norm, L->gate_inp_s,
+                             L->down_exps_s, L->gate_up_exps, L->post_ffn_norm_1, L->pre_ffn_norm_2,
+                             L->post_ffn_norm_2};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);

@@ -317,8 +317,8 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"gemma2", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_SOFTCAP, 2, 4096, 2, 0, TP_SWA_ROPE_SAME, 46},
     {"gemma3", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, 0, 6, 0,
      TP_SWA_ROPE_OWN_10000, 62},
-    {"gemma4", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, -1, 0,
-     0, TP_SWA_ROPE_OWN_10000, 0},
+    {"gemma4", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP |
+     TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 2, -1, 0, 0, TP_SWA_ROPE_OWN_10000, 0},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"minicpm", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* granite's graph */
     {"internlm2", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the converter splits wqkv */

@@ -12,8 +12,12 @@
  *     their own: each attends to the last earlier block of its kind;
  *   - per-layer embeddings (embedding_length_per_layer_input) and a scale of
  *     each block's output (layer_output_scale).
- * Gemma 4's mixtures of experts (the 26B-A4B) are not read yet: their
- * router's tensors are refused as unknown. */
+ *   - mixtures (the 26B-A4B) where a block has ffn_gate_inp: its dense
+ *     feed-forward beside the experts, each through norms of its own
+ *     (post_ffw_norm_1; pre_ffw_norm_2, post_ffw_norm_2), the router reading
+ *     the residual RMS-normed times 1 / sqrt(dim) and ffn_gate_inp.scale,
+ *     GELU experts (gate and up apart or in one ffn_gate_up_exps) whose
+ *     outputs are scaled by ffn_down_exps.scale, renormalised softmax weights. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +129,7 @@ topos_status tp_llama_gemma4_config(topos_llama *m) {
   }
   c->v_norm = 1;
   c->attn_scale = 1.0f;
+  c->experts_gelu = 1;
   return TOPOS_OK;
 }
 
@@ -150,11 +155,54 @@ static topos_status tp_gemma4_unread(topos_llama *m, int64_t l) {
   return TOPOS_OK;
 }
 
+/* block l's mixture where the file has its router (GGUF extents: the
+ * router {dim, experts}, its scale {dim}, ffn_gate_up_exps {dim, 2 ff,
+ * experts} or ffn_gate_exps / ffn_up_exps {dim, ff, experts}, ffn_down_exps
+ * {ff, dim, experts} and its scale {experts}, the three norms {dim}) */
+static topos_status tp_gemma4_experts(topos_llama *m, int64_t l, tp_llama_layer *L) {
+  const topos_llama_config *c = &m->config;
+  const int64_t D = c->dim, E = c->n_experts, F = c->ff_expert;
+  char name[64];
+  snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_inp.weight", l);
+  int64_t index;
+  const int found = topos_gguf_find_tensor(m->gguf, name, &index) == TOPOS_OK;
+  topos_clear_error();
+  if (!found || E == 0) return TOPOS_OK; /* (a router without expert_count: refused as unread) */
+#define TP_G4(field, suffix, e0, e1, e2, optional)                             \
+  do {                                                                         \
+    snprintf(name, sizeof name, "blk.%" PRId64 "." suffix, l);                 \
+    TP_TRY(tp_llama_weight3(m, name, e0, e1, e2, optional, &L->field));        \
+  } while (0)
+  TP_G4(gate_inp, "ffn_gate_inp.weight", D, E, 0, 0);
+  TP_G4(gate_inp_s, "ffn_gate_inp.scale", D, 0, 0, 0);
+  TP_G4(gate_up_exps, "ffn_gate_up_exps.weight", D, 2 * F, E, 1);
+  if (!L->gate_up_exps) {
+    TP_G4(gate_exps, "ffn_gate_exps.weight", D, F, E, 0);
+    TP_G4(up_exps, "ffn_up_exps.weight", D, F, E, 0);
+  }
+  TP_G4(down_exps, "ffn_down_exps.weight", F, D, E, 0);
+  TP_G4(down_exps_s, "ffn_down_exps.scale", E, 0, 0, 1);
+  TP_G4(pre_ffn_norm_2, "pre_ffw_norm_2.weight", D, 0, 0, 0);
+  TP_G4(post_ffn_norm_1, "post_ffw_norm_1.weight", D, 0, 0, 0);
+  TP_G4(post_ffn_norm_2, "post_ffw_norm_2.weight", D, 0, 0, 0);
+#undef TP_G4
+  if (L->down_exps_s) { /* a table of one-wide rows the chosen experts' ids gather */
+    const int64_t rows[2] = {E, 1};
+    topos_tensor *t = NULL;
+    topos_status st = topos_tensor_reshape(L->down_exps_s, 2, rows, &t);
+    topos_tensor_release(L->down_exps_s);
+    L->down_exps_s = t;
+    TP_TRY(st);
+  }
+  return TOPOS_OK;
+}
+
 topos_status tp_llama_layer_gemma4(topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
   const int64_t D = c->dim, P = c->ple_dim;
   char name[64];
   if (L->kv_shared) TP_TRY(tp_gemma4_unread(m, l));
+  TP_TRY(tp_gemma4_experts(m, l, L));
   topos_tensor *scale = NULL;
   snprintf(name, sizeof name, "blk.%" PRId64 ".layer_output_scale.weight", l);
   TP_TRY(tp_llama_weight(m, name, 1, 0, 1, &scale));

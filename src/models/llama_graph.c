@@ -89,7 +89,7 @@ static topos_sym tp_head_norm3(tp_rec *r, topos_sym x, int64_t heads, topos_tens
 }
 
 /* s * v (v 1: s) */
-static topos_sym tp_scale(tp_rec *r, topos_sym s, float v) {
+topos_sym tp_scale(tp_rec *r, topos_sym s, float v) {
   if (v == 1.0f) return s;
   return topos_tape_mul(r->t, s, topos_tape_fill_like(r->t, s, v));
 }
@@ -230,7 +230,7 @@ static topos_sym tp_xielu(tp_rec *r, topos_sym x, const float *p) {
  * One row (decoding): gate and up in one product where the file has them
  * back to back (or in the file's order joined: gate first). Without a gate
  * (starcoder2, phi2): down(GELU(h . up + b)) + b; arcee's: ReLU(.)^2; apertus's: xIELU. */
-static topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
+topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
   topos_tape *t = r->t;
   const int64_t T = r->T;
   if (!L->w_gate) {
@@ -328,7 +328,7 @@ static topos_sym tp_expert_groups(tp_rec *r, topos_sym rank) {
 }
 
 /* A mixture's output for h; the router reads rin (h, or smallthinker's block input). */
-static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym rin) {
+topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym rin) {
   topos_tape *t = r->t;
   const topos_llama_config *c = r->c;
   const int64_t T = r->T, K = c->n_experts_used, D = c->dim;
@@ -361,9 +361,16 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, top
   topos_sym x3 = tp_reshape(r, hx, 3, T, 1, X, 0);
   if (c->experts_llama4) /* the weight scales each chosen expert's input, not its output */
     x3 = topos_tape_mul(t, topos_tape_broadcast_along(t, h, 1, K), topos_tape_broadcast_along(t, w, 2, D));
-  topos_sym up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
-  topos_sym act; /* [T, K, ff_expert] */
-  if (!L->gate_exps) { /* nemotron_h_moe: no gate, ReLU squared */
+  topos_sym up = TOPOS_SYM_INVALID, act = TOPOS_SYM_INVALID; /* [T, K, ff_expert] */
+  if (L->gate_up_exps) { /* Gemma 4's gate and up rows in one product: GELU of the gate times up */
+    const int64_t F = c->ff_expert;
+    topos_sym gu = topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_up_exps), ids);
+    act = topos_tape_mul(t, topos_tape_gelu(t, topos_tape_narrow(t, gu, 2, 0, F)), topos_tape_narrow(t, gu, 2, F, F));
+  } else {
+    up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
+  }
+  if (L->gate_up_exps) {
+  } else if (!L->gate_exps) { /* nemotron_h_moe: no gate, ReLU squared */
     act = topos_tape_relu(t, up);
     act = topos_tape_mul(t, act, act);
   } else {
@@ -371,10 +378,15 @@ static topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, top
         tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
     act = c->experts_oai    ? tp_swiglu_oai(r, gate, up)
           : c->experts_relu ? topos_tape_mul(t, topos_tape_relu(t, gate), up)
+          : c->experts_gelu ? topos_tape_mul(t, topos_tape_gelu(t, gate), up)
                             : topos_tape_mul(t, topos_tape_silu(t, gate), up);
   }
   topos_sym y = tp_expert_bias(r, topos_tape_qlinear_id(t, act, tp_const(r, L->down_exps), ids), L->down_exps_b,
                                ids); /* [T, K, D] */
+  if (L->down_exps_s) { /* Gemma 4: each chosen expert's output times its scale */
+    topos_sym sc = topos_tape_gather(t, tp_const(r, L->down_exps_s), tp_reshape(r, ids, 1, T * K, 0, 0, 0));
+    y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, tp_reshape(r, sc, 2, T, K, 0, 0), 2, X));
+  }
   if (!c->experts_llama4) y = topos_tape_mul(t, y, topos_tape_broadcast_along(t, w, 2, X));
   const topos_sym out = tp_reshape(r, topos_tape_sum_along(t, y, 1), 2, T, X, 0, 0);
   return L->latent_up ? topos_tape_qlinear(t, out, tp_const(r, L->latent_up)) : out;
@@ -479,39 +491,12 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   }
   x = topos_tape_add(t, x, o);
   if (!L->w_down && !L->gate_inp) return x; /* nemotron_h: a mixer alone */
+  if (L->pre_ffn_norm_2) return topos_tape_add(t, x, tp_gemma4_ffn(r, L, x)); /* Gemma 4's mixtures */
   h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
   topos_sym f = tp_ffn_all(r, L, h, c->router_input ? block_in : h);
   if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
   f = tp_scale(r, f, c->residual_scale);
   return topos_tape_add(t, x, f);
-}
-
-/* Gemma 4's per-layer embeddings of the chunk, [T, n_layers, ple_dim]: the
- * input rows (per_layer_token_embd's rows times sqrt(ple_dim), the context
- * fills them) plus the RMS-normalised projection of the scaled embeddings
- * x0 times 1 / sqrt(dim), all times 1 / sqrt(2), as llama.cpp's
- * project_per_layer_inputs */
-static topos_sym tp_ple_inputs(tp_rec *r, const topos_llama *m, tp_llama_graph *g) {
-  topos_tape *t = r->t;
-  const topos_llama_config *c = r->c;
-  const int64_t T = r->T, NL = c->n_layers, P = c->ple_dim;
-  topos_tensor_desc d = {TOPOS_F32, 2, {T, NL * P}};
-  g->ple_rows = topos_tape_input_desc(t, &d, "ple_rows");
-  topos_sym proj = topos_tape_qlinear(t, g->x0, tp_const(r, m->ple_model_proj));
-  proj = tp_scale(r, proj, 1.0f / sqrtf((float)c->dim));
-  proj = tp_rmsnorm_n(r, tp_reshape(r, proj, 2, T * NL, P, 0, 0), T * NL, P, m->ple_proj_norm);
-  topos_sym sum = topos_tape_add(t, proj, tp_reshape(r, g->ple_rows, 2, T * NL, P, 0, 0));
-  return tp_reshape(r, tp_scale(r, sum, 1.0f / sqrtf(2.0f)), 3, T, NL, P, 0);
-}
-
-/* x + norm(proj(GELU(inp_gate x) * e_l)): block l's per-layer embedding */
-static topos_sym tp_ple_block(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l) {
-  topos_tape *t = r->t;
-  const int64_t T = r->T, P = r->c->ple_dim;
-  topos_sym e = tp_reshape(r, topos_tape_narrow(t, ple, 1, l, 1), 2, T, P, 0, 0);
-  topos_sym gate = topos_tape_gelu(t, topos_tape_qlinear(t, x, tp_const(r, L->ple_gate)));
-  topos_sym y = topos_tape_qlinear(t, topos_tape_mul(t, gate, e), tp_const(r, L->ple_proj));
-  return topos_tape_add(t, x, tp_rmsnorm(r, y, T, L->ple_norm));
 }
 
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {

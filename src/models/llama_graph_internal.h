@@ -28,6 +28,20 @@ topos_sym tp_rmsnorm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_
 /* y [rows, n] + b (NULL: y) */
 topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows);
 
+/* s times v (v 1: s) */
+topos_sym tp_scale(tp_rec *r, topos_sym s, float v);
+/* Block L's dense feed-forward of h [T, dim]; its mixture's output for h,
+ * the router reading rin (llama_graph.c) */
+topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h);
+topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym rin);
+
+/* Gemma 4 (llama_graph_gemma4.c): the chunk's per-layer embeddings [T,
+ * n_layers, ple_dim] (recording the input g->ple_rows); x plus block l's
+ * per-layer embedding branch; a mixture block's feed-forward of its residual x */
+topos_sym tp_ple_inputs(tp_rec *r, const topos_llama *m, tp_llama_graph *g);
+topos_sym tp_ple_block(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l);
+topos_sym tp_gemma4_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym x);
+
 /* Block l's token mixer over its norm h [T, dim] -> [T, dim], recording the
  * state inputs and sinks it needs in g: LFM2's short convolution; a Mamba-1,
  * Mamba-2 or gated-DeltaNet mixer, as the config says (llama_recurrent.c) */

@@ -63,7 +63,9 @@ topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t 
  * and *count; sets config.n_kv_heads (llama_config.c) */
 topos_status tp_llama_kv_zero_blocks(struct topos_llama *m, const char *why, uint8_t **blocks, int64_t *count);
 /* A weight of GGUF extents {ne0, ne1} (ne1 0: a vector, made f32) mapped from
- * the file (llama.c) */
+ * the file (llama.c); tp_llama_weight3: {ne0, ne1, ne2} (ne2 0: a matrix) */
+topos_status tp_llama_weight3(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
+                              int optional, topos_tensor **out);
 topos_status tp_llama_weight(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int optional,
                              topos_tensor **out);
 /* A key of one value for every block or an array of one per block
@@ -196,6 +198,12 @@ typedef struct tp_llama_layer {
   int64_t kv_src;
   float out_scale;
   topos_tensor *ple_gate, *ple_proj, *ple_norm;
+  /* Gemma 4's mixtures: gate_inp_s f32 [dim] (the router's input scale),
+   * down_exps_s f32 [n_experts, 1] (each expert's output scale) or NULL,
+   * gate_up_exps [n_experts, 2 ff_expert, dim] (gate rows, then up rows;
+   * gate_exps and up_exps NULL) or NULL; the dense branch's post-norm
+   * post_ffn_norm_1, the experts' pre_ffn_norm_2 and post_ffn_norm_2 */
+  topos_tensor *gate_inp_s, *down_exps_s, *gate_up_exps, *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2;
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
 } tp_llama_layer;
 

@@ -13,6 +13,7 @@
 
 enum { G4_DIM = 64, G4_HEADS = 4, G4_HD_W = 16, G4_HD_F = 32, G4_KV_W = 2, G4_KV_F = 1, G4_FF = 96, G4_PLE = 16 };
 enum { G4_LAYERS = 6, G4_VOCAB = 300, G4_WINDOW = 4, G4_SHARED = 2, G4_ROT_PAIRS = 4 };
+enum { G4_EXPERTS = 4, G4_USED = 2, G4_FF_EXP = 32 }; /* the mixtures' */
 #define G4_PATTERN "WWWFWF" /* windowed (W) or full (F) */
 
 typedef struct g4_spec {
@@ -23,6 +24,7 @@ typedef struct g4_spec {
   int v_is_k;         /* block 3 has no attn_v */
   int64_t window;     /* attention.sliding_window */
   const char *no_key; /* leave this key out */
+  int moe;            /* mixtures in every block: 1 gate and up apart, 2 in one ffn_gate_up_exps */
   /* the plain forward without a feature ("v norm", "sharing", "ple", "proportional"): the check sees it */
   const char *plain_without;
 } g4_spec;
@@ -86,6 +88,11 @@ static topos_status g4_write(const g4_spec *s, lt_file *f) {
              {"final_logit_softcapping", 3.0f}};
   for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; ++i)
     if (!G4_KEY(f32[i].key)) G4(topos_gguf_writer_add_f32(w, n, f32[i].value));
+  if (s->moe) {
+    G4(topos_gguf_writer_add_u32(w, "gemma4.expert_count", G4_EXPERTS));
+    G4(topos_gguf_writer_add_u32(w, "gemma4.expert_used_count", G4_USED));
+    G4(topos_gguf_writer_add_u32(w, "gemma4.expert_feed_forward_length", G4_FF_EXP));
+  }
   const topos_dtype *ty = b->types;
   G4(lt_add(w, f, b, "token_embd.weight", ty[LT_EMBD], D, G4_VOCAB, &rng, 0));
   G4(lt_add(w, f, b, "output_norm.weight", TOPOS_F32, D, 0, &rng, 1));
@@ -121,6 +128,27 @@ static topos_status g4_write(const g4_spec *s, lt_file *f) {
     G4_W("ffn_up.weight", ty[LT_UP], D, F, 0);
     G4_W("ffn_down.weight", ty[LT_DOWN], F, D, 0);
     G4_W("post_ffw_norm.weight", TOPOS_F32, D, 0, 1);
+    if (s->moe) {
+      const int64_t E = G4_EXPERTS, FE = G4_FF_EXP;
+      G4_W("ffn_gate_inp.weight", TOPOS_F32, D, E, 0);
+      G4_W("ffn_gate_inp.scale", TOPOS_F32, D, 0, 1);
+      G4_W("pre_ffw_norm_2.weight", TOPOS_F32, D, 0, 1);
+      G4_W("post_ffw_norm_1.weight", TOPOS_F32, D, 0, 1);
+      G4_W("post_ffw_norm_2.weight", TOPOS_F32, D, 0, 1);
+      G4_W("ffn_down_exps.scale", TOPOS_F32, E, 0, 1);
+      const char *parts[3] = {s->moe == 2 ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight", "ffn_up_exps.weight",
+                              "ffn_down_exps.weight"};
+      for (int i = s->moe == 2 ? 0 : 0; i < 3; ++i) {
+        if (i == 1 && s->moe == 2) continue;
+        const int64_t e0 = i == 2 ? FE : D, e1 = i == 2 ? D : (s->moe == 2 ? 2 : 1) * FE, count = e0 * e1 * E;
+        float *v = lt_keep_raw(f, (size_t)count * sizeof *v);
+        if (!v) st = TOPOS_ERR_OUT_OF_MEMORY;
+        else lt_fill_unit(&rng, v, count, 0.08, 0.0);
+        const int64_t ne[3] = {e0, e1, E};
+        snprintf(n, sizeof n, "blk.%d.%s", (int)l, parts[i]);
+        G4(topos_gguf_writer_add_tensor_raw(w, n, 0, 3, ne, v, (size_t)count * sizeof *v));
+      }
+    }
     if (s->ple) {
       G4_W("inp_gate.weight", ty[LT_GATE], D, P, 0);
       G4_W("proj.weight", ty[LT_UP], P, D, 0);
@@ -192,6 +220,60 @@ static void g4_head_prep(float *x, int64_t heads, int64_t hd, const float *w, in
 }
 
 static double g4_gelu(double a) { return 0.5 * a * (1.0 + tanh(0.7978845608028654 * (a + 0.044715 * a * a * a))); }
+
+/* A mixture block's feed-forward output into y (the dense branch's on
+ * entry): post_1(dense) + post_2(sum over the 2 best experts e of
+ * w_e scale_e down_e(GELU(gate_e h) up_e h)), h = pre_2(x), the weights a
+ * softmax of the router over rms(x) / sqrt(dim) * scale, renormalised */
+static void g4_plain_experts(topos_gguf *g, const g4_spec *s, int64_t l, const float *x, float *y) {
+  enum { E = G4_EXPERTS };
+  static const int64_t widths[2] = {G4_DIM, G4_FF_EXP}; /* (run-time widths: see g4_plain) */
+  const volatile int64_t *wv = widths;
+  const int64_t D = wv[0], FE = wv[1];
+  float *router = g4_deq(g, l, "ffn_gate_inp.weight"), *rs = g4_deq(g, l, "ffn_gate_inp.scale");
+  float *pre2 = g4_deq(g, l, "pre_ffw_norm_2.weight"), *post1 = g4_deq(g, l, "post_ffw_norm_1.weight");
+  float *post2 = g4_deq(g, l, "post_ffw_norm_2.weight"), *dscale = g4_deq(g, l, "ffn_down_exps.scale");
+  float *gate = g4_deq(g, l, s->moe == 2 ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight");
+  float *up = s->moe == 2 ? NULL : g4_deq(g, l, "ffn_up_exps.weight"), *down = g4_deq(g, l, "ffn_down_exps.weight");
+  if (!router || !rs || !pre2 || !post1 || !post2 || !dscale || !gate || (s->moe == 1 && !up) || !down) {
+    CHECK(0);
+  } else {
+    float rin[G4_DIM], h[G4_DIM], logit[E], a[G4_FF_EXP], b[G4_FF_EXP], out[G4_DIM], moe[G4_DIM] = {0};
+    lt_rmsnorm(y, y, post1, D, 1e-6f);
+    lt_rmsnorm(rin, x, NULL, D, 1e-6f);
+    for (int64_t i = 0; i < D; ++i) rin[i] = rin[i] * (1.0f / sqrtf((float)D)) * rs[i];
+    lt_matvec(router, rin, logit, E, D);
+    double p[E], mx = -INFINITY, sum = 0;
+    for (int e = 0; e < E; ++e) mx = logit[e] > mx ? logit[e] : mx;
+    for (int e = 0; e < E; ++e) p[e] = exp(logit[e] - mx), sum += p[e];
+    int best[G4_USED];
+    double wsum = 0;
+    for (int k = 0; k < G4_USED; ++k) {
+      best[k] = -1;
+      for (int e = 0; e < E; ++e) {
+        int taken = 0;
+        for (int j = 0; j < k; ++j) taken |= best[j] == e;
+        if (!taken && (best[k] < 0 || p[e] > p[best[k]])) best[k] = e;
+      }
+      wsum += p[best[k]] / sum;
+    }
+    lt_rmsnorm(h, x, pre2, D, 1e-6f);
+    for (int k = 0; k < G4_USED; ++k) {
+      const int e = best[k];
+      const int64_t rows = s->moe == 2 ? 2 * FE : FE;
+      lt_matvec(gate + (int64_t)e * rows * D, h, a, FE, D);
+      if (s->moe == 2) lt_matvec(gate + ((int64_t)e * rows + FE) * D, h, b, FE, D);
+      else lt_matvec(up + (int64_t)e * FE * D, h, b, FE, D);
+      for (int64_t i = 0; i < FE; ++i) a[i] = (float)(g4_gelu(a[i]) * b[i]);
+      lt_matvec(down + (int64_t)e * D * FE, a, out, D, FE);
+      const double we = p[e] / sum / wsum * (g4_plain_without(s, "expert scale") ? 1.0 : dscale[e]);
+      for (int64_t i = 0; i < D; ++i) moe[i] += (float)(we * out[i]);
+    }
+    lt_rmsnorm(moe, moe, post2, D, 1e-6f);
+    for (int64_t i = 0; i < D; ++i) y[i] += moe[i];
+  }
+  free(router), free(rs), free(pre2), free(post1), free(post2), free(dscale), free(gate), free(up), free(down);
+}
 
 /* logits [n, vocab] at positions 0..n-1 */
 static int g4_plain(topos_gguf *g, const g4_spec *s, const int32_t *tokens, int64_t n, float *logits) {
@@ -283,6 +365,7 @@ static int g4_plain(topos_gguf *g, const g4_spec *s, const int32_t *tokens, int6
       lt_matvec(w[10], h, u, F, D);
       for (int64_t i = 0; i < F; ++i) t[i] = (float)(g4_gelu(t[i]) * u[i]);
       lt_matvec(w[11], t, y, D, F);
+      if (s->moe) g4_plain_experts(g, s, l, x, y);
       lt_rmsnorm(y, y, w[12], D, 1e-6f);
       for (int64_t i = 0; i < D; ++i) x[i] += y[i];
       if (s->ple && !g4_plain_without(s, "ple")) {
@@ -383,6 +466,27 @@ TEST(llama_gemma4_files) {
   g4_compare(&s, TOPOS_NUMERICS_EXACT, TOPOS_F32, 1e-5, &without);
   without.plain_without = "proportional";
   g4_compare(&s, TOPOS_NUMERICS_EXACT, TOPOS_F32, 1e-5, &without);
+}
+
+/* Gemma 4's mixtures (the 26B-A4B's form): every block's dense
+ * feed-forward beside 2 of 4 GELU experts, gate and up apart or in one
+ * tensor; decoding bit for bit */
+TEST(llama_gemma4_experts) {
+  g4_spec s = g4_default();
+  s.moe = 1;
+  g4_model m;
+  CHECK_OK(g4_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->n_experts == G4_EXPERTS && c->n_experts_used == G4_USED && c->ff_expert == G4_FF_EXP);
+    CHECK(c->experts_gelu && c->experts_norm && m.model->layers[2].gate_inp && m.model->layers[2].down_exps_s);
+  }
+  g4_close(&m);
+  g4_spec without = s;
+  without.plain_without = "expert scale";
+  g4_compare(&s, TOPOS_NUMERICS_EXACT, TOPOS_F32, 1e-5, &without);
+  s.moe = 2;
+  g4_compare(&s, TOPOS_NUMERICS_FAST, TOPOS_F32, 1e-5, NULL);
 }
 
 /* the other forms: no per-layer embeddings nor sharing; feed-forwards of
