@@ -56,7 +56,12 @@
  * sections); tiny-kimi-linear.bin (a Kimi Delta Attention block of 2 heads
  * of 4: q, k, v with {4, 1, 8, 1} convolutions, the f and g pairs, a {1, 2,
  * 1, 1} A; then unrotated latent attention with 3 experts, exp_probs_b and
- * a shared expert). */
+ * a shared expert); tiny-gemma4.bin a gemma4 file of dim 16 (windowed
+ * blocks of 2 kv heads of 4 and full ones of 1 of 8, head_count_kv and
+ * feed_forward_length per block, the last 2 blocks reading the first two's
+ * caches, a block without attn_v, per-layer embeddings of 4, output scales,
+ * rope_freqs, and a mixture of 3 experts with ffn_gate_up_exps and its
+ * scales beside the dense feed-forward). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +181,10 @@ static void fz_llama(topos_gguf *g) {
   if (c->ssm_delta && c->n_ssm_layers && c->ssm_inner != c->ssm_heads * c->ssm_state) __builtin_trap();
   if (c->attn_gate && !c->ssm_delta) __builtin_trap();
   if (c->ssm_kda && (c->ssm_heads != c->n_heads || c->ssm_groups != c->ssm_heads)) __builtin_trap();
+  /* Gemma 4: the windowed heads' widths hold their rotation; shared blocks leave two with caches of their own */
+  if (c->rope_dim_swa > c->head_dim_swa || c->rope_dim_swa % 2 || c->head_dim_swa < 1) __builtin_trap();
+  if (c->n_kv_shared_layers < 0 || (c->n_kv_shared_layers && c->n_kv_shared_layers > c->n_layers - 2)) __builtin_trap();
+  if (c->ple_dim < 0 || c->n_heads % c->n_kv_heads) __builtin_trap();
   topos_llama_free(m);
 }
 
