@@ -13,7 +13,11 @@
  * bpe-deepseek-coder.bin and bpe-deepseek-v3.bin likewise (lists of
  * expressions, each splitting the pieces the one before left), and
  * bpe-kimi-k2.bin (Han runs, then words by case without Han); bpe-qwen35.bin
- * that file under the qwen35 pre-tokenizer (marks inside the letter runs). */
+ * that file under the qwen35 pre-tokenizer (marks inside the letter runs).
+ * bpe-gemma4.bin (gemma4: tests/models/tokenizer_gemma4_test.c's toy
+ * vocabulary, <0x00>..<0xFE> byte tokens, ▁ pieces and newline runs, with
+ * eleven more pieces and nine more merges; add_bos_token false) was written
+ * with topos_gguf_writer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

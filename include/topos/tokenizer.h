@@ -12,6 +12,19 @@
  *    pre-token's bytes are mapped to printable code points (GPT-2's
  *    bytes_to_unicode table), then ranked merges from tokenizer.ggml.merges are
  *    applied (lowest rank first; ties: leftmost pair).
+ *  - "gemma4" (Gemma 4): BPE with ranked merges over raw UTF-8, SentencePiece
+ *    style, as llama.cpp's gemma4 pre-type (whatever tokenizer.ggml.pre
+ *    says; "gpt2" with pre "granite-embed-multi-311m" too). Every ' '
+ *    becomes U+2581 "▁" (no space is prefixed), the text is cut into runs
+ *    of newlines and runs of other characters ([^\n]+|[\n]+), and each
+ *    run's code points are merged by rank (lowest first; ties: leftmost
+ *    pair). A run of newlines that is a token is taken whole. A merged
+ *    piece that is not a token gives one "<0xXX>" token per byte; a byte
+ *    without one is dropped (no unknown token, no error), as in llama.cpp.
+ *    BOS is always added with TOPOS_TOKENIZE_ADD_SPECIAL (llama.cpp forces
+ *    add_bos for Gemma 4 files). Bytes that are not valid UTF-8 stay
+ *    one-byte symbols (so they come out as byte tokens) where llama.cpp
+ *    reads each as U+FFFD.
  *
  * Pre-tokenizers for "gpt2" (chosen by tokenizer.ggml.pre; other names are
  * refused with TOPOS_UNSUPPORTED because they would tokenize differently):
@@ -79,7 +92,9 @@
  * Decoding: pieces per token. "llama": U+2581 becomes ' ', byte tokens
  * "<0xXX>" give the raw byte. "gpt2": every code point is mapped back to its
  * byte (code points outside the table are copied as UTF-8); user-defined and
- * unknown tokens are copied raw. Control tokens give "" unless
+ * unknown tokens are copied raw. "gemma4": U+2581 becomes ' ' in normal
+ * tokens, byte tokens give their byte, user-defined and unknown tokens are
+ * copied raw. Control tokens give "" unless
  * TOPOS_DECODE_SPECIAL; unused tokens give "". A multi-byte character split
  * over byte tokens gives partial UTF-8 per piece; concatenated pieces are the
  * text. No clean-up of spaces before punctuation is done.
@@ -110,7 +125,9 @@ typedef struct topos_tokenizer topos_tokenizer;
 
 typedef enum topos_tokenizer_kind {
   TOPOS_TOKENIZER_SPM = 1, /* tokenizer.ggml.model "llama" */
-  TOPOS_TOKENIZER_BPE = 2  /* tokenizer.ggml.model "gpt2" */
+  TOPOS_TOKENIZER_BPE = 2, /* tokenizer.ggml.model "gpt2" */
+  TOPOS_TOKENIZER_GEMMA4 = 3 /* tokenizer.ggml.model "gemma4" (and "gpt2" with pre
+                                granite-embed-multi-311m): BPE over raw UTF-8, ▁ for spaces */
 } topos_tokenizer_kind;
 
 /* tokenizer.ggml.token_type values (0 = undefined is accepted as normal). */
@@ -132,21 +149,22 @@ typedef enum topos_token_type {
 /* A vocabulary in plain arrays (what the GGUF keys hold). Everything is
  * copied by the constructor. */
 typedef struct topos_tokenizer_desc {
-  const char *model;            /* "llama" or "gpt2" */
+  const char *model;            /* "llama", "gpt2" or "gemma4" */
   const char *pre;              /* tokenizer.ggml.pre, NULL = default */
   int64_t n_tokens;
   const char *const *tokens;    /* n_tokens strings */
   const size_t *token_lengths;  /* NULL: strlen of each */
-  const float *scores;          /* n_tokens, required for "llama"; may be NULL for "gpt2" */
+  const float *scores;          /* n_tokens, required for "llama"; may be NULL otherwise */
   const int32_t *types;         /* n_tokens topos_token_type values; NULL: all normal,
-                                   except "<0xXX>" texts in a "llama" vocab (byte) */
-  int64_t n_merges;             /* "gpt2": required (may be 0) */
+                                   except "<0xXX>" texts in a "llama" or "gemma4" vocab (byte) */
+  int64_t n_merges;             /* "gpt2", "gemma4": required (may be 0) */
   const char *const *merges;    /* "left right" strings */
   const size_t *merge_lengths;  /* NULL: strlen of each */
   /* Token ids, TOPOS_TOKEN_NONE for none. */
   int32_t bos_id, eos_id, eot_id, unk_id, pad_id;
   /* 0/1, or -1 for the model's default: add_bos 1 for "llama" (and the
-   * llama-bpe, dbrx and tekken names; not glm4), else 0; add_eos 0;
+   * llama-bpe, dbrx and tekken names; not glm4), else 0; "gemma4" always 1
+   * (a 0 here is overridden, as llama.cpp does); add_eos 0;
    * add_space_prefix 1 for "llama", else 0. */
   int add_bos, add_eos, add_space_prefix;
 } topos_tokenizer_desc;
@@ -167,7 +185,8 @@ TOPOS_API topos_status topos_tokenizer_new(const topos_tokenizer_desc *desc,
 
 /* Builds a tokenizer from an open reader's tokenizer.ggml.* keys. Keys:
  * model, tokens (required); scores (required for "llama"); token_type;
- * merges (required for "gpt2"); pre; bos/eos/eot/unknown/padding_token_id;
+ * merges (required for "gpt2" and "gemma4"); pre (ignored for "gemma4");
+ * bos/eos/eot/unknown/padding_token_id;
  * add_bos_token, add_eos_token, add_space_prefix. For "llama" absent special
  * ids default to llama.cpp's (bos 1, eos 2, unknown 0) when they are in range.
  * A key of the wrong type is refused (TOPOS_ERR_BAD_TYPE). The tokenizer
@@ -233,9 +252,10 @@ TOPOS_API int topos_tokenizer_add_eos(const topos_tokenizer *tok);
 TOPOS_API int topos_tokenizer_add_space_prefix(const topos_tokenizer *tok);
 /* 1 for ids that end generation, else 0: eos, eot, and (as llama.cpp
  * decides) every token whose text is an end-of-turn marker: <|eot_id|>,
- * <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT>.
+ * <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT>,
+ * Gemma 4's <eos>, <turn|> and <|tool_response>, ...
  * Where the file names no eot, topos_tokenizer_eot is the first such marker
- * the vocabulary has (the same list, <|eom_id|> aside, DeepSeek's
+ * the vocabulary has (the same list, <|eom_id|> and Gemma 4's aside, DeepSeek's
  * end-of-sentence token last). */
 TOPOS_API int topos_tokenizer_is_eog(const topos_tokenizer *tok, int32_t id);
 /* The token's type; TOPOS_TOKEN_UNDEFINED for ids out of range. */

@@ -159,9 +159,9 @@ static topos_status tp_load_tokens(topos_tokenizer *t, const topos_tokenizer_des
   for (int64_t i = 0; i < n; i++) {
     size_t len = tp_len_of(d->tokens, d->token_lengths, i);
     int32_t type = d->types ? d->types[i] : TOPOS_TOKEN_NORMAL;
-    /* without a type array, SPM byte pieces are still byte tokens (so that
-     * what byte fallback emits decodes back to the byte) */
-    if (!d->types && t->kind == TOPOS_TOKENIZER_SPM &&
+    /* without a type array, SPM (and gemma4) byte pieces are still byte
+     * tokens (so that what byte fallback emits decodes back to the byte) */
+    if (!d->types && t->kind != TOPOS_TOKENIZER_BPE &&
         tp_parse_byte_token(len ? d->tokens[i] : "", len) >= 0)
       type = TOPOS_TOKEN_BYTE;
     if (type < TOPOS_TOKEN_UNDEFINED || type > TOPOS_TOKEN_BYTE)
@@ -246,14 +246,17 @@ static topos_status tp_load_merges(topos_tokenizer *t, const topos_tokenizer_des
   return TOPOS_OK;
 }
 
+/* The token byte fallback emits for each byte: SPM's "<0xXX>" or else the
+ * byte itself; gemma4's "<0xXX>" only (llama.cpp drops a byte without one);
+ * GPT-2's code point for the byte. */
 static void tp_fill_byte_tokens(topos_tokenizer *t) {
   for (int b = 0; b < 256; b++) {
     int32_t id = -1;
-    if (t->kind == TOPOS_TOKENIZER_SPM) {
+    if (t->kind != TOPOS_TOKENIZER_BPE) {
       static const char hex[] = "0123456789ABCDEF";
       char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
       id = tp_strmap_get(&t->token_map, name, 6);
-      if (id < 0) {
+      if (id < 0 && t->kind == TOPOS_TOKENIZER_SPM) {
         char one = (char)b;
         id = tp_strmap_get(&t->token_map, &one, 1);
       }
@@ -323,10 +326,12 @@ static topos_status tp_collect_specials(topos_tokenizer *t) {
  * eot gets the first marker of tp_eot_texts it has. */
 static const char *const tp_eot_texts[] = {"<|eot_id|>",     "<|im_end|>", "<|end|>", "<end_of_turn>",
                                            "<|endoftext|>", "<EOT>",      "[EOT]",   "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"};
-/* [EOT] and [EOS]: Kimi K2's (its turns end at <|im_end|>) */
+/* [EOT] and [EOS]: Kimi K2's (its turns end at <|im_end|>); <eos>, <turn|>
+ * and <|tool_response>: Gemma 4's */
 static const char *const tp_eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>",        "<end_of_turn>", "<|endoftext|>",
                                            "<|eom_id|>", "<EOT>",      "<|end_of_text|>", "[|endofturn|]",
-                                           "<|return|>", "<|call|>",   "[EOT]",           "[EOS]"};
+                                           "<|return|>", "<|call|>",   "[EOT]",           "[EOS]",
+                                           "<eos>",      "<turn|>",    "<|tool_response>"};
 
 static int32_t tp_token_of(const topos_tokenizer *t, const char *text) {
   return tp_strmap_get(&t->token_map, text, strlen(text));
@@ -364,16 +369,25 @@ static void tp_find_eog(topos_tokenizer *t) {
 
 static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) {
   if (!d->model)
-    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer: no model name (\"llama\" or \"gpt2\")");
+    return tp_fail(TOPOS_ERR_INVALID_ARGUMENT,
+                   "tokenizer: no model name (\"llama\", \"gpt2\" or \"gemma4\")");
   int pre_bos = 0; /* the pre-tokenizer's default add_bos */
+  int gpt2 = !strcmp(d->model, "gpt2");
+  int granite = d->pre && !strcmp(d->pre, "granite-embed-multi-311m");
   if (!strcmp(d->model, "llama")) {
     t->kind = TOPOS_TOKENIZER_SPM;
-  } else if (!strcmp(d->model, "gpt2")) {
+  } else if (!strcmp(d->model, "gemma4") || (gpt2 && granite)) {
+    /* llama.cpp's gemma4 pre-type (escaped spaces, raw UTF-8, BOS forced):
+     * a gemma4 vocabulary's whatever tokenizer.ggml.pre says, and a gpt2
+     * one's under granite-embed-multi-311m */
+    t->kind = TOPOS_TOKENIZER_GEMMA4;
+  } else if (gpt2) {
     t->kind = TOPOS_TOKENIZER_BPE;
     TP_TRY(tp_pre_from_name(d->pre, &t->pre, &t->ignore_merges, &pre_bos));
   } else {
     return tp_fail(TOPOS_UNSUPPORTED,
-                   "tokenizer: model \"%.64s\" is not supported (only \"llama\" and \"gpt2\")",
+                   "tokenizer: model \"%.64s\" is not supported (only \"llama\", \"gpt2\" and "
+                   "\"gemma4\")",
                    d->model);
   }
   if (d->n_tokens <= 0)
@@ -385,8 +399,8 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
   if (!d->tokens) return tp_fail(TOPOS_ERR_INVALID_ARGUMENT, "tokenizer: no token array");
   if (t->kind == TOPOS_TOKENIZER_SPM && !d->scores)
     return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: a \"llama\" vocabulary needs scores");
-  if (t->kind == TOPOS_TOKENIZER_BPE && d->n_merges > 0 && !d->merges)
-    return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: a \"gpt2\" vocabulary needs merges");
+  if (t->kind != TOPOS_TOKENIZER_SPM && d->n_merges > 0 && !d->merges)
+    return tp_fail(TOPOS_ERR_FORMAT, "tokenizer: a \"%s\" vocabulary needs merges", d->model);
   t->n_tokens = (int32_t)d->n_tokens;
   TP_TRY(tp_check_special("bos", d->bos_id, d->n_tokens));
   TP_TRY(tp_check_special("eos", d->eos_id, d->n_tokens));
@@ -394,7 +408,7 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
   TP_TRY(tp_check_special("unknown", d->unk_id, d->n_tokens));
   TP_TRY(tp_check_special("padding", d->pad_id, d->n_tokens));
   TP_TRY(tp_load_tokens(t, d));
-  if (t->kind == TOPOS_TOKENIZER_BPE) TP_TRY(tp_load_merges(t, d));
+  if (t->kind != TOPOS_TOKENIZER_SPM) TP_TRY(tp_load_merges(t, d));
   tp_fill_byte_tokens(t);
   TP_TRY(tp_collect_specials(t));
   t->bos = d->bos_id, t->eos = d->eos_id, t->eot = d->eot_id;
@@ -402,6 +416,8 @@ static topos_status tp_build(topos_tokenizer *t, const topos_tokenizer_desc *d) 
   tp_find_eog(t);
   int spm = t->kind == TOPOS_TOKENIZER_SPM;
   t->add_bos = d->add_bos >= 0 ? !!d->add_bos : (spm || pre_bos);
+  /* llama.cpp overrides a Gemma 4 file's add_bos_token false to true */
+  if (t->kind == TOPOS_TOKENIZER_GEMMA4) t->add_bos = 1;
   t->add_eos = d->add_eos >= 0 ? !!d->add_eos : 0;
   t->add_space_prefix = d->add_space_prefix >= 0 ? !!d->add_space_prefix : spm;
   return TOPOS_OK;

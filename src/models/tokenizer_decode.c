@@ -18,9 +18,10 @@ static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_te
   }
   if (type == TOPOS_TOKEN_UNUSED) return;
   if (type == TOPOS_TOKEN_CONTROL && !(flags & TOPOS_DECODE_SPECIAL)) return;
-  if (type == TOPOS_TOKEN_CONTROL || (t->kind == TOPOS_TOKENIZER_BPE && type != TOPOS_TOKEN_NORMAL &&
+  if (type == TOPOS_TOKEN_CONTROL || (t->kind != TOPOS_TOKENIZER_SPM && type != TOPOS_TOKEN_NORMAL &&
                                       type != TOPOS_TOKEN_UNDEFINED)) {
-    /* control text, and BPE added tokens, are stored raw (not byte-mapped) */
+    /* control text, and BPE added tokens, are stored raw (not byte-mapped,
+     * ▁ kept) */
     if (strip && n && s[0] == ' ') s++, n--;
     tp_text_put(out, s, n);
     return;
@@ -32,7 +33,7 @@ static void tp_piece(const topos_tokenizer *t, int32_t id, unsigned flags, tp_te
     char byte;
     const char *bytes = s + i;
     size_t nbytes = len;
-    if (t->kind == TOPOS_TOKENIZER_SPM) {
+    if (t->kind != TOPOS_TOKENIZER_BPE) { /* SPM, gemma4: ▁ is a space */
       if (cp == 0x2581) byte = ' ', bytes = &byte, nbytes = 1;
     } else {
       int b = cp == TP_UTF8_INVALID ? -1 : tp_unicode_to_byte(cp);

@@ -1,5 +1,6 @@
 /* Encoding: special tokens are cut out of the raw text, then each remaining
- * fragment goes through the SPM or the BPE merge loop. Both loops keep the
+ * fragment goes through the SPM or the BPE merge loop (gemma4: the BPE one
+ * over raw UTF-8 with ▁ for spaces). Both loops keep the
  * symbols in a linked list and the candidate pairs in a binary heap, so a
  * text of n characters costs O(n log n) lookups. */
 #include <stdlib.h>
@@ -291,24 +292,102 @@ static topos_status tp_split_specials(const topos_tokenizer *t, const char *text
   return st;
 }
 
-/* SPM text: an optional leading space, then every ' ' as U+2581. */
-static topos_status tp_spm_fragment(const topos_tokenizer *t, const char *text, size_t n,
-                                    int prefix_space, tp_idvec *out) {
+/* SentencePiece's whitespace escape: an optional leading space, then every
+ * ' ' as U+2581 "▁". *norm (malloc'd, the caller frees it) holds *m bytes. */
+static topos_status tp_escape_spaces(const char *text, size_t n, int prefix_space, char **norm,
+                                     size_t *m) {
   if (n > (SIZE_MAX - 3) / 3)
     return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: text of %zu bytes too long", n);
-  char *norm = malloc(3 * n + 3);
-  if (!norm) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes", n);
-  size_t m = 0;
+  char *s = malloc(3 * n + 3);
+  if (!s) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes", n);
+  size_t at = 0;
   for (size_t i = 0; i < n + (size_t)prefix_space; i++) {
     char ch = (prefix_space && i == 0) ? ' ' : text[i - (size_t)prefix_space];
     if (ch == ' ') {
-      memcpy(norm + m, "\xE2\x96\x81", 3);
-      m += 3;
+      memcpy(s + at, "\xE2\x96\x81", 3);
+      at += 3;
     } else {
-      norm[m++] = ch;
+      s[at++] = ch;
     }
   }
+  *norm = s;
+  *m = at;
+  return TOPOS_OK;
+}
+
+static topos_status tp_spm_fragment(const topos_tokenizer *t, const char *text, size_t n,
+                                    int prefix_space, tp_idvec *out) {
+  char *norm = NULL;
+  size_t m = 0;
+  TP_TRY(tp_escape_spaces(text, n, prefix_space, &norm, &m));
   topos_status st = tp_spm_encode(t, norm, m, out);
+  free(norm);
+  return st;
+}
+
+/* gemma4, one run of newlines or of other characters (escaped): BPE over its
+ * code points, raw UTF-8 (no GPT-2 byte mapping). */
+static topos_status tp_gemma4_word(const topos_tokenizer *t, const char *word, size_t n,
+                                   tp_idvec *out) {
+  /* a run of newlines that is a token is taken whole, as llama.cpp does for
+   * Gemma 4 (the merges need not lead to it) */
+  if (word[0] == '\n') {
+    int32_t id = tp_strmap_get(&t->token_map, word, n);
+    if (id >= 0) return tp_idvec_push(out, id);
+  }
+  if (n > SIZE_MAX / sizeof(tp_symbol) - 1)
+    return tp_fail(TOPOS_ERR_OVERFLOW, "tokenizer: word of %zu bytes too long", n);
+  char *key = malloc(n + 1);
+  tp_symbol *sym = malloc(n * sizeof *sym);
+  topos_status st = TOPOS_OK;
+  if (!key || !sym) {
+    st = tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "tokenizer: word of %zu bytes", n);
+    goto done;
+  }
+  size_t count = 0; /* one symbol per code point; an invalid byte is one of its own */
+  for (size_t at = 0; at < n; count++) {
+    uint32_t cp;
+    size_t len = tp_utf8_decode((const unsigned char *)word + at, n - at, &cp);
+    sym[count] = (tp_symbol){at, len, (ptrdiff_t)count - 1, (ptrdiff_t)count + 1};
+    at += len;
+  }
+  sym[count - 1].next = -1;
+  tp_merger m = {t, word, sym, {NULL, 0, 0}, key};
+  st = tp_merge_all(&m, count);
+  free(m.heap.items);
+  for (ptrdiff_t i = 0; st == TOPOS_OK && i >= 0; i = sym[i].next) {
+    int32_t id = tp_strmap_get(&t->token_map, word + sym[i].start, sym[i].len);
+    if (id >= 0) {
+      st = tp_idvec_push(out, id);
+      continue;
+    }
+    /* not a token: its bytes as "<0xXX>" tokens; a byte without one is dropped */
+    for (size_t b = 0; b < sym[i].len && st == TOPOS_OK; b++) {
+      int32_t byte_id = t->byte_token[(unsigned char)word[sym[i].start + b]];
+      if (byte_id >= 0) st = tp_idvec_push(out, byte_id);
+    }
+  }
+done:
+  free(key);
+  free(sym);
+  return st;
+}
+
+/* gemma4, one raw-text fragment: spaces escaped (no prefix), then the runs of
+ * [^\n]+|[\n]+, each its own BPE word. */
+static topos_status tp_gemma4_fragment(const topos_tokenizer *t, const char *text, size_t n,
+                                       tp_idvec *out) {
+  char *norm = NULL;
+  size_t m = 0;
+  TP_TRY(tp_escape_spaces(text, n, 0, &norm, &m));
+  topos_status st = TOPOS_OK;
+  for (size_t at = 0; at < m && st == TOPOS_OK;) {
+    int newline = norm[at] == '\n';
+    size_t end = at + 1;
+    while (end < m && (norm[end] == '\n') == newline) end++;
+    st = tp_gemma4_word(t, norm + at, end - at, out);
+    at = end;
+  }
   free(norm);
   return st;
 }
@@ -341,6 +420,9 @@ topos_status topos_tokenizer_encode(const topos_tokenizer *t, const char *text, 
       prev_special = 1;
     } else if (t->kind == TOPOS_TOKENIZER_SPM) {
       st = tp_spm_fragment(t, text + fr.start, fr.len, t->add_space_prefix && prev_special, &out);
+      prev_special = 0;
+    } else if (t->kind == TOPOS_TOKENIZER_GEMMA4) {
+      st = tp_gemma4_fragment(t, text + fr.start, fr.len, &out);
       prev_special = 0;
     } else {
       st = tp_bpe_encode(t, text + fr.start, fr.len, &out);

@@ -153,12 +153,19 @@ static topos_status tp_from_gguf(const topos_gguf *g, tp_gguf_arrays *a, topos_t
   if (!model)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "tokenizer: GGUF key tokenizer.ggml.model is missing");
   d.model = model;
-  int spm = !strcmp(model, "llama");
-  if (!spm && strcmp(model, "gpt2"))
+  int spm = !strcmp(model, "llama"), gemma4 = !strcmp(model, "gemma4");
+  if (!spm && !gemma4 && strcmp(model, "gpt2"))
     return tp_fail(TOPOS_UNSUPPORTED,
-                   "tokenizer: model \"%.64s\" is not supported (only \"llama\" and \"gpt2\")",
+                   "tokenizer: model \"%.64s\" is not supported (only \"llama\", \"gpt2\" and "
+                   "\"gemma4\")",
                    model);
-  TP_TRY(tp_string_key(g, TP_KEY("pre"), &d.pre));
+  /* gemma4 has one pre-tokenizer whatever the key says (as llama.cpp) */
+  if (!gemma4) TP_TRY(tp_string_key(g, TP_KEY("pre"), &d.pre));
+  if (!spm && !tp_has_key(g, TP_KEY("merges")))
+    return tp_fail(TOPOS_ERR_NOT_FOUND,
+                   "tokenizer: a \"%s\" vocabulary needs merges: GGUF key tokenizer.ggml.merges "
+                   "is missing",
+                   model);
 
   topos_gguf_array tokens, merges;
   TP_TRY(tp_array_key(g, TP_KEY("tokens"), 1, 1, &tokens));
