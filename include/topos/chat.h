@@ -17,6 +17,8 @@
  *   EXAONE  [|system|], [|endofturn|] [|system|]S[|endofturn|]\n[|user|]U\n[|assistant|]
  *   GPT_OSS <|start|>, <|channel|> <|start|>system<|message|>S<|end|><|start|>user<|message|>U<|end|><|start|>assistant
  *                                   (OpenAI's Harmony as llama.cpp writes it; the reply names its own channel)
+ *   GEMMA4  <|turn>, <turn|>        <|turn>system\nS<turn|>\n<|turn>user\nU<turn|>\n<|turn>model\n
+ *                                   (Gemma 4; thinking is the model's to open, as the template leaves it)
  * (the system part only when a system message is given). No BOS is written:
  * encode the text with TOPOS_TOKENIZE_ADD_SPECIAL | TOPOS_TOKENIZE_PARSE_SPECIAL
  * so the vocabulary adds it as it says and the markers become their tokens.
@@ -46,12 +48,13 @@ typedef enum topos_chat_format {
   TOPOS_CHAT_GRANITE,
   TOPOS_CHAT_EXAONE,
   TOPOS_CHAT_GPT_OSS,
+  TOPOS_CHAT_GEMMA4,
 } topos_chat_format;
 
 /* The family of a chat template's text (NULL: UNKNOWN). */
 TOPOS_API topos_chat_format topos_chat_detect(const char *chat_template);
 /* "chatml", "llama3", "gemma", "zephyr", "llama2", "phi3", "phi4", "mistral", "granite", "exaone",
- * "unknown". Static string. */
+ * "gpt-oss", "gemma4", "unknown". Static string. */
 TOPOS_API const char *topos_chat_format_name(topos_chat_format format);
 
 /* One user turn (system may be NULL or empty: none) and the opening of the

@@ -5,7 +5,7 @@
  * Phi-3's has <|user|> too, with <|end|> closing turns; Phi-4's is ChatML's
  * markers with <|im_sep|> after the role; Mistral's v7 templates have
  * [INST] too, after [SYSTEM_PROMPT]; gpt-oss's Harmony has <|start|> and
- * <|channel|>, checked first). */
+ * <|channel|>, checked first; Gemma 4's <|turn> and <turn|>, next). */
 #include "topos/chat.h"
 
 #include <stdio.h>
@@ -16,6 +16,7 @@
 topos_chat_format topos_chat_detect(const char *t) {
   if (!t) return TOPOS_CHAT_UNKNOWN;
   if (strstr(t, "<|start|>") && strstr(t, "<|channel|>")) return TOPOS_CHAT_GPT_OSS;
+  if (strstr(t, "<|turn>") && strstr(t, "<turn|>")) return TOPOS_CHAT_GEMMA4;
   if (strstr(t, "<|im_start|>")) return strstr(t, "<|im_sep|>") ? TOPOS_CHAT_PHI4 : TOPOS_CHAT_CHATML;
   if (strstr(t, "<|start_header_id|>")) return TOPOS_CHAT_LLAMA3;
   if (strstr(t, "<|start_of_role|>")) return TOPOS_CHAT_GRANITE;
@@ -56,6 +57,8 @@ static const struct tp_chat_layout {
                            "\n[|assistant|]"},
     [TOPOS_CHAT_GPT_OSS] = {"gpt-oss", "<|return|>", "", "<|start|>system<|message|>", "<|end|>",
                             "<|start|>user<|message|>", "<|end|><|start|>assistant"},
+    [TOPOS_CHAT_GEMMA4] = {"gemma4", "<turn|>\n", "", "<|turn>system\n", "<turn|>\n", "<|turn>user\n",
+                           "<turn|>\n<|turn>model\n"},
 };
 
 static const struct tp_chat_layout *tp_chat_layout_of(topos_chat_format f) {

@@ -30,6 +30,8 @@ TEST(chat_detects_the_template_families) {
       /* gpt-oss's (Harmony) */
       {"{{- \"<|start|>assistant<|channel|>analysis<|message|>\" + message.thinking + \"<|end|>\" }}",
        TOPOS_CHAT_GPT_OSS},
+      /* Gemma 4's */
+      {"{{- '<|turn>' + role + '\\n' -}}{{- message['content'] | trim -}}{{- '<turn|>\\n' -}}", TOPOS_CHAT_GEMMA4},
       {"{{ message['content'] }}", TOPOS_CHAT_UNKNOWN},
       {NULL, TOPOS_CHAT_UNKNOWN},
   };
@@ -65,6 +67,8 @@ TEST(chat_turns_in_each_format) {
       {TOPOS_CHAT_EXAONE, "[|user|]Hi\n[|assistant|]", "[|system|]Be brief[|endofturn|]\n[|user|]Hi\n[|assistant|]"},
       {TOPOS_CHAT_GPT_OSS, "<|start|>user<|message|>Hi<|end|><|start|>assistant",
        "<|start|>system<|message|>Be brief<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant"},
+      {TOPOS_CHAT_GEMMA4, "<|turn>user\nHi<turn|>\n<|turn>model\n",
+       "<|turn>system\nBe brief<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n"},
   };
   char buf[256];
   size_t len = 0;
@@ -115,6 +119,7 @@ TEST(chat_reply_ends_in_each_format) {
       {TOPOS_CHAT_PHI3, "<|user|>\nHi<|end|>\n<|assistant|>\nYo<|end|>\n<|user|>\nBye<|end|>\n<|assistant|>\n"},
       {TOPOS_CHAT_PHI4, "<|im_start|>user<|im_sep|>Hi<|im_end|><|im_start|>assistant<|im_sep|>Yo<|im_end|>"
                         "<|im_start|>user<|im_sep|>Bye<|im_end|><|im_start|>assistant<|im_sep|>"},
+      {TOPOS_CHAT_GEMMA4, "<|turn>user\nHi<turn|>\n<|turn>model\nYo<turn|>\n<|turn>user\nBye<turn|>\n<|turn>model\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     char a[256], b[256], all[600];
