@@ -49,6 +49,13 @@
  * key and 16 value heads of 128 and 4 taps in the others (f32 taps, dt
  * biases, A and norms); dense SwiGLU feed-forwards of 3584; a head tied to
  * the 248320-row embedding).
+ * gemma-4-e2b is Gemma 4 E2B's (a gemma4 file: 35 blocks, every fifth
+ * attending to the whole context with heads of 512 (a quarter of their pairs
+ * rotated: rope_freqs' 1e30s), the others within 512 tokens with heads of
+ * 256; 8 heads, 1 KV head; the last 20 blocks read the caches of blocks 13
+ * and 14; GELU feed-forwards of 6144, 12288 in the shared blocks; per-layer
+ * embeddings of 256 (a 262144 x 8960 table); a head tied to the 262144-row
+ * embedding).
  * The routers' rows are all distinct (the other weights repeat 16 rows), so
  * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
@@ -108,7 +115,17 @@ static const lm_shape lm_shapes[] = {
     {"lfm2-1.2b", 65536, 2048, 16, 32, 8, 8192, 128000, 1000000.0f, 0, 0, 0, 0, "lfm2", 0, 0},
     {"granite-4.0-h-micro", 100352, 2048, 40, 32, 8, 8192, 131072, 10000.0f, 0, 0, 0, 0, "granitehybrid", 0, 0},
     {"qwen3.5-0.8b", 248320, 1024, 24, 8, 2, 3584, 262144, 10000000.0f, 0, 0, 0, 0, "qwen35", 0, 256},
+    {"gemma-4-e2b", 262144, 1536, 35, 8, 1, 6144, 131072, 1000000.0f, 0, 0, 0, 0, "gemma4", 0, 512},
 };
+
+/* gemma4 (gemma-4-e2b): the windowed blocks' head width, the window, the
+ * blocks reading earlier caches, the per-layer embeddings' width; block l
+ * attends to the whole context where (l + 1) % 5 == 0 */
+static int lm_gemma4(const char *arch) { return strcmp(arch, "gemma4") == 0; }
+static int lm_gemma4_full(int64_t l) { return (l + 1) % 5 == 0; }
+static const struct {
+  int64_t hd_swa, window, shared, ple;
+} lm_gemma4_dims = {256, 512, 20, 256};
 
 /* qwen35 (qwen3.5-0.8b): attention every fourth block, gated-DeltaNet mixers
  * elsewhere: conv_kernel, key heads, value heads, head width; the rotated
@@ -284,6 +301,24 @@ static void lm_vocab(lm_build *b, int64_t vocab) {
                                       (uint64_t)vocab);
 }
 
+/* gemma4: the full blocks' proportional rotation (a quarter of the pairs
+ * turn, the rest divided by 1e30) and the per-layer embeddings' tables */
+static void lm_gemma4_tables(lm_build *b, const lm_shape *s, topos_dtype base, int64_t hd) {
+  if (b->st != TOPOS_OK) return;
+  float *f = lm_keep(b, (size_t)(hd / 2) * sizeof *f);
+  if (!f) {
+    b->st = TOPOS_ERR_OUT_OF_MEMORY;
+    return;
+  }
+  for (int64_t i = 0; i < hd / 2; ++i) f[i] = i < hd / 8 ? 1.0f : 1e30f;
+  const int64_t ne[1] = {hd / 2};
+  b->st = topos_gguf_writer_add_tensor_raw(b->w, "rope_freqs.weight", 0, 1, ne, f, (size_t)(hd / 2) * sizeof *f);
+  const int64_t lp = s->layers * lm_gemma4_dims.ple;
+  lm_tensor(b, "per_layer_token_embd.weight", base, lp, s->vocab, 0);
+  lm_tensor(b, "per_layer_model_proj.weight", base, s->dim, lp, 0);
+  lm_tensor(b, "per_layer_proj_norm.weight", base, lm_gemma4_dims.ple, 0, 1);
+}
+
 static int lm_more_bits(int64_t l, int64_t n) {
   return l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
 }
@@ -336,7 +371,7 @@ static int tp_llama_make(int argc, char **argv) {
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
             "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0, lfm2-1.2b, "
-            "granite-4.0-h-micro, qwen3.5-0.8b)\n", shape_name);
+            "granite-4.0-h-micro, qwen3.5-0.8b, gemma-4-e2b)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -361,7 +396,7 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "context_length"), (uint32_t)s->ctx));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "embedding_length"), (uint32_t)s->dim));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "block_count"), (uint32_t)s->layers));
-  LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
+  if (!lm_gemma4(arch)) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"),
                                   (uint32_t)(lm_mla(arch)      ? lm_mla_dims.rope
                                               : lm_ling(arch)   ? hd / 2
@@ -447,15 +482,36 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length"), (uint32_t)hd));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length"), (uint32_t)hd));
   }
+  if (lm_gemma4(arch)) { /* per-block widths and kinds, the windowed heads, sharing, per-layer embeddings */
+    uint32_t *ff = lm_keep(&b, (size_t)s->layers * sizeof *ff);
+    uint8_t *windowed = lm_keep(&b, (size_t)s->layers);
+    if (!ff || !windowed) b.st = TOPOS_ERR_OUT_OF_MEMORY;
+    const int64_t shared = s->layers > lm_gemma4_dims.shared + 2 ? lm_gemma4_dims.shared : 0;
+    for (int64_t l = 0; ff && windowed && l < s->layers; ++l)
+      ff[l] = (uint32_t)(l >= s->layers - shared ? 2 * s->ff : s->ff), windowed[l] = !lm_gemma4_full(l);
+    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "feed_forward_length"), TOPOS_GGUF_U32, ff,
+                                      (uint64_t)s->layers));
+    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "attention.sliding_window_pattern"), TOPOS_GGUF_BOOL,
+                                      windowed, (uint64_t)s->layers));
+    const char *keys[6] = {"attention.key_length_swa", "attention.value_length_swa", "rope.dimension_count_swa",
+                           "attention.sliding_window", "attention.shared_kv_layers",
+                           "embedding_length_per_layer_input"};
+    const int64_t values[6] = {lm_gemma4_dims.hd_swa, lm_gemma4_dims.hd_swa, lm_gemma4_dims.hd_swa,
+                               lm_gemma4_dims.window, shared, lm_gemma4_dims.ple};
+    for (int i = 0; i < 6; ++i) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, keys[i]), (uint32_t)values[i]));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base_swa"), 10000.0f));
+    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "final_logit_softcapping"), 30.0f));
+  }
 #undef LM_KV
   lm_vocab(&b, s->vocab);
   /* MXFP4 files keep it for the experts, Q8_0 elsewhere (llama.cpp's MXFP4_MOE) */
   const topos_dtype experts_type = base;
   if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
-  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch) || lm_qwen35(arch);
+  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch) || lm_qwen35(arch) || lm_gemma4(arch);
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
+  if (lm_gemma4(arch)) lm_gemma4_tables(&b, s, base, hd);
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LM_TYPE(role) lm_block_type(mix, base, role, l, s->layers)
@@ -525,6 +581,33 @@ static int tp_llama_make(int argc, char **argv) {
       }
       LM_T("post_attention_norm.weight", base, s->dim, 0, 1);
       LM_SWIGLU();
+      continue;
+    }
+    if (lm_gemma4(arch)) { /* attention (its keys where the block has a cache), GELU feed-forward, per-layer
+                            * embedding, the four norms, the output scale */
+      const int64_t h = lm_gemma4_full(l) ? hd : lm_gemma4_dims.hd_swa;
+      const int64_t ff = l >= s->layers - lm_gemma4_dims.shared && s->layers > lm_gemma4_dims.shared + 2 ? 2 * s->ff
+                                                                                                        : s->ff;
+      const int own = !(l >= s->layers - lm_gemma4_dims.shared && s->layers > lm_gemma4_dims.shared + 2);
+      LM_T("attn_q.weight", base, s->dim, s->heads * h, 0);
+      if (own) {
+        LM_T("attn_k.weight", base, s->dim, s->kv_heads * h, 0);
+        LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * h, 0);
+        LM_T("attn_k_norm.weight", base, h, 0, 1);
+      }
+      LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * h, s->dim, 0);
+      LM_T("attn_q_norm.weight", base, h, 0, 1);
+      const char *norms[4] = {"post_attention_norm", "ffn_norm", "post_ffw_norm", "post_norm"};
+      for (int i = 0; i < 4; ++i) {
+        snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
+        lm_tensor(&b, n, base, s->dim, 0, 1);
+      }
+      LM_T("ffn_gate.weight", base, s->dim, ff, 0);
+      LM_T("ffn_up.weight", base, s->dim, ff, 0);
+      LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), ff, s->dim, 0);
+      LM_T("inp_gate.weight", base, s->dim, lm_gemma4_dims.ple, 0);
+      LM_T("proj.weight", base, lm_gemma4_dims.ple, s->dim, 0);
+      LM_T("layer_output_scale.weight", TOPOS_F32, 1, 0, 1);
       continue;
     }
     if (lm_mla(arch)) { /* latent attention; a dense first block, then experts and shared ones */
@@ -606,7 +689,7 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|granite-4.0-h-micro|qwen3.5-0.8b] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|granite-4.0-h-micro|qwen3.5-0.8b|gemma-4-e2b] "
           "[--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;

@@ -142,7 +142,7 @@ topos_status topos_llama_context_new(const topos_llama *m, const topos_llama_con
   x->state_bytes = 2 * sizeof(float) * ((size_t)c->n_conv_layers * conv_floats[0] +
                                         (size_t)c->n_ssm_layers * (conv_floats[1] + ssm_floats));
   x->state_mem = x->state_bytes ? calloc(1, x->state_bytes) : NULL;
-  x->feeds = calloc(4 * L + 10, sizeof *x->feeds); /* per block up to keys, values and two states */
+  x->feeds = calloc(4 * L + 12, sizeof *x->feeds); /* the inputs; per block up to keys, values and two states */
   x->row = malloc((size_t)c->dim * sizeof(float));
   topos_status st = TOPOS_OK;
   if ((x->kv_bytes && !x->k_mem) || !x->k_cache || !x->v_cache || !x->kv_at || !x->conv[0] || !x->conv[1] ||
