@@ -266,7 +266,7 @@ TEST(tokenizer_gemma4_refuses_bad_files) {
    * byte tokens */
   topos_rng rng = topos_rng_seed(11);
   static const char *const units[] = {"a", "b", SP, "\n", "\xC3\xA9", "<", ">", "<0x41>", "<0xC3>", " "};
-  static const char *const merges[] = {"a b", SP " a", "\n \n", "\xC3\xA9 a", "ab " SP, "< >"};
+  static const char *const merges[] = {"a b", (SP " a"), "\n \n", "\xC3\xA9 a", ("ab " SP), "< >"};
   int built = 0;
   for (int iter = 0; iter < 60; iter++) {
     tt_vocab r;
