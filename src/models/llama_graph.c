@@ -209,6 +209,24 @@ static tp_masks tp_masks_regroup(tp_rec *r, const tp_llama_graph *g, const tp_ma
   return m;
 }
 
+/* The masks of a chunk's last query row alone, from masks of its Tk rows
+ * (G groups of them; no ALiBi): [KVH, G, Tk] and [KVH, G, S]. */
+static tp_masks tp_masks_last_row(tp_rec *r, const tp_llama_graph *g, const tp_masks *all, int64_t G, int64_t KVH,
+                                  int64_t Tk) {
+  topos_tape *t = r->t;
+  tp_masks m;
+  m.n_rows = tp_reshape(r, topos_tape_narrow(t, tp_reshape(r, all->n_rows, 3, G, Tk, Tk, 0), 1, Tk - 1, 1), 2, G, Tk,
+                        0, 0);
+  m.n = topos_tape_broadcast_along(t, m.n_rows, 0, KVH);
+  m.c_rows = m.c = TOPOS_SYM_INVALID;
+  if (g->has_cache) {
+    m.c_rows = tp_reshape(r, topos_tape_narrow(t, tp_reshape(r, all->c_rows, 3, G, Tk, r->S, 0), 1, Tk - 1, 1), 2, G,
+                          r->S, 0, 0);
+    m.c = topos_tape_broadcast_along(t, m.c_rows, 0, KVH);
+  }
+  return m;
+}
+
 /* xIELU of x with p = {beta + softplus(alpha_n), softplus(alpha_p), beta,
  * eps} (llama_config.c): p1 relu(x)^2 + p2 x, plus (exp(min(x, eps)) - 1 -
  * x) p0 where x <= 0 (each term where the other branch is taken is an exact
@@ -499,6 +517,45 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   return topos_tape_add(t, x, f);
 }
 
+/* Masks made for a block shape: G groups of KVH kv heads, windowed or not,
+ * for the chunk's rows or (last) its last row's alone */
+typedef struct tp_made_masks {
+  int64_t G, KVH;
+  int windowed, last;
+  tp_masks m;
+} tp_made_masks;
+#define TP_MADE_MASKS 16
+
+/* *mk (the model's masks of L's kind) for block L: regrouped where its
+ * head groups differ from the model's (Gemma 4), then the last row's where
+ * `last`; each shape made once (made, *n_made) */
+static topos_status tp_block_masks(tp_rec *r, const tp_llama_graph *g, tp_made_masks *made, int *n_made,
+                                   const tp_llama_layer *L, int64_t G, int64_t KVH, int last, int64_t Tk,
+                                   const tp_masks **mk) {
+  const int regroup = G != r->c->n_heads / r->c->n_kv_heads || KVH != r->c->n_kv_heads;
+  for (int want_last = 0; want_last <= last; ++want_last) {
+    if (!want_last && !regroup) continue;
+    int found = 0;
+    for (int i = 0; i < *n_made && !found; ++i)
+      if (made[i].G == G && made[i].KVH == KVH && made[i].windowed == L->windowed && made[i].last == want_last)
+        *mk = &made[i].m, found = 1;
+    if (found) continue;
+    if (*n_made == TP_MADE_MASKS)
+      return tp_fail(TOPOS_UNSUPPORTED, "llama: more than %d shapes of attention masks in one model", TP_MADE_MASKS);
+    tp_made_masks *n = &made[(*n_made)++];
+    const int own = L->windowed && g->window_masks;
+    const int64_t Tq = r->T;
+    r->T = Tk; /* (built from the whole chunk's masks) */
+    n->G = G, n->KVH = KVH, n->windowed = L->windowed, n->last = want_last;
+    n->m = want_last ? tp_masks_last_row(r, g, *mk, G, KVH, Tk)
+                     : tp_masks_regroup(r, g, *mk, own ? g->mask_cw : g->mask_c, own ? g->mask_nw : g->mask_n,
+                                        own || !g->window_masks ? g->row_mask : 0, G, KVH);
+    r->T = Tq;
+    *mk = &n->m;
+  }
+  return TOPOS_OK;
+}
+
 static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g) {
   topos_tape *t = r->t;
   const topos_llama_config *c = m->config.n_layers ? &m->config : NULL;
@@ -526,36 +583,36 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   if (g->window_masks) tp_mask_inputs(r, g, g->row_mask, "_window", &g->mask_cw, &g->mask_nw, &window);
   topos_sym x = g->x0;
   if (m->embd_norm) x = tp_norm(r, x, T, m->embd_norm, m->embd_norm_b); /* bloom: the embedding's LayerNorm */
-  const topos_sym ple = m->ple_embd ? tp_ple_inputs(r, m, g) : TOPOS_SYM_INVALID; /* Gemma 4 */
+  topos_sym ple = m->ple_embd ? tp_ple_inputs(r, m, g) : TOPOS_SYM_INVALID; /* Gemma 4 */
   const topos_sym head_ids = c->mla_kv_rank ? tp_head_ids(r, c->n_heads) : TOPOS_SYM_INVALID;
-  struct {
-    int64_t G, KVH;
-    int windowed;
-    tp_masks m;
-  } regrouped[8]; /* the masks of blocks whose head groups differ from the model's (Gemma 4), made once */
-  int n_regrouped = 0;
+  /* Gemma 4: past the last block with a cache of its own, the blocks only
+   * read earlier keys and values, so where a chunk's logits are its last
+   * row's those blocks run for that row alone (the row's own ops, the same
+   * bits); blocks from `cut` on are such blocks */
+  int64_t cut = c->n_layers;
+  if (g->logits_rows == TP_LOGITS_LAST && T > 1)
+    while (cut > 1 && m->layers[cut - 1].kv_shared) --cut;
+  const int64_t Tk = T; /* the chunk's keys */
+  topos_sym cos_f = g->cos, sin_f = g->sin, cos_wf = g->cos_w, sin_wf = g->sin_w, temp = g->temp;
+  tp_made_masks made[TP_MADE_MASKS]; /* masks of other shapes than the model's, made once */
+  int n_made = 0;
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const tp_llama_layer *L = &m->layers[l];
     const int64_t H = L->heads, KVH = L->kv_heads, hd = L->hd, G = KVH ? H / KVH : 1;
     r->hd = L->hd, r->rd = L->rd;
-    const tp_masks *mk = L->windowed ? &window : &full;
-    int found = 0;
-    for (int i = 0; i < n_regrouped && !found; ++i)
-      if (regrouped[i].G == G && regrouped[i].KVH == KVH && regrouped[i].windowed == L->windowed)
-        mk = &regrouped[i].m, found = 1;
-    if (!found && tp_llama_layer_attends(L) && (G != c->n_heads / c->n_kv_heads || KVH != c->n_kv_heads)) {
-      if (n_regrouped == 8)
-        return tp_fail(TOPOS_UNSUPPORTED, "llama: more than 8 shapes of attention blocks in one model");
-      const int own = L->windowed && g->window_masks;
-      regrouped[n_regrouped].G = G, regrouped[n_regrouped].KVH = KVH, regrouped[n_regrouped].windowed = L->windowed;
-      regrouped[n_regrouped].m =
-          tp_masks_regroup(r, g, mk, own ? g->mask_cw : g->mask_c, own ? g->mask_nw : g->mask_n,
-                           own || !g->window_masks ? g->row_mask : 0, G, KVH);
-      mk = &regrouped[n_regrouped++].m;
+    if (l == cut) { /* the last row from here on */
+      x = topos_tape_narrow(t, x, 0, Tk - 1, 1);
+      topos_sym *rows[5] = {&cos_f, &sin_f, &cos_wf, &sin_wf, &temp};
+      for (int i = 0; i < 5; ++i)
+        if (topos_sym_is_valid(*rows[i])) *rows[i] = topos_tape_narrow(t, *rows[i], 0, Tk - 1, 1);
+      if (topos_sym_is_valid(ple)) ple = topos_tape_narrow(t, ple, 0, Tk - 1, 1);
+      T = r->T = 1;
     }
+    const tp_masks *mk = L->windowed ? &window : &full;
+    if (tp_llama_layer_attends(L)) TP_TRY(tp_block_masks(r, g, made, &n_made, L, G, KVH, l >= cut, Tk, &mk));
     const topos_sym mask_c_rows = mk->c_rows, mask_c = mk->c, mask_n_rows = mk->n_rows, mask_n = mk->n;
-    const topos_sym cos = L->windowed && own_rope ? g->cos_w : g->cos;
-    const topos_sym sin = L->windowed && own_rope ? g->sin_w : g->sin;
+    const topos_sym cos = L->windowed && own_rope ? cos_wf : cos_f;
+    const topos_sym sin = L->windowed && own_rope ? sin_wf : sin_f;
     char name[48];
     topos_dtype kvt = r->kv_dtype;
     topos_tensor_desc kd = {kvt, 3, {KVH, hd, C}}, vd = {kvt, 3, {KVH, C, hd}};
@@ -655,8 +712,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       g->k_new[l] = k;
       g->v_new[l] = v;
     }
-    if (topos_sym_is_valid(g->temp) && (L->nope || !c->attn_temp_nope_only)) /* the temperature, per position */
-      q = topos_tape_mul(t, q, topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, g->temp, 1, H), 2, hd));
+    if (topos_sym_is_valid(temp) && (L->nope || !c->attn_temp_nope_only)) /* the temperature, per position */
+      q = topos_tape_mul(t, q, topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, temp, 1, H), 2, hd));
     q = topos_tape_mul(t, q, topos_tape_fill_like(t, q, c->attn_scale));
     /* q rows grouped by kv head: [KVH, G*T, hd], row g*T + t */
     q = tp_reshape(r, tp_permute(r, tp_reshape(r, q, 4, T, KVH, G, hd), 4, 1, 2, 0, 3), 3, KVH,
@@ -680,30 +737,30 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym parts[3] = {s_c, s_n, sink};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 2), 2));
-        topos_sym p_c = topos_tape_narrow(t, p, 2, 0, S), p_n = topos_tape_narrow(t, p, 2, S, T);
+        topos_sym p_c = topos_tape_narrow(t, p, 2, 0, S), p_n = topos_tape_narrow(t, p, 2, S, Tk);
         o = topos_tape_add(t, topos_tape_matmul(t, p_c, vc), topos_tape_matmul(t, p_n, vT));
       } else { /* nothing cached yet: the chunk's own keys (and the sink) */
         topos_sym parts[2] = {s_n, sink};
         topos_sym all = with_sink ? topos_tape_concat(t, 2, parts, 2) : s_n;
         topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, all, 2));
-        o = topos_tape_matmul(t, with_sink ? topos_tape_narrow(t, p, 2, 0, T) : p, vT);
+        o = topos_tape_matmul(t, with_sink ? topos_tape_narrow(t, p, 2, 0, Tk) : p, vT);
       }
     } else {
       topos_sym heads[TP_LLAMA_MAX_KV_HEADS];
       for (int64_t kh = 0; kh < KVH; ++kh) {
         topos_sym qh = tp_reshape(r, topos_tape_narrow(t, q, 0, kh, 1), 2, G * T, hd, 0, 0);
-        topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, T, hd, 0, 0);
+        topos_sym kn = tp_reshape(r, topos_tape_narrow(t, k, 1, kh, 1), 2, Tk, hd, 0, 0);
         topos_sym vn = topos_tape_transpose(
-            t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, T, hd, 0, 0));
+            t, tp_reshape(r, topos_tape_narrow(t, v, 1, kh, 1), 2, Tk, hd, 0, 0));
         topos_sym s_n = topos_tape_add(t, tp_softcap(r, topos_tape_qlinear(t, qh, kn), cap),
-                                       tp_mask_head(r, mask_n_rows, mask_n, kh, G, T));
+                                       tp_mask_head(r, mask_n_rows, mask_n, kh, G, Tk));
         topos_sym sink_h = with_sink ? tp_reshape(r, topos_tape_narrow(t, sink, 0, kh, 1), 2, G * T, 1, 0, 0)
                                      : TOPOS_SYM_INVALID;
         if (!cached) {
           topos_sym parts[2] = {s_n, sink_h};
           topos_sym all = with_sink ? topos_tape_concat(t, 2, parts, 1) : s_n;
           topos_sym p = topos_tape_exp(t, topos_tape_log_softmax(t, all, 1));
-          heads[kh] = topos_tape_qlinear(t, with_sink ? topos_tape_narrow(t, p, 1, 0, T) : p, vn);
+          heads[kh] = topos_tape_qlinear(t, with_sink ? topos_tape_narrow(t, p, 1, 0, Tk) : p, vn);
           continue;
         }
         topos_sym kc = topos_tape_narrow(t, topos_tape_narrow(t, k_cache, 0, kh, 1), 1, 0, S);
@@ -715,7 +772,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
         topos_sym parts[3] = {s_c, s_n, sink_h};
         topos_sym p =
             topos_tape_exp(t, topos_tape_log_softmax(t, topos_tape_concat(t, 2 + with_sink, parts, 1), 1));
-        topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, T);
+        topos_sym p_c = topos_tape_narrow(t, p, 1, 0, S), p_n = topos_tape_narrow(t, p, 1, S, Tk);
         heads[kh] =
             topos_tape_add(t, topos_tape_qlinear(t, p_c, vc), topos_tape_qlinear(t, p_n, vn));
       }
