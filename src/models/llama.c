@@ -129,6 +129,15 @@ static void tp_llama_join_release(void *context, void *data, size_t bytes) {
   topos_tensor_release(context);
 }
 
+topos_status tp_llama_as_matrix(topos_tensor **w, int64_t rows, int64_t cols) {
+  const int64_t shape[2] = {rows, cols};
+  topos_tensor *m = NULL;
+  topos_status st = topos_tensor_reshape(*w, 2, shape, &m);
+  topos_tensor_release(*w);
+  *w = m;
+  return st;
+}
+
 /* A [rows, in] matrix of dtype over `bytes` of owner's mapping at data,
  * keeping owner (and through it the mapping) alive. */
 static topos_status tp_llama_view(topos_tensor *owner, topos_dtype dtype, int64_t rows, int64_t in,
@@ -332,14 +341,7 @@ static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_l
   snprintf(name, sizeof name, "blk.%" PRId64 ".exp_probs_b.bias", l);
   TP_TRY(tp_llama_weight(m, name, E, 0, 1, &L->exp_probs_b));
   if (c->experts_oai) TP_TRY(tp_llama_layer_expert_biases(m, l, L));
-  if (L->gate_inp_shexp) { /* a vector, read as a one-row product */
-    const int64_t row[2] = {1, D};
-    topos_tensor *r = NULL;
-    topos_status st = topos_tensor_reshape(L->gate_inp_shexp, 2, row, &r);
-    topos_tensor_release(L->gate_inp_shexp);
-    L->gate_inp_shexp = r;
-    TP_TRY(st);
-  }
+  if (L->gate_inp_shexp) TP_TRY(tp_llama_as_matrix(&L->gate_inp_shexp, 1, D)); /* read as a one-row product */
   return TOPOS_OK;
 }
 

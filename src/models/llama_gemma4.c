@@ -186,14 +186,7 @@ static topos_status tp_gemma4_experts(topos_llama *m, int64_t l, tp_llama_layer 
   TP_G4(post_ffn_norm_1, "post_ffw_norm_1.weight", D, 0, 0, 0);
   TP_G4(post_ffn_norm_2, "post_ffw_norm_2.weight", D, 0, 0, 0);
 #undef TP_G4
-  if (L->down_exps_s) { /* a table of one-wide rows the chosen experts' ids gather */
-    const int64_t rows[2] = {E, 1};
-    topos_tensor *t = NULL;
-    topos_status st = topos_tensor_reshape(L->down_exps_s, 2, rows, &t);
-    topos_tensor_release(L->down_exps_s);
-    L->down_exps_s = t;
-    TP_TRY(st);
-  }
+  if (L->down_exps_s) TP_TRY(tp_llama_as_matrix(&L->down_exps_s, E, 1)); /* rows the chosen experts' ids gather */
   return TOPOS_OK;
 }
 

@@ -62,6 +62,8 @@ topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t 
 /* attention.head_count_kv's per-block zeros into *blocks (calloc'd, n_layers)
  * and *count; sets config.n_kv_heads (llama_config.c) */
 topos_status tp_llama_kv_zero_blocks(struct topos_llama *m, const char *why, uint8_t **blocks, int64_t *count);
+/* *w (a vector of rows x cols) reshaped in place to [rows, cols] (llama.c) */
+topos_status tp_llama_as_matrix(topos_tensor **w, int64_t rows, int64_t cols);
 /* A weight of GGUF extents {ne0, ne1} (ne1 0: a vector, made f32) mapped from
  * the file (llama.c); tp_llama_weight3: {ne0, ne1, ne2} (ne2 0: a matrix) */
 topos_status tp_llama_weight3(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
