@@ -34,13 +34,23 @@ static topos_status tp_llama_key_u64(topos_gguf *g, const char *key, int min, in
   return TOPOS_OK;
 }
 
-topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out) {
+/* tp_llama_u64 and tp_llama_count: at least min */
+static topos_status tp_llama_u64_from(topos_gguf *g, const char *key, int min, int required, int64_t fallback,
+                                      int64_t *out) {
   int present;
-  TP_TRY(tp_llama_key_u64(g, key, 1, out, &present));
+  TP_TRY(tp_llama_key_u64(g, key, min, out, &present));
   if (present) return TOPOS_OK;
   if (required) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
   *out = fallback;
   return TOPOS_OK;
+}
+
+topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out) {
+  return tp_llama_u64_from(g, key, 1, required, fallback, out);
+}
+
+topos_status tp_llama_count(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out) {
+  return tp_llama_u64_from(g, key, 0, required, fallback, out);
 }
 
 static topos_status tp_llama_f32(topos_gguf *g, const char *key, int required, float fallback,

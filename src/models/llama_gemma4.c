@@ -58,20 +58,12 @@ static topos_status tp_gemma4_block_numbers(topos_llama *m, const char *key, int
   return TOPOS_OK;
 }
 
-/* A count that may be 0 (absent: fallback, or refused where required) */
-static topos_status tp_gemma4_count(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out) {
-  uint64_t v;
-  topos_status st = topos_gguf_get_u64(g, key, &v);
-  if (st == TOPOS_ERR_NOT_FOUND) {
-    topos_clear_error();
-    if (required) return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: required key %s is missing", key);
-    *out = fallback;
-    return TOPOS_OK;
-  }
-  if (st != TOPOS_OK) return tp_fail_context(st, "llama: key %s", key);
-  if (v > ((uint64_t)1 << 31)) return tp_fail(TOPOS_ERR_RANGE, "llama: key %s = %" PRIu64 " is past 2^31", key, v);
-  *out = (int64_t)v;
-  return TOPOS_OK;
+/* The block a shared block of this kind reads, by llama.cpp's rule: the
+ * last block before the shared ones (the first n_layers - shared) of its
+ * kind, taken to be n_layers - shared - 2 for windowed blocks and - 1 for
+ * full ones (tp_llama_gemma4_config checks the kinds agree) */
+static int64_t tp_gemma4_kv_src(const topos_llama_config *c, int windowed) {
+  return c->n_layers - c->n_kv_shared_layers - (windowed ? 2 : 1);
 }
 
 topos_status tp_llama_gemma4_lists(topos_llama *m) {
@@ -104,23 +96,20 @@ topos_status tp_llama_gemma4_config(topos_llama *m) {
   if (c->rope_dim_swa > c->head_dim_swa || c->rope_dim_swa % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " must be even and at most the windowed heads' %" PRId64,
                    kb, c->rope_dim_swa, c->head_dim_swa);
-  TP_TRY(tp_gemma4_count(g, TP_K("attention.shared_kv_layers"), 0, 0, &c->n_kv_shared_layers));
-  TP_TRY(tp_gemma4_count(g, TP_K("embedding_length_per_layer_input"), 1, 0, &c->ple_dim));
+  TP_TRY(tp_llama_count(g, TP_K("attention.shared_kv_layers"), 0, 0, &c->n_kv_shared_layers));
+  TP_TRY(tp_llama_count(g, TP_K("embedding_length_per_layer_input"), 1, 0, &c->ple_dim));
   if (c->n_kv_shared_layers >= c->n_layers)
     return tp_fail(TOPOS_ERR_RANGE, "llama: attention.shared_kv_layers %" PRId64 " of %" PRId64 " blocks",
                    c->n_kv_shared_layers, c->n_layers);
   if (c->ple_dim > ((int64_t)1 << 16) || c->ple_dim * c->n_layers > ((int64_t)1 << 30))
     return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is too wide", kb, c->ple_dim);
-  /* llama.cpp's rule: shared block l reads the last block before them
-   * (the first n_layers - shared) of its kind, which it takes to be
-   * n_layers - shared - 2 for windowed blocks and - 1 for full ones */
   const int64_t own = c->n_layers - c->n_kv_shared_layers;
   if (c->n_kv_shared_layers > 0) {
     if (own < 2)
       return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " leaves fewer than 2 of %" PRId64
                      " blocks with keys and values of their own", kb, c->n_kv_shared_layers, c->n_layers);
     for (int64_t l = own; l < c->n_layers; ++l) {
-      const int64_t src = own - (m->swa_layers[l] ? 2 : 1);
+      const int64_t src = tp_gemma4_kv_src(c, m->swa_layers[l]);
       if (m->swa_layers[src] != m->swa_layers[l])
         return tp_fail(TOPOS_UNSUPPORTED, "llama: shared block %" PRId64 " (%s) would attend to block %" PRId64
                        " (%s): the last blocks with caches of their own must be a windowed one, then a full one",
@@ -135,9 +124,8 @@ topos_status tp_llama_gemma4_config(topos_llama *m) {
 
 void tp_llama_gemma4_shape(const topos_llama *m, int64_t l, tp_llama_layer *L) {
   const topos_llama_config *c = &m->config;
-  const int64_t own = c->n_layers - c->n_kv_shared_layers;
-  L->kv_shared = c->n_kv_shared_layers > 0 && l >= own;
-  L->kv_src = L->kv_shared ? own - (L->windowed ? 2 : 1) : l;
+  L->kv_shared = c->n_kv_shared_layers > 0 && l >= c->n_layers - c->n_kv_shared_layers;
+  L->kv_src = L->kv_shared ? tp_gemma4_kv_src(c, L->windowed) : l;
 }
 
 /* The blocks' keys' tensors in a shared block: llama.cpp's loader takes

@@ -59,6 +59,8 @@ struct topos_llama;
 typedef struct tp_llama_layer tp_llama_layer;
 /* An unsigned key (at most 2^31; absent: fallback, or refused where required) */
 topos_status tp_llama_u64(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out);
+/* The same for a count that may be 0 */
+topos_status tp_llama_count(topos_gguf *g, const char *key, int required, int64_t fallback, int64_t *out);
 /* attention.head_count_kv's per-block zeros into *blocks (calloc'd, n_layers)
  * and *count; sets config.n_kv_heads (llama_config.c) */
 topos_status tp_llama_kv_zero_blocks(struct topos_llama *m, const char *why, uint8_t **blocks, int64_t *count);
