@@ -183,7 +183,8 @@ static topos_sym tp_mask_head(tp_rec *r, topos_sym rows, topos_sym all, int64_t 
 }
 
 /* The masks of a block of G query heads per kv head and KVH kv heads
- * (Gemma 4's differ from block to block) from the inputs in_c, in_n made
+ * (Gemma 4's differ from block to block; tp_block_masks calls this where
+ * either differs from the model's) from the inputs in_c, in_n made
  * for the model's G0 = heads / n_kv_heads: every group's rows are the same,
  * so the first group's T rows are broadcast to G (no ALiBi: its rows are
  * per head). */
@@ -191,7 +192,6 @@ static tp_masks tp_masks_regroup(tp_rec *r, const tp_llama_graph *g, const tp_ma
                                  topos_sym in_n, int row_mask, int64_t G, int64_t KVH) {
   topos_tape *t = r->t;
   const int64_t T = r->T, G0 = r->c->n_heads / r->c->n_kv_heads;
-  if (G == G0 && KVH == r->c->n_kv_heads) return *base;
   tp_masks m;
   m.n_rows = G == G0 ? base->n_rows
                      : tp_reshape(r, topos_tape_broadcast_along(t, topos_tape_narrow(t, in_n, 0, 0, T), 0, G), 2,
@@ -379,21 +379,20 @@ topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym 
   topos_sym x3 = tp_reshape(r, hx, 3, T, 1, X, 0);
   if (c->experts_llama4) /* the weight scales each chosen expert's input, not its output */
     x3 = topos_tape_mul(t, topos_tape_broadcast_along(t, h, 1, K), topos_tape_broadcast_along(t, w, 2, D));
-  topos_sym up = TOPOS_SYM_INVALID, act = TOPOS_SYM_INVALID; /* [T, K, ff_expert] */
-  if (L->gate_up_exps) { /* Gemma 4's gate and up rows in one product: GELU of the gate times up */
+  topos_sym gate = TOPOS_SYM_INVALID, up, act; /* [T, K, ff_expert] */
+  if (L->gate_up_exps) { /* Gemma 4's gate and up rows in one product */
     const int64_t F = c->ff_expert;
     topos_sym gu = topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_up_exps), ids);
-    act = topos_tape_mul(t, topos_tape_gelu(t, topos_tape_narrow(t, gu, 2, 0, F)), topos_tape_narrow(t, gu, 2, F, F));
+    gate = topos_tape_narrow(t, gu, 2, 0, F), up = topos_tape_narrow(t, gu, 2, F, F);
   } else {
     up = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->up_exps), ids), L->up_exps_b, ids);
+    if (L->gate_exps)
+      gate = tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
   }
-  if (L->gate_up_exps) {
-  } else if (!L->gate_exps) { /* nemotron_h_moe: no gate, ReLU squared */
+  if (!topos_sym_is_valid(gate)) { /* nemotron_h_moe: no gate, ReLU squared */
     act = topos_tape_relu(t, up);
     act = topos_tape_mul(t, act, act);
   } else {
-    topos_sym gate =
-        tp_expert_bias(r, topos_tape_qlinear_id(t, x3, tp_const(r, L->gate_exps), ids), L->gate_exps_b, ids);
     act = c->experts_oai    ? tp_swiglu_oai(r, gate, up)
           : c->experts_relu ? topos_tape_mul(t, topos_tape_relu(t, gate), up)
           : c->experts_gelu ? topos_tape_mul(t, topos_tape_gelu(t, gate), up)
