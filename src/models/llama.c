@@ -540,7 +540,6 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
       TP_W(wq, "attn_q.weight", c->dim, q_rows);
       if (!L->kv_shared) TP_W(wk, "attn_k.weight", c->dim, kv_dim);
       if (!L->kv_shared) TP_WO(wv, "attn_v.weight", c->dim, kv_dim, gemma4); /* Gemma 4: absent, v is k */
-      L->v_is_k = !L->kv_shared && !L->wv;
     }
     if (!c->mla_kv_rank && !no_attn) TP_W(wo, "attn_output.weight", q_dim, c->dim);
     if (flags & TP_ARCH_FFN_POST_NAME) /* gpt-oss, seed_oss name their feed-forward's norm so */

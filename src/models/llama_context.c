@@ -502,6 +502,22 @@ static topos_status tp_add_position_rows(const topos_tensor *table, int64_t pos,
   return st;
 }
 
+/* out[t * width ..] = row tokens[t] of table [vocab, width], dequantized from
+ * its stored type, times scale (1: as stored) */
+static topos_status tp_token_rows(const topos_tensor *table, const int32_t *tokens, int64_t T, int64_t width,
+                                  float scale, float *out) {
+  const topos_dtype dt = topos_tensor_dtype(table);
+  size_t row_bytes = 0;
+  TP_TRY(topos_dtype_bytes(dt, width, &row_bytes));
+  for (int64_t t = 0; t < T; ++t) {
+    float *row = out + t * width;
+    TP_TRY(topos_dequantize_row(dt, (const uint8_t *)topos_tensor_data(table) + (size_t)tokens[t] * row_bytes, row,
+                                width));
+    for (int64_t i = 0; scale != 1.0f && i < width; ++i) row[i] *= scale;
+  }
+  return TOPOS_OK;
+}
+
 static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens, int64_t n,
                                   int all_logits, float *logits) {
   const topos_llama *m = x->model;
@@ -541,31 +557,12 @@ static topos_status tp_eval_chunk(topos_llama_context *x, const int32_t *tokens,
   topos_tensor *in[N_IN];
   float *pin[N_IN];
   topos_status st = tp_new_inputs(N_IN, want, ranks, shapes, in, pin);
-  /* embedding rows, dequantized from the table's stored type (gemma: times sqrt(dim)) */
-  size_t row_bytes = 0;
+  /* embedding rows (gemma: times sqrt(dim)); Gemma 4's per-layer rows times sqrt(ple_dim) */
   float *px = pin[X0];
-  if (st == TOPOS_OK) st = topos_dtype_bytes(topos_tensor_dtype(m->token_embd), D, &row_bytes);
-  for (int64_t t = 0; st == TOPOS_OK && t < T; ++t) {
-    st = topos_dequantize_row(topos_tensor_dtype(m->token_embd),
-                              (const uint8_t *)topos_tensor_data(m->token_embd) +
-                                  (size_t)tokens[t] * row_bytes,
-                              px + t * D, D);
-    for (int64_t i = 0; c->embd_scale != 1.0f && i < D; ++i) px[t * D + i] *= c->embd_scale;
-  }
+  if (st == TOPOS_OK) st = tp_token_rows(m->token_embd, tokens, T, D, c->embd_scale, px);
   if (st == TOPOS_OK && m->pos_embd) /* gpt2: plus the learned row of each position */
     st = tp_add_position_rows(m->pos_embd, x->pos, T, D, px);
-  if (st == TOPOS_OK && pin[PLE]) { /* Gemma 4: each token's per-layer rows times sqrt(ple_dim) */
-    const topos_dtype pdt = topos_tensor_dtype(m->ple_embd);
-    const float scale = sqrtf((float)c->ple_dim);
-    size_t ple_bytes = 0;
-    st = topos_dtype_bytes(pdt, LP, &ple_bytes);
-    for (int64_t t = 0; st == TOPOS_OK && t < T; ++t) {
-      float *row = pin[PLE] + t * LP;
-      st = topos_dequantize_row(pdt, (const uint8_t *)topos_tensor_data(m->ple_embd) + (size_t)tokens[t] * ple_bytes,
-                                row, LP);
-      for (int64_t i = 0; i < LP; ++i) row[i] *= scale;
-    }
-  }
+  if (st == TOPOS_OK && pin[PLE]) st = tp_token_rows(m->ple_embd, tokens, T, LP, sqrtf((float)c->ple_dim), pin[PLE]);
   if (st == TOPOS_OK) {
     tp_rope_tables(x, T, 0, pin[COS], pin[SIN]);
     if (own_rope) tp_rope_tables(x, T, 1, pin[COS_W], pin[SIN_W]);

@@ -194,11 +194,11 @@ typedef struct tp_llama_layer {
    * (the config's, or Gemma 4's per block), the feed-forward's width */
   int64_t heads, kv_heads, hd, rd, ff;
   /* Gemma 4: kv_shared, the block computes no keys or values and attends
-   * to block kv_src's (its cache and its chunk's); v_is_k, no attn_v: the
-   * values are the keys' product; out_scale, the block's output times it
-   * (0: none); ple_gate [ple_dim, dim], ple_proj [dim, ple_dim], ple_norm
+   * to block kv_src's (its cache and its chunk's); wv NULL (not shared): the
+   * values are the keys' product; out_scaled, the block's output times
+   * out_scale; ple_gate [ple_dim, dim], ple_proj [dim, ple_dim], ple_norm
    * [dim]: the per-layer embedding's products and norm, or NULL */
-  int kv_shared, v_is_k, out_scaled;
+  int kv_shared, out_scaled;
   int64_t kv_src;
   float out_scale;
   topos_tensor *ple_gate, *ple_proj, *ple_norm;

@@ -446,7 +446,7 @@ TEST(llama_gemma4_files) {
     CHECK(c->attn_scale == 1.0f && c->v_norm == 1 && c->n_swa == G4_WINDOW && c->n_swa_layers == 4);
     const tp_llama_layer *L = m.model->layers;
     CHECK(L[0].hd == G4_HD_W && L[0].kv_heads == G4_KV_W && L[3].hd == G4_HD_F && L[3].kv_heads == G4_KV_F);
-    CHECK(L[3].v_is_k && !L[2].v_is_k && L[4].kv_shared && L[4].kv_src == 2 && L[5].kv_src == 3);
+    CHECK(L[3].wk && !L[3].wv && L[2].wv && L[4].kv_shared && L[4].kv_src == 2 && L[5].kv_src == 3);
     CHECK(!L[3].kv_shared && L[1].out_scaled && L[1].out_scale == 0.75f);
     /* caches: four blocks of their own, 2 x 16 or 1 x 32 wide (f32 keys and values of 32 positions) */
     topos_llama_context *ctx = NULL;
