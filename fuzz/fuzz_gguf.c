@@ -61,7 +61,10 @@
  * feed_forward_length per block, the last 2 blocks reading the first two's
  * caches, a block without attn_v, per-layer embeddings of 4, output scales,
  * rope_freqs, and a mixture of 3 experts with ffn_gate_up_exps and its
- * scales beside the dense feed-forward). */
+ * scales beside the dense feed-forward); tiny-gemma3n.bin a gemma3n file of
+ * dim 16 (3 AltUp streams, the second active, Laurel of rank 2, sparse
+ * gates in the first two blocks at multipliers 1.64 and 0.5, the last 2
+ * blocks shared, per-layer embeddings of 4, feed_forward_length per block). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +188,10 @@ static void fz_llama(topos_gguf *g) {
   if (c->rope_dim_swa > c->head_dim_swa || c->rope_dim_swa % 2 || c->head_dim_swa < 1) __builtin_trap();
   if (c->n_kv_shared_layers < 0 || (c->n_kv_shared_layers && c->n_kv_shared_layers > c->n_layers - 2)) __builtin_trap();
   if (c->ple_dim < 0 || c->n_heads % c->n_kv_heads) __builtin_trap();
+  /* Gemma 3n: at least two streams, the active one among them, a Laurel rank within the width */
+  if (c->altup_streams && (c->altup_streams < 2 || c->altup_active < 0 || c->altup_active >= c->altup_streams ||
+                           c->laurel_rank < 1 || c->laurel_rank > c->dim))
+    __builtin_trap();
   topos_llama_free(m);
 }
 

@@ -285,6 +285,14 @@ typedef struct topos_llama_config {
    * their own, the router reading the block's residual RMS-normed, times
    * 1 / sqrt(dim) and ffn_gate_inp.scale */
   int experts_gelu;
+  /* Gemma 3n's alternating updates (altup.num_inputs; 0 none): the residual
+   * is altup_streams streams of dim per token; each block runs on a
+   * prediction of stream altup_active mixed from all of them and corrects
+   * every stream by its output (per-layer embeddings then go to the streams
+   * past the first); each block's Laurel branch, a product of rank
+   * laurel_rank beside the attention; the first blocks' feed-forward gates
+   * sparsified (activation_sparsity_scale) */
+  int64_t altup_streams, altup_active, laurel_rank;
 } topos_llama_config;
 
 typedef struct topos_llama topos_llama;

@@ -477,7 +477,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     c->weight_bytes = before;
   }
   TP_TRY(tp_llama_gemma4_weights(m)); /* (per-layer embeddings, where the file has them) */
-  const int gemma4 = strcmp(c->arch, "gemma4") == 0;
+  if (c->altup_streams) TP_TRY(tp_llama_gemma3n_weights(m));
+  const int gemma4 = strcmp(c->arch, "gemma4") == 0, gemma3n = c->altup_streams > 0;
   /* each block has at least 6 tensors (phi3's: attn_norm, attn_qkv,
    * attn_output, ffn_norm, ffn_up, ffn_down): a block_count the file cannot
    * hold is refused before anything is sized by it */
@@ -503,7 +504,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     L->rd = L->windowed ? c->rope_dim_swa : c->rope_dim;
     L->ff = m->ff_list ? m->ff_list[l] : c->ff;
     L->kv_src = l;
-    if (gemma4) tp_llama_gemma4_shape(m, l, L);
+    if (gemma4 || gemma3n) tp_llama_gemma4_shape(m, l, L);
     const int64_t q_dim = L->heads * L->hd, kv_dim = L->kv_heads * L->hd;
     const int64_t q_rows = c->attn_gate ? 2 * q_dim : q_dim; /* attn_q's rows: each head's gate after its q */
 #define TP_WO(field, suffix, e0, e1, optional)                                 \
@@ -585,7 +586,8 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     }
 #undef TP_W
 #undef TP_WO
-    if (gemma4) TP_TRY(tp_llama_layer_gemma4(m, l, L));
+    if (gemma4 || gemma3n) TP_TRY(tp_llama_layer_gemma4(m, l, L));
+    if (gemma3n) TP_TRY(tp_llama_layer_gemma3n(m, l, L));
     L->nope = nope_all || (m->nope_blocks && m->nope_blocks[l]) || ((flags & TP_ARCH_NOPE4) && (l + 1) % 4 == 0) ||
               ((flags & TP_ARCH_NOPE_FULL) && c->n_swa > 0 && !L->windowed);
     c->n_nope_layers += L->nope;
@@ -640,6 +642,7 @@ static void tp_llama_free_loading(topos_llama *m) {
   TP_FREE_NULL(m->ffn_blocks);
   TP_FREE_NULL(m->nope_blocks);
   TP_FREE_NULL(m->xielu);
+  TP_FREE_NULL(m->sparsity);
   TP_FREE_NULL(m->kv_heads_list);
   TP_FREE_NULL(m->ff_list);
 #undef TP_FREE_NULL
@@ -698,7 +701,8 @@ void topos_llama_free(topos_llama *m) {
                              L->ssm_v, L->ssm_f_a, L->ssm_f_b, L->ssm_g_a, L->ssm_g_b, L->latent_down,
                              L->latent_up, L->ple_gate, L->ple_proj, L->ple_norm, L->gate_inp_s,
                              L->down_exps_s, L->gate_up_exps, L->post_ffn_norm_1, L->pre_ffn_norm_2,
-                             L->post_ffn_norm_2};
+                             L->post_ffn_norm_2, L->altup_router, L->altup_router_norm, L->altup_predict,
+                             L->altup_correct, L->altup_correct_scale, L->laurel_l, L->laurel_r, L->laurel_norm};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);
@@ -717,6 +721,8 @@ void topos_llama_free(topos_llama *m) {
   topos_tensor_release(m->ple_embd);
   topos_tensor_release(m->ple_model_proj);
   topos_tensor_release(m->ple_proj_norm);
+  topos_tensor_release(m->altup_proj);
+  topos_tensor_release(m->altup_unembd);
   free(m->rope_still);
   tp_llama_free_loading(m);
   if (m->owns_gguf) topos_gguf_close(m->gguf);

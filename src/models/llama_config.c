@@ -262,7 +262,8 @@ typedef struct tp_llama_arch_extra {
   /* Kimi Delta Attention mixers where head_count_kv is 0 (tp_llama_kda_config), unrotated latent
    * attention elsewhere, the mixtures' weights always renormalised (kimi-linear) */
   int kda;
-  int gemma4; /* llama_gemma4.c */
+  int gemma4;  /* llama_gemma4.c */
+  int gemma3n; /* llama_gemma3n.c */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -308,6 +309,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen35", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
     {.name = "qwen35moe", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
     {.name = "gemma4", .gemma4 = 1},
+    {.name = "gemma3n", .gemma3n = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -329,6 +331,8 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_OWN_10000, 62},
     {"gemma4", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP |
      TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 2, -1, 0, 0, TP_SWA_ROPE_OWN_10000, 0},
+    {"gemma3n", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, -1, 5, 0,
+     TP_SWA_ROPE_OWN_10000, 0},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"minicpm", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* granite's graph */
     {"internlm2", TP_ARCH_BIASES, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0}, /* the converter splits wqkv */
@@ -1019,8 +1023,9 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   /* a mixture's experts may have a width of their own and no dense one */
   const int ssm_only = x.ssm == 4 || x.ssm == 5; /* mamba2, mamba: no attention, no feed-forward */
-  if (x.gemma4) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
-  if (x.gemma4) TP_TRY(tp_llama_gemma4_lists(m)); /* numbers or lists per block */
+  const int gemma_lists = x.gemma4 || x.gemma3n; /* numbers or lists per block */
+  if (gemma_lists) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  if (gemma_lists) TP_TRY(tp_llama_gemma4_lists(m));
   else if (x.ssm != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
     TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
@@ -1029,8 +1034,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->ff /= 2;
   }
   if (ssm_only) c->n_heads = 1; /* (their files say 0) */
-  else if (!x.gemma4) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
-  if (x.gemma4) { /* (read above) */
+  else if (!gemma_lists) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  if (gemma_lists) { /* (read above) */
   } else if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
   else if (x.kda) TP_TRY(tp_llama_kda_config(m));
   else if (x.ssm)
@@ -1153,9 +1158,11 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attn_logit_softcapping"), 50.0f, &c->attn_softcap));
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 30.0f, &c->final_softcap));
   } else if (a->flags & TP_ARCH_FINAL_SOFTCAP) {
-    TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), 0.0f, &c->final_softcap));
+    /* (gemma3n: llama.cpp's 30 where the file is silent) */
+    TP_TRY(tp_llama_nonneg_f32(g, TP_K("final_logit_softcapping"), x.gemma3n ? 30.0f : 0.0f, &c->final_softcap));
   }
   if (x.gemma4) TP_TRY(tp_llama_gemma4_config(m));
+  if (x.gemma3n) TP_TRY(tp_llama_gemma3n_config(m, *swa_period));
   TP_TRY(tp_llama_experts(g, a, c));
   if (x.llama4) TP_TRY(tp_llama_llama4(c));
   if (x.xielu) TP_TRY(tp_llama_xielu(m));

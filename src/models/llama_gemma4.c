@@ -96,8 +96,19 @@ topos_status tp_llama_gemma4_config(topos_llama *m) {
   if (c->rope_dim_swa > c->head_dim_swa || c->rope_dim_swa % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: %s = %" PRId64 " must be even and at most the windowed heads' %" PRId64,
                    kb, c->rope_dim_swa, c->head_dim_swa);
-  TP_TRY(tp_llama_count(g, TP_K("attention.shared_kv_layers"), 0, 0, &c->n_kv_shared_layers));
-  TP_TRY(tp_llama_count(g, TP_K("embedding_length_per_layer_input"), 1, 0, &c->ple_dim));
+  TP_TRY(tp_llama_gemma_shared(m, 0, -1));
+  c->v_norm = 1;
+  c->attn_scale = 1.0f;
+  c->experts_gelu = 1;
+  return TOPOS_OK;
+}
+
+topos_status tp_llama_gemma_shared(topos_llama *m, int64_t shared_fallback, int64_t ple_fallback) {
+  topos_gguf *g = m->gguf;
+  topos_llama_config *c = &m->config;
+  char kb[96];
+  TP_TRY(tp_llama_count(g, TP_K("attention.shared_kv_layers"), 0, shared_fallback, &c->n_kv_shared_layers));
+  TP_TRY(tp_llama_count(g, TP_K("embedding_length_per_layer_input"), ple_fallback < 0, ple_fallback, &c->ple_dim));
   if (c->n_kv_shared_layers >= c->n_layers)
     return tp_fail(TOPOS_ERR_RANGE, "llama: attention.shared_kv_layers %" PRId64 " of %" PRId64 " blocks",
                    c->n_kv_shared_layers, c->n_layers);
@@ -106,19 +117,17 @@ topos_status tp_llama_gemma4_config(topos_llama *m) {
   const int64_t own = c->n_layers - c->n_kv_shared_layers;
   if (c->n_kv_shared_layers > 0) {
     if (own < 2)
-      return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " leaves fewer than 2 of %" PRId64
-                     " blocks with keys and values of their own", kb, c->n_kv_shared_layers, c->n_layers);
+      return tp_fail(TOPOS_ERR_RANGE, "llama: attention.shared_kv_layers = %" PRId64 " leaves fewer than 2 of %" PRId64
+                     " blocks with keys and values of their own", c->n_kv_shared_layers, c->n_layers);
+    const uint8_t *w = m->swa_layers; /* (NULL: no window, every block full) */
     for (int64_t l = own; l < c->n_layers; ++l) {
-      const int64_t src = tp_gemma4_kv_src(c, m->swa_layers[l]);
-      if (m->swa_layers[src] != m->swa_layers[l])
+      const int64_t src = tp_gemma4_kv_src(c, w && w[l]);
+      if ((w && w[src]) != (w && w[l]))
         return tp_fail(TOPOS_UNSUPPORTED, "llama: shared block %" PRId64 " (%s) would attend to block %" PRId64
                        " (%s): the last blocks with caches of their own must be a windowed one, then a full one",
-                       l, m->swa_layers[l] ? "windowed" : "full", src, m->swa_layers[src] ? "windowed" : "full");
+                       l, w && w[l] ? "windowed" : "full", src, w && w[src] ? "windowed" : "full");
     }
   }
-  c->v_norm = 1;
-  c->attn_scale = 1.0f;
-  c->experts_gelu = 1;
   return TOPOS_OK;
 }
 

@@ -282,6 +282,7 @@ topos_sym tp_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym h) {
     up = topos_tape_qlinear(t, h, tp_const(r, L->w_up));
   }
   gate = tp_bias(r, gate, L->b_gate, T);
+  if (L->gate_sparse) gate = tp_sparse_gate(r, gate, ff, L->sparsity_mul); /* Gemma 3n's first blocks */
   gate = r->c->ffn_gelu ? topos_tape_gelu(t, gate) : topos_tape_silu(t, gate);
   up = tp_bias(r, up, L->b_up, T);
   return tp_bias(r, topos_tape_qlinear(t, topos_tape_mul(t, gate, up), tp_const(r, L->w_down)), L->b_down, T);
@@ -411,7 +412,7 @@ topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym 
 
 /* ids [T, H] with ids[t, h] = h: qlinear_id then takes head h's rows of a
  * per-head weight [H, n, k] for row (t, h) */
-static topos_sym tp_head_ids(tp_rec *r, int64_t H) {
+topos_sym tp_head_ids(tp_rec *r, int64_t H) {
   const int64_t shape[2] = {r->T, H};
   int32_t *v = malloc((size_t)(r->T * H) * sizeof *v);
   topos_tensor *ids = NULL;
@@ -584,6 +585,9 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   if (m->embd_norm) x = tp_norm(r, x, T, m->embd_norm, m->embd_norm_b); /* bloom: the embedding's LayerNorm */
   topos_sym ple = m->ple_embd ? tp_ple_inputs(r, m, g) : TOPOS_SYM_INVALID; /* Gemma 4 */
   const topos_sym head_ids = c->mla_kv_rank ? tp_head_ids(r, c->n_heads) : TOPOS_SYM_INVALID;
+  /* Gemma 3n: the residual is altup_streams streams [T, N, dim], each block
+   * running on its prediction's active stream */
+  topos_sym streams = c->altup_streams ? tp_altup_streams(r, m, x) : TOPOS_SYM_INVALID;
   /* Gemma 4: past the last block with a cache of its own, the blocks only
    * read earlier keys and values, so where a chunk's logits are its last
    * row's those blocks run for that row alone (the row's own ops, the same
@@ -600,7 +604,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     const int64_t H = L->heads, KVH = L->kv_heads, hd = L->hd, G = KVH ? H / KVH : 1;
     r->hd = L->hd, r->rd = L->rd;
     if (l == cut) { /* the last row from here on */
-      x = topos_tape_narrow(t, x, 0, Tk - 1, 1);
+      if (topos_sym_is_valid(streams)) streams = topos_tape_narrow(t, streams, 0, Tk - 1, 1);
+      else x = topos_tape_narrow(t, x, 0, Tk - 1, 1);
       topos_sym *rows[5] = {&cos_f, &sin_f, &cos_wf, &sin_wf, &temp};
       for (int i = 0; i < 5; ++i)
         if (topos_sym_is_valid(*rows[i])) *rows[i] = topos_tape_narrow(t, *rows[i], 0, Tk - 1, 1);
@@ -627,6 +632,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     }
     /* (Gemma 4's shared blocks: the cache and the chunk's keys of block kv_src) */
     const topos_sym k_cache = g->k_cache[L->kv_src], v_cache = g->v_cache[L->kv_src];
+    const topos_sym pred = topos_sym_is_valid(streams) ? tp_altup_predict(r, L, streams) : TOPOS_SYM_INVALID;
+    if (topos_sym_is_valid(pred)) x = tp_altup_active(r, pred); /* Gemma 3n: the block's input */
 
     topos_sym h = L->attn_norm || c->norm_weightless ? tp_norm(r, x, T, L->attn_norm, L->attn_norm_b)
                                                     : x; /* olmo2: the residual itself */
@@ -783,6 +790,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     if (topos_sym_is_valid(gate)) o = topos_tape_mul(t, o, gate); /* qwen3next: the heads' outputs gated */
     o = tp_bias(r, topos_tape_qlinear(t, o, tp_const(r, L->wo)), L->bo, T);
     if (L->ssm_in) o = topos_tape_add(t, o, tp_ssm_mixer(r, g, L, l, h)); /* falcon-h1: the mixer beside it */
+    if (topos_sym_is_valid(pred)) { /* Gemma 3n: Laurel, the feed-forward, the streams corrected */
+      streams = tp_gemma3n_block(r, L, pred, x, h, o, ple, l);
+      continue;
+    }
     x = tp_block_out(r, L, x, h, o);
     if (L->ple_gate) x = tp_ple_block(r, L, x, ple, l); /* Gemma 4 */
     if (L->out_scaled) x = topos_tape_mul(t, x, topos_tape_fill_like(t, x, L->out_scale));
@@ -793,8 +804,13 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   }
   int64_t rows = T;
   if (g->logits_rows == TP_LOGITS_LAST && T > 1) {
-    x = topos_tape_narrow(t, x, 0, T - 1, 1);
+    if (topos_sym_is_valid(streams)) streams = topos_tape_narrow(t, streams, 0, T - 1, 1);
+    else x = topos_tape_narrow(t, x, 0, T - 1, 1);
     rows = 1;
+  }
+  if (topos_sym_is_valid(streams)) { /* Gemma 3n: the streams merged into one */
+    r->T = rows;
+    x = tp_altup_merge(r, m, streams);
   }
   x = tp_norm(r, x, rows, m->output_norm, m->output_norm_b);
   topos_sym logits = tp_bias(r, topos_tape_qlinear(t, x, tp_const(r, m->output)), m->output_b, rows);

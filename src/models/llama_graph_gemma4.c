@@ -22,14 +22,19 @@ topos_sym tp_ple_inputs(tp_rec *r, const topos_llama *m, tp_llama_graph *g) {
   return tp_reshape(r, tp_scale(r, sum, 1.0f / sqrtf(2.0f)), 3, T, NL, P, 0);
 }
 
-/* x + norm(proj(GELU(inp_gate x) * e_l)): block l's per-layer embedding */
-topos_sym tp_ple_block(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l) {
+/* norm(proj(GELU(inp_gate x) * e_l)): block l's per-layer embedding branch */
+topos_sym tp_ple_branch(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l) {
   topos_tape *t = r->t;
   const int64_t T = r->T, P = r->c->ple_dim;
   topos_sym e = tp_reshape(r, topos_tape_narrow(t, ple, 1, l, 1), 2, T, P, 0, 0);
   topos_sym gate = topos_tape_gelu(t, topos_tape_qlinear(t, x, tp_const(r, L->ple_gate)));
   topos_sym y = topos_tape_qlinear(t, topos_tape_mul(t, gate, e), tp_const(r, L->ple_proj));
-  return topos_tape_add(t, x, tp_rmsnorm_n(r, y, T, r->c->dim, L->ple_norm));
+  return tp_rmsnorm_n(r, y, T, r->c->dim, L->ple_norm);
+}
+
+/* x plus that branch: Gemma 4's blocks add it to their output */
+topos_sym tp_ple_block(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l) {
+  return topos_tape_add(r->t, x, tp_ple_branch(r, L, x, ple, l));
 }
 
 /* A Gemma 4 mixture block's feed-forward of its residual x: the dense

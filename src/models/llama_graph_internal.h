@@ -41,6 +41,26 @@ topos_sym tp_experts(tp_rec *r, const tp_llama_layer *L, topos_sym h, topos_sym 
 topos_sym tp_ple_inputs(tp_rec *r, const topos_llama *m, tp_llama_graph *g);
 topos_sym tp_ple_block(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l);
 topos_sym tp_gemma4_ffn(tp_rec *r, const tp_llama_layer *L, topos_sym x);
+/* that branch alone: norm(proj(GELU(inp_gate x) * e_l)) */
+topos_sym tp_ple_branch(tp_rec *r, const tp_llama_layer *L, topos_sym x, topos_sym ple, int64_t l);
+/* ids [T, H] with ids[t, h] = h (qlinear_id then takes matrix h of [H, n, k] for row (t, h)) */
+topos_sym tp_head_ids(tp_rec *r, int64_t H);
+
+/* Gemma 3n (llama_graph_gemma3n.c), its residual N streams s [T, N, dim]:
+ * the streams made from the embeddings x [T, dim]; merged back into one
+ * [T, dim] after the last block; block L's prediction of them and its
+ * active stream [T, dim]; the block's end from the prediction pred, its
+ * active stream a, a's norm h and the attention's output o: Laurel, the
+ * feed-forward, the correction and (the file having them) block l's
+ * per-layer embeddings, giving the next streams. */
+topos_sym tp_altup_streams(tp_rec *r, const topos_llama *m, topos_sym x);
+topos_sym tp_altup_merge(tp_rec *r, const topos_llama *m, topos_sym s);
+topos_sym tp_altup_predict(tp_rec *r, const tp_llama_layer *L, topos_sym s);
+topos_sym tp_altup_active(tp_rec *r, topos_sym pred);
+topos_sym tp_gemma3n_block(tp_rec *r, const tp_llama_layer *L, topos_sym pred, topos_sym a, topos_sym h, topos_sym o,
+                           topos_sym ple, int64_t l);
+/* the gate g [T, ff] less its mean plus std_mul standard deviations (n - 1), below 0 cut (Gemma 3n's sparsity) */
+topos_sym tp_sparse_gate(tp_rec *r, topos_sym g, int64_t ff, float std_mul);
 
 /* Block l's token mixer over its norm h [T, dim] -> [T, dim], recording the
  * state inputs and sinks it needs in g: LFM2's short convolution; a Mamba-1,

@@ -120,6 +120,17 @@ topos_status tp_llama_gemma4_config(struct topos_llama *m);
 void tp_llama_gemma4_shape(const struct topos_llama *m, int64_t l, tp_llama_layer *L);
 topos_status tp_llama_layer_gemma4(struct topos_llama *m, int64_t l, tp_llama_layer *L);
 topos_status tp_llama_gemma4_weights(struct topos_llama *m);
+/* Gemma 3n (llama_gemma3n.c): its keys (after the window's: swa_period, the
+ * windowed blocks' period where the file lists none), which reuse Gemma 4's
+ * shared blocks and per-layer embeddings; block l's AltUp and Laurel
+ * tensors and sparsity; the streams' projections */
+topos_status tp_llama_gemma3n_config(struct topos_llama *m, int64_t swa_period);
+topos_status tp_llama_layer_gemma3n(struct topos_llama *m, int64_t l, tp_llama_layer *L);
+topos_status tp_llama_gemma3n_weights(struct topos_llama *m);
+/* Gemma 4's and Gemma 3n's shared blocks and per-layer embedding width
+ * (attention.shared_kv_layers, embedding_length_per_layer_input; absent the
+ * fallbacks), checked against the windowed blocks m->swa_layers */
+topos_status tp_llama_gemma_shared(struct topos_llama *m, int64_t shared_fallback, int64_t ple_fallback);
 
 /* "ARCH.suffix" into buf: an architecture's hyper-parameter key */
 const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *suffix);
@@ -209,6 +220,15 @@ typedef struct tp_llama_layer {
    * post_ffn_norm_1, the experts' pre_ffn_norm_2 and post_ffn_norm_2 */
   topos_tensor *gate_inp_s, *down_exps_s, *gate_up_exps, *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2;
   float xielu[4]; /* the feed-forward's xIELU parameters (config.ffn_xielu) */
+  /* Gemma 3n (config.altup_streams N): the router [N, dim] and its norm
+   * [dim], the prediction's coefficients [N*N, N] and the correction's [N,
+   * N], the corrected active stream's scale [dim]; Laurel's products [rank,
+   * dim], [dim, rank] and norm [dim]; gate_sparse: the feed-forward's gate
+   * keeps only what exceeds its mean by sparsity_mul standard deviations */
+  topos_tensor *altup_router, *altup_router_norm, *altup_predict, *altup_correct, *altup_correct_scale;
+  topos_tensor *laurel_l, *laurel_r, *laurel_norm;
+  int gate_sparse;
+  float sparsity_mul;
 } tp_llama_layer;
 
 struct topos_llama {
@@ -246,6 +266,10 @@ struct topos_llama {
    * ple_dim] read one row per token, ple_model_proj [n_layers ple_dim, dim],
    * ple_proj_norm f32 [ple_dim] */
   topos_tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
+  /* Gemma 3n: the streams' projections from and back to the embedding,
+   * [N - 1, dim, dim] each (config.altup_streams N), or NULL */
+  topos_tensor *altup_proj, *altup_unembd;
+  float *sparsity; /* while loading: Gemma 3n's activation_sparsity_scale per block (-inf none), else NULL */
 };
 
 /* One recorded chunk graph of T tokens over a cache of capacity C. Inputs:
