@@ -64,7 +64,9 @@
  * scales beside the dense feed-forward); tiny-gemma3n.bin a gemma3n file of
  * dim 16 (3 AltUp streams, the second active, Laurel of rank 2, sparse
  * gates in the first two blocks at multipliers 1.64 and 0.5, the last 2
- * blocks shared, per-layer embeddings of 4, feed_forward_length per block). */
+ * blocks shared, per-layer embeddings of 4, feed_forward_length per block);
+ * tiny-openelm.bin an openelm file of 3 blocks of 2, 4 and 6 heads over 1,
+ * 2 and 2 kv heads, feed-forwards of 16, 24 and 32 (lists per block). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

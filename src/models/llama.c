@@ -498,7 +498,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
                                                   : swa_period <= 1 || l % swa_period < swa_period - 1);
     c->n_swa_layers += L->windowed;
     /* the block's attention shape: the file's, or (Gemma 4) its kind's and its own kv heads */
-    L->heads = c->n_heads;
+    L->heads = m->heads_list ? m->heads_list[l] : c->n_heads;
     L->kv_heads = m->kv_heads_list ? m->kv_heads_list[l] : c->n_kv_heads;
     L->hd = L->windowed ? c->head_dim_swa : c->head_dim;
     L->rd = L->windowed ? c->rope_dim_swa : c->rope_dim;
@@ -644,6 +644,7 @@ static void tp_llama_free_loading(topos_llama *m) {
   TP_FREE_NULL(m->xielu);
   TP_FREE_NULL(m->sparsity);
   TP_FREE_NULL(m->kv_heads_list);
+  TP_FREE_NULL(m->heads_list);
   TP_FREE_NULL(m->ff_list);
 #undef TP_FREE_NULL
 }

@@ -264,6 +264,8 @@ typedef struct tp_llama_arch_extra {
   int kda;
   int gemma4;  /* llama_gemma4.c */
   int gemma3n; /* llama_gemma3n.c */
+  /* feed_forward_length, head_count, head_count_kv: numbers or per-block lists (tp_llama_block_lists) */
+  int block_lists;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -308,8 +310,9 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "qwen3next", .delta = 1, .nextn = 1},
     {.name = "qwen35", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
     {.name = "qwen35moe", .delta = 2, .nextn = 1, .mrope = TP_IMROPE},
-    {.name = "gemma4", .gemma4 = 1},
-    {.name = "gemma3n", .gemma3n = 1},
+    {.name = "gemma4", .gemma4 = 1, .block_lists = 1},
+    {.name = "gemma3n", .gemma3n = 1, .block_lists = 1},
+    {.name = "openelm", .block_lists = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -331,6 +334,8 @@ static const tp_llama_arch tp_llama_archs[] = {
      TP_SWA_ROPE_OWN_10000, 62},
     {"gemma4", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP |
      TP_ARCH_MOE_OK | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 2, -1, 0, 0, TP_SWA_ROPE_OWN_10000, 0},
+    /* OpenELM: heads, kv heads and feed-forward widths per block, attn_qkv, per-head q and k norms */
+    {"openelm", TP_ARCH_NEOX | TP_ARCH_QK_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gemma3n", TP_ARCH_NEOX | TP_ARCH_GEMMA | TP_ARCH_POST_NORMS | TP_ARCH_QK_NORM | TP_ARCH_FINAL_SOFTCAP, 2, -1, 5, 0,
      TP_SWA_ROPE_OWN_10000, 0},
     {"granite", TP_ARCH_BIASES | TP_ARCH_GRANITE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -1023,9 +1028,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   }
   /* a mixture's experts may have a width of their own and no dense one */
   const int ssm_only = x.ssm == 4 || x.ssm == 5; /* mamba2, mamba: no attention, no feed-forward */
-  const int gemma_lists = x.gemma4 || x.gemma3n; /* numbers or lists per block */
-  if (gemma_lists) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
-  if (gemma_lists) TP_TRY(tp_llama_gemma4_lists(m));
+  if (x.block_lists) TP_TRY(tp_llama_block_lists(m));
   else if (x.ssm != 2 && !ssm_only) /* (nemotron_h: one per block, tp_llama_nemotron_h_blocks) */
     TP_TRY(tp_llama_u64(g, TP_K("feed_forward_length"), !(a->flags & TP_ARCH_MOE), 0, &c->ff));
   if (x.ff_half) {
@@ -1034,8 +1037,8 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->ff /= 2;
   }
   if (ssm_only) c->n_heads = 1; /* (their files say 0) */
-  else if (!gemma_lists) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
-  if (gemma_lists) { /* (read above) */
+  else if (!x.block_lists) TP_TRY(tp_llama_u64(g, TP_K("attention.head_count"), 1, 0, &c->n_heads));
+  if (x.block_lists) { /* (read above) */
   } else if (x.shortconv) TP_TRY(tp_llama_shortconv(m));
   else if (x.kda) TP_TRY(tp_llama_kda_config(m));
   else if (x.ssm)
@@ -1061,7 +1064,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     c->parallel_residual = topos_gguf_find_tensor(g, "blk.0.ffn_norm.weight", &index) != TOPOS_OK;
     topos_clear_error();
   }
-  if (c->n_heads % c->n_kv_heads != 0)
+  if (!x.block_lists && c->n_heads % c->n_kv_heads != 0) /* (lists: checked per block) */
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head_count %" PRId64
                    " is not a multiple of head_count_kv %" PRId64, c->n_heads, c->n_kv_heads);
   if (a->flags & TP_ARCH_MLA) {

@@ -29,7 +29,7 @@
 /* A key of one number for every block or an array of one per block into
  * list[n_layers] (calloc'd; NULL where the key is a number: *value then);
  * *value is the largest entry. */
-static topos_status tp_gemma4_block_numbers(topos_llama *m, const char *key, int64_t lo, int64_t hi,
+static topos_status tp_block_numbers(topos_llama *m, const char *key, int64_t lo, int64_t hi,
                                             int64_t **list, int64_t *value) {
   int64_t index;
   topos_gguf_kv kv;
@@ -66,16 +66,20 @@ static int64_t tp_gemma4_kv_src(const topos_llama_config *c, int windowed) {
   return c->n_layers - c->n_kv_shared_layers - (windowed ? 2 : 1);
 }
 
-topos_status tp_llama_gemma4_lists(topos_llama *m) {
+/* (Gemma 4, Gemma 3n and OpenELM files: a block's shape may be its own) */
+topos_status tp_llama_block_lists(topos_llama *m) {
   topos_llama_config *c = &m->config;
   char kb[96];
-  TP_TRY(tp_gemma4_block_numbers(m, TP_K("feed_forward_length"), 1, (int64_t)1 << 30, &m->ff_list, &c->ff));
-  TP_TRY(tp_gemma4_block_numbers(m, TP_K("attention.head_count_kv"), 1, c->n_heads, &m->kv_heads_list,
-                                 &c->n_kv_heads));
-  for (int64_t l = 0; m->kv_heads_list && l < c->n_layers; ++l)
-    if (c->n_heads % m->kv_heads_list[l] != 0)
-      return tp_fail(TOPOS_ERR_SHAPE, "llama: %s[%" PRId64 "] = %" PRId64 " does not divide head_count %" PRId64, kb,
-                     l, m->kv_heads_list[l], c->n_heads);
+  TP_TRY(tp_block_numbers(m, TP_K("feed_forward_length"), 1, (int64_t)1 << 30, &m->ff_list, &c->ff));
+  TP_TRY(tp_block_numbers(m, TP_K("attention.head_count"), 1, (int64_t)1 << 16, &m->heads_list, &c->n_heads));
+  TP_TRY(tp_block_numbers(m, TP_K("attention.head_count_kv"), 1, c->n_heads, &m->kv_heads_list, &c->n_kv_heads));
+  for (int64_t l = 0; l < c->n_layers; ++l) {
+    const int64_t heads = m->heads_list ? m->heads_list[l] : c->n_heads;
+    const int64_t kv = m->kv_heads_list ? m->kv_heads_list[l] : c->n_kv_heads;
+    if (heads % kv != 0)
+      return tp_fail(TOPOS_ERR_SHAPE, "llama: block %" PRId64 "'s %" PRId64 " kv heads (attention.head_count_kv) do "
+                     "not divide its %" PRId64 " heads (attention.head_count)", l, kv, heads);
+  }
   return TOPOS_OK;
 }
 

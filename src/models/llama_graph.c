@@ -517,6 +517,47 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   return topos_tape_add(t, x, f);
 }
 
+/* Block L's keys and values [T, KVH, hd] from their products k, v [T, KVH
+ * hd]: biases, clamps, norms (before or after the rotation), the rotation
+ * (cos, sin), Gemma 4's value norm */
+static void tp_kv_prep(tp_rec *r, const tp_llama_layer *L, topos_sym *k, topos_sym *v, topos_sym cos, topos_sym sin) {
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, KVH = L->kv_heads, hd = L->hd;
+  topos_sym kk = tp_clamp(r, tp_bias(r, *k, L->bk, T), c->clamp_kqv);
+  topos_sym vv = tp_clamp(r, tp_bias(r, *v, L->bv, T), c->clamp_kqv);
+  const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
+  if (L->k_norm && !late)
+    kk = c->qk_norm == 2   ? tp_norm_n(r, kk, T, KVH * hd, L->k_norm, L->k_norm_b)
+         : c->qk_norm == 3 ? tp_head_norm_weights(r, kk, KVH, L->k_norm)
+                           : tp_head_norm(r, kk, KVH, L->k_norm);
+  kk = tp_reshape(r, kk, 3, T, KVH, hd, 0);
+  if (!L->nope) kk = tp_rope(r, kk, KVH, cos, sin);
+  /* norms after the rotation, per head: hunyuan's (weights; no whole-row norm
+   * takes this order), Llama 4's L2 norm of the rotated layers (none) */
+  if (late && L->k_norm) kk = tp_head_norm3(r, kk, KVH, L->k_norm);
+  if (c->qk_l2_norm && !L->nope) kk = tp_head_norm3(r, kk, KVH, NULL);
+  vv = tp_reshape(r, vv, 3, T, KVH, hd, 0);
+  if (c->v_norm) vv = tp_head_norm3(r, vv, KVH, NULL); /* Gemma 4: per head, no weight */
+  *k = kk, *v = vv;
+}
+
+/* Block L's queries [T, H, hd] from their product q [T, H hd], as the keys */
+static topos_sym tp_q_prep(tp_rec *r, const tp_llama_layer *L, topos_sym q, topos_sym cos, topos_sym sin) {
+  const topos_llama_config *c = r->c;
+  const int64_t T = r->T, H = L->heads, hd = L->hd;
+  q = tp_clamp(r, tp_bias(r, q, L->bq, T), c->clamp_kqv);
+  const int late = c->qk_norm_after_rope;
+  if (L->q_norm && !late)
+    q = c->qk_norm == 2   ? tp_norm_n(r, q, T, H * hd, L->q_norm, L->q_norm_b)
+        : c->qk_norm == 3 ? tp_head_norm_weights(r, q, H, L->q_norm)
+                          : tp_head_norm(r, q, H, L->q_norm);
+  q = tp_reshape(r, q, 3, T, H, hd, 0);
+  if (!L->nope) q = tp_rope(r, q, H, cos, sin);
+  if (late && L->q_norm) q = tp_head_norm3(r, q, H, L->q_norm);
+  if (c->qk_l2_norm && !L->nope) q = tp_head_norm3(r, q, H, NULL);
+  return q;
+}
+
 /* Masks made for a block shape: G groups of KVH kv heads, windowed or not,
  * for the chunk's rows or (last) its last row's alone */
 typedef struct tp_made_masks {
@@ -596,6 +637,17 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
   if (g->logits_rows == TP_LOGITS_LAST && T > 1)
     while (cut > 1 && m->layers[cut - 1].kv_shared) --cut;
   const int64_t Tk = T; /* the chunk's keys */
+  /* Any model: where the logits are the last row's and the last block is
+   * an attention block of its own keys, that block computes its keys and
+   * values for every row (the cache needs them) and the rest (q, the
+   * attention, the output, the feed-forward) for the last row alone, as
+   * llama.cpp's out_ids; -1: no such block */
+  const tp_llama_layer *final = &m->layers[c->n_layers - 1];
+  const int64_t final_cut = cut == c->n_layers && g->logits_rows == TP_LOGITS_LAST && T > 1 &&
+                                    tp_llama_layer_attends(final) && !final->kv_shared && !final->ssm_in &&
+                                    !c->mla_kv_rank && !c->altup_streams && c->alibi_max_bias == 0.0f
+                                ? c->n_layers - 1
+                                : -1;
   topos_sym cos_f = g->cos, sin_f = g->sin, cos_wf = g->cos_w, sin_wf = g->sin_w, temp = g->temp;
   tp_made_masks made[TP_MADE_MASKS]; /* masks of other shapes than the model's, made once */
   int n_made = 0;
@@ -613,10 +665,12 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       T = r->T = 1;
     }
     const tp_masks *mk = L->windowed ? &window : &full;
-    if (tp_llama_layer_attends(L)) TP_TRY(tp_block_masks(r, g, made, &n_made, L, G, KVH, l >= cut, Tk, &mk));
+    if (tp_llama_layer_attends(L))
+      TP_TRY(tp_block_masks(r, g, made, &n_made, L, G, KVH, l >= cut || l == final_cut, Tk, &mk));
     const topos_sym mask_c_rows = mk->c_rows, mask_c = mk->c, mask_n_rows = mk->n_rows, mask_n = mk->n;
-    const topos_sym cos = L->windowed && own_rope ? cos_wf : cos_f;
-    const topos_sym sin = L->windowed && own_rope ? sin_wf : sin_f;
+    topos_sym cos = L->windowed && own_rope ? cos_wf : cos_f;
+    topos_sym sin = L->windowed && own_rope ? sin_wf : sin_f;
+    int kv_ready = 0; /* tp_kv_prep done (the final block's cut) */
     char name[48];
     topos_dtype kvt = r->kv_dtype;
     topos_tensor_desc kd = {kvt, 3, {KVH, hd, C}}, vd = {kvt, 3, {KVH, C, hd}};
@@ -646,7 +700,7 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       continue;
     }
     /* Falcon-40B: the attention reads a second norm of x, the feed-forward h */
-    const topos_sym ha = L->attn_norm_2 ? tp_norm(r, x, T, L->attn_norm_2, L->attn_norm_2_b) : h;
+    topos_sym ha = L->attn_norm_2 ? tp_norm(r, x, T, L->attn_norm_2, L->attn_norm_2_b) : h;
     topos_sym q, k, v;
     if (c->mla_kv_rank) {
       tp_mla_qkv(r, L, ha, cos, sin, head_ids, &q, &k, &v);
@@ -674,9 +728,17 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       k = topos_tape_narrow(t, qkv, 1, qd, kvd);
       v = L->wv ? topos_tape_narrow(t, qkv, 1, qd + kvd, kvd) : k; /* (Gemma 4 without attn_v: v is k) */
     } else {
-      q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
       k = topos_tape_qlinear(t, ha, tp_const(r, L->wk));
       v = L->wv ? topos_tape_qlinear(t, ha, tp_const(r, L->wv)) : k;
+      if (l == final_cut) { /* the keys and values of every row, then the last row alone */
+        tp_kv_prep(r, L, &k, &v, cos, sin);
+        kv_ready = 1;
+        topos_sym *rows[9] = {&x, &h, &ha, &cos, &sin, &temp, &cos_f, &sin_f, &ple};
+        for (int i = 0; i < 9; ++i)
+          if (topos_sym_is_valid(*rows[i])) *rows[i] = topos_tape_narrow(t, *rows[i], 0, Tk - 1, 1);
+        T = r->T = 1;
+      }
+      q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));
     }
     topos_sym gate = TOPOS_SYM_INVALID;
     if (c->attn_gate) { /* each head's q rows, then its gate's */
@@ -685,32 +747,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       q = tp_reshape(r, topos_tape_narrow(t, qg, 2, 0, hd), 2, T, H * hd, 0, 0);
     }
     if (!c->mla_kv_rank) {
-      const int own_kv = !L->kv_shared;
-      q = tp_clamp(r, tp_bias(r, q, L->bq, T), c->clamp_kqv);
-      if (own_kv) k = tp_clamp(r, tp_bias(r, k, L->bk, T), c->clamp_kqv);
-      if (own_kv) v = tp_clamp(r, tp_bias(r, v, L->bv, T), c->clamp_kqv);
-      const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
-      if (L->q_norm && !late)
-        q = c->qk_norm == 2   ? tp_norm_n(r, q, T, H * hd, L->q_norm, L->q_norm_b)
-            : c->qk_norm == 3 ? tp_head_norm_weights(r, q, H, L->q_norm)
-                              : tp_head_norm(r, q, H, L->q_norm);
-      if (L->k_norm && !late)
-        k = c->qk_norm == 2   ? tp_norm_n(r, k, T, KVH * hd, L->k_norm, L->k_norm_b)
-            : c->qk_norm == 3 ? tp_head_norm_weights(r, k, KVH, L->k_norm)
-                              : tp_head_norm(r, k, KVH, L->k_norm);
-      q = tp_reshape(r, q, 3, T, H, hd, 0);
-      if (own_kv) k = tp_reshape(r, k, 3, T, KVH, hd, 0);
-      if (!L->nope) {
-        q = tp_rope(r, q, H, cos, sin);
-        if (own_kv) k = tp_rope(r, k, KVH, cos, sin);
-      }
-      /* norms after the rotation, per head: hunyuan's (weights; no whole-row norm
-       * takes this order), Llama 4's L2 norm of the rotated layers (none) */
-      if (late && L->q_norm) q = tp_head_norm3(r, q, H, L->q_norm);
-      if (late && L->k_norm) k = tp_head_norm3(r, k, KVH, L->k_norm);
-      if (c->qk_l2_norm && !L->nope) q = tp_head_norm3(r, q, H, NULL), k = tp_head_norm3(r, k, KVH, NULL);
-      if (own_kv) v = tp_reshape(r, v, 3, T, KVH, hd, 0);
-      if (own_kv && c->v_norm) v = tp_head_norm3(r, v, KVH, NULL); /* Gemma 4: per head, no weight */
+      if (!L->kv_shared && !kv_ready) tp_kv_prep(r, L, &k, &v, cos, sin);
+      q = tp_q_prep(r, L, q, cos, sin);
     }
     if (L->kv_shared) {
       k = g->k_new[L->kv_src], v = g->v_new[L->kv_src];

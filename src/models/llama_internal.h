@@ -109,13 +109,14 @@ topos_status tp_llama_kda_config(struct topos_llama *m);
 topos_status tp_llama_weight_squeezed(struct topos_llama *m, const char *name, int64_t ne0, int64_t ne1,
                                       topos_tensor **out);
 
-/* Gemma 4 (llama_gemma4.c): feed_forward_length and head_count_kv as
- * numbers or per-block lists (m->ff_list, m->kv_heads_list); the windowed
+/* Gemma 4 (llama_gemma4.c): feed_forward_length, head_count and
+ * head_count_kv as numbers or per-block lists (m->ff_list, m->heads_list,
+ * m->kv_heads_list: Gemma 4, Gemma 3n, OpenELM); the windowed
  * heads' widths, the shared blocks and the per-layer embeddings' width
  * (after the window's keys); block l's shared-cache source (L->windowed
  * set); its per-layer embedding products and output scale; the model's
  * per-layer embedding tables */
-topos_status tp_llama_gemma4_lists(struct topos_llama *m);
+topos_status tp_llama_block_lists(struct topos_llama *m);
 topos_status tp_llama_gemma4_config(struct topos_llama *m);
 void tp_llama_gemma4_shape(const struct topos_llama *m, int64_t l, tp_llama_layer *L);
 topos_status tp_llama_layer_gemma4(struct topos_llama *m, int64_t l, tp_llama_layer *L);
@@ -262,6 +263,8 @@ struct topos_llama {
   int64_t *kv_heads_list;     /* while loading: attention.head_count_kv per block where the file lists
                                * nonzero counts (Gemma 4), else NULL */
   int64_t *ff_list;           /* while loading: feed_forward_length per block where the file lists it, else NULL */
+  int64_t *heads_list;        /* while loading: attention.head_count per block where the file lists it
+                               * (OpenELM), else NULL; config.n_heads is then the largest */
   /* Gemma 4's per-layer embeddings (config.ple_dim): ple_embd [vocab, n_layers
    * ple_dim] read one row per token, ple_model_proj [n_layers ple_dim, dim],
    * ple_proj_norm f32 [ple_dim] */

@@ -142,10 +142,34 @@ static inline void lt_compare_plain(const lt_spec *s, topos_numerics num, double
   lt_close(&m);
 }
 
+/* The last row's logits of LT_N tokens fed as a chunk of `head` tokens
+ * (0: none) and then the rest, that chunk's logits every row's (all_rows:
+ * into rows, LT_N * vocab, the last copied to last) or its last row's
+ * alone (into last). */
+static inline topos_status lt_last_row(const topos_llama *model, int64_t head, int all_rows, float *rows,
+                                       float *last) {
+  topos_llama_context_options o = topos_llama_context_options_default();
+  o.kv_dtype = lt_kv;
+  o.n_batch = lt_batch;
+  o.n_ctx = 24;
+  o.numerics = TOPOS_NUMERICS_EXACT;
+  const int64_t V = topos_llama_config_of(model)->n_vocab;
+  topos_llama_context *ctx = NULL;
+  topos_status st = topos_llama_context_new(model, &o, &ctx);
+  if (st == TOPOS_OK && head) st = topos_llama_eval(ctx, lt_tokens, head, 0, NULL);
+  if (st == TOPOS_OK) st = topos_llama_eval(ctx, lt_tokens + head, LT_N - head, all_rows, all_rows ? rows : last);
+  if (st == TOPOS_OK && all_rows) memcpy(last, rows + (LT_N - head - 1) * V, (size_t)V * sizeof *last);
+  topos_llama_context_free(ctx);
+  return st;
+}
+
 /* Token-by-token decoding (after a first chunk of 1 or 5 tokens) against
  * one full-context forward of model m, bit for bit, at 1, 2 and 3 threads
  * (under valgrind or an emulator at 2 only: the native builds sweep them);
- * full and step hold LT_N * vocab logits. */
+ * and a chunk whose logits are its last row's alone (the last block, or the
+ * blocks past the last cache of a block's own, then run for that row only)
+ * giving that row's bits, as one chunk or after a chunk of 5. full and
+ * step hold LT_N * vocab logits. */
 static inline void lt_decode_is_full_context(const lt_model *m, int64_t V, float *full, float *step) {
   int saved = topos_threads();
   CHECK_OK(topos_set_threads(1));
@@ -163,6 +187,18 @@ static inline void lt_decode_is_full_context(const lt_model *m, int64_t V, float
       CHECK_MSG(mismatches == 0, "%lld logits differ (threads %d, first chunk %lld)",
                 (long long)mismatches, threads, (long long)first);
     }
+    float *want = malloc((size_t)V * sizeof *want), *one = malloc((size_t)V * sizeof *one);
+    CHECK(want && one);
+    for (int64_t head = 0; want && one && head <= 5; head += 5) {
+      CHECK_OK(lt_last_row(m->model, head, 1, step, want));
+      CHECK_OK(lt_last_row(m->model, head, 0, step, one));
+      int64_t differ = 0;
+      for (int64_t i = 0; i < V; ++i) differ += tt_f32_bits(want[i]) != tt_f32_bits(one[i]);
+      CHECK_MSG(differ == 0, "%lld last-row logits differ (threads %d, chunks of %lld and %lld)", (long long)differ,
+                threads, (long long)head, (long long)(LT_N - head));
+    }
+    free(want);
+    free(one);
   }
   CHECK_OK(topos_set_threads(saved));
 }

@@ -320,8 +320,8 @@ TEST(llama_bad_files_refused) {
   t.arch = "rwkv6";
   /* the message names the architecture table's rows, in its order */
   lt_expect_refused(t, TOPOS_UNSUPPORTED, "architecture \"rwkv6\" is not supported (llama, qwen2, qwen3, phi3, gemma, "
-                                          "gemma2, gemma3, gemma4, granite, minicpm, internlm2, arcee, xverse, olmo, bloom, "
-                                          "mpt, baichuan, refact, jais, qwen, orion, ");
+                                          "gemma2, gemma3, gemma4, openelm, gemma3n, granite, minicpm, internlm2, "
+                                          "arcee, xverse, olmo, bloom, mpt, baichuan, refact, jais, qwen, orion, ");
   /* every row named (the list once stopped short at 512 bytes), the last with "and" */
   lt_expect_refused(t, TOPOS_UNSUPPORTED, ", gpt-oss, ");
   lt_expect_refused(t, TOPOS_UNSUPPORTED, " and lfm2moe are)");
