@@ -56,6 +56,19 @@
  * and 14; GELU feed-forwards of 6144, 12288 in the shared blocks; per-layer
  * embeddings of 256 (a 262144 x 8960 table); a head tied to the 262144-row
  * embedding).
+ * gemma-3n-e2b is Gemma 3n E2B's (a gemma3n file: 30 blocks, every fifth
+ * attending to the whole context, the others within 512 tokens; 8 heads of
+ * 256, 2 KV heads; the last 10 blocks read the caches of blocks 18 and 19
+ * (their own attn_k, attn_v and attn_k_norm written, never read, as in the
+ * released files); GELU feed-forwards of 8192, sparse gates in the first 10
+ * blocks; AltUp over 4 streams, Laurel of rank 64, per-layer embeddings of
+ * 256 (a 262400 x 7680 table); a head tied to the 262400-row embedding;
+ * q and k norms of 0.25, since its attention is unscaled).
+ * With a mix both its embedding tables take the head's type (llama.cpp's
+ * quantizer types per_layer_token_embd as token_embd); the matrices that it
+ * never quantizes (altup_*, laurel_*, per_layer_model_proj) are bf16 (f32
+ * for the AltUp coefficients), as its converter writes them from the bf16
+ * checkpoint.
  * The routers' rows are all distinct (the other weights repeat 16 rows), so
  * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
@@ -116,16 +129,37 @@ static const lm_shape lm_shapes[] = {
     {"granite-4.0-h-micro", 100352, 2048, 40, 32, 8, 8192, 131072, 10000.0f, 0, 0, 0, 0, "granitehybrid", 0, 0},
     {"qwen3.5-0.8b", 248320, 1024, 24, 8, 2, 3584, 262144, 10000000.0f, 0, 0, 0, 0, "qwen35", 0, 256},
     {"gemma-4-e2b", 262144, 1536, 35, 8, 1, 6144, 131072, 1000000.0f, 0, 0, 0, 0, "gemma4", 0, 512},
+    {"gemma-3n-e2b", 262400, 2048, 30, 8, 2, 8192, 32768, 1000000.0f, 0, 0, 0, 0, "gemma3n", 0, 256},
 };
 
-/* gemma4 (gemma-4-e2b): the windowed blocks' head width, the window, the
- * blocks reading earlier caches, the per-layer embeddings' width; block l
- * attends to the whole context where (l + 1) % 5 == 0 */
+/* gemma4 (gemma-4-e2b) and gemma3n (gemma-3n-e2b): the window, the
+ * per-layer embeddings' width; gemma4's windowed blocks' head width and
+ * blocks reading earlier caches; block l attends to the whole context where
+ * (l + 1) % 5 == 0 */
 static int lm_gemma4(const char *arch) { return strcmp(arch, "gemma4") == 0; }
-static int lm_gemma4_full(int64_t l) { return (l + 1) % 5 == 0; }
+static int lm_gemma3n(const char *arch) { return strcmp(arch, "gemma3n") == 0; }
+static int lm_gemma(const char *arch) { return lm_gemma4(arch) || lm_gemma3n(arch); }
+static int lm_gemma_full(int64_t l) { return (l + 1) % 5 == 0; }
 static const struct {
-  int64_t hd_swa, window, shared, ple;
-} lm_gemma4_dims = {256, 512, 20, 256};
+  int64_t window, ple, hd_swa, shared;
+} lm_gemma_dims = {512, 256, 256, 20};
+
+/* gemma3n: AltUp's streams, Laurel's rank; llama.cpp gives the first 20
+ * blocks caches of their own and sparse gates (multiplier 1.6448533535..,
+ * -inf: none) to the first 10, which the files' keys repeat. The q and k
+ * norms' weights: with an attention scale of 1, weights of 1 over heads of
+ * 256 make the softmax one-hot, which turns rounding into other tokens */
+static const struct {
+  int64_t streams, laurel, own_kv, sparse;
+} lm_gemma3n_dims = {4, 64, 20, 10};
+static const float lm_gemma3n_qk_norm = 0.25f;
+
+/* the last blocks, reading earlier caches: gemma4's 20 (where more than 22
+ * blocks), gemma3n's past its first 20 */
+static int64_t lm_gemma_shared(const char *arch, int64_t layers) {
+  if (lm_gemma3n(arch)) return layers > lm_gemma3n_dims.own_kv ? layers - lm_gemma3n_dims.own_kv : 0;
+  return layers > lm_gemma_dims.shared + 2 ? lm_gemma_dims.shared : 0;
+}
 
 /* qwen35 (qwen3.5-0.8b): attention every fourth block, gated-DeltaNet mixers
  * elsewhere: conv_kernel, key heads, value heads, head width; the rotated
@@ -194,9 +228,10 @@ static topos_dtype lm_fit(topos_dtype t, int64_t ne0) {
   return TOPOS_Q8_0;
 }
 
-/* ne {ne0, ne1, ne2}: ne2 experts of [ne1, ne0] where not 0 */
+/* ne {ne0, ne1, ne2}: ne2 experts of [ne1, ne0] where not 0; norm: an f32
+ * tensor of that value where not 0 (1: a norm's weights, -1: Mamba's A) */
 static void lm_tensor3x(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2,
-                        int norm, int distinct) {
+                        float norm, int distinct) {
   if (b->st != TOPOS_OK) return;
   if (norm) type = TOPOS_F32;
   type = lm_fit(type, ne0);
@@ -212,7 +247,7 @@ static void lm_tensor3x(lm_build *b, const char *name, topos_dtype type, int64_t
   }
   for (int64_t r = 0; r < pool && b->st == TOPOS_OK; ++r) {
     for (int64_t i = 0; i < ne0; ++i)
-      values[i] = norm ? (float)norm : (float)(0.02 * topos_rng_normal(&b->rng)); /* norm -1: Mamba's A */
+      values[i] = norm ? norm : (float)(0.02 * topos_rng_normal(&b->rng));
     b->st = topos_quantize_row(type, values, data + (size_t)r * row_bytes, ne0);
   }
   free(values);
@@ -225,11 +260,11 @@ static void lm_tensor3x(lm_build *b, const char *name, topos_dtype type, int64_t
 }
 
 static void lm_tensor3(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int64_t ne2,
-                       int norm) {
+                       float norm) {
   lm_tensor3x(b, name, type, ne0, ne1, ne2, norm, 0);
 }
 
-static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, int norm) {
+static void lm_tensor(lm_build *b, const char *name, topos_dtype type, int64_t ne0, int64_t ne1, float norm) {
   lm_tensor3(b, name, type, ne0, ne1, 0, norm);
 }
 
@@ -302,21 +337,52 @@ static void lm_vocab(lm_build *b, int64_t vocab) {
 }
 
 /* gemma4: the full blocks' proportional rotation (a quarter of the pairs
- * turn, the rest divided by 1e30) and the per-layer embeddings' tables */
-static void lm_gemma4_tables(lm_build *b, const lm_shape *s, topos_dtype base, int64_t hd) {
+ * turn, the rest divided by 1e30); both: the per-layer embeddings' tables,
+ * the table of type embd, its projection of type proj; gemma3n: AltUp's
+ * projections to and from the streams past the first (of type proj) */
+static void lm_gemma_tables(lm_build *b, const lm_shape *s, const char *arch, int64_t hd, topos_dtype embd,
+                            topos_dtype proj) {
   if (b->st != TOPOS_OK) return;
-  float *f = lm_keep(b, (size_t)(hd / 2) * sizeof *f);
-  if (!f) {
-    b->st = TOPOS_ERR_OUT_OF_MEMORY;
-    return;
+  if (lm_gemma4(arch)) {
+    float *f = lm_keep(b, (size_t)(hd / 2) * sizeof *f);
+    if (!f) {
+      b->st = TOPOS_ERR_OUT_OF_MEMORY;
+      return;
+    }
+    for (int64_t i = 0; i < hd / 2; ++i) f[i] = i < hd / 8 ? 1.0f : 1e30f;
+    const int64_t ne[1] = {hd / 2};
+    b->st = topos_gguf_writer_add_tensor_raw(b->w, "rope_freqs.weight", 0, 1, ne, f, (size_t)(hd / 2) * sizeof *f);
   }
-  for (int64_t i = 0; i < hd / 2; ++i) f[i] = i < hd / 8 ? 1.0f : 1e30f;
-  const int64_t ne[1] = {hd / 2};
-  b->st = topos_gguf_writer_add_tensor_raw(b->w, "rope_freqs.weight", 0, 1, ne, f, (size_t)(hd / 2) * sizeof *f);
-  const int64_t lp = s->layers * lm_gemma4_dims.ple;
-  lm_tensor(b, "per_layer_token_embd.weight", base, lp, s->vocab, 0);
-  lm_tensor(b, "per_layer_model_proj.weight", base, s->dim, lp, 0);
-  lm_tensor(b, "per_layer_proj_norm.weight", base, lm_gemma4_dims.ple, 0, 1);
+  const int64_t lp = s->layers * lm_gemma_dims.ple;
+  lm_tensor(b, "per_layer_token_embd.weight", embd, lp, s->vocab, 0);
+  lm_tensor(b, "per_layer_model_proj.weight", proj, s->dim, lp, 0);
+  lm_tensor(b, "per_layer_proj_norm.weight", TOPOS_F32, lm_gemma_dims.ple, 0, 1);
+  if (lm_gemma3n(arch)) {
+    lm_tensor3(b, "altup_proj.weight", proj, s->dim, s->dim, lm_gemma3n_dims.streams - 1, 0);
+    lm_tensor3(b, "altup_unembd_proj.weight", proj, s->dim, s->dim, lm_gemma3n_dims.streams - 1, 0);
+  }
+}
+
+/* gemma3n: block l's AltUp (the router and its norm, the prediction's and
+ * correction's coefficients, f32 as llama.cpp's converter writes them, the
+ * correction's scale) and Laurel (two matrices of rank laurel, a norm); the
+ * matrices of type flt */
+static void lm_gemma3n_block(lm_build *b, const lm_shape *s, int64_t l, topos_dtype flt) {
+  const int64_t D = s->dim, N = lm_gemma3n_dims.streams, R = lm_gemma3n_dims.laurel;
+  const struct {
+    const char *suffix;
+    topos_dtype type;
+    int64_t ne0, ne1;
+    float norm;
+  } t[8] = {{"altup_router", flt, D, N, 0},          {"altup_router_norm", TOPOS_F32, D, 0, 1},
+            {"altup_predict_coef", TOPOS_F32, N, N * N, 0}, {"altup_correct_coef", TOPOS_F32, N, N, 0},
+            {"altup_correct_scale", TOPOS_F32, D, 0, 1},   {"laurel_l", flt, D, R, 0},
+            {"laurel_r", flt, R, D, 0},                   {"laurel_post_norm", TOPOS_F32, D, 0, 1}};
+  for (int i = 0; i < 8; ++i) {
+    char n[64];
+    snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, t[i].suffix);
+    lm_tensor(b, n, t[i].type, t[i].ne0, t[i].ne1, t[i].norm);
+  }
 }
 
 static int lm_more_bits(int64_t l, int64_t n) {
@@ -335,6 +401,46 @@ static topos_dtype lm_block_type(lm_mix mix, topos_dtype base, lm_role role, int
     if (role == LM_ATTN_OUTPUT) return TOPOS_Q4_K;
   }
   return base;
+}
+
+/* gemma4, gemma3n: per-block widths (gemma4's shared blocks double) and
+ * kinds, the window, sharing, per-layer embeddings, the windowed blocks' rope
+ * base, the soft cap; gemma4's windowed heads; gemma3n's streams and sparse
+ * gates (as llama.cpp's converter writes them) */
+static void lm_gemma_keys(lm_build *b, const lm_shape *s, const char *arch) {
+#define LM_KV(call) \
+  if (b->st == TOPOS_OK) b->st = (call)
+  const int64_t n = s->layers, shared = lm_gemma_shared(arch, n);
+  const int g3n = lm_gemma3n(arch);
+  char kb[96];
+  uint32_t *ff = lm_keep(b, (size_t)n * sizeof *ff);
+  uint8_t *windowed = lm_keep(b, (size_t)n);
+  float *sparsity = lm_keep(b, (size_t)n * sizeof *sparsity);
+  if (!ff || !windowed || !sparsity) {
+    b->st = TOPOS_ERR_OUT_OF_MEMORY;
+    return;
+  }
+  for (int64_t l = 0; l < n; ++l) {
+    ff[l] = (uint32_t)(!g3n && l >= n - shared ? 2 * s->ff : s->ff), windowed[l] = !lm_gemma_full(l);
+    sparsity[l] = l < lm_gemma3n_dims.sparse ? 1.6448533535003662f : -INFINITY;
+  }
+  LM_KV(topos_gguf_writer_add_array(b->w, lm_key(kb, arch, "feed_forward_length"), TOPOS_GGUF_U32, ff, (uint64_t)n));
+  LM_KV(topos_gguf_writer_add_array(b->w, lm_key(kb, arch, "attention.sliding_window_pattern"), TOPOS_GGUF_BOOL,
+                                    windowed, (uint64_t)n));
+  /* gemma4's first three, both's next three, gemma3n's last two */
+  const char *keys[8] = {"attention.key_length_swa", "attention.value_length_swa", "rope.dimension_count_swa",
+                         "attention.sliding_window", "attention.shared_kv_layers",
+                         "embedding_length_per_layer_input", "altup.active_idx", "altup.num_inputs"};
+  const int64_t values[8] = {lm_gemma_dims.hd_swa, lm_gemma_dims.hd_swa, lm_gemma_dims.hd_swa, lm_gemma_dims.window,
+                             shared, lm_gemma_dims.ple, 0, lm_gemma3n_dims.streams};
+  for (int i = g3n ? 3 : 0; i < (g3n ? 8 : 6); ++i)
+    LM_KV(topos_gguf_writer_add_u32(b->w, lm_key(kb, arch, keys[i]), (uint32_t)values[i]));
+  LM_KV(topos_gguf_writer_add_f32(b->w, lm_key(kb, arch, "rope.freq_base_swa"), 10000.0f));
+  LM_KV(topos_gguf_writer_add_f32(b->w, lm_key(kb, arch, "final_logit_softcapping"), 30.0f));
+  if (g3n)
+    LM_KV(topos_gguf_writer_add_array(b->w, lm_key(kb, arch, "activation_sparsity_scale"), TOPOS_GGUF_F32, sparsity,
+                                      (uint64_t)n));
+#undef LM_KV
 }
 
 static int tp_llama_make(int argc, char **argv) {
@@ -371,7 +477,7 @@ static int tp_llama_make(int argc, char **argv) {
   if (!s) {
     fprintf(stderr, "topos llama-make: unknown shape '%s' (tinyllama, llama3.2-1b, qwen2.5-0.5b, stories15m, tiny, "
             "olmoe-1b-7b, olmoe-tiny, qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, ling-mini-2.0, lfm2-1.2b, "
-            "granite-4.0-h-micro, qwen3.5-0.8b, gemma-4-e2b)\n", shape_name);
+            "granite-4.0-h-micro, qwen3.5-0.8b, gemma-4-e2b, gemma-3n-e2b)\n", shape_name);
     return 2;
   }
   const lm_mix mix = strcmp(type_name, "q4_K_M") == 0 ? LM_Q4_K_M : strcmp(type_name, "q3_K_M") == 0 ? LM_Q3_K_M : LM_PURE;
@@ -396,7 +502,7 @@ static int tp_llama_make(int argc, char **argv) {
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "context_length"), (uint32_t)s->ctx));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "embedding_length"), (uint32_t)s->dim));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "block_count"), (uint32_t)s->layers));
-  if (!lm_gemma4(arch)) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
+  if (!lm_gemma(arch)) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "feed_forward_length"), (uint32_t)s->ff));
   LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "rope.dimension_count"),
                                   (uint32_t)(lm_mla(arch)      ? lm_mla_dims.rope
                                               : lm_ling(arch)   ? hd / 2
@@ -438,7 +544,8 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "rope.dimension_sections"), TOPOS_GGUF_I32,
                                       lm_delta_dims.sections, 4));
   }
-  LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"), 1e-5f));
+  LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "attention.layer_norm_rms_epsilon"),
+                                  lm_gemma3n(arch) ? 1e-6f : 1e-5f));
   LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base"), s->rope_base));
   if (s->experts) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "expert_count"), (uint32_t)s->experts));
@@ -482,36 +589,20 @@ static int tp_llama_make(int argc, char **argv) {
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.key_length"), (uint32_t)hd));
     LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, "attention.value_length"), (uint32_t)hd));
   }
-  if (lm_gemma4(arch)) { /* per-block widths and kinds, the windowed heads, sharing, per-layer embeddings */
-    uint32_t *ff = lm_keep(&b, (size_t)s->layers * sizeof *ff);
-    uint8_t *windowed = lm_keep(&b, (size_t)s->layers);
-    if (!ff || !windowed) b.st = TOPOS_ERR_OUT_OF_MEMORY;
-    const int64_t shared = s->layers > lm_gemma4_dims.shared + 2 ? lm_gemma4_dims.shared : 0;
-    for (int64_t l = 0; ff && windowed && l < s->layers; ++l)
-      ff[l] = (uint32_t)(l >= s->layers - shared ? 2 * s->ff : s->ff), windowed[l] = !lm_gemma4_full(l);
-    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "feed_forward_length"), TOPOS_GGUF_U32, ff,
-                                      (uint64_t)s->layers));
-    LM_KV(topos_gguf_writer_add_array(b.w, lm_key(kb, arch, "attention.sliding_window_pattern"), TOPOS_GGUF_BOOL,
-                                      windowed, (uint64_t)s->layers));
-    const char *keys[6] = {"attention.key_length_swa", "attention.value_length_swa", "rope.dimension_count_swa",
-                           "attention.sliding_window", "attention.shared_kv_layers",
-                           "embedding_length_per_layer_input"};
-    const int64_t values[6] = {lm_gemma4_dims.hd_swa, lm_gemma4_dims.hd_swa, lm_gemma4_dims.hd_swa,
-                               lm_gemma4_dims.window, shared, lm_gemma4_dims.ple};
-    for (int i = 0; i < 6; ++i) LM_KV(topos_gguf_writer_add_u32(b.w, lm_key(kb, arch, keys[i]), (uint32_t)values[i]));
-    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "rope.freq_base_swa"), 10000.0f));
-    LM_KV(topos_gguf_writer_add_f32(b.w, lm_key(kb, arch, "final_logit_softcapping"), 30.0f));
-  }
 #undef LM_KV
+  if (lm_gemma(arch)) lm_gemma_keys(&b, s, arch);
   lm_vocab(&b, s->vocab);
   /* MXFP4 files keep it for the experts, Q8_0 elsewhere (llama.cpp's MXFP4_MOE) */
   const topos_dtype experts_type = base;
   if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
-  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch) || lm_qwen35(arch) || lm_gemma4(arch);
+  const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch) || lm_qwen35(arch) || lm_gemma(arch);
+  /* gemma3n: the matrices llama.cpp's quantizer keeps as converted, bf16 unless the type is a float one */
+  const topos_dtype flt = topos_dtype_is_float(base) ? base : TOPOS_BF16;
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
-  if (lm_gemma4(arch)) lm_gemma4_tables(&b, s, base, hd);
+  if (lm_gemma4(arch)) lm_gemma_tables(&b, s, arch, hd, base, base);
+  if (lm_gemma3n(arch)) lm_gemma_tables(&b, s, arch, hd, head, flt);
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LM_TYPE(role) lm_block_type(mix, base, role, l, s->layers)
@@ -583,20 +674,22 @@ static int tp_llama_make(int argc, char **argv) {
       LM_SWIGLU();
       continue;
     }
-    if (lm_gemma4(arch)) { /* attention (its keys where the block has a cache), GELU feed-forward, per-layer
-                            * embedding, the four norms, the output scale */
-      const int64_t h = lm_gemma4_full(l) ? hd : lm_gemma4_dims.hd_swa;
-      const int64_t ff = l >= s->layers - lm_gemma4_dims.shared && s->layers > lm_gemma4_dims.shared + 2 ? 2 * s->ff
-                                                                                                        : s->ff;
-      const int own = !(l >= s->layers - lm_gemma4_dims.shared && s->layers > lm_gemma4_dims.shared + 2);
+    if (lm_gemma(arch)) { /* attention (gemma4: its keys where the block has a cache), GELU feed-forward,
+                           * per-layer embedding, the four norms; gemma4's output scale, gemma3n's AltUp
+                           * and Laurel */
+      const int g4 = lm_gemma4(arch), reads = l >= s->layers - lm_gemma_shared(arch, s->layers);
+      const int64_t h = g4 && !lm_gemma_full(l) ? lm_gemma_dims.hd_swa : hd;
+      const int64_t ff = g4 && reads ? 2 * s->ff : s->ff;
+      const int own = !g4 || !reads;
+      const float qk = g4 ? 1.0f : lm_gemma3n_qk_norm;
       LM_T("attn_q.weight", base, s->dim, s->heads * h, 0);
       if (own) {
         LM_T("attn_k.weight", base, s->dim, s->kv_heads * h, 0);
         LM_T("attn_v.weight", LM_TYPE(LM_ATTN_V), s->dim, s->kv_heads * h, 0);
-        LM_T("attn_k_norm.weight", base, h, 0, 1);
+        LM_T("attn_k_norm.weight", base, h, 0, qk);
       }
       LM_T("attn_output.weight", LM_TYPE(LM_ATTN_OUTPUT), s->heads * h, s->dim, 0);
-      LM_T("attn_q_norm.weight", base, h, 0, 1);
+      LM_T("attn_q_norm.weight", base, h, 0, qk);
       const char *norms[4] = {"post_attention_norm", "ffn_norm", "post_ffw_norm", "post_norm"};
       for (int i = 0; i < 4; ++i) {
         snprintf(n, sizeof n, "blk.%d.%s.weight", (int)l, norms[i]);
@@ -605,9 +698,13 @@ static int tp_llama_make(int argc, char **argv) {
       LM_T("ffn_gate.weight", base, s->dim, ff, 0);
       LM_T("ffn_up.weight", base, s->dim, ff, 0);
       LM_T("ffn_down.weight", LM_TYPE(LM_FFN_DOWN), ff, s->dim, 0);
-      LM_T("inp_gate.weight", base, s->dim, lm_gemma4_dims.ple, 0);
-      LM_T("proj.weight", base, lm_gemma4_dims.ple, s->dim, 0);
-      LM_T("layer_output_scale.weight", TOPOS_F32, 1, 0, 1);
+      LM_T("inp_gate.weight", base, s->dim, lm_gemma_dims.ple, 0);
+      LM_T("proj.weight", base, lm_gemma_dims.ple, s->dim, 0);
+      if (g4) {
+        LM_T("layer_output_scale.weight", TOPOS_F32, 1, 0, 1);
+      } else {
+        lm_gemma3n_block(&b, s, l, flt);
+      }
       continue;
     }
     if (lm_mla(arch)) { /* latent attention; a dense first block, then experts and shared ones */
@@ -689,7 +786,8 @@ static int tp_llama_make(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: topos llama-make OUT [--shape tinyllama|llama3.2-1b|qwen2.5-0.5b|stories15m|tiny|"
-          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|granite-4.0-h-micro|qwen3.5-0.8b|gemma-4-e2b] "
+          "olmoe-1b-7b|olmoe-tiny|qwen3-30b-a3b|gpt-oss-20b|deepseek-v2-lite|ling-mini-2.0|lfm2-1.2b|"
+          "granite-4.0-h-micro|qwen3.5-0.8b|gemma-4-e2b|gemma-3n-e2b] "
           "[--layers N] "
           "[--type f16|q8_0|q4_K_M|q3_K_M|...] [--seed S]\n");
   return 2;
