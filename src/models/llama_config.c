@@ -1075,14 +1075,16 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
     int64_t key_len = 0, value_len = 0;
     TP_TRY(tp_llama_u64(g, TP_K("attention.key_length"), 0, 0, &key_len));
     TP_TRY(tp_llama_u64(g, TP_K("attention.value_length"), 0, 0, &value_len));
-    if ((!key_len || !value_len) && c->dim % c->n_heads != 0)
+    /* (heads per block: without a width, block 0's count divides the embedding, as llama.cpp) */
+    const int64_t heads0 = m->heads_list ? m->heads_list[0] : c->n_heads;
+    if ((!key_len || !value_len) && c->dim % heads0 != 0)
       return tp_fail(TOPOS_ERR_SHAPE, "llama: embedding_length %" PRId64
                      " is not a multiple of head_count %" PRId64 " and the file gives no head width (attention.%s)",
-                     c->dim, c->n_heads, key_len ? "value_length" : "key_length");
-    c->head_dim = key_len ? key_len : c->dim / c->n_heads;
-    if ((value_len ? value_len : c->dim / c->n_heads) != c->head_dim)
+                     c->dim, heads0, key_len ? "value_length" : "key_length");
+    c->head_dim = key_len ? key_len : c->dim / heads0;
+    if ((value_len ? value_len : c->dim / heads0) != c->head_dim)
       return tp_fail(TOPOS_UNSUPPORTED, "llama: value heads of %" PRId64 " differ from key heads of %" PRId64
-                     " (not supported)", value_len ? value_len : c->dim / c->n_heads, c->head_dim);
+                     " (not supported)", value_len ? value_len : c->dim / heads0, c->head_dim);
   }
   if (c->head_dim % 2 != 0)
     return tp_fail(TOPOS_ERR_SHAPE, "llama: head dimension %" PRId64 " is odd", c->head_dim);

@@ -20,7 +20,8 @@ static topos_sym tp_streams_project(tp_rec *r, topos_tensor *w, topos_sym x3, to
   topos_tape *t = r->t;
   const int64_t K = r->c->altup_streams - 1, D = r->c->dim;
   const topos_sym y = topos_tape_qlinear_id(t, x3, tp_const(r, w), tp_head_ids(r, K));
-  const topos_sym scaled = topos_tape_mul(t, y, topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, target, 1, K), 2, D));
+  const topos_sym goal = topos_tape_broadcast_along(t, topos_tape_broadcast_along(t, target, 1, K), 2, D);
+  const topos_sym scaled = topos_tape_mul(t, y, goal);
   return topos_tape_div(t, scaled, topos_tape_broadcast_along(t, tp_magnitude(r, y, 2), 2, D));
 }
 
@@ -79,7 +80,8 @@ topos_sym tp_gemma3n_block(tp_rec *r, const tp_llama_layer *L, topos_sym pred, t
                            topos_sym ple, int64_t l) {
   topos_tape *t = r->t;
   const int64_t T = r->T, D = r->c->dim, N = r->c->altup_streams;
-  const topos_sym lr = topos_tape_qlinear(t, topos_tape_qlinear(t, h, tp_const(r, L->laurel_l)), tp_const(r, L->laurel_r));
+  const topos_sym low = topos_tape_qlinear(t, h, tp_const(r, L->laurel_l));
+  const topos_sym lr = topos_tape_qlinear(t, low, tp_const(r, L->laurel_r));
   const topos_sym laurel = topos_tape_add(t, h, tp_rmsnorm_n(r, lr, T, D, L->laurel_norm));
   const topos_sym y = topos_tape_add(t, tp_rmsnorm_n(r, o, T, D, L->post_attn_norm), a);
   const topos_sym al = tp_scale(r, topos_tape_add(t, y, laurel), 1.0f / sqrtf(2.0f));
