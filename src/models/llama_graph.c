@@ -517,6 +517,14 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   return topos_tape_add(t, x, f);
 }
 
+/* q or k [T, heads hd] through block L's norm w (bias b): per head, over
+ * the whole row (qk_norm 2) or per head with a weight per head (3) */
+static topos_sym tp_qk_norm(tp_rec *r, topos_sym x, int64_t heads, topos_tensor *w, topos_tensor *b) {
+  const int kind = r->c->qk_norm;
+  if (kind == 2) return tp_norm_n(r, x, r->T, heads * r->hd, w, b);
+  return kind == 3 ? tp_head_norm_weights(r, x, heads, w) : tp_head_norm(r, x, heads, w);
+}
+
 /* Block L's keys and values [T, KVH, hd] from their products k, v [T, KVH
  * hd]: biases, clamps, norms (before or after the rotation), the rotation
  * (cos, sin), Gemma 4's value norm */
@@ -526,10 +534,7 @@ static void tp_kv_prep(tp_rec *r, const tp_llama_layer *L, topos_sym *k, topos_s
   topos_sym kk = tp_clamp(r, tp_bias(r, *k, L->bk, T), c->clamp_kqv);
   topos_sym vv = tp_clamp(r, tp_bias(r, *v, L->bv, T), c->clamp_kqv);
   const int late = c->qk_norm_after_rope; /* hunyuan: the norms follow the rotation */
-  if (L->k_norm && !late)
-    kk = c->qk_norm == 2   ? tp_norm_n(r, kk, T, KVH * hd, L->k_norm, L->k_norm_b)
-         : c->qk_norm == 3 ? tp_head_norm_weights(r, kk, KVH, L->k_norm)
-                           : tp_head_norm(r, kk, KVH, L->k_norm);
+  if (L->k_norm && !late) kk = tp_qk_norm(r, kk, KVH, L->k_norm, L->k_norm_b);
   kk = tp_reshape(r, kk, 3, T, KVH, hd, 0);
   if (!L->nope) kk = tp_rope(r, kk, KVH, cos, sin);
   /* norms after the rotation, per head: hunyuan's (weights; no whole-row norm
@@ -547,10 +552,7 @@ static topos_sym tp_q_prep(tp_rec *r, const tp_llama_layer *L, topos_sym q, topo
   const int64_t T = r->T, H = L->heads, hd = L->hd;
   q = tp_clamp(r, tp_bias(r, q, L->bq, T), c->clamp_kqv);
   const int late = c->qk_norm_after_rope;
-  if (L->q_norm && !late)
-    q = c->qk_norm == 2   ? tp_norm_n(r, q, T, H * hd, L->q_norm, L->q_norm_b)
-        : c->qk_norm == 3 ? tp_head_norm_weights(r, q, H, L->q_norm)
-                          : tp_head_norm(r, q, H, L->q_norm);
+  if (L->q_norm && !late) q = tp_qk_norm(r, q, H, L->q_norm, L->q_norm_b);
   q = tp_reshape(r, q, 3, T, H, hd, 0);
   if (!L->nope) q = tp_rope(r, q, H, cos, sin);
   if (late && L->q_norm) q = tp_head_norm3(r, q, H, L->q_norm);

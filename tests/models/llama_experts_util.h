@@ -104,17 +104,9 @@ static inline topos_status lt_add3(topos_gguf_writer *w, lt_file *f, const lt_sp
   if (s->bad_tensor && strcmp(name, s->bad_tensor) == 0) ne0 += 32;
   const int64_t count = ne0 * (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1);
   float *v = lt_keep_raw(f, (size_t)count * sizeof(float));
-  size_t bytes;
-  if (!v || topos_dtype_bytes(type, count, &bytes) != TOPOS_OK) return TOPOS_ERR_OUT_OF_MEMORY;
+  if (!v) return TOPOS_ERR_OUT_OF_MEMORY;
   lt_fill_unit(rng, v, count, scale, 0.0);
-  void *q = lt_keep_raw(f, bytes);
-  if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
-  topos_status st = topos_quantize_row(type, v, q, count);
-  int64_t ne[3] = {ne0, ne1, ne2};
-  if (st == TOPOS_OK)
-    st = topos_gguf_writer_add_tensor_raw(w, name, (uint32_t)topos_dtype_ggml_id(type), ne2 ? 3 : ne1 ? 2 : 1, ne,
-                                          q, bytes);
-  return st;
+  return lt_add_quantized(w, f, name, type, ne0, ne1, ne2, v);
 }
 
 /* layer l's router, experts and shared expert (instead of ffn_gate / up / down) */

@@ -381,26 +381,12 @@ TEST(llama_openelm_chunks) {
   oe_compare(&s, TOPOS_NUMERICS_FAST, TOPOS_F16, 2, 4, 2e-3, NULL);
 }
 
-/* lt_tokens' last row of logits into last[vocab] through a chunk of 3 then
- * one of the rest, whose logits are every row's (all_rows: into rows) or
- * its last row's alone */
-static topos_status oe_last_row(const topos_llama *m, topos_dtype kv, int all_rows, float *rows, float *last) {
-  topos_llama_context_options o = topos_llama_context_options_default();
-  o.n_ctx = OE_CTX, o.numerics = TOPOS_NUMERICS_EXACT, o.kv_dtype = kv;
-  topos_llama_context *ctx = NULL;
-  topos_status st = topos_llama_context_new(m, &o, &ctx);
-  if (st == TOPOS_OK) st = topos_llama_eval(ctx, lt_tokens, 3, 0, NULL);
-  if (st == TOPOS_OK) st = topos_llama_eval(ctx, lt_tokens + 3, LT_N - 3, all_rows, all_rows ? rows : last);
-  if (st == TOPOS_OK && all_rows) memcpy(last, rows + (LT_N - 4) * OE_VOCAB, OE_VOCAB * sizeof *last);
-  topos_llama_context_free(ctx);
-  return st;
-}
-
 /* decoding token by token (after a first chunk of 1 or 5) equals one
- * full-context chunk bit for bit at 1-3 threads (the harness's check); a
- * chunk after 3 tokens whose logits are its last row's alone (the last
- * block run for that row: its masks the last row's, of the regrouped ones
- * where the blocks are reversed) gives that row's bits; and through a
+ * full-context chunk bit for bit at 1-3 threads, and a chunk whose logits
+ * are its last row's alone (the last block run for that row: its masks the
+ * last row's, of the regrouped ones where the blocks are reversed) gives
+ * that row's bits (the harness's checks; the last row's through an f16
+ * cache too); and through a
  * 16-bit cache (not the full context's bits: a chunk's own keys are not
  * rounded) decoding gives the same bits at 1-3 threads */
 static void oe_decode_checks(const oe_spec *s) {
@@ -414,18 +400,17 @@ static void oe_decode_checks(const oe_spec *s) {
     lt_model lm = {.model = m.model}; /* (the harness reads the model alone) */
     lt_decode_is_full_context(&lm, OE_VOCAB, full, rows);
     const int saved = topos_threads(), slow = tt_instrumented();
-    for (int k = 0; k < 2; ++k) {
-      const topos_dtype kv = k ? TOPOS_F16 : TOPOS_F32;
-      for (int threads = slow ? 2 : 1; threads <= (slow ? 2 : 3); ++threads) {
-        CHECK_OK(topos_set_threads(threads));
-        CHECK_OK(oe_last_row(m.model, kv, 1, rows, one));
-        CHECK_OK(oe_last_row(m.model, kv, 0, rows, last));
-        int64_t differ = 0;
-        for (int64_t i = 0; i < OE_VOCAB; ++i) differ += tt_f32_bits(one[i]) != tt_f32_bits(last[i]);
-        CHECK_MSG(differ == 0, "%lld last-row logits differ (threads %d, kv %s, reversed %d)", (long long)differ,
-                  threads, topos_dtype_name(kv), s->reversed);
-      }
+    lt_kv = TOPOS_F16;
+    for (int threads = slow ? 2 : 1; threads <= (slow ? 2 : 3); ++threads) {
+      CHECK_OK(topos_set_threads(threads));
+      CHECK_OK(lt_last_row(m.model, 3, 1, rows, one));
+      CHECK_OK(lt_last_row(m.model, 3, 0, rows, last));
+      int64_t differ = 0;
+      for (int64_t i = 0; i < OE_VOCAB; ++i) differ += tt_f32_bits(one[i]) != tt_f32_bits(last[i]);
+      CHECK_MSG(differ == 0, "%lld last-row logits differ (threads %d, kv f16, reversed %d)", (long long)differ,
+                threads, s->reversed);
     }
+    lt_kv = TOPOS_F32;
     /* a 16-bit cache: decoding after a chunk of 1 and of 5, every thread count's bits those of 1 thread */
     for (int64_t first = 1; first <= 5; first += 4) {
       CHECK_OK(topos_set_threads(1));

@@ -209,6 +209,22 @@ static inline void lt_fill_unit(topos_rng *rng, float *v, int64_t count, double 
   }
 }
 
+/* v (ne0 x ne1 x ne2 values; ne2, ne1 0: fewer extents) quantized to type,
+ * added to w as tensor `name` (the bytes kept in f) */
+static inline topos_status lt_add_quantized(topos_gguf_writer *w, lt_file *f, const char *name, topos_dtype type,
+                                            int64_t ne0, int64_t ne1, int64_t ne2, const float *v) {
+  const int64_t count = ne0 * (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1), ne[3] = {ne0, ne1, ne2};
+  size_t bytes;
+  topos_status st = topos_dtype_bytes(type, count, &bytes);
+  if (st != TOPOS_OK) return st;
+  void *q = lt_keep_raw(f, bytes);
+  if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
+  st = topos_quantize_row(type, v, q, count);
+  if (st != TOPOS_OK) return st;
+  return topos_gguf_writer_add_tensor_raw(w, name, (uint32_t)topos_dtype_ggml_id(type), ne2 ? 3 : ne1 ? 2 : 1, ne, q,
+                                          bytes);
+}
+
 static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spec *s,
                                   const char *name, topos_dtype type, int64_t ne0, int64_t ne1,
                                   topos_rng *rng, int ones) {
@@ -219,16 +235,7 @@ static inline topos_status lt_add(topos_gguf_writer *w, lt_file *f, const lt_spe
   if (!v) return TOPOS_ERR_OUT_OF_MEMORY;
   if (ones) lt_fill_unit(rng, v, count, 0.1, 1.0);
   else lt_fill_unit(rng, v, count, ne1 ? 0.08 : 0.5, 0.0);
-  int64_t ne[2] = {ne0, ne1};
-  size_t bytes;
-  topos_status st = topos_dtype_bytes(type, count, &bytes);
-  if (st != TOPOS_OK) return st;
-  void *q = lt_keep_raw(f, bytes);
-  if (!q) return TOPOS_ERR_OUT_OF_MEMORY;
-  st = topos_quantize_row(type, v, q, count);
-  if (st != TOPOS_OK) return st;
-  return topos_gguf_writer_add_tensor_raw(w, name, (uint32_t)topos_dtype_ggml_id(type),
-                                          ne1 ? 2 : 1, ne, q, bytes);
+  return lt_add_quantized(w, f, name, type, ne0, ne1, 0, v);
 }
 
 /* "ARCH.suffix" (llama.*, qwen2.*, phi3.*, gemma2.*, ...; another architecture's files are refused before their keys matter) */
