@@ -313,6 +313,30 @@ TEST(llama_dots1_files) {
   lt_check_spec_variant(&s, &without);
 }
 
+/* deepseek (DeepSeek-MoE 16B, V1): llama's attention (adjacent pairs
+ * rotated, no norms), a dense first block, then a softmax router whose
+ * chosen weights are not renormalised, times expert_weights_scale, and two
+ * shared experts; the plain forward renormalising them is far off */
+TEST(llama_deepseek_files) {
+  lt_spec s = lt_v3_spec("deepseek");
+  s.sigmoid_router = -1;
+  s.probs_bias = 0;
+  s.weights_norm = 0;
+  s.experts_shared = 2;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 0 && c->rope_neox == 0 && c->experts_sigmoid == 0 && c->experts_norm == 0);
+    CHECK(c->ff_shared == 128 && c->n_dense_lead == 1 && c->experts_scale == 2.5f);
+    CHECK(!m.model->layers[0].gate_inp && m.model->layers[1].gate_inp && m.model->layers[1].w_gate);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the same file with the chosen weights renormalised */
+  without.weights_norm = 1;
+  lt_check_spec_variant(&s, &without);
+}
+
 /* bailingmoe2 (Ling / Ring 2.0): dots1's blocks with q, k, v in one
  * attn_qkv, half of each head rotated, shared experts of
  * expert_shared_feed_forward_length each, a multi-token-prediction block
