@@ -64,11 +64,11 @@
  * blocks; AltUp over 4 streams, Laurel of rank 64, per-layer embeddings of
  * 256 (a 262400 x 7680 table); a head tied to the 262400-row embedding;
  * q and k norms of 0.25, since its attention is unscaled).
- * With a mix both its embedding tables take the head's type (llama.cpp's
- * quantizer types per_layer_token_embd as token_embd); the matrices that it
- * never quantizes (altup_*, laurel_*, per_layer_model_proj) are bf16 (f32
- * for the AltUp coefficients), as its converter writes them from the bf16
- * checkpoint.
+ * In both Gemmas, with a mix, both embedding tables take the head's type
+ * (llama.cpp's quantizer types per_layer_token_embd as token_embd); the
+ * matrices that it never quantizes (altup_*, laurel_*, per_layer_model_proj)
+ * are bf16 (f32 for the AltUp coefficients), as its converter writes them
+ * from the bf16 checkpoints (gemma-4-e2b until session 43: both Q4_K).
  * The routers' rows are all distinct (the other weights repeat 16 rows), so
  * tokens spread over every expert as in a trained model.
  * Rows that are not whole 256-blocks fall back to Q5_0 / Q5_1 / Q8_0 as
@@ -597,12 +597,13 @@ static int tp_llama_make(int argc, char **argv) {
   if (base == TOPOS_MXFP4) base = TOPOS_Q8_0;
   const topos_dtype head = mix != LM_PURE ? TOPOS_Q6_K : base;
   const int tied = s->llama3 || s->qwen2 || lm_lfm2(arch) || lm_granite_h(arch) || lm_qwen35(arch) || lm_gemma(arch);
-  /* gemma3n: the matrices llama.cpp's quantizer keeps as converted, bf16 unless the type is a float one */
+  /* the Gemmas' matrices llama.cpp's quantizer keeps as converted (altup_*, laurel_*,
+   * per_layer_model_proj): bf16 unless the type is a float one; their per-layer table is
+   * typed as the tied head, as it types token_embd */
   const topos_dtype flt = topos_dtype_is_float(base) ? base : TOPOS_BF16;
   lm_tensor(&b, "token_embd.weight", tied ? head : base, s->dim, s->vocab, 0);
   if (s->llama3) lm_rope_factors(&b, hd, s->rope_base);
-  if (lm_gemma4(arch)) lm_gemma_tables(&b, s, arch, hd, base, base);
-  if (lm_gemma3n(arch)) lm_gemma_tables(&b, s, arch, hd, head, flt);
+  if (lm_gemma(arch)) lm_gemma_tables(&b, s, arch, hd, head, flt);
   for (int64_t l = 0; l < s->layers; ++l) {
     char n[64];
 #define LM_TYPE(role) lm_block_type(mix, base, role, l, s->layers)
