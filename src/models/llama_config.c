@@ -271,6 +271,7 @@ typedef struct tp_llama_arch_extra {
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "deepseek2", .router_key = 1, .ds_moe = 1},
     {.name = "deepseek", .ds_moe = 1},
+    {.name = "bailingmoe", .ds_moe = 1},
     {.name = "glm4moe", .router_key = 2, .ds_moe = 1, .qk_norm_optional = 1, .mrope = TP_MROPE_IF_SECTIONS},
     {.name = "llama4", .llama4 = 1},
     {.name = "minimax-m2", .router_key = 1},
@@ -426,6 +427,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* DeepSeek-MoE (V1, 16B): llama's attention, dense leading blocks, a softmax router without
      * renormalisation, shared experts */
     {"deepseek", TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* Ling 1.0 (bailingmoe): deepseek's blocks, expert_weights_norm read, optional biases */
+    {"bailingmoe", TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS, 0, 0, 0, 0,
+     TP_SWA_ROPE_SAME, 0},
     {"deepseek2", TP_ARCH_MOE_OK | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS | TP_ARCH_MLA, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
     /* Kimi Linear: Kimi Delta Attention mixers between deepseek2's latent attention, unrotated */

@@ -217,7 +217,8 @@ static inline int lt_own_keys(const lt_spec *s) {
          lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
-         lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker") || lt_kimi(s) || lt_arch_is(s, "deepseek");
+         lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker") || lt_kimi(s) || lt_arch_is(s, "deepseek") ||
+         lt_arch_is(s, "bailingmoe");
 }
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key

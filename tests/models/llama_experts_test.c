@@ -337,6 +337,28 @@ TEST(llama_deepseek_files) {
   lt_check_spec_variant(&s, &without);
 }
 
+/* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the
+ * chosen weights renormalised where expert_weights_norm says (here); the
+ * plain forward without the renormalisation is far off */
+TEST(llama_bailingmoe_files) {
+  lt_spec s = lt_v3_spec("bailingmoe");
+  s.sigmoid_router = -1;
+  s.probs_bias = 0;
+  s.dense_lead = 0;
+  s.experts_shared = 2;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->rope_neox == 0 && c->experts_sigmoid == 0 && c->experts_norm == 1 && c->n_dense_lead == 0);
+    CHECK(c->ff_shared == 128 && m.model->layers[0].gate_inp && m.model->layers[0].w_gate);
+  }
+  lt_close(&m);
+  lt_spec without = s; /* the same file with the chosen weights as the softmax gives them */
+  without.weights_norm = 0;
+  lt_check_spec_variant(&s, &without);
+}
+
 /* bailingmoe2 (Ling / Ring 2.0): dots1's blocks with q, k, v in one
  * attn_qkv, half of each head rotated, shared experts of
  * expert_shared_feed_forward_length each, a multi-token-prediction block
