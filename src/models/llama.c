@@ -495,7 +495,7 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     tp_llama_layer *L = &m->layers[l];
     char name[64];
     L->windowed = c->n_swa > 0 && (m->swa_layers ? m->swa_layers[l] != 0
-                                                  : swa_period <= 1 || l % swa_period < swa_period - 1);
+                                                  : tp_llama_period_windowed(swa_period, l));
     c->n_swa_layers += L->windowed;
     /* the block's attention shape: the file's, or (Gemma 4) its kind's and its own kv heads */
     L->heads = m->heads_list ? m->heads_list[l] : c->n_heads;

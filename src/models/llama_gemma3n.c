@@ -73,7 +73,7 @@ topos_status tp_llama_gemma3n_config(topos_llama *m, int64_t period) {
   if (c->n_swa > 0 && !m->swa_layers) { /* the period's blocks, listed: the shared blocks' check reads the list */
     m->swa_layers = malloc((size_t)c->n_layers);
     if (!m->swa_layers) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: %s's windowed blocks", c->arch);
-    for (int64_t l = 0; l < c->n_layers; ++l) m->swa_layers[l] = period <= 1 || l % period < period - 1;
+    for (int64_t l = 0; l < c->n_layers; ++l) m->swa_layers[l] = tp_llama_period_windowed(period, l);
   }
   TP_TRY(tp_llama_gemma_shared(m, c->n_layers > TP_GEMMA3N_OWN_KV ? c->n_layers - TP_GEMMA3N_OWN_KV : 0, 256));
   TP_TRY(tp_llama_u64(g, TP_K("altup.num_inputs"), 0, 4, &c->altup_streams));

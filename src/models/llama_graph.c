@@ -560,6 +560,13 @@ static topos_sym tp_q_prep(tp_rec *r, const tp_llama_layer *L, topos_sym q, topo
   return q;
 }
 
+/* each valid one of the n chunk-row tensors at rows[i] narrowed to its last
+ * row, of Tk (the last-row cuts: the row's own ops, the same bits) */
+static void tp_last_rows(tp_rec *r, topos_sym *const *rows, int n, int64_t Tk) {
+  for (int i = 0; i < n; ++i)
+    if (topos_sym_is_valid(*rows[i])) *rows[i] = topos_tape_narrow(r->t, *rows[i], 0, Tk - 1, 1);
+}
+
 /* Masks made for a block shape: G groups of KVH kv heads, windowed or not,
  * for the chunk's rows or (last) its last row's alone */
 typedef struct tp_made_masks {
@@ -657,13 +664,10 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
     const tp_llama_layer *L = &m->layers[l];
     const int64_t H = L->heads, KVH = L->kv_heads, hd = L->hd, G = KVH ? H / KVH : 1;
     r->hd = L->hd, r->rd = L->rd;
-    if (l == cut) { /* the last row from here on */
-      if (topos_sym_is_valid(streams)) streams = topos_tape_narrow(t, streams, 0, Tk - 1, 1);
-      else x = topos_tape_narrow(t, x, 0, Tk - 1, 1);
-      topos_sym *rows[5] = {&cos_f, &sin_f, &cos_wf, &sin_wf, &temp};
-      for (int i = 0; i < 5; ++i)
-        if (topos_sym_is_valid(*rows[i])) *rows[i] = topos_tape_narrow(t, *rows[i], 0, Tk - 1, 1);
-      if (topos_sym_is_valid(ple)) ple = topos_tape_narrow(t, ple, 0, Tk - 1, 1);
+    if (l == cut) { /* the last row from here on (Gemma 3n: its streams; x is each block's prediction) */
+      topos_sym *const rows[7] = {topos_sym_is_valid(streams) ? &streams : &x, &cos_f, &sin_f, &cos_wf, &sin_wf,
+                                  &temp, &ple};
+      tp_last_rows(r, rows, 7, Tk);
       T = r->T = 1;
     }
     const tp_masks *mk = L->windowed ? &window : &full;
@@ -735,9 +739,8 @@ static topos_status tp_record(const topos_llama *m, tp_rec *r, tp_llama_graph *g
       if (l == final_cut) { /* the keys and values of every row, then the last row alone */
         tp_kv_prep(r, L, &k, &v, cos, sin);
         kv_ready = 1;
-        topos_sym *rows[9] = {&x, &h, &ha, &cos, &sin, &temp, &cos_f, &sin_f, &ple};
-        for (int i = 0; i < 9; ++i)
-          if (topos_sym_is_valid(*rows[i])) *rows[i] = topos_tape_narrow(t, *rows[i], 0, Tk - 1, 1);
+        topos_sym *const rows[7] = {&x, &h, &ha, &cos, &sin, &temp, &ple};
+        tp_last_rows(r, rows, 7, Tk);
         T = r->T = 1;
       }
       q = topos_tape_qlinear(t, ha, tp_const(r, L->wq));

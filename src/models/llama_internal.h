@@ -121,6 +121,11 @@ topos_status tp_llama_gemma4_config(struct topos_llama *m);
 void tp_llama_gemma4_shape(const struct topos_llama *m, int64_t l, tp_llama_layer *L);
 topos_status tp_llama_layer_gemma4(struct topos_llama *m, int64_t l, tp_llama_layer *L);
 topos_status tp_llama_gemma4_weights(struct topos_llama *m);
+/* 1 where block l is windowed in a file whose windowed blocks repeat with a
+ * period (no list): l % period < period - 1, every block for period 0 or 1 */
+static inline int tp_llama_period_windowed(int64_t period, int64_t l) {
+  return period <= 1 || l % period < period - 1;
+}
 /* Gemma 3n (llama_gemma3n.c): its keys (after the window's: swa_period, the
  * windowed blocks' period where the file lists none), which reuse Gemma 4's
  * shared blocks and per-layer embeddings; block l's AltUp and Laurel
