@@ -390,20 +390,6 @@ static int g4_plain(topos_gguf *g, const g4_spec *s, const int32_t *tokens, int6
   return ok;
 }
 
-/* every logit of lt_tokens through a context (a chunk of `first`, then one
- * token at a time) */
-static topos_status g4_eval(const topos_llama *m, topos_numerics num, topos_dtype kv, int64_t first, float *out) {
-  topos_llama_context_options o = topos_llama_context_options_default();
-  o.kv_dtype = kv, o.n_ctx = 32, o.numerics = num;
-  topos_llama_context *ctx = NULL;
-  topos_status st = topos_llama_context_new(m, &o, &ctx);
-  if (st == TOPOS_OK) st = topos_llama_eval(ctx, lt_tokens, first, 1, out);
-  for (int64_t t = first; st == TOPOS_OK && t < LT_N; ++t)
-    st = topos_llama_eval(ctx, lt_tokens + t, 1, 0, out + t * G4_VOCAB);
-  topos_llama_context_free(ctx);
-  return st;
-}
-
 /* the model against the plain forward (bound), and the plain forward of
  * `without` far from both */
 static void g4_compare(const g4_spec *s, topos_numerics num, topos_dtype kv, double bound, const g4_spec *without) {
@@ -417,7 +403,7 @@ static void g4_compare(const g4_spec *s, topos_numerics num, topos_dtype kv, dou
   float *got = malloc((size_t)NV * sizeof *got), *want = malloc((size_t)NV * sizeof *want);
   CHECK(got && want);
   if (got && want) {
-    CHECK_OK(g4_eval(m.model, num, kv, 5, got));
+    CHECK_OK(lt_eval_all_kv(m.model, num, kv, 32, 5, got));
     CHECK(g4_plain(m.gguf, s, lt_tokens, LT_N, want));
     const double rel = lt_rel_l2(got, want, NV, NULL);
     if (getenv("LT_VERBOSE")) fprintf(stderr, "gemma4 rel %g (kv %s)\n", rel, topos_dtype_name(kv));

@@ -62,10 +62,12 @@ static inline int lt_plain_logits(const lt_model *m, const lt_spec *s, float *ou
 static topos_dtype lt_kv = TOPOS_F32; /* cache type lt_eval_all uses */
 static int64_t lt_batch = 128;        /* and chunk length */
 
-static inline topos_status lt_eval_all(const topos_llama *model, topos_numerics num, int64_t ctx_len,
-                                int64_t first_chunk, float *logits) {
+/* LT_N tokens' logits through a cache of kv_dtype and ctx_len slots: a
+ * chunk of first_chunk (every row's logits), then one token at a time */
+static inline topos_status lt_eval_all_kv(const topos_llama *model, topos_numerics num, topos_dtype kv_dtype,
+                                          int64_t ctx_len, int64_t first_chunk, float *logits) {
   topos_llama_context_options o = topos_llama_context_options_default();
-  o.kv_dtype = lt_kv;
+  o.kv_dtype = kv_dtype;
   o.n_batch = lt_batch;
   o.n_ctx = ctx_len;
   o.numerics = num;
@@ -78,6 +80,12 @@ static inline topos_status lt_eval_all(const topos_llama *model, topos_numerics 
   if (st == TOPOS_OK && topos_llama_position(ctx) != LT_N) st = TOPOS_ERR_INTERNAL;
   topos_llama_context_free(ctx);
   return st;
+}
+
+/* the same through the cache type lt_kv */
+static inline topos_status lt_eval_all(const topos_llama *model, topos_numerics num, int64_t ctx_len,
+                                       int64_t first_chunk, float *logits) {
+  return lt_eval_all_kv(model, num, lt_kv, ctx_len, first_chunk, logits);
 }
 
 /* Bounds (relative L2 error of all logits): with f32 weights the only
