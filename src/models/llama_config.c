@@ -423,7 +423,6 @@ static const tp_llama_arch tp_llama_archs[] = {
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"gptneox", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL_KEY, 0, 0, 0,
      0, TP_SWA_ROPE_SAME, 0},
-    /* the window's key is required (default -1), as llama.cpp reads these files */
     /* DeepSeek-MoE (V1, 16B): llama's attention, dense leading blocks, a softmax router without
      * renormalisation, shared experts */
     {"deepseek", TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
