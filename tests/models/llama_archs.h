@@ -176,16 +176,7 @@ static inline int lt_mrope_on(const lt_spec *s) {
  * sections give it the fourth position (qwen2vl, glm4moe: sectors past the
  * first three sections; qwen3vl, qwen3vlmoe interleaved: every sector s but
  * those with s % 3 == k below 3 sections[k]) */
-static inline int lt_rope_still(const lt_spec *s, int64_t i) {
-  const int32_t *v = s->rope_sections;
-  const int64_t sum = (int64_t)v[0] + v[1] + v[2] + v[3];
-  const int imrope = lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "qwen35") ||
-                     lt_arch_is(s, "qwen35moe");
-  if (sum == 0 || !lt_mrope_on(s)) return 0;
-  const int64_t k = i % sum;
-  if (imrope) return !((k % 3 == 0 && k < 3 * v[0]) || (k % 3 == 1 && k < 3 * v[1]) || (k % 3 == 2 && k < 3 * v[2]));
-  return k >= (int64_t)v[0] + v[1] + v[2];
-}
+int lt_rope_still(const lt_spec *s, int64_t i);
 
 /* phi3 files: q, k, v in one attn_qkv weight, gate and up in one ffn_up */
 static inline int lt_phi3(const lt_spec *s) { return s->arch && strncmp(s->arch, "phi3", 4) == 0; }
@@ -195,61 +186,18 @@ static inline int lt_gate_up(const lt_spec *s) { return lt_phi3(s) || lt_arch_is
 /* qwen2 and phi3 files rotate pairs (x[i], x[i + hd/2]); llama files
  * adjacent ones ("phi3-adjacent": a phi3 file's plain forward rotating
  * those, for lt_check_variant) */
-static inline int lt_neox(const lt_spec *s) {
-  return lt_arch_is(s, "qwen2") || lt_arch_is(s, "qwen3") || lt_arch_is(s, "qwen2vl") || lt_arch_is(s, "qwen3vl") ||
-         lt_arch_is(s, "qwen3vlmoe") || lt_arch_is(s, "phi3") || lt_gemma(s) ||
-         lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "qwen2moe") ||
-         lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || lt_norm_bias(s) || lt_ffn_post_name(s) ||
-         lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
-         lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
-         lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded") ||
-         lt_arch_is(s, "smallthinker") || lt_ssm_parallel(s);
-}
+int lt_neox(const lt_spec *s);
 
 /* keys under ARCH.*: the architectures topos reads (another's files are
  * refused before their keys matter, so they get llama.*) */
-static inline int lt_own_keys(const lt_spec *s) {
-  return lt_one_branch(s) || lt_jamba(s) || lt_neox(s) || lt_granite(s) || lt_arch_is(s, "smollm3") || lt_arch_is(s, "mistral3") ||
-         lt_arch_is(s, "ernie4_5") || lt_arch_is(s, "ernie4_5-moe") ||
-         lt_arch_is(s, "exaone4") || lt_cohere(s) || lt_arch_is(s, "deepseek2") ||
-         lt_arch_is(s, "glm4moe") || lt_llama4(s) || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "qwen2vl") ||
-         lt_arch_is(s, "qwen3vl") || lt_arch_is(s, "qwen3vlmoe") ||
-         lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || lt_arch_is(s, "glm4") ||
-         lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
-         lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
-         lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker") || lt_kimi(s) || lt_arch_is(s, "deepseek") ||
-         lt_arch_is(s, "bailingmoe");
-}
+int lt_own_keys(const lt_spec *s);
 
 /* The window the model uses (phi3: the key; gemma2: 4096 unless the key
  * says; gemma3: the key or none) and whether layer l has it (phi3 all;
  * gemma2 / gemma3: l % period < period - 1, period 2 / 6 or the key's). */
-static inline int64_t lt_window(const lt_spec *s) {
-  if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
-  if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
-  if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2") || lt_lfm2(s))
-    return s->swa > 0 ? s->swa : 0;
-  if (lt_arch_is(s, "smallthinker")) return s->swa > 0 ? 4096 : 0; /* any window is 4096, as llama.cpp */
-  if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
-  if (lt_llama4(s)) return s->swa > 0 ? s->swa : 8192; /* chunks, not a window */
-  return 0;
-}
+int64_t lt_window(const lt_spec *s);
 
-static inline int lt_windowed(const lt_spec *s, int64_t l) {
-  if (lt_window(s) == 0) return 0;
-  if (lt_phi3(s) || lt_lfm2(s)) return 1; /* lfm2: every attention block */
-  if (s->swa_list) return s->swa_list[l % (int64_t)strlen(s->swa_list)] == 'L';
-  if (lt_arch_is(s, "smallthinker")) { /* the first of each period full */
-    const int64_t p = s->swa_pattern > 0 ? s->swa_pattern : 4;
-    return l % p != 0;
-  }
-  const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
-                    : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
-                    : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ||
-                              lt_llama4(s) ? 4
-                                                                     : 6;
-  return p <= 1 || l % p < p - 1;
-}
+int lt_windowed(const lt_spec *s, int64_t l);
 
 /* layers that do not rotate q and k: smollm3's and llama4's every fourth, granite's all
  * where the file says rope.scaling.finetuned false */

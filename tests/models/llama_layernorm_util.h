@@ -6,18 +6,7 @@
 #define TESTS_MODELS_LLAMA_LAYERNORM_UTIL_H
 
 /* RMSNorm, or with a bias b LayerNorm: (x - mean) / sqrt(var + eps) * w + b */
-static inline void lt_norm(float *o, const float *x, const float *w, const float *b, int64_t n, float eps) {
-  if (!b) {
-    lt_rmsnorm(o, x, w, n, eps);
-    return;
-  }
-  double mean = 0, var = 0;
-  for (int64_t i = 0; i < n; ++i) mean += x[i];
-  mean /= (double)n;
-  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-  const double r = 1.0 / sqrt(var / (double)n + eps);
-  for (int64_t i = 0; i < n; ++i) o[i] = (float)((x[i] - mean) * r * (w ? w[i] : 1.0f) + b[i]); /* OLMo 1: no w */
-}
+void lt_norm(float *o, const float *x, const float *w, const float *b, int64_t n, float eps);
 
 /* GELU, tanh form */
 static inline double lt_gelu(double a) {
@@ -43,15 +32,7 @@ static inline double lt_xielu(double u, int64_t l) {
 /* The gateless feed-forward (starcoder2, phi2): out[D] = down(GELU(up h + bu)) + bd,
  * up [F, D], down [D, F], biases NULL for none; mid holds F values. ReLU
  * squared instead of GELU (act 1), Apertus's xIELU of block l (act 2). */
-static inline void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
-                                float *mid, float *out, int64_t D, int64_t F, int act, int64_t l) {
-  lt_matvec(up, h, mid, F, D);
-  for (int64_t i = 0; i < F; ++i) {
-    const double u = (double)mid[i] + (bu ? bu[i] : 0.0);
-    mid[i] = act == 2 ? (float)lt_xielu(u, l) : act == 1 ? (float)(u > 0 ? u * u : 0.0) : (float)lt_gelu(u); /* arcee: ReLU squared */
-  }
-  lt_matvec(down, mid, out, D, F);
-  for (int64_t i = 0; bd && i < D; ++i) out[i] += bd[i];
-}
+void lt_plain_ffn(const float *up, const float *bu, const float *down, const float *bd, const float *h,
+                  float *mid, float *out, int64_t D, int64_t F, int act, int64_t l);
 
 #endif
