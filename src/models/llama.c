@@ -432,23 +432,27 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
   int64_t index;
   m->used = calloc((size_t)topos_gguf_tensor_count(m->gguf) + 1, 1);
   if (!m->used) return tp_fail(TOPOS_ERR_OUT_OF_MEMORY, "llama: tensor table");
-  if (topos_gguf_find_tensor(m->gguf, "token_embd.weight", &index) != TOPOS_OK)
-    return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor token_embd.weight is missing from the file");
+  const char *embd = "token_embd.weight";
+  if (topos_gguf_find_tensor(m->gguf, embd, &index) != TOPOS_OK) {
+    topos_clear_error();
+    if (!tp_llama_arch_embd_from_output(c->arch) ||
+        topos_gguf_find_tensor(m->gguf, embd = "output.weight", &index) != TOPOS_OK)
+      return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: tensor token_embd.weight is missing from the file");
+  }
   topos_gguf_tensor_info info;
   TP_TRY(topos_gguf_tensor_at(m->gguf, index, &info));
   if (info.n_dims != 2 || info.ne[0] != c->dim)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor token_embd.weight needs ne {%" PRId64
-                   ", n_vocab}, has %d dims with ne[0] = %" PRId64, c->dim, info.n_dims,
-                   info.ne[0]);
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: tensor %s needs ne {%" PRId64 ", n_vocab}, has %d dims with ne[0] = %" PRId64,
+                   embd, c->dim, info.n_dims, info.ne[0]);
   c->n_vocab = info.ne[1];
   uint64_t vocab_key;
   char kb[96];
   if (topos_gguf_get_u64(m->gguf, TP_K("vocab_size"), &vocab_key) == TOPOS_OK &&
       vocab_key != (uint64_t)c->n_vocab)
-    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s %" PRIu64
-                   " differs from token_embd.weight's %" PRId64 " rows", kb, vocab_key, c->n_vocab);
+    return tp_fail(TOPOS_ERR_SHAPE, "llama: %s %" PRIu64 " differs from %s's %" PRId64 " rows", kb, vocab_key,
+                   embd, c->n_vocab);
   topos_clear_error();
-  TP_TRY(tp_llama_weight(m, "token_embd.weight", c->dim, c->n_vocab, 0, &m->token_embd));
+  TP_TRY(tp_llama_weight(m, embd, c->dim, c->n_vocab, 0, &m->token_embd));
   /* the embedding is read one row per token, not per token of the whole table */
   m->config.weight_bytes -= info.bytes;
   /* LFM2's converter names the final norm token_embd_norm (llama.cpp reads it so) */
@@ -548,8 +552,10 @@ static topos_status tp_llama_weights(topos_llama *m, int64_t swa_period, int nop
     else if (m->ssm_parallel) /* falcon-h1's converter names it without a suffix, as llama.cpp reads it */
       TP_W(ffn_norm, "ffn_norm", c->dim, 0);
     else if (c->pre_norms && !c->norm_weightless && (!c->parallel_residual || (flags & TP_ARCH_PARALLEL_KEY)) &&
-             !m->one_branch)
-      TP_W(ffn_norm, "ffn_norm.weight", c->dim, 0);
+             !m->one_branch) {
+      snprintf(name, sizeof name, "blk.%" PRId64 ".%s", l, tp_llama_arch_ffn_norm_name(c->arch));
+      TP_TRY(tp_llama_weight(m, name, c->dim, 0, 0, &L->ffn_norm));
+    }
     if (c->attn_sinks) TP_W(attn_sinks, "attn_sinks.weight", c->n_heads, 0);
     if (c->norm_bias && L->ffn_norm) TP_WO(ffn_norm_b, "ffn_norm.bias", c->dim, 0, nb_opt);
     if (m->one_branch && !ffn_only) { /* nemotron_h's mixers: no feed-forward */

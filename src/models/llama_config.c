@@ -266,6 +266,8 @@ typedef struct tp_llama_arch_extra {
   int gemma3n; /* llama_gemma3n.c */
   /* feed_forward_length, head_count, head_count_kv: numbers or per-block lists (tp_llama_block_lists) */
   int block_lists;
+  const char *ffn_norm_name; /* the feed-forward's norm under another name (dbrx: attn_output_norm) */
+  int embd_from_output;      /* no token_embd: output.weight is the embedding too (codeshell) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -315,6 +317,8 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "gemma4", .gemma4 = 1, .block_lists = 1},
     {.name = "gemma3n", .gemma3n = 1, .block_lists = 1},
     {.name = "openelm", .block_lists = 1},
+    {.name = "dbrx", .clamp = 1, .norm_bias_maybe = 1, .ffn_norm_name = "attn_output_norm.weight"},
+    {.name = "codeshell", .embd_from_output = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -407,6 +411,11 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"ernie4_5-moe", TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY | TP_ARCH_MOE_LAYERS, 0, 0,
      0, 0, TP_SWA_ROPE_SAME, 0},
     {"starcoder2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
+    /* CodeShell: starcoder2's blocks (LayerNorms with biases, GELU without a gate, NEOX) */
+    {"codeshell", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME,
+     0},
+    /* DBRX: LayerNorms without biases, attn_qkv clamped, every block a mixture (softmax, renormalised) */
+    {"dbrx", TP_ARCH_NEOX | TP_ARCH_LAYER_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"stablelm", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"phi2", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN | TP_ARCH_PARALLEL, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
@@ -1189,3 +1198,8 @@ unsigned tp_llama_arch_flags(const char *arch) {
 int tp_llama_arch_qk_norm_optional(const char *arch) { return arch && tp_llama_extra_of(arch).qk_norm_optional; }
 int tp_llama_arch_gate_up_fused(const char *arch) { return arch && tp_llama_extra_of(arch).gate_up; }
 int tp_llama_arch_norm_bias_optional(const char *arch) { return arch && tp_llama_extra_of(arch).norm_bias_maybe; }
+const char *tp_llama_arch_ffn_norm_name(const char *arch) {
+  const char *n = arch ? tp_llama_extra_of(arch).ffn_norm_name : NULL;
+  return n ? n : "ffn_norm.weight";
+}
+int tp_llama_arch_embd_from_output(const char *arch) { return arch && tp_llama_extra_of(arch).embd_from_output; }

@@ -54,6 +54,10 @@ int tp_llama_arch_qk_norm_optional(const char *arch);
 int tp_llama_arch_gate_up_fused(const char *arch);
 /* 1 where the LayerNorms' biases may be absent (mpt) */
 int tp_llama_arch_norm_bias_optional(const char *arch);
+/* the feed-forward's norm's name in a block ("ffn_norm.weight" but for dbrx) */
+const char *tp_llama_arch_ffn_norm_name(const char *arch);
+/* no token_embd.weight: output.weight embeds the tokens too (codeshell) */
+int tp_llama_arch_embd_from_output(const char *arch);
 
 struct topos_llama;
 typedef struct tp_llama_layer tp_llama_layer;

@@ -72,7 +72,7 @@ static topos_status tp_pre_from_name(const char *name, tp_pre_kind *out, int *ig
                                       "bailingmoe2", "llada-moe"};
   static const char *const qwen35[] = {"qwen35"};
   static const char *const digits[] = {"smollm",    "starcoder", "refact",  "command-r",
-                                       "codeshell", "exaone",    "minerva", "minerva-7b"};
+                                       "codeshell", "exaone",    "minerva", "minerva-7b", "mellum2"};
   static const char *const tekken[] = {"tekken"};
   static const char *const gpt4o[] = {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"};
   static const char *const deepseek_llm[] = {"deepseek-llm"};

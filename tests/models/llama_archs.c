@@ -21,7 +21,7 @@ int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
          lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded") ||
-         lt_arch_is(s, "smallthinker") || lt_ssm_parallel(s);
+         lt_arch_is(s, "smallthinker") || lt_ssm_parallel(s) || lt_dbrx(s);
 }
 
 int lt_own_keys(const lt_spec *s) {
@@ -34,7 +34,7 @@ int lt_own_keys(const lt_spec *s) {
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
          lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker") || lt_kimi(s) || lt_arch_is(s, "deepseek") ||
-         lt_arch_is(s, "bailingmoe");
+         lt_arch_is(s, "bailingmoe") || lt_dbrx(s);
 }
 
 int64_t lt_window(const lt_spec *s) {

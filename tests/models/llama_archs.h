@@ -101,6 +101,10 @@ static inline int lt_positions(const lt_spec *s) {
  * mpt: ALiBi by its key (8 here), LayerNorms without biases */
 static inline int lt_bloom(const lt_spec *s) { return lt_arch_is(s, "bloom"); }
 static inline int lt_mpt(const lt_spec *s) { return lt_arch_is(s, "mpt"); }
+/* dbrx: LayerNorms without biases, every block a mixture (softmax, renormalised), the feed-forward's
+ * norm named attn_output_norm; codeshell: starcoder2's blocks, the embedding from output.weight where
+ * the file has no token_embd (lt_spec.no_embd) */
+static inline int lt_dbrx(const lt_spec *s) { return lt_arch_is(s, "dbrx"); }
 /* jais: ALiBi by its key (8 here), gated LayerNorm blocks, scores times 1 / head width */
 static inline int lt_jais(const lt_spec *s) { return lt_arch_is(s, "jais"); }
 /* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's; refact: always */
@@ -116,7 +120,8 @@ static inline double lt_alibi_slope(int64_t H, int64_t h) {
   return h < n ? pow(2.0, -8.0 / (double)n * (double)(h + 1)) : pow(2.0, -4.0 / (double)n * (double)(2 * (h - n) + 1));
 }
 static inline int lt_ffn_plain(const lt_spec *s) {
-  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "phi2") || lt_positions(s) || lt_gptneox(s) ||
+  return lt_arch_is(s, "starcoder2") || lt_arch_is(s, "codeshell") || lt_arch_is(s, "phi2") || lt_positions(s) ||
+         lt_gptneox(s) ||
          lt_arch_is(s, "falcon") || lt_relu2(s) || lt_bloom(s) || lt_mpt(s) || lt_arch_is(s, "apertus");
 }
 static inline int lt_cohere(const lt_spec *s) { return lt_arch_is(s, "command-r") || lt_arch_is(s, "cohere2"); }
@@ -125,10 +130,10 @@ static inline int lt_weightless(const lt_spec *s) { return lt_arch_is(s, "olmo")
 static inline int lt_layer_norm(const lt_spec *s) {
   return (lt_ffn_plain(s) && !lt_arch_is(s, "arcee") && !lt_arch_is(s, "apertus") && !lt_one_branch(s)) ||
          lt_arch_is(s, "stablelm") || lt_arch_is(s, "orion") ||
-         lt_cohere(s) || lt_weightless(s) || lt_jais(s);
+         lt_cohere(s) || lt_weightless(s) || lt_jais(s) || lt_dbrx(s);
 }
 static inline int lt_norm_bias(const lt_spec *s) {
-  return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s);
+  return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s) && !lt_dbrx(s);
 }
 static inline int lt_one_norm(const lt_spec *s) {
   return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s) || s->no_ffn_norm;

@@ -16,7 +16,9 @@
  *              experts but not to weigh them; ernie4_5 its dense form
  *   gpt-oss    attention sinks, a window on the even layers, biases, the
  *              router's logits ranking, a softmax over the chosen weighing,
- *              the experts' biases and clamped activation */
+ *              the experts' biases and clamped activation
+ *   dbrx       LayerNorms without biases, attn_qkv clamped, renormalised,
+ *              the feed-forward's norm named attn_output_norm */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' expert tensors */
 
@@ -335,6 +337,45 @@ TEST(llama_deepseek_files) {
   lt_spec without = s; /* the same file with the chosen weights renormalised */
   without.weights_norm = 1;
   lt_check_spec_variant(&s, &without);
+}
+
+/* dbrx: LayerNorms without biases, q, k, v in one attn_qkv clamped by
+ * attention.clamp_kqv, every block a mixture of a softmax router whose
+ * chosen weights are renormalised, the feed-forward's norm named
+ * attn_output_norm. Without the clamp or with one expert per token the
+ * plain forward is far off. */
+TEST(llama_dbrx_files) {
+  lt_spec s = le_f32("dbrx");
+  s.fused_qkv = 1;
+  s.clamp_kqv = 0.08f; /* many of q, k and v past it */
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->layer_norm == 1 && c->norm_bias == 1 && c->rope_neox == 1 && c->clamp_kqv == 0.08f);
+    CHECK(c->n_experts == 4 && c->experts_norm == 1 && c->experts_sigmoid == 0 && c->ff_expert == 64);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->wq && L->wk && L->wv && L->ffn_norm && !L->ffn_norm_b && !L->attn_norm_b && L->gate_exps && !L->w_gate);
+    CHECK(!m.model->output_norm_b);
+  }
+  lt_close(&m);
+  le_check(&s);
+  lt_spec unclamped = s;
+  unclamped.clamp_kqv = 0;
+  lt_check_spec_variant(&s, &unclamped);
+  /* the block's feed-forward norm under llama's name is not dbrx's */
+  lt_spec bad = s;
+  bad.layers = 1;
+  bad.skip_tensor = "blk.0.attn_output_norm.weight";
+  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.attn_output_norm.weight is missing");
+  lt_spec q = lt_default_spec(); /* quantized, every expert used (see llama_experts_quantized_both_caches) */
+  q.arch = "dbrx";
+  q.fused_qkv = 1;
+  q.experts = 2;
+  q.experts_used = 2;
+  q.ff = 64;
+  q.clamp_kqv = 0.5f;
+  lt_compare_plain_caches_of(&q, 3e-2);
 }
 
 /* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the

@@ -4,7 +4,8 @@
  * through both caches, and the refusals.
  *   starcoder2 LayerNorm (weight and bias) for the block and output norms,
  *              biases on q, k, v, the output and the feed-forward, which has
- *              no gate: down(GELU(up h + b)) + b
+ *              no gate: down(GELU(up h + b)) + b; codeshell the same, its
+ *              embedding output.weight where the file has no token_embd
  *   stablelm   LayerNorm, q, k, v biases, a quarter of each head rotated,
  *              the gated SiLU feed-forward
  *   phi2       LayerNorm, no gate, half of each head rotated, the attention
@@ -69,6 +70,35 @@ TEST(llama_starcoder2_stablelm_phi2_files) {
   lt_spec f = ln_f32("phi2");
   f.fused_qkv = 1;
   ln_check(&f);
+}
+
+/* codeshell: starcoder2's blocks; its files may have no token_embd, the
+ * tokens then embedded by output.weight (llama.cpp's rule) */
+TEST(llama_codeshell_files) {
+  for (int no_embd = 0; no_embd <= 1; ++no_embd) {
+    lt_spec s = ln_f32("codeshell");
+    s.no_embd = no_embd;
+    lt_model m;
+    CHECK_OK(lt_open(&s, &m));
+    if (m.model) {
+      const topos_llama_config *c = topos_llama_config_of(m.model);
+      CHECK(c->layer_norm == 1 && c->rope_neox == 1 && c->ffn_plain == 1 && c->ffn_gelu == 1 && !c->tied_output);
+      CHECK(m.model->layers[0].attn_norm_b && m.model->layers[0].ffn_norm_b && m.model->output_norm_b);
+    }
+    lt_close(&m);
+    ln_check(&s);
+  }
+  lt_spec q = lt_default_spec();
+  q.arch = "codeshell";
+  q.biases = 3;
+  q.no_embd = 1;
+  lt_compare_plain_caches_of(&q, 3e-2);
+  /* neither table: refused, naming the embedding */
+  lt_spec t = ln_f32("codeshell");
+  t.layers = 1;
+  t.no_embd = 1;
+  t.skip_tensor = "output.weight";
+  lt_expect_refused(t, TOPOS_ERR_NOT_FOUND, "token_embd.weight is missing");
 }
 
 TEST(llama_layernorm_quantized_both_caches) {

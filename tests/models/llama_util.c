@@ -201,7 +201,7 @@ topos_status lt_write(const lt_spec *s, lt_file *f) {
   LT(topos_gguf_writer_add_array(w, "tokenizer.ggml.token_type", TOPOS_GGUF_I32, types,
                                  (uint64_t)s->vocab));
   const topos_dtype *ty = s->types;
-  LT(lt_add(w, f, s, "token_embd.weight", ty[LT_EMBD], s->dim, s->vocab, &rng, 0));
+  if (!s->no_embd) LT(lt_add(w, f, s, "token_embd.weight", ty[LT_EMBD], s->dim, s->vocab, &rng, 0));
   if (s->rope_freqs) {
     float *fr = lt_keep(f, (size_t)(lt_rope_dim(s) / 2) * sizeof *fr);
     int64_t ne[1] = {lt_rope_dim(s) / 2};
@@ -290,6 +290,7 @@ topos_status lt_write(const lt_spec *s, lt_file *f) {
     if (pre_norms && !lt_one_norm(s)) {
       if (lt_ssm_parallel(s)) LT_W("ffn_norm", TOPOS_F32, s->dim, 0, 1); /* falcon-h1's name, no suffix */
       else if (lt_ffn_post_name(s)) LT_W("post_attention_norm.weight", TOPOS_F32, s->dim, 0, 1);
+      else if (lt_dbrx(s)) LT_W("attn_output_norm.weight", TOPOS_F32, s->dim, 0, 1);
       else LT_W("ffn_norm.weight", TOPOS_F32, s->dim, 0, 1);
     }
     if (lt_oai(s)) {
@@ -425,7 +426,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
     base = (float)((float)base * powf(s->rope_alpha, (float)hd / (float)(hd - 2)));
   const double pscale = s->rope_scale > 0 && !(s->rope_type && strcmp(s->rope_type, "none") == 0)
                             ? 1.0 / s->rope_scale : 1.0;
-  float *embd = lt_deq(g, "token_embd.weight");
+  float *embd = lt_deq(g, s->no_embd ? "output.weight" : "token_embd.weight"); /* codeshell's may be absent */
   float *onorm = lt_weightless(s) ? NULL : lt_deq(g, lt_lfm2(s) ? "token_embd_norm.weight" : "output_norm.weight");
   float *embd_nw = lt_bloom(s) ? lt_deq(g, "token_embd_norm.weight") : NULL;
   float *embd_nb = lt_bloom(s) ? lt_deq(g, "token_embd_norm.bias") : NULL;
@@ -482,6 +483,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
                          : fused && i == 6  ? "ffn_up"
                          : lt_ffn_post_name(s) && i == 5 ? "post_attention_norm" /* gpt-oss's name for it */
+                         : lt_dbrx(s) && i == 5          ? "attn_output_norm"
                                             : names[i];
       snprintf(n, sizeof n, lt_ssm_parallel(s) && i == 5 ? "blk.%d.%s" : "blk.%d.%s.weight", (int)l, name);
       LW[l][i] = lt_deq(g, n);

@@ -20,6 +20,7 @@ typedef struct lt_spec {
   int64_t dim, layers, heads, kv_heads, ff, vocab, ctx;
   topos_dtype types[LT_ROLES];
   int tied;                /* no output.weight */
+  int no_embd;             /* no token_embd.weight (codeshell: output.weight embeds) */
   uint64_t seed;
   const char *arch;        /* general.architecture */
   const char *skip_tensor; /* leave this tensor out */
