@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A random-weight dbrx GGUF file (f32, SmolLM2's vocabulary) for comparing topos's perplexity
-with llama.cpp's (docs/LLM.md, "DBRX and CodeShell").
+with llama.cpp's (docs/LLM.md, "DBRX, CodeShell and Mellum 2").
 
 usage: random_dbrx_gguf.py OUT [codeshell]
   dbrx: 4 blocks of dim 256, 4 heads over 2 kv heads, q, k, v in one attn_qkv clamped at 0.3,

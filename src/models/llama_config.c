@@ -178,8 +178,15 @@ static topos_status tp_llama_phi3_window(topos_gguf *g, topos_llama_config *c) {
  * own only where rope.freq_base_swa differs); or a base of their own
  * (rope.freq_base_swa, absent 10000) with positions unscaled and cos / sin
  * times attn_factor (gemma3); or that with the file's base as the default
- * and attn_factor 1 (OLMo 3) — as llama.cpp's graphs for each. */
-typedef enum tp_swa_rope { TP_SWA_ROPE_SAME, TP_SWA_ROPE_OWN_10000, TP_SWA_ROPE_OWN_BASE } tp_swa_rope;
+ * and attn_factor 1 (OLMo 3); or the file's base whatever
+ * rope.freq_base_swa says, unscaled, attn_factor 1 (mellum) — as
+ * llama.cpp's graphs for each. */
+typedef enum tp_swa_rope {
+  TP_SWA_ROPE_SAME,
+  TP_SWA_ROPE_OWN_10000,
+  TP_SWA_ROPE_OWN_BASE,
+  TP_SWA_ROPE_UNSCALED
+} tp_swa_rope;
 
 typedef struct tp_llama_arch {
   const char *name;
@@ -383,6 +390,10 @@ static const tp_llama_arch tp_llama_archs[] = {
      0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"qwen3moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 0, 0, 0, 0,
      TP_SWA_ROPE_SAME, 0},
+    /* Mellum 2: qwen3moe's blocks, a window where the file gives one on 3 blocks of 4 (or those its
+     * pattern lists), rotating with the file's base, positions unscaled */
+    {"mellum", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM | TP_ARCH_MOE_FF_KEY, 2, 0, 4, 0,
+     TP_SWA_ROPE_UNSCALED, 0},
     {"olmoe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_MOE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"granitemoe", TP_ARCH_BIASES | TP_ARCH_GRANITE | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Falcon-H1: attention and a Mamba-2 mixer side by side in every block (the converter folds the
@@ -554,6 +565,9 @@ static topos_status tp_llama_layer_window(topos_llama *m, const tp_llama_arch *a
     c->rope_mscale_swa = attn_factor;
   } else if (a->swa_rope == TP_SWA_ROPE_OWN_BASE) {
     TP_TRY(tp_llama_f32(g, TP_K("rope.freq_base_swa"), 0, c->rope_base, &c->rope_base_swa));
+    c->rope_mscale_swa = 1.0f;
+  } else if (a->swa_rope == TP_SWA_ROPE_UNSCALED) {
+    c->rope_base_swa = c->rope_base;
     c->rope_mscale_swa = 1.0f;
   } else {
     float base = 0.0f;

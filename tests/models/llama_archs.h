@@ -61,7 +61,7 @@ static inline int lt_qk_norm(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
          s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm) || lt_arch_is(s, "maincoder") ||
-         lt_arch_is(s, "apertus") || lt_delta(s);
+         lt_arch_is(s, "apertus") || lt_delta(s) || lt_arch_is(s, "mellum");
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {

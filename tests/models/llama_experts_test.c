@@ -18,7 +18,9 @@
  *              router's logits ranking, a softmax over the chosen weighing,
  *              the experts' biases and clamped activation
  *   dbrx       LayerNorms without biases, attn_qkv clamped, renormalised,
- *              the feed-forward's norm named attn_output_norm */
+ *              the feed-forward's norm named attn_output_norm
+ *   mellum     qwen3moe's blocks, a window on the blocks its pattern lists
+ *              (rotating with the file's base, positions unscaled) */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' expert tensors */
 
@@ -376,6 +378,42 @@ TEST(llama_dbrx_files) {
   q.ff = 64;
   q.clamp_kqv = 0.5f;
   lt_compare_plain_caches_of(&q, 3e-2);
+}
+
+/* mellum (Mellum 2): qwen3moe's blocks, a window on the blocks the pattern
+ * lists; the windowed blocks rotate with the file's base (its
+ * rope.freq_base_swa, written here, unread: as llama.cpp's graph) and
+ * positions unscaled, the others with the linear scaling. Without the
+ * window, or with one expert per token, the plain forward is far off. */
+TEST(llama_mellum_files) {
+  lt_spec s = le_f32("mellum");
+  s.ff_exp = 64;
+  s.swa = 5;
+  s.swa_list = "LG";
+  s.rope_scale = 2.0f;
+  s.rope_base_swa = 500.0f;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->rope_neox == 1 && c->experts_norm == 1 && c->ff_expert == 64);
+    CHECK(c->n_swa == 5 && c->n_swa_layers == 1 && c->rope_base_swa == c->rope_base && c->rope_mscale_swa == 1.0f);
+    CHECK(m.model->layers[0].windowed && !m.model->layers[1].windowed);
+    lt_check_window_chunks(&m, &s);
+  }
+  lt_close(&m);
+  le_check(&s);
+  lt_spec unwindowed = s;
+  unwindowed.swa = 0;
+  unwindowed.swa_list = NULL;
+  lt_check_spec_variant(&s, &unwindowed);
+  /* no window key: none (every block full, rotated alike) */
+  lt_spec full = le_f32("mellum");
+  full.ff_exp = 64;
+  CHECK_OK(lt_open(&full, &m));
+  if (m.model) CHECK(topos_llama_config_of(m.model)->n_swa == 0 && topos_llama_config_of(m.model)->n_swa_layers == 0);
+  lt_close(&m);
+  le_check(&full);
 }
 
 /* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the

@@ -12,7 +12,7 @@ static inline int64_t lt_ff_expert(const lt_spec *s) {
   if (!lt_arch_is(s, "qwen2moe") && !lt_arch_is(s, "qwen3moe") && !lt_arch_is(s, "qwen3vlmoe") &&
       !lt_arch_is(s, "ernie4_5-moe") && !lt_oai(s) &&
       !lt_ds_moe(s) && !lt_llama4(s) && !lt_arch_is(s, "minimax-m2") && !lt_arch_is(s, "lfm2moe") &&
-      !lt_arch_is(s, "smallthinker") && !lt_shared_gate(s))
+      !lt_arch_is(s, "smallthinker") && !lt_shared_gate(s) && !lt_arch_is(s, "mellum"))
     return s->ff;
   return s->ff_exp > 0 ? s->ff_exp : s->ff / s->experts_used;
 }
@@ -31,7 +31,7 @@ static inline int lt_experts_norm(const lt_spec *s) {
          lt_arch_is(s, "granitehybrid") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
          lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker") ||
-         lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe") || lt_kimi(s) || lt_dbrx(s);
+         lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe") || lt_kimi(s) || lt_dbrx(s) || lt_arch_is(s, "mellum");
 }
 
 /* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):

@@ -123,7 +123,7 @@ topos_status lt_write(const lt_spec *s, lt_file *f) {
   }
   if ((lt_phi3(s) && s->swa >= 0) ||
       ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2") ||
-        lt_llama4(s) || lt_lfm2(s) || lt_arch_is(s, "smallthinker")) &&
+        lt_llama4(s) || lt_lfm2(s) || lt_arch_is(s, "smallthinker") || lt_arch_is(s, "mellum")) &&
        s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)
@@ -595,10 +595,15 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
         }
         /* gemma3's windowed layers: a base of their own (absent: 10000) and no
          * position scaling; olmo2's: the file's base unless it says, no scaling,
-         * no attn_factor; gemma2's: the same base unless the file says */
-        const int win = lt_windowed(s, l), olmo = lt_arch_is(s, "olmo2");
+         * no attn_factor; gemma2's: the same base unless the file says; mellum's: the
+         * file's base whatever rope.freq_base_swa says, no scaling, no attn_factor */
+        const int win = lt_windowed(s, l), mellum = lt_arch_is(s, "mellum"), olmo = lt_arch_is(s, "olmo2") || mellum;
         const int own_base = win && (lt_arch_is(s, "gemma3") || olmo || s->rope_base_swa > 0);
-        const double lbase = !own_base ? base : s->rope_base_swa > 0 ? s->rope_base_swa : olmo ? base : 10000.0;
+        const double lbase = !own_base               ? base
+                             : mellum                ? base
+                             : s->rope_base_swa > 0 ? s->rope_base_swa
+                             : olmo                  ? base
+                                                     : 10000.0;
         const double lscale = own_base ? 1.0 : pscale;
         /* rope: adjacent pairs, freq = base^(-2i/hd), positions scaled
          * linearly, Llama 3.1's factors dividing the frequencies; YaRN */
