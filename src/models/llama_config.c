@@ -275,6 +275,9 @@ typedef struct tp_llama_arch_extra {
   int block_lists;
   const char *ffn_norm_name; /* the feed-forward's norm under another name (dbrx: attn_output_norm) */
   int embd_from_output;      /* no token_embd: output.weight is the embedding too (codeshell) */
+  /* ds_moe's shared experts one feed-forward of expert_shared_feed_forward_length (absent: an
+   * expert's width), the count not multiplying it (exaone-moe) */
+  int shared_total;
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -326,6 +329,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "openelm", .block_lists = 1},
     {.name = "dbrx", .clamp = 1, .norm_bias_maybe = 1, .ffn_norm_name = "attn_output_norm.weight"},
     {.name = "codeshell", .embd_from_output = 1},
+    {.name = "exaone-moe", .router_key = 1, .ds_moe = 1, .shared_total = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
 };
@@ -384,6 +388,11 @@ static const tp_llama_arch tp_llama_archs[] = {
     {"mistral3", TP_ARCH_BIASES | TP_ARCH_TEMPERATURE, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"exaone4", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS | TP_ARCH_NOPE_FULL, 2, 0,
      4, 64, TP_SWA_ROPE_SAME, 0},
+    /* K-EXAONE: pre-norms, q and k norms, a window (required) on 3 blocks of 4 (or the pattern's), the
+     * others unrotated; DeepSeek-style mixtures after leading_dense_block_count dense blocks, the shared
+     * experts one feed-forward of expert_shared_feed_forward_length; nextn blocks skipped */
+    {"exaone-moe", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_NOPE_FULL | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY |
+     TP_ARCH_MOE_LAYERS, 2, -1, 4, 0, TP_SWA_ROPE_SAME, 0},
     {"olmo2", TP_ARCH_NEOX | TP_ARCH_QK_NORM | TP_ARCH_QK_NORM_ROW | TP_ARCH_POST_NORMS | TP_ARCH_NO_PRE_NORMS, 2, 0,
      4, 0, TP_SWA_ROPE_OWN_BASE, 0},
     {"qwen2moe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_QKV_BIAS | TP_ARCH_MOE | TP_ARCH_MOE_FF_KEY | TP_ARCH_SHARED_GATE,
@@ -798,7 +807,8 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
     int64_t shared = 0;
     TP_TRY(tp_llama_key_u64(g, TP_K("expert_shared_count"), 0, &shared, &present));
     if (shared > 64) return tp_fail(TOPOS_ERR_RANGE, "llama: %s = %" PRId64 " is past 64", kb, shared);
-    c->ff_shared = shared * (c->ff_shared > 0 ? c->ff_shared : c->ff_expert);
+    if (x.shared_total) c->ff_shared = c->ff_shared > 0 ? c->ff_shared : c->ff_expert;
+    else c->ff_shared = shared * (c->ff_shared > 0 ? c->ff_shared : c->ff_expert);
   }
   if (c->shared_gate && c->ff_shared == 0)
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "

@@ -21,7 +21,8 @@ int lt_neox(const lt_spec *s) {
          lt_arch_is(s, "exaone") || lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") ||
          lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) || (lt_arch_is(s, "glm4") && lt_mrope_on(s)) ||
          lt_arch_is(s, "qwen") || lt_lfm2(s) || lt_arch_is(s, "apertus") || lt_arch_is(s, "pangu-embedded") ||
-         lt_arch_is(s, "smallthinker") || lt_ssm_parallel(s) || lt_dbrx(s) || lt_arch_is(s, "mellum");
+         lt_arch_is(s, "smallthinker") || lt_ssm_parallel(s) || lt_dbrx(s) || lt_arch_is(s, "mellum") ||
+         lt_arch_is(s, "exaone-moe");
 }
 
 int lt_own_keys(const lt_spec *s) {
@@ -41,7 +42,7 @@ int64_t lt_window(const lt_spec *s) {
   if (lt_phi3(s)) return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "gemma2")) return s->swa > 0 ? s->swa : 4096;
   if (lt_arch_is(s, "gemma3") || lt_arch_is(s, "olmo2") || lt_oai(s) || lt_arch_is(s, "cohere2") || lt_lfm2(s) ||
-      lt_arch_is(s, "mellum"))
+      lt_arch_is(s, "mellum") || lt_arch_is(s, "exaone-moe"))
     return s->swa > 0 ? s->swa : 0;
   if (lt_arch_is(s, "smallthinker")) return s->swa > 0 ? 4096 : 0; /* any window is 4096, as llama.cpp */
   if (lt_arch_is(s, "exaone4")) return s->layers == 64 && s->swa > 0 ? s->swa : s->layers == 64 ? 4096 : 0;
@@ -60,7 +61,7 @@ int lt_windowed(const lt_spec *s, int64_t l) {
   const int64_t p = s->swa_pattern > 0                               ? s->swa_pattern
                     : lt_arch_is(s, "gemma2") || lt_oai(s)           ? 2
                     : lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") ||
-                              lt_llama4(s) || lt_arch_is(s, "mellum") ? 4
+                              lt_llama4(s) || lt_arch_is(s, "mellum") || lt_arch_is(s, "exaone-moe") ? 4
                                                                      : 6;
   return p <= 1 || l % p < p - 1;
 }

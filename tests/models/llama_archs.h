@@ -61,7 +61,7 @@ static inline int lt_qk_norm(const lt_spec *s) {
          lt_arch_is(s, "qwen3moe") || lt_arch_is(s, "olmoe") || (lt_arch_is(s, "glm4moe") && s->glm_qk_norm) ||
          lt_arch_is(s, "minimax-m2") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") || lt_hunyuan(s) ||
          s->qk_norm_heads || lt_lfm2(s) || (lt_arch_is(s, "mpt") && s->mpt_qk_norm) || lt_arch_is(s, "maincoder") ||
-         lt_arch_is(s, "apertus") || lt_delta(s) || lt_arch_is(s, "mellum");
+         lt_arch_is(s, "apertus") || lt_delta(s) || lt_arch_is(s, "mellum") || lt_arch_is(s, "exaone-moe");
 }
 /* olmo2, olmoe, minimax-m2: q and k norms over the whole rows, not per head */
 static inline int lt_qk_norm_rows(const lt_spec *s) {
@@ -210,7 +210,8 @@ static inline int lt_nope(const lt_spec *s, int64_t l) {
   return ((lt_arch_is(s, "smollm3") || lt_llama4(s)) && (l + 1) % 4 == 0) || (lt_granite(s) && s->nope_all) || lt_positions(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_jais(s) || lt_one_branch(s) || lt_jamba(s) || /* never rotated */
          (lt_arch_is(s, "smallthinker") && s->swa > 0 && l % 4 == 0) || /* with a window, blocks 0, 4, ... */
-         ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2")) && lt_window(s) > 0 && !lt_windowed(s, l));
+         ((lt_arch_is(s, "exaone4") || lt_arch_is(s, "cohere2") || lt_arch_is(s, "exaone-moe")) && lt_window(s) > 0 &&
+          !lt_windowed(s, l));
 }
 
 #endif

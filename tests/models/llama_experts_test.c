@@ -20,7 +20,9 @@
  *   dbrx       LayerNorms without biases, attn_qkv clamped, renormalised,
  *              the feed-forward's norm named attn_output_norm
  *   mellum     qwen3moe's blocks, a window on the blocks its pattern lists
- *              (rotating with the file's base, positions unscaled) */
+ *              (rotating with the file's base, positions unscaled)
+ *   exaone-moe q and k norms, a window (the others unrotated), DeepSeek-style
+ *              mixtures with their shared experts one feed-forward */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' expert tensors */
 
@@ -414,6 +416,43 @@ TEST(llama_mellum_files) {
   if (m.model) CHECK(topos_llama_config_of(m.model)->n_swa == 0 && topos_llama_config_of(m.model)->n_swa_layers == 0);
   lt_close(&m);
   le_check(&full);
+}
+
+/* exaone-moe (K-EXAONE): pre-norms, q and k norms, a window on 3 blocks of
+ * 4 (here the pattern's "LG") with the others unrotated, DeepSeek-style
+ * mixtures after a dense first block (a sigmoid router ranking with
+ * exp_probs_b, renormalised, times expert_weights_scale) and 2 shared
+ * experts as one feed-forward of expert_shared_feed_forward_length (the
+ * count does not multiply it, as llama.cpp reads these files) */
+TEST(llama_exaone_moe_files) {
+  lt_spec s = lt_v3_spec("exaone-moe");
+  s.swa = 5;
+  s.swa_list = "LG";
+  s.experts_shared = 2;
+  s.ff_shexp = 96;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->qk_norm == 1 && c->rope_neox == 1 && c->experts_sigmoid == 1 && c->experts_norm == 1);
+    CHECK(c->ff_shared == 96 && c->n_dense_lead == 1 && c->experts_scale == 2.5f);
+    CHECK(c->n_swa == 5 && c->n_swa_layers == 2 && c->n_nope_layers == 1);
+    CHECK(m.model->layers[0].windowed && !m.model->layers[1].windowed && m.model->layers[1].nope);
+    CHECK(!m.model->layers[0].gate_inp && m.model->layers[1].gate_inp && m.model->layers[1].exp_probs_b);
+  }
+  lt_close(&m);
+  lt_spec one = s; /* one expert per token */
+  one.experts_used = 1;
+  lt_check_spec_variant(&s, &one);
+  lt_spec unwindowed = s; /* every block full, so none rotated */
+  unwindowed.swa = 0;
+  unwindowed.swa_list = NULL;
+  lt_check_spec_variant(&s, &unwindowed);
+  /* the window is required */
+  lt_spec bad = s;
+  bad.swa = 0;
+  bad.swa_list = NULL;
+  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "exaone-moe.attention.sliding_window is missing");
 }
 
 /* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the

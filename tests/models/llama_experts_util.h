@@ -18,8 +18,9 @@ static inline int64_t lt_ff_expert(const lt_spec *s) {
 }
 
 /* the shared expert's width: the key, else qwen2moe's ff; deepseek2's / glm4moe's expert_shared_count
- * experts; 0 none */
+ * experts; exaone-moe's the key's (absent: an expert's) whatever the count; 0 none */
 static inline int64_t lt_ff_shared(const lt_spec *s) {
+  if (lt_arch_is(s, "exaone-moe")) return s->ff_shexp > 0 ? s->ff_shexp : lt_ff_expert(s);
   if (lt_ds_moe(s)) return s->experts_shared * (s->ff_shexp > 0 ? s->ff_shexp : lt_ff_expert(s));
   if (lt_llama4(s)) return lt_ff_expert(s); /* one shared expert as wide as the routed ones */
   if (s->ff_shexp > 0) return s->ff_shexp;

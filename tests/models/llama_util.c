@@ -123,7 +123,8 @@ topos_status lt_write(const lt_spec *s, lt_file *f) {
   }
   if ((lt_phi3(s) && s->swa >= 0) ||
       ((lt_gemma(s) || lt_arch_is(s, "olmo2") || lt_arch_is(s, "exaone4") || lt_oai(s) || lt_arch_is(s, "cohere2") ||
-        lt_llama4(s) || lt_lfm2(s) || lt_arch_is(s, "smallthinker") || lt_arch_is(s, "mellum")) &&
+        lt_llama4(s) || lt_lfm2(s) || lt_arch_is(s, "smallthinker") || lt_arch_is(s, "mellum") ||
+        lt_arch_is(s, "exaone-moe")) &&
        s->swa > 0))
     LT(topos_gguf_writer_add_u32(w, lt_k(kb, s, "attention.sliding_window"), (uint32_t)s->swa));
   if (s->swa_pattern > 0)

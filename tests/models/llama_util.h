@@ -198,7 +198,8 @@ static inline int lt_mla(const lt_spec *s) { return lt_arch_is(s, "deepseek2") |
 /* DeepSeek-style mixtures' keys (llama_experts_util.h) */
 static inline int lt_ds_moe(const lt_spec *s) {
   return lt_mla(s) || lt_arch_is(s, "glm4moe") || lt_arch_is(s, "dots1") || lt_arch_is(s, "bailingmoe2") ||
-         lt_arch_is(s, "nemotron_h_moe") || lt_arch_is(s, "deepseek") || lt_arch_is(s, "bailingmoe");
+         lt_arch_is(s, "nemotron_h_moe") || lt_arch_is(s, "deepseek") || lt_arch_is(s, "bailingmoe") ||
+         lt_arch_is(s, "exaone-moe");
 }
 topos_status lt_write_ds_moe_keys(topos_gguf_writer *w, const lt_spec *s);
 topos_status lt_write_mla_keys(topos_gguf_writer *w, const lt_spec *s);
