@@ -132,6 +132,8 @@ typedef struct topos_llama_config {
   int experts_relu;      /* the experts' activation is relu(gate) * up, not SiLU's (smallthinker) */
   int router_input;      /* the router reads the block's input, not the feed-forward's norm of it
                           * after attention (smallthinker) */
+  int experts_residual;  /* the mixture (router and experts) reads ffn_norm_exps of the block's input,
+                          * beside a dense feed-forward dim wide of the usual norm (arctic) */
   int experts_llama4;    /* Llama 4's experts: the router's logits rank the experts, the chosen
                           * one's sigmoid scales its input (not its output) */
   int64_t n_nope_layers; /* layers whose q and k are not rotated (smollm3: every fourth;

@@ -341,6 +341,20 @@ static topos_status tp_llama_layer_experts(topos_llama *m, int64_t l, tp_llama_l
   snprintf(name, sizeof name, "blk.%" PRId64 ".exp_probs_b.bias", l);
   TP_TRY(tp_llama_weight(m, name, E, 0, 1, &L->exp_probs_b));
   if (c->experts_oai) TP_TRY(tp_llama_layer_expert_biases(m, l, L));
+  if (c->experts_residual) { /* arctic: the mixture's own norm, a dense feed-forward dim wide beside it */
+    const struct {
+      const char *suffix;
+      int64_t ne0, ne1;
+      topos_tensor **out;
+    } dense[] = {{"ffn_norm_exps", D, 0, &L->ffn_norm_exps},
+                 {"ffn_gate", D, D, &L->w_gate},
+                 {"ffn_up", D, D, &L->w_up},
+                 {"ffn_down", D, D, &L->w_down}};
+    for (size_t i = 0; i < sizeof dense / sizeof dense[0]; ++i) {
+      snprintf(name, sizeof name, "blk.%" PRId64 ".%s.weight", l, dense[i].suffix);
+      TP_TRY(tp_llama_weight(m, name, dense[i].ne0, dense[i].ne1, 0, dense[i].out));
+    }
+  }
   if (L->gate_inp_shexp) TP_TRY(tp_llama_as_matrix(&L->gate_inp_shexp, 1, D)); /* read as a one-row product */
   return TOPOS_OK;
 }

@@ -278,6 +278,7 @@ typedef struct tp_llama_arch_extra {
   /* ds_moe's shared experts one feed-forward of expert_shared_feed_forward_length (absent: an
    * expert's width), the count not multiplying it (exaone-moe) */
   int shared_total;
+  int experts_residual; /* config.experts_residual (arctic) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -329,6 +330,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "openelm", .block_lists = 1},
     {.name = "dbrx", .clamp = 1, .norm_bias_maybe = 1, .ffn_norm_name = "attn_output_norm.weight"},
     {.name = "codeshell", .embd_from_output = 1},
+    {.name = "arctic", .experts_residual = 1},
     {.name = "exaone-moe", .router_key = 1, .ds_moe = 1, .shared_total = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
@@ -434,6 +436,9 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* CodeShell: starcoder2's blocks (LayerNorms with biases, GELU without a gate, NEOX) */
     {"codeshell", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME,
      0},
+    /* Snowflake Arctic: llama's blocks, a dense feed-forward dim wide, and beside it every block a mixture
+     * (softmax, renormalised) of the block's input through its own norm */
+    {"arctic", TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* DBRX: LayerNorms without biases, attn_qkv clamped, every block a mixture (softmax, renormalised) */
     {"dbrx", TP_ARCH_NEOX | TP_ARCH_LAYER_NORM | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     {"stablelm", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -814,6 +819,7 @@ static topos_status tp_llama_experts(topos_gguf *g, const tp_llama_arch *a, topo
     return tp_fail(TOPOS_ERR_NOT_FOUND, "llama: %s's shared expert has no width (%s and feed_forward_length "
                    "absent)", a->name, kb);
   c->experts_norm = (a->flags & TP_ARCH_MOE_NORM) != 0;
+  c->experts_residual = x.experts_residual;
   if (x.kda) { /* always renormalised, as llama.cpp's kimi-linear graph */
     c->experts_norm = 1;
   } else if (x.ds_moe) { /* expert_weights_norm: absent false */

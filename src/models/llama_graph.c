@@ -511,7 +511,13 @@ static topos_sym tp_block_out(tp_rec *r, const tp_llama_layer *L, topos_sym x, t
   if (!L->w_down && !L->gate_inp) return x; /* nemotron_h: a mixer alone */
   if (L->pre_ffn_norm_2) return topos_tape_add(t, x, tp_gemma4_ffn(r, L, x)); /* Gemma 4's mixtures */
   h = L->ffn_norm || c->norm_weightless ? tp_norm(r, x, T, L->ffn_norm, L->ffn_norm_b) : x;
-  topos_sym f = tp_ffn_all(r, L, h, c->router_input ? block_in : h);
+  topos_sym f;
+  if (L->ffn_norm_exps) { /* arctic: the dense feed-forward of h, the mixture of the block's input's own norm */
+    const topos_sym he = tp_rmsnorm(r, block_in, T, L->ffn_norm_exps);
+    f = topos_tape_add(t, tp_ffn(r, L, h), tp_experts(r, L, he, he));
+  } else {
+    f = tp_ffn_all(r, L, h, c->router_input ? block_in : h);
+  }
   if (L->post_ffn_norm) f = tp_rmsnorm(r, f, T, L->post_ffn_norm);
   f = tp_scale(r, f, c->residual_scale);
   return topos_tape_add(t, x, f);

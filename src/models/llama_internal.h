@@ -148,6 +148,7 @@ const char *tp_llama_key(char *buf, size_t cap, const char *arch, const char *su
 
 typedef struct tp_llama_layer {
   topos_tensor *attn_norm, *ffn_norm;        /* f32 [dim] */
+  topos_tensor *ffn_norm_exps;               /* f32 [dim]: the mixture's own norm (arctic), or NULL */
   topos_tensor *attn_norm_b, *ffn_norm_b;    /* LayerNorm biases, f32 [dim], or NULL */
   topos_tensor *attn_norm_2, *attn_norm_2_b; /* Falcon-40B: the attention's own LayerNorm, or NULL */
   topos_tensor *q_norm, *k_norm;             /* f32 [head_dim] ([heads, head_dim]: qk_norm 3) or NULL */

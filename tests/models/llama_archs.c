@@ -35,7 +35,7 @@ int lt_own_keys(const lt_spec *s) {
          lt_minicpm(s) || lt_relu2(s) || lt_arch_is(s, "internlm2") || lt_arch_is(s, "xverse") || lt_weightless(s) ||
          lt_alibi(s) || lt_mpt(s) || lt_arch_is(s, "baichuan") || lt_arch_is(s, "chatglm") ||
          lt_arch_is(s, "maincoder") || lt_arch_is(s, "smallthinker") || lt_kimi(s) || lt_arch_is(s, "deepseek") ||
-         lt_arch_is(s, "bailingmoe") || lt_dbrx(s);
+         lt_arch_is(s, "bailingmoe") || lt_dbrx(s) || lt_arctic(s);
 }
 
 int64_t lt_window(const lt_spec *s) {

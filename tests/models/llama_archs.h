@@ -105,6 +105,9 @@ static inline int lt_mpt(const lt_spec *s) { return lt_arch_is(s, "mpt"); }
  * norm named attn_output_norm; codeshell: starcoder2's blocks, the embedding from output.weight where
  * the file has no token_embd (lt_spec.no_embd) */
 static inline int lt_dbrx(const lt_spec *s) { return lt_arch_is(s, "dbrx"); }
+/* arctic: every block a dense feed-forward dim wide of the usual norm beside a mixture (softmax,
+ * renormalised, experts feed_forward_length wide) of the block's input through ffn_norm_exps */
+static inline int lt_arctic(const lt_spec *s) { return lt_arch_is(s, "arctic"); }
 /* jais: ALiBi by its key (8 here), gated LayerNorm blocks, scores times 1 / head width */
 static inline int lt_jais(const lt_spec *s) { return lt_arch_is(s, "jais"); }
 /* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's; refact: always */

@@ -22,7 +22,9 @@
  *   mellum     qwen3moe's blocks, a window on the blocks its pattern lists
  *              (rotating with the file's base, positions unscaled)
  *   exaone-moe q and k norms, a window (the others unrotated), DeepSeek-style
- *              mixtures with their shared experts one feed-forward */
+ *              mixtures with their shared experts one feed-forward
+ *   arctic     a dense feed-forward dim wide beside a mixture of the block's
+ *              input through its own norm */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' expert tensors */
 
@@ -453,6 +455,37 @@ TEST(llama_exaone_moe_files) {
   bad.swa = 0;
   bad.swa_list = NULL;
   lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "exaone-moe.attention.sliding_window is missing");
+}
+
+/* arctic (Snowflake Arctic): llama's attention; every block a dense SwiGLU
+ * feed-forward dim wide of the usual norm, and beside it a mixture
+ * (softmax, renormalised, experts feed_forward_length wide) of the block's
+ * input through ffn_norm_exps, both added to the attention's residual.
+ * Without the dense branch (a plain mixture of the usual norm) or with one
+ * expert per token the plain forward is far off. */
+TEST(llama_arctic_files) {
+  lt_spec s = le_f32("arctic");
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->experts_residual == 1 && c->experts_norm == 1 && c->rope_neox == 0 && c->ff_expert == 64 &&
+          c->ff_shared == 0);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->gate_inp && L->ffn_norm_exps && L->ffn_norm && L->w_gate && topos_tensor_shape(L->w_gate)[0] == 256);
+  }
+  lt_close(&m);
+  le_check(&s);
+  lt_spec q = lt_default_spec(); /* quantized, every expert used (see llama_experts_quantized_both_caches) */
+  q.arch = "arctic";
+  q.experts = 2;
+  q.experts_used = 2;
+  q.ff = 64;
+  lt_compare_plain_caches_of(&q, 3e-2);
+  lt_spec bad = s;
+  bad.layers = 1;
+  bad.skip_tensor = "blk.0.ffn_norm_exps.weight";
+  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_norm_exps.weight is missing");
 }
 
 /* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the

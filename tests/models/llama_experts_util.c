@@ -97,6 +97,13 @@ topos_status lt_write_experts(topos_gguf_writer *w, lt_file *f, const lt_spec *s
   }
   if (lt_shared_gate(s)) LT_E("ffn_gate_inp_shexp.weight", TOPOS_F32, D, 0, 0, 0.1);
   if (s->probs_bias) LT_E("exp_probs_b.bias", TOPOS_F32, E, 0, 0, 0.3); /* moves the choice by ~1 logit */
+  if (lt_arctic(s)) { /* the mixture's own norm; the dense feed-forward beside it, dim wide */
+    snprintf(n, sizeof n, "blk.%d.ffn_norm_exps.weight", (int)l);
+    if (st == TOPOS_OK) st = lt_add(w, f, s, n, TOPOS_F32, D, 0, rng, 1);
+    LT_E("ffn_gate.weight", ty[LT_GATE], D, D, 0, 0.08);
+    LT_E("ffn_up.weight", ty[LT_UP], D, D, 0, 0.08);
+    LT_E("ffn_down.weight", ty[LT_DOWN], D, D, 0, 0.08);
+  }
   if (lt_oai(s)) { /* the router's bias, each expert's gate, up and down biases */
     LT_E("ffn_gate_inp.bias", TOPOS_F32, E, 0, 0, 0.5);
     LT_E("ffn_gate_exps.bias", TOPOS_F32, F, E, 0, 1.0);
@@ -125,6 +132,11 @@ int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt_experts *x) {
     snprintf(n, sizeof n, "blk.%d.%s", (int)l, names[i]);
     *slots[i] = lt_deq(g, n);
     if (!*slots[i]) return 0;
+  }
+  if (lt_arctic(s)) {
+    char n[64];
+    snprintf(n, sizeof n, "blk.%d.ffn_norm_exps.weight", (int)l);
+    if (!(x->nexps = lt_deq(g, n))) return 0;
   }
   if (s->moe_latent > 0) {
     char n[64];

@@ -32,7 +32,8 @@ static inline int lt_experts_norm(const lt_spec *s) {
          lt_arch_is(s, "granitehybrid") || lt_arch_is(s, "llama") ||
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
          lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker") ||
-         lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe") || lt_kimi(s) || lt_dbrx(s) || lt_arch_is(s, "mellum");
+         lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe") || lt_kimi(s) || lt_dbrx(s) || lt_arch_is(s, "mellum") ||
+         lt_arctic(s);
 }
 
 /* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):
@@ -67,6 +68,7 @@ typedef struct lt_experts {
   float *bias;                      /* exp_probs_b [E]: moves the choice */
   float *rbias, *bgate, *bup, *bdown; /* gpt-oss: router [E], experts' [E, F], [E, F], [E, D] */
   float *ldown, *lup;                 /* moe_latent: [X, D], [D, X] */
+  float *nexps;                       /* arctic: the mixture's own norm [D] */
 } lt_experts;
 
 int lt_experts_load(topos_gguf *g, const lt_spec *s, int64_t l, lt_experts *x);
@@ -75,6 +77,7 @@ static inline void lt_experts_free(lt_experts *x) {
   free(x->router), free(x->gate), free(x->up), free(x->down);
   free(x->sgate), free(x->sup), free(x->sdown), free(x->sgi), free(x->bias);
   free(x->rbias), free(x->bgate), free(x->bup), free(x->bdown), free(x->ldown), free(x->lup);
+  free(x->nexps);
 }
 
 /* out[D] += gated feed-forward of h through [F, D] gate / up and [D, F] down,

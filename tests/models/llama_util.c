@@ -443,6 +443,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
   float *g1 = malloc((size_t)(F > D ? F : D) * 4) /* the parallel branch's output too */, *u1 = malloc((size_t)F * 4);
   float *zeros = calloc((size_t)hd, 4); /* a bias-free LayerNorm's bias */
   float *xin = malloc((size_t)D * 4);    /* the block's input (smallthinker's router reads it) */
+  float *he = malloc((size_t)D * 4);     /* arctic: the mixture's norm of xin */
   /* every layer's weights, dequantized once: [l][i] of names[i]; phi3's
    * fused attn_qkv holds q, k, v and its ffn_up gate then up (its rows in
    * that order), so [l][2], [3], [7] point into [l][1] and [l][6] */
@@ -459,7 +460,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
   /* LayerNorm biases: attn_norm, ffn_norm; Falcon-40B's attn_norm_2 weight and bias */
   float *(*LNB)[4] = calloc((size_t)s->layers, sizeof *LNB);
   float *(*LQB)[2] = calloc((size_t)s->layers, sizeof *LQB); /* mpt: the q and k LayerNorms' biases */
-  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && LS && LDN && qgate && bcx && xin && LNB && LQB &&
+  int ok = embd && (onorm || lt_weightless(s)) && (!lt_bloom(s) || (embd_nw && embd_nb)) && out && K && Vc && x && h && q && att && o && t2 && g1 && u1 && zeros && LW && LB && LN && LX && LM && LC && LS && LDN && qgate && bcx && xin && he && LNB && LQB &&
            (!lt_layer_norm(s) || onorm_b) && (!lt_arch_is(s, "phi2") || out_b) && (!lt_positions(s) || pos ||
                                                                              lt_without(s, "positions"));
   /* gemma2's soft-capping (absent keys: 50 and 30), gemma3's optional final one */
@@ -479,7 +480,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
                                lt_delta_block(s, l) || lt_kda_block(s, l)))
         continue;
       if (i >= 5 && lt_one_branch(s) && (i == 5 || !lt_ffn_block(s, l))) continue; /* nemotron_h */
-      if (i >= 6 && lt_moe_layer(s, l)) continue;
+      if (i >= 6 && lt_moe_layer(s, l) && !lt_arctic(s)) continue; /* arctic: a dense feed-forward beside */
       if ((i == 6 && lt_ffn_plain(s)) || (i == 5 && lt_one_norm(s))) continue;
       const char *name = fused_qkv && i == 1 ? "attn_qkv"
                          : fused && i == 6  ? "ffn_up"
@@ -710,7 +711,13 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
           continue;
         }
         if (lt_moe_layer(s, l)) {
-          lt_experts_apply(s, &LX[l], h, lt_arch_is(s, "smallthinker") ? xin : h, t2);
+          if (lt_arctic(s)) { /* the dense feed-forward of h beside the mixture of the input's own norm */
+            lt_rmsnorm(he, xin, LX[l].nexps, D, 1e-5f);
+            lt_experts_apply(s, &LX[l], he, he, t2);
+            lt_swiglu_add(W[6], W[7], W[8], h, D, D, 1.0, t2);
+          } else {
+            lt_experts_apply(s, &LX[l], h, lt_arch_is(s, "smallthinker") ? xin : h, t2);
+          }
           for (int64_t i = 0; lt_residual_scale(s) > 0 && i < D; ++i) t2[i] *= (float)lt_residual_scale(s);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
           continue;
@@ -753,7 +760,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
     for (int i = 0; LNB && i < 4; ++i) free(LNB[l][i]);
     for (int i = 0; LQB && i < 2; ++i) free(LQB[l][i]);
   }
-  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(LS); free(LDN); free(qgate); free(bcx); free(xin); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
+  free(LW); free(LB); free(LN); free(LX); free(LM); free(LC); free(LS); free(LDN); free(qgate); free(bcx); free(xin); free(he); free(LNB); free(LQB); free(onorm_b); free(out_b); free(pos);
   free(embd); free(onorm); free(embd_nw); free(embd_nb); free(out); free(K); free(Vc); free(x); free(h); free(q);
   free(att); free(o); free(t2); free(g1); free(u1); free(zeros);
   return ok;
