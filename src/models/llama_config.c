@@ -279,6 +279,7 @@ typedef struct tp_llama_arch_extra {
    * expert's width), the count not multiplying it (exaone-moe) */
   int shared_total;
   int experts_residual; /* config.experts_residual (arctic) */
+  int rms_bias;         /* RMS norms with a bias after the weight (phimoe, as llama.cpp's phi3 graph) */
 } tp_llama_arch_extra;
 
 static const tp_llama_arch_extra tp_llama_arch_extras[] = {
@@ -331,6 +332,7 @@ static const tp_llama_arch_extra tp_llama_arch_extras[] = {
     {.name = "dbrx", .clamp = 1, .norm_bias_maybe = 1, .ffn_norm_name = "attn_output_norm.weight"},
     {.name = "codeshell", .embd_from_output = 1},
     {.name = "arctic", .experts_residual = 1},
+    {.name = "phimoe", .rms_bias = 1},
     {.name = "exaone-moe", .router_key = 1, .ds_moe = 1, .shared_total = 1},
     {.name = "nemotron_h", .ssm = 2, .relu2 = 1, .no_rope = 1},
     {.name = "nemotron_h_moe", .ssm = 2, .relu2 = 1, .no_rope = 1, .router_key = 2, .ds_moe = 1},
@@ -436,6 +438,10 @@ static const tp_llama_arch tp_llama_archs[] = {
     /* CodeShell: starcoder2's blocks (LayerNorms with biases, GELU without a gate, NEOX) */
     {"codeshell", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_LAYER_NORM | TP_ARCH_FFN_PLAIN, 0, 0, 0, 0, TP_SWA_ROPE_SAME,
      0},
+    /* Phi-3.5-MoE: RMS norms with biases, q, k, v apart, biases on the products and the head, every
+     * block a mixture (softmax, renormalised), LongRoPE where the file has its tables: llama.cpp's
+     * phi3 graph (the model's own LayerNorms and sparsemixer routing are not what it computes) */
+    {"phimoe", TP_ARCH_NEOX | TP_ARCH_BIASES | TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
     /* Snowflake Arctic: llama's blocks, a dense feed-forward dim wide, and beside it every block a mixture
      * (softmax, renormalised) of the block's input through its own norm */
     {"arctic", TP_ARCH_MOE | TP_ARCH_MOE_NORM, 0, 0, 0, 0, TP_SWA_ROPE_SAME, 0},
@@ -1180,7 +1186,7 @@ topos_status tp_llama_config_read(topos_llama *m, int64_t *swa_period, int *nope
   if (x.attn_scale_hd) c->attn_scale = 1.0f / (float)c->head_dim;
   if (a->flags & TP_ARCH_GRANITE) TP_TRY(tp_llama_granite(g, c, x.minicpm, nope_all));
   c->norm_weightless = x.weightless;
-  c->norm_bias = c->layer_norm && !(a->flags & TP_ARCH_COHERE) && !x.weightless;
+  c->norm_bias = (c->layer_norm && !(a->flags & TP_ARCH_COHERE) && !x.weightless) || x.rms_bias;
   if (x.clamp) { /* OLMo 1.7's and MPT's clip_qkv; absent or 0: none */
     TP_TRY(tp_llama_nonneg_f32(g, TP_K("attention.clamp_kqv"), 0.0f, &c->clamp_kqv));
     if (!isfinite(c->clamp_kqv))

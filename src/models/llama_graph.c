@@ -47,11 +47,11 @@ topos_sym tp_bias(tp_rec *r, topos_sym y, topos_tensor *b, int64_t rows) {
   return topos_tape_add(r->t, y, topos_tape_broadcast_along(r->t, tp_const(r, b), 0, rows));
 }
 
-/* A block's or the output's norm: RMSNorm, or for layer_norm files
- * LayerNorm, (x - mean) * rsqrt(biased variance + eps) * w + b (w, b NULL:
- * none), over x [rows, dim]. */
+/* A block's or the output's norm: RMSNorm (+ b where the file has one:
+ * phimoe), or for layer_norm files LayerNorm, (x - mean) * rsqrt(biased
+ * variance + eps) * w + b (w, b NULL: none), over x [rows, dim]. */
 static topos_sym tp_norm_n(tp_rec *r, topos_sym x, int64_t rows, int64_t dim, topos_tensor *w, topos_tensor *b) {
-  if (!r->c->layer_norm) return tp_rmsnorm_n(r, x, rows, dim, w);
+  if (!r->c->layer_norm) return tp_bias(r, tp_rmsnorm_n(r, x, rows, dim, w), b, rows);
   topos_tape *t = r->t;
   topos_sym xc = topos_tape_sub(t, x, topos_tape_broadcast_along(t, topos_tape_mean_along(t, x, 1), 1, dim));
   topos_sym var = topos_tape_mean_along(t, topos_tape_mul(t, xc, xc), 1);

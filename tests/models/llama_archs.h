@@ -108,6 +108,9 @@ static inline int lt_dbrx(const lt_spec *s) { return lt_arch_is(s, "dbrx"); }
 /* arctic: every block a dense feed-forward dim wide of the usual norm beside a mixture (softmax,
  * renormalised, experts feed_forward_length wide) of the block's input through ffn_norm_exps */
 static inline int lt_arctic(const lt_spec *s) { return lt_arch_is(s, "arctic"); }
+/* phimoe: RMS norms with biases (the block's, the output's), a bias on the head, every block a
+ * mixture (softmax, renormalised), as llama.cpp's phi3 graph */
+static inline int lt_rms_bias(const lt_spec *s) { return lt_arch_is(s, "phimoe"); }
 /* jais: ALiBi by its key (8 here), gated LayerNorm blocks, scores times 1 / head width */
 static inline int lt_jais(const lt_spec *s) { return lt_arch_is(s, "jais"); }
 /* baichuan: ALiBi (and no rotation) with 40 blocks, the 13B's; refact: always */
@@ -136,7 +139,7 @@ static inline int lt_layer_norm(const lt_spec *s) {
          lt_cohere(s) || lt_weightless(s) || lt_jais(s) || lt_dbrx(s);
 }
 static inline int lt_norm_bias(const lt_spec *s) {
-  return lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s) && !lt_dbrx(s);
+  return (lt_layer_norm(s) && !lt_cohere(s) && !lt_weightless(s) && !lt_mpt(s) && !lt_dbrx(s)) || lt_rms_bias(s);
 }
 static inline int lt_one_norm(const lt_spec *s) {
   return lt_arch_is(s, "phi2") || lt_arch_is(s, "falcon") || lt_cohere(s) || s->no_ffn_norm;

@@ -24,7 +24,9 @@
  *   exaone-moe q and k norms, a window (the others unrotated), DeepSeek-style
  *              mixtures with their shared experts one feed-forward
  *   arctic     a dense feed-forward dim wide beside a mixture of the block's
- *              input through its own norm */
+ *              input through its own norm
+ *   phimoe     llama.cpp's phi3 graph: RMS norms with biases, biases on the
+ *              products and the head, LongRoPE, renormalised */
 #include "models/llama_harness.h"
 #include "models/llama_internal.h" /* the layers' expert tensors */
 
@@ -486,6 +488,42 @@ TEST(llama_arctic_files) {
   bad.layers = 1;
   bad.skip_tensor = "blk.0.ffn_norm_exps.weight";
   lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_norm_exps.weight is missing");
+}
+
+/* phimoe (Phi-3.5-MoE), as llama.cpp's phi3 graph computes it: RMS norms
+ * with a bias after the weight (the block's two and the output's), biases
+ * on q, k, v, the attention's output and the head, every block a mixture
+ * (softmax, renormalised), LongRoPE's tables. The plain forward without the
+ * norms' biases, or with one expert per token, is far off. */
+TEST(llama_phimoe_files) {
+  lt_spec s = le_f32("phimoe");
+  s.biases = 2;
+  s.longrope = 1;
+  lt_model m;
+  CHECK_OK(lt_open(&s, &m));
+  if (m.model) {
+    const topos_llama_config *c = topos_llama_config_of(m.model);
+    CHECK(c->layer_norm == 0 && c->norm_bias == 1 && c->rope_neox == 1 && c->rope_longrope == 1);
+    CHECK(c->experts_norm == 1 && c->ff_expert == 64 && c->ff_shared == 0);
+    const tp_llama_layer *L = &m.model->layers[1];
+    CHECK(L->attn_norm_b && L->ffn_norm_b && L->bq && L->bo && m.model->output_norm_b && m.model->output_b);
+  }
+  lt_close(&m);
+  le_check(&s);
+  lt_spec unbiased = s;
+  unbiased.plain_rms = 1; /* the plain forward's norms without their biases */
+  lt_check_spec_variant(&s, &unbiased);
+  lt_spec q = lt_default_spec(); /* quantized, every expert used (see llama_experts_quantized_both_caches) */
+  q.arch = "phimoe";
+  q.biases = 2;
+  q.experts = 2;
+  q.experts_used = 2;
+  q.ff = 64;
+  lt_compare_plain_caches_of(&q, 3e-2);
+  lt_spec bad = s;
+  bad.layers = 1;
+  bad.skip_tensor = "blk.0.ffn_norm.bias";
+  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_norm.bias is missing");
 }
 
 /* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the

@@ -33,7 +33,7 @@ static inline int lt_experts_norm(const lt_spec *s) {
          lt_arch_is(s, "ernie4_5-moe") || (lt_ds_moe(s) && s->weights_norm) || lt_arch_is(s, "minimax-m2") ||
          lt_arch_is(s, "hunyuan-moe") || lt_arch_is(s, "lfm2moe") || lt_arch_is(s, "smallthinker") ||
          lt_arch_is(s, "qwen3next") || lt_arch_is(s, "qwen35moe") || lt_kimi(s) || lt_dbrx(s) || lt_arch_is(s, "mellum") ||
-         lt_arctic(s);
+         lt_arctic(s) || lt_rms_bias(s);
 }
 
 /* A DeepSeek-V3-style mixture in f32 (glm4moe, dots1, bailingmoe2 tests):

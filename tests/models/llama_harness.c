@@ -88,10 +88,12 @@ void lt_decode_is_full_context(const lt_model *m, int64_t V, float *full, float 
   int saved = topos_threads();
   CHECK_OK(topos_set_threads(1));
   CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 24, LT_N, full));
+  /* under valgrind or an emulator: 2 threads, a chunk of 5 then decoding, and the last row after
+   * it (the paths the others take run there too; natively every case) */
   const int slow = tt_instrumented();
   for (int threads = slow ? 2 : 1; threads <= (slow ? 2 : 3); ++threads) {
     CHECK_OK(topos_set_threads(threads));
-    for (int64_t first = 1; first <= 5; first += 4) {
+    for (int64_t first = slow ? 5 : 1; first <= 5; first += 4) {
       memset(step, 0, (size_t)(LT_N * V) * sizeof *step);
       CHECK_OK(lt_eval_all(m->model, TOPOS_NUMERICS_EXACT, 24, first, step));
       /* the first chunk returns all its rows; compare every row */
@@ -103,7 +105,7 @@ void lt_decode_is_full_context(const lt_model *m, int64_t V, float *full, float 
     }
     float *want = malloc((size_t)V * sizeof *want), *one = malloc((size_t)V * sizeof *one);
     CHECK(want && one);
-    for (int64_t head = 0; want && one && head <= 5; head += 5) {
+    for (int64_t head = slow ? 5 : 0; want && one && head <= 5; head += 5) {
       CHECK_OK(lt_last_row(m->model, head, 1, step, want));
       CHECK_OK(lt_last_row(m->model, head, 0, step, one));
       int64_t differ = 0;

@@ -354,7 +354,7 @@ topos_status lt_write(const lt_spec *s, lt_file *f) {
     LT(lt_add(w, f, s, lt_lfm2(s) ? "token_embd_norm.weight" : "output_norm.weight", TOPOS_F32, s->dim, 0, &rng, 1));
   if (lt_norm_bias(s)) LT(lt_add(w, f, s, "output_norm.bias", TOPOS_F32, s->dim, 0, &rng, 0));
   if (!s->tied) LT(lt_add(w, f, s, "output.weight", ty[LT_OUT], s->dim, s->vocab, &rng, 0));
-  if (lt_arch_is(s, "phi2")) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
+  if (lt_arch_is(s, "phi2") || lt_rms_bias(s)) LT(lt_add(w, f, s, "output.bias", TOPOS_F32, s->vocab, 0, &rng, 0));
   LT(topos_gguf_writer_write_memory(w, &f->bytes, &f->size));
 #undef LT
   topos_gguf_writer_destroy(w);
@@ -418,6 +418,17 @@ double lt_rel_l2(const float *got, const float *ref, int64_t n, double *ref2) {
   return sqrt(num2 / den2);
 }
 
+/* a block's or the output's norm of x: LayerNorm where b is given (RMS norm
+ * where not), phimoe's RMS norm plus b */
+static void lt_block_norm(const lt_spec *s, float *o, const float *x, const float *w, const float *b, int64_t n) {
+  if (!lt_rms_bias(s) || !b) {
+    lt_norm(o, x, w, b, n, 1e-5f);
+    return;
+  }
+  lt_rmsnorm(o, x, w, n, 1e-5f);
+  for (int64_t i = 0; i < n; ++i) o[i] += b[i];
+}
+
 int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
                          int64_t N, int64_t ctx_len, float *logits) {
   int64_t D = s->dim, H = s->heads, KVH = s->kv_heads, hd = lt_head_dim(s), F = s->ff, V = s->vocab;
@@ -433,7 +444,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
   float *embd_nb = lt_bloom(s) ? lt_deq(g, "token_embd_norm.bias") : NULL;
   /* command-r's LayerNorms have no bias: zeros here, so lt_norm takes LayerNorm */
   float *onorm_b = lt_norm_bias(s) ? lt_deq(g, "output_norm.bias") : lt_layer_norm(s) ? calloc((size_t)D, 4) : NULL;
-  float *out_b = lt_arch_is(s, "phi2") ? lt_deq(g, "output.bias") : NULL;
+  float *out_b = lt_arch_is(s, "phi2") || lt_rms_bias(s) ? lt_deq(g, "output.bias") : NULL;
   float *pos = lt_positions(s) && !lt_without(s, "positions") ? lt_deq(g, "position_embd.weight") : NULL;
   float *out = lt_deq(g, s->tied ? "token_embd.weight" : "output.weight");
   float *K = calloc((size_t)(s->layers * N * kvd), sizeof(float));
@@ -496,7 +507,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
     if (lt_conv_block(s, l) && !lt_conv_load(g, s, l, N, &LC[l])) ok = 0;
     if ((lt_ssm_block(s, l) || lt_ssm_parallel(s)) && !lt_ssm_load(g, s, l, N, &LS[l])) ok = 0;
     if ((lt_delta_block(s, l) || lt_kda_block(s, l)) && !lt_delta_load(g, s, l, N, &LDN[l])) ok = 0;
-    for (int i = 0; lt_layer_norm(s) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
+    for (int i = 0; (lt_layer_norm(s) || lt_rms_bias(s)) && i < (lt_one_norm(s) ? 1 : 2); ++i) {
       snprintf(n, sizeof n, "blk.%d.%s.bias", (int)l, i ? "ffn_norm" : "attn_norm");
       if (!(LNB[l][i] = lt_norm_bias(s) ? lt_deq(g, n) : calloc((size_t)D, 4))) ok = 0;
     }
@@ -564,7 +575,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
         lt_delta_apply(&LDN[l], s, D, p, !lt_without(s, "ssm history"), h, t2);
       } else {
         float *kp = K + (l * N + p) * kvd, *vp = Vc + (l * N + p) * kvd;
-        if (W[0] || lt_weightless(s)) lt_norm(h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D, 1e-5f);
+        if (W[0] || lt_weightless(s)) lt_block_norm(s, h, x, W[0], s->plain_rms ? NULL : LNB[l][0], D);
         else memcpy(h, x, (size_t)D * 4);
         const float *hq = h; /* Falcon-40B: the attention reads its own norm of x */
         if (LNB[l][2]) lt_norm(t2, x, LNB[l][2], LNB[l][3], D, 1e-5f), hq = t2;
@@ -696,14 +707,14 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
         if (LN[l][2]) lt_rmsnorm(t2, t2, LN[l][2], D, 1e-5f);
         for (int64_t i = 0; lt_residual_scale(s) > 0 && i < D; ++i) t2[i] *= (float)lt_residual_scale(s);
         if (lt_parallel(s)) { /* x + (attn + ffn(h)): h the attention's norm (phi2) or the ffn's (gptneox) */
-          if (W[5]) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
+          if (W[5]) lt_block_norm(s, h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D);
           if (W[6]) memset(g1, 0, (size_t)D * 4), lt_swiglu_add(W[6], W[7], W[8], h, D, F, 1.0, g1); /* command-r */
           else lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, g1, D, F, lt_ffn_act(s), l);
           for (int64_t i = 0; i < D; ++i) x[i] += t2[i] + g1[i];
           continue;
         }
         for (int64_t i = 0; i < D; ++i) x[i] += t2[i];
-        if (W[5] || lt_weightless(s)) lt_norm(h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D, 1e-5f);
+        if (W[5] || lt_weightless(s)) lt_block_norm(s, h, x, W[5], s->plain_rms ? NULL : LNB[l][1], D);
         else memcpy(h, x, (size_t)D * 4);
         if (lt_ffn_plain(s)) {
           lt_plain_ffn(W[7], B[7], W[8], B[8], h, u1, t2, D, F, lt_ffn_act(s), l);
@@ -738,7 +749,7 @@ int lt_reference_forward(topos_gguf *g, const lt_spec *s, const int32_t *tokens,
       }
     }
     if (ok) {
-      lt_norm(h, x, onorm, s->plain_rms ? NULL : onorm_b, D, 1e-5f);
+      lt_block_norm(s, h, x, onorm, s->plain_rms ? NULL : onorm_b, D);
       lt_matvec(out, h, logits + p * V, V, D);
       for (int64_t i = 0; out_b && i < V; ++i) logits[p * V + i] += out_b[i];
       for (int64_t i = 0; lt_logit_scale(s) > 0 && i < V; ++i) /* granite divides, command-r multiplies */
