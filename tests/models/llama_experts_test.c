@@ -117,6 +117,7 @@ TEST(llama_qwen2moe_olmoe_granitemoe_mixtral_files) {
  * that close would route a token elsewhere (a step, not an error the bound
  * measures; the f32 files above check the choosing). */
 TEST(llama_experts_quantized_both_caches) {
+  LT_NATIVE_ONLY();
   const char *archs[] = {"qwen3moe", "qwen2moe"};
   for (size_t i = 0; i < 2; ++i) {
     lt_spec q = lt_default_spec();
@@ -234,6 +235,7 @@ TEST(llama_gpt_oss_files) {
 
 /* quantized weights (the default spec's types) through both caches */
 TEST(llama_gpt_oss_quantized_both_caches) {
+  LT_NATIVE_ONLY();
   lt_spec q = lt_default_spec();
   q.arch = "gpt-oss";
   q.experts = 3;

@@ -548,6 +548,7 @@ TEST(llama_gemma3n_decode_is_full_context) {
  * Q8_0 or f16 (2.9e-2), bound 5e-2 as gemma4's; f32 weights through a bf16
  * cache (3.7e-3, bound 1e-2) */
 TEST(llama_gemma3n_quantized) {
+  LT_NATIVE_ONLY();
   g3_spec s = g3_default();
   const topos_dtype small[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q5_0, TOPOS_Q4_1,
                                        TOPOS_Q8_0, TOPOS_F16,  TOPOS_Q8_0, TOPOS_Q8_0};

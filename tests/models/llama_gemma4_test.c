@@ -505,6 +505,7 @@ TEST(llama_gemma4_decode_is_full_context) {
  * 8-bit activations into scores without a 1 / sqrt(width) and the
  * per-layer products), and f32 weights through a bf16 cache (3.4e-3) */
 TEST(llama_gemma4_quantized) {
+  LT_NATIVE_ONLY();
   g4_spec s = g4_default();
   /* rows of 64 and 96: 32-blocks (the per-layer embeddings' proj, 16 wide, in f16) */
   const topos_dtype types[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q5_0, TOPOS_Q4_1,

@@ -93,6 +93,7 @@ TEST(llama_glm4moe_nextn_block_is_not_the_trunk) {
  * every expert used, so rounding cannot move the choice: see
  * llama_experts_quantized_both_caches) */
 TEST(llama_glm4moe_quantized_both_caches) {
+  LT_NATIVE_ONLY();
   lt_spec s = lg_f32();
   const topos_dtype t[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q8_0, TOPOS_Q4_0,
                                    TOPOS_Q6_K, TOPOS_Q4_0, TOPOS_Q8_0, TOPOS_BF16};

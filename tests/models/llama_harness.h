@@ -76,6 +76,15 @@ static inline void lt_compare_plain_caches(const lt_model *m, const lt_spec *s, 
   lt_kv = TOPOS_F32;
 }
 
+/* First in an architecture's quantized-variant test: under valgrind or an
+ * emulator it is skipped, for the reasons lt_compare_plain_caches_of gives. */
+#define LT_NATIVE_ONLY()                                                                                   \
+  do {                                                                                                     \
+    if (tt_instrumented())                                                                                 \
+      SKIP("a block-quantized variant: it runs natively (the quantized kernels run under this tool in the " \
+           "qmatmul and llama_test.c tests)");                                                           \
+  } while (0)
+
 /* lt_compare_plain_caches on a model of its own, written from s. Under
  * valgrind or an emulator a spec with block-quantized weights is left out:
  * writing it (the K formats' scale searches) and running it through two

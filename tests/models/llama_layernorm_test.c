@@ -102,6 +102,7 @@ TEST(llama_codeshell_files) {
 }
 
 TEST(llama_layernorm_quantized_both_caches) {
+  LT_NATIVE_ONLY();
   const char *archs[] = {"starcoder2", "phi2"};
   for (size_t i = 0; i < 2; ++i) {
     lt_spec q = lt_default_spec();

@@ -78,6 +78,7 @@ TEST(llama_llama4_chunks_across_prompt_pieces) {
 /* quantized weights through both caches (every expert used: see
  * llama_experts_quantized_both_caches) */
 TEST(llama_llama4_quantized_both_caches) {
+  LT_NATIVE_ONLY();
   lt_spec s = l4_f32();
   const topos_dtype t[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q8_0, TOPOS_Q4_0,
                                    TOPOS_Q6_K, TOPOS_Q4_0, TOPOS_Q8_0, TOPOS_BF16};

@@ -139,6 +139,7 @@ TEST(llama_deepseek2_yarn) {
  * dequantized weights (the graph quantizes activations: measured 3.4e-2..3.9e-2
  * here, five quantized products in a row; bound 6e-2) */
 TEST(llama_deepseek2_quantized_both_caches) {
+  LT_NATIVE_ONLY();
   lt_spec s = lm_f32();
   const topos_dtype t[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q4_K, TOPOS_Q6_K, TOPOS_Q8_0, TOPOS_Q4_0,
                                    TOPOS_Q6_K, TOPOS_Q4_0, TOPOS_Q8_0, TOPOS_BF16};

@@ -449,6 +449,7 @@ TEST(llama_openelm_decode_is_full_context) {
  * 2.5e-2..4.2e-2 over 8 other seeds: Q8_K rows of 256 through six blocks;
  * bound 5e-2, Gemma 4's) */
 TEST(llama_openelm_quantized) {
+  LT_NATIVE_ONLY();
   oe_spec s = oe_default();
   const topos_dtype small[LT_ROLES] = {TOPOS_Q8_0, TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q5_0, TOPOS_Q4_1,
                                        TOPOS_Q8_0, TOPOS_Q4_0, TOPOS_Q8_0, TOPOS_Q8_0};
