@@ -723,7 +723,8 @@ void topos_llama_free(topos_llama *m) {
                              L->latent_up, L->ple_gate, L->ple_proj, L->ple_norm, L->gate_inp_s,
                              L->down_exps_s, L->gate_up_exps, L->post_ffn_norm_1, L->pre_ffn_norm_2,
                              L->post_ffn_norm_2, L->altup_router, L->altup_router_norm, L->altup_predict,
-                             L->altup_correct, L->altup_correct_scale, L->laurel_l, L->laurel_r, L->laurel_norm};
+                             L->altup_correct, L->altup_correct_scale, L->laurel_l, L->laurel_r, L->laurel_norm,
+                             L->ffn_norm_exps};
       for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) topos_tensor_release(all[i]);
     }
     free(m->layers);
