@@ -52,6 +52,27 @@ static void le_check(const lt_spec *s) {
   lt_check_spec_variant(s, &without);
 }
 
+/* arch's quantized file: lt_default_spec's types, 2 experts of 64, both
+ * used (see llama_experts_quantized_both_caches) */
+static lt_spec le_quantized(const char *arch) {
+  lt_spec q = lt_default_spec();
+  q.arch = arch;
+  q.experts = 2;
+  q.experts_used = 2;
+  q.ff = 64;
+  return q;
+}
+
+/* s's file of one block without tensor: refused, naming it */
+static void le_refused_without(const lt_spec *s, const char *tensor) {
+  lt_spec bad = *s;
+  bad.layers = 1;
+  bad.skip_tensor = tensor;
+  char want[96];
+  snprintf(want, sizeof want, "%s is missing", tensor);
+  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, want);
+}
+
 TEST(llama_qwen3moe_files) {
   lt_spec s = le_f32("qwen3moe");
   lt_model m;
@@ -373,17 +394,9 @@ TEST(llama_dbrx_files) {
   lt_spec unclamped = s;
   unclamped.clamp_kqv = 0;
   lt_check_spec_variant(&s, &unclamped);
-  /* the block's feed-forward norm under llama's name is not dbrx's */
-  lt_spec bad = s;
-  bad.layers = 1;
-  bad.skip_tensor = "blk.0.attn_output_norm.weight";
-  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.attn_output_norm.weight is missing");
-  lt_spec q = lt_default_spec(); /* quantized, every expert used (see llama_experts_quantized_both_caches) */
-  q.arch = "dbrx";
+  le_refused_without(&s, "blk.0.attn_output_norm.weight"); /* dbrx's name for the feed-forward's norm */
+  lt_spec q = le_quantized("dbrx");
   q.fused_qkv = 1;
-  q.experts = 2;
-  q.experts_used = 2;
-  q.ff = 64;
   q.clamp_kqv = 0.5f;
   lt_compare_plain_caches_of(&q, 3e-2);
 }
@@ -480,16 +493,9 @@ TEST(llama_arctic_files) {
   }
   lt_close(&m);
   le_check(&s);
-  lt_spec q = lt_default_spec(); /* quantized, every expert used (see llama_experts_quantized_both_caches) */
-  q.arch = "arctic";
-  q.experts = 2;
-  q.experts_used = 2;
-  q.ff = 64;
+  lt_spec q = le_quantized("arctic");
   lt_compare_plain_caches_of(&q, 3e-2);
-  lt_spec bad = s;
-  bad.layers = 1;
-  bad.skip_tensor = "blk.0.ffn_norm_exps.weight";
-  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_norm_exps.weight is missing");
+  le_refused_without(&s, "blk.0.ffn_norm_exps.weight");
 }
 
 /* phimoe (Phi-3.5-MoE), as llama.cpp's phi3 graph computes it: RMS norms
@@ -515,17 +521,10 @@ TEST(llama_phimoe_files) {
   lt_spec unbiased = s;
   unbiased.plain_rms = 1; /* the plain forward's norms without their biases */
   lt_check_spec_variant(&s, &unbiased);
-  lt_spec q = lt_default_spec(); /* quantized, every expert used (see llama_experts_quantized_both_caches) */
-  q.arch = "phimoe";
+  lt_spec q = le_quantized("phimoe");
   q.biases = 2;
-  q.experts = 2;
-  q.experts_used = 2;
-  q.ff = 64;
   lt_compare_plain_caches_of(&q, 3e-2);
-  lt_spec bad = s;
-  bad.layers = 1;
-  bad.skip_tensor = "blk.0.ffn_norm.bias";
-  lt_expect_refused(bad, TOPOS_ERR_NOT_FOUND, "blk.0.ffn_norm.bias is missing");
+  le_refused_without(&s, "blk.0.ffn_norm.bias");
 }
 
 /* bailingmoe (Ling 1.0): deepseek's blocks, every one a mixture, the
